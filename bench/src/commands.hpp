@@ -1,0 +1,27 @@
+#pragma once
+// shardbench subcommands. Each file cmd_<name>.cpp adds one subcommand to the app and returns the
+// function that runs it when selected (exit code), so main.cpp stays a list.
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "shardcal/launch.hpp"
+
+namespace shardbench {
+
+using Runner = std::function<int()>;
+
+Runner add_redistribute_command(CLI::App& app);
+Runner add_info_command(CLI::App& app);
+Runner add_sweep_command(CLI::App& app);
+
+// --backend/--world/--timeout, shared by every subcommand that communicates.
+struct BackendOptions {
+  std::string backend = "sim";
+  int world = 0;
+  double timeout_s = 300.0;
+  void add_to(CLI::App& cmd);
+  shardcal::LaunchOptions launch_options() const { return {backend, world, timeout_s}; }
+};
+
+}  // namespace shardbench

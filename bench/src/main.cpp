@@ -1,0 +1,60 @@
+// shardbench: measure, check and plan sharded-tensor collectives. Subcommands live in cmd_*.cpp.
+#include <iostream>
+#include <vector>
+
+#include "commands.hpp"
+#include "shardcal/error.hpp"
+
+namespace shardbench {
+
+void BackendOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--backend", backend,
+                 "Communication backend: sim (ranks as threads in this process), mpi (run under "
+                 "mpirun/srun), nccl (CUDA devices, run under mpirun/srun)")
+      ->capture_default_str();
+  cmd.add_option("--world", world,
+                 "Number of ranks. Required for sim; for mpi/nccl optional, must match the "
+                 "launcher's -np when given")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--timeout", timeout_s,
+                 "Seconds a rank waits in one operation before the job fails with an error naming "
+                 "the rank that did not arrive (no hangs)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+}  // namespace shardbench
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "shardbench: sharded-tensor collectives and redistributions on N-d device meshes.\n"
+      "Placements (one per mesh dim, comma separated): S(d) shard tensor dim d (torch.chunk sizes),\n"
+      "S(d)[3,3,2,0] explicit shard sizes per mesh coordinate, R replicate, P / P(sum|avg|max|min)\n"
+      "partial. Example: --mesh 2x4 --from \"S(0)[3,7],S(1)\" --to \"R,S(0)\"."};
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, shardbench::Runner>> runners;
+  auto add = [&](shardbench::Runner (*f)(CLI::App&)) {
+    const std::size_t before = app.get_subcommands({}).size();
+    shardbench::Runner r = f(app);
+    runners.emplace_back(app.get_subcommands({}).at(before), std::move(r));
+  };
+  add(shardbench::add_redistribute_command);
+  add(shardbench::add_info_command);
+  add(shardbench::add_sweep_command);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [cmd, run] : runners)
+      if (cmd->parsed()) return run();
+  } catch (const shardcal::Error& e) {
+    std::cerr << "shardbench: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "shardbench: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}
