@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "shardcal/check.hpp"
 #include "shardcal/comm_util.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/redistribute.hpp"
@@ -50,6 +51,11 @@ int run(const RedistributeArgs& a) {
   int exit_code = 0;
   shardcal::launch(lo, [&](shardcal::Communicator& world) {
     shardcal::MeshCommunicator mc(mesh, world);
+    if (!a.no_check) {
+      // Ranks launched with different arguments would otherwise hang or corrupt data.
+      shardcal::check_same_spec(world, "redistribute --from", from.hash(), from.serialize());
+      shardcal::check_same_spec(world, "redistribute --to", to.hash(), to.serialize());
+    }
     if (a.root < 0 || a.root >= world.size())
       throw shardcal::Error("--root " + std::to_string(a.root) + " outside the world of " +
                             std::to_string(world.size()) + " ranks");
@@ -62,7 +68,7 @@ int run(const RedistributeArgs& a) {
     const std::vector<std::byte> local = out.local_to_host();
     if (a.dump) {
       const shardcal::Box box = out.local_box();
-      nlohmann::json line = {{"rank", world.rank()},
+      nlohmann::ordered_json line = {{"rank", world.rank()},
                              {"coord", mesh.coord(world.rank())},
                              {"local_shape", box.shape},
                              {"offset", box.offset},
@@ -125,6 +131,9 @@ Runner add_redistribute_command(CLI::App& app) {
                 "Print one JSON object per rank per line: "
                 "{\"rank\",\"coord\",\"local_shape\",\"offset\",\"values\"} (values row-major)");
   cmd->add_flag("--plan", args->plan_only, "Only print the plan (steps, collectives, bytes); no communication");
+  cmd->add_flag("--no-check", args->no_check,
+                "Skip the cross-rank check that every rank was given the same mesh, shape, dtype and "
+                "placements (one hash all-gather; on by default)");
   cmd->add_option("--root", args->root, "Rank that holds the global tensor and scatters it")->capture_default_str();
   return [args]() { return run(*args); };
 }
