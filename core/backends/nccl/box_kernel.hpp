@@ -1,0 +1,63 @@
+#pragma once
+// The launch-level description of an N-d box copy on a CUDA device, shared by the kernel
+// (box_kernel.cu), the host planner (box_plan.cpp) and the host-side tests. The index math lives
+// here as a host+device function so the tests exercise the exact decomposition the kernel uses,
+// also on a machine without a GPU.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define SHARDCAL_HOST_DEVICE __host__ __device__
+#else
+#define SHARDCAL_HOST_DEVICE
+#endif
+
+namespace shardcal::nccl {
+
+// Outer ("row") dims one launch can address; a plan with more is split into several launches
+// over its leading dims (see split_for_kernel in box_plan.hpp). Eight covers every box of a
+// tensor of rank <= 9 even before dims are merged, so the split is a rare fallback.
+inline constexpr int kBoxKernelMaxDims = 8;
+
+// One launch: copy `rows * run` words, where a word is 1, 2, 4, 8 or 16 bytes (chosen by the
+// planner from the alignment of both sides). Row r of the row odometer (outermost dim first)
+// starts at sum(coord[d] * stride[d]) words from each base pointer; within a row the `run`
+// words are contiguous on both sides.
+template <class Index>
+struct BoxKernelArgs {
+  Index total = 0;  // rows * run
+  Index run = 0;    // contiguous words per row (>= 1)
+  int ndim = 0;     // number of outer dims in use
+  Index extent[kBoxKernelMaxDims] = {};
+  Index src_stride[kBoxKernelMaxDims] = {};
+  Index dst_stride[kBoxKernelMaxDims] = {};
+};
+
+// Word offsets (from the launch's base pointers) of flat word index i < total.
+template <class Index>
+SHARDCAL_HOST_DEVICE inline void box_word_offsets(const BoxKernelArgs<Index>& a, Index i,
+                                                  Index& src, Index& dst) {
+  Index row = i / a.run;
+  const Index col = i - row * a.run;
+  src = col;
+  dst = col;
+  for (int d = a.ndim - 1; d >= 0; --d) {
+    const Index e = a.extent[d];
+    const Index q = row / e;
+    const Index c = row - q * e;
+    src += c * a.src_stride[d];
+    dst += c * a.dst_stride[d];
+    row = q;
+  }
+}
+
+// Enqueues one launch on `stream`. `dst`/`src` are the launch's base pointers (already offset),
+// aligned to `word_bytes`. `narrow_index` selects 32-bit index math (the planner guarantees
+// every offset then fits); it roughly halves the cost of the per-element divisions.
+// Returns the launch error (cudaGetLastError) so the caller can report it with context.
+cudaError_t launch_box_copy(void* dst, const void* src, unsigned word_bytes, bool narrow_index,
+                            const BoxKernelArgs<std::uint64_t>& args, int max_blocks,
+                            cudaStream_t stream);
+
+}  // namespace shardcal::nccl
