@@ -1,7 +1,10 @@
 #pragma once
 // The one interface every backend (sim, mpi, nccl) implements. Counts and displacements are in
 // elements of `dtype`; buffers live in memory() of the communicator. Every call is collective
-// over the communicator unless it says otherwise. send == recv means in place where allowed.
+// over the communicator unless it says otherwise. In place: all_reduce accepts send == recv;
+// broadcast is always in place; every other collective needs send and recv buffers that do not
+// overlap (the executor never aliases them). A count of 0 may come with any pointer; ranks other
+// than the root may pass empty counts/displs to scatterv/gatherv.
 //
 // Failure contract: an operation either completes on every rank or throws on every rank that
 // reaches it: a peer that threw or died, or a wait longer than the configured timeout, raises
