@@ -13,7 +13,7 @@ void BackendOptions::add_to(CLI::App& cmd) {
                  "mpirun/srun), nccl (CUDA devices, run under mpirun/srun)")
       ->capture_default_str();
   cmd.add_option("--world", world,
-                 "Number of ranks. Required for sim; for mpi/nccl optional, must match the "
+                 "Number of ranks. sim: defaults to the mesh size; mpi/nccl: optional, must match the "
                  "launcher's -np when given")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--timeout", timeout_s,

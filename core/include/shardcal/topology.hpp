@@ -1,0 +1,35 @@
+#pragma once
+// Which ranks share a host, discovered through the communicator (so it works on every backend),
+// and which mesh dims / groups cross hosts: the link class the cost model needs.
+#include <string>
+#include <vector>
+
+#include "shardcal/communicator.hpp"
+#include "shardcal/mesh.hpp"
+
+namespace shardcal {
+
+struct Topology {
+  std::vector<std::string> hostnames;  // per world rank
+  int num_hosts = 0;
+  std::vector<int> host_of_rank;  // host index per world rank; hosts numbered by first rank
+  int max_ranks_per_host = 0;
+};
+
+// Collective over world. Each rank contributes gethostname(), or SHARDCAL_HOSTNAME when set
+// (emulating several hosts on one machine, or naming hosts whose containers all report the same
+// hostname). sim: every rank is on this one host.
+Topology discover_topology(Communicator& world);
+
+// Hosts and ranks per host of one group of world ranks (e.g. DeviceMesh::group(...)).
+struct GroupSpan {
+  int hosts = 0;
+  int max_ranks_per_host = 0;
+};
+GroupSpan group_span(const Topology& topo, const std::vector<int>& world_ranks);
+
+// Per mesh dim: true when some group along that dim contains ranks on different hosts.
+// Throws Error if the mesh size differs from the number of ranks in topo.
+std::vector<bool> mesh_dims_spanning_hosts(const Topology& topo, const DeviceMesh& mesh);
+
+}  // namespace shardcal

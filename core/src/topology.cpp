@@ -1,0 +1,84 @@
+#include "shardcal/topology.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <map>
+
+#include "shardcal/error.hpp"
+
+namespace shardcal {
+
+namespace {
+std::string local_hostname() {
+  if (const char* env = std::getenv("SHARDCAL_HOSTNAME"); env != nullptr && *env != '\0') return env;
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf;
+}
+}  // namespace
+
+Topology discover_topology(Communicator& world) {
+  const std::string mine = local_hostname();
+  const std::vector<std::uint64_t> lengths = world.all_gather_u64(mine.size());
+  std::vector<std::size_t> counts(lengths.begin(), lengths.end()), displs(lengths.size(), 0);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  // The names travel on the data path, so buffers live in the communicator's memory space
+  // (device memory for NCCL) and are staged through host copies.
+  MemorySpace& mem = world.memory();
+  Buffer send(mem, mine.size()), recv(mem, total);
+  mem.copy_from_host(send.data(), mine.data(), mine.size());
+  world.all_gatherv(send.data(), mine.size(), recv.data(), counts, displs, DType::U8);
+  mem.synchronize();
+  std::string all(total, '\0');
+  mem.copy_to_host(all.data(), recv.data(), total);
+
+  Topology topo;
+  std::map<std::string, int> host_index;
+  std::vector<int> ranks_on_host;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    std::string name = all.substr(displs[r], counts[r]);
+    const auto [it, added] = host_index.emplace(name, int(host_index.size()));
+    if (added) ranks_on_host.push_back(0);
+    ++ranks_on_host[std::size_t(it->second)];
+    topo.host_of_rank.push_back(it->second);
+    topo.hostnames.push_back(std::move(name));
+  }
+  topo.num_hosts = int(host_index.size());
+  topo.max_ranks_per_host = ranks_on_host.empty() ? 0 : *std::max_element(ranks_on_host.begin(), ranks_on_host.end());
+  return topo;
+}
+
+GroupSpan group_span(const Topology& topo, const std::vector<int>& world_ranks) {
+  std::map<int, int> per_host;
+  for (int r : world_ranks) {
+    if (r < 0 || r >= int(topo.host_of_rank.size()))
+      throw Error("group_span: rank " + std::to_string(r) + " is outside the topology's " +
+                  std::to_string(topo.host_of_rank.size()) + " ranks");
+    ++per_host[topo.host_of_rank[std::size_t(r)]];
+  }
+  GroupSpan s;
+  s.hosts = int(per_host.size());
+  for (const auto& [host, n] : per_host) s.max_ranks_per_host = std::max(s.max_ranks_per_host, n);
+  return s;
+}
+
+std::vector<bool> mesh_dims_spanning_hosts(const Topology& topo, const DeviceMesh& mesh) {
+  if (mesh.size() != int(topo.host_of_rank.size()))
+    throw Error("mesh " + mesh.to_string() + " has " + std::to_string(mesh.size()) +
+                " ranks but the topology has " + std::to_string(topo.host_of_rank.size()));
+  std::vector<bool> spans(std::size_t(mesh.ndim()), false);
+  for (int d = 0; d < mesh.ndim(); ++d)
+    for (int r = 0; r < mesh.size() && !spans[std::size_t(d)]; ++r)
+      if (mesh.group_position(r, {d}) == 0 && group_span(topo, mesh.group(r, {d})).hosts > 1)
+        spans[std::size_t(d)] = true;
+  return spans;
+}
+
+}  // namespace shardcal
