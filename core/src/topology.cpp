@@ -13,7 +13,8 @@ namespace shardcal {
 
 namespace {
 std::string local_hostname() {
-  if (const char* env = std::getenv("SHARDCAL_HOSTNAME"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("SHARDCAL_HOSTNAME"); env != nullptr && *env != '\0')
+    return env;
   char buf[HOST_NAME_MAX + 1] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
   return buf;
@@ -51,7 +52,8 @@ Topology discover_topology(Communicator& world) {
     topo.hostnames.push_back(std::move(name));
   }
   topo.num_hosts = int(host_index.size());
-  topo.max_ranks_per_host = ranks_on_host.empty() ? 0 : *std::max_element(ranks_on_host.begin(), ranks_on_host.end());
+  topo.max_ranks_per_host =
+      ranks_on_host.empty() ? 0 : *std::max_element(ranks_on_host.begin(), ranks_on_host.end());
   return topo;
 }
 

@@ -50,10 +50,10 @@ TEST(CheckSameSpec, OneDissenterIsNamedOnEveryRank) {
     for (int r = 0; r < c.size(); ++r)
       if (r != odd) majority.push_back(r);
     const std::string expected =
-        "redistribute input: ranks disagree on " + c.describe() + " (2 distinct specs): " +
-        (majority.size() == 1 ? "rank " : "ranks ") + format_rank_list(majority) +
-        (majority.size() == 1 ? " has" : " have") + " spec A: mesh=2x2 S(0),R; rank " +
-        std::to_string(odd) + " has spec B: mesh=2x2 S(1),R";
+        "redistribute input: ranks disagree on " + c.describe() +
+        " (2 distinct specs): " + (majority.size() == 1 ? "rank " : "ranks ") +
+        format_rank_list(majority) + (majority.size() == 1 ? " has" : " have") +
+        " spec A: mesh=2x2 S(0),R; rank " + std::to_string(odd) + " has spec B: mesh=2x2 S(1),R";
     EXPECT_EQ(msg, expected);
     if (c.size() == 4) {
       EXPECT_NE(msg.find("ranks 0,1,3 have spec A"), std::string::npos) << msg;
@@ -66,7 +66,8 @@ TEST(CheckSameSpec, EveryRankThrowsTheSameTextWithManyGroups) {
   if (world < 3) GTEST_SKIP() << "needs at least 3 ranks";
   run_spmd(world, [](Communicator& c) {
     const int group = c.rank() % 3;  // three distinct specs
-    const std::string msg = spec_error(c, std::uint64_t(100 + group), "spec #" + std::to_string(group));
+    const std::string msg =
+        spec_error(c, std::uint64_t(100 + group), "spec #" + std::to_string(group));
     ASSERT_NE(msg, "");
     EXPECT_NE(msg.find("(3 distinct specs)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("spec C: spec #2"), std::string::npos) << msg;

@@ -1,6 +1,5 @@
 // discover_topology on the backend under test: every rank gets the same complete picture.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <climits>

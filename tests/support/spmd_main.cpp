@@ -22,19 +22,23 @@ namespace {
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
  public:
   explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  // The name is kept here: UnitTest::current_test_info() takes a lock that gtest already holds
+  // while it reports a part result.
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    test_ = std::string(info.test_suite_name()) + "." + info.name();
+  }
+  void OnTestEnd(const ::testing::TestInfo&) override { test_ = "(between tests)"; }
   void OnTestPartResult(const ::testing::TestPartResult& r) override {
     if (!r.failed()) return;
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string test =
-        info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "(no test)";
     std::fprintf(stderr, "[rank %d] %s:%d: Failure in %s\n%s\n", rank_,
-                 r.file_name() != nullptr ? r.file_name() : "?", r.line_number(), test.c_str(),
+                 r.file_name() != nullptr ? r.file_name() : "?", r.line_number(), test_.c_str(),
                  r.message());
     std::fflush(stderr);
   }
 
  private:
   int rank_;
+  std::string test_ = "(between tests)";
 };
 
 std::uint64_t fnv1a(const std::string& s) {

@@ -22,9 +22,11 @@ Topology hosts_of(int ranks, int per_host) {
 
 TEST(Topology, OuterDimSpansHostsWhenInnerFillsAHost) {
   // 2 hosts x 4 ranks, mesh 2x4: dim 0 pairs rank r with r+4 (other host), dim 1 stays inside.
-  EXPECT_EQ(mesh_dims_spanning_hosts(hosts_of(8, 4), DeviceMesh({2, 4})), (std::vector<bool>{true, false}));
+  EXPECT_EQ(mesh_dims_spanning_hosts(hosts_of(8, 4), DeviceMesh({2, 4})),
+            (std::vector<bool>{true, false}));
   // 4 hosts x 2 ranks: both dims of 2x4 cross hosts.
-  EXPECT_EQ(mesh_dims_spanning_hosts(hosts_of(8, 2), DeviceMesh({2, 4})), (std::vector<bool>{true, true}));
+  EXPECT_EQ(mesh_dims_spanning_hosts(hosts_of(8, 2), DeviceMesh({2, 4})),
+            (std::vector<bool>{true, true}));
   // One host: nothing spans.
   EXPECT_EQ(mesh_dims_spanning_hosts(hosts_of(8, 8), DeviceMesh({2, 2, 2})),
             (std::vector<bool>{false, false, false}));

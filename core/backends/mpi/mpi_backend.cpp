@@ -1,0 +1,541 @@
+#include "mpi_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "mpi_runtime.hpp"
+#include "shardcal/error.hpp"
+
+namespace shardcal::mpi {
+namespace {
+
+using detail::ElemType;
+using detail::WatchScope;
+
+const std::byte* bytes(const void* p) { return static_cast<const std::byte*>(p); }
+std::byte* bytes(void* p) { return static_cast<std::byte*>(p); }
+
+bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+// Elements spanned by a v-layout: max over ranks of displ + count.
+std::size_t span_of(Counts counts, Counts displs) {
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] != 0) end = std::max(end, displs[i] + counts[i]);
+  return end;
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, std::string desc, double timeout_s)
+      : comm_(comm), desc_(std::move(desc)), timeout_s_(timeout_s) {
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    // MPI_TAG_UB is attached to MPI_COMM_WORLD; 32767 is the least MPI guarantees.
+    int* tag_ub = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
+    if (found != 0 && tag_ub != nullptr) max_tag_ = *tag_ub;
+  }
+  ~MpiCommunicator() override {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (fin == 0) MPI_Comm_free(&comm_);
+  }
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+  std::string describe() const override { return desc_; }
+  MemorySpace& memory() override { return host_memory(); }
+  double now() const override { return MPI_Wtime(); }
+
+  void barrier() override {
+    WatchScope w("barrier", desc_, timeout_s_);
+    check("barrier", MPI_Barrier(comm_));
+  }
+
+  void broadcast(void* buf, std::size_t count, DType t, int root) override {
+    check_root("broadcast", root);
+    WatchScope w("broadcast", desc_, timeout_s_);
+    for_chunks(count, dtype_size(t), [&](std::size_t off, int n) {
+      check("broadcast", MPI_Bcast(bytes(buf) + off, n, detail::base_type(t), root, comm_));
+    });
+  }
+
+  void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override {
+    const std::size_t es = dtype_size(t), nbytes = count * es;
+    Scratch tmp;
+    const bool in_place = send == recv;
+    if (!in_place) send = tmp.unalias(send, nbytes, recv, nbytes);
+    WatchScope w("all_reduce", desc_, timeout_s_);
+    // Reductions are elementwise, so a large count is split into calls MPI can take with its
+    // own (vectorized) ops.
+    for_chunks(count, es, [&](std::size_t off, int n) {
+      check("all_reduce",
+            MPI_Allreduce(in_place ? MPI_IN_PLACE : bytes(send) + off, bytes(recv) + off, n,
+                          detail::base_type(t), detail::reduce_op(t, op, false), comm_));
+    });
+    if (op == ReduceOp::Avg) finish_avg(t, recv, count, size_);
+  }
+
+  void all_gather(const void* send, void* recv, std::size_t count, DType t) override {
+    const std::size_t es = dtype_size(t), block = count * es;
+    Scratch tmp;
+    const bool in_place = count > 0 && send == bytes(recv) + std::size_t(rank_) * block;
+    if (!in_place) send = tmp.unalias(send, block, recv, block * std::size_t(size_));
+    ElemType et(t, count);
+    WatchScope w("all_gather", desc_, timeout_s_);
+    check("all_gather", MPI_Allgather(in_place ? MPI_IN_PLACE : send, et.count(), et.type(), recv,
+                                      et.count(), et.type(), comm_));
+  }
+
+  void all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                   Counts displs, DType t) override {
+    const char* op = "all_gatherv";
+    check_group_size(op, "counts", counts);
+    check_group_size(op, "displs", displs);
+    if (send_count != counts[std::size_t(rank_)])
+      fail(op, "send_count " + std::to_string(send_count) + " differs from counts[" +
+                   std::to_string(rank_) + "] = " + std::to_string(counts[std::size_t(rank_)]));
+    const std::size_t es = dtype_size(t);
+    const int* c = to_ints(op, "count", counts, ints_[0]);
+    const int* d = to_ints(op, "displacement", displs, ints_[1]);
+    Scratch tmp;
+    const bool in_place = send_count > 0 && send == bytes(recv) + displs[std::size_t(rank_)] * es;
+    if (!in_place) send = tmp.unalias(send, send_count * es, recv, span_of(counts, displs) * es);
+    WatchScope w(op, desc_, timeout_s_);
+    check(op, MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, int(send_count), detail::base_type(t),
+                             recv, c, d, detail::base_type(t), comm_));
+  }
+
+  void reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
+                      ReduceOp op) override {
+    const std::size_t es = dtype_size(t);
+    Scratch tmp;
+    send = tmp.unalias(send, count * es * std::size_t(size_), recv, count * es);
+    ElemType et(t, count);
+    WatchScope w("reduce_scatter", desc_, timeout_s_);
+    check("reduce_scatter",
+          MPI_Reduce_scatter_block(send, recv, et.count(), et.type(),
+                                   detail::reduce_op(t, op, et.derived()), comm_));
+    if (op == ReduceOp::Avg) finish_avg(t, recv, count, size_);
+  }
+
+  void reduce_scatterv(const void* send, void* recv, Counts counts, DType t, ReduceOp op) override {
+    const char* what = "reduce_scatterv";
+    check_group_size(what, "counts", counts);
+    const int* c = to_ints(what, "count", counts, ints_[0]);
+    std::size_t total = 0;
+    for (std::size_t n : counts) total += n;
+    // MPI implementations sum the int counts into an int.
+    if (total > std::size_t(INT_MAX))
+      fail(what, "the counts add up to " + std::to_string(total) + " elements, more than the " +
+                     std::to_string(INT_MAX) + " MPI_Reduce_scatter can take");
+    const std::size_t es = dtype_size(t), mine = counts[std::size_t(rank_)];
+    Scratch tmp;
+    send = tmp.unalias(send, total * es, recv, mine * es);
+    WatchScope w(what, desc_, timeout_s_);
+    check(what, MPI_Reduce_scatter(send, recv, c, detail::base_type(t),
+                                   detail::reduce_op(t, op, false), comm_));
+    if (op == ReduceOp::Avg) finish_avg(t, recv, mine, size_);
+  }
+
+  void all_to_all(const void* send, void* recv, std::size_t count, DType t) override {
+    const std::size_t total = count * dtype_size(t) * std::size_t(size_);
+    Scratch tmp;
+    send = tmp.unalias(send, total, recv, total);
+    ElemType et(t, count);
+    WatchScope w("all_to_all", desc_, timeout_s_);
+    check("all_to_all",
+          MPI_Alltoall(send, et.count(), et.type(), recv, et.count(), et.type(), comm_));
+  }
+
+  void all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
+                   Counts recv_counts, Counts recv_displs, DType t) override {
+    const char* op = "all_to_allv";
+    check_group_size(op, "send_counts", send_counts);
+    check_group_size(op, "send_displs", send_displs);
+    check_group_size(op, "recv_counts", recv_counts);
+    check_group_size(op, "recv_displs", recv_displs);
+    const int* sc = to_ints(op, "send count", send_counts, ints_[0]);
+    const int* sd = to_ints(op, "send displacement", send_displs, ints_[1]);
+    const int* rc = to_ints(op, "recv count", recv_counts, ints_[2]);
+    const int* rd = to_ints(op, "recv displacement", recv_displs, ints_[3]);
+    const std::size_t es = dtype_size(t);
+    Scratch tmp;
+    send = tmp.unalias(send, span_of(send_counts, send_displs) * es, recv,
+                       span_of(recv_counts, recv_displs) * es);
+    WatchScope w(op, desc_, timeout_s_);
+    check(op, MPI_Alltoallv(send, sc, sd, detail::base_type(t), recv, rc, rd, detail::base_type(t),
+                            comm_));
+  }
+
+  void scatter(const void* send, void* recv, std::size_t count, DType t, int root) override {
+    check_root("scatter", root);
+    const std::size_t block = count * dtype_size(t);
+    Scratch tmp;
+    bool in_place = false;
+    if (rank_ == root) {
+      in_place = count > 0 && recv == bytes(send) + std::size_t(root) * block;
+      if (!in_place) send = tmp.unalias(send, block * std::size_t(size_), recv, block);
+    }
+    ElemType et(t, count);
+    WatchScope w("scatter", desc_, timeout_s_);
+    check("scatter", MPI_Scatter(send, et.count(), et.type(), in_place ? MPI_IN_PLACE : recv,
+                                 et.count(), et.type(), root, comm_));
+  }
+
+  void scatterv(const void* send, Counts counts, Counts displs, void* recv, std::size_t recv_count,
+                DType t, int root) override {
+    const char* op = "scatterv";
+    check_root(op, root);
+    const std::size_t es = dtype_size(t);
+    const int* c = nullptr;
+    const int* d = nullptr;
+    Scratch tmp;
+    bool in_place = false;
+    if (rank_ == root) {
+      check_group_size(op, "counts", counts);
+      check_group_size(op, "displs", displs);
+      if (recv_count != counts[std::size_t(root)])
+        fail(op, "the root's recv_count " + std::to_string(recv_count) + " differs from counts[" +
+                     std::to_string(root) + "] = " + std::to_string(counts[std::size_t(root)]));
+      c = to_ints(op, "count", counts, ints_[0]);
+      d = to_ints(op, "displacement", displs, ints_[1]);
+      in_place = recv_count > 0 && recv == bytes(send) + displs[std::size_t(root)] * es;
+      if (!in_place) send = tmp.unalias(send, span_of(counts, displs) * es, recv, recv_count * es);
+    }
+    const int rn = to_int(op, "recv_count", recv_count);
+    WatchScope w(op, desc_, timeout_s_);
+    check(op, MPI_Scatterv(send, c, d, detail::base_type(t), in_place ? MPI_IN_PLACE : recv, rn,
+                           detail::base_type(t), root, comm_));
+  }
+
+  void gather(const void* send, void* recv, std::size_t count, DType t, int root) override {
+    check_root("gather", root);
+    const std::size_t block = count * dtype_size(t);
+    Scratch tmp;
+    bool in_place = false;
+    if (rank_ == root) {
+      in_place = count > 0 && send == bytes(recv) + std::size_t(root) * block;
+      if (!in_place) send = tmp.unalias(send, block, recv, block * std::size_t(size_));
+    }
+    ElemType et(t, count);
+    WatchScope w("gather", desc_, timeout_s_);
+    check("gather", MPI_Gather(in_place ? MPI_IN_PLACE : send, et.count(), et.type(), recv,
+                               et.count(), et.type(), root, comm_));
+  }
+
+  void gatherv(const void* send, std::size_t send_count, void* recv, Counts counts, Counts displs,
+               DType t, int root) override {
+    const char* op = "gatherv";
+    check_root(op, root);
+    const std::size_t es = dtype_size(t);
+    const int* c = nullptr;
+    const int* d = nullptr;
+    Scratch tmp;
+    bool in_place = false;
+    if (rank_ == root) {
+      check_group_size(op, "counts", counts);
+      check_group_size(op, "displs", displs);
+      if (send_count != counts[std::size_t(root)])
+        fail(op, "the root's send_count " + std::to_string(send_count) + " differs from counts[" +
+                     std::to_string(root) + "] = " + std::to_string(counts[std::size_t(root)]));
+      c = to_ints(op, "count", counts, ints_[0]);
+      d = to_ints(op, "displacement", displs, ints_[1]);
+      in_place = send_count > 0 && send == bytes(recv) + displs[std::size_t(root)] * es;
+      if (!in_place) send = tmp.unalias(send, send_count * es, recv, span_of(counts, displs) * es);
+    }
+    const int sn = to_int(op, "send_count", send_count);
+    WatchScope w(op, desc_, timeout_s_);
+    check(op, MPI_Gatherv(in_place ? MPI_IN_PLACE : send, sn, detail::base_type(t), recv, c, d,
+                          detail::base_type(t), root, comm_));
+  }
+
+  void send(const void* buf, std::size_t count, DType t, int peer, int tag) override {
+    check_p2p("send", peer, tag);
+    WatchScope w("send", desc_, timeout_s_, peer);
+    for_chunks(count, dtype_size(t), [&](std::size_t off, int n) {
+      check("send", MPI_Send(bytes(buf) + off, n, detail::base_type(t), peer, tag, comm_));
+    });
+  }
+
+  void recv(void* buf, std::size_t count, DType t, int peer, int tag) override {
+    check_p2p("recv", peer, tag);
+    WatchScope w("recv", desc_, timeout_s_, peer);
+    std::size_t received = 0;
+    for_chunks(count, dtype_size(t), [&](std::size_t off, int n) {
+      MPI_Status st;
+      check("recv", MPI_Recv(bytes(buf) + off, n, detail::base_type(t), peer, tag, comm_, &st));
+      int got = 0;
+      check("recv", MPI_Get_count(&st, detail::base_type(t), &got));
+      received += std::size_t(got);
+      if (got != n)
+        fail("recv", "received " + std::to_string(received) + " of the " + std::to_string(count) +
+                         " elements expected from rank " + std::to_string(peer) + " (tag " +
+                         std::to_string(tag) + "): the matching send was smaller");
+    });
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    if (color < 0) fail("split", "color must be >= 0 (got " + std::to_string(color) + ")");
+    MPI_Comm sub = MPI_COMM_NULL;
+    {
+      WatchScope w("split", desc_, timeout_s_);
+      check("split", MPI_Comm_split(comm_, color, key, &sub));
+    }
+    return std::make_unique<MpiCommunicator>(
+        sub, "mpi split(color " + std::to_string(color) + ") of " + desc_, timeout_s_);
+  }
+
+  std::vector<std::uint64_t> all_gather_u64(std::uint64_t value) override {
+    std::vector<std::uint64_t> out(static_cast<std::size_t>(size_));
+    WatchScope w("all_gather_u64", desc_, timeout_s_);
+    check("all_gather_u64",
+          MPI_Allgather(&value, 1, MPI_UINT64_T, out.data(), 1, MPI_UINT64_T, comm_));
+    return out;
+  }
+
+  void broadcast_string(std::string& text, int root) override {
+    check_root("broadcast_string", root);
+    std::uint64_t len = text.size();
+    {
+      WatchScope w("broadcast_string", desc_, timeout_s_);
+      check("broadcast_string", MPI_Bcast(&len, 1, MPI_UINT64_T, root, comm_));
+    }
+    text.resize(std::size_t(len));
+    broadcast(text.data(), std::size_t(len), DType::U8, root);
+  }
+
+ private:
+  // Copy of a send buffer that overlaps the receive buffer (MPI forbids aliasing; the cases MPI
+  // supports natively go through MPI_IN_PLACE instead).
+  class Scratch {
+   public:
+    const void* unalias(const void* send, std::size_t send_bytes, const void* recv,
+                        std::size_t recv_bytes) {
+      if (!overlaps(send, send_bytes, recv, recv_bytes)) return send;
+      copy_ = std::make_unique_for_overwrite<std::byte[]>(send_bytes);
+      std::memcpy(copy_.get(), send, send_bytes);
+      return copy_.get();
+    }
+
+   private:
+    std::unique_ptr<std::byte[]> copy_;
+  };
+
+  // Calls f(byte offset, element count) for pieces of at most max_count() elements; at least
+  // once, so a zero-size operation still synchronizes like any other call.
+  template <class F>
+  void for_chunks(std::size_t count, std::size_t es, F&& f) {
+    const std::size_t limit = detail::max_count();
+    std::size_t off = 0;
+    do {
+      const std::size_t n = std::min(limit, count - off);
+      f(off * es, int(n));
+      off += n;
+    } while (off < count);
+  }
+
+  std::string where() const {
+    return " on " + desc_ + " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+           ", world rank " + std::to_string(detail::world_rank()) + ")";
+  }
+  [[noreturn]] void fail(const char* op, const std::string& why) const {
+    throw Error(std::string(op) + where() + ": " + why);
+  }
+  void check(const char* op, int rc) const {
+    if (rc != MPI_SUCCESS)
+      throw Error(std::string(op) + where() + " failed: " + detail::error_string(rc));
+  }
+  void check_root(const char* op, int root) const {
+    if (root < 0 || root >= size_)
+      fail(op, "root " + std::to_string(root) + " is not a rank of this group of " +
+                   std::to_string(size_));
+  }
+  void check_p2p(const char* op, int peer, int tag) const {
+    if (peer < 0 || peer >= size_)
+      fail(op, "peer " + std::to_string(peer) + " is not a rank of this group of " +
+                   std::to_string(size_));
+    if (tag < 0 || tag > max_tag_)
+      fail(op, "tag " + std::to_string(tag) + " is outside 0.." + std::to_string(max_tag_) +
+                   " (MPI_TAG_UB of this MPI)");
+  }
+  void check_group_size(const char* op, const char* name, Counts c) const {
+    if (c.size() != std::size_t(size_))
+      fail(op, std::string(name) + " has " + std::to_string(c.size()) +
+                   " entries but the group has " + std::to_string(size_) + " ranks");
+  }
+  int to_int(const char* op, const char* what, std::size_t v) const {
+    if (v > std::size_t(INT_MAX))
+      fail(op, std::string(what) + " " + std::to_string(v) + " exceeds " + std::to_string(INT_MAX) +
+                   ", the largest count or displacement the MPI-3 v-collectives take (split the "
+                   "transfer, or use an MPI-4 library with large-count calls)");
+    return int(v);
+  }
+  // The v-collectives take int arrays; refuse (never truncate) values that do not fit.
+  const int* to_ints(const char* op, const char* what, Counts in, std::vector<int>& out) const {
+    out.resize(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (in[i] > std::size_t(INT_MAX))
+        fail(op, std::string(what) + " " + std::to_string(in[i]) + " for rank " +
+                     std::to_string(i) + " exceeds " + std::to_string(INT_MAX) +
+                     ", the largest the MPI-3 v-collectives take (split the transfer, or use an "
+                     "MPI-4 library with large-count calls)");
+      out[i] = int(in[i]);
+    }
+    return out.data();
+  }
+
+  MPI_Comm comm_;
+  std::string desc_;
+  double timeout_s_;
+  int rank_ = 0;
+  int size_ = 1;
+  int max_tag_ = 32767;
+  std::vector<int> ints_[4];  // reused int copies of v-collective counts/displacements
+};
+
+// Waits for a non-blocking request without blocking forever; polls with a growing sleep so that
+// oversubscribed ranks still get the CPU.
+bool wait_until_done(MPI_Request& req, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(seconds));
+  auto pause = std::chrono::microseconds(20);
+  while (true) {
+    int done = 0;
+    const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+      detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc),
+                        detail::kErrorExitCode);
+    if (done != 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+}
+
+// End of run(): every rank says whether its body failed, on a communicator the body never
+// used. Returns the lowest failed rank and its message (-1 if none failed), or aborts the job
+// when the ranks cannot all get here.
+std::pair<int, std::string> agree_on_failures(MPI_Comm ctl, bool failed, const std::string& what,
+                                              const Options& opts) {
+  int size = 1;
+  MPI_Comm_size(ctl, &size);
+  int flag = failed ? 1 : 0;
+  std::vector<int> flags(static_cast<std::size_t>(size), 0);
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = MPI_Iallgather(&flag, 1, MPI_INT, flags.data(), 1, MPI_INT, ctl, &req);
+  if (rc != MPI_SUCCESS)
+    detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc) +
+                          (failed ? "; this rank's error: " + what : std::string()),
+                      detail::kErrorExitCode);
+  if (failed) {
+    const double grace = std::min(opts.error_grace_s, opts.timeout_s);
+    if (!wait_until_done(req, grace))
+      detail::abort_job(
+          what + " [the other ranks did not reach the end of the run within " +
+              detail::seconds_text(grace) +
+              " s, so they are presumably blocked waiting for this rank: aborting the job]",
+          detail::kErrorExitCode);
+  } else if (!wait_until_done(req, opts.timeout_s)) {
+    detail::abort_job(
+        "end of run on mpi world timed out after " + detail::seconds_text(opts.timeout_s) +
+            " s waiting for the other ranks to finish their SPMD body; aborting the job",
+        detail::kTimeoutExitCode);
+  }
+  const auto it = std::find(flags.begin(), flags.end(), 1);
+  if (it == flags.end()) return {-1, {}};
+  const int first = int(it - flags.begin());
+  // Everyone is here, so the root-cause message can be shared with the healthy ranks.
+  std::string text = what.substr(0, 4000);
+  std::uint64_t len = text.size();
+  static const std::string group = "mpi world (end of run)";
+  WatchScope w("broadcast of the failed rank's error", group, opts.timeout_s);
+  rc = MPI_Bcast(&len, 1, MPI_UINT64_T, first, ctl);
+  if (rc == MPI_SUCCESS) {
+    text.resize(std::size_t(len));
+    rc = MPI_Bcast(text.data(), int(len), MPI_CHAR, first, ctl);
+  }
+  if (rc != MPI_SUCCESS)
+    text = "(its message could not be received: " + detail::error_string(rc) + ")";
+  std::string ranks;
+  int nfailed = 0;
+  for (int r = 0; r < size; ++r)
+    if (flags[std::size_t(r)] != 0) {
+      ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+      ++nfailed;
+    }
+  if (nfailed > 1)
+    text += " (ranks " + ranks + " failed; this is rank " + std::to_string(first) + "'s error)";
+  return {first, text};
+}
+
+}  // namespace
+
+void run(int expected_world, const Options& opts, const std::function<void(Communicator&)>& body) {
+  if (!(opts.timeout_s > 0))
+    throw Error("the MPI backend needs a positive timeout (got " +
+                detail::seconds_text(opts.timeout_s) + " s)");
+  detail::ensure_initialized();
+  int world_size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (expected_world != 0 && expected_world != world_size)
+    throw Error("the MPI job has " + std::to_string(world_size) + " ranks but a world of " +
+                std::to_string(expected_world) + " was asked for: start it with mpirun -np " +
+                std::to_string(expected_world) + " (or ask for world " +
+                std::to_string(world_size) + ", or 0 for whatever was launched)");
+
+  // Private duplicates of MPI_COMM_WORLD: the body's traffic cannot match an earlier run's or
+  // the end-of-run check's.
+  MPI_Comm data = MPI_COMM_NULL, ctl = MPI_COMM_NULL;
+  {
+    static const std::string group = "mpi world (start of run)";
+    WatchScope w("MPI_Comm_dup", group, opts.timeout_s);
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &data);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
+    if (rc != MPI_SUCCESS)
+      throw Error("MPI_Comm_dup of MPI_COMM_WORLD failed on world rank " +
+                  std::to_string(detail::world_rank()) + ": " + detail::error_string(rc));
+  }
+  MPI_Comm_set_errhandler(ctl, MPI_ERRORS_RETURN);
+
+  std::exception_ptr error;
+  std::string what;
+  {
+    MpiCommunicator world(data, "mpi world", opts.timeout_s);
+    try {
+      body(world);
+    } catch (const std::exception& e) {
+      error = std::current_exception();
+      what = e.what();
+    } catch (...) {
+      error = std::current_exception();
+      what = "unknown exception (not derived from std::exception)";
+    }
+  }
+  const auto [failed_rank, message] = agree_on_failures(ctl, error != nullptr, what, opts);
+  MPI_Comm_free(&ctl);
+  if (error) std::rethrow_exception(error);
+  if (failed_rank >= 0)
+    throw PeerFailure("rank " + std::to_string(failed_rank) +
+                      " of the mpi world failed: " + message);
+}
+
+}  // namespace shardcal::mpi

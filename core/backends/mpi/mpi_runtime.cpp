@@ -1,0 +1,352 @@
+#include "mpi_runtime.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "mpi_backend.hpp"
+#include "shardcal/error.hpp"
+
+namespace shardcal::mpi {
+
+namespace detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kNumDTypes = 7;
+constexpr int kNumOps = 4;
+
+// One watchdog per process: at most one blocking MPI call is in flight at a time (the thread
+// that runs the SPMD body drives all communication).
+struct Watchdog {
+  std::mutex m;
+  std::condition_variable cv;
+  std::thread thread;
+  bool started = false;
+  bool stop = false;
+  bool armed = false;
+  const char* op = nullptr;
+  const std::string* group = nullptr;
+  int peer = -1;
+  double timeout_s = 0;
+  Clock::time_point deadline;
+};
+
+// Process-wide state. Heap-allocated and never freed: the exit handler and the watchdog thread
+// use it while static destructors run.
+struct Runtime {
+  std::once_flag once;
+  bool we_initialized = false;
+  int thread_level = MPI_THREAD_SINGLE;
+  std::thread::id init_thread;
+  int world_rank = -1;
+  std::size_t max_count = INT_MAX;
+  double last_timeout_s = 300;
+  std::array<MPI_Op, kNumDTypes * kNumOps> user_ops{};
+  std::mutex types_m;
+  std::vector<std::pair<MPI_Datatype, std::size_t>> derived_types;  // type -> elements per item
+  Watchdog watchdog;
+};
+
+Runtime& rt() {
+  static Runtime* r = [] {
+    auto* fresh = new Runtime;
+    fresh->user_ops.fill(MPI_OP_NULL);
+    return fresh;
+  }();
+  return *r;
+}
+
+bool mpi_usable() {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  return init != 0 && fin == 0;
+}
+
+void watchdog_main() {
+  Watchdog& w = rt().watchdog;
+  std::unique_lock lk(w.m);
+  while (!w.stop) {
+    const auto now = Clock::now();
+    if (w.armed && now >= w.deadline) {
+      std::string msg = std::string(w.op);
+      if (w.peer >= 0) msg += " (peer rank " + std::to_string(w.peer) + ")";
+      msg += " on " + *w.group + " timed out after " + seconds_text(w.timeout_s) +
+             " s (a peer rank died, is stuck, or never called it; raise --timeout if the operation "
+             "is legitimately this slow); aborting the job";
+      lk.unlock();
+      abort_job(msg, kTimeoutExitCode);
+    }
+    // Wake at the deadline, or within a second to pick up a newly armed (shorter) deadline.
+    auto wake = now + std::chrono::seconds(1);
+    if (w.armed && w.deadline < wake) wake = w.deadline;
+    w.cv.wait_until(lk, wake);
+  }
+}
+
+void stop_watchdog() {
+  Watchdog& w = rt().watchdog;
+  {
+    std::lock_guard lk(w.m);
+    if (!w.started) return;
+    w.stop = true;
+  }
+  w.cv.notify_all();
+  w.thread.join();
+  std::lock_guard lk(w.m);
+  w.started = false;
+}
+
+std::size_t elems_per_item(MPI_Datatype dt, DType t) {
+  if (dt == base_type(t)) return 1;
+  Runtime& r = rt();
+  std::lock_guard lk(r.types_m);
+  for (const auto& [type, n] : r.derived_types)
+    if (type == dt) return n;
+  abort_job("internal: MPI user reduction called with a datatype the MPI backend did not create",
+            kErrorExitCode);
+}
+
+// MPI_User_function for (dtype T, op O): MPI hands us `len` items of `dt`, which is either the
+// predefined carrier type or one of our large-count struct types.
+template <int T, int O>
+void user_reduce(void* in, void* inout, int* len, MPI_Datatype* dt) {
+  const auto t = static_cast<DType>(T);
+  reduce_into(t, static_cast<ReduceOp>(O), inout, in, std::size_t(*len) * elems_per_item(*dt, t));
+}
+
+template <std::size_t... I>
+constexpr std::array<MPI_User_function*, sizeof...(I)> make_user_fns(std::index_sequence<I...>) {
+  return {&user_reduce<int(I / kNumOps), int(I % kNumOps)>...};
+}
+constexpr auto kUserFns = make_user_fns(std::make_index_sequence<kNumDTypes * kNumOps>{});
+
+void finalize_at_exit() {
+  Runtime& r = rt();
+  if (mpi_usable()) {
+    {
+      // MPI_Finalize synchronizes with the other ranks; a rank that exits while its peers are
+      // stuck must not hang here either.
+      static const std::string world = "mpi world";
+      WatchScope w("MPI_Finalize", world, r.last_timeout_s);
+      for (MPI_Op& op : r.user_ops)
+        if (op != MPI_OP_NULL) MPI_Op_free(&op);
+      MPI_Finalize();
+    }
+  }
+  stop_watchdog();
+}
+
+std::size_t read_max_count() {
+  const char* v = std::getenv("SHARDCAL_MPI_MAX_COUNT");
+  if (v == nullptr || *v == '\0') return INT_MAX;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0' || n < 1 || n > INT_MAX)
+    throw Error(std::string("SHARDCAL_MPI_MAX_COUNT='") + v + "' must be an integer in 1.." +
+                std::to_string(INT_MAX));
+  return std::size_t(n);
+}
+
+}  // namespace
+
+void ensure_initialized() {
+  Runtime& r = rt();
+  std::call_once(r.once, [&r] {
+    r.max_count = read_max_count();
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (fin != 0)
+      throw Error("the MPI backend cannot start: MPI was already finalized in this process");
+    if (init == 0) {
+      int provided = MPI_THREAD_SINGLE;
+      const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+      if (rc != MPI_SUCCESS) throw Error("MPI_Init_thread failed: " + error_string(rc));
+      r.we_initialized = true;
+      std::atexit(finalize_at_exit);
+    }
+    MPI_Query_thread(&r.thread_level);
+    r.init_thread = std::this_thread::get_id();
+    MPI_Comm_rank(MPI_COMM_WORLD, &r.world_rank);
+    // Errors come back as return codes everywhere (our communicators set it too), so they can
+    // be turned into shardcal::Error with the rank, operation and group.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (int i = 0; i < kNumDTypes * kNumOps; ++i) {
+      const int rc =
+          MPI_Op_create(kUserFns[std::size_t(i)], /*commute=*/1, &r.user_ops[std::size_t(i)]);
+      if (rc != MPI_SUCCESS) throw Error("MPI_Op_create failed: " + error_string(rc));
+    }
+  });
+  if (!mpi_usable())
+    throw Error("the MPI backend cannot run: MPI was already finalized in this process");
+}
+
+int world_rank() { return rt().world_rank; }
+
+std::string rank_prefix() {
+#if defined(__GLIBC__)
+  const char* prog = program_invocation_short_name;
+#else
+  const char* prog = "shardcal";
+#endif
+  const int r = rt().world_rank;
+  return std::string(prog) + " rank " + (r >= 0 ? std::to_string(r) : std::string("?"));
+}
+
+void abort_job(const std::string& message, int exit_code) {
+  const std::string line = rank_prefix() + ": error: " + message + "\n";
+  // One write(2) per line so the lines of several ranks do not interleave.
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n <= 0 && errno != EINTR) break;
+    if (n > 0) done += std::size_t(n);
+  }
+  Runtime& r = rt();
+  const bool may_call_mpi =
+      r.thread_level == MPI_THREAD_MULTIPLE || std::this_thread::get_id() == r.init_thread;
+  if (may_call_mpi && mpi_usable()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  // Without MPI_Abort, an exit without MPI_Finalize still makes mpirun end the job.
+  std::_Exit(exit_code);
+}
+
+WatchScope::WatchScope(const char* op, const std::string& group, double timeout_s, int peer) {
+  Runtime& r = rt();
+  Watchdog& w = r.watchdog;
+  std::lock_guard lk(w.m);
+  if (!w.started && !w.stop) {
+    w.thread = std::thread(watchdog_main);
+    w.started = true;
+  }
+  w.armed = true;
+  w.op = op;
+  w.group = &group;
+  w.peer = peer;
+  w.timeout_s = timeout_s;
+  r.last_timeout_s = timeout_s;
+  w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(timeout_s));
+}
+
+WatchScope::~WatchScope() {
+  Watchdog& w = rt().watchdog;
+  std::lock_guard lk(w.m);
+  w.armed = false;
+}
+
+std::size_t max_count() { return rt().max_count; }
+
+MPI_Datatype base_type(DType t) {
+  switch (t) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::F64: return MPI_DOUBLE;
+    case DType::F16:
+    case DType::BF16: return MPI_UINT16_T;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+    case DType::U8: return MPI_UINT8_T;
+  }
+  throw Error("internal: unknown dtype");
+}
+
+MPI_Op reduce_op(DType t, ReduceOp op, bool derived) {
+  const ReduceOp eff = op == ReduceOp::Avg ? ReduceOp::Sum : op;
+  // u8 always goes through our own op: Open MPI 4.1.4's op/avx saturates MPI_SUM on
+  // MPI_UINT8_T (127 + 130 gave 255; shardcal wraps like the sim, NCCL and C; cf.
+  // open-mpi/ompi#8045) and MPICH 4.0.2 compares MPI_UINT8_T as signed in MPI_MAX/MPI_MIN
+  // (max(100, 200) gave 100; pmodels/mpich#6083). Both verified on this machine.
+  const bool native_ok = t != DType::F16 && t != DType::BF16 && t != DType::U8;
+  if (!derived && native_ok) {
+    switch (eff) {
+      case ReduceOp::Sum: return MPI_SUM;
+      case ReduceOp::Max: return MPI_MAX;
+      case ReduceOp::Min: return MPI_MIN;
+      case ReduceOp::Avg: break;
+    }
+  }
+  return rt().user_ops[std::size_t(int(t) * kNumOps + int(eff))];
+}
+
+ElemType::ElemType(DType t, std::size_t n)
+    : type_(base_type(t)), count_(int(std::min<std::size_t>(n, INT_MAX))) {
+  const std::size_t limit = max_count();
+  if (n <= limit) return;
+  // n elements as one item: q blocks of k elements, then the r leftover elements.
+  const std::size_t k = std::min<std::size_t>(limit, std::size_t(1) << 20);
+  const std::size_t q = n / k, r = n % k;
+  const std::size_t es = dtype_size(t);
+  if (q > std::size_t(INT_MAX))
+    throw Error("message of " + std::to_string(n) + " elements is too large for the MPI backend");
+  auto check = [n](int rc, const char* what) {
+    if (rc != MPI_SUCCESS)
+      throw Error(std::string(what) + " for a large-count message of " + std::to_string(n) +
+                  " elements failed: " + error_string(rc));
+  };
+  MPI_Datatype block = MPI_DATATYPE_NULL, whole = MPI_DATATYPE_NULL;
+  check(MPI_Type_contiguous(int(k), type_, &block), "MPI_Type_contiguous");
+  int lens[2] = {int(q), int(r)};
+  MPI_Aint displs[2] = {0, MPI_Aint(q * k * es)};
+  MPI_Datatype types[2] = {block, type_};
+  check(MPI_Type_create_struct(r != 0 ? 2 : 1, lens, displs, types, &whole),
+        "MPI_Type_create_struct");
+  // Pin the extent to exactly n elements (struct types may be padded for alignment), so rank
+  // blocks of all_gather/all_to_all land at multiples of n.
+  check(MPI_Type_create_resized(whole, 0, MPI_Aint(n * es), &type_), "MPI_Type_create_resized");
+  MPI_Type_free(&whole);
+  MPI_Type_free(&block);
+  check(MPI_Type_commit(&type_), "MPI_Type_commit");
+  count_ = 1;
+  derived_ = true;
+  Runtime& rr = rt();
+  std::lock_guard lk(rr.types_m);
+  rr.derived_types.emplace_back(type_, n);
+}
+
+ElemType::~ElemType() {
+  if (!derived_) return;
+  Runtime& r = rt();
+  {
+    std::lock_guard lk(r.types_m);
+    std::erase_if(r.derived_types, [this](const auto& p) { return p.first == type_; });
+  }
+  if (mpi_usable()) MPI_Type_free(&type_);
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+std::string error_string(int rc) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS) return "MPI error code " + std::to_string(rc);
+  return std::string(buf, std::size_t(len));
+}
+
+}  // namespace detail
+
+std::string library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (MPI_Get_library_version(buf, &len) != MPI_SUCCESS) return "unknown";
+  std::string v(buf, std::size_t(len));
+  if (const auto nl = v.find('\n'); nl != std::string::npos) v.resize(nl);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\r' || v.back() == '\0')) v.pop_back();
+  return v;
+}
+
+}  // namespace shardcal::mpi

@@ -1,0 +1,72 @@
+#pragma once
+// Internals of the MPI backend (includes mpi.h; only the backend's own .cpp files include this):
+// process-wide MPI init/finalize, the watchdog that bounds every blocking call, job abort, and
+// the datatype/op mapping including counts beyond INT_MAX.
+#include <mpi.h>
+
+#include <cstddef>
+#include <string>
+
+#include "shardcal/dtype.hpp"
+
+namespace shardcal::mpi::detail {
+
+// MPI_Init_thread once per process (finalized at exit); throws Error if MPI is unusable.
+void ensure_initialized();
+int world_rank();  // rank in MPI_COMM_WORLD (-1 before init)
+
+// "<program> rank R" for messages, e.g. "shardbench rank 3".
+std::string rank_prefix();
+// Prints "<program> rank R: error: <message>" to stderr in one write, then ends the whole job
+// (MPI_Abort on MPI_COMM_WORLD; _Exit if MPI cannot be called from this thread).
+[[noreturn]] void abort_job(const std::string& message, int exit_code);
+inline constexpr int kErrorExitCode = 1;
+inline constexpr int kTimeoutExitCode = 124;  // as timeout(1), so scripts can tell it apart
+
+// Arms the process watchdog for one blocking operation: if the scope is still alive after
+// timeout_s, the watchdog thread aborts the job with a message naming op, group and peer (point
+// to point, -1 otherwise). Arming is an uncontended mutex lock, no syscall, so timed collectives
+// are not perturbed. `op` and `group` must outlive the scope.
+class WatchScope {
+ public:
+  WatchScope(const char* op, const std::string& group, double timeout_s, int peer = -1);
+  ~WatchScope();
+  WatchScope(const WatchScope&) = delete;
+  WatchScope& operator=(const WatchScope&) = delete;
+};
+
+// Largest element count passed to one MPI call on the non-v paths: INT_MAX, or the value of
+// SHARDCAL_MPI_MAX_COUNT (a test knob that sends small messages through the large-count paths).
+std::size_t max_count();
+
+MPI_Datatype base_type(DType t);  // f16/bf16 travel as MPI_UINT16_T
+// The MPI_Op for op on t (Avg maps to Sum; the caller divides). Native MPI_SUM/MAX/MIN where MPI
+// reduces the type itself (f32, f64, i32, i64); a commutative user op over shardcal::reduce_into
+// for f16/bf16, for u8 (see the .cpp for the MPI bugs), and whenever `derived` is set
+// (predefined ops take predefined datatypes only).
+MPI_Op reduce_op(DType t, ReduceOp op, bool derived);
+
+// n elements of t as one (datatype, count) pair for a single MPI call: the predefined type when
+// n <= max_count(), else a committed struct type describing all n elements (count 1) that the
+// user ops know how to reduce. Frees the derived type when destroyed.
+class ElemType {
+ public:
+  ElemType(DType t, std::size_t n);
+  ~ElemType();
+  ElemType(const ElemType&) = delete;
+  ElemType& operator=(const ElemType&) = delete;
+  MPI_Datatype type() const { return type_; }
+  int count() const { return count_; }
+  bool derived() const { return derived_; }
+
+ private:
+  MPI_Datatype type_;
+  int count_;
+  bool derived_ = false;
+};
+
+std::string seconds_text(double s);  // "2", "0.5", "300"
+// MPI_Error_string of an MPI return code.
+std::string error_string(int rc);
+
+}  // namespace shardcal::mpi::detail
