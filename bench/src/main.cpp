@@ -50,10 +50,11 @@ int main(int argc, char** argv) {
     for (auto& [cmd, run] : runners)
       if (cmd->parsed()) return run();
   } catch (const shardcal::Error& e) {
-    std::cerr << "shardbench: error: " << e.what() << "\n";
+    // One write per message, so lines of several MPI ranks sharing a terminal do not interleave.
+    std::cerr << ("shardbench: error: " + std::string(e.what()) + "\n") << std::flush;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "shardbench: internal error: " << e.what() << "\n";
+    std::cerr << ("shardbench: internal error: " + std::string(e.what()) + "\n") << std::flush;
     return 3;
   }
   return 0;

@@ -1,0 +1,65 @@
+#pragma once
+// Results as JSON Lines (docs/RESULTS_FORMAT.md, configs/schema/results.schema.json): a context
+// record, then one record per point. Only rank 0 writes; each record is one write of one
+// complete line followed by a flush, so an interrupted run leaves whole lines only.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace shardbench::sweep {
+
+inline constexpr const char* kResultsSchema = "shardcal.sweep.results";
+inline constexpr int kResultsVersion = 1;
+
+// Values the context record needs from outside the sweep library.
+struct RunInfo {
+  std::string config_path;
+  std::string command_line;
+  std::string backend;
+  int world = 0;
+  std::vector<int> rank_host;            // host index of each world rank
+  std::vector<std::string> host_names;   // per host index
+  std::vector<std::pair<std::string, std::string>> library_versions;
+};
+
+std::string utc_now_iso8601();
+std::string process_command_line();  // /proc/self/cmdline, shell-quoted where needed
+std::string git_revision();          // configure-time `git describe --always --dirty`
+std::string shardcal_version();
+
+class ResultsFile {
+ public:
+  ResultsFile() = default;
+  ResultsFile(const ResultsFile&) = delete;
+  ResultsFile& operator=(const ResultsFile&) = delete;
+  ~ResultsFile();
+  // Truncates/creates `path`. Throws Error naming the path and the OS reason.
+  void create(const std::string& path);
+  // Appends after the first `keep_bytes` bytes (drops a partial last line).
+  void append(const std::string& path, std::uintmax_t keep_bytes);
+  void write(const nlohmann::json& record);  // one line + flush
+  void close();
+  bool is_open() const { return f_ != nullptr; }
+
+ private:
+  std::FILE* f_ = nullptr;
+  std::string path_;
+};
+
+// What --resume found in an existing file.
+struct ResumeState {
+  nlohmann::json context;
+  std::set<std::string> done_keys;
+  std::uintmax_t keep_bytes = 0;   // bytes of complete, valid lines
+  bool dropped_partial = false;    // a trailing partial line (killed mid-write) was found
+  std::size_t records = 0;
+};
+// Reads and checks a results file for resuming. Throws Error (path, line, reason, fix) when it
+// is unreadable, has no context record, is corrupt before its last line, or was produced by a
+// different config (hash), backend or world size.
+ResumeState read_for_resume(const std::string& path, const std::string& config_hash,
+                            const std::string& backend, int world);
+
+}  // namespace shardbench::sweep

@@ -1,0 +1,44 @@
+#pragma once
+// The timing runner (DESIGN §5). Per sample: untimed world barrier -> t0 -> operation ->
+// memory().synchronize() -> t1. Each rank keeps its own times; at checkpoints they are
+// all-gathered and reduced to the slowest rank per sample, and every rank takes the same
+// stop decision from the same gathered numbers (so no rank runs an extra collective).
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "shardcal/mesh_comm.hpp"
+#include "shardcal/redistribute.hpp"
+#include "sweep/config.hpp"
+
+namespace shardbench::sweep {
+
+struct Measurement {
+  bool abandoned = false;        // a rank got SIGINT/SIGTERM: the point is dropped
+  int signal = 0;                // the signal when abandoned
+  std::vector<double> samples;   // slowest-rank seconds per sample (per op in pipelined mode)
+  std::uint64_t wrong = 0;       // wrong elements summed over ranks (0 when check is off)
+  bool checked = false;
+  std::string stop_reason;       // "ci_target" | "max_iterations" | "time_budget"
+  int slots = 1;                 // buffer sets rotated through
+  int depth = 1;                 // ops per timed sample (pipelined mode)
+  double elapsed_s = 0;          // wall time of the point on the slowest rank
+};
+
+// One collective point over mc.dim(p.mesh_dim); all groups along that dim run concurrently.
+Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p,
+                               const SweepConfig& cfg);
+// One transition point: execute_plan(plan) on a fresh copy of the input each sample.
+Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
+                               const shardcal::Plan& plan, const SweepConfig& cfg);
+
+// Reference data used for checking (exact in every dtype; reductions stay <= 250).
+double pattern_value(int src, std::int64_t index);
+double reduce_pattern_value(int src, std::int64_t index, int group_size);
+
+// Slot count for buffer rotation (IMB -off_cache style): enough slots of `footprint` bytes to
+// cover `rotation_bytes`, at most `max_slots`; 1 when one slot is already that large.
+int rotation_slots(std::int64_t footprint, std::int64_t rotation_bytes, int max_slots);
+
+}  // namespace shardbench::sweep

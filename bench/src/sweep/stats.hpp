@@ -1,0 +1,43 @@
+#pragma once
+// Statistics over per-iteration times (each already the slowest rank's time, DESIGN §5) and the
+// bandwidth conventions of the collective table.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "sweep/collective_table.hpp"
+
+namespace shardbench::sweep {
+
+struct Stats {
+  std::size_t n = 0;
+  double min = 0, p10 = 0, p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0, stddev = 0;
+  // Distribution-free confidence interval of the median (order statistics); `ci_coverage` is the
+  // exact coverage achieved (>= the level asked for, or the best possible for small n).
+  double ci_lo = 0, ci_hi = 0, ci_level = 0, ci_coverage = 0;
+  double rel_ci_halfwidth() const { return p50 > 0 ? (ci_hi - ci_lo) / 2.0 / p50 : 0.0; }
+  nlohmann::json to_json() const;
+};
+
+// Percentile by linear interpolation between closest ranks (numpy's default "linear" method),
+// q in [0, 1]; `sorted` ascending and non-empty.
+double percentile_sorted(const std::vector<double>& sorted, double q);
+
+// 0-based indices (lo, hi) of the order statistics bounding the median with coverage >= level,
+// and the exact coverage. n < some minimum (6 for 95%) cannot reach the level: returns (0, n-1).
+struct MedianCi {
+  std::size_t lo, hi;
+  double coverage;
+};
+MedianCi median_ci_ranks(std::size_t n, double level);
+
+Stats compute_stats(const std::vector<double>& samples, double ci_level = 0.95);
+
+struct Bandwidth {
+  double algbw_GBps = 0;  // bytes / t / 1e9
+  double busbw_GBps = 0;  // algbw * factor(n)
+  double factor = 0;
+};
+Bandwidth bandwidth(Collective op, int n, std::int64_t bytes, double seconds);
+
+}  // namespace shardbench::sweep

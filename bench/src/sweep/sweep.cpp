@@ -1,0 +1,296 @@
+#include "sweep/sweep.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "shardcal/error.hpp"
+#include "shardcal/mesh_comm.hpp"
+#include "shardcal/placement.hpp"
+#include "shardcal/redistribute.hpp"
+#include "shardcal/topology.hpp"
+#include "sweep/progress.hpp"
+#include "sweep/results.hpp"
+#include "sweep/runner.hpp"
+#include "sweep/signals.hpp"
+#include "sweep/stats.hpp"
+
+namespace shardbench::sweep {
+
+using nlohmann::json;
+using shardcal::Communicator;
+using shardcal::Error;
+
+namespace {
+
+// Hosts and ranks per host of the groups along `dims` (the link class of the calibrator): the
+// most hosts any group spans, and the most ranks one host holds in such a group.
+shardcal::GroupSpan dims_span(const shardcal::DeviceMesh& mesh, const std::vector<int>& dims,
+                              const shardcal::Topology& topo) {
+  shardcal::GroupSpan most;
+  for (int r = 0; r < mesh.size(); ++r) {
+    if (mesh.group_position(r, dims) != 0) continue;  // one visit per group
+    const shardcal::GroupSpan g = shardcal::group_span(topo, mesh.group(r, dims));
+    most.hosts = std::max(most.hosts, g.hosts);
+    most.max_ranks_per_host = std::max(most.max_ranks_per_host, g.max_ranks_per_host);
+  }
+  return most;
+}
+
+json timing_json(const SweepConfig& cfg, const Point& p, const Measurement& m) {
+  return {{"mode", std::string(mode_name(p.mode))},
+          {"ops_per_sample", m.depth},
+          {"warmup", cfg.warmup},
+          {"buffer_slots", m.slots},
+          {"barrier", "world, untimed, before every sample"},
+          {"timer", "host wall clock (Communicator::now) around op(s) + memory().synchronize()"},
+          {"reduction", "max over ranks per sample"},
+          {"stop_reason", m.stop_reason},
+          {"elapsed_s", m.elapsed_s}};
+}
+
+std::string human_time(double s) {
+  char buf[32];
+  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s < 1.0) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+}  // namespace
+
+int run_sweep_rank(Communicator& world, const SweepJob& job) {
+  const SweepConfig& cfg = job.config;
+  // 1. Pure validation and expansion: identical on every rank, no communication yet.
+  std::vector<Point> points;
+  try {
+    points = expand_points(cfg, world.size());
+  } catch (const Error& e) {
+    throw InputError(e.what());
+  }
+  const bool root = world.rank() == 0;
+
+  // 2. Rank 0 prepares the file; everyone learns the outcome.
+  ResultsFile file;
+  std::string status;
+  if (root) {
+    try {
+      std::set<std::size_t> done;
+      if (job.resume) {
+        const ResumeState st = read_for_resume(job.out_path, cfg.hash(), world.backend(), world.size());
+        std::map<std::string, std::size_t> by_key;
+        for (const auto& p : points) by_key.emplace(p.key(), p.index);
+        for (const auto& k : st.done_keys) {
+          auto it = by_key.find(k);
+          if (it != by_key.end()) done.insert(it->second);
+        }
+        file.append(job.out_path, st.keep_bytes);
+        if (st.dropped_partial && !job.quiet)
+          std::fprintf(stderr, "sweep: dropped a partial last line of %s (interrupted write)\n",
+                       job.out_path.c_str());
+      } else {
+        file.create(job.out_path);
+      }
+      std::ostringstream os;
+      os << "ok";
+      for (std::size_t i : done) os << ' ' << i;
+      status = os.str();
+    } catch (const Error& e) {
+      status = std::string("error ") + e.what();
+    }
+  }
+  world.broadcast_string(status, 0);
+  if (status.rfind("error ", 0) == 0) throw InputError(status.substr(6));
+  std::vector<bool> done(points.size(), false);
+  std::size_t n_done = 0;
+  {
+    std::istringstream is(status.substr(2));
+    std::size_t i;
+    while (is >> i)
+      if (i < done.size() && !done[i]) done[i] = true, ++n_done;
+  }
+
+  // Hostnames (or SHARDCAL_HOSTNAME, to emulate hosts) tell which groups cross hosts.
+  const shardcal::Topology topo = shardcal::discover_topology(world);
+  if (root && !job.resume) {
+    json ctx;
+    ctx["type"] = "context";
+    ctx["schema"] = kResultsSchema;
+    ctx["version"] = kResultsVersion;
+    ctx["date"] = utc_now_iso8601();
+    ctx["command_line"] = job.command_line;
+    ctx["config_path"] = job.config_path;
+    ctx["config_hash"] = cfg.hash();
+    ctx["config"] = cfg.json;
+    ctx["backend"] = world.backend();
+    ctx["world"] = world.size();
+    ctx["memory"] = world.memory().kind() == shardcal::MemoryKind::Cuda ? "cuda" : "host";
+    json hs = json::array();
+    std::vector<int> per_host(std::size_t(topo.num_hosts), 0);
+    for (int hi = 0; hi < topo.num_hosts; ++hi) {
+      json ranks = json::array();
+      std::string name;
+      for (std::size_t r = 0; r < topo.host_of_rank.size(); ++r)
+        if (topo.host_of_rank[r] == hi) {
+          if (ranks.empty()) name = topo.hostnames[r];
+          ranks.push_back(r);
+        }
+      per_host[std::size_t(hi)] = int(ranks.size());
+      hs.push_back({{"name", name}, {"ranks", ranks}});
+    }
+    ctx["hosts"] = hs;
+    ctx["n_hosts"] = topo.num_hosts;
+    ctx["ranks_per_host"] = per_host;
+    json libs = json::object();
+    for (const auto& [k, v] : job.library_versions) {
+      std::string text = v;  // some libraries report a trailing NUL or newline: keep it clean
+      while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back()))))
+        text.pop_back();
+      libs[k] = text;
+    }
+    ctx["library_versions"] = libs;
+    ctx["shardcal_version"] = shardcal_version();
+    ctx["git_revision"] = git_revision();
+    ctx["points_total"] = points.size();
+    ctx["timing_method"] =
+        "per sample: untimed world barrier, t0, op (x ops_per_sample), memory().synchronize(), t1; "
+        "sample = (t1-t0)/ops_per_sample per rank; reduced by max over ranks; stats over samples";
+    file.write(ctx);
+  }
+
+  // 3. The points.
+  Progress progress(root && !job.quiet, points.size(), n_done, job.progress_tty);
+  std::unique_ptr<shardcal::MeshCommunicator> mc;
+  std::uint64_t bad_points = 0;
+  int stop_signal = 0;
+  for (const Point& p : points) {
+    if (done[p.index]) continue;
+    for (auto s : world.all_gather_u64(std::uint64_t(pending_signal())))
+      if (s != 0 && stop_signal == 0) stop_signal = int(s);
+    if (stop_signal != 0) break;
+    if (!mc || mc->mesh().to_string() != p.mesh)
+      mc = std::make_unique<shardcal::MeshCommunicator>(shardcal::DeviceMesh::parse(p.mesh), world);
+    progress.start_point(p.label());
+
+    json rec;
+    rec["type"] = "point";
+    rec["index"] = p.index;
+    rec["key"] = p.key();
+    rec["point"] = p.params();
+    Measurement m;
+    if (!p.transition) {
+      const auto& info = collective_info(p.op);
+      const int n = mc->mesh().extent(p.mesh_dim);
+      const CollectiveShape sh = collective_shape(p.op, p.dtype, p.size, p.dist, n);
+      m = measure_collective(*mc, p, cfg);
+      if (m.abandoned) {
+        stop_signal = m.signal;
+        break;
+      }
+      const Stats st = compute_stats(m.samples, cfg.confidence);
+      const Bandwidth bw = bandwidth(p.op, n, sh.bytes, st.p50);
+      rec["collective"] = std::string(info.name);
+      rec["variant"] = std::string(info.name) + (info.has_v_form && !sh.uniform ? "v" : "");
+      if (info.has_root) rec["root"] = 0;
+      rec["group_size"] = n;
+      rec["groups"] = world.size() / n;
+      const shardcal::GroupSpan span = dims_span(mc->mesh(), {p.mesh_dim}, topo);
+      rec["hosts_spanned"] = span.hosts;
+      rec["max_ranks_per_host"] = span.max_ranks_per_host;
+      rec["elem_size"] = sh.elem;
+      rec["counts"] = sh.counts;
+      rec["bytes"] = sh.bytes;
+      rec["bytes_convention"] = std::string(info.bytes_convention);
+      rec["bytes_total"] = sh.bytes_total;
+      rec["bytes_max_rank"] = sh.bytes_max_rank;
+      rec["bytes_eff"] = sh.bytes_eff;
+      rec["stats"] = st.to_json();
+      rec["algbw_GBps"] = bw.algbw_GBps;
+      rec["busbw_GBps"] = bw.busbw_GBps;
+      rec["busbw_factor"] = bw.factor;
+      rec["algbw_eff_GBps"] = st.p50 > 0 ? double(sh.bytes_eff) / st.p50 / 1e9 : 0.0;
+    } else {
+      const auto& mesh = mc->mesh();
+      const shardcal::TensorMeta meta{p.shape, p.dtype};
+      const shardcal::TensorSpec from(mesh, shardcal::parse_placements(p.from), meta);
+      const shardcal::TensorSpec to(mesh, shardcal::parse_placements(p.to), meta);
+      const shardcal::Plan plan = shardcal::plan_redistribution(from, to);
+      m = measure_transition(*mc, p, plan, cfg);
+      if (m.abandoned) {
+        stop_signal = m.signal;
+        break;
+      }
+      const Stats st = compute_stats(m.samples, cfg.confidence);
+      json steps = json::array();
+      for (const auto& s : plan.steps)
+        steps.push_back({{"mesh_dim", s.mesh_dim},
+                         {"collective", shardcal::step_kind_name(s.kind)},
+                         {"from", shardcal::placements_to_string(s.before.placements())},
+                         {"to", shardcal::placements_to_string(s.after.placements())},
+                         {"bytes", s.bytes},
+                         {"group_size", mesh.extent(s.mesh_dim)},
+                         {"hosts_spanned", dims_span(mesh, {s.mesh_dim}, topo).hosts}});
+      std::int64_t max_local = 0;
+      for (int r = 0; r < mesh.size(); ++r)
+        max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
+      rec["transition"] = {{"from", p.from}, {"to", p.to}, {"shape", p.shape}, {"plan", steps}};
+      rec["group_size"] = mesh.size();
+      rec["groups"] = 1;
+      std::vector<int> all_dims(std::size_t(mesh.ndim()));
+      for (int d = 0; d < mesh.ndim(); ++d) all_dims[std::size_t(d)] = d;
+      const shardcal::GroupSpan span = dims_span(mesh, all_dims, topo);
+      rec["hosts_spanned"] = span.hosts;
+      rec["max_ranks_per_host"] = span.max_ranks_per_host;
+      rec["elem_size"] = shardcal::dtype_size(p.dtype);
+      rec["bytes"] = meta.nbytes();
+      rec["bytes_convention"] = "the logical (global) tensor";
+      rec["bytes_total"] = meta.nbytes();
+      rec["bytes_max_rank"] = max_local;
+      rec["stats"] = st.to_json();
+      rec["algbw_GBps"] = st.p50 > 0 ? double(meta.nbytes()) / st.p50 / 1e9 : 0.0;
+      rec["busbw_GBps"] = nullptr;  // a plan mixes collectives: no single bus factor
+      rec["busbw_factor"] = nullptr;
+    }
+    rec["timing"] = timing_json(cfg, p, m);
+    rec["samples_s"] = m.samples;
+    rec["wrong"] = cfg.check ? json(m.wrong) : json(nullptr);
+    if (m.wrong > 0) ++bad_points;
+    if (root) {
+      file.write(rec);
+      std::string summary = "p50 " + human_time(rec["stats"]["p50"].get<double>());
+      if (rec["busbw_GBps"].is_number()) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "  busbw %.3g GB/s", rec["busbw_GBps"].get<double>());
+        summary += buf;
+      }
+      if (m.wrong > 0) summary += "  WRONG " + std::to_string(m.wrong);
+      progress.finish_point(summary);
+    }
+  }
+  file.close();
+  // Stops and wrong results are reported on rank 0 even with --quiet.
+  auto notice = [&](const std::string& text) {
+    if (!root) return;
+    if (job.quiet) std::fprintf(stderr, "%s\n", text.c_str());
+    else progress.message(text);
+  };
+  if (stop_signal != 0) {
+    notice("sweep: stopped by signal " + std::to_string(stop_signal) +
+                     "; the results file holds complete records only; continue with --resume " +
+                     job.out_path);
+    return exit_code_for_signal(stop_signal);
+  }
+  progress.done();
+  if (bad_points > 0) {
+    notice("sweep: " + std::to_string(bad_points) +
+                     " point(s) produced wrong results (see \"wrong\" in " + job.out_path + ")");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace shardbench::sweep

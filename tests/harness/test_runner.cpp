@@ -1,0 +1,215 @@
+// The timing runner on the rank simulator: every collective/distribution/dtype/mode comes out
+// with wrong == 0; a communicator that corrupts one element is caught; a stop request abandons
+// the point on every rank; transitions run their plan and check the result.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "shardcal/mesh_comm.hpp"
+#include "shardcal/placement.hpp"
+#include "shardcal/redistribute.hpp"
+#include "spmd.hpp"
+#include "sweep/runner.hpp"
+#include "sweep/signals.hpp"
+
+using namespace shardbench;
+using namespace shardbench::sweep;
+using shardcal::Communicator;
+using shardcal::DType;
+
+namespace {
+
+SweepConfig small_config() {
+  SweepConfig cfg;
+  cfg.source = "test";
+  cfg.warmup = 1;
+  cfg.iterations_min = 3;
+  cfg.iterations_max = 4;
+  cfg.time_budget_s = 10;
+  cfg.target_rel_ci = 0;  // fixed sample counts
+  cfg.pipeline_depth = 3;
+  cfg.rotation_bytes = 4096;
+  cfg.rotation_max_slots = 4;
+  return cfg;
+}
+
+Point collective_point(Collective op, const char* mesh, int dim, DType t, const char* dist,
+                       std::int64_t size, Mode mode = Mode::PerIteration) {
+  Point p;
+  p.mesh = mesh;
+  p.op = op;
+  p.mesh_dim = dim;
+  p.dtype = t;
+  p.dist = Distribution::parse(dist);
+  p.size = size;
+  p.mode = mode;
+  return p;
+}
+
+// Forwards everything; on the one active world rank, adds 1 to the first received element of
+// every all_gather(v), also on the sub-communicators it splits off.
+class CorruptingComm final : public Communicator {
+ public:
+  CorruptingComm(Communicator& inner, bool active, std::unique_ptr<Communicator> owned = {})
+      : in_(inner), owned_(std::move(owned)), active_(active) {}
+  int rank() const override { return in_.rank(); }
+  int size() const override { return in_.size(); }
+  std::string backend() const override { return in_.backend(); }
+  std::string describe() const override { return in_.describe(); }
+  shardcal::MemorySpace& memory() override { return in_.memory(); }
+  void barrier() override { in_.barrier(); }
+  void broadcast(void* b, std::size_t c, DType t, int root) override { in_.broadcast(b, c, t, root); }
+  void all_reduce(const void* s, void* r, std::size_t c, DType t, shardcal::ReduceOp op) override {
+    in_.all_reduce(s, r, c, t, op);
+  }
+  void all_gather(const void* s, void* r, std::size_t c, DType t) override {
+    in_.all_gather(s, r, c, t);
+    corrupt(r, c * std::size_t(size()), t);
+  }
+  void all_gatherv(const void* s, std::size_t sc, void* r, shardcal::Counts c, shardcal::Counts d,
+                   DType t) override {
+    in_.all_gatherv(s, sc, r, c, d, t);
+    std::size_t total = 0;
+    for (auto x : c) total += x;
+    corrupt(r, total, t);
+  }
+  void reduce_scatter(const void* s, void* r, std::size_t c, DType t, shardcal::ReduceOp op) override {
+    in_.reduce_scatter(s, r, c, t, op);
+  }
+  void reduce_scatterv(const void* s, void* r, shardcal::Counts c, DType t, shardcal::ReduceOp op) override {
+    in_.reduce_scatterv(s, r, c, t, op);
+  }
+  void all_to_all(const void* s, void* r, std::size_t c, DType t) override { in_.all_to_all(s, r, c, t); }
+  void all_to_allv(const void* s, shardcal::Counts sc, shardcal::Counts sd, void* r, shardcal::Counts rc,
+                   shardcal::Counts rd, DType t) override {
+    in_.all_to_allv(s, sc, sd, r, rc, rd, t);
+  }
+  void scatter(const void* s, void* r, std::size_t c, DType t, int root) override { in_.scatter(s, r, c, t, root); }
+  void scatterv(const void* s, shardcal::Counts c, shardcal::Counts d, void* r, std::size_t rc, DType t,
+                int root) override {
+    in_.scatterv(s, c, d, r, rc, t, root);
+  }
+  void gather(const void* s, void* r, std::size_t c, DType t, int root) override { in_.gather(s, r, c, t, root); }
+  void gatherv(const void* s, std::size_t sc, void* r, shardcal::Counts c, shardcal::Counts d, DType t,
+               int root) override {
+    in_.gatherv(s, sc, r, c, d, t, root);
+  }
+  void send(const void* b, std::size_t c, DType t, int peer, int tag) override { in_.send(b, c, t, peer, tag); }
+  void recv(void* b, std::size_t c, DType t, int peer, int tag) override { in_.recv(b, c, t, peer, tag); }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    auto child = in_.split(color, key);
+    Communicator& ref = *child;
+    return std::make_unique<CorruptingComm>(ref, active_, std::move(child));
+  }
+  std::vector<std::uint64_t> all_gather_u64(std::uint64_t v) override { return in_.all_gather_u64(v); }
+  void broadcast_string(std::string& s, int root) override { in_.broadcast_string(s, root); }
+  double now() const override { return in_.now(); }
+
+ private:
+  void corrupt(void* r, std::size_t n, DType t) {
+    if (n == 0 || !active_) return;
+    std::vector<std::byte> e(shardcal::dtype_size(t));
+    memory().copy_to_host(e.data(), r, e.size());
+    shardcal::store_from_double(t, e.data(), shardcal::load_as_double(t, e.data()) + 1);
+    memory().copy_from_host(r, e.data(), e.size());
+  }
+  Communicator& in_;
+  std::unique_ptr<Communicator> owned_;
+  bool active_;
+};
+
+}  // namespace
+
+TEST(Runner, EveryCollectiveDistributionDtypeAndModeIsCorrect) {
+  const SweepConfig cfg = small_config();
+  shardcal::testing::run_spmd(4, [&](Communicator& world) {
+    for (const char* mesh : {"4", "2x2"}) {
+      shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse(mesh), world);
+      for (const auto& info : kCollectives)
+        for (int dim = 0; dim < mc.mesh().ndim(); ++dim)
+          for (DType t : {DType::F32, DType::BF16, DType::U8, DType::I64})
+            for (const char* dist : {"even", "zipf(1.5)", "one_empty", "random(3)"})
+              for (Mode mode : {Mode::PerIteration, Mode::Pipelined})
+                for (std::int64_t size : {1, 24, 5000}) {
+                  const Point p = collective_point(info.op, mesh, dim, t, dist, size, mode);
+                  const Measurement m = measure_collective(mc, p, cfg);
+                  ASSERT_FALSE(m.abandoned);
+                  EXPECT_EQ(m.wrong, 0u) << p.label();
+                  EXPECT_TRUE(m.checked);
+                  EXPECT_GE(m.samples.size(), 3u);
+                  EXPECT_LE(m.samples.size(), 4u);
+                  EXPECT_EQ(m.depth, mode == Mode::Pipelined ? 3 : 1);
+                  EXPECT_EQ(m.stop_reason, "max_iterations");
+                }
+    }
+  });
+}
+
+TEST(Runner, CorruptedResultsAreCounted) {
+  const SweepConfig cfg = small_config();
+  shardcal::testing::run_spmd(4, [&](Communicator& world) {
+    CorruptingComm bad(world, world.rank() == 2);
+    shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("2x2"), bad);
+    for (const char* dist : {"even", "one_empty"}) {
+      const Measurement m = measure_collective(
+          mc, collective_point(Collective::AllGather, "2x2", 1, DType::F32, dist, 64), cfg);
+      // The check pass (1) plus every rotated slot the timed loop used (4 slots) on rank 2.
+      EXPECT_EQ(m.wrong, 1u + 4u) << dist;
+    }
+    const Measurement ok = measure_collective(
+        mc, collective_point(Collective::AllReduce, "2x2", 1, DType::F32, "even", 64), cfg);
+    EXPECT_EQ(ok.wrong, 0u);
+  });
+}
+
+TEST(Runner, StopRequestAbandonsThePointOnEveryRank) {
+  SweepConfig cfg = small_config();
+  cfg.iterations_max = 1000;
+  shardcal::testing::run_spmd(4, [&](Communicator& world) {
+    shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("4"), world);
+    if (world.rank() == 3) request_stop(15);  // only one rank got the signal
+    const Measurement m = measure_collective(
+        mc, collective_point(Collective::Broadcast, "4", 0, DType::F32, "even", 64), cfg);
+    EXPECT_TRUE(m.abandoned);
+    EXPECT_EQ(m.signal, 15);
+    world.barrier();
+    clear_stop();
+  });
+}
+
+TEST(Runner, TransitionsExecuteTheirPlanCorrectly) {
+  const SweepConfig cfg = small_config();
+  shardcal::testing::run_spmd(4, [&](Communicator& world) {
+    shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("2x2"), world);
+    for (auto [from, to] : {std::pair{"S(0),S(1)", "R,S(0)"}, {"P,R", "S(1),R"}, {"S(0)[5,1],R", "S(0),R"},
+                            {"R,R", "P,S(0)"}}) {
+      const shardcal::TensorMeta meta{{6, 10}, DType::BF16};
+      const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements(from), meta);
+      const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements(to), meta);
+      Point p;
+      p.transition = true;
+      p.mesh = "2x2";
+      const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+      EXPECT_EQ(m.wrong, 0u) << from << " -> " << to;
+      EXPECT_GE(m.samples.size(), 3u);
+    }
+  });
+}
+
+TEST(Runner, RotationSlots) {
+  EXPECT_EQ(rotation_slots(1 << 20, 1 << 20, 64), 1);
+  EXPECT_EQ(rotation_slots(512, 4096, 64), 8);
+  EXPECT_EQ(rotation_slots(500, 4096, 64), 9);
+  EXPECT_EQ(rotation_slots(8, 1 << 30, 64), 64);
+  EXPECT_EQ(rotation_slots(0, 0, 64), 1);
+  // Reference patterns stay exact: reductions of any group size never exceed 250.
+  for (int n : {1, 2, 3, 100, 251, 1000}) {
+    double worst = 0;
+    for (int i = 0; i < 300; ++i) {
+      double s = 0;
+      for (int r = 0; r < n; ++r) s += reduce_pattern_value(r, i, n);
+      worst = std::max(worst, s);
+    }
+    EXPECT_LE(worst, 250.0) << n;
+  }
+}

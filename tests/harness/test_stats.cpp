@@ -1,0 +1,74 @@
+// Statistics on known samples, the order-statistic CI of the median against published tables,
+// and bandwidth factors against the collective table.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sweep/collective_table.hpp"
+#include "sweep/stats.hpp"
+
+using namespace shardbench;
+using namespace shardbench::sweep;
+
+TEST(Stats, KnownSamples) {
+  // numpy: np.percentile(x, [10, 50, 90, 99]) with the default linear method.
+  const std::vector<double> x{5, 1, 4, 2, 3, 10, 9, 8, 7, 6};
+  const Stats s = compute_stats(x);
+  EXPECT_EQ(s.n, 10u);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 10);
+  EXPECT_DOUBLE_EQ(s.p10, 1.9);
+  EXPECT_DOUBLE_EQ(s.p50, 5.5);
+  EXPECT_DOUBLE_EQ(s.p90, 9.1);
+  EXPECT_NEAR(s.p99, 9.91, 1e-12);
+  EXPECT_DOUBLE_EQ(s.mean, 5.5);
+  EXPECT_NEAR(s.stddev, std::sqrt(82.5 / 9.0), 1e-12);  // sample (n-1) stddev
+  // n = 10 at 95%: [x_(2), x_(9)] with coverage 1 - 2 * 11/1024 = 0.978515625.
+  EXPECT_DOUBLE_EQ(s.ci_lo, 2);
+  EXPECT_DOUBLE_EQ(s.ci_hi, 9);
+  EXPECT_DOUBLE_EQ(s.ci_coverage, 1.0 - 22.0 / 1024.0);
+  EXPECT_NEAR(s.rel_ci_halfwidth(), 3.5 / 5.5, 1e-12);
+}
+
+TEST(Stats, MedianCiMatchesTables) {
+  // 1-based (j, k) for 95% from Le Boudec, Performance Evaluation (2010), Table A.1.
+  struct Row {
+    std::size_t n, j, k;
+  };
+  for (const Row& r : {Row{6, 1, 6}, Row{10, 2, 9}, Row{20, 6, 15}, Row{30, 10, 21}, Row{50, 18, 33},
+                       Row{70, 27, 44}}) {
+    const MedianCi ci = median_ci_ranks(r.n, 0.95);
+    EXPECT_EQ(ci.lo + 1, r.j) << "n=" << r.n;
+    EXPECT_EQ(ci.hi + 1, r.k) << "n=" << r.n;
+    EXPECT_GE(ci.coverage, 0.95);
+  }
+  // Large n: close to the normal approximation n/2 -+ 0.98 sqrt(n).
+  const MedianCi big = median_ci_ranks(10000, 0.95);
+  EXPECT_NEAR(double(big.lo), 5000 - 0.98 * 100, 2.0);
+  EXPECT_NEAR(double(big.hi), 5000 + 0.98 * 100, 2.0);
+  // Too few samples for 95%: [min, max] with the coverage it really has.
+  const MedianCi small = median_ci_ranks(5, 0.95);
+  EXPECT_EQ(small.lo, 0u);
+  EXPECT_EQ(small.hi, 4u);
+  EXPECT_DOUBLE_EQ(small.coverage, 1.0 - 2.0 / 32.0);
+  EXPECT_EQ(compute_stats({}).n, 0u);
+  EXPECT_DOUBLE_EQ(compute_stats({3.0}).p99, 3.0);
+}
+
+TEST(Bandwidth, FactorsFollowTheTable) {
+  EXPECT_DOUBLE_EQ(collective_info(Collective::AllReduce).busbw_factor(4), 1.5);
+  EXPECT_DOUBLE_EQ(collective_info(Collective::AllGather).busbw_factor(8), 7.0 / 8.0);
+  EXPECT_DOUBLE_EQ(collective_info(Collective::ReduceScatter).busbw_factor(2), 0.5);
+  EXPECT_DOUBLE_EQ(collective_info(Collective::AllToAll).busbw_factor(4), 0.75);
+  EXPECT_DOUBLE_EQ(collective_info(Collective::Broadcast).busbw_factor(16), 1.0);
+  EXPECT_DOUBLE_EQ(collective_info(Collective::Scatter).busbw_factor(4), 0.75);
+  EXPECT_DOUBLE_EQ(collective_info(Collective::Gather).busbw_factor(4), 0.75);
+  EXPECT_DOUBLE_EQ(collective_info(Collective::AllGather).busbw_factor(1), 0.0);
+  EXPECT_EQ(collective_info(Collective::AllReduce).ring_steps(4), 6);
+  EXPECT_EQ(collective_info(Collective::Broadcast).ring_steps(4), 3);
+  const Bandwidth b = bandwidth(Collective::AllReduce, 4, 1'000'000'000, 0.5);
+  EXPECT_DOUBLE_EQ(b.algbw_GBps, 2.0);
+  EXPECT_DOUBLE_EQ(b.busbw_GBps, 3.0);
+  for (const auto& info : kCollectives) EXPECT_EQ(find_collective(info.name), info.op);
+  EXPECT_FALSE(find_collective("allgather").has_value());
+}
