@@ -79,8 +79,12 @@ def check_results(path, expect_points=None):
         fail(f"{path}: duplicate point keys")
     if sorted(p["index"] for p in pts) != list(range(total)):
         fail(f"{path}: {len(pts)} point records, expected indices 0..{total - 1}")
+    # The communicator's OpTimer: CUDA events on NCCL, the host clock elsewhere.
+    timer = "cuda_event" if ctx["backend"] == "nccl" else "host_clock"
     for p in pts:
         where = f"{path}: point {p['index']} {p['key']}"
+        if p["timing"].get("timer") != timer:
+            fail(f"{where}: timing.timer {p['timing'].get('timer')!r}, expected {timer!r}")
         if p["key"] != json.dumps(p["point"], sort_keys=True, separators=(",", ":")):
             fail(f"{where}: key is not the canonical JSON of its parameters")
         if p["wrong"] != 0:
@@ -288,6 +292,10 @@ def cmd_schema(args):
             if errors:
                 fail(f"record {i}: {errors[0].message} at {list(errors[0].path)}")
         print(f"ok: {len(recs)} records match results.schema.json")
+        bad = json.loads(json.dumps(recs[1]))
+        bad["timing"]["timer"] = "wall_clock"
+        if v.is_valid(bad):
+            fail("results.schema.json accepts an unknown timing.timer")
 
 
 def main():

@@ -3,8 +3,11 @@
 // the point on every rank; transitions run their plan and check the result.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
 #include <memory>
 
+#include "shardcal/error.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
 #include "shardcal/redistribute.hpp"
@@ -104,6 +107,7 @@ class CorruptingComm final : public Communicator {
   std::vector<std::uint64_t> all_gather_u64(std::uint64_t v) override { return in_.all_gather_u64(v); }
   void broadcast_string(std::string& s, int root) override { in_.broadcast_string(s, root); }
   double now() const override { return in_.now(); }
+  std::unique_ptr<shardcal::OpTimer> make_op_timer() override { return in_.make_op_timer(); }
 
  private:
   void corrupt(void* r, std::size_t n, DType t) {
@@ -192,6 +196,61 @@ TEST(Runner, TransitionsExecuteTheirPlanCorrectly) {
       const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
       EXPECT_EQ(m.wrong, 0u) << from << " -> " << to;
       EXPECT_GE(m.samples.size(), 3u);
+    }
+  });
+}
+
+// The default (host clock) timer: the interval contains what ran between start() and stop()
+// (checked against a busy loop timed on the same clock, so no sleep or load makes it flaky).
+TEST(OpTimer, DefaultTimerMeasuresAHostDelay) {
+  using Clock = std::chrono::steady_clock;
+  shardcal::testing::run_spmd(2, [&](Communicator& world) {
+    const auto timer = world.make_op_timer();
+    EXPECT_EQ(timer->method(), "host_clock");
+    EXPECT_THROW((void)timer->elapsed_s(), shardcal::Error);  // nothing timed yet
+    // The timer is reusable: every start() begins a new interval.
+    for (double want : {0.0, 2e-3, 5e-4}) {
+      timer->start();
+      const auto b0 = Clock::now();
+      double busy = 0;
+      while ((busy = std::chrono::duration<double>(Clock::now() - b0).count()) < want) {
+      }
+      timer->stop();
+      const double e = timer->elapsed_s();
+      EXPECT_TRUE(std::isfinite(e));
+      EXPECT_GE(e, busy) << want;
+      EXPECT_LT(e, busy + 5.0) << want;  // generous: a loaded machine may preempt us
+      EXPECT_EQ(timer->elapsed_s(), e);  // reading does not change the interval
+    }
+    timer->start();
+    EXPECT_THROW((void)timer->elapsed_s(), shardcal::Error);  // started, not stopped
+  });
+}
+
+// Every measurement says which timer produced its samples; wrappers forward the timer.
+TEST(Runner, MeasurementsRecordTheTimer) {
+  const SweepConfig cfg = small_config();
+  shardcal::testing::run_spmd(4, [&](Communicator& world) {
+    CorruptingComm fwd(world, false);
+    for (Communicator* c : {&world, static_cast<Communicator*>(&fwd)}) {
+      shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("2x2"), *c);
+      for (Mode mode : {Mode::PerIteration, Mode::Pipelined}) {
+        const Measurement m = measure_collective(
+            mc, collective_point(Collective::AllReduce, "2x2", 1, DType::F32, "even", 64, mode),
+            cfg);
+        EXPECT_EQ(m.timer, "host_clock");
+        EXPECT_EQ(m.wrong, 0u);
+        for (double s : m.samples) EXPECT_TRUE(std::isfinite(s) && s >= 0) << s;
+      }
+      const shardcal::TensorMeta meta{{4, 6}, DType::F32};
+      const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0),R"), meta);
+      const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R,S(1)"), meta);
+      Point p;
+      p.transition = true;
+      p.mesh = "2x2";
+      const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+      EXPECT_EQ(m.timer, "host_clock");
+      EXPECT_EQ(m.wrong, 0u);
     }
   });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "shardcal/error.hpp"
@@ -243,12 +244,15 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   for (int w = 0; w < cfg.warmup; ++w) run_op();
   mem.synchronize();
 
+  // The group's own timer (on NCCL: events on the stream its operations run on).
+  const std::unique_ptr<shardcal::OpTimer> timer = g.make_op_timer();
+  m.timer = timer->method();
   sample_loop(world, cfg, m, [&] {
     world.barrier();  // untimed: every group starts together
-    const double t0 = world.now();
+    timer->start();
     for (int k = 0; k < m.depth; ++k) run_op();
-    mem.synchronize();
-    return (world.now() - t0) / m.depth;
+    timer->stop();
+    return timer->elapsed_s() / m.depth;
   });
   if (m.abandoned) return m;
   if (cfg.check) {  // every slot used by the timed loop must hold the right result too
@@ -295,14 +299,18 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   mem.synchronize();
 
   std::optional<ShardedTensor> last;
+  // The plan runs on several mesh-dim communicators; they share the world's memory space (on
+  // NCCL: the rank's one stream), so the world's timer covers all of them.
+  const std::unique_ptr<shardcal::OpTimer> timer = world.make_op_timer();
+  m.timer = timer->method();
   sample_loop(world, cfg, m, [&] {
     ShardedTensor in = make_input();  // untimed: a fresh input each sample
     last.reset();
     world.barrier();
-    const double t0 = world.now();
+    timer->start();
     ShardedTensor out = shardcal::execute_plan(mc, plan, std::move(in));
-    mem.synchronize();
-    const double dt = world.now() - t0;
+    timer->stop();
+    const double dt = timer->elapsed_s();
     last.emplace(std::move(out));
     return dt;
   });

@@ -1,8 +1,10 @@
 #pragma once
-// The timing runner (DESIGN §5). Per sample: untimed world barrier -> t0 -> operation ->
-// memory().synchronize() -> t1. Each rank keeps its own times; at checkpoints they are
-// all-gathered and reduced to the slowest rank per sample, and every rank takes the same
-// stop decision from the same gathered numbers (so no rank runs an extra collective).
+// The timing runner (DESIGN §5). Per sample: untimed world barrier -> timer start ->
+// operation(s) -> timer stop -> elapsed, with the communicator's make_op_timer() (host clock
+// after memory().synchronize(); CUDA events on NCCL). Each rank keeps its own times; at
+// checkpoints they are all-gathered and reduced to the slowest rank per sample, and every rank
+// takes the same stop decision from the same gathered numbers (so no rank runs an extra
+// collective).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,6 +26,7 @@ struct Measurement {
   int slots = 1;                 // buffer sets rotated through
   int depth = 1;                 // ops per timed sample (pipelined mode)
   double elapsed_s = 0;          // wall time of the point on the slowest rank
+  std::string timer;             // OpTimer::method() of the samples: "host_clock" | "cuda_event"
 };
 
 // One collective point over mc.dim(p.mesh_dim); all groups along that dim run concurrently.

@@ -47,7 +47,7 @@ json timing_json(const SweepConfig& cfg, const Point& p, const Measurement& m) {
           {"warmup", cfg.warmup},
           {"buffer_slots", m.slots},
           {"barrier", "world, untimed, before every sample"},
-          {"timer", "host wall clock (Communicator::now) around op(s) + memory().synchronize()"},
+          {"timer", m.timer},
           {"reduction", "max over ranks per sample"},
           {"stop_reason", m.stop_reason},
           {"elapsed_s", m.elapsed_s}};
@@ -157,8 +157,10 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
     ctx["git_revision"] = git_revision();
     ctx["points_total"] = points.size();
     ctx["timing_method"] =
-        "per sample: untimed world barrier, t0, op (x ops_per_sample), memory().synchronize(), t1; "
-        "sample = (t1-t0)/ops_per_sample per rank; reduced by max over ranks; stats over samples";
+        "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
+        "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
+        "timer per point in timing.timer (host_clock: steady clock, stop after "
+        "memory().synchronize(); cuda_event: CUDA events on the communicator's stream)";
     file.write(ctx);
   }
 

@@ -234,11 +234,12 @@ void NcclCommunicator::issued(const char* op, const char* call, ncclResult_t r,
   fail(op, std::string(call) + " failed: " + nccl_text(r, comm_), peer_side(r));
 }
 
-void NcclCommunicator::wait_done(const char* op, const Deadline& dl) {
+template <class Query>
+void NcclCommunicator::wait_until(const char* op, const Deadline& dl, Query&& query) {
   cudaError_t cuda = cudaErrorNotReady;
   ncclResult_t state = ncclSuccess;
   poll_until(dl, [&] {
-    cuda = cudaStreamQuery(mem_->stream());
+    cuda = query();
     if (cuda != cudaErrorNotReady) return true;  // done, or a CUDA error
     const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
     if (r != ncclSuccess) state = r;
@@ -252,6 +253,10 @@ void NcclCommunicator::wait_done(const char* op, const Deadline& dl) {
   if (state != ncclSuccess && state != ncclInProgress)
     fail(op, "NCCL reported an asynchronous error: " + nccl_text(state, comm_), true);
   fail(op, timeout_text("the operation to complete"), true);
+}
+
+void NcclCommunicator::wait_done(const char* op, const Deadline& dl) {
+  wait_until(op, dl, [&] { return cudaStreamQuery(mem_->stream()); });
 }
 
 template <class Enqueue>
@@ -776,6 +781,71 @@ void NcclCommunicator::broadcast_string(std::string& text, int root) {
   bcast_bytes(&n, sizeof n, root, control_.get(), dl, timeout);
   if (rank_ != root) text.assign(std::size_t(n), '\0');
   if (n > 0) bcast_bytes(text.data(), std::size_t(n), root, control_.get(), dl, timeout);
+}
+
+// ---- device timing -------------------------------------------------------------------------
+
+// Two CUDA events recorded on the rank's stream. Errors of the CUDA calls themselves become Error
+// (SHARDCAL_CUDA_CHECK); waiting for the stop event follows the operations' contract (wait_until).
+class NcclCommunicator::EventTimer final : public OpTimer {
+ public:
+  explicit EventTimer(NcclCommunicator& comm) : comm_(comm), device_(comm.mem_->device()) {
+    comm_.begin("make_op_timer");
+    // Default flags: timing enabled; completion is polled, so no blocking sync is needed.
+    SHARDCAL_CUDA_CHECK(cudaEventCreateWithFlags(&start_, cudaEventDefault));
+    const cudaError_t err = cudaEventCreateWithFlags(&stop_, cudaEventDefault);
+    if (err != cudaSuccess) {
+      (void)cudaEventDestroy(start_);
+      throw_cuda_error(err, "cudaEventCreateWithFlags(&stop_, cudaEventDefault)", __FILE__,
+                       __LINE__);
+    }
+  }
+  ~EventTimer() override {
+    // Destroying an event whose record is still pending is allowed (released on completion);
+    // errors are ignored, as in CudaMemory's teardown.
+    (void)cudaSetDevice(device_);
+    (void)cudaEventDestroy(start_);
+    (void)cudaEventDestroy(stop_);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
+  void start() override {
+    comm_.begin("op_timer start");
+    SHARDCAL_CUDA_CHECK(cudaEventRecord(start_, comm_.mem_->stream()));
+    started_ = true;
+    stopped_ = false;
+  }
+  void stop() override {
+    if (!started_) throw Error(comm_.where("op_timer stop") + ": internal: stop() without start()");
+    comm_.begin("op_timer stop");
+    SHARDCAL_CUDA_CHECK(cudaEventRecord(stop_, comm_.mem_->stream()));
+    stopped_ = true;
+  }
+  double elapsed_s() override {
+    const char* op = "op_timer elapsed";
+    if (!stopped_)
+      throw Error(comm_.where(op) + ": internal: elapsed_s() before start() and stop()");
+    comm_.begin(op);
+    const Deadline dl(comm_.timeout_s_);
+    comm_.wait_until(op, dl, [&] { return cudaEventQuery(stop_); });
+    float ms = 0;
+    SHARDCAL_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return double(ms) * 1e-3;
+  }
+  std::string method() const override { return "cuda_event"; }
+
+ private:
+  NcclCommunicator& comm_;
+  int device_;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+std::unique_ptr<OpTimer> NcclCommunicator::make_op_timer() {
+  return std::make_unique<EventTimer>(*this);
 }
 
 }  // namespace shardcal::nccl::detail

@@ -17,6 +17,14 @@
 // result is what an out-of-place call on a copy of the input gives.
 //
 // NCCL has no message tags: send/recv between two ranks match in call order; `tag` is ignored.
+//
+// make_op_timer() gives a CUDA-event timer ("cuda_event"): start()/stop() record an event on the
+// stream, elapsed_s() waits for the stop event like an operation waits (polling cudaEventQuery and
+// ncclCommGetAsyncError against timeout_s, aborting on error or timeout) and returns
+// cudaEventElapsedTime. Every operation returns only when it has completed, so the stop event is
+// recorded after the host noticed that: the interval is device timestamps, but it still contains
+// the host's enqueue latency and completion polling of each timed operation (about what the host
+// clock measures). Excluding those would need enqueue-only operations.
 #include <nccl.h>
 
 #include <memory>
@@ -79,9 +87,11 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override;
   std::vector<std::uint64_t> all_gather_u64(std::uint64_t value) override;
   void broadcast_string(std::string& text, int root) override;
+  std::unique_ptr<OpTimer> make_op_timer() override;
 
  private:
   class Staging;
+  class EventTimer;
 
   std::string where(const char* op) const;
   std::string timeout_text(const char* waiting_for) const;
@@ -94,6 +104,10 @@ class NcclCommunicator final : public Communicator {
   void issued(const char* op, const char* call, ncclResult_t r, const Deadline& dl);
   // Waits until everything enqueued on the stream has completed (or fails).
   void wait_done(const char* op, const Deadline& dl);
+  // Waits until query() (cudaStreamQuery / cudaEventQuery) leaves cudaErrorNotReady, watching
+  // the NCCL communicator for asynchronous errors; fails on a CUDA or NCCL error or the deadline.
+  template <class Query>
+  void wait_until(const char* op, const Deadline& dl, Query&& query);
   // Runs enqueue(deadline) and waits for completion.
   template <class Enqueue>
   void run(const char* op, Enqueue&& enqueue);

@@ -23,6 +23,25 @@ namespace shardcal {
 
 using Counts = std::span<const std::size_t>;
 
+// Times a stretch of a communicator's operations as the place they run on sees it: the host
+// clock on host backends, CUDA events on the communicator's stream on NCCL. Use: start(), issue
+// the operations, stop(), then elapsed_s(). A timer may be reused: every start() begins a new
+// interval. It belongs to the communicator that made it (and must not outlive it) and is used
+// from one thread.
+class OpTimer {
+ public:
+  virtual ~OpTimer() = default;
+  // Marks the beginning, after everything issued before it.
+  virtual void start() = 0;
+  // Marks the end, after everything issued before it (the operations to time).
+  virtual void stop() = 0;
+  // Seconds from start() to stop(); waits until stop's mark has completed (on a device: with the
+  // communicator's timeout and failure contract). Throws Error when there was no start()/stop().
+  virtual double elapsed_s() = 0;
+  // What it measures: "host_clock" | "cuda_event" (recorded in benchmark results).
+  virtual std::string method() const = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -71,6 +90,11 @@ class Communicator {
 
   // Wall-clock seconds, comparable within one rank (MPI_Wtime-like).
   virtual double now() const;
+
+  // A timer for this communicator's operations (see OpTimer). The default measures the host
+  // steady clock, and stop() first waits for memory().synchronize(), so device work issued
+  // between start() and stop() is included; method "host_clock".
+  virtual std::unique_ptr<OpTimer> make_op_timer();
 };
 
 }  // namespace shardcal
