@@ -50,12 +50,13 @@ int run(const RedistributeArgs& a) {
   if (lo.backend == "sim" && lo.world == 0) lo.world = mesh.size();
   int exit_code = 0;
   shardcal::launch(lo, [&](shardcal::Communicator& world) {
-    shardcal::MeshCommunicator mc(mesh, world);
     if (!a.no_check) {
-      // Ranks launched with different arguments would otherwise hang or corrupt data.
+      // Ranks launched with different arguments would otherwise hang or corrupt data; checked on
+      // the world before the mesh split, which itself depends on --mesh.
       shardcal::check_same_spec(world, "redistribute --from", from.hash(), from.serialize());
       shardcal::check_same_spec(world, "redistribute --to", to.hash(), to.serialize());
     }
+    shardcal::MeshCommunicator mc(mesh, world);
     if (a.root < 0 || a.root >= world.size())
       throw shardcal::Error("--root " + std::to_string(a.root) + " outside the world of " +
                             std::to_string(world.size()) + " ranks");

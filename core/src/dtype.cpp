@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "shardcal/error.hpp"
 #include "shardcal/half.hpp"
@@ -74,7 +75,13 @@ void reduce_typed(ReduceOp op, T* out, const T* in, std::size_t n) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Avg:
-      for (std::size_t i = 0; i < n; ++i) out[i] = T(out[i] + in[i]);
+      if constexpr (std::is_integral_v<T>) {
+        // Wrap modulo 2^bits (what MPI and NCCL do in practice) instead of signed-overflow UB.
+        using U = std::make_unsigned_t<T>;
+        for (std::size_t i = 0; i < n; ++i) out[i] = T(U(U(out[i]) + U(in[i])));
+      } else {
+        for (std::size_t i = 0; i < n; ++i) out[i] = T(out[i] + in[i]);
+      }
       return;
     case ReduceOp::Max:
       for (std::size_t i = 0; i < n; ++i) out[i] = std::max(out[i], in[i]);

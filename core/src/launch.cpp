@@ -1,5 +1,7 @@
 #include "shardcal/launch.hpp"
 
+#include <algorithm>
+
 #include "shardcal/error.hpp"
 #include "sim/sim_backend.hpp"
 #ifdef SHARDCAL_HAVE_MPI
@@ -10,6 +12,9 @@
 #endif
 
 namespace shardcal {
+
+static void launch_capped(const LaunchOptions& opts,
+                          const std::function<void(Communicator&)>& body);
 
 std::vector<std::string> compiled_backends() {
   std::vector<std::string> out{"sim"};
@@ -36,6 +41,14 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
 void launch(const LaunchOptions& opts, const std::function<void(Communicator&)>& body) {
   if (!(opts.timeout_s > 0))
     throw Error("timeout must be positive seconds (got " + std::to_string(opts.timeout_s) + ")");
+  // Deadlines are steady_clock time points: a huge timeout would overflow into the past and
+  // fire at once. 1e7 s (~115 days) is "never" for any job.
+  LaunchOptions capped = opts;
+  capped.timeout_s = std::min(opts.timeout_s, 1e7);
+  return launch_capped(capped, body);
+}
+
+void launch_capped(const LaunchOptions& opts, const std::function<void(Communicator&)>& body) {
   if (opts.backend == "sim") {
     if (opts.world < 1)
       throw Error("the sim backend needs --world N (number of simulated ranks, N >= 1)");

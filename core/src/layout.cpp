@@ -91,6 +91,8 @@ void TensorSpec::validate() const {
     const Placement& p = placements_[std::size_t(i)];
     if (!p.is_shard()) continue;
     const std::string item = "placement " + std::to_string(i) + " \"" + p.to_string() + "\"";
+    if (ndim() == 0)
+      throw Error(where + ": " + item + " shards a 0-d tensor (a scalar): use R or P for it");
     if (p.dim < 0 || p.dim >= ndim())
       throw Error(where + ": " + item + " shards tensor dim " + std::to_string(p.dim) +
                   ", out of range for a " + std::to_string(ndim()) + "-d tensor of shape [" +
@@ -100,6 +102,16 @@ void TensorSpec::validate() const {
       throw Error(where + ": " + item + " lists " + std::to_string(p.sizes.size()) +
                   " shard sizes but mesh dim " + std::to_string(i) + " has " +
                   std::to_string(mesh_.extent(i)) + " ranks: give one size per rank of that mesh dim");
+    std::int64_t sum = 0;
+    for (std::int64_t s : p.sizes) {
+      if (s < 0)
+        throw Error(where + ": " + item + " has a negative shard size " + std::to_string(s));
+      if (s > meta_.shape[std::size_t(p.dim)] || sum > meta_.shape[std::size_t(p.dim)])
+        throw Error(where + ": " + item + " has shard sizes larger than tensor dim " +
+                    std::to_string(p.dim) + " (extent " +
+                    std::to_string(meta_.shape[std::size_t(p.dim)]) + ")");
+      sum += s;
+    }
   }
   // Explicit sizes must sum to the extent they split, for every piece the outer dims leave.
   for (int i = 0; i < mesh_.ndim(); ++i) {

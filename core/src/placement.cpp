@@ -85,7 +85,13 @@ class Parser {
       ++pos_;
       skip_space();
       expect('(', "expected '(' after S, as in S(0)");
-      const int dim = int(parse_int("expected a tensor dim (non-negative integer), as in S(0)"));
+      const std::size_t dim_pos = pos_;
+      const std::int64_t dim64 = parse_int("expected a tensor dim (non-negative integer), as in S(0)");
+      if (dim64 > 64) {
+        pos_ = dim_pos;
+        fail("tensor dim " + std::to_string(dim64) + " is implausibly large (at most 64)");
+      }
+      const int dim = int(dim64);
       skip_space();
       expect(')', "expected ')' after the shard dim");
       skip_space();

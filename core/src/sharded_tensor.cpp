@@ -126,11 +126,14 @@ ShardedTensor ShardedTensor::scatter_from_root(MeshCommunicator& mc, int root,
     throw Error("scattered spec mesh " + s.mesh().to_string() + " differs from the communicator's mesh " +
                 mc.mesh().to_string());
 
+  // Each distinct block leaves the root once (to the rank at coordinate 0 of every
+  // Replicate/Partial mesh dim) and is then broadcast along those dims: the root's memory and
+  // the v-call displacements stay bounded by the tensor size, not world x tensor.
   const int n = world.size();
   std::vector<std::size_t> counts(static_cast<std::size_t>(n)), displs(static_cast<std::size_t>(n));
   std::size_t total = 0;
   for (int r = 0; r < n; ++r) {
-    counts[std::size_t(r)] = std::size_t(s.local_numel(r));
+    counts[std::size_t(r)] = is_canonical_holder(s, r) ? std::size_t(s.local_numel(r)) : 0;
     displs[std::size_t(r)] = total;
     total += counts[std::size_t(r)];
   }
@@ -139,15 +142,27 @@ ShardedTensor ShardedTensor::scatter_from_root(MeshCommunicator& mc, int root,
   if (world.rank() == root) {
     std::vector<std::byte> packed(total * es);
     for (int r = 0; r < n; ++r) {
-      const std::vector<std::byte> block = expected_local(s, global_host, r);
-      if (!block.empty()) std::memcpy(packed.data() + displs[std::size_t(r)] * es, block.data(), block.size());
+      if (counts[std::size_t(r)] == 0) continue;
+      const std::vector<std::byte> block = slice_global(s.meta(), global_host, s.local_box(r));
+      std::memcpy(packed.data() + displs[std::size_t(r)] * es, block.data(), block.size());
     }
     mc.memory().copy_from_host(send.data(), packed.data(), packed.size());
   }
-  Buffer local(mc.memory(), counts[std::size_t(world.rank())] * es);
-  world.scatterv(send.data(), counts, displs, local.data(), counts[std::size_t(world.rank())],
-                 s.meta().dtype, root);
-  return ShardedTensor(std::move(s), world.rank(), std::move(local));
+  const int me = world.rank();
+  Buffer local(mc.memory(), std::size_t(s.local_numel(me)) * es);
+  world.scatterv(send.data(), counts, displs, local.data(), counts[std::size_t(me)], s.meta().dtype, root);
+  const std::vector<int> coord = s.mesh().coord(me);
+  bool zero = false;
+  for (int i = 0; i < s.mesh().ndim(); ++i) {
+    const Placement& p = s.placement(i);
+    if (p.is_shard()) continue;
+    // Ranks off coordinate 0 of a later dim may receive a placeholder here; the broadcast
+    // along that later dim overwrites it with the real block.
+    mc.dim(i).broadcast(local.data(), std::size_t(s.local_numel(me)), s.meta().dtype, 0);
+    if (p.is_partial() && p.op == ReduceOp::Sum && coord[std::size_t(i)] != 0) zero = true;
+  }
+  if (zero) mc.memory().fill_zero(local.data(), local.size());  // sum-partial reference form
+  return ShardedTensor(std::move(s), me, std::move(local));
 }
 
 std::vector<std::byte> ShardedTensor::local_to_host() const {

@@ -185,3 +185,28 @@ TEST(DType, RoundTripAndReduce) {
     EXPECT_EQ(load_as_double(t, a.data()), 125.0) << dtype_name(t);
   }
 }
+
+TEST(Spec, HostileSizesAreRejected) {
+  const DeviceMesh m1({2});
+  EXPECT_NE(error_of([&] { TensorSpec(m1, {Placement::shard(0, {-2, 12})}, TensorMeta{{10}, DType::F32}); })
+                .find("negative shard size -2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { spec("3", "S(0)[9223372036854775807,9223372036854775807,12]", "10"); })
+                .find("shard sizes larger than tensor dim 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_placements("S(4294967296)"); }).find("implausibly large"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { spec("2", "S(0)", ""); }).find("shards a 0-d tensor (a scalar)"),
+            std::string::npos);
+  // A 0-d tensor may be replicated or partial.
+  EXPECT_EQ(spec("2", "P(max)", "").local_numel(1), 1);
+}
+
+TEST(DType, IntegerSumsWrapInsteadOfOverflowing) {
+  std::int32_t a = 2147483647, b = 1;
+  reduce_into(DType::I32, ReduceOp::Sum, &a, &b, 1);
+  EXPECT_EQ(a, -2147483647 - 1);
+  std::int64_t c = 9223372036854775807LL, d = 2;
+  reduce_into(DType::I64, ReduceOp::Sum, &c, &d, 1);
+  EXPECT_EQ(c, -9223372036854775807LL);
+}

@@ -416,7 +416,7 @@ class MpiCommunicator final : public Communicator {
 bool wait_until_done(MPI_Request& req, double seconds) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(seconds));
+                            std::chrono::duration<double>(std::min(seconds, 1e7)));
   auto pause = std::chrono::microseconds(20);
   while (true) {
     int done = 0;

@@ -1,5 +1,6 @@
 #include "mpi_runtime.hpp"
 
+#include <algorithm>
 #include <unistd.h>
 
 #include <array>
@@ -237,7 +238,7 @@ WatchScope::WatchScope(const char* op, const std::string& group, double timeout_
   w.timeout_s = timeout_s;
   r.last_timeout_s = timeout_s;
   w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(timeout_s));
+                                  std::chrono::duration<double>(std::min(timeout_s, 1e7)));
 }
 
 WatchScope::~WatchScope() {

@@ -2,6 +2,7 @@
 // Deadline-bounded polling, the one way this backend waits: for NCCL operations, CUDA streams and
 // MPI control-plane requests alike. Waiting by polling (instead of a blocking call) is what lets
 // a rank whose peer died give up after the timeout instead of hanging.
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <string>
@@ -15,7 +16,8 @@ class Deadline {
   explicit Deadline(double seconds)
       : seconds_(seconds),
         end_(Clock::now() +
-             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))) {}
+             std::chrono::duration_cast<Clock::duration>(
+                 std::chrono::duration<double>(std::min(seconds, 1e7)))) {}
   bool expired() const { return Clock::now() >= end_; }
   double seconds() const { return seconds_; }
 
