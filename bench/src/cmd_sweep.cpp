@@ -2,7 +2,6 @@
 // configured grid of meshes, sizes, dtypes and shard distributions (issue 4).
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
 #include "commands.hpp"
@@ -20,6 +19,7 @@ struct SweepCli {
   std::string config = "configs/local.json";
   std::string out;
   std::string resume;
+  bool resume_anyway = false;
   bool quiet = false;
   bool check_only = false;
 };
@@ -45,60 +45,76 @@ Runner add_sweep_command(CLI::App& app) {
   cmd->add_option("--config", opts->config, "Sweep config (JSON)")->capture_default_str();
   cmd->add_option("--out", opts->out, "Results file (JSON Lines), replaced if it exists");
   cmd->add_option("--resume", opts->resume,
-                  "Complete an interrupted results file: same config, backend and world; points "
-                  "already in it are skipped, a torn last line is dropped");
+                  "Complete an interrupted results file: same config, backend and world (and build "
+                  "and hosts, unless --resume-anyway); points already in it are skipped, a torn "
+                  "last line is dropped");
+  cmd->add_flag("--resume-anyway", opts->resume_anyway,
+                "With --resume: continue even if the file was measured by another build (git "
+                "revision, shardcal or library versions) or on other hosts; a new context record "
+                "is appended and the new points belong to it");
   cmd->add_flag("--quiet,-q", opts->quiet, "No progress output on stderr");
   cmd->add_flag("--validate-only", opts->check_only,
                 "Check the config (for --world ranks, or the launcher's) and print the number of "
                 "points; no communication, no file");
   return [opts]() -> int {
     namespace sw = sweep;
-    if (opts->out.empty() && opts->resume.empty() && !opts->check_only)
-      throw shardcal::Error("sweep needs --out FILE (new results) or --resume FILE (complete one)");
-    if (!opts->out.empty() && !opts->resume.empty() && opts->out != opts->resume)
-      throw shardcal::Error("--out " + opts->out + " and --resume " + opts->resume +
-                            " name different files; --resume appends to its file, drop --out");
     sw::SweepJob job;
     job.config_path = opts->config;
     job.resume = !opts->resume.empty();
+    job.resume_anyway = opts->resume_anyway;
     job.out_path = job.resume ? opts->resume : opts->out;
     job.quiet = opts->quiet;
     job.command_line = sw::process_command_line();
     job.library_versions = shardcal::library_versions();
+    // Problems with the options themselves. Under MPI every rank has its own command line, so
+    // these are input errors the ranks agree on (below), not something to throw before launch.
+    std::string arg_error;
+    if (opts->out.empty() && opts->resume.empty() && !opts->check_only)
+      arg_error = "sweep needs --out FILE (new results) or --resume FILE (complete one)";
+    else if (!opts->out.empty() && !opts->resume.empty() && opts->out != opts->resume)
+      arg_error = "--out " + opts->out + " and --resume " + opts->resume +
+                  " name different files; --resume appends to its file, drop --out";
+    else if (opts->resume_anyway && opts->resume.empty())
+      arg_error = "--resume-anyway only applies to --resume FILE";
     const bool sim = opts->backend.backend == "sim";
     if (opts->check_only && sim) {  // no ranks needed to count points
+      if (!arg_error.empty()) throw shardcal::Error(arg_error);
       if (opts->backend.world < 1) throw shardcal::Error("--validate-only with sim needs --world N");
       const auto pts = sw::expand_points(sw::load_config(opts->config), opts->backend.world);
       std::cout << opts->config << ": ok, " << pts.size() << " points for " << opts->backend.world
                 << " ranks\n";
       return 0;
     }
+    // What every rank must agree on besides the config: the mode of the run.
+    const std::string mode = opts->check_only ? "--validate-only"
+                             : job.resume     ? (job.resume_anyway ? "--resume --resume-anyway"
+                                                                   : "--resume")
+                                              : "--out";
     std::atomic<int> code{0};
     sw::install_stop_handlers();
     try {
       shardcal::launch(opts->backend.launch_options(), [&](shardcal::Communicator& world) {
-        // Every rank loads and validates the config itself (MPI ranks share nothing), so a bad
-        // input is reported by every rank, from inside the job, before any communication.
+        // Every rank loads and validates the config itself (MPI ranks share nothing). Ranks may
+        // still have been given different input (MPMD launches, a config edited while the job
+        // starts, a file missing on one node): they agree on input errors and on the config
+        // collectively, so every rank fails with the same message, or all proceed.
         try {
           sw::SweepJob mine = job;
-          try {
-            mine.config = sw::load_config(opts->config);
-          } catch (const shardcal::Error& e) {
-            throw sw::InputError(e.what());
-          }
-          if (!mine.out_path.empty() && !mine.resume) {
-            const auto dir = std::filesystem::path(mine.out_path).parent_path();
-            if (!dir.empty() && !std::filesystem::is_directory(dir))
-              throw sw::InputError("--out " + mine.out_path + ": directory " + dir.string() +
-                                   " does not exist; create it first");
-          }
-          if (opts->check_only) {
-            std::size_t n = 0;
+          std::string error = arg_error;
+          std::size_t n = 0;
+          if (error.empty()) {
             try {
+              mine.config = sw::load_config(opts->config);
               n = sw::expand_points(mine.config, world.size()).size();
-            } catch (const shardcal::Error& e) {
-              throw sw::InputError(e.what());
+            } catch (const std::exception& e) {
+              error = e.what();
             }
+          }
+          sw::agree_on_input(world, error);
+          sw::check_same_job(world, mine.config.hash(), mode,
+                             "config " + opts->config + " (hash " + mine.config.hash() + "), " +
+                                 mode);
+          if (opts->check_only) {
             if (world.rank() == 0)
               std::cout << opts->config << ": ok, " << n << " points for " << world.size()
                         << " ranks\n";
@@ -106,9 +122,10 @@ Runner add_sweep_command(CLI::App& app) {
           }
           code = sw::run_sweep_rank(world, mine);  // the same on every rank
         } catch (const sw::InputError& e) {
-          // Input errors are identical on every rank: report them here, on each rank (once for
-          // the in-process simulator), in one write so lines from several ranks do not mix.
-          // Anything else (a failing collective) propagates to launch(), which handles peers.
+          // The ranks agreed on this error, so it is the same on every rank: report it on each
+          // (once for the in-process simulator), in one write so lines from several ranks do not
+          // mix, and return normally. Anything else (a failing collective) propagates to
+          // launch(), which handles peers.
           if (!sim || world.rank() == 0) {
             const std::string line = std::string("shardbench: error: ") + e.what() + "\n";
             std::fwrite(line.data(), 1, line.size(), stderr);

@@ -6,6 +6,13 @@
   resume    interrupt with SIGINT, resume, interrupt with SIGTERM, tear the last line, resume to
             the end; the set of point keys must equal an uninterrupted run's, with no duplicates
   badconfig bad configs fail with exit code 2, one clear message per rank, and no output file
+  mismatch  (MPI, MPMD launches) ranks given different input: a --out directory missing on ranks
+            other than 0 is fine (only rank 0 writes); a different config, a config missing on
+            some ranks, or a different mode fails fast with exit 2, the same message on every
+            rank and no output file
+  resumecheck  malformed --resume files are input errors (exit 2, file and line named, on every
+            rank); a file from another build/hosts is refused unless --resume-anyway, which
+            appends a second context record
   schema    validate configs against the sweep schema and a results file against the results
             schema (skipped with code 77 when the jsonschema module is missing)
 
@@ -33,6 +40,8 @@ def sweep_cmd(args, config, extra):
     base = [args.shardbench, "sweep", "--backend", args.backend, "--config", config, "-q"]
     if args.backend == "sim":
         base += ["--world", str(args.world)]
+    if args.sweep_timeout:
+        base += ["--timeout", str(args.sweep_timeout)]
     base += extra
     if args.mpiexec:
         return args.mpiexec.split(";") + ["-np", str(args.world)] + base
@@ -64,13 +73,21 @@ def busbw_factor(op, n):
     return (n - 1) / n
 
 
-def check_results(path, expect_points=None):
+def check_results(path, expect_points=None, contexts=1):
+    """Returns the first context and the point records; each point belongs to the context
+    record before it (--resume-anyway appends more than one)."""
     recs = read_records(path)
     if not recs or recs[0].get("type") != "context":
         fail(f"{path}: first record is not the context")
-    ctx, pts = recs[0], recs[1:]
-    if any(r.get("type") == "context" for r in pts):
-        fail(f"{path}: more than one context record")
+    ctx = recs[0]
+    ctxs = [r for r in recs if r.get("type") == "context"]
+    pts = [r for r in recs if r.get("type") == "point"]
+    if len(ctxs) != contexts:
+        fail(f"{path}: {len(ctxs)} context records, expected {contexts}")
+    for c in ctxs[1:]:
+        for k in ("config_hash", "backend", "world", "points_total"):
+            if c[k] != ctx[k]:
+                fail(f"{path}: context records differ in {k}")
     total = ctx["points_total"]
     if expect_points is not None and total != expect_points:
         fail(f"context says {total} points, --validate-only said {expect_points}")
@@ -221,6 +238,214 @@ def cmd_resume(args):
               f"uninterrupted set, no duplicates, torn line dropped")
 
 
+TINY_CONFIG = {"meshes": ["4"], "collectives": ["all_reduce", "all_gather"], "sizes": [8, 64],
+               "warmup": 1, "iterations": {"min": 3, "max": 3}, "buffer_rotation": {"bytes": 0}}
+
+
+def mpmd_cmd(args, first, rest):
+    """mpirun PREFIX -np 1 <rank 0 command> : -np N-1 <command of ranks 1..N-1>."""
+    def app(extra_cfg):
+        config, extra = extra_cfg
+        return sweep_cmd(argparse.Namespace(**{**vars(args), "mpiexec": ""}), config, extra)
+    return (args.mpiexec.split(";") + ["-np", "1"] + app(first) + [":", "-np", str(args.world - 1)]
+            + app(rest))
+
+
+def run_bounded(cmd, what, cwd=None):
+    """Runs cmd; a hang is a failure well before ctest's TIMEOUT."""
+    t0 = time.time()
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd,
+                           timeout=4 * args_timeout() + 30)
+    except subprocess.TimeoutExpired:
+        fail(f"{what}: hung (no result within {4 * args_timeout() + 30}s)")
+    return r, time.time() - t0
+
+
+_ARGS = None
+
+
+def args_timeout():
+    return _ARGS.sweep_timeout or 300
+
+
+def expect_input_error(r, elapsed, what, message, ranks, out=None):
+    """Exit 2, `message` exactly once per rank, never an internal error, fast, no new file."""
+    if r.returncode != 2:
+        fail(f"{what}: exit code {r.returncode}, expected 2; stderr {r.stderr[-3000:]!r}")
+    if "internal error" in r.stderr:
+        fail(f"{what}: reported as an internal error: {r.stderr[-3000:]!r}")
+    count = r.stderr.count(message)
+    if count != ranks:
+        fail(f"{what}: message {message!r} appears {count} times, expected once per rank "
+             f"({ranks}); stderr: {r.stderr[-3000:]!r}")
+    errors = [l for l in r.stderr.splitlines() if l.startswith("shardbench: error:")]
+    if len(set(errors)) != 1:
+        fail(f"{what}: ranks reported different errors: {sorted(set(errors))}")
+    if _ARGS.sweep_timeout and elapsed >= _ARGS.sweep_timeout:
+        fail(f"{what}: took {elapsed:.1f}s, not faster than the {_ARGS.sweep_timeout}s timeout "
+             "(a rank waited for a peer instead of failing together)")
+    if out is not None and os.path.exists(out):
+        fail(f"{what}: an output file was created")
+    print(f"ok: {what}: rc 2 in {elapsed:.1f}s, {count} x {message!r}")
+
+
+def cmd_mismatch(args):
+    if not args.mpiexec or args.world < 2:
+        fail("mismatch needs --mpiexec and --world >= 2")
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "tiny.json")
+        with open(cfg, "w") as f:
+            json.dump(TINY_CONFIG, f)
+        other = os.path.join(d, "other.json")
+        with open(other, "w") as f:
+            json.dump({**TINY_CONFIG, "warmup": 2}, f)
+        out = os.path.join(d, "r.jsonl")
+        elsewhere = os.path.join(d, "missing-dir", "r.jsonl")
+
+        # Only rank 0 writes: a --out directory that does not exist on the other ranks is fine.
+        r, el = run_bounded(mpmd_cmd(args, (cfg, ["--out", out]), (cfg, ["--out", elsewhere])),
+                            "missing --out dir on ranks 1..")
+        if r.returncode != 0:
+            fail(f"missing --out dir on ranks 1..: exit code {r.returncode}: {r.stderr[-3000:]}")
+        _, pts = check_results(out)
+        if os.path.exists(os.path.dirname(elsewhere)):
+            fail("a rank other than 0 created its --out directory")
+        print(f"ok: --out directory missing on ranks 1..{args.world - 1} only: rc 0 in {el:.1f}s, "
+              f"{len(pts)} points")
+        os.remove(out)
+
+        # Different configs: one message on every rank naming who has which, no file.
+        r, el = run_bounded(mpmd_cmd(args, (cfg, ["--out", out]), (other, ["--out", out])),
+                            "different configs")
+        expect_input_error(r, el, "different configs",
+                           f"ranks disagree on mpi world (2 distinct specs): rank 0 has spec A: "
+                           f"config {cfg} (hash ", args.world, out)
+        if f"have spec B: config {other} (hash " not in r.stderr:
+            fail(f"different configs: ranks 1.. not named with their config: {r.stderr[-2000:]!r}")
+
+        # The config missing on ranks 1.. only: the error travels to rank 0 as well.
+        missing = os.path.join(d, "nosuch.json")
+        r, el = run_bounded(mpmd_cmd(args, (cfg, ["--out", out]), (missing, ["--out", out])),
+                            "config missing on ranks 1..")
+        expect_input_error(r, el, "config missing on ranks 1..",
+                           f"input error on some ranks only (every rank must be given the same, "
+                           f"valid input): ranks 1-{args.world - 1}: {missing}: cannot open the "
+                           f"sweep config", args.world, out)
+
+        # A different mode (rank 0 only validates, the others would sweep) must not hang either.
+        r, el = run_bounded(mpmd_cmd(args, (cfg, ["--validate-only"]), (cfg, ["--out", out])),
+                            "different modes")
+        expect_input_error(r, el, "different modes", "rank 0 has spec A: config " + cfg,
+                           args.world, out)
+
+
+def edit_first_context(path, change):
+    with open(path) as f:
+        lines = f.read().splitlines(keepends=True)
+    ctx = json.loads(lines[0])
+    change(ctx)
+    lines[0] = json.dumps(ctx, separators=(",", ":")) + "\n"
+    with open(path, "w") as f:
+        f.writelines(lines)
+
+
+def cmd_resumecheck(args):
+    ranks = args.world if args.mpiexec else 1
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "tiny.json")
+        with open(cfg, "w") as f:
+            json.dump(TINY_CONFIG, f)
+
+        # Malformed files: valid JSON of the wrong shape is bad input naming file and line.
+        for name, content, message in [
+            ("a number", "42\n", ": line 1: the record is a number, not a JSON object"),
+            ("wrong-typed config_hash", '{"type":"context","config_hash":5}\n',
+             ': line 1: field "config_hash" of the context record is a number, expected a string'),
+            ("wrong-typed point key", None,
+             ': line 2: field "key" of the point record is a number, expected a string'),
+        ]:
+            path = os.path.join(d, "bad.jsonl")
+            if content is None:  # a real context line, then a broken point record
+                r = subprocess.run(sweep_cmd(args, cfg, ["--out", path]), capture_output=True, text=True)
+                if r.returncode != 0:
+                    fail(f"sweep failed: {r.stderr[-3000:]}")
+                with open(path) as f:
+                    content = f.readline() + '{"type":"point","key":5}\n' + "[1]\n"
+            with open(path, "w") as f:
+                f.write(content)
+            r, el = run_bounded(sweep_cmd(args, cfg, ["--resume", path]), name)
+            expect_input_error(r, el, f"malformed --resume file ({name})",
+                               f"--resume {path}{message}", ranks)
+            if open(path).read() != content:
+                fail(f"malformed --resume file ({name}): the file was modified")
+
+        # A file measured by another build on other hosts: refused, listing the differences.
+        out = os.path.join(d, "r.jsonl")
+        r = subprocess.run(sweep_cmd(args, cfg, ["--out", out]), capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"sweep failed: {r.stderr[-3000:]}")
+        _, ref_pts = check_results(out)
+        ref_keys = {p["key"] for p in ref_pts}
+        with open(out) as f:
+            lines = f.readlines()
+        keep = 1 + len(ref_pts) // 2  # as if interrupted half-way
+        with open(out, "w") as f:
+            f.writelines(lines[:keep])
+
+        def other_build(ctx):
+            ctx["git_revision"] = "0123abc-elsewhere"
+            ctx["hosts"][0]["name"] = "another-node"
+            ctx["library_versions"]["FakeLib"] = "9.9"
+        edit_first_context(out, other_build)
+        before = open(out).read()
+        r, el = run_bounded(sweep_cmd(args, cfg, ["--resume", out]), "resume, other context")
+        expect_input_error(r, el, "resume of a file from another build and hosts",
+                           f"--resume {out}: the file's context differs from this run's", ranks)
+        for item in ('git_revision: file "0123abc-elsewhere", this run ',
+                     'hosts: file [{"name":"another-node"', 'library_versions.FakeLib: file "9.9"',
+                     "--resume-anyway"):
+            if r.stderr.count(item) != ranks:
+                fail(f"refused resume: {item!r} not listed on every rank: {r.stderr[-3000:]!r}")
+        if open(out).read() != before:
+            fail("a refused resume modified the file")
+
+        # --resume-anyway: accepted, a second context record, the rest of the points after it.
+        r = subprocess.run(sweep_cmd(args, cfg, ["--resume", out, "--resume-anyway"]),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"--resume-anyway failed: {r.stderr[-3000:]}")
+        _, pts = check_results(out, contexts=2)
+        keys = [p["key"] for p in pts]
+        if set(keys) != ref_keys or len(keys) != len(ref_keys):
+            fail(f"after --resume-anyway: {len(keys)} points, expected {len(ref_keys)} distinct")
+        recs = read_records(out)
+        if recs[keep].get("type") != "context" or recs[keep]["git_revision"] == "0123abc-elsewhere":
+            fail(f"after --resume-anyway: record {keep + 1} is not this run's context")
+        if args.schemas:  # every record of a two-context file is a valid results record
+            try:
+                import jsonschema
+            except ImportError:
+                jsonschema = None
+                print("note: jsonschema not available, two-context file not schema-checked")
+            if jsonschema is not None:
+                with open(os.path.join(args.schemas, "results.schema.json")) as f:
+                    v = jsonschema.Draft202012Validator(json.load(f))
+                for i, rec in enumerate(recs, 1):
+                    errors = sorted(v.iter_errors(rec), key=lambda e: list(e.path))
+                    if errors:
+                        fail(f"two-context file, record {i}: {errors[0].message} at {list(errors[0].path)}")
+                print(f"ok: all {len(recs)} records of the two-context file match results.schema.json")
+        # Resuming again matches the last context: accepted, nothing appended.
+        before = open(out).read()
+        r = subprocess.run(sweep_cmd(args, cfg, ["--resume", out]), capture_output=True, text=True)
+        if r.returncode != 0 or open(out).read() != before:
+            fail(f"resume of a complete two-context file: rc {r.returncode}, "
+                 f"changed {open(out).read() != before}: {r.stderr[-3000:]}")
+        print(f"ok: other build/hosts refused on {ranks} rank(s); --resume-anyway appended context 2 "
+              f"at line {keep + 1} and {len(ref_pts) - keep + 1} points")
+
+
 BAD_CONFIGS = [
     ("unknown collective",
      {"meshes": ["4"], "collectives": ["all_gather", "allgather"], "sizes": [8]},
@@ -300,17 +525,22 @@ def cmd_schema(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["e2e", "resume", "badconfig", "schema"])
+    ap.add_argument("command", choices=["e2e", "resume", "badconfig", "schema", "mismatch", "resumecheck"])
     ap.add_argument("--shardbench", required=True)
     ap.add_argument("--config")
     ap.add_argument("--backend", default="sim")
     ap.add_argument("--world", type=int, default=4)
     ap.add_argument("--mpiexec", default="", help="launcher prefix, ';'-separated (e.g. mpirun;--oversubscribe)")
+    ap.add_argument("--sweep-timeout", type=float, default=0,
+                    help="pass --timeout S to every sweep (bounds a hang; error runs must beat it)")
     ap.add_argument("--schemas")
     ap.add_argument("--validate", nargs="*", default=[], dest="configs",
                     help="schema: config files to check against sweep.schema.json")
     args = ap.parse_args()
-    {"e2e": cmd_e2e, "resume": cmd_resume, "badconfig": cmd_badconfig, "schema": cmd_schema}[args.command](args)
+    global _ARGS
+    _ARGS = args
+    {"e2e": cmd_e2e, "resume": cmd_resume, "badconfig": cmd_badconfig, "schema": cmd_schema,
+     "mismatch": cmd_mismatch, "resumecheck": cmd_resumecheck}[args.command](args)
 
 
 if __name__ == "__main__":

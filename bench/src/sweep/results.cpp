@@ -1,11 +1,14 @@
 #include "sweep/results.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "shardcal/error.hpp"
 
@@ -94,6 +97,76 @@ void ResultsFile::close() {
   f_ = nullptr;
 }
 
+namespace {
+
+std::string json_kind(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::discarded: return "invalid";
+    default: return "a number";
+  }
+}
+
+// A short rendering of a value for messages (hosts lists of big jobs can be long).
+std::string short_dump(const json& j) {
+  std::string s = j.dump();
+  if (s.size() > 160) s = s.substr(0, 150) + "...(" + std::to_string(s.size()) + " chars)";
+  return s;
+}
+
+// The string field `key` of record `rec`; throws Error naming the line when it is missing or of
+// another type.
+std::string string_field(const json& rec, const char* key, const std::string& where,
+                         const std::string& record) {
+  const auto it = rec.find(key);
+  if (it == rec.end())
+    throw Error(where + ": " + record + " record without a \"" + key + "\" field");
+  if (!it->is_string())
+    throw Error(where + ": field \"" + key + "\" of the " + record + " record is " +
+                json_kind(*it) + ", expected a string");
+  return it->get<std::string>();
+}
+
+std::int64_t integer_field(const json& rec, const char* key, const std::string& where,
+                           const std::string& record) {
+  const auto it = rec.find(key);
+  if (it == rec.end())
+    throw Error(where + ": " + record + " record without a \"" + key + "\" field");
+  if (!it->is_number_integer())
+    throw Error(where + ": field \"" + key + "\" of the " + record + " record is " +
+                json_kind(*it) + ", expected an integer");
+  return it->get<std::int64_t>();
+}
+
+constexpr const char* kNotResumable =
+    "; the file is corrupt or not a shardbench sweep results file, so it cannot be resumed "
+    "safely (start a new sweep with --out)";
+
+// Checks one context record against this run: config, backend and world must match (points
+// measured under another config or world would be mixed in or wrongly skipped).
+void check_context(const json& rec, const std::string& path, const std::string& where,
+                   const std::string& config_hash, const std::string& backend, int world) {
+  const std::string h = string_field(rec, "config_hash", where, "context");
+  if (h != config_hash)
+    throw Error("--resume " + path + ": the file was produced by a different config (hash " + h +
+                ", this config " + config_hash +
+                "); resume with the same config file, or start a new sweep with --out");
+  const std::string b = string_field(rec, "backend", where, "context");
+  if (b != backend)
+    throw Error("--resume " + path + ": the file was measured with backend " + b + ", not " +
+                backend + "; use the same --backend");
+  const std::int64_t w = integer_field(rec, "world", where, "context");
+  if (w != world)
+    throw Error("--resume " + path + ": the file was measured on " + std::to_string(w) +
+                " ranks, this run has " + std::to_string(world) + "; use the same number of ranks");
+}
+
+}  // namespace
+
 ResumeState read_for_resume(const std::string& path, const std::string& config_hash,
                             const std::string& backend, int world) {
   std::ifstream in(path, std::ios::binary);
@@ -125,29 +198,30 @@ ResumeState read_for_resume(const std::string& path, const std::string& config_h
       throw Error(where + ": not valid JSON (" + e.what() +
                   "); the file is corrupt before its last line, so it cannot be resumed safely");
     }
-    const std::string type = rec.value("type", "");
-    if (line_no == 1) {
-      if (type != "context")
+    // Every line of a results file is a JSON object with a string "type"; anything else (a
+    // number, a list, a wrong-typed field) is reported with its line, never as an internal error.
+    try {
+      if (!rec.is_object())
+        throw Error(where + ": the record is " + json_kind(rec) + ", not a JSON object" +
+                    kNotResumable);
+      const auto t = rec.find("type");
+      if (t != rec.end() && !t->is_string())
+        throw Error(where + ": field \"type\" is " + json_kind(*t) + ", expected a string" +
+                    kNotResumable);
+      const std::string type = t == rec.end() ? std::string() : t->get<std::string>();
+      if (line_no == 1 && type != "context")
         throw Error(where + ": the first record is not a \"context\" record; not a shardbench "
                             "sweep results file");
-      const std::string h = rec.value("config_hash", "");
-      if (h != config_hash)
-        throw Error("--resume " + path + ": the file was produced by a different config (hash " + h +
-                    ", this config " + config_hash +
-                    "); resume with the same config file, or start a new sweep with --out");
-      if (rec.value("backend", "") != backend)
-        throw Error("--resume " + path + ": the file was measured with backend " +
-                    rec.value("backend", "?") + ", not " + backend + "; use the same --backend");
-      if (rec.value("world", -1) != world)
-        throw Error("--resume " + path + ": the file was measured on " +
-                    std::to_string(rec.value("world", -1)) + " ranks, this run has " +
-                    std::to_string(world) + "; use the same number of ranks");
-      st.context = rec;
-    } else if (type == "point") {
-      if (!rec.contains("key") || !rec["key"].is_string())
-        throw Error(where + ": point record without a \"key\"");
-      if (!st.done_keys.insert(rec["key"].get<std::string>()).second)
-        throw Error(where + ": duplicate point " + rec["key"].get<std::string>());
+      if (type == "context") {
+        check_context(rec, path, where, config_hash, backend, world);
+        st.context = rec;
+        ++st.contexts;
+      } else if (type == "point") {
+        const std::string key = string_field(rec, "key", where, "point");
+        if (!st.done_keys.insert(key).second) throw Error(where + ": duplicate point " + key);
+      }
+    } catch (const json::exception& e) {  // defensive: any other JSON access problem
+      throw Error(where + ": unexpected record content (" + e.what() + ")" + kNotResumable);
     }
     ++st.records;
     st.keep_bytes = nl + 1;
@@ -157,6 +231,36 @@ ResumeState read_for_resume(const std::string& path, const std::string& config_h
     throw Error("--resume " + path + ": the file has no context record (empty or cut before its "
                 "first line ended); start a new sweep with --out");
   return st;
+}
+
+std::vector<std::string> context_differences(const json& file_context, const json& this_run) {
+  std::vector<std::string> out;
+  auto field = [](const json& ctx, const std::string& key) {
+    const auto it = ctx.find(key);
+    return it == ctx.end() ? json() : *it;
+  };
+  for (const char* key : {"hosts", "n_hosts", "ranks_per_host", "shardcal_version", "git_revision"}) {
+    const json a = field(file_context, key), b = field(this_run, key);
+    if (a != b)
+      out.push_back(std::string(key) + ": file " + short_dump(a) + ", this run " + short_dump(b));
+  }
+  // Library versions one by one, so the message names the library that changed.
+  json la = field(file_context, "library_versions"), lb = field(this_run, "library_versions");
+  if (!la.is_object() || !lb.is_object()) {
+    if (la != lb)
+      out.push_back("library_versions: file " + short_dump(la) + ", this run " + short_dump(lb));
+  } else {
+    std::set<std::string> names;
+    for (const auto& [k, v] : la.items()) names.insert(k);
+    for (const auto& [k, v] : lb.items()) names.insert(k);
+    for (const auto& k : names) {
+      const json a = la.contains(k) ? la[k] : json(), b = lb.contains(k) ? lb[k] : json();
+      if (a != b)
+        out.push_back("library_versions." + k + ": file " + short_dump(a) + ", this run " +
+                      short_dump(b));
+    }
+  }
+  return out;
 }
 
 }  // namespace shardbench::sweep

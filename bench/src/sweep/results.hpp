@@ -1,6 +1,7 @@
 #pragma once
 // Results as JSON Lines (docs/RESULTS_FORMAT.md, configs/schema/results.schema.json): a context
-// record, then one record per point. Only rank 0 writes; each record is one write of one
+// record, then one record per point (--resume-anyway may append further context records; each
+// point belongs to the context before it). Only rank 0 writes; each record is one write of one
 // complete line followed by a flush, so an interrupted run leaves whole lines only.
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -50,16 +51,27 @@ class ResultsFile {
 
 // What --resume found in an existing file.
 struct ResumeState {
-  nlohmann::json context;
+  nlohmann::json context;          // the LAST context record: the one new points would belong to
+  std::size_t contexts = 0;        // context records in the file (several after --resume-anyway)
   std::set<std::string> done_keys;
   std::uintmax_t keep_bytes = 0;   // bytes of complete, valid lines
   bool dropped_partial = false;    // a trailing partial line (killed mid-write) was found
   std::size_t records = 0;
 };
-// Reads and checks a results file for resuming. Throws Error (path, line, reason, fix) when it
-// is unreadable, has no context record, is corrupt before its last line, or was produced by a
-// different config (hash), backend or world size.
+// Reads and checks a results file for resuming. Throws Error ("--resume FILE: line N: reason;
+// fix") when it is unreadable, has no context record first, holds a line that is not a JSON
+// object or a record field of the wrong type, is corrupt before its last line, or any of its
+// context records was produced by a different config (hash), backend or world size. Later
+// context records (appended by --resume-anyway) are allowed; each point belongs to the context
+// before it.
 ResumeState read_for_resume(const std::string& path, const std::string& config_hash,
                             const std::string& backend, int world);
+
+// What differs between the context record of a results file and this run's, in the fields that
+// make measurements comparable (hosts and ranks per host, library versions, shardcal version, git
+// revision); one "field: file X, this run Y" entry per difference, empty when none. Backend,
+// world and config are checked by read_for_resume (they can never be mixed).
+std::vector<std::string> context_differences(const nlohmann::json& file_context,
+                                             const nlohmann::json& this_run);
 
 }  // namespace shardbench::sweep

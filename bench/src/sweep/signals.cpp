@@ -6,12 +6,18 @@
 namespace shardbench::sweep {
 
 namespace {
-volatile std::sig_atomic_t g_signal = 0;  // async-signal-safe: a plain sig_atomic_t store
+// Written by the signal handler, read by every rank thread (the sim backend runs ranks as
+// threads): a lock-free atomic is both free of data races and async-signal-safe, which a
+// volatile sig_atomic_t is not (it is only the former's signal half).
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free,
+              "the stop flag must be a lock-free atomic to be usable from a signal handler");
 std::atomic<int> g_installed{0};
 struct sigaction g_old_int, g_old_term;
 
 extern "C" void on_stop_signal(int signum) {
-  if (g_signal == 0) g_signal = signum;
+  int none = 0;  // keep the first signal
+  g_signal.compare_exchange_strong(none, signum, std::memory_order_relaxed);
 }
 }  // namespace
 
@@ -31,8 +37,8 @@ void restore_stop_handlers() {
   sigaction(SIGTERM, &g_old_term, nullptr);
 }
 
-int pending_signal() { return g_signal; }
-void request_stop(int signum) { g_signal = signum; }
-void clear_stop() { g_signal = 0; }
+int pending_signal() { return g_signal.load(std::memory_order_relaxed); }
+void request_stop(int signum) { g_signal.store(signum, std::memory_order_relaxed); }
+void clear_stop() { g_signal.store(0, std::memory_order_relaxed); }
 
 }  // namespace shardbench::sweep

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 
+#include "shardcal/check.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
@@ -61,7 +63,115 @@ std::string human_time(double s) {
   return buf;
 }
 
+std::uint64_t fnv1a64(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// The context record of this run (line 1 of a new file; appended on --resume-anyway).
+json make_context(const SweepJob& job, Communicator& world, const shardcal::Topology& topo,
+                  std::size_t points_total) {
+  const SweepConfig& cfg = job.config;
+  json ctx;
+  ctx["type"] = "context";
+  ctx["schema"] = kResultsSchema;
+  ctx["version"] = kResultsVersion;
+  ctx["date"] = utc_now_iso8601();
+  ctx["command_line"] = job.command_line;
+  ctx["config_path"] = job.config_path;
+  ctx["config_hash"] = cfg.hash();
+  ctx["config"] = cfg.json;
+  ctx["backend"] = world.backend();
+  ctx["world"] = world.size();
+  ctx["memory"] = world.memory().kind() == shardcal::MemoryKind::Cuda ? "cuda" : "host";
+  json hs = json::array();
+  std::vector<int> per_host(std::size_t(topo.num_hosts), 0);
+  for (int hi = 0; hi < topo.num_hosts; ++hi) {
+    json ranks = json::array();
+    std::string name;
+    for (std::size_t r = 0; r < topo.host_of_rank.size(); ++r)
+      if (topo.host_of_rank[r] == hi) {
+        if (ranks.empty()) name = topo.hostnames[r];
+        ranks.push_back(r);
+      }
+    per_host[std::size_t(hi)] = int(ranks.size());
+    hs.push_back({{"name", name}, {"ranks", ranks}});
+  }
+  ctx["hosts"] = hs;
+  ctx["n_hosts"] = topo.num_hosts;
+  ctx["ranks_per_host"] = per_host;
+  json libs = json::object();
+  for (const auto& [k, v] : job.library_versions) {
+    std::string text = v;  // some libraries report a trailing NUL or newline: keep it clean
+    while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back()))))
+      text.pop_back();
+    libs[k] = text;
+  }
+  ctx["library_versions"] = libs;
+  ctx["shardcal_version"] = shardcal_version();
+  ctx["git_revision"] = git_revision();
+  ctx["points_total"] = points_total;
+  ctx["timing_method"] =
+      "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
+      "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
+      "timer per point in timing.timer (host_clock: steady clock, stop after "
+      "memory().synchronize(); cuda_event: CUDA events on the communicator's stream)";
+  return ctx;
+}
+
 }  // namespace
+
+void agree_on_input(Communicator& world, const std::string& local_error) {
+  // 0 = no error; otherwise a hash of the message (never 0), so equal messages group together.
+  const std::uint64_t mine = local_error.empty() ? 0 : (fnv1a64(local_error) | 1u);
+  const std::vector<std::uint64_t> all = world.all_gather_u64(mine);
+  std::vector<std::uint64_t> kinds;  // distinct errors, in order of their lowest rank
+  std::vector<std::vector<int>> holders;
+  std::vector<int> fine;
+  for (int r = 0; r < int(all.size()); ++r) {
+    const std::uint64_t v = all[std::size_t(r)];
+    if (v == 0) {
+      fine.push_back(r);
+      continue;
+    }
+    std::size_t k = 0;
+    while (k < kinds.size() && kinds[k] != v) ++k;
+    if (k == kinds.size()) kinds.push_back(v), holders.emplace_back();
+    holders[k].push_back(r);
+  }
+  if (kinds.empty()) return;
+  // Each distinct message travels from the lowest rank holding it: every rank throws one text.
+  std::vector<std::string> texts;
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    std::string t = world.rank() == holders[k].front() ? local_error : std::string();
+    world.broadcast_string(t, holders[k].front());
+    texts.push_back(t);
+  }
+  if (kinds.size() == 1 && fine.empty()) throw InputError(texts.front());  // the usual case
+  auto ranks = [](const std::vector<int>& rs) {
+    return (rs.size() == 1 ? "rank " : "ranks ") + shardcal::format_rank_list(rs);
+  };
+  std::string msg = "input error on some ranks only (every rank must be given the same, valid "
+                    "input): ";
+  for (std::size_t k = 0; k < kinds.size(); ++k)
+    msg += (k > 0 ? "; " : "") + ranks(holders[k]) + ": " + texts[k];
+  if (!fine.empty()) msg += "; " + ranks(fine) + ": no error";
+  throw InputError(msg);
+}
+
+void check_same_job(Communicator& world, const std::string& config_hash, const std::string& mode,
+                    const std::string& description) {
+  try {
+    shardcal::check_same_spec(world, "sweep: every rank must load the same config and mode",
+                              fnv1a64(config_hash + "|" + mode), description);
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError(std::string(e.what()) +
+                     "; start every rank with the same --config file contents and options");
+  }
+}
 
 int run_sweep_rank(Communicator& world, const SweepJob& job) {
   const SweepConfig& cfg = job.config;
@@ -74,14 +184,29 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
   }
   const bool root = world.rank() == 0;
 
-  // 2. Rank 0 prepares the file; everyone learns the outcome.
+  // 2. Rank 0 prepares the file; everyone learns the outcome. Hostnames (or SHARDCAL_HOSTNAME,
+  // to emulate hosts) tell which groups cross hosts, and go into the context record.
+  const shardcal::Topology topo = shardcal::discover_topology(world);
   ResultsFile file;
   std::string status;
   if (root) {
     try {
+      const json ctx = make_context(job, world, topo, points.size());
       std::set<std::size_t> done;
       if (job.resume) {
         const ResumeState st = read_for_resume(job.out_path, cfg.hash(), world.backend(), world.size());
+        // Records measured by another build or on another topology must not be mixed in
+        // silently: refuse, or with --resume-anyway start a new context for the new points.
+        const std::vector<std::string> diffs = context_differences(st.context, ctx);
+        if (!diffs.empty() && !job.resume_anyway) {
+          std::string list;
+          for (const auto& d : diffs) list += "\n  " + d;
+          throw Error("--resume " + job.out_path + ": the file's context differs from this run's "
+                      "(another build, library or host set); its records would be mixed with "
+                      "this run's:" + list +
+                      "\nresume on the same build and hosts, start a new sweep with --out, or pass "
+                      "--resume-anyway to append a new context record and continue");
+        }
         std::map<std::string, std::size_t> by_key;
         for (const auto& p : points) by_key.emplace(p.key(), p.index);
         for (const auto& k : st.done_keys) {
@@ -92,14 +217,28 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
         if (st.dropped_partial && !job.quiet)
           std::fprintf(stderr, "sweep: dropped a partial last line of %s (interrupted write)\n",
                        job.out_path.c_str());
+        if (!diffs.empty()) {
+          file.write(ctx);  // the points appended from here on belong to this context
+          if (!job.quiet)
+            std::fprintf(stderr, "sweep: --resume-anyway: appended context record %zu to %s "
+                         "(%zu difference(s) from the previous one)\n",
+                         st.contexts + 1, job.out_path.c_str(), diffs.size());
+        }
       } else {
+        // Only rank 0 writes, so only its --out matters (other ranks may not see the path).
+        const auto dir = std::filesystem::path(job.out_path).parent_path();
+        if (!dir.empty() && !std::filesystem::is_directory(dir))
+          throw Error("--out " + job.out_path + ": directory " + dir.string() +
+                      " does not exist; create it first");
         file.create(job.out_path);
+        file.write(ctx);
       }
       std::ostringstream os;
       os << "ok";
       for (std::size_t i : done) os << ' ' << i;
       status = os.str();
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // never leave the other ranks waiting in the broadcast
+      file.close();
       status = std::string("error ") + e.what();
     }
   }
@@ -112,56 +251,6 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
     std::size_t i;
     while (is >> i)
       if (i < done.size() && !done[i]) done[i] = true, ++n_done;
-  }
-
-  // Hostnames (or SHARDCAL_HOSTNAME, to emulate hosts) tell which groups cross hosts.
-  const shardcal::Topology topo = shardcal::discover_topology(world);
-  if (root && !job.resume) {
-    json ctx;
-    ctx["type"] = "context";
-    ctx["schema"] = kResultsSchema;
-    ctx["version"] = kResultsVersion;
-    ctx["date"] = utc_now_iso8601();
-    ctx["command_line"] = job.command_line;
-    ctx["config_path"] = job.config_path;
-    ctx["config_hash"] = cfg.hash();
-    ctx["config"] = cfg.json;
-    ctx["backend"] = world.backend();
-    ctx["world"] = world.size();
-    ctx["memory"] = world.memory().kind() == shardcal::MemoryKind::Cuda ? "cuda" : "host";
-    json hs = json::array();
-    std::vector<int> per_host(std::size_t(topo.num_hosts), 0);
-    for (int hi = 0; hi < topo.num_hosts; ++hi) {
-      json ranks = json::array();
-      std::string name;
-      for (std::size_t r = 0; r < topo.host_of_rank.size(); ++r)
-        if (topo.host_of_rank[r] == hi) {
-          if (ranks.empty()) name = topo.hostnames[r];
-          ranks.push_back(r);
-        }
-      per_host[std::size_t(hi)] = int(ranks.size());
-      hs.push_back({{"name", name}, {"ranks", ranks}});
-    }
-    ctx["hosts"] = hs;
-    ctx["n_hosts"] = topo.num_hosts;
-    ctx["ranks_per_host"] = per_host;
-    json libs = json::object();
-    for (const auto& [k, v] : job.library_versions) {
-      std::string text = v;  // some libraries report a trailing NUL or newline: keep it clean
-      while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back()))))
-        text.pop_back();
-      libs[k] = text;
-    }
-    ctx["library_versions"] = libs;
-    ctx["shardcal_version"] = shardcal_version();
-    ctx["git_revision"] = git_revision();
-    ctx["points_total"] = points.size();
-    ctx["timing_method"] =
-        "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
-        "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
-        "timer per point in timing.timer (host_clock: steady clock, stop after "
-        "memory().synchronize(); cuda_event: CUDA events on the communicator's stream)";
-    file.write(ctx);
   }
 
   // 3. The points.

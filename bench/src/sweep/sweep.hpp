@@ -1,10 +1,13 @@
 #pragma once
 // The sweep driver: runs on every rank (inside shardcal::launch) and ties config, runner,
 // results file and progress together. Protocol, in order:
-//   1. expand the config for this world (pure; a bad config throws the same Error on every rank
-//      before any communication, and no file is touched);
-//   2. rank 0 creates the results file, or reads it for --resume, and broadcasts "ok + points
-//      already done" or the error text, so every rank fails or proceeds together;
+//   0. (caller) every rank loads the config and reports its local input error, if any, to
+//      agree_on_input; then check_same_job makes sure every rank loaded the same config and
+//      mode: a rank with different input fails every rank with one message, never a hang;
+//   1. expand the config for this world (pure; no file is touched before this succeeded);
+//   2. rank 0 checks the output directory and creates the results file, or reads it for
+//      --resume (comparing its context with this run's), and broadcasts "ok + points already
+//      done" or the error text, so every rank fails or proceeds together;
 //   3. points run in order; before each, the ranks agree whether any got SIGINT/SIGTERM.
 #include <string>
 #include <utility>
@@ -16,8 +19,9 @@
 
 namespace shardbench::sweep {
 
-// A bad config, world mismatch or unusable results file: raised identically on every rank, before
-// any point runs, so the caller can report it on every rank and exit without a peer failure.
+// A bad config, world mismatch or unusable results file: raised identically on every rank (the
+// ranks agree on it collectively first), before any point runs, so the caller can report it on
+// every rank and exit without a peer failure.
 class InputError : public shardcal::Error {
  public:
   explicit InputError(const std::string& what) : shardcal::Error(what) {}
@@ -28,11 +32,25 @@ struct SweepJob {
   std::string config_path;
   std::string out_path;
   bool resume = false;  // out_path exists and is completed, not replaced
+  // --resume-anyway: the file's context (hosts, library versions, git revision) may differ from
+  // this run's; a new context record is appended and the new points belong to it.
+  bool resume_anyway = false;
   bool quiet = false;   // no progress output
   int progress_tty = -1;  // -1: isatty(stderr)
   std::string command_line;
   std::vector<std::pair<std::string, std::string>> library_versions;
 };
+
+// Collective over world. Every rank passes its own input error ("" = none). Returns when no rank
+// has one; otherwise throws the same InputError on every rank: the message itself when every
+// rank failed alike, else which ranks failed with which message and which had no error.
+void agree_on_input(shardcal::Communicator& world, const std::string& local_error);
+
+// Collective over world: every rank must run the same job (config hash, mode such as --resume).
+// `description` names it for the message. Throws the same InputError on every rank otherwise
+// (shardcal::check_same_spec: which ranks hold which description).
+void check_same_job(shardcal::Communicator& world, const std::string& config_hash,
+                    const std::string& mode, const std::string& description);
 
 // Exit code, identical on every rank: 0 all points done and correct, 1 some point had wrong
 // elements, 128+signal when stopped by SIGINT/SIGTERM (the file stays valid for --resume).
