@@ -93,5 +93,20 @@ def check_dump_mpi_equals_sim(sb, mpiexec):
     print("dump_mpi_equals_sim: identical 8-line dumps")
 
 
+def check_metadata_mismatch_mpi(sb, mpiexec):
+    """Ranks launched with different placements get one clear error each, fast, never a hang."""
+    common = ["redistribute", "--backend", "mpi", "--mesh", "2x2", "--shape", "8x4",
+              "--to", "R,R", "--timeout", "30"]
+    cmd = [mpiexec, "--allow-run-as-root", "--oversubscribe",
+           "-np", "1", sb] + common + ["--from", "S(0),R"] + [
+           ":", "-np", "3", sb] + common + ["--from", "S(1),R"]
+    p = run(cmd)
+    assert p.returncode != 0, f"mismatched ranks must fail:\n{p.stdout}\n{p.stderr}"
+    lines = [l for l in p.stderr.splitlines() if "ranks disagree" in l]
+    assert len(lines) == 4, f"expected the error on all 4 ranks, got:\n{p.stderr}"
+    assert all("rank 0 has spec A" in l and "ranks 1-3 have spec B" in l for l in lines), lines
+    print("metadata_mismatch_mpi: every rank named the disagreeing ranks and exited non-zero")
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[1]](*sys.argv[2:])
