@@ -91,7 +91,7 @@ std::vector<std::byte> expected_local(const TensorSpec& spec, const void* global
   for (int i = 0; i < spec.mesh().ndim(); ++i) {
     const Placement& p = spec.placement(i);
     if (p.is_partial() && p.op == ReduceOp::Sum && c[std::size_t(i)] != 0) {
-      std::memset(out.data(), 0, out.size());  // sum-partial: only coordinate 0 holds values
+      if (!out.empty()) std::memset(out.data(), 0, out.size());  // sum-partial: coordinate 0 holds values
       break;
     }
   }
