@@ -5,7 +5,7 @@
 #   setup    scripts/setup.sh --with-mpich (apt-get; skip with --no-setup)
 #   release  Release, -Werror, every backend that is available; ctest, all labels
 #   asan     ASan+UBSan, sim backend only; builds only what the tests need; ctest -L 'unit|sim|cli'
-#   tsan     TSan, sim backend only; builds only what the tests need; ctest -L 'sim'
+#   tsan     TSan, sim backend only; builds only what the tests need; ctest -L 'sim' (conformance + sweep harness on sim threads)
 #   mpich    build-only check that the MPI backend compiles and links against MPICH
 # A failing stage does not stop the later ones (unless --fail-fast); the script ends with the
 # summed ctest results of all stages, last line `N passed, M failed`, and exits non-zero when
