@@ -82,6 +82,14 @@ TensorSpec::TensorSpec(DeviceMesh mesh, std::vector<Placement> placements, Tenso
 }
 
 void TensorSpec::validate() const {
+  // TensorMeta built in code skips parse_shape's checks: repeat them here.
+  std::int64_t total = 1;
+  for (std::int64_t e : meta_.shape) {
+    if (e < 0) throw Error("tensor shape [" + shape_to_string(meta_.shape) + "] has a negative extent");
+    if (e != 0 && total > (std::int64_t(1) << 50) / e)
+      throw Error("tensor shape [" + shape_to_string(meta_.shape) + "] has more than 2^50 elements");
+    total *= e;
+  }
   const std::string where = "placements \"" + placements_to_string(placements_) + "\"";
   if (int(placements_.size()) != mesh_.ndim())
     throw Error(where + " give " + std::to_string(placements_.size()) + " placement(s) but mesh " +

@@ -278,6 +278,9 @@ Buffer run_local_partial(StepContext& c, Buffer in) {
 }  // namespace
 
 ShardedTensor execute_plan(MeshCommunicator& mc, const Plan& plan, ShardedTensor tensor) {
+  if (!(plan.from.mesh() == mc.mesh()))
+    throw Error("plan is for mesh " + plan.from.mesh().to_string() + " but the communicator's mesh is " +
+                mc.mesh().to_string());
   if (tensor.spec().serialize() != plan.from.serialize())
     throw Error("plan starts from " + plan.from.serialize() + " but the tensor is " +
                 tensor.spec().serialize());

@@ -319,3 +319,21 @@ TEST(ShardedTensor, FromLocalChecksTheBlockSize) {
     }
   });
 }
+
+TEST(Redistribute, PlanForAnotherMeshIsRejected) {
+  run_spmd(world_for(2), [&](Communicator& comm) {
+    const DeviceMesh mesh({comm.size()});
+    MeshCommunicator mc(mesh, comm);
+    const TensorMeta meta{{4}, DType::F32};
+    const DeviceMesh other({1, comm.size()});
+    const Plan plan = plan_redistribution(TensorSpec(other, parse_placements("R,R"), meta),
+                                          TensorSpec(other, parse_placements("R,S(0)"), meta));
+    ShardedTensor t = ShardedTensor::zeros(mc, TensorSpec(mesh, {Placement::replicate()}, meta));
+    try {
+      execute_plan(mc, plan, std::move(t));
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("but the communicator's mesh is"), std::string::npos);
+    }
+  });
+}

@@ -210,3 +210,14 @@ TEST(DType, IntegerSumsWrapInsteadOfOverflowing) {
   reduce_into(DType::I64, ReduceOp::Sum, &c, &d, 1);
   EXPECT_EQ(c, -9223372036854775807LL);
 }
+
+TEST(Spec, CodeBuiltShapesAreChecked) {
+  const DeviceMesh m({2});
+  EXPECT_NE(error_of([&] { TensorSpec(m, {Placement::replicate()}, TensorMeta{{4, -1}, DType::F32}); })
+                .find("has a negative extent"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              TensorSpec(m, {Placement::replicate()}, TensorMeta{{std::int64_t(1) << 40, std::int64_t(1) << 40}, DType::F32});
+            }).find("more than 2^50 elements"),
+            std::string::npos);
+}
