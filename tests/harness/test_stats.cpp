@@ -4,10 +4,11 @@
 
 #include <cmath>
 
-#include "sweep/collective_table.hpp"
+#include "shardcal/collectives.hpp"
 #include "sweep/stats.hpp"
 
 using namespace shardbench;
+using namespace shardcal;
 using namespace shardbench::sweep;
 
 TEST(Stats, KnownSamples) {

@@ -10,8 +10,17 @@
 
 #include "shardcal/dtype.hpp"
 #include "shardcal/layout.hpp"
-#include "sweep/collective_table.hpp"
+#include "shardcal/collectives.hpp"
 #include "sweep/distribution.hpp"
+
+namespace shardbench {
+// The collective table lives in core (planner, cost model and harness share it).
+using shardcal::Collective;
+using shardcal::CollectiveInfo;
+using shardcal::collective_info;
+using shardcal::find_collective;
+using shardcal::kCollectives;
+}  // namespace shardbench
 
 namespace shardbench::sweep {
 

@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "sweep/collective_table.hpp"
+#include "shardcal/collectives.hpp"
 
 namespace shardbench::sweep {
+using shardcal::Collective;
+using shardcal::collective_info;
 
 struct Stats {
   std::size_t n = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// The collective table of DESIGN §4, in one place for the harness, the calibrator and the
+// The collective table of DESIGN §4, in one place (core) for the harness, the calibrator and the
 // planner's cost model. Definitions follow nccl-tests (doc/PERFORMANCE.md and the *GetBw
 // functions in src/*.cu): algbw = S / t, busbw = algbw * factor(n), where S is the byte count
 // named in `bytes_convention` and n the group size. Header-only and dependency-free on purpose.
@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-namespace shardbench {
+namespace shardcal {
 
 enum class Collective : unsigned char {
   AllGather,
@@ -63,4 +63,4 @@ inline std::optional<Collective> find_collective(std::string_view name) {
   return std::nullopt;
 }
 
-}  // namespace shardbench
+}  // namespace shardcal
