@@ -1,0 +1,98 @@
+#pragma once
+// The calibrated cost-model profile (schema "shardcal.profile" version 1): the contract between
+// the fitter (calibrate/src/fit*.cpp, `shardbench calibrate`), the readers (`shardbench
+// predict`, the planner, calibrate/python) and the JSON file. DESIGN §6.
+//
+// A model prices one collective on one *family* of link classes: groups that span `hosts` hosts
+// with the same number of ranks on each, with `concurrent_groups` groups running at once on a
+// host (contention). Group size n varies inside a family; per size segment
+//     t_us = alpha_us + alpha_step_us * steps(n) + S_eff * f(n) / (B_GBps * 1e3)
+// with steps(n), f(n) from the collective table (shardcal/collectives.hpp) and S_eff in bytes
+// (the effective-size rule says how uneven counts become S_eff). Status: interface agreed between
+// the fitter and the profile reader; both sides may extend it, keeping this shape.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shardcal/collectives.hpp"
+#include "shardcal/dtype.hpp"
+
+namespace shardcal::calib {
+
+inline constexpr const char* kProfileSchema = "shardcal.profile";
+inline constexpr int kProfileVersion = 1;
+
+// What a planner can compute before running anything for one mesh dim's groups.
+struct LinkClass {
+  int group_size = 1;         // n
+  int hosts = 1;              // hosts one group spans
+  int ranks_per_host = 1;     // ranks of one group on each of its hosts (n / hosts)
+  int concurrent_groups = 1;  // groups of this mesh dim running at once on one host
+};
+
+// How uneven per-position counts turn into the S_eff of the model (bytes).
+enum class EffectiveSize : unsigned char {
+  Total,         // sum of all positions' bytes (the table's S for even counts)
+  NTimesMax,     // n x the largest position's bytes (a ring is paced by the largest shard)
+};
+
+struct Segment {
+  double s_lo = 0;                  // bytes (S_eff), inclusive
+  std::optional<double> s_hi;       // bytes, exclusive; none = unbounded
+  double alpha_us = 0;              // base latency alpha0
+  double alpha_step_us = 0;         // per ring step
+  double bandwidth_GBps = 0;        // B, 1e9 bytes/s
+};
+
+struct FitQuality {
+  int points = 0;
+  double mape = 0;                  // training, relative
+  double max_rel_error = 0;
+  std::optional<double> holdout_mape;             // k-fold over sizes
+  std::optional<double> leave_group_out_mape;     // where >= 3 group sizes were measured
+};
+
+struct Model {
+  Collective collective = Collective::AllGather;
+  int hosts = 1;
+  int concurrent_groups = 1;
+  std::optional<DType> dtype;       // none = dtypes pooled
+  std::vector<int> group_sizes;     // measured n (sorted)
+  EffectiveSize effective_size = EffectiveSize::NTimesMax;
+  std::vector<Segment> segments;    // sorted by s_lo, contiguous, first s_lo = 0
+  FitQuality quality;
+};
+
+struct Prediction {
+  double time_us = 0;
+  const Model* model = nullptr;
+  int segment = -1;
+  bool extrapolated = false;        // link class, group size or size outside what was measured
+  std::string note;                 // why extrapolated: "nearest measured class: hosts=1 ..."
+};
+
+struct Profile {
+  std::string cluster;
+  std::string created;              // ISO 8601 UTC
+  std::string shardcal_version;
+  std::string backend;              // "mpi" | "nccl" | "sim" | "model" (built-in profiles)
+  std::string memory;               // "host" | "cuda"
+  std::string json_extra;           // provenance, fit method, ... kept verbatim (JSON text)
+  std::vector<Model> models;
+};
+
+// Throws shardcal::Error with the JSON pointer and a fix for every defect (unknown schema or
+// version, missing fields, non-finite or non-physical values, unsorted/overlapping segments).
+Profile read_profile(const std::string& path);
+Profile parse_profile(const std::string& json_text, const std::string& origin);
+std::string profile_to_json(const Profile& p);  // canonical text; round-trips parse_profile
+void write_profile_atomic(const Profile& p, const std::string& path);  // temp + rename
+
+// counts: elements per group position (empty = even, bytes is the table's S); elem_size bytes.
+Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
+                   std::span<const std::int64_t> counts = {}, int elem_size = 1,
+                   std::optional<DType> dtype = std::nullopt);
+
+}  // namespace shardcal::calib
