@@ -42,7 +42,7 @@ done
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev libcli11-dev libeigen3-dev
+  nlohmann-json3-dev libcli11-dev libeigen3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib python3-numpy python3-jsonschema
 )
