@@ -149,6 +149,7 @@ constexpr const char* kNotResumable =
 // measured under another config or world would be mixed in or wrongly skipped).
 void check_context(const json& rec, const std::string& path, const std::string& where,
                    const std::string& config_hash, const std::string& backend, int world) {
+  const std::string h = string_field(rec, "config_hash", where, "context");
   // Point keys changed in format version 2 (canonical placements, the timing protocol), so the
   // finished points of an older file cannot be matched to this run's: refuse, say why.
   const auto v = rec.find("version");
@@ -160,7 +161,6 @@ void check_context(const json& rec, const std::string& path, const std::string& 
                 " (point keys now use canonical placements and include the timing protocol), so "
                 "its finished points cannot be matched safely; start a new sweep with --out (the "
                 "old file stays readable as it is)");
-  const std::string h = string_field(rec, "config_hash", where, "context");
   if (h != config_hash)
     throw Error("--resume " + path + ": the file was produced by a different config (hash " + h +
                 ", this config " + config_hash +
