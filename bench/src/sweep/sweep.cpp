@@ -19,6 +19,7 @@
 #include "sweep/results.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/signals.hpp"
+#include "sweep/step_record.hpp"
 #include "sweep/stats.hpp"
 
 namespace shardbench::sweep {
@@ -318,14 +319,16 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       }
       const Stats st = compute_stats(m.samples, cfg.confidence);
       json steps = json::array();
-      for (const auto& s : plan.steps)
-        steps.push_back({{"mesh_dim", s.mesh_dim},
-                         {"collective", shardcal::step_kind_name(s.kind)},
-                         {"from", shardcal::placements_to_string(s.before.placements())},
-                         {"to", shardcal::placements_to_string(s.after.placements())},
-                         {"bytes", s.bytes},
-                         {"group_size", mesh.extent(s.mesh_dim)},
-                         {"hosts_spanned", dims_span(mesh, {s.mesh_dim}, topo).hosts}});
+      for (const auto& s : plan.steps) {
+        const shardcal::StepTraffic tr = shardcal::describe_step(s);
+        json step = {{"mesh_dim", s.mesh_dim},
+                     {"collective", shardcal::step_kind_name(s.kind)},
+                     {"from", shardcal::placements_to_string(s.before.placements())},
+                     {"to", shardcal::placements_to_string(s.after.placements())}};
+        step.update(step_traffic_json(tr));
+        step["hosts_spanned"] = dims_span(mesh, {s.mesh_dim}, topo).hosts;
+        steps.push_back(std::move(step));
+      }
       std::int64_t max_local = 0;
       for (int r = 0; r < mesh.size(); ++r)
         max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
