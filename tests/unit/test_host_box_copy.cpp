@@ -80,10 +80,10 @@ BoxCopy random_box(std::mt19937& rng, std::size_t nd, std::size_t es) {
   c.elem_size = es;
   auto pick = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   for (std::size_t d = 0; d < nd; ++d) {
-    const std::int64_t e = pick(0, 5) == 0 ? 1 : pick(1, nd <= 2 ? 70 : 9);
+    const std::int64_t e = pick(0, 5) == 0 ? 1 : pick(1, nd <= 2 ? 70 : nd == 3 ? 9 : 4);
     auto array = [&](Shape& shape, Shape& off) {
       const bool whole = pick(0, 2) == 0;
-      const std::int64_t pad = whole ? 0 : pick(1, 6);
+      const std::int64_t pad = whole ? 0 : pick(1, nd <= 3 ? 6 : 2);
       const std::int64_t o = whole ? 0 : pick(0, int(pad));
       shape.push_back(e + pad);
       off.push_back(o);
