@@ -254,6 +254,14 @@ std::vector<std::string> context_differences(const json& file_context, const jso
     if (a != b)
       out.push_back(std::string(key) + ": file " + short_dump(a) + ", this run " + short_dump(b));
   }
+  // Backend settings (the MPI thread level) change timings like a library version does. Files
+  // written before they were recorded lack the field: not a difference by itself (such files
+  // also differ in git_revision).
+  if (file_context.contains("backend_settings")) {
+    const json a = field(file_context, "backend_settings"), b = field(this_run, "backend_settings");
+    if (a != b)
+      out.push_back("backend_settings: file " + short_dump(a) + ", this run " + short_dump(b));
+  }
   // Library versions one by one, so the message names the library that changed.
   json la = field(file_context, "library_versions"), lb = field(this_run, "library_versions");
   if (!la.is_object() || !lb.is_object()) {

@@ -11,6 +11,7 @@
 
 #include "shardcal/check.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/launch.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
 #include "shardcal/redistribute.hpp"
@@ -110,6 +111,9 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
     libs[k] = text;
   }
   ctx["library_versions"] = libs;
+  json settings = json::object();
+  for (const auto& [k, v] : shardcal::backend_settings(world.backend())) settings[k] = v;
+  ctx["backend_settings"] = settings;
   ctx["shardcal_version"] = shardcal_version();
   ctx["git_revision"] = git_revision();
   ctx["git_dirty"] = git_dirty() < 0 ? json(nullptr) : json(git_dirty() == 1);
