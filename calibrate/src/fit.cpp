@@ -14,6 +14,7 @@
 #include <numeric>
 #include <set>
 #include <tuple>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 

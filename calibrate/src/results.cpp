@@ -227,7 +227,7 @@ ResultSet read_results(const std::vector<std::string>& paths) {
         if (!tr.is_object()) fail(where, "field \"transition\" is not an object");
         t.label = "mesh " + str_field(params, "mesh", where) + " " + str_field(tr, "from", where) +
                   " -> " + str_field(tr, "to", where) + " " + std::string(dtype_name(dtype)) +
-                  " " + std::to_string(int_field(rec, "bytes", where)) + " B " +
+                  " " + std::to_string(std::llround(num_field(rec, "bytes", where))) + " B " +
                   str_field(params, "distribution", where);
         const int world = [&] {
           int w = 1;
