@@ -550,7 +550,11 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
     if (any_model) cal.effective_size.push_back(e);
   }
 
-  // Transitions: predicted from their plan steps with the fitted models.
+  // Transitions: predicted from their plan steps with the fitted models, through predict() (the
+  // planner's path, including its nearest-measured-class rule).
+  Profile tmp;
+  tmp.cluster = "calibration";
+  tmp.models = cal.models;
   double tsum = 0;
   int tcnt = 0;
   for (const TransitionPoint& t : rs.transitions) {
@@ -562,16 +566,20 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
     for (const TransitionStep& s : t.steps) {
       if (!s.op) continue;
       ++tp.comm_steps;
-      bool exact = false;
-      const Model* m = find_model(cal.models, *s.op, s.hosts_spanned, s.concurrent_groups, t.dtype, &exact);
-      if (!m) {
+      if (s.group_size % s.hosts_spanned != 0) {
         missing = true;
         break;
       }
-      if (!exact || std::find(m->group_sizes.begin(), m->group_sizes.end(), s.group_size) ==
-                        m->group_sizes.end())
-        tp.extrapolated = true;
-      tp.predicted_us += model_time_us(*m, s.bytes, s.group_size);
+      const LinkClass lc{s.group_size, s.hosts_spanned, s.group_size / s.hosts_spanned,
+                         s.concurrent_groups};
+      try {
+        const Prediction pr = predict(tmp, *s.op, lc, s.bytes, {}, 1, t.dtype);
+        tp.extrapolated = tp.extrapolated || pr.extrapolated;
+        tp.predicted_us += pr.time_us;
+      } catch (const Error&) {
+        missing = true;  // no model for this collective
+        break;
+      }
     }
     if (missing || tp.comm_steps == 0) continue;
     tp.rel_error = (tp.predicted_us - tp.measured_us) / tp.measured_us;
@@ -605,7 +613,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                          {"excluded_wrong", rs.skipped_wrong},
                          {"excluded_failed", rs.skipped_failed},
                          {"other_mode", cal.points_other_mode}};
-  extra["fit"] = {
+  extra["fit_method"] = {
       {"method", "piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B per size "
                  "segment; weighted least squares of relative residuals; Huber IRLS; breakpoints "
                  "by exhaustive search; segment count by k-fold held-out error over sizes "
@@ -630,7 +638,8 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
     }
     eff.push_back(j);
   }
-  extra["effective_size_comparison"] = eff;
+  json more;
+  more["effective_size_comparison"] = eff;
   json dts = json::array();
   for (const auto& d : cal.dtypes) {
     json names = json::array();
@@ -642,7 +651,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                    {"pooled", d.pooled},
                    {"detail", d.detail}});
   }
-  extra["dtype_pooling"] = dts;
+  more["dtype_pooling"] = dts;
   json unf = json::array();
   for (const auto& u : cal.unfitted)
     unf.push_back({{"collective", collective_info(u.collective).name},
@@ -652,7 +661,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                    {"group_sizes", u.group_sizes},
                    {"sizes", u.sizes},
                    {"reason", u.reason}});
-  extra["unfitted_models"] = unf;
+  more["unfitted_models"] = unf;
   json tr = {{"count", cal.transitions.size()},
              {"mape", cal.composition_mape ? json(*cal.composition_mape) : json(nullptr)}};
   json items = json::array();
@@ -664,7 +673,8 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                      {"rel_error", t.rel_error},
                      {"extrapolated", t.extrapolated}});
   tr["items"] = items;
-  extra["transition_composition"] = tr;
+  more["transition_composition"] = tr;
+  extra["extra"] = more;
   p.json_extra = extra.dump();
   return p;
 }
