@@ -1,10 +1,11 @@
 // Host pack/unpack of shards whose dim is not the leading one (host_copy_box) against a plain
 // memcpy of the same bytes: the overhead a non-leading S(d) adds around a collective.
 //
-// BM_PackRatio times, interleaved in one run, three things per round: host_copy_box (the
-// kernel), main's kernel before issue 7 point 6 (pack_legacy.hpp, "old") and std::memcpy of the
-// same number of bytes between two contiguous buffers; the order rotates every round. Each
-// timing is a batch of repetitions of about 2 ms (at least 2 calls). Counters (medians over rounds):
+// BM_PackRatio times, interleaved in one run, four things per round: host_copy_box (the
+// kernel), main's kernel before issue 7 point 6 (pack_legacy.hpp, "old"), the kernel on 2
+// threads, and std::memcpy of the same number of bytes between two contiguous buffers; the order
+// rotates every round (SHARDCAL_PACK_ROUNDS rounds, default 15). Each timing is a batch of
+// repetitions of about 2 ms (at least 2 calls). Counters (medians over rounds):
 //   ratio      median over rounds of t(memcpy) / t(kernel)      (1.0 = as fast as memcpy)
 //   ratio_old  the same for main's old kernel
 //   ratio_2t   the same for the kernel split over 2 threads (a std::thread per call plus the
@@ -15,6 +16,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -156,11 +159,24 @@ void BM_PackRatio(benchmark::State& state) {
   state.counters["KiB"] = double(bytes) / 1024.0;
 }
 
+// Rounds per case: SHARDCAL_PACK_ROUNDS (default 15; micro.short sets 2 to stay quick).
+int pack_rounds() {
+  const char* e = std::getenv("SHARDCAL_PACK_ROUNDS");
+  if (e == nullptr || *e == '\0') return 15;
+  char* end = nullptr;
+  const long v = std::strtol(e, &end, 10);
+  if (*end != '\0' || v < 1 || v > 100000) {
+    std::fprintf(stderr, "shardcal_micro: SHARDCAL_PACK_ROUNDS must be an integer in [1, 100000], got '%s'\n", e);
+    std::exit(2);
+  }
+  return int(v);
+}
+
 void PackRatioArgs(benchmark::internal::Benchmark* b) {
   for (std::int64_t i = 0; i < std::int64_t(cases().size()); ++i)
     for (std::int64_t dir = 0; dir < 2; ++dir) b->Args({i, dir});
 }
-// 15 rounds per case by default (--benchmark_repetitions repeats the whole measurement).
-BENCHMARK(BM_PackRatio)->Apply(PackRatioArgs)->Iterations(15)->UseManualTime()->Unit(benchmark::kMicrosecond);
+// --benchmark_repetitions repeats the whole measurement.
+BENCHMARK(BM_PackRatio)->Apply(PackRatioArgs)->Iterations(pack_rounds())->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
