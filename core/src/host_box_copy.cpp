@@ -7,7 +7,7 @@
 //   - other runs of 16..255 B: 16-byte chunks, the last one overlapping the previous (standard
 //     trick for variable lengths without a byte tail loop);
 //   - other runs below 16 B: two overlapping 8/4/2/1-byte moves;
-//   - runs of 256 B and more: std::memcpy (the C library picks the best code for the CPU).
+//   - longer runs: std::memcpy (the C library picks the best code for the CPU).
 // Everything works on bytes, so every element size (1, 2, 4, 8, 16 B) takes the same paths.
 // Dims are collapsed first: extents of 1 are dropped, and a dim is merged into the next inner
 // one when the box is contiguous across both in source and destination.
