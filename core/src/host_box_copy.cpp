@@ -140,13 +140,14 @@ void host_copy_box(const BoxCopy& c) {
   if (c.src_shape.size() != nd || c.dst_shape.size() != nd || c.src_offset.size() != nd ||
       c.dst_offset.size() != nd)
     throw Error("internal: copy_box with inconsistent ranks");
+  // Same checks, order and messages as the CUDA version (core/backends/nccl/box_plan.cpp).
+  if (c.elem_size == 0) throw Error("internal: copy_box with element size 0");
   for (std::size_t d = 0; d < nd; ++d) {
     if (c.extent[d] == 0) return;
     if (c.extent[d] < 0 || c.src_offset[d] < 0 || c.src_offset[d] + c.extent[d] > c.src_shape[d] ||
         c.dst_offset[d] < 0 || c.dst_offset[d] + c.extent[d] > c.dst_shape[d])
       throw Error("internal: copy_box out of bounds on dim " + std::to_string(d));
   }
-  if (c.elem_size == 0) return;
 
   // Byte strides and base offsets of both arrays.
   const auto es = std::int64_t(c.elem_size);
