@@ -1,10 +1,11 @@
 // Host pack/unpack of shards whose dim is not the leading one (host_copy_box) against a plain
 // memcpy of the same bytes: the overhead a non-leading S(d) adds around a collective.
 //
-// BM_PackRatio times, interleaved in one run, three things per round: host_copy_box (the
-// kernel), main's kernel before issue 7 point 6 (pack_legacy.hpp, "old") and std::memcpy of the
-// same number of bytes between two contiguous buffers; the order rotates every round. Each
-// timing is a batch of repetitions of about 2 ms (at least 2 calls). Counters (medians over rounds):
+// BM_PackRatio times, interleaved in one run, four things per round: host_copy_box (the
+// kernel), main's kernel before issue 7 point 6 (pack_legacy.hpp, "old"), the kernel on 2
+// threads, and std::memcpy of the same number of bytes between two contiguous buffers, in a new
+// random order every round (SHARDCAL_PACK_ROUNDS rounds, default 15). Each timing is one untimed
+// call then a batch of about 2 ms (at least 2 calls). Counters (medians over rounds):
 //   ratio      median over rounds of t(memcpy) / t(kernel)      (1.0 = as fast as memcpy)
 //   ratio_old  the same for main's old kernel
 //   ratio_2t   the same for the kernel split over 2 threads (a std::thread per call plus the
@@ -15,7 +16,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,8 +96,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// One untimed call first, so every batch measures its own steady state rather than the caches
+// the previous contender left behind.
 template <typename F>
 double time_batch(F&& f, int reps) {
+  f();
+  benchmark::ClobberMemory();
   const auto t0 = Clock::now();
   for (int i = 0; i < reps; ++i) {
     f();
@@ -132,18 +141,20 @@ void BM_PackRatio(benchmark::State& state) {
   const int reps = std::max(2, int(2e-3 / std::max(one, 1e-9)));
 
   std::vector<double> tn, to, t2, tm, rn, ro, r2;
-  int round = 0;
+  std::mt19937 rng(std::uint32_t(state.range(0) * 2 + state.range(1)));
+  int order[4] = {0, 1, 2, 3};
   for (auto _ : state) {
     double t[4] = {};
-    for (int j = 0; j < 4; ++j) {  // rotate the order each round
-      switch ((j + round) % 4) {
+    // A fresh random order every round: no contender always follows the same one.
+    std::shuffle(std::begin(order), std::end(order), rng);
+    for (int j : order) {
+      switch (j) {
         case 0: t[0] = time_batch(run_new, reps); break;
         case 1: t[1] = time_batch(run_old, reps); break;
         case 2: t[2] = time_batch(run_2t, reps); break;
         default: t[3] = time_batch(run_memcpy, reps); break;
       }
     }
-    ++round;
     tn.push_back(t[0]), to.push_back(t[1]), t2.push_back(t[2]), tm.push_back(t[3]);
     rn.push_back(t[3] / t[0]), ro.push_back(t[3] / t[1]), r2.push_back(t[3] / t[2]);
     state.SetIterationTime(t[0]);
@@ -156,11 +167,24 @@ void BM_PackRatio(benchmark::State& state) {
   state.counters["KiB"] = double(bytes) / 1024.0;
 }
 
+// Rounds per case: SHARDCAL_PACK_ROUNDS (default 15; micro.short sets 2 to stay quick).
+int pack_rounds() {
+  const char* e = std::getenv("SHARDCAL_PACK_ROUNDS");
+  if (e == nullptr || *e == '\0') return 15;
+  char* end = nullptr;
+  const long v = std::strtol(e, &end, 10);
+  if (*end != '\0' || v < 1 || v > 100000) {
+    std::fprintf(stderr, "shardcal_micro: SHARDCAL_PACK_ROUNDS must be an integer in [1, 100000], got '%s'\n", e);
+    std::exit(2);
+  }
+  return int(v);
+}
+
 void PackRatioArgs(benchmark::internal::Benchmark* b) {
   for (std::int64_t i = 0; i < std::int64_t(cases().size()); ++i)
     for (std::int64_t dir = 0; dir < 2; ++dir) b->Args({i, dir});
 }
-// 15 rounds per case by default (--benchmark_repetitions repeats the whole measurement).
-BENCHMARK(BM_PackRatio)->Apply(PackRatioArgs)->Iterations(15)->UseManualTime()->Unit(benchmark::kMicrosecond);
+// --benchmark_repetitions repeats the whole measurement.
+BENCHMARK(BM_PackRatio)->Apply(PackRatioArgs)->Iterations(pack_rounds())->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

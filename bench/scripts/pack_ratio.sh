@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Host pack/unpack vs memcpy (issue 7 point 6): runs shardcal_micro's BM_PackRatio, which times
 # host_copy_box, main's old kernel, the kernel on 2 threads and std::memcpy of the same bytes
-# interleaved in one run (rotating order, ~2 ms batches, 15 rounds per case), REPS times, and
-# prints per case the median over repetitions of each per-run median ratio t(memcpy)/t(copy).
+# interleaved in one run (random order each round, one untimed call then a ~2 ms batch, 15
+# rounds per case), REPS times, and prints per case the median over repetitions of each run's
+# median ratio t(memcpy)/t(copy).
 # Goal: ratio >= 0.7 for every case. The machine load (uptime) is printed before and after.
 #
 #   bench/scripts/pack_ratio.sh [BUILD_DIR]      env: REPS=5 FILTER=regex (on the case label) OUT=file.json

@@ -2,21 +2,23 @@
 //
 // The box is reduced to "count runs of run_bytes contiguous bytes" over at most a few strided
 // outer dims, and each run is copied with memcpy-class code chosen once per call by run size:
-//   - runs of a power-of-two size up to 256 B: a fixed-size copy the compiler turns into a few
-//     vector loads/stores (no call, no length dispatch per run);
+//   - runs of 1, 2, 4 B and of every multiple of 8 B up to 256 B: a fixed-size copy the compiler
+//     turns into a few vector loads/stores (no call, no length test per run);
 //   - other runs of 16..255 B: 16-byte chunks, the last one overlapping the previous (standard
 //     trick for variable lengths without a byte tail loop);
 //   - other runs below 16 B: two overlapping 8/4/2/1-byte moves;
-//   - runs of 256 B and more: std::memcpy (the C library picks the best code for the CPU).
+//   - longer runs: std::memcpy (the C library picks the best code for the CPU).
 // Everything works on bytes, so every element size (1, 2, 4, 8, 16 B) takes the same paths.
 // Dims are collapsed first: extents of 1 are dropped, and a dim is merged into the next inner
 // one when the box is contiguous across both in source and destination.
 //
 // No threads: measured on the 2-core development VM (docs/PERFORMANCE.md, "Host pack/unpack"),
 // a second thread did not pay for boxes up to the micro suite's largest (4 MiB).
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "shardcal/error.hpp"
 #include "shardcal/memory.hpp"
@@ -27,14 +29,15 @@ namespace {
 
 constexpr std::size_t kMaxDims = 16;  // after collapsing; more throws (a clear internal error)
 
-// Copy exactly N bytes (N a compile-time constant): inlined vector moves.
+// Copy exactly N bytes (N a compile-time constant): inlined vector moves, no length tests.
 template <std::size_t N>
 inline void copy_fixed(std::byte* d, const std::byte* s) {
   if constexpr (N <= 16) {
     std::memcpy(d, s, N);
   } else {
-    // 16-byte chunks, loaded first then stored: a handful of SSE moves, no call.
-    for (std::size_t i = 0; i < N; i += 16) std::memcpy(d + i, s + i, 16);
+    // 16-byte chunks, then (N not a multiple of 16) one more ending exactly at N, overlapping.
+    for (std::size_t i = 0; i + 16 <= N; i += 16) std::memcpy(d + i, s + i, 16);
+    if constexpr (N % 16 != 0) std::memcpy(d + N - 16, s + N - 16, 16);
   }
 }
 
@@ -123,6 +126,13 @@ void run_fixed(const Plan& p, std::byte* dst, const std::byte* src) {
   run_plan(p, dst, src, [](std::byte* d, const std::byte* s) { copy_fixed<N>(d, s); });
 }
 
+using RunFn = void (*)(const Plan&, std::byte*, const std::byte*);
+template <std::size_t... K>
+constexpr std::array<RunFn, sizeof...(K)> fixed_table(std::index_sequence<K...>) {
+  return {&run_fixed<8 * (K + 1)>...};
+}
+constexpr auto kFixed = fixed_table(std::make_index_sequence<32>());  // 8, 16, ..., 256 B
+
 }  // namespace
 
 void host_copy_box(const BoxCopy& c) {
@@ -130,13 +140,14 @@ void host_copy_box(const BoxCopy& c) {
   if (c.src_shape.size() != nd || c.dst_shape.size() != nd || c.src_offset.size() != nd ||
       c.dst_offset.size() != nd)
     throw Error("internal: copy_box with inconsistent ranks");
+  // Same checks, order and messages as the CUDA version (core/backends/nccl/box_plan.cpp).
+  if (c.elem_size == 0) throw Error("internal: copy_box with element size 0");
   for (std::size_t d = 0; d < nd; ++d) {
     if (c.extent[d] == 0) return;
     if (c.extent[d] < 0 || c.src_offset[d] < 0 || c.src_offset[d] + c.extent[d] > c.src_shape[d] ||
         c.dst_offset[d] < 0 || c.dst_offset[d] + c.extent[d] > c.dst_shape[d])
       throw Error("internal: copy_box out of bounds on dim " + std::to_string(d));
   }
-  if (c.elem_size == 0) return;
 
   // Byte strides and base offsets of both arrays.
   const auto es = std::int64_t(c.elem_size);
@@ -184,17 +195,12 @@ void host_copy_box(const BoxCopy& c) {
   const auto* src = static_cast<const std::byte*>(c.src) + sbase;
   auto* dst = static_cast<std::byte*>(c.dst) + dbase;
   const std::size_t n = p.run;
-  switch (n) {
-    case 1: return run_fixed<1>(p, dst, src);
-    case 2: return run_fixed<2>(p, dst, src);
-    case 4: return run_fixed<4>(p, dst, src);
-    case 8: return run_fixed<8>(p, dst, src);
-    case 16: return run_fixed<16>(p, dst, src);
-    case 32: return run_fixed<32>(p, dst, src);
-    case 64: return run_fixed<64>(p, dst, src);
-    case 128: return run_fixed<128>(p, dst, src);
-    default: break;
-  }
+  // Fixed-size copiers: 1, 2, 4 B and every multiple of 8 B up to 256 B (element sizes are 1, 2,
+  // 4, 8 or 16 B, so most short runs are multiples of 8).
+  if (n == 1) return run_fixed<1>(p, dst, src);
+  if (n == 2) return run_fixed<2>(p, dst, src);
+  if (n == 4) return run_fixed<4>(p, dst, src);
+  if (n % 8 == 0 && n <= 8 * kFixed.size()) return kFixed[n / 8 - 1](p, dst, src);
   if (n < 16)
     run_plan(p, dst, src, [n](std::byte* d, const std::byte* s) { copy_small(d, s, n); });
   else if (n < 256)

@@ -159,4 +159,8 @@ TEST(HostBoxCopy, RefusesBadBoxes) {
             "internal: copy_box out of bounds on dim 1");
   EXPECT_EQ(msg({a.data(), {3, 4}, {0, 0}, b.data(), {3, 4}, {-1, 0}, {2, 4}, 4}),
             "internal: copy_box out of bounds on dim 0");
+  EXPECT_EQ(msg({a.data(), {3, 4}, {0, 0}, b.data(), {3, 4}, {0, 0}, {3, -1}, 4}),
+            "internal: copy_box out of bounds on dim 1");
+  EXPECT_EQ(msg({a.data(), {3, 4}, {0, 0}, b.data(), {3, 4}, {0, 0}, {3, 4}, 0}),
+            "internal: copy_box with element size 0");
 }
