@@ -11,6 +11,7 @@
 
 #include "shardcal/check.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/launch.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
 #include "shardcal/redistribute.hpp"
@@ -110,8 +111,12 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
     libs[k] = text;
   }
   ctx["library_versions"] = libs;
+  json settings = json::object();
+  for (const auto& [k, v] : shardcal::backend_settings(world.backend())) settings[k] = v;
+  ctx["backend_settings"] = settings;
   ctx["shardcal_version"] = shardcal_version();
   ctx["git_revision"] = git_revision();
+  ctx["git_dirty"] = git_dirty() < 0 ? json(nullptr) : json(git_dirty() == 1);
   ctx["points_total"] = points_total;
   ctx["timing_method"] =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
@@ -331,7 +336,8 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       std::int64_t max_local = 0;
       for (int r = 0; r < mesh.size(); ++r)
         max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
-      rec["transition"] = {{"from", p.from}, {"to", p.to}, {"shape", p.shape}, {"plan", steps}};
+      rec["transition"] = {{"from", p.from}, {"to", p.to}, {"from_given", p.from_given},
+                           {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps}};
       rec["group_size"] = mesh.size();
       rec["groups"] = 1;
       std::vector<int> all_dims(std::size_t(mesh.ndim()));

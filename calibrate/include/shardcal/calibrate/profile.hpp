@@ -46,6 +46,22 @@ struct Segment {
   double bandwidth_GBps = 0;        // B, 1e9 bytes/s
 };
 
+// Where a model applies without extrapolation (inclusive ranges; none = unbounded above). Absent
+// in a Model = derived from what was measured: hosts and concurrent_groups exactly the model's,
+// group size within [min, max] of group_sizes, any S_eff. Built-in analytic profiles (backend
+// "model") set it to state the formula's whole domain. docs/PROFILE_FORMAT.md "Domain".
+struct Range {
+  double lo = 0;
+  std::optional<double> hi;
+  bool contains(double x) const { return x >= lo && (!hi || x <= *hi); }
+};
+struct Domain {
+  Range hosts{1, 1};
+  Range concurrent_groups{1, 1};
+  Range group_size{1, std::nullopt};
+  Range bytes{0, std::nullopt};  // S_eff
+};
+
 struct FitQuality {
   int points = 0;
   double mape = 0;                  // training, relative
@@ -63,7 +79,12 @@ struct Model {
   EffectiveSize effective_size = EffectiveSize::NTimesMax;
   std::vector<Segment> segments;    // sorted by s_lo, contiguous, first s_lo = 0
   FitQuality quality;
+  std::optional<Domain> domain;     // none = derived from the measured class (see Domain)
+  std::string json_extra;           // the model's "extra" object verbatim ("" = none)
 };
+
+// The domain a model is used on without the prediction being marked extrapolated.
+Domain effective_domain(const Model& m);
 
 struct Prediction {
   double time_us = 0;
@@ -79,16 +100,29 @@ struct Profile {
   std::string shardcal_version;
   std::string backend;              // "mpi" | "nccl" | "sim" | "model" (built-in profiles)
   std::string memory;               // "host" | "cuda"
-  std::string json_extra;           // provenance, fit method, ... kept verbatim (JSON text)
+  // A JSON object text whose members are written at the top level of the file, verbatim: only
+  // "provenance", "fit_method" and "extra" (free-form) are allowed ("" = none of them).
+  std::string json_extra;
   std::vector<Model> models;
 };
 
+// Segment validity also requires alpha_step_us >= 0 and finite, s_lo >= 0, the last segment
+// unbounded (s_hi null), and group sizes divisible by hosts. The nearest-measured-class rule that
+// predict() applies is in docs/PROFILE_FORMAT.md ("Choosing a model").
 // Throws shardcal::Error with the JSON pointer and a fix for every defect (unknown schema or
 // version, missing fields, non-finite or non-physical values, unsorted/overlapping segments).
 Profile read_profile(const std::string& path);
 Profile parse_profile(const std::string& json_text, const std::string& origin);
 std::string profile_to_json(const Profile& p);  // canonical text; round-trips parse_profile
 void write_profile_atomic(const Profile& p, const std::string& path);  // temp + rename
+
+std::string_view effective_size_name(EffectiveSize e);  // "total" | "n_times_max"
+std::optional<EffectiveSize> parse_effective_size(std::string_view name);
+
+// S_eff in bytes for a query: counts empty -> bytes; else from counts (one per group position,
+// counts.size() must be the group size) and the rule. Throws Error on bad input.
+double effective_bytes(EffectiveSize rule, double bytes, std::span<const std::int64_t> counts,
+                       int elem_size);
 
 // counts: elements per group position (empty = even, bytes is the table's S); elem_size bytes.
 Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,

@@ -1,0 +1,543 @@
+// Reader, writer and predictor of calibrated cost-model profiles (shardcal.profile v1).
+// Format: docs/PROFILE_FORMAT.md; JSON Schema: configs/schema/profile.schema.json. The Python
+// module calibrate/python/shardcal_profile.py implements the same predict() rule, operation for
+// operation, and a ctest compares the two.
+#include "shardcal/calibrate/profile.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "shardcal/error.hpp"
+
+namespace shardcal::calib {
+
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+constexpr int kMaxDepth = 32;          // deepest nesting accepted (extra objects included)
+constexpr std::int64_t kMaxInt = 1 << 24;  // hosts, group sizes, points, ...
+
+std::string value_text(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+// Collects the context of one parse so every error names the file and the JSON pointer.
+struct Reader {
+  std::string origin;
+
+  [[noreturn]] void fail(const std::string& ptr, const std::string& what, const std::string& fix) const {
+    throw Error(origin + ": " + (ptr.empty() ? std::string("/") : ptr) + ": " + what + "; " + fix);
+  }
+
+  const json& member(const json& obj, const std::string& ptr, const char* key) const {
+    auto it = obj.find(key);
+    if (it == obj.end())
+      fail(ptr + "/" + key, "required field is missing",
+           "add it (see docs/PROFILE_FORMAT.md) or regenerate the profile with shardbench calibrate");
+    return *it;
+  }
+
+  void only_keys(const json& obj, const std::string& ptr, std::initializer_list<const char*> keys) const {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool known = false;
+      for (const char* k : keys) known = known || it.key() == k;
+      if (!known) {
+        std::string list;
+        for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
+        fail(ptr + "/" + it.key(), "unknown key '" + it.key() + "'",
+             "remove it or fix its spelling (known here: " + list +
+                 "); free-form data belongs under an \"extra\" object");
+      }
+    }
+  }
+
+  const json& object(const json& v, const std::string& ptr) const {
+    if (!v.is_object()) fail(ptr, "expected an object, got " + value_text(v), "fix the value");
+    return v;
+  }
+
+  std::string string(const json& v, const std::string& ptr) const {
+    if (!v.is_string()) fail(ptr, "expected a string, got " + value_text(v), "fix the value");
+    return v.get<std::string>();
+  }
+
+  std::int64_t integer(const json& v, const std::string& ptr, std::int64_t lo, std::int64_t hi) const {
+    if (!v.is_number_integer())
+      fail(ptr, "expected an integer, got " + value_text(v), "write a whole number");
+    if (v.is_number_unsigned() ? v.get<std::uint64_t>() > std::uint64_t(hi)
+                               : (v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi))
+      fail(ptr, "value " + value_text(v) + " is out of range [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "]",
+           "fix the value");
+    return v.get<std::int64_t>();
+  }
+
+  // A finite number >= lo (strictly greater when strict).
+  double number(const json& v, const std::string& ptr, double lo, bool strict, const char* what) const {
+    if (!v.is_number()) fail(ptr, std::string("expected a number (") + what + "), got " + value_text(v), "fix the value");
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < lo || (strict && x == lo))
+      fail(ptr, std::string(what) + " must be finite and " + (strict ? "> " : ">= ") + value_text(json(lo)) +
+                    ", got " + value_text(v),
+           "a non-physical value means a broken fit: refit with shardbench calibrate or fix the value");
+    return x;
+  }
+
+  std::optional<double> optional_number(const json& obj, const std::string& ptr, const char* key,
+                                        const char* what) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    return number(*it, ptr + "/" + key, 0.0, false, what);
+  }
+
+  Range range(const json& v, const std::string& ptr, double min_lo, bool integral) const {
+    if (!v.is_array() || v.size() != 2)
+      fail(ptr, "expected [lo, hi] (hi may be null for unbounded), got " + value_text(v), "fix the value");
+    Range r;
+    const std::string p0 = ptr + "/0", p1 = ptr + "/1";
+    r.lo = integral ? double(integer(v[0], p0, std::int64_t(min_lo), kMaxInt)) : number(v[0], p0, min_lo, false, "lower bound");
+    if (!v[1].is_null()) {
+      r.hi = integral ? double(integer(v[1], p1, std::int64_t(min_lo), kMaxInt)) : number(v[1], p1, min_lo, false, "upper bound");
+      if (*r.hi < r.lo) fail(ptr, "upper bound below lower bound", "swap or fix the bounds");
+    }
+    return r;
+  }
+
+  Domain domain(const json& v, const std::string& ptr) const {
+    object(v, ptr);
+    only_keys(v, ptr, {"hosts", "concurrent_groups", "group_size", "bytes"});
+    Domain d;
+    d.hosts = range(member(v, ptr, "hosts"), ptr + "/hosts", 1, true);
+    d.concurrent_groups = range(member(v, ptr, "concurrent_groups"), ptr + "/concurrent_groups", 1, true);
+    d.group_size = range(member(v, ptr, "group_size"), ptr + "/group_size", 1, true);
+    d.bytes = range(member(v, ptr, "bytes"), ptr + "/bytes", 0, false);
+    return d;
+  }
+
+  Segment segment(const json& v, const std::string& ptr) const {
+    object(v, ptr);
+    only_keys(v, ptr, {"s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps"});
+    Segment s;
+    s.s_lo = number(member(v, ptr, "s_lo"), ptr + "/s_lo", 0.0, false, "segment start s_lo (bytes)");
+    const json& hi = member(v, ptr, "s_hi");
+    if (!hi.is_null()) s.s_hi = number(hi, ptr + "/s_hi", 0.0, false, "segment end s_hi (bytes)");
+    s.alpha_us = number(member(v, ptr, "alpha_us"), ptr + "/alpha_us", 0.0, false, "latency alpha_us");
+    s.alpha_step_us = number(member(v, ptr, "alpha_step_us"), ptr + "/alpha_step_us", 0.0, false,
+                             "per-step latency alpha_step_us");
+    s.bandwidth_GBps = number(member(v, ptr, "bandwidth_GBps"), ptr + "/bandwidth_GBps", 0.0, true,
+                              "bandwidth_GBps");
+    return s;
+  }
+
+  FitQuality quality(const json& v, const std::string& ptr) const {
+    object(v, ptr);
+    only_keys(v, ptr, {"points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape"});
+    FitQuality q;
+    q.points = int(integer(member(v, ptr, "points"), ptr + "/points", 0, kMaxInt));
+    q.mape = number(member(v, ptr, "mape"), ptr + "/mape", 0.0, false, "mape");
+    q.max_rel_error = number(member(v, ptr, "max_rel_error"), ptr + "/max_rel_error", 0.0, false, "max_rel_error");
+    member(v, ptr, "holdout_mape");
+    member(v, ptr, "leave_group_out_mape");
+    q.holdout_mape = optional_number(v, ptr, "holdout_mape", "holdout_mape");
+    q.leave_group_out_mape = optional_number(v, ptr, "leave_group_out_mape", "leave_group_out_mape");
+    return q;
+  }
+
+  Model model(const json& v, const std::string& ptr) const {
+    object(v, ptr);
+    only_keys(v, ptr, {"collective", "hosts", "concurrent_groups", "dtype", "group_sizes", "effective_size",
+                       "segments", "quality", "domain", "extra"});
+    Model m;
+    const std::string cname = string(member(v, ptr, "collective"), ptr + "/collective");
+    auto c = find_collective(cname);
+    if (!c) {
+      std::string names;
+      for (const auto& info : kCollectives) names += std::string(names.empty() ? "" : ", ") + std::string(info.name);
+      fail(ptr + "/collective", "unknown collective '" + cname + "'", "use one of: " + names);
+    }
+    m.collective = *c;
+    m.hosts = int(integer(member(v, ptr, "hosts"), ptr + "/hosts", 1, kMaxInt));
+    m.concurrent_groups = int(integer(member(v, ptr, "concurrent_groups"), ptr + "/concurrent_groups", 1, kMaxInt));
+    const json& dt = member(v, ptr, "dtype");
+    if (!dt.is_null()) {
+      const std::string name = string(dt, ptr + "/dtype");
+      bool found = false;
+      for (DType t : kAllDTypes)
+        if (dtype_name(t) == name) m.dtype = t, found = true;
+      if (!found) fail(ptr + "/dtype", "unknown dtype '" + name + "'", "use null (pooled) or f32, f64, f16, bf16, i32, i64, u8");
+    }
+    const json& gs = member(v, ptr, "group_sizes");
+    if (!gs.is_array()) fail(ptr + "/group_sizes", "expected an array of group sizes, got " + value_text(gs), "fix the value");
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      const std::string p = ptr + "/group_sizes/" + std::to_string(i);
+      const int n = int(integer(gs[i], p, 1, kMaxInt));
+      if (n % m.hosts != 0)
+        fail(p, "group size " + std::to_string(n) + " is not a multiple of hosts=" + std::to_string(m.hosts),
+             "a group spanning h hosts has the same number of ranks on each; fix the value");
+      if (!m.group_sizes.empty() && n <= m.group_sizes.back())
+        fail(p, "group sizes must be sorted ascending without repeats", "sort them and drop duplicates");
+      m.group_sizes.push_back(n);
+    }
+    const std::string es = string(member(v, ptr, "effective_size"), ptr + "/effective_size");
+    auto e = parse_effective_size(es);
+    if (!e) fail(ptr + "/effective_size", "unknown effective-size rule '" + es + "'", "use \"total\" or \"n_times_max\"");
+    m.effective_size = *e;
+    const json& segs = member(v, ptr, "segments");
+    if (!segs.is_array() || segs.empty())
+      fail(ptr + "/segments", "expected a non-empty array of segments, got " + value_text(segs), "fix the value");
+    for (std::size_t i = 0; i < segs.size(); ++i) {
+      const std::string p = ptr + "/segments/" + std::to_string(i);
+      Segment s = segment(segs[i], p);
+      if (i == 0 && s.s_lo != 0)
+        fail(p + "/s_lo", "the first segment must start at 0 bytes", "set s_lo of the first segment to 0");
+      if (i > 0) {
+        const Segment& prev = m.segments.back();
+        if (!prev.s_hi)
+          fail(p, "segment follows an unbounded one (s_hi null): segments overlap",
+               "only the last segment may have s_hi null; sort segments by s_lo");
+        if (s.s_lo != *prev.s_hi)
+          fail(p + "/s_lo",
+               std::string(s.s_lo < *prev.s_hi ? "segments overlap or are unsorted" : "gap between segments") +
+                   ": s_lo " + value_text(json(s.s_lo)) + " != previous s_hi " + value_text(json(*prev.s_hi)),
+               "segments must be sorted by s_lo and contiguous (each s_lo equal to the previous s_hi)");
+      }
+      if (s.s_hi && *s.s_hi <= s.s_lo)
+        fail(p + "/s_hi", "segment is empty or reversed (s_hi <= s_lo)", "make s_hi greater than s_lo");
+      m.segments.push_back(s);
+    }
+    if (m.segments.back().s_hi)
+      fail(ptr + "/segments/" + std::to_string(segs.size() - 1) + "/s_hi",
+           "the last segment must be unbounded (s_hi null) so every size has a model",
+           "set the last segment's s_hi to null");
+    m.quality = quality(member(v, ptr, "quality"), ptr + "/quality");
+    if (auto it = v.find("domain"); it != v.end()) m.domain = domain(*it, ptr + "/domain");
+    if (auto it = v.find("extra"); it != v.end()) m.json_extra = object(*it, ptr + "/extra").dump();
+    return m;
+  }
+
+  Profile profile(const json& v) const {
+    object(v, "");
+    // Schema and version first: a file of another kind or version gets that message, not a
+    // complaint about some field it happens to lack.
+    const std::string schema = string(member(v, "", "schema"), "/schema");
+    if (schema != kProfileSchema)
+      fail("/schema", "unknown schema '" + schema + "'",
+           std::string("this reader reads \"") + kProfileSchema + "\" files (is this a results or sweep file?)");
+    const json& ver = member(v, "", "version");
+    if (!ver.is_number_integer() || ver.get<std::int64_t>() != kProfileVersion)
+      fail("/version", "unsupported version " + value_text(ver),
+           "this reader reads version " + std::to_string(kProfileVersion) +
+               "; use the shardcal that wrote the file or regenerate it with this one");
+    only_keys(v, "", {"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory",
+                      "models", "provenance", "fit_method", "extra"});
+    Profile p;
+    p.cluster = string(member(v, "", "cluster"), "/cluster");
+    if (p.cluster.empty()) fail("/cluster", "cluster name is empty", "give the cluster a name (--name)");
+    p.created = string(member(v, "", "created"), "/created");
+    static const std::regex iso(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)");
+    if (p.created.size() > 40 || !std::regex_match(p.created, iso))
+      fail("/created", "'" + p.created.substr(0, 40) + "' is not an ISO 8601 UTC time", "write it like 2026-11-23T16:00:00Z");
+    p.shardcal_version = string(member(v, "", "shardcal_version"), "/shardcal_version");
+    p.backend = string(member(v, "", "backend"), "/backend");
+    if (p.backend != "mpi" && p.backend != "nccl" && p.backend != "sim" && p.backend != "model")
+      fail("/backend", "unknown backend '" + p.backend + "'", "use mpi, nccl, sim or model");
+    p.memory = string(member(v, "", "memory"), "/memory");
+    if (p.memory != "host" && p.memory != "cuda") fail("/memory", "unknown memory '" + p.memory + "'", "use host or cuda");
+    json extra = json::object();
+    for (const char* k : {"provenance", "fit_method", "extra"})
+      if (auto it = v.find(k); it != v.end()) extra[k] = object(*it, std::string("/") + k);
+    if (!extra.empty()) p.json_extra = extra.dump();
+    const json& models = member(v, "", "models");
+    if (!models.is_array()) fail("/models", "expected an array of models, got " + value_text(models), "fix the value");
+    std::set<std::tuple<int, int, int, int>> seen;
+    for (std::size_t i = 0; i < models.size(); ++i) {
+      const std::string ptr = "/models/" + std::to_string(i);
+      Model m = model(models[i], ptr);
+      auto key = std::make_tuple(int(m.collective), m.hosts, m.concurrent_groups, m.dtype ? int(*m.dtype) : -1);
+      if (!seen.insert(key).second)
+        fail(ptr, "a second model for the same collective, hosts, concurrent_groups and dtype",
+             "keep one model per class (merge or delete the duplicate)");
+      p.models.push_back(std::move(m));
+    }
+    return p;
+  }
+};
+
+ojson range_json(const Range& r) {
+  ojson a = ojson::array();
+  a.push_back(r.lo);
+  if (r.hi) a.push_back(*r.hi); else a.push_back(nullptr);
+  return a;
+}
+
+ojson opt(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
+
+// Log-free distance of x to a range, as a factor >= 1 (1 = inside). Mirrored in Python.
+double factor_distance(double x, const Range& r) {
+  if (x < r.lo) return r.lo / x;
+  if (r.hi && x > *r.hi) return x / *r.hi;
+  return 1.0;
+}
+
+std::string fmt(double x) { return json(x).dump(); }
+
+}  // namespace
+
+std::string_view effective_size_name(EffectiveSize e) {
+  return e == EffectiveSize::Total ? "total" : "n_times_max";
+}
+
+std::optional<EffectiveSize> parse_effective_size(std::string_view name) {
+  if (name == "total") return EffectiveSize::Total;
+  if (name == "n_times_max") return EffectiveSize::NTimesMax;
+  return std::nullopt;
+}
+
+Domain effective_domain(const Model& m) {
+  if (m.domain) return *m.domain;
+  Domain d;
+  d.hosts = {double(m.hosts), double(m.hosts)};
+  d.concurrent_groups = {double(m.concurrent_groups), double(m.concurrent_groups)};
+  if (!m.group_sizes.empty()) d.group_size = {double(m.group_sizes.front()), double(m.group_sizes.back())};
+  return d;
+}
+
+Profile parse_profile(const std::string& json_text, const std::string& origin) {
+  Reader r{origin};
+  json doc;
+  try {
+    // The callback bounds nesting: the parser itself is iterative, but dumping "extra" and
+    // destroying values recurse.
+    doc = json::parse(json_text, [&](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth)
+        throw Error(origin + ": JSON nested deeper than " + std::to_string(kMaxDepth) +
+                    " levels; a profile is never that deep: the file is corrupt, regenerate it");
+      return true;
+    });
+  } catch (const json::exception& e) {
+    throw Error(origin + ": not valid JSON (" + e.what() +
+                "); the file may be truncated or corrupt: regenerate it with shardbench calibrate");
+  }
+  return r.profile(doc);
+}
+
+Profile read_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": cannot open profile (" + std::strerror(errno) +
+                "); check the path (built-in profiles are in configs/profiles/)");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(path + ": read error; check the file");
+  const std::string text = ss.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw Error(path + ": the profile file is empty; regenerate it with shardbench calibrate");
+  return parse_profile(text, path);
+}
+
+std::string profile_to_json(const Profile& p) {
+  ojson j;
+  j["schema"] = kProfileSchema;
+  j["version"] = kProfileVersion;
+  j["cluster"] = p.cluster;
+  j["created"] = p.created;
+  j["shardcal_version"] = p.shardcal_version;
+  j["backend"] = p.backend;
+  j["memory"] = p.memory;
+  if (!p.json_extra.empty()) {
+    ojson extra;
+    try {
+      extra = ojson::parse(p.json_extra);
+    } catch (const ojson::exception& e) {
+      throw Error(std::string("profile_to_json: Profile::json_extra is not valid JSON: ") + e.what());
+    }
+    if (!extra.is_object()) throw Error("profile_to_json: Profile::json_extra must be a JSON object");
+    for (auto it = extra.begin(); it != extra.end(); ++it) {
+      if (it.key() != "provenance" && it.key() != "fit_method" && it.key() != "extra")
+        throw Error("profile_to_json: Profile::json_extra member '" + it.key() +
+                    "' is not allowed; use provenance, fit_method or extra");
+      if (!it.value().is_object())
+        throw Error("profile_to_json: Profile::json_extra member '" + it.key() + "' must be an object");
+      j[it.key()] = it.value();
+    }
+  }
+  ojson models = ojson::array();
+  for (const Model& m : p.models) {
+    ojson jm;
+    jm["collective"] = std::string(collective_info(m.collective).name);
+    jm["hosts"] = m.hosts;
+    jm["concurrent_groups"] = m.concurrent_groups;
+    jm["dtype"] = m.dtype ? ojson(std::string(dtype_name(*m.dtype))) : ojson(nullptr);
+    jm["group_sizes"] = m.group_sizes;
+    jm["effective_size"] = std::string(effective_size_name(m.effective_size));
+    ojson segs = ojson::array();
+    for (const Segment& s : m.segments) {
+      ojson js;
+      js["s_lo"] = s.s_lo;
+      js["s_hi"] = opt(s.s_hi);
+      js["alpha_us"] = s.alpha_us;
+      js["alpha_step_us"] = s.alpha_step_us;
+      js["bandwidth_GBps"] = s.bandwidth_GBps;
+      segs.push_back(std::move(js));
+    }
+    jm["segments"] = std::move(segs);
+    ojson q;
+    q["points"] = m.quality.points;
+    q["mape"] = m.quality.mape;
+    q["max_rel_error"] = m.quality.max_rel_error;
+    q["holdout_mape"] = opt(m.quality.holdout_mape);
+    q["leave_group_out_mape"] = opt(m.quality.leave_group_out_mape);
+    jm["quality"] = std::move(q);
+    if (m.domain) {
+      ojson d;
+      d["hosts"] = range_json(m.domain->hosts);
+      d["concurrent_groups"] = range_json(m.domain->concurrent_groups);
+      d["group_size"] = range_json(m.domain->group_size);
+      d["bytes"] = range_json(m.domain->bytes);
+      jm["domain"] = std::move(d);
+    }
+    if (!m.json_extra.empty()) jm["extra"] = ojson::parse(m.json_extra);
+    models.push_back(std::move(jm));
+  }
+  j["models"] = std::move(models);
+  std::string text = j.dump(2);
+  // Refuse to write what we could not read back (a fitter bug must not produce a file that
+  // every reader rejects later).
+  parse_profile(text, "profile_to_json (self-check)");
+  return text + "\n";
+}
+
+void write_profile_atomic(const Profile& p, const std::string& path) {
+  const std::string text = profile_to_json(p);
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  std::random_device rd;
+  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                              std::to_string(rd()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw Error(path + ": cannot create a temporary file in " + dir.string() + " (" + std::strerror(errno) +
+                  "); check that the directory exists and is writable");
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error(path + ": write failed (disk full?); nothing was written");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ec2;
+    fs::remove(tmp, ec2);
+    throw Error(path + ": cannot rename the temporary file into place (" + ec.message() + ")");
+  }
+}
+
+double effective_bytes(EffectiveSize rule, double bytes, std::span<const std::int64_t> counts, int elem_size) {
+  if (counts.empty()) {
+    if (!std::isfinite(bytes) || bytes < 0)
+      throw Error("bytes must be finite and >= 0, got " + fmt(bytes));
+    return bytes;
+  }
+  if (elem_size < 1) throw Error("element size must be >= 1 byte, got " + std::to_string(elem_size));
+  double total = 0, largest = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] < 0)
+      throw Error("counts[" + std::to_string(i) + "] = " + std::to_string(counts[i]) +
+                  " is negative; counts are elements per group position");
+    total += double(counts[i]);
+    largest = std::max(largest, double(counts[i]));
+  }
+  const double es = elem_size;
+  return rule == EffectiveSize::Total ? total * es : double(counts.size()) * largest * es;
+}
+
+Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
+                   std::span<const std::int64_t> counts, int elem_size, std::optional<DType> dtype) {
+  const std::string cname(collective_info(c).name);
+  if (lc.group_size < 1 || lc.hosts < 1 || lc.ranks_per_host < 1 || lc.concurrent_groups < 1)
+    throw Error("link class: group size, hosts, ranks per host and concurrent groups must all be >= 1");
+  if (lc.hosts * std::int64_t(lc.ranks_per_host) != lc.group_size)
+    throw Error("link class: group size " + std::to_string(lc.group_size) + " != hosts " +
+                std::to_string(lc.hosts) + " x ranks per host " + std::to_string(lc.ranks_per_host) +
+                "; a group spanning h hosts has the same number of ranks on each");
+  if (!counts.empty() && std::int64_t(counts.size()) != lc.group_size)
+    throw Error("counts has " + std::to_string(counts.size()) + " entries but the group size is " +
+                std::to_string(lc.group_size) + "; give one count per group position");
+
+  // Nearest measured class, lexicographic (docs/PROFILE_FORMAT.md "Choosing a model").
+  const Model* best = nullptr;
+  std::tuple<int, double, double, double, int> best_key;
+  for (const Model& m : p.models) {
+    if (m.collective != c) continue;
+    const Domain d = effective_domain(m);
+    const bool inter = lc.hosts > 1;
+    const int side = inter ? (d.hosts.hi && *d.hosts.hi <= 1 ? 1 : 0) : (d.hosts.lo > 1 ? 1 : 0);
+    int dscore = 0;
+    if (dtype) dscore = m.dtype == dtype ? 0 : (!m.dtype ? 1 : 2);
+    else dscore = m.dtype ? 2 : 0;
+    auto key = std::make_tuple(side, factor_distance(lc.hosts, d.hosts),
+                               factor_distance(lc.concurrent_groups, d.concurrent_groups),
+                               factor_distance(lc.group_size, d.group_size), dscore);
+    if (!best || key < best_key) best = &m, best_key = key;
+  }
+  if (!best) {
+    std::set<std::string> have;
+    for (const Model& m : p.models) have.insert(std::string(collective_info(m.collective).name));
+    std::string list;
+    for (const auto& h : have) list += (list.empty() ? "" : ", ") + h;
+    throw Error("profile '" + p.cluster + "' has no model for " + cname + " (it has: " +
+                (list.empty() ? "none" : list) + "); calibrate from a sweep that measures " + cname);
+  }
+  Prediction out;
+  out.model = best;
+  const double s_eff = effective_bytes(best->effective_size, bytes, counts, elem_size);
+  std::size_t seg = 0;
+  while (seg + 1 < best->segments.size() && s_eff >= *best->segments[seg].s_hi) ++seg;
+  out.segment = int(seg);
+  const Segment& s = best->segments[seg];
+  const CollectiveInfo& info = collective_info(c);
+  const double steps = info.ring_steps(lc.group_size);
+  const double factor = info.busbw_factor(lc.group_size);
+  out.time_us = s.alpha_us + s.alpha_step_us * steps + s_eff * factor / (s.bandwidth_GBps * 1e3);
+
+  const Domain d = effective_domain(*best);
+  std::string note;
+  auto add = [&](const std::string& what) { note += (note.empty() ? "" : "; ") + what; };
+  const auto& [side, dh, dc, dn, ds] = best_key;
+  if (side != 0 || dh != 1.0 || dc != 1.0)
+    add("nearest measured class: hosts=" + std::to_string(best->hosts) +
+        " concurrent_groups=" + std::to_string(best->concurrent_groups));
+  if (dn != 1.0) add("group size " + std::to_string(lc.group_size) + " outside the measured range");
+  if (ds == 2) add("dtype model " + (best->dtype ? std::string(dtype_name(*best->dtype)) : std::string("pooled")) +
+                   " used for " + (dtype ? std::string(dtype_name(*dtype)) : std::string("an unspecified dtype")));
+  if (!d.bytes.contains(s_eff)) add("size " + fmt(s_eff) + " B outside the measured range");
+  out.extrapolated = !note.empty();
+  out.note = note;
+  return out;
+}
+
+}  // namespace shardcal::calib
