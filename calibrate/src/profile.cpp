@@ -82,8 +82,10 @@ struct Reader {
   std::int64_t integer(const json& v, const std::string& ptr, std::int64_t lo, std::int64_t hi) const {
     if (!v.is_number_integer())
       fail(ptr, "expected an integer, got " + value_text(v), "write a whole number");
-    if (v.is_number_unsigned() ? v.get<std::uint64_t>() > std::uint64_t(hi)
-                               : (v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi))
+    const bool out = v.is_number_unsigned()
+                         ? v.get<std::uint64_t>() > std::uint64_t(hi) || (lo > 0 && v.get<std::uint64_t>() < std::uint64_t(lo))
+                         : (v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi);
+    if (out)
       fail(ptr, "value " + value_text(v) + " is out of range [" + std::to_string(lo) + ", " +
                     std::to_string(hi) + "]",
            "fix the value");
@@ -281,10 +283,11 @@ struct Reader {
   }
 };
 
-ojson range_json(const Range& r) {
+ojson range_json(const Range& r, bool integral) {
+  auto num = [&](double x) { return integral ? ojson(std::int64_t(x)) : ojson(x); };
   ojson a = ojson::array();
-  a.push_back(r.lo);
-  if (r.hi) a.push_back(*r.hi); else a.push_back(nullptr);
+  a.push_back(num(r.lo));
+  if (r.hi) a.push_back(num(*r.hi)); else a.push_back(nullptr);
   return a;
 }
 
@@ -370,13 +373,16 @@ std::string profile_to_json(const Profile& p) {
       throw Error(std::string("profile_to_json: Profile::json_extra is not valid JSON: ") + e.what());
     }
     if (!extra.is_object()) throw Error("profile_to_json: Profile::json_extra must be a JSON object");
-    for (auto it = extra.begin(); it != extra.end(); ++it) {
+    for (auto it = extra.begin(); it != extra.end(); ++it)
       if (it.key() != "provenance" && it.key() != "fit_method" && it.key() != "extra")
         throw Error("profile_to_json: Profile::json_extra member '" + it.key() +
                     "' is not allowed; use provenance, fit_method or extra");
-      if (!it.value().is_object())
-        throw Error("profile_to_json: Profile::json_extra member '" + it.key() + "' must be an object");
-      j[it.key()] = it.value();
+    for (const char* k : {"provenance", "fit_method", "extra"}) {  // canonical order
+      auto it = extra.find(k);
+      if (it == extra.end()) continue;
+      if (!it->is_object())
+        throw Error(std::string("profile_to_json: Profile::json_extra member '") + k + "' must be an object");
+      j[k] = *it;
     }
   }
   ojson models = ojson::array();
@@ -408,10 +414,10 @@ std::string profile_to_json(const Profile& p) {
     jm["quality"] = std::move(q);
     if (m.domain) {
       ojson d;
-      d["hosts"] = range_json(m.domain->hosts);
-      d["concurrent_groups"] = range_json(m.domain->concurrent_groups);
-      d["group_size"] = range_json(m.domain->group_size);
-      d["bytes"] = range_json(m.domain->bytes);
+      d["hosts"] = range_json(m.domain->hosts, true);
+      d["concurrent_groups"] = range_json(m.domain->concurrent_groups, true);
+      d["group_size"] = range_json(m.domain->group_size, true);
+      d["bytes"] = range_json(m.domain->bytes, false);
       jm["domain"] = std::move(d);
     }
     if (!m.json_extra.empty()) jm["extra"] = ojson::parse(m.json_extra);
