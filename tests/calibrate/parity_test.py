@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""Checks of the profile readers that need Python (standard library only).
+"""Checks of the profile readers run by ctest with /usr/bin/python3 (the module needs only the
+standard library; the schema check needs jsonschema and skips without it).
 
+  schema REPO       configs/schema/profile.schema.json accepts valid profiles, rejects bad ones.
   parity TOOL REPO   C++ predict (tests/calibrate/profile_predict_tool) and the Python module
                      (calibrate/python/shardcal_profile.py) agree on >= 1000 random queries over
                      random profiles and configs/profiles/dtensor-default.json: same model, same
@@ -186,7 +188,35 @@ def dtensor(repo):
     print(f"dtensor: {checked} costs equal DTensor's (worst relative difference {worst:.3g})")
 
 
+def schema(repo):
+    try:
+        import jsonschema
+    except ImportError:
+        print("SKIP: python module jsonschema not available for " + sys.executable)
+        sys.exit(77)
+    with open(os.path.join(repo, "configs", "schema", "profile.schema.json")) as f:
+        sch = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(sch)
+    v = jsonschema.Draft202012Validator(sch)
+    with open(os.path.join(repo, "configs", "profiles", "dtensor-default.json")) as f:
+        docs = [json.load(f)]
+    rng = random.Random(5)
+    docs += [random_profile(rng) for _ in range(20)]
+    for d in docs:
+        v.validate(d)
+    bad = json.loads(json.dumps(docs[0]))
+    bad["models"][0]["segments"][0]["bandwidth_GBps"] = 0
+    assert not v.is_valid(bad), "schema accepts B = 0"
+    bad = json.loads(json.dumps(docs[0]))
+    bad["models"][0]["colour"] = 1
+    assert not v.is_valid(bad), "schema accepts an unknown key"
+    print(f"schema: {len(docs)} profiles valid, bad ones rejected")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "schema":
+        schema(sys.argv[2])
+        sys.exit(0)
     if len(sys.argv) >= 2 and sys.argv[1] == "parity" and len(sys.argv) == 4:
         parity(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 2 and sys.argv[1] == "dtensor" and len(sys.argv) == 3:
