@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", re.ASCII)
 SCHEMA = "shardcal.profile"
 VERSION = 1
 
@@ -117,13 +119,18 @@ def _int(origin, obj, ptr, key, lo):
     return v
 
 
-def _range(origin, v, ptr):
-    if not isinstance(v, list) or len(v) != 2 or isinstance(v[0], bool) or not isinstance(v[0], (int, float)):
+def _range(origin, v, ptr, integral):
+    if not isinstance(v, list) or len(v) != 2:
         _fail(origin, ptr, "expected [lo, hi] (hi may be null)", "fix the value")
-    lo = float(v[0])
-    hi = None if v[1] is None else float(v[1])
-    if not math.isfinite(lo) or (hi is not None and (not math.isfinite(hi) or hi < lo)):
-        _fail(origin, ptr, "bad range", "fix the bounds")
+    box = {"0": v[0], "1": v[1]}
+    if integral:
+        lo = float(_int(origin, box, ptr, "0", 1))
+        hi = None if v[1] is None else float(_int(origin, box, ptr, "1", 1))
+    else:
+        lo = _num(origin, box, ptr, "0", 0.0)
+        hi = None if v[1] is None else _num(origin, box, ptr, "1", 0.0)
+    if hi is not None and hi < lo:
+        _fail(origin, ptr, "upper bound below lower bound", "swap or fix the bounds")
     return (lo, hi)
 
 
@@ -138,12 +145,12 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
     for k in known - {"domain", "extra"}:
         if k not in m:
             _fail(origin, f"{ptr}/{k}", "required field is missing", "add it or regenerate the profile")
-    if m["collective"] not in COLLECTIVES:
+    if not isinstance(m["collective"], str) or m["collective"] not in COLLECTIVES:
         _fail(origin, f"{ptr}/collective", f"unknown collective {m['collective']!r}", f"use one of {COLLECTIVES}")
     hosts = _int(origin, m, ptr, "hosts", 1)
     cg = _int(origin, m, ptr, "concurrent_groups", 1)
     dtype = m["dtype"]
-    if dtype is not None and dtype not in DTYPES:
+    if dtype is not None and (not isinstance(dtype, str) or dtype not in DTYPES):
         _fail(origin, f"{ptr}/dtype", f"unknown dtype {dtype!r}", f"use null or one of {DTYPES}")
     gs = m["group_sizes"]
     if not isinstance(gs, list):
@@ -152,7 +159,7 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n % hosts or (i and n <= gs[i - 1]):
             _fail(origin, f"{ptr}/group_sizes/{i}", "group sizes must be ascending integers, multiples of hosts",
                   "fix the value")
-    if m["effective_size"] not in ("total", "n_times_max"):
+    if not isinstance(m["effective_size"], str) or m["effective_size"] not in ("total", "n_times_max"):
         _fail(origin, f"{ptr}/effective_size", "unknown effective-size rule", "use \"total\" or \"n_times_max\"")
     segs = m["segments"]
     if not isinstance(segs, list) or not segs:
@@ -182,11 +189,27 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
     if out[-1].s_hi is not None:
         _fail(origin, f"{ptr}/segments/{len(out) - 1}/s_hi", "the last segment must be unbounded",
               "set it to null")
+    q = m["quality"]
+    if not isinstance(q, dict):
+        _fail(origin, f"{ptr}/quality", "expected an object", "fix the value")
+    for k in q:
+        if k not in ("points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape"):
+            _fail(origin, f"{ptr}/quality/{k}", f"unknown key '{k}'", "remove it")
+    _int(origin, q, f"{ptr}/quality", "points", 0)
+    _num(origin, q, f"{ptr}/quality", "mape", 0.0)
+    _num(origin, q, f"{ptr}/quality", "max_rel_error", 0.0)
+    for k in ("holdout_mape", "leave_group_out_mape"):
+        if k not in q:
+            _fail(origin, f"{ptr}/quality/{k}", "required field is missing", "add it (null = not measured)")
+        if q[k] is not None:
+            _num(origin, q, f"{ptr}/quality", k, 0.0)
+    if "extra" in m and not isinstance(m["extra"], dict):
+        _fail(origin, f"{ptr}/extra", "expected an object", "fix the value")
     if "domain" in m:
         d = m["domain"]
         if not isinstance(d, dict) or set(d) != {"hosts", "concurrent_groups", "group_size", "bytes"}:
             _fail(origin, f"{ptr}/domain", "expected hosts, concurrent_groups, group_size, bytes", "fix the value")
-        domain = {k: _range(origin, d[k], f"{ptr}/domain/{k}") for k in d}
+        domain = {k: _range(origin, d[k], f"{ptr}/domain/{k}", integral=(k != "bytes")) for k in d}
     else:
         domain = {"hosts": (float(hosts), float(hosts)), "concurrent_groups": (float(cg), float(cg)),
                   "group_size": (float(gs[0]), float(gs[-1])) if gs else (1.0, None), "bytes": (0.0, None)}
@@ -242,6 +265,19 @@ class Profile:
         for k in ("cluster", "created", "shardcal_version", "backend", "memory", "models"):
             if k not in doc:
                 _fail(origin, f"/{k}", "required field is missing", "add it or regenerate the profile")
+            if k != "models" and not isinstance(doc[k], str):
+                _fail(origin, f"/{k}", "expected a string", "fix the value")
+        if not doc["cluster"]:
+            _fail(origin, "/cluster", "cluster name is empty", "give the cluster a name (--name)")
+        if len(doc["created"]) > 40 or not _ISO.fullmatch(doc["created"]):
+            _fail(origin, "/created", "not an ISO 8601 UTC time", "write it like 2026-11-23T16:00:00Z")
+        if doc["backend"] not in ("mpi", "nccl", "sim", "model"):
+            _fail(origin, "/backend", f"unknown backend {doc['backend']!r}", "use mpi, nccl, sim or model")
+        if doc["memory"] not in ("host", "cuda"):
+            _fail(origin, "/memory", f"unknown memory {doc['memory']!r}", "use host or cuda")
+        for k in ("provenance", "fit_method", "extra"):
+            if k in doc and not isinstance(doc[k], dict):
+                _fail(origin, f"/{k}", "expected an object", "fix the value")
         self.cluster = doc["cluster"]
         self.created = doc["created"]
         self.shardcal_version = doc["shardcal_version"]
@@ -252,6 +288,13 @@ class Profile:
         if not isinstance(doc["models"], list):
             _fail(origin, "/models", "expected an array", "fix the value")
         self.models = [_parse_model(origin, m, f"/models/{i}", i) for i, m in enumerate(doc["models"])]
+        seen = set()
+        for m in self.models:
+            key = (m.collective, m.hosts, m.concurrent_groups, m.dtype)
+            if key in seen:
+                _fail(origin, f"/models/{m.index}", "a second model for the same collective, hosts, "
+                      "concurrent_groups and dtype", "keep one model per class")
+            seen.add(key)
         self.doc = doc
 
     # -- prediction -------------------------------------------------------------------------
@@ -380,8 +423,14 @@ def loads(text: str, origin: str = "<string>") -> Profile:
 
 
 def load(path: str) -> Profile:
-    with open(path, encoding="utf-8") as f:
-        return loads(f.read(), path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise ProfileError(f"{path}: not valid UTF-8 ({e}); the file is corrupt: regenerate it") from None
+    if not text.strip():
+        raise ProfileError(f"{path}: the profile file is empty; regenerate it with shardbench calibrate")
+    return loads(text, path)
 
 
 if __name__ == "__main__":  # tiny CLI: python3 shardcal_profile.py PROFILE COLLECTIVE N HOSTS BYTES

@@ -131,9 +131,77 @@ def parity(tool, repo):
                 assert int(seg) == p.segment, f"{path}: '{text}': segment C++ {seg} python {p.segment}"
                 assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} python {p.note}"
                 compared += 1
+    agree = reject_parity(tool, sp, rng)
+    print(f"parity: both readers agree on accepting/rejecting {agree} mutated profiles")
     print(f"parity: {compared} predictions equal (<= 1e-9 rel), {total - compared} rejected by both, "
           f"{len(profiles)} profiles")
     assert compared >= 1000, compared
+
+
+MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,
+           99999999999999999999, 65536, "2026-11-23T16:00:00Z"]
+
+
+def mutate(rng, doc):
+    """Replace, delete or add one value somewhere in the document."""
+    nodes = []
+
+    def walk(v, parent, key):
+        nodes.append((v, parent, key))
+        if isinstance(v, dict):
+            for k in list(v):
+                walk(v[k], v, k)
+        elif isinstance(v, list):
+            for i in range(len(v)):
+                walk(v[i], v, i)
+
+    walk(doc, None, None)
+    v, parent, key = rng.choice(nodes)
+    op = rng.random()
+    if parent is None:
+        return doc
+    if op < 0.7:
+        parent[key] = json.loads(json.dumps(rng.choice(MUTANTS)))
+    elif op < 0.85:
+        del parent[key]
+    elif isinstance(v, dict):
+        v[rng.choice(["extra", "colour", "s_hi", "domain"])] = rng.choice(MUTANTS)
+    elif isinstance(v, list):
+        v.append(json.loads(json.dumps(v[0])) if v else 1)
+    return doc
+
+
+def reject_parity(tool, sp, rng):
+    """Both readers accept or both reject each mutated profile."""
+    n = accepted = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(300):
+            base = random_profile(rng)
+            if rng.random() < 0.5:
+                base["models"].append(json.loads(json.dumps(base["models"][0])))
+                base["models"][-1]["concurrent_groups"] = 16
+                base["models"][-1]["domain"] = {"hosts": [1, None], "concurrent_groups": [1, None],
+                                                "group_size": [1, None], "bytes": [0, None]}
+            doc = mutate(rng, base)
+            for _ in range(rng.randint(0, 2)):
+                doc = mutate(rng, doc)
+            path = os.path.join(tmp, f"m{i}.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            out = subprocess.run([tool, path], input="", capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            cpp_ok = out.stdout == ""
+            try:
+                sp.load(path)
+                py_ok, why = True, ""
+            except sp.ProfileError as e:
+                py_ok, why = False, str(e)
+            assert cpp_ok == py_ok, f"C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout} but Python " \
+                                    f"{'accepts' if py_ok else 'rejects: ' + why}\n{json.dumps(doc)}"
+            n += 1
+            accepted += cpp_ok
+    assert 20 <= accepted <= n - 20, f"mutations too {'mild' if accepted > 20 else 'harsh'}: {accepted}/{n} accepted"
+    return f"{n} ({accepted} accepted)"
 
 
 # --- PyTorch DTensor's model, from the published formulas (see module docstring) --------------
