@@ -343,6 +343,9 @@ Profile parse_profile(const std::string& json_text, const std::string& origin) {
 }
 
 Profile read_profile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": is a directory, not a profile file; give the path of the .json file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error(path + ": cannot open profile (" + std::strerror(errno) +
@@ -420,7 +423,16 @@ std::string profile_to_json(const Profile& p) {
       d["bytes"] = range_json(m.domain->bytes, false);
       jm["domain"] = std::move(d);
     }
-    if (!m.json_extra.empty()) jm["extra"] = ojson::parse(m.json_extra);
+    if (!m.json_extra.empty()) {
+      ojson e;
+      try {
+        e = ojson::parse(m.json_extra);
+      } catch (const ojson::exception& ex) {
+        throw Error(std::string("profile_to_json: Model::json_extra is not valid JSON: ") + ex.what());
+      }
+      if (!e.is_object()) throw Error("profile_to_json: Model::json_extra must be a JSON object");
+      jm["extra"] = std::move(e);
+    }
     models.push_back(std::move(jm));
   }
   j["models"] = std::move(models);

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/error.hpp"
@@ -86,6 +88,9 @@ TEST(Profile, RoundTripIsCanonical) {
 TEST(Profile, WriterRejectsBadExtraAndInvalidModels) {
   Profile p = sample();
   p.json_extra = R"({"foo":{}})";
+  EXPECT_THROW(profile_to_json(p), Error);
+  p = sample();
+  p.models[0].json_extra = "[1";
   EXPECT_THROW(profile_to_json(p), Error);
   p = sample();
   p.models[0].segments[0].bandwidth_GBps = 0;  // the self-check refuses what readers would reject
@@ -176,6 +181,7 @@ TEST(Profile, RejectsNonJsonTruncatedAndEmpty) {
     EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
   }
   EXPECT_THROW(read_profile((dir / "missing.json").string()), Error);
+  EXPECT_THROW(read_profile(dir.string()), Error);
   fs::remove_all(dir);
 }
 
