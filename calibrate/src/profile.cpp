@@ -493,6 +493,25 @@ double effective_bytes(EffectiveSize rule, double bytes, std::span<const std::in
   return rule == EffectiveSize::Total ? total * es : double(counts.size()) * largest * es;
 }
 
+double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff) {
+  const Segment& s = m.segments.at(segment);
+  const CollectiveInfo& info = collective_info(m.collective);
+  const double steps = info.ring_steps(n);
+  const double factor = info.busbw_factor(n);
+  return s.alpha_us + s.alpha_step_us * steps + s_eff * factor / (s.bandwidth_GBps * 1e3);
+}
+
+bool non_decreasing_in_size(const Model& m, int n, double rel_tol) {
+  for (std::size_t i = 0; i + 1 < m.segments.size(); ++i) {
+    if (!m.segments[i].s_hi) return true;
+    const double b = *m.segments[i].s_hi;
+    const double left = segment_time_us(m, i, n, b);  // the limit from below (linear segment)
+    const double right = segment_time_us(m, i + 1, n, b);
+    if (right < left * (1.0 - rel_tol)) return false;
+  }
+  return true;
+}
+
 Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
                    std::span<const std::int64_t> counts, int elem_size, std::optional<DType> dtype) {
   const std::string cname(collective_info(c).name);
@@ -536,11 +555,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   std::size_t seg = 0;
   while (seg + 1 < best->segments.size() && s_eff >= *best->segments[seg].s_hi) ++seg;
   out.segment = int(seg);
-  const Segment& s = best->segments[seg];
-  const CollectiveInfo& info = collective_info(c);
-  const double steps = info.ring_steps(lc.group_size);
-  const double factor = info.busbw_factor(lc.group_size);
-  out.time_us = s.alpha_us + s.alpha_step_us * steps + s_eff * factor / (s.bandwidth_GBps * 1e3);
+  out.time_us = segment_time_us(*best, seg, lc.group_size, s_eff);
 
   const Domain d = effective_domain(*best);
   std::string note;

@@ -235,6 +235,21 @@ TEST(Profile, PredictSegmentsAndEffectiveSize) {
   }
 }
 
+TEST(Profile, NonDecreasingInSizeChecksBreakpoints) {
+  Profile p = sample();
+  // sample(): at 64 KiB, n = 4: left 2 + 1.5 + 49.152 = 52.65 us, right 20 + 3 + 9.83 = 32.8 us.
+  EXPECT_FALSE(non_decreasing_in_size(p.models[0], 4));
+  p.models[0].segments[1].alpha_us = 45.0;  // right = 57.8 us >= left
+  EXPECT_TRUE(non_decreasing_in_size(p.models[0], 4));
+  EXPECT_TRUE(non_decreasing_in_size(p.models[1], 8));  // one segment
+  double last = 0;
+  for (double s = 0; s < 1 << 20; s += 4096) {
+    const double t = predict(p, Collective::AllGather, LinkClass{4, 1, 4, 1}, s).time_us;
+    EXPECT_GE(t, last) << s;
+    last = t;
+  }
+}
+
 TEST(Profile, NearestMeasuredClassAndExtrapolation) {
   const Profile p = sample();
   // Inter-host query with 4 hosts: the hosts=2 model (same side), marked extrapolated.
