@@ -329,7 +329,7 @@ TEST(Profile, FuzzReader) {
     for (int e = 0; e < edits; ++e) {
       const std::size_t at = pick(text.size());
       switch (pick(6)) {
-        case 0: text[at] = char(rng()); break;                                       // byte flip
+        case 0: if (!text.empty()) text[at] = char(rng()); break;                   // byte flip
         case 1: text.erase(at, 1 + pick(20)); break;                                 // delete
         case 2: text.insert(at, tokens[pick(tokens.size())]); break;                 // token
         case 3: text.resize(at); break;                                              // truncate
