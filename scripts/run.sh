@@ -4,7 +4,8 @@
 # Today: setup -> Release build -> `shardbench info` -> verified redistributions on the rank
 # simulator and on local MPI ranks (when the MPI backend is built), with their plans and --dump
 # output -> a quick benchmark sweep on 4 local ranks (configs/local.json).
-# Coming (marked TODO below): calibrate a profile from the sweep -> report with plots.
+# -> a calibrated cost-model profile from that sweep (out/profile.json).
+# Coming (marked TODO below): report with plots.
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,7 +19,8 @@ The main job: installs dependencies (scripts/setup.sh, apt-get), builds Release
 (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j), then runs
 shardbench: `info`, a set of redistributions on the rank simulator and on local MPI ranks
 (when the MPI backend is built), each verified element by element against the reference, and
-a quick benchmark sweep (configs/local.json) on 4 local ranks.
+a quick benchmark sweep (configs/local.json) on 4 local ranks, and calibrates a cost-model
+profile from that sweep (`shardbench calibrate`, docs/CALIBRATION.md).
 
 Options:
   --out DIR        output directory (default: out/); see "Outputs" below
@@ -35,7 +37,10 @@ Outputs (under --out):
   demo/<name>.mpi.txt          the same transition on local MPI ranks (when MPI is built)
   sweep/local.jsonl            sweep results (JSON Lines, docs/RESULTS_FORMAT.md) of
                                configs/local.json on 4 local MPI ranks (simulator without MPI)
-Coming: profile.json (calibrated cost model), report/ (plots).
+  profile.json                 calibrated cost model (shardcal.profile v1, docs/PROFILE_FORMAT.md)
+  calibration.txt              its quality table: MAPE, max error, holdout MAPE per model,
+                               uneven effective-size comparison, transition composition error
+Coming: report/ (plots).
 EOF
 }
 
@@ -148,10 +153,13 @@ else
 fi
 echo "    results: $OUT/sweep/local.jsonl ($(wc -l <"$OUT/sweep/local.jsonl") lines)"
 
-step 7 "calibrate a profile from the sweep (coming)"
-# TODO(calibrate): fit the cost model (DESIGN §6) to $OUT/sweep/*.jsonl -> $OUT/profile.json,
-#   reporting MAPE, max relative error and holdout error.
-echo "not implemented yet"
+step 7 "calibrate a profile from the sweep -> $OUT/profile.json"
+# Fits the cost model (DESIGN §6, docs/CALIBRATION.md) to the sweep: per collective and link
+# class, piecewise in size, with training, holdout and leave-one-group-size-out errors; the
+# quality table is printed and kept in $OUT/calibration.txt.
+echo "$SB calibrate --results $OUT/sweep/local.jsonl --out $OUT/profile.json --name local"
+"$SB" calibrate --results "$OUT/sweep/local.jsonl" --out "$OUT/profile.json" --name local |
+  tee "$OUT/calibration.txt"
 
 step 8 "report with plots (coming)"
 # TODO(report): $PYTHON reports/<generator>.py $OUT/sweep $OUT/profile.json -> $OUT/report/

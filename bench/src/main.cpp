@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   add(shardbench::add_redistribute_command);
   add(shardbench::add_info_command);
   add(shardbench::add_sweep_command);
+  add(shardbench::add_calibrate_command);
   add(shardbench::add_predict_command);
   try {
     app.parse(argc, argv);

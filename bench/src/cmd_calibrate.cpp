@@ -1,0 +1,68 @@
+// `shardbench calibrate`: sweep results -> calibrated cost-model profile (docs/CALIBRATION.md).
+// A thin shell over calibrate/ (shardcal_calibrate): read, fit, print the quality table, write
+// the profile atomically (temp + rename, so a failed run leaves no output file).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "shardcal/calibrate/fit.hpp"
+#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/calibrate/results.hpp"
+#include "shardcal/error.hpp"
+
+namespace shardbench {
+
+namespace {
+
+struct CalibrateArgs {
+  std::vector<std::string> results;
+  std::string out;
+  std::string name;
+  std::string mode = "per_iteration";
+};
+
+std::string default_cluster_name(const shardcal::calib::ResultSet& rs) {
+  for (const auto& f : rs.files)
+    for (const auto& c : f.contexts)
+      if (c.contains("hosts") && c["hosts"].is_array() && !c["hosts"].empty() &&
+          c["hosts"][0].contains("name") && c["hosts"][0]["name"].is_string())
+        return c["hosts"][0]["name"].get<std::string>() +
+               (c["hosts"].size() > 1 ? "+" + std::to_string(c["hosts"].size() - 1) : "");
+  return "unnamed";
+}
+
+int run(const CalibrateArgs& a) {
+  namespace cb = shardcal::calib;
+  const cb::ResultSet rs = cb::read_results(a.results);
+  cb::FitOptions opt;
+  opt.mode = a.mode;
+  const cb::Calibration cal = cb::calibrate(rs, opt);
+  const cb::Profile profile =
+      cb::make_profile(rs, cal, a.name.empty() ? default_cluster_name(rs) : a.name);
+  std::cout << cb::quality_report(rs, cal);
+  cb::write_profile_atomic(profile, a.out);
+  std::cout << "profile: " << a.out << " (" << cal.models.size() << " model(s))\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner add_calibrate_command(CLI::App& app) {
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate",
+      "Fit the cost model (DESIGN §6) to sweep results: one model per collective and link-class "
+      "family, piecewise in size, with holdout error; writes a shardcal.profile v1 JSON file");
+  cmd->add_option("--results", args->results, "Sweep results files (JSON Lines) of one backend")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--out", args->out, "Profile to write (written atomically)")->required();
+  cmd->add_option("--name", args->name, "Cluster name in the profile (default: the first host)");
+  cmd->add_option("--mode", args->mode, "Timing mode the models describe")
+      ->check(CLI::IsMember({"per_iteration", "pipelined"}))
+      ->capture_default_str();
+  return [args] { return run(*args); };
+}
+
+}  // namespace shardbench

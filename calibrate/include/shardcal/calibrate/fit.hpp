@@ -1,0 +1,90 @@
+#pragma once
+// The fitter (DESIGN §6, docs/CALIBRATION.md): sweep points -> per-(collective, link-class
+// family) piecewise models t = alpha0 + alpha_step*steps(n) + S_eff*f(n)/B, with relative-error
+// weighting, Huber IRLS, breakpoints found from the data and the segment count chosen by
+// k-fold held-out error over sizes.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/calibrate/results.hpp"
+
+namespace shardcal::calib {
+
+struct FitOptions {
+  std::string mode = "per_iteration";  // timing mode the models describe
+  int max_segments = 3;
+  int min_sizes = 4;              // fewer distinct sizes: the model is not fitted
+  int min_sizes_per_segment = 3;  // of a segment when there are several
+  int folds = 5;                  // k-fold over sizes (k = min(folds, sizes))
+  double huber_k = 1.345;         // IRLS Huber constant, in robust-scale units
+  double score_delta = 0.05;      // Huber loss delta (relative residual) to compare breakpoints
+  double more_segments_gain = 0.05;  // a larger count must cut holdout MAPE by this fraction
+  double dtype_bias_min = 0.05;   // dtypes split when a dtype's mean relative residual under the
+                                  // pooled fit exceeds this and 3 standard errors
+};
+
+struct UnfittedModel {
+  Collective collective = Collective::AllGather;
+  int hosts = 1;
+  int concurrent_groups = 1;
+  std::optional<DType> dtype;
+  std::vector<int> group_sizes;
+  int sizes = 0;
+  std::string reason;
+};
+
+struct EffectiveSizeComparison {
+  Collective collective = Collective::AllGather;
+  int points = 0;                 // uneven points priced (with a fitted model)
+  double mape_total = 0;          // S_eff = total bytes
+  double mape_n_max = 0;          // S_eff = n x largest shard
+  EffectiveSize chosen = EffectiveSize::NTimesMax;
+  bool measured = false;          // false: no uneven points, default kept
+};
+
+struct DtypeDecision {
+  Collective collective = Collective::AllGather;
+  int hosts = 1;
+  int concurrent_groups = 1;
+  std::vector<DType> dtypes;
+  bool pooled = true;
+  std::string detail;             // per-dtype mean relative residual under the pooled fit
+};
+
+struct TransitionPrediction {
+  std::string label;
+  int comm_steps = 0;
+  double measured_us = 0;
+  double predicted_us = 0;
+  double rel_error = 0;           // (predicted - measured) / measured
+  bool extrapolated = false;      // some step used a nearest class / missing model
+};
+
+struct Calibration {
+  FitOptions options;
+  std::vector<Model> models;
+  std::vector<UnfittedModel> unfitted;
+  std::vector<EffectiveSizeComparison> effective_size;
+  std::vector<DtypeDecision> dtypes;
+  std::vector<TransitionPrediction> transitions;
+  std::optional<double> composition_mape;
+  int points_used = 0;
+  int points_other_mode = 0;
+};
+
+// Throws shardcal::Error when no point is usable (e.g. all excluded) or nothing could be fitted.
+Calibration calibrate(const ResultSet& results, const FitOptions& opt = {});
+
+// Time (us) of one model at effective size s_eff (bytes) and group size n: the segment holding
+// s_eff (its index in *segment when given).
+double model_time_us(const Model& m, double s_eff, int n, int* segment = nullptr);
+
+// The profile (json_extra carries provenance, fit method, decisions and comparisons).
+Profile make_profile(const ResultSet& results, const Calibration& cal, const std::string& cluster);
+
+// Human-readable quality table and decisions (what `shardbench calibrate` prints).
+std::string quality_report(const ResultSet& results, const Calibration& cal);
+
+}  // namespace shardcal::calib

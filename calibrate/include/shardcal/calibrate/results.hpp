@@ -1,0 +1,84 @@
+#pragma once
+// Reader of sweep results (JSON Lines, docs/RESULTS_FORMAT.md) for the calibrator: the points a
+// fit needs, the context records they came from, and the sha256 of every file (provenance).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "shardcal/collectives.hpp"
+#include "shardcal/dtype.hpp"
+
+namespace shardcal::calib {
+
+// One timed collective along one mesh dim.
+struct CollectivePoint {
+  std::string where;         // "file:line", for messages
+  Collective op = Collective::AllGather;
+  DType dtype = DType::F32;
+  std::string distribution;  // "even", "zipf(1.2)", ...
+  std::string mode;          // "per_iteration" | "pipelined"
+  int group_size = 1;        // n
+  int groups = 1;            // groups of this mesh dim in the world
+  int hosts_spanned = 1;
+  int max_ranks_per_host = 1;
+  int n_hosts = 1;           // hosts of the world (from the context record)
+  int concurrent_groups = 1; // groups with ranks on one host: round(groups * hosts_spanned / n_hosts)
+  int elem_size = 1;
+  std::vector<std::int64_t> counts;
+  double bytes = 0;          // S of the collective table
+  double bytes_total = 0;    // all positions' bytes
+  double bytes_eff = 0;      // n x the largest position's bytes
+  bool uneven = false;       // counts differ between positions (v-form call)
+  std::vector<double> samples_s;
+  double median_s = 0;       // median of the slowest-rank samples
+};
+
+// One step of a transition's plan (local steps cost nothing and are kept for the count).
+struct TransitionStep {
+  std::optional<Collective> op;  // none: local step
+  std::string kind;              // as recorded ("all_gather", "local_slice", ...)
+  int mesh_dim = 0;
+  int group_size = 1;
+  int hosts_spanned = 1;
+  int concurrent_groups = 1;
+  double bytes = 0;
+};
+
+struct TransitionPoint {
+  std::string where;
+  std::string label;  // "mesh 2x2 S(0),R -> R,R f32 65536 B chunk"
+  DType dtype = DType::F32;
+  std::string mode;
+  std::vector<TransitionStep> steps;
+  double median_s = 0;
+};
+
+struct ResultsFileInfo {
+  std::string path;
+  std::string sha256;                    // hex, of the file's bytes
+  std::vector<nlohmann::json> contexts;  // the file's context records (selected fields)
+};
+
+struct ResultSet {
+  std::string backend;  // one for all files ("mpi", "sim", "nccl")
+  std::string memory;   // "host" | "cuda"
+  std::vector<ResultsFileInfo> files;
+  std::vector<CollectivePoint> collectives;
+  std::vector<TransitionPoint> transitions;
+  int point_records = 0;   // all point records read
+  int skipped_wrong = 0;   // wrong > 0: excluded
+  int skipped_failed = 0;  // no samples, or a non-positive / non-finite median
+};
+
+// Reads every file; throws shardcal::Error (file:line, what, how to fix) for unreadable or
+// malformed files, files with no context record, and backends or memory spaces that differ
+// between context records (one profile describes one backend on one memory space).
+ResultSet read_results(const std::vector<std::string>& paths);
+
+// sha256 of a file's bytes as 64 lowercase hex digits (OpenSSL libcrypto). Throws on I/O errors.
+std::string sha256_file(const std::string& path);
+
+}  // namespace shardcal::calib

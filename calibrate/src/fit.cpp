@@ -1,0 +1,745 @@
+// The fitter: sweep points -> piecewise ring models per (collective, link-class family).
+// Method and citations: docs/CALIBRATION.md.
+#include "shardcal/calibrate/fit.hpp"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "shardcal/error.hpp"
+
+namespace shardcal::calib {
+namespace {
+
+using nlohmann::json;
+
+// A segment that shows no growth with S gets this slope (B = 1e6 GB/s): "bandwidth unresolved",
+// still finite and positive as the profile requires.
+constexpr double kInvFloor = 1e-9;  // us per byte
+
+struct Obs {
+  double s = 0;   // S_eff, bytes
+  int n = 1;      // group size
+  double y = 0;   // median time, us
+  DType dtype = DType::F32;
+};
+
+struct Coef {
+  double a0 = 0, as = 0, inv = kInvFloor;  // inv: us per byte of S*f(n)
+};
+
+double feat(int j, const Obs& o, Collective c) {
+  const auto& info = collective_info(c);
+  if (j == 0) return 1.0;
+  if (j == 1) return double(info.ring_steps(o.n));
+  return o.s * info.busbw_factor(o.n);
+}
+
+double eval_coef(const Coef& k, double s, int n, Collective c) {
+  const auto& info = collective_info(c);
+  return k.a0 + k.as * info.ring_steps(n) + s * info.busbw_factor(n) * k.inv;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Weighted least squares of relative residuals, with an active set keeping alpha0, alpha_step
+// >= 0 and the slope >= kInvFloor (non-negative latencies, positive finite bandwidth; a
+// non-negative slope also makes each segment non-decreasing in S).
+Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool joint, Collective c) {
+  std::vector<int> free_vars = joint ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 2};
+  double fixed[3] = {0, 0, kInvFloor};
+  Coef out;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    Eigen::MatrixXd A(Eigen::Index(o.size()), Eigen::Index(free_vars.size()));
+    Eigen::VectorXd b(Eigen::Index(o.size()));
+    for (std::size_t i = 0; i < o.size(); ++i) {
+      const double sw = std::sqrt(w[i]) / o[i]->y;
+      double target = o[i]->y;
+      for (int j = 0; j < 3; ++j)
+        if (std::find(free_vars.begin(), free_vars.end(), j) == free_vars.end())
+          target -= fixed[j] * feat(j, *o[i], c);
+      for (std::size_t q = 0; q < free_vars.size(); ++q)
+        A(Eigen::Index(i), Eigen::Index(q)) = feat(free_vars[q], *o[i], c) * sw;
+      b(Eigen::Index(i)) = target * sw;
+    }
+    double x[3] = {fixed[0], fixed[1], fixed[2]};
+    if (!free_vars.empty()) {
+      // Columns differ by orders of magnitude (1 vs S*f): scale them for the QR.
+      Eigen::VectorXd scale(A.cols());
+      for (Eigen::Index q = 0; q < A.cols(); ++q) {
+        scale(q) = A.col(q).norm();
+        if (scale(q) <= 0) scale(q) = 1;
+        A.col(q) /= scale(q);
+      }
+      Eigen::VectorXd sol = A.colPivHouseholderQr().solve(b);
+      for (std::size_t q = 0; q < free_vars.size(); ++q)
+        x[free_vars[q]] = sol(Eigen::Index(q)) / scale(Eigen::Index(q));
+    }
+    int worst = -1;
+    double worst_v = 0;
+    for (int j : free_vars) {
+      const double lim = j == 2 ? kInvFloor : 0.0;
+      const double v = (x[j] - lim) / (j == 2 ? kInvFloor : 1.0);
+      if (x[j] < lim && (worst < 0 || v < worst_v)) {
+        worst = j;
+        worst_v = v;
+      }
+    }
+    out = Coef{x[0], x[1], x[2]};
+    if (worst < 0) break;
+    free_vars.erase(std::find(free_vars.begin(), free_vars.end(), worst));  // pinned at its bound
+  }
+  out.a0 = std::max(out.a0, 0.0);
+  out.as = std::max(out.as, 0.0);
+  out.inv = std::max(out.inv, kInvFloor);
+  return out;
+}
+
+// Huber M-estimate by iteratively reweighted least squares (Huber 1964; Holland & Welsch 1977),
+// scale from the median absolute relative residual.
+Coef irls(const std::vector<const Obs*>& o, Collective c, double k) {
+  std::set<int> ns;
+  for (const Obs* p : o) ns.insert(p->n);
+  const bool joint = ns.size() >= 2;
+  std::vector<double> w(o.size(), 1.0);
+  Coef coef;
+  for (int it = 0; it < 40; ++it) {
+    coef = wls(o, w, joint, c);
+    std::vector<double> r(o.size());
+    for (std::size_t i = 0; i < o.size(); ++i)
+      r[i] = (o[i]->y - eval_coef(coef, o[i]->s, o[i]->n, c)) / o[i]->y;
+    std::vector<double> ar(r.size());
+    for (std::size_t i = 0; i < r.size(); ++i) ar[i] = std::abs(r[i]);
+    const double scale = std::max(median(ar) / 0.6745, 1e-3);
+    double change = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const double u = std::abs(r[i]) / scale;
+      const double nw = u <= k ? 1.0 : k / u;
+      change = std::max(change, std::abs(nw - w[i]));
+      w[i] = nw;
+    }
+    if (change < 1e-6) break;
+  }
+  return coef;
+}
+
+double huber(double r, double d) {
+  const double a = std::abs(r);
+  return a <= d ? 0.5 * r * r : d * (a - 0.5 * d);
+}
+
+std::vector<double> distinct_sizes(const std::vector<Obs>& obs) {
+  std::set<double> s;
+  for (const Obs& o : obs) s.insert(o.s);
+  return {s.begin(), s.end()};
+}
+
+std::vector<int> distinct_ns(const std::vector<Obs>& obs) {
+  std::set<int> s;
+  for (const Obs& o : obs) s.insert(o.n);
+  return {s.begin(), s.end()};
+}
+
+struct Piecewise {
+  std::vector<double> lo;  // segment starts (lo[0] = 0)
+  std::vector<Coef> coef;
+};
+
+int seg_of(const Piecewise& p, double s) {
+  int k = 0;
+  for (std::size_t i = 1; i < p.lo.size(); ++i)
+    if (s >= p.lo[i]) k = int(i);
+  return k;
+}
+
+// Raise later segments' alpha0 so the prediction never drops at a boundary, for every group size
+// from 2 to max(64, 2 x the largest measured).
+void make_monotone(Piecewise& p, Collective c, int n_max) {
+  const int hi = std::max(64, 2 * n_max);
+  for (std::size_t k = 1; k < p.coef.size(); ++k) {
+    double deficit = 0;
+    for (int n = 2; n <= hi; ++n)
+      deficit = std::max(deficit, eval_coef(p.coef[k - 1], p.lo[k], n, c) -
+                                      eval_coef(p.coef[k], p.lo[k], n, c));
+    if (deficit > 0) p.coef[k].a0 += deficit * (1 + 1e-12) + 1e-12;
+  }
+}
+
+// Best K-segment fit: every split of the distinct sizes into K runs of >= min_per sizes is
+// fitted (robustly) and scored with the Huber loss of relative residuals.
+std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Collective c,
+                                       const FitOptions& opt) {
+  const std::vector<double> u = distinct_sizes(obs);
+  const int m = int(u.size());
+  const int min_per = K == 1 ? 2 : opt.min_sizes_per_segment;
+  if (m < K * min_per) return std::nullopt;
+  const std::vector<int> ns = distinct_ns(obs);
+  // Reference group size for boundary placement: the most frequent.
+  std::map<int, int> freq;
+  for (const Obs& o : obs) ++freq[o.n];
+  const int n_ref = std::max_element(freq.begin(), freq.end(), [](auto& a, auto& b) {
+                      return a.second < b.second;
+                    })->first;
+
+  std::map<std::pair<int, int>, std::pair<Coef, double>> cache;  // [i, j) size index range
+  auto seg_fit = [&](int i, int j) -> std::pair<Coef, double> {
+    auto key = std::make_pair(i, j);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    std::vector<const Obs*> sub;
+    for (const Obs& o : obs)
+      if (o.s >= u[std::size_t(i)] && o.s <= u[std::size_t(j - 1)]) sub.push_back(&o);
+    const Coef k = irls(sub, c, opt.huber_k);
+    double score = 0;
+    for (const Obs* o : sub) score += huber((o->y - eval_coef(k, o->s, o->n, c)) / o->y, opt.score_delta);
+    return cache[key] = {k, score};
+  };
+
+  std::vector<int> best_split;
+  double best_score = INFINITY;
+  std::vector<int> split;  // start indices of segments 1..K-1
+  std::function<void(int, int)> rec = [&](int start, int left) {
+    if (left == 1) {
+      if (m - start < min_per) return;
+      double score = 0;
+      int prev = 0;
+      for (int s : split) {
+        score += seg_fit(prev, s).second;
+        prev = s;
+      }
+      score += seg_fit(prev, m).second;
+      if (score < best_score) {
+        best_score = score;
+        best_split = split;
+      }
+      return;
+    }
+    for (int s = start + min_per; s <= m - min_per * (left - 1); ++s) {
+      split.push_back(s);
+      rec(s, left - 1);
+      split.pop_back();
+    }
+  };
+  rec(0, K);
+  if (!std::isfinite(best_score)) return std::nullopt;
+
+  Piecewise p;
+  p.lo.push_back(0);
+  int prev = 0;
+  for (int s : best_split) {
+    p.coef.push_back(seg_fit(prev, s).first);
+    prev = s;
+  }
+  p.coef.push_back(seg_fit(prev, m).first);
+  for (std::size_t k = 0; k < best_split.size(); ++k) {
+    const double a = u[std::size_t(best_split[k] - 1)], b = u[std::size_t(best_split[k])];
+    // Where the two segments' lines cross (for the reference group size), if inside the gap;
+    // else the geometric middle of the gap.
+    const Coef &L = p.coef[k], &R = p.coef[k + 1];
+    const auto& info = collective_info(c);
+    const double f = info.busbw_factor(n_ref);
+    const double dA = (R.a0 + R.as * info.ring_steps(n_ref)) - (L.a0 + L.as * info.ring_steps(n_ref));
+    const double dI = (L.inv - R.inv) * f;
+    double bound = std::sqrt(a * b);
+    if (dI > 0) {
+      const double cross = dA / dI;
+      if (cross > a && cross <= b) bound = cross;
+    }
+    p.lo.push_back(bound);
+  }
+  make_monotone(p, c, ns.empty() ? 2 : ns.back());
+  return p;
+}
+
+std::vector<Segment> to_segments(const Piecewise& p) {
+  std::vector<Segment> out;
+  for (std::size_t k = 0; k < p.coef.size(); ++k) {
+    Segment s;
+    s.s_lo = p.lo[k];
+    if (k + 1 < p.coef.size()) s.s_hi = p.lo[k + 1];
+    s.alpha_us = p.coef[k].a0;
+    s.alpha_step_us = p.coef[k].as;
+    s.bandwidth_GBps = 1.0 / (p.coef[k].inv * 1e3);
+    out.push_back(s);
+  }
+  return out;
+}
+
+double pw_eval(const Piecewise& p, double s, int n, Collective c) {
+  return eval_coef(p.coef[std::size_t(seg_of(p, s))], s, n, c);
+}
+
+// Mean |relative error| on held-out sizes, k-fold (fold of a size = its rank mod k).
+std::optional<double> holdout_sizes(const std::vector<Obs>& obs, int K, Collective c,
+                                    const FitOptions& opt) {
+  const std::vector<double> u = distinct_sizes(obs);
+  const int folds = std::min<int>(opt.folds, int(u.size()));
+  if (folds < 2) return std::nullopt;
+  double sum = 0;
+  int cnt = 0;
+  for (int f = 0; f < folds; ++f) {
+    std::vector<Obs> train, test;
+    for (const Obs& o : obs) {
+      const int idx = int(std::lower_bound(u.begin(), u.end(), o.s) - u.begin());
+      (idx % folds == f ? test : train).push_back(o);
+    }
+    auto p = fit_piecewise(train, K, c, opt);
+    if (!p) return std::nullopt;
+    for (const Obs& o : test) {
+      sum += std::abs(pw_eval(*p, o.s, o.n, c) - o.y) / o.y;
+      ++cnt;
+    }
+  }
+  return cnt ? std::optional<double>(sum / cnt) : std::nullopt;
+}
+
+struct FamilyKey {
+  Collective op;
+  int hosts, conc;
+  auto operator<=>(const FamilyKey&) const = default;
+};
+
+std::string key_name(Collective op, int hosts, int conc, std::optional<DType> dt) {
+  std::string s = std::string(collective_info(op).name) + " hosts=" + std::to_string(hosts) +
+                  " concurrent=" + std::to_string(conc);
+  if (dt) s += " dtype=" + std::string(dtype_name(*dt));
+  return s;
+}
+
+std::variant<Model, UnfittedModel> fit_family(const std::vector<Obs>& obs, const FamilyKey& key,
+                                              std::optional<DType> dt, const FitOptions& opt) {
+  const std::vector<double> u = distinct_sizes(obs);
+  const std::vector<int> ns = distinct_ns(obs);
+  if (int(u.size()) < opt.min_sizes) {
+    UnfittedModel um{key.op, key.hosts, key.conc, dt, ns, int(u.size()),
+                     std::to_string(u.size()) + " distinct size(s), need >= " +
+                         std::to_string(opt.min_sizes)};
+    return um;
+  }
+  // Segment count by held-out error: K+1 only if it cuts the holdout MAPE by the gain margin.
+  int bestK = 1;
+  std::optional<double> best_cv = holdout_sizes(obs, 1, key.op, opt);
+  for (int K = 2; K <= opt.max_segments; ++K) {
+    auto cv = holdout_sizes(obs, K, key.op, opt);
+    if (!cv) break;
+    if (!best_cv || *cv < *best_cv * (1.0 - opt.more_segments_gain)) {
+      bestK = K;
+      best_cv = cv;
+    }
+  }
+  auto p = fit_piecewise(obs, bestK, key.op, opt);
+  if (!p) {
+    UnfittedModel um{key.op, key.hosts, key.conc, dt, ns, int(u.size()), "fit failed"};
+    return um;
+  }
+  Model m;
+  m.collective = key.op;
+  m.hosts = key.hosts;
+  m.concurrent_groups = key.conc;
+  m.dtype = dt;
+  m.group_sizes = ns;
+  m.segments = to_segments(*p);
+  m.quality.points = int(obs.size());
+  double sum = 0, mx = 0;
+  for (const Obs& o : obs) {
+    const double e = std::abs(model_time_us(m, o.s, o.n) - o.y) / o.y;
+    sum += e;
+    mx = std::max(mx, e);
+  }
+  m.quality.mape = sum / double(obs.size());
+  m.quality.max_rel_error = mx;
+  m.quality.holdout_mape = best_cv;
+  if (ns.size() >= 3) {
+    double s2 = 0;
+    int c2 = 0;
+    bool ok = true;
+    for (int n : ns) {
+      std::vector<Obs> train, test;
+      for (const Obs& o : obs) (o.n == n ? test : train).push_back(o);
+      std::optional<Piecewise> q;
+      for (int K = bestK; K >= 1 && !q; --K) q = fit_piecewise(train, K, key.op, opt);
+      if (!q) {
+        ok = false;
+        break;
+      }
+      for (const Obs& o : test) {
+        s2 += std::abs(pw_eval(*q, o.s, o.n, key.op) - o.y) / o.y;
+        ++c2;
+      }
+    }
+    if (ok && c2) m.quality.leave_group_out_mape = s2 / c2;
+  }
+  return m;
+}
+
+const Model* find_model(const std::vector<Model>& models, Collective op, int hosts, int conc,
+                        DType dt, bool* exact) {
+  const Model* best = nullptr;
+  double best_d = INFINITY;
+  for (const Model& m : models) {
+    if (m.collective != op) continue;
+    if (m.dtype && *m.dtype != dt) continue;
+    const double d = 10.0 * std::abs(std::log2(double(m.hosts) / hosts)) +
+                     std::abs(std::log2(double(m.concurrent_groups) / conc));
+    if (d < best_d) {
+      best_d = d;
+      best = &m;
+    }
+  }
+  if (exact) *exact = best && best_d == 0;
+  return best;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pct(std::optional<double> v) { return v ? fmt("%.1f%%", *v * 100) : "-"; }
+
+std::string eff_name(EffectiveSize e) {
+  return e == EffectiveSize::Total ? "total" : "n_times_max";
+}
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+double model_time_us(const Model& m, double s_eff, int n, int* segment) {
+  if (m.segments.empty()) throw Error("model has no segments");
+  std::size_t k = 0;
+  for (std::size_t i = 1; i < m.segments.size(); ++i)
+    if (s_eff >= m.segments[i].s_lo) k = i;
+  if (segment) *segment = int(k);
+  const Segment& s = m.segments[k];
+  const auto& info = collective_info(m.collective);
+  return s.alpha_us + s.alpha_step_us * info.ring_steps(n) +
+         s_eff * info.busbw_factor(n) / (s.bandwidth_GBps * 1e3);
+}
+
+Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
+  Calibration cal;
+  cal.options = opt;
+  // Even points -> fit observations per family; uneven points kept for the S_eff comparison.
+  std::map<FamilyKey, std::vector<Obs>> fam;
+  std::vector<const CollectivePoint*> uneven;
+  for (const CollectivePoint& p : rs.collectives) {
+    if (p.mode != opt.mode) {
+      ++cal.points_other_mode;
+      continue;
+    }
+    ++cal.points_used;
+    if (p.uneven) {
+      uneven.push_back(&p);
+      continue;
+    }
+    fam[{p.op, p.hosts_spanned, p.concurrent_groups}].push_back(
+        Obs{p.bytes, p.group_size, p.median_s * 1e6, p.dtype});
+  }
+  for (const TransitionPoint& t : rs.transitions)
+    if (t.mode == opt.mode) ++cal.points_used;
+    else ++cal.points_other_mode;
+  if (cal.points_used == 0)
+    throw Error("no usable point: " + std::to_string(rs.point_records) + " point record(s), " +
+                std::to_string(rs.skipped_wrong) + " with wrong > 0, " +
+                std::to_string(rs.skipped_failed) + " failed, " +
+                std::to_string(cal.points_other_mode) + " in a timing mode other than " +
+                opt.mode + "; rerun the sweep (with check on, every point correct)");
+
+  for (const auto& [key, obs] : fam) {
+    std::set<DType> dts;
+    for (const Obs& o : obs) dts.insert(o.dtype);
+    DtypeDecision dd{key.op, key.hosts, key.conc, {dts.begin(), dts.end()}, true, ""};
+    auto pooled = fit_family(obs, key, std::nullopt, opt);
+    if (dts.size() >= 2 && std::holds_alternative<Model>(pooled)) {
+      const Model& pm = std::get<Model>(pooled);
+      bool split = false;
+      for (DType d : dts) {
+        std::vector<double> r;
+        for (const Obs& o : obs)
+          if (o.dtype == d) r.push_back((o.y - model_time_us(pm, o.s, o.n)) / o.y);
+        const double mean = std::accumulate(r.begin(), r.end(), 0.0) / double(r.size());
+        double var = 0;
+        for (double x : r) var += (x - mean) * (x - mean);
+        const double se = r.size() > 1 ? std::sqrt(var / double(r.size() - 1) / double(r.size())) : INFINITY;
+        const bool differs = std::abs(mean) > opt.dtype_bias_min && std::abs(mean) > 3 * se;
+        split = split || differs;
+        dd.detail += std::string(dd.detail.empty() ? "" : ", ") + std::string(dtype_name(d)) +
+                     " mean residual " + fmt("%+.1f%%", mean * 100) + " (se " +
+                     fmt("%.1f%%", se * 100) + ")" + (differs ? " differs" : "");
+      }
+      if (split) {
+        dd.pooled = false;
+        for (DType d : dts) {
+          std::vector<Obs> sub;
+          for (const Obs& o : obs)
+            if (o.dtype == d) sub.push_back(o);
+          auto r = fit_family(sub, key, d, opt);
+          if (auto* m = std::get_if<Model>(&r)) cal.models.push_back(*m);
+          else cal.unfitted.push_back(std::get<UnfittedModel>(r));
+        }
+      }
+    } else if (dts.size() == 1) {
+      dd.detail = "only " + std::string(dtype_name(*dts.begin())) + " measured";
+    }
+    if (dd.pooled) {
+      if (auto* m = std::get_if<Model>(&pooled)) cal.models.push_back(*m);
+      else cal.unfitted.push_back(std::get<UnfittedModel>(pooled));
+    }
+    cal.dtypes.push_back(dd);
+  }
+  if (cal.models.empty()) {
+    std::string why;
+    for (const auto& u : cal.unfitted)
+      why += (why.empty() ? "" : "; ") + key_name(u.collective, u.hosts, u.concurrent_groups, u.dtype) +
+             ": " + u.reason;
+    throw Error("no model could be fitted (" + (why.empty() ? std::string("no even-shard collective point") : why) +
+                "); sweep >= " + std::to_string(opt.min_sizes) + " sizes per collective");
+  }
+
+  // Uneven shards: which effective size predicts the v-form times best, per collective.
+  for (const auto& info : kCollectives) {
+    if (!info.has_v_form) continue;
+    EffectiveSizeComparison e;
+    e.collective = info.op;
+    double st = 0, sn = 0;
+    for (const CollectivePoint* p : uneven) {
+      if (p->op != info.op) continue;
+      bool exact = false;
+      const Model* m = find_model(cal.models, p->op, p->hosts_spanned, p->concurrent_groups, p->dtype, &exact);
+      if (!m || !exact) continue;
+      const double y = p->median_s * 1e6;
+      st += std::abs(model_time_us(*m, p->bytes_total, p->group_size) - y) / y;
+      sn += std::abs(model_time_us(*m, p->bytes_eff, p->group_size) - y) / y;
+      ++e.points;
+    }
+    if (e.points > 0) {
+      e.measured = true;
+      e.mape_total = st / e.points;
+      e.mape_n_max = sn / e.points;
+      e.chosen = e.mape_total < e.mape_n_max ? EffectiveSize::Total : EffectiveSize::NTimesMax;
+    }
+    for (Model& m : cal.models)
+      if (m.collective == info.op) m.effective_size = e.chosen;
+    bool any_model = std::any_of(cal.models.begin(), cal.models.end(),
+                                 [&](const Model& m) { return m.collective == info.op; });
+    if (any_model) cal.effective_size.push_back(e);
+  }
+
+  // Transitions: predicted from their plan steps with the fitted models, through predict() (the
+  // planner's path, including its nearest-measured-class rule).
+  Profile tmp;
+  tmp.cluster = "calibration";
+  tmp.models = cal.models;
+  double tsum = 0;
+  int tcnt = 0;
+  for (const TransitionPoint& t : rs.transitions) {
+    if (t.mode != opt.mode) continue;
+    TransitionPrediction tp;
+    tp.label = t.label;
+    tp.measured_us = t.median_s * 1e6;
+    bool missing = false;
+    for (const TransitionStep& s : t.steps) {
+      if (!s.op) continue;
+      ++tp.comm_steps;
+      if (s.group_size % s.hosts_spanned != 0) {
+        missing = true;
+        break;
+      }
+      const LinkClass lc{s.group_size, s.hosts_spanned, s.group_size / s.hosts_spanned,
+                         s.concurrent_groups};
+      try {
+        const Prediction pr = predict(tmp, *s.op, lc, s.bytes, {}, 1, t.dtype);
+        tp.extrapolated = tp.extrapolated || pr.extrapolated;
+        tp.predicted_us += pr.time_us;
+      } catch (const Error&) {
+        missing = true;  // no model for this collective
+        break;
+      }
+    }
+    if (missing || tp.comm_steps == 0) continue;
+    tp.rel_error = (tp.predicted_us - tp.measured_us) / tp.measured_us;
+    tsum += std::abs(tp.rel_error);
+    ++tcnt;
+    cal.transitions.push_back(tp);
+  }
+  if (tcnt) cal.composition_mape = tsum / tcnt;
+  return cal;
+}
+
+Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::string& cluster) {
+  Profile p;
+  p.cluster = cluster;
+  p.created = now_iso();
+  p.backend = rs.backend;
+  p.memory = rs.memory;
+  p.shardcal_version = "unknown";
+  for (const auto& f : rs.files)
+    for (const auto& c : f.contexts)
+      if (c.contains("shardcal_version") && c["shardcal_version"].is_string())
+        p.shardcal_version = c["shardcal_version"].get<std::string>();
+  p.models = cal.models;
+  const FitOptions& o = cal.options;
+  json extra;
+  json files = json::array();
+  for (const auto& f : rs.files)
+    files.push_back({{"path", f.path}, {"sha256", f.sha256}, {"contexts", f.contexts}});
+  extra["provenance"] = {{"results", files},
+                         {"point_records", rs.point_records},
+                         {"excluded_wrong", rs.skipped_wrong},
+                         {"excluded_failed", rs.skipped_failed},
+                         {"other_mode", cal.points_other_mode}};
+  extra["fit_method"] = {
+      {"method", "piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B per size "
+                 "segment; weighted least squares of relative residuals; Huber IRLS; breakpoints "
+                 "by exhaustive search; segment count by k-fold held-out error over sizes "
+                 "(docs/CALIBRATION.md)"},
+      {"timing_mode", o.mode},
+      {"y", "median of the slowest-rank samples"},
+      {"huber_k", o.huber_k},
+      {"folds", o.folds},
+      {"max_segments", o.max_segments},
+      {"min_sizes", o.min_sizes},
+      {"min_sizes_per_segment", o.min_sizes_per_segment},
+      {"more_segments_gain", o.more_segments_gain}};
+  json eff = json::array();
+  for (const auto& e : cal.effective_size) {
+    json j = {{"collective", collective_info(e.collective).name},
+              {"points", e.points},
+              {"chosen", eff_name(e.chosen)},
+              {"measured", e.measured}};
+    if (e.measured) {
+      j["mape_total"] = e.mape_total;
+      j["mape_n_times_max"] = e.mape_n_max;
+    }
+    eff.push_back(j);
+  }
+  json more;
+  more["effective_size_comparison"] = eff;
+  json dts = json::array();
+  for (const auto& d : cal.dtypes) {
+    json names = json::array();
+    for (DType t : d.dtypes) names.push_back(std::string(dtype_name(t)));
+    dts.push_back({{"collective", collective_info(d.collective).name},
+                   {"hosts", d.hosts},
+                   {"concurrent_groups", d.concurrent_groups},
+                   {"dtypes", names},
+                   {"pooled", d.pooled},
+                   {"detail", d.detail}});
+  }
+  more["dtype_pooling"] = dts;
+  json unf = json::array();
+  for (const auto& u : cal.unfitted)
+    unf.push_back({{"collective", collective_info(u.collective).name},
+                   {"hosts", u.hosts},
+                   {"concurrent_groups", u.concurrent_groups},
+                   {"dtype", u.dtype ? json(std::string(dtype_name(*u.dtype))) : json(nullptr)},
+                   {"group_sizes", u.group_sizes},
+                   {"sizes", u.sizes},
+                   {"reason", u.reason}});
+  more["unfitted_models"] = unf;
+  json tr = {{"count", cal.transitions.size()},
+             {"mape", cal.composition_mape ? json(*cal.composition_mape) : json(nullptr)}};
+  json items = json::array();
+  for (const auto& t : cal.transitions)
+    items.push_back({{"transition", t.label},
+                     {"comm_steps", t.comm_steps},
+                     {"measured_us", t.measured_us},
+                     {"predicted_us", t.predicted_us},
+                     {"rel_error", t.rel_error},
+                     {"extrapolated", t.extrapolated}});
+  tr["items"] = items;
+  more["transition_composition"] = tr;
+  extra["extra"] = more;
+  p.json_extra = extra.dump();
+  return p;
+}
+
+std::string quality_report(const ResultSet& rs, const Calibration& cal) {
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "calibration: backend %s, memory %s, %zu file(s), %d point record(s): %d used, %d "
+                "excluded (wrong > 0), %d failed, %d in another timing mode (models describe %s)\n",
+                rs.backend.c_str(), rs.memory.c_str(), rs.files.size(), rs.point_records,
+                cal.points_used, rs.skipped_wrong, rs.skipped_failed, cal.points_other_mode,
+                cal.options.mode.c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %7s %7s %8s %8s  %s\n",
+                "collective", "hosts", "conc", "dtype", "n", "pts", "segs", "MAPE",
+                "max", "holdout", "LOGO", "segments: [from) alpha+step us, B GB/s");
+  out += buf;
+  for (const Model& m : cal.models) {
+    std::string ns;
+    for (int n : m.group_sizes) ns += (ns.empty() ? "" : ",") + std::to_string(n);
+    std::string segs;
+    for (const Segment& s : m.segments)
+      segs += (segs.empty() ? "" : " | ") + fmt("%.0f:", s.s_lo) + fmt(" %.2f", s.alpha_us) +
+              fmt("+%.3f", s.alpha_step_us) + fmt(" %.3g", s.bandwidth_GBps);
+    std::snprintf(buf, sizeof buf, "%-15s %5d %4d %-6s %-10s %4d %4zu %7s %7s %8s %8s  %s\n",
+                  std::string(collective_info(m.collective).name).c_str(), m.hosts,
+                  m.concurrent_groups,
+                  m.dtype ? std::string(dtype_name(*m.dtype)).c_str() : "pooled", ns.c_str(),
+                  m.quality.points, m.segments.size(), pct(m.quality.mape).c_str(),
+                  pct(m.quality.max_rel_error).c_str(), pct(m.quality.holdout_mape).c_str(),
+                  pct(m.quality.leave_group_out_mape).c_str(), segs.c_str());
+    out += buf;
+  }
+  for (const auto& u : cal.unfitted)
+    out += "not fitted: " + key_name(u.collective, u.hosts, u.concurrent_groups, u.dtype) + ": " +
+           u.reason + "\n";
+  for (const auto& d : cal.dtypes)
+    if (d.dtypes.size() >= 2)
+      out += "dtypes " + key_name(d.collective, d.hosts, d.concurrent_groups, std::nullopt) + ": " +
+             (d.pooled ? "pooled" : "fitted separately") + " (" + d.detail + ")\n";
+  out += "uneven shards, effective size (MAPE of v-form points priced with the even-shard model):\n";
+  for (const auto& e : cal.effective_size) {
+    if (!e.measured)
+      out += "  " + std::string(collective_info(e.collective).name) +
+             ": no uneven points; default n_times_max\n";
+    else
+      out += "  " + std::string(collective_info(e.collective).name) + ": " +
+             std::to_string(e.points) + " points, total " + pct(e.mape_total) + ", n x max " +
+             pct(e.mape_n_max) + " -> " + eff_name(e.chosen) + "\n";
+  }
+  if (cal.composition_mape) {
+    int extr = 0;
+    double worst = 0;
+    for (const auto& t : cal.transitions) {
+      extr += t.extrapolated;
+      worst = std::max(worst, std::abs(t.rel_error));
+    }
+    out += "transitions predicted from their steps: " + std::to_string(cal.transitions.size()) +
+           ", composition MAPE " + pct(cal.composition_mape) + ", max " + pct(worst) + " (" +
+           std::to_string(extr) + " used an extrapolated model)\n";
+  } else {
+    out += "transitions: none to predict\n";
+  }
+  return out;
+}
+
+}  // namespace shardcal::calib

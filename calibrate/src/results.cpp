@@ -1,0 +1,266 @@
+// Sweep results reader for the calibrator (docs/RESULTS_FORMAT.md, docs/CALIBRATION.md).
+#include "shardcal/calibrate/results.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "shardcal/error.hpp"
+
+namespace shardcal::calib {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw Error(where + ": " + what);
+}
+
+const json& field(const json& rec, const char* name, const std::string& where) {
+  auto it = rec.find(name);
+  if (it == rec.end())
+    fail(where, std::string("missing field \"") + name +
+                    "\"; is this a shardbench sweep results file (docs/RESULTS_FORMAT.md)?");
+  return *it;
+}
+
+std::string str_field(const json& rec, const char* name, const std::string& where) {
+  const json& v = field(rec, name, where);
+  if (!v.is_string()) fail(where, std::string("field \"") + name + "\" is not a string");
+  return v.get<std::string>();
+}
+
+long long int_field(const json& rec, const char* name, const std::string& where) {
+  const json& v = field(rec, name, where);
+  if (!v.is_number_integer()) fail(where, std::string("field \"") + name + "\" is not an integer");
+  return v.get<long long>();
+}
+
+int pos_int_field(const json& rec, const char* name, const std::string& where) {
+  const long long v = int_field(rec, name, where);
+  if (v < 1 || v > (1LL << 30))
+    fail(where, std::string("field \"") + name + "\" = " + std::to_string(v) + " is out of range");
+  return int(v);
+}
+
+double num_field(const json& rec, const char* name, const std::string& where) {
+  const json& v = field(rec, name, where);
+  if (!v.is_number()) fail(where, std::string("field \"") + name + "\" is not a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < 0)
+    fail(where, std::string("field \"") + name + "\" must be finite and >= 0");
+  return d;
+}
+
+// numpy-style (linear) median.
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int concurrent(int groups, int hosts_spanned, int n_hosts) {
+  const double c = double(groups) * double(hosts_spanned) / double(std::max(1, n_hosts));
+  return std::max(1, int(std::lround(c)));
+}
+
+json context_summary(const json& rec) {
+  json out = json::object();
+  for (const char* k : {"date", "backend", "memory", "world", "hosts", "n_hosts", "ranks_per_host",
+                        "library_versions", "shardcal_version", "git_revision", "config_hash"})
+    if (rec.contains(k)) out[k] = rec[k];
+  return out;
+}
+
+}  // namespace
+
+std::string sha256_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open for sha256");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
+    throw Error("sha256: OpenSSL EVP_DigestInit_ex failed");
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), std::streamsize(buf.size()));
+    const std::streamsize got = in.gcount();
+    if (got > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), std::size_t(got)) != 1)
+      throw Error("sha256: OpenSSL EVP_DigestUpdate failed");
+  }
+  if (in.bad()) throw Error(path + ": read error while hashing");
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1)
+    throw Error("sha256: OpenSSL EVP_DigestFinal_ex failed");
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s += hex[md[i] >> 4];
+    s += hex[md[i] & 15];
+  }
+  return s;
+}
+
+ResultSet read_results(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw Error("no results file given; pass --results FILE.jsonl");
+  ResultSet rs;
+  std::string first_ctx_where;
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      throw Error(path + ": cannot open the results file (check the path; results come from "
+                         "`shardbench sweep --out FILE`)");
+    ResultsFileInfo info;
+    info.path = path;
+    info.sha256 = sha256_file(path);
+    std::string line;
+    int lineno = 0;
+    bool have_ctx = false;
+    int n_hosts = 1;
+    while (std::getline(in, line)) {
+      ++lineno;
+      const std::string where = path + ":" + std::to_string(lineno);
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      json rec;
+      try {
+        rec = json::parse(line);
+      } catch (const json::parse_error& e) {
+        // A torn last line (kill -9 during a write) is what --resume drops; so do we.
+        if (in.peek() == std::char_traits<char>::eof() && have_ctx) break;
+        fail(where, std::string("not valid JSON (") + e.what() +
+                        "); the file is corrupt or not a sweep results file");
+      }
+      if (!rec.is_object()) fail(where, "the record is not a JSON object");
+      const std::string type = str_field(rec, "type", where);
+      if (type == "context") {
+        const std::string backend = str_field(rec, "backend", where);
+        const std::string memory = str_field(rec, "memory", where);
+        n_hosts = rec.contains("n_hosts") ? pos_int_field(rec, "n_hosts", where) : 1;
+        if (rs.backend.empty()) {
+          rs.backend = backend;
+          rs.memory = memory;
+          first_ctx_where = where;
+        } else if (backend != rs.backend || memory != rs.memory) {
+          fail(where, "backend/memory \"" + backend + "/" + memory + "\" differs from \"" +
+                          rs.backend + "/" + rs.memory + "\" (" + first_ctx_where +
+                          "); one profile describes one backend on one memory space: calibrate "
+                          "each backend's results separately");
+        }
+        info.contexts.push_back(context_summary(rec));
+        have_ctx = true;
+        continue;
+      }
+      if (type != "point") continue;  // readers ignore unknown record types
+      if (!have_ctx)
+        fail(where, "a point record before any context record; line 1 of a sweep results file "
+                    "is its context record");
+      ++rs.point_records;
+      const json& wrong = field(rec, "wrong", where);
+      if (wrong.is_number() && wrong.get<double>() > 0) {
+        ++rs.skipped_wrong;
+        continue;
+      }
+      const json& params = field(rec, "point", where);
+      if (!params.is_object()) fail(where, "field \"point\" is not an object");
+      const std::string kind = str_field(params, "kind", where);
+      const std::string mode = str_field(params, "mode", where);
+      const DType dtype = parse_dtype(str_field(params, "dtype", where));
+      const json& samples = field(rec, "samples_s", where);
+      if (!samples.is_array()) fail(where, "field \"samples_s\" is not an array");
+      std::vector<double> s;
+      bool bad = false;
+      for (const json& x : samples) {
+        if (!x.is_number()) fail(where, "samples_s holds a non-number");
+        const double d = x.get<double>();
+        if (!std::isfinite(d) || d <= 0) bad = true;
+        s.push_back(d);
+      }
+      if (s.empty() || bad) {
+        ++rs.skipped_failed;
+        continue;
+      }
+      const double med = median_of(s);
+      if (kind == "collective") {
+        CollectivePoint p;
+        p.where = where;
+        const std::string op = str_field(rec, "collective", where);
+        auto c = find_collective(op);
+        if (!c) fail(where, "unknown collective \"" + op + "\"");
+        p.op = *c;
+        p.dtype = dtype;
+        p.distribution = str_field(params, "distribution", where);
+        p.mode = mode;
+        p.group_size = pos_int_field(rec, "group_size", where);
+        p.groups = pos_int_field(rec, "groups", where);
+        p.hosts_spanned = pos_int_field(rec, "hosts_spanned", where);
+        p.max_ranks_per_host = pos_int_field(rec, "max_ranks_per_host", where);
+        p.n_hosts = n_hosts;
+        p.concurrent_groups = concurrent(p.groups, p.hosts_spanned, n_hosts);
+        p.elem_size = pos_int_field(rec, "elem_size", where);
+        const json& counts = field(rec, "counts", where);
+        if (!counts.is_array()) fail(where, "field \"counts\" is not an array");
+        for (const json& x : counts) {
+          if (!x.is_number_integer() || x.get<long long>() < 0)
+            fail(where, "counts must be non-negative integers");
+          p.counts.push_back(x.get<std::int64_t>());
+        }
+        p.bytes = num_field(rec, "bytes", where);
+        p.bytes_total = num_field(rec, "bytes_total", where);
+        p.bytes_eff = num_field(rec, "bytes_eff", where);
+        p.uneven = !p.counts.empty() &&
+                   std::adjacent_find(p.counts.begin(), p.counts.end(),
+                                      std::not_equal_to<>()) != p.counts.end();
+        p.samples_s = std::move(s);
+        p.median_s = med;
+        rs.collectives.push_back(std::move(p));
+      } else if (kind == "transition") {
+        TransitionPoint t;
+        t.where = where;
+        t.dtype = dtype;
+        t.mode = mode;
+        t.median_s = med;
+        const json& tr = field(rec, "transition", where);
+        if (!tr.is_object()) fail(where, "field \"transition\" is not an object");
+        t.label = "mesh " + str_field(params, "mesh", where) + " " + str_field(tr, "from", where) +
+                  " -> " + str_field(tr, "to", where) + " " + std::string(dtype_name(dtype)) +
+                  " " + std::to_string(std::llround(num_field(rec, "bytes", where))) + " B " +
+                  str_field(params, "distribution", where);
+        const int world = [&] {
+          int w = 1;
+          std::stringstream ss(str_field(params, "mesh", where));
+          std::string part;
+          while (std::getline(ss, part, 'x')) w *= std::max(1, std::atoi(part.c_str()));
+          return w;
+        }();
+        const json& plan = field(tr, "plan", where);
+        if (!plan.is_array()) fail(where, "field \"transition.plan\" is not an array");
+        for (const json& st : plan) {
+          if (!st.is_object()) fail(where, "a plan step is not an object");
+          TransitionStep step;
+          step.kind = str_field(st, "collective", where);
+          step.op = find_collective(step.kind);
+          step.mesh_dim = int(int_field(st, "mesh_dim", where));
+          step.group_size = pos_int_field(st, "group_size", where);
+          step.hosts_spanned = pos_int_field(st, "hosts_spanned", where);
+          step.concurrent_groups =
+              concurrent(std::max(1, world / step.group_size), step.hosts_spanned, n_hosts);
+          step.bytes = num_field(st, "bytes", where);
+          t.steps.push_back(std::move(step));
+        }
+        rs.transitions.push_back(std::move(t));
+      }
+    }
+    if (in.bad()) throw Error(path + ": read error");
+    if (!have_ctx)
+      throw Error(path + ": no context record (the file is empty or not a shardbench sweep "
+                         "results file); run `shardbench sweep --out FILE` to produce one");
+    rs.files.push_back(std::move(info));
+  }
+  return rs;
+}
+
+}  // namespace shardcal::calib

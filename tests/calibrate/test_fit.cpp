@@ -1,0 +1,336 @@
+// Calibration fitter against synthetic ground truth (issue 8 acceptance): results files generated
+// from known parameters (two segments with a known break, 5% multiplicative noise, outliers,
+// three group sizes) must give back the parameters, and a held-out group size must be predicted.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "shardcal/calibrate/fit.hpp"
+#include "shardcal/calibrate/results.hpp"
+#include "shardcal/error.hpp"
+
+namespace {
+
+using nlohmann::json;
+using shardcal::Collective;
+using shardcal::collective_info;
+using namespace shardcal::calib;
+
+struct TrueSeg {
+  double a0, as, B;  // us, us, GB/s
+};
+// Two regimes with a break at 64 KiB (an eager -> rendezvous switch: more latency, more
+// bandwidth; the time jumps up at the break for every n, so the truth is monotone in S).
+constexpr double kBreak = 65536;
+const TrueSeg kSmall{5.0, 1.0, 1.0};
+const TrueSeg kLarge{40.0, 5.0, 10.0};
+
+double truth_us(Collective c, double s, int n) {
+  const TrueSeg& t = s < kBreak ? kSmall : kLarge;
+  const auto& info = collective_info(c);
+  return t.a0 + t.as * info.ring_steps(n) + s * info.busbw_factor(n) / (t.B * 1e3);
+}
+
+std::vector<double> sizes() {
+  std::vector<double> v;
+  for (double s = 8; s <= 4 * 1048576; s *= 2) v.push_back(s);  // 8 B .. 4 MiB, 20 sizes
+  return v;
+}
+
+json context(const std::string& backend = "sim") {
+  return {{"type", "context"}, {"schema", "shardcal.sweep.results"}, {"version", 1},
+          {"backend", backend}, {"memory", "host"}, {"world", 8}, {"n_hosts", 1},
+          {"hosts", json::array({{{"name", "synthetic"}, {"ranks", {0, 1, 2, 3, 4, 5, 6, 7}}}})},
+          {"ranks_per_host", 8}, {"shardcal_version", "0.1.0"}, {"git_revision", "test"},
+          {"config_hash", "0"}};
+}
+
+json point(Collective c, int n, double bytes, double t_us, const std::vector<std::int64_t>& counts,
+           double bytes_total, double bytes_eff, int wrong = 0, const std::string& dtype = "f32") {
+  static int index = 0;
+  const auto& info = collective_info(c);
+  const bool uneven = std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) != counts.end();
+  json params = {{"kind", "collective"}, {"mesh", std::to_string(n)}, {"mesh_dim", 0},
+                 {"op", std::string(info.name)}, {"dtype", dtype},
+                 {"distribution", uneven ? "zipf(1.2)" : "even"}, {"mode", "per_iteration"},
+                 {"size", bytes}};
+  return {{"type", "point"}, {"index", index++}, {"key", params.dump()}, {"point", params},
+          {"collective", std::string(info.name)}, {"group_size", n}, {"groups", 1},
+          {"hosts_spanned", 1}, {"max_ranks_per_host", n}, {"elem_size", 1}, {"counts", counts},
+          {"bytes", bytes}, {"bytes_total", bytes_total}, {"bytes_max_rank", bytes_eff / n},
+          {"bytes_eff", bytes_eff}, {"samples_s", {t_us * 1e-6}}, {"wrong", wrong}};
+}
+
+std::vector<std::int64_t> even_counts(int n, double bytes) {
+  return std::vector<std::int64_t>(std::size_t(n), std::int64_t(bytes) / n);
+}
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name)
+      : path((std::filesystem::temp_directory_path() /
+              ("shardcal_calib_" + std::to_string(::getpid()) + "_" + name))
+                 .string()) {}
+  ~TempFile() { std::filesystem::remove(path); }
+  void write(const std::vector<json>& recs) const {
+    std::ofstream out(path);
+    for (const json& r : recs) out << r.dump() << "\n";
+  }
+};
+
+// Three group sizes (2, 4, 8) of all_gather, 5% multiplicative noise, four gross outliers.
+std::vector<json> synthetic(unsigned seed, Collective c = Collective::AllGather,
+                            const std::vector<int>& ns = {2, 4, 8}) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 0.05);
+  std::vector<json> recs{context()};
+  for (int n : ns)
+    for (double s : sizes()) {
+      const double t = truth_us(c, s, n) * std::max(0.5, 1.0 + noise(rng));
+      recs.push_back(point(c, n, s, t, even_counts(n, s), s, s));
+    }
+  // Outliers: a few points 2-3x slow (a daemon woke up), at both ends and near the break.
+  for (std::size_t i : {5u, 12u, 30u, 47u}) {
+    json& r = recs[i];
+    r["samples_s"][0] = r["samples_s"][0].get<double>() * (i % 2 ? 2.0 : 3.0);
+  }
+  return recs;
+}
+
+const Model& only_model(const Calibration& cal) {
+  EXPECT_EQ(cal.models.size(), 1u);
+  return cal.models.at(0);
+}
+
+TEST(CalibrateFit, RecoversSyntheticGroundTruth) {
+  for (unsigned seed : {1u, 2u, 3u, 4u, 5u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    TempFile f("truth.jsonl");
+    f.write(synthetic(seed));
+    const ResultSet rs = read_results({f.path});
+    const Calibration cal = calibrate(rs);
+    const Model& m = only_model(cal);
+    EXPECT_EQ(m.group_sizes, (std::vector<int>{2, 4, 8}));
+    ASSERT_EQ(m.segments.size(), 2u) << quality_report(rs, cal);
+    if (seed == 1) std::printf("%s", quality_report(rs, cal).c_str());
+    const TrueSeg* truth[2] = {&kSmall, &kLarge};
+    for (int k = 0; k < 2; ++k) {
+      const Segment& s = m.segments[std::size_t(k)];
+      const TrueSeg& t = *truth[k];
+      EXPECT_LE(std::abs(s.alpha_us - t.a0), std::max(0.05 * t.a0, 0.5)) << "segment " << k;
+      EXPECT_LE(std::abs(s.alpha_step_us - t.as), std::max(0.05 * t.as, 0.5)) << "segment " << k;
+      EXPECT_LE(std::abs(s.bandwidth_GBps - t.B), 0.05 * t.B) << "segment " << k;
+    }
+    // The break within one size step (sizes double): in (32 KiB, 128 KiB).
+    EXPECT_GT(m.segments[1].s_lo, kBreak / 2);
+    EXPECT_LT(m.segments[1].s_lo, kBreak * 2);
+    ASSERT_TRUE(m.quality.holdout_mape.has_value());
+    EXPECT_LT(*m.quality.holdout_mape, 0.10);
+    ASSERT_TRUE(m.quality.leave_group_out_mape.has_value());
+    EXPECT_LT(*m.quality.leave_group_out_mape, 0.10);
+    // A group size that was not measured (16): predicted within 10% at every size.
+    for (double s : sizes()) {
+      const double want = truth_us(Collective::AllGather, s, 16);
+      EXPECT_LE(std::abs(model_time_us(m, s, 16) - want) / want, 0.10) << "S=" << s;
+    }
+  }
+}
+
+TEST(CalibrateFit, PredictionsNonDecreasingInSize) {
+  for (Collective c : {Collective::AllGather, Collective::AllReduce, Collective::Broadcast}) {
+    for (unsigned seed : {7u, 8u, 9u}) {
+      TempFile f("mono.jsonl");
+      f.write(synthetic(seed, c));
+      const Calibration cal = calibrate(read_results({f.path}));
+      for (const Model& m : cal.models)
+        for (int n = 2; n <= 64; ++n) {
+          double prev = -1;
+          std::vector<double> grid;
+          for (double s = 1; s <= 64.0 * 1048576; s *= 1.05) grid.push_back(s);
+          for (const Segment& seg : m.segments)
+            for (double d : {-1e-6, 0.0, 1e-6})
+              if (seg.s_lo + d > 0) grid.push_back(seg.s_lo + d);
+          std::sort(grid.begin(), grid.end());
+          for (double s : grid) {
+            const double t = model_time_us(m, s, n);
+            ASSERT_GE(t, prev * (1 - 1e-12)) << collective_info(c).name << " n=" << n << " S=" << s;
+            prev = t;
+          }
+        }
+    }
+  }
+}
+
+TEST(CalibrateFit, SegmentCountChosenByHoldout) {
+  // One regime only: the holdout must not pay for a second segment.
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.05);
+  std::vector<json> recs{context()};
+  for (int n : {2, 4, 8})
+    for (double s : sizes()) {
+      const auto& info = collective_info(Collective::AllGather);
+      const double t = (3.0 + 0.5 * info.ring_steps(n) + s * info.busbw_factor(n) / 5e3) *
+                       std::max(0.5, 1.0 + noise(rng));
+      recs.push_back(point(Collective::AllGather, n, s, t, even_counts(n, s), s, s));
+    }
+  TempFile f("one.jsonl");
+  f.write(recs);
+  const Calibration cal = calibrate(read_results({f.path}));
+  EXPECT_EQ(only_model(cal).segments.size(), 1u);
+}
+
+TEST(CalibrateFit, UnevenShardsPacedByLargestShard) {
+  std::vector<json> recs = synthetic(21);
+  // v-form points whose true time follows n x the largest shard.
+  const int n = 4;
+  for (double s : sizes()) {
+    if (s < 64) continue;
+    const std::int64_t total = std::int64_t(s);
+    std::vector<std::int64_t> counts{total / 2, total / 4, total / 8, total - total / 2 - total / 4 - total / 8};
+    const double eff = double(n) * double(*std::max_element(counts.begin(), counts.end()));
+    recs.push_back(point(Collective::AllGather, n, s, truth_us(Collective::AllGather, eff, n),
+                         counts, s, eff));
+  }
+  TempFile f("uneven.jsonl");
+  f.write(recs);
+  const Calibration cal = calibrate(read_results({f.path}));
+  bool seen = false;
+  for (const auto& e : cal.effective_size)
+    if (e.collective == Collective::AllGather) {
+      seen = true;
+      EXPECT_TRUE(e.measured);
+      EXPECT_GT(e.points, 10);
+      EXPECT_EQ(e.chosen, EffectiveSize::NTimesMax);
+      EXPECT_LT(e.mape_n_max, 0.10);
+      EXPECT_GT(e.mape_total, 2 * e.mape_n_max);
+    }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(only_model(cal).effective_size, EffectiveSize::NTimesMax);
+}
+
+TEST(CalibrateFit, DtypesPooledUnlessTheyDiffer) {
+  for (double slow : {1.0, 1.4}) {
+    std::mt19937_64 rng(5);
+    std::normal_distribution<double> noise(0.0, 0.03);
+    std::vector<json> recs{context()};
+    for (const char* dt : {"f32", "bf16"})
+      for (int n : {2, 4})
+        for (double s : sizes()) {
+          const double k = std::string(dt) == "bf16" ? slow : 1.0;
+          const double t = truth_us(Collective::AllReduce, s, n) * k * (1.0 + noise(rng));
+          recs.push_back(point(Collective::AllReduce, n, s, t, even_counts(n, s), s, s, 0, dt));
+        }
+    TempFile f("dtype.jsonl");
+    f.write(recs);
+    const Calibration cal = calibrate(read_results({f.path}));
+    ASSERT_EQ(cal.dtypes.size(), 1u);
+    EXPECT_EQ(cal.dtypes[0].pooled, slow == 1.0) << cal.dtypes[0].detail;
+    EXPECT_EQ(cal.models.size(), slow == 1.0 ? 1u : 2u);
+  }
+}
+
+TEST(CalibrateFit, TransitionComposedFromSteps) {
+  std::vector<json> recs = synthetic(31);
+  const double b1 = 65536, b2 = 1024;
+  const double t = truth_us(Collective::AllGather, b1, 4) + truth_us(Collective::AllGather, b2, 2);
+  json params = {{"kind", "transition"}, {"mesh", "4x2"}, {"dtype", "f32"}, {"distribution", "chunk"},
+                 {"mode", "per_iteration"}, {"size", b1}, {"from", "S(0),S(1)"}, {"to", "R,R"}};
+  json plan = json::array(
+      {{{"mesh_dim", 0}, {"collective", "all_gather"}, {"from", "S(0),S(1)"}, {"to", "R,S(1)"},
+        {"bytes", b1}, {"group_size", 4}, {"hosts_spanned", 1}},
+       {{"mesh_dim", 1}, {"collective", "all_gather"}, {"from", "R,S(1)"}, {"to", "R,R"},
+        {"bytes", b2}, {"group_size", 2}, {"hosts_spanned", 1}},
+       {{"mesh_dim", 1}, {"collective", "local_slice"}, {"from", "R,R"}, {"to", "R,R"},
+        {"bytes", 0}, {"group_size", 2}, {"hosts_spanned", 1}}});
+  recs.push_back({{"type", "point"}, {"index", 999}, {"key", params.dump()}, {"point", params},
+                  {"transition", {{"from", "S(0),S(1)"}, {"to", "R,R"}, {"shape", {256, 64}}, {"plan", plan}}},
+                  {"group_size", 8}, {"groups", 1}, {"hosts_spanned", 1}, {"max_ranks_per_host", 8},
+                  {"bytes", b1}, {"samples_s", {t * 1e-6}}, {"wrong", 0}});
+  TempFile f("transition.jsonl");
+  f.write(recs);
+  const Calibration cal = calibrate(read_results({f.path}));
+  ASSERT_EQ(cal.transitions.size(), 1u);
+  EXPECT_EQ(cal.transitions[0].comm_steps, 2);
+  // Steps run on 2 and 4 concurrent groups: the only model (1 group) is the nearest class.
+  EXPECT_TRUE(cal.transitions[0].extrapolated);
+  EXPECT_LT(std::abs(cal.transitions[0].rel_error), 0.10);
+  ASSERT_TRUE(cal.composition_mape.has_value());
+}
+
+TEST(CalibrateFit, ExcludesWrongPointsAndCountsThem) {
+  std::vector<json> recs = synthetic(41);
+  recs[3]["wrong"] = 7;
+  recs[4]["samples_s"] = json::array();
+  TempFile f("wrong.jsonl");
+  f.write(recs);
+  const ResultSet rs = read_results({f.path});
+  EXPECT_EQ(rs.skipped_wrong, 1);
+  EXPECT_EQ(rs.skipped_failed, 1);
+  EXPECT_EQ(rs.point_records, int(recs.size()) - 1);
+  EXPECT_EQ(rs.files.at(0).sha256.size(), 64u);
+}
+
+TEST(CalibrateFit, FewSizesNotFitted) {
+  std::vector<json> recs{context()};
+  for (double s : {8.0, 64.0, 512.0})
+    recs.push_back(point(Collective::Broadcast, 4, s, truth_us(Collective::Broadcast, s, 4),
+                         even_counts(4, s), s, s));
+  for (json& r : synthetic(51)) if (r["type"] == "point") recs.push_back(r);
+  TempFile f("few.jsonl");
+  f.write(recs);
+  const Calibration cal = calibrate(read_results({f.path}));
+  ASSERT_EQ(cal.unfitted.size(), 1u);
+  EXPECT_EQ(cal.unfitted[0].collective, Collective::Broadcast);
+  EXPECT_EQ(cal.unfitted[0].sizes, 3);
+}
+
+TEST(CalibrateFit, BadInputsThrowClearErrors) {
+  TempFile empty("empty.jsonl");
+  empty.write({});
+  EXPECT_THROW(
+      {
+        try {
+          read_results({empty.path});
+        } catch (const shardcal::Error& e) {
+          EXPECT_NE(std::string(e.what()).find("no context record"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      shardcal::Error);
+  std::vector<json> recs = synthetic(61);
+  for (json& r : recs)
+    if (r["type"] == "point") r["wrong"] = 1;
+  TempFile wrong("allwrong.jsonl");
+  wrong.write(recs);
+  try {
+    calibrate(read_results({wrong.path}));
+    ADD_FAILURE() << "only wrong points must not calibrate";
+  } catch (const shardcal::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no usable point"), std::string::npos) << e.what();
+  }
+  TempFile a("a.jsonl"), b("b.jsonl");
+  a.write(synthetic(62));
+  std::vector<json> other = synthetic(63);
+  other[0]["backend"] = "mpi";
+  b.write(other);
+  try {
+    read_results({a.path, b.path});
+    ADD_FAILURE() << "mixed backends must be refused";
+  } catch (const shardcal::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("differs"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
