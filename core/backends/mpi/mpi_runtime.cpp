@@ -118,8 +118,14 @@ void watchdog_main() {
           msg += " on " + *group + " timed out after " + seconds_text(timeout) +
                  " s (a peer rank died, is stuck, or never called it; raise --timeout if the "
                  "operation is legitimately this slow); aborting the job";
-          lk.unlock();
-          abort_job(msg, kTimeoutExitCode);
+          // The call may have returned just now (the group text outlives its scope by far: it
+          // belongs to the communicator or is static); if so, it did not time out.
+          std::atomic_thread_fence(std::memory_order_acquire);
+          if (w.seq.load(std::memory_order_relaxed) == s1) {
+            lk.unlock();
+            abort_job(msg, kTimeoutExitCode);
+          }
+          continue;
         }
         const auto poll = std::chrono::duration_cast<Clock::duration>(
             std::chrono::duration<double>(std::clamp(timeout / 20, 0.01, 1.0)));
