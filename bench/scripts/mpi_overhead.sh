@@ -8,6 +8,11 @@
 #
 #   bench/scripts/mpi_overhead.sh [BUILD_DIR]
 #   env: NP=4 REPS=3 ROUNDS=3 ITERS=200 SKIP=20 MAX=4194304 LEVELS="single funneled multiple" OUT=dir
+#        REPORT_ONLY=1 OUT=dir: print the tables of an earlier run's files again
+# Two tables: (1) within one process (same mpirun, same rank placement, interleaved): watch/raw
+# and backend/raw per level, the ratio taken per repetition, median over repetitions -- the
+# design's own cost; (2) across levels (separate mpiruns): every (level, variant) over raw at the
+# first level -- includes the run-to-run spread of rank placement, so read it with the spread.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -33,9 +38,10 @@ sizes=()
 for ((s = 8; s <= MAX; s *= 2)); do sizes+=("$s"); done
 
 echo "mpi_overhead: NP=$NP REPS=$REPS ROUNDS=$ROUNDS ITERS=$ITERS levels: ${levels[*]}, results in $out" >&2
-echo "mpi_overhead: load before: $(uptime)" | tee "$out/load.txt" >&2
 n=${#levels[@]}
-for ((r = 1; r <= REPS; r++)); do
+[[ ${REPORT_ONLY:-0} == 1 ]] && REPS_RUN=0 || REPS_RUN=$REPS
+((REPS_RUN == 0)) || echo "mpi_overhead: load before: $(uptime)" | tee "$out/load.txt" >&2
+for ((r = 1; r <= REPS_RUN; r++)); do
   for ((k = 0; k < n; k++)); do
     l=${levels[$(((k + r - 1) % n))]}
     echo "mpi_overhead: repetition $r/$REPS: $l" >&2
@@ -43,7 +49,7 @@ for ((r = 1; r <= REPS; r++)); do
       --skip "$SKIP" --rounds "$ROUNDS" "${sizes[@]}" </dev/null >"$out/${l}_$r.jsonl"
   done
 done
-echo "mpi_overhead: load after: $(uptime)" | tee -a "$out/load.txt" >&2
+((REPS_RUN == 0)) || echo "mpi_overhead: load after: $(uptime)" | tee -a "$out/load.txt" >&2
 
 "$py" - "$out" "$REPS" "${levels[@]}" <<'PY'
 import json, statistics, sys
@@ -57,9 +63,27 @@ for l in levels:
             if rec["thread_level"] != l:
                 sys.exit(f"mpi_overhead: asked for {l}, MPI provided {rec['thread_level']}")
             t.setdefault((l, rec["variant"], rec["op"], rec["size"]), []).append(rec["median_slowest_s"])
+# (1) Within one process: ratios per repetition, then the median.
+print("(1) within one process: median over repetitions of (variant / raw) of the same run")
+print("| op | bytes | " + " | ".join(f"{v}/raw {l}" for l in levels for v in variants[1:]) + " |")
+print("|---|---:|" + "---:|" * (len(levels) * 2))
+keys = sorted({(k[2], k[3]) for k in t})
+within = {(l, v): [] for l in levels for v in variants[1:]}
+for op, size in keys:
+    row = f"| {op} | {size} |"
+    for l in levels:
+        raw = t[(l, "raw", op, size)]
+        for v in variants[1:]:
+            x = statistics.median(a / b for a, b in zip(t[(l, v, op, size)], raw))
+            within[(l, v)].append(x)
+            row += f" {x:.3f} |"
+    print(row)
+print("| geomean | |" + "".join(f" {statistics.geometric_mean(within[(l, v)]):.3f} |"
+                             for l in levels for v in variants[1:]))
+print()
+print("(2) across levels (separate mpiruns):")
 base = levels[0]
 cols = [(l, v) for l in levels for v in variants if (l, v) != (base, "raw")]
-keys = sorted({(k[2], k[3]) for k in t})
 print(f"median over repetitions of the per-run median slowest-rank latency; column 3 in us, the "
       f"others as a ratio to it (raw MPI call at {base})")
 print("| op | bytes | raw " + base + " (us) | " + " | ".join(f"{v} {l}" for l, v in cols) + " |")

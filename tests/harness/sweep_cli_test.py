@@ -88,6 +88,19 @@ def check_results(path, expect_points=None, contexts=1):
         for k in ("config_hash", "backend", "world", "points_total"):
             if c[k] != ctx[k]:
                 fail(f"{path}: context records differ in {k}")
+    # The MPI thread level the run used (issue 7): funneled unless SHARDCAL_MPI_THREAD_LEVEL says.
+    # The last context record is this program's last run (tests edit the first one).
+    settings = ctxs[-1].get("backend_settings")
+    if ctx["backend"] == "sim":
+        if settings != {}:
+            fail(f"{path}: sim context has backend_settings {settings!r}, expected {{}}")
+    else:
+        want = (os.environ.get("SHARDCAL_MPI_THREAD_LEVEL") or "funneled").lower()
+        want = want[len("mpi_thread_"):] if want.startswith("mpi_thread_") else want
+        got = (settings or {}).get("mpi_thread_level_requested")
+        if got != want or not (settings or {}).get("mpi_thread_level"):
+            fail(f"{path}: backend_settings {settings!r}, expected mpi_thread_level_requested "
+                 f"{want!r} and the provided level")
     total = ctx["points_total"]
     if expect_points is not None and total != expect_points:
         fail(f"context says {total} points, --validate-only said {expect_points}")
@@ -413,6 +426,7 @@ def cmd_resumecheck(args):
             ctx["git_revision"] = "0123abc-elsewhere"
             ctx["hosts"][0]["name"] = "another-node"
             ctx["library_versions"]["FakeLib"] = "9.9"
+            ctx["backend_settings"]["fake_setting"] = "x"
         edit_first_context(out, other_build)
         before = open(out).read()
         r, el = run_bounded(sweep_cmd(args, cfg, ["--resume", out]), "resume, other context")
@@ -420,7 +434,7 @@ def cmd_resumecheck(args):
                            f"--resume {out}: the file's context differs from this run's", ranks)
         for item in ('git_revision: file "0123abc-elsewhere", this run ',
                      'hosts: file [{"name":"another-node"', 'library_versions.FakeLib: file "9.9"',
-                     "--resume-anyway"):
+                     'backend_settings: file {', "--resume-anyway"):
             if r.stderr.count(item) != ranks:
                 fail(f"refused resume: {item!r} not listed on every rank: {r.stderr[-3000:]!r}")
         if open(out).read() != before:

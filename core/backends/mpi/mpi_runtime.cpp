@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdint>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -35,17 +37,21 @@ constexpr int kNumOps = 4;
 // mpiexec, srun --kill-on-bad-exit) then tears down the job. So MPI only ever sees the thread that
 // initialised it, and MPI_THREAD_FUNNELED (or SINGLE) is enough.
 struct Watchdog {
-  std::mutex m;
+  std::mutex m;  // start/stop and the watchdog's sleeps only; arming takes no lock
   std::condition_variable cv;
   std::thread thread;
   bool started = false;
   bool stop = false;
-  bool armed = false;
-  const char* op = nullptr;
-  const std::string* group = nullptr;
-  int peer = -1;
-  double timeout_s = 0;
-  Clock::time_point deadline;
+  std::atomic<bool> running{false};  // fast-path check in WatchScope (thread started)
+  // The armed operation, published by the thread that calls MPI without a lock or a clock read
+  // (a sequence lock with a single writer): `seq` is odd while a scope is armed and changes with
+  // every arm and disarm; the fields are written only while it is even. The watchdog reads seq,
+  // the fields, then seq again, and trusts the fields only if seq did not change.
+  std::atomic<std::uint64_t> seq{0};
+  std::atomic<const char*> op{nullptr};
+  std::atomic<const std::string*> group{nullptr};
+  std::atomic<int> peer{-1};
+  std::atomic<double> timeout_s{0};
 };
 
 // Process-wide state. Heap-allocated and never freed: the exit handler and the watchdog thread
@@ -81,23 +87,51 @@ bool mpi_usable() {
   return init != 0 && fin == 0;
 }
 
+// The watchdog times an armed scope from when it first sees it (so it never fires early): it
+// polls every second while idle and every timeout/20 (10 ms..1 s) while a scope is armed, so an
+// operation stuck for timeout_s is reported after at most timeout_s + 1 s.
 void watchdog_main() {
   Watchdog& w = rt().watchdog;
+  std::uint64_t seen = 0;  // the armed scope being timed (its seq), 0 = none
+  Clock::time_point since;
   std::unique_lock lk(w.m);
   while (!w.stop) {
     const auto now = Clock::now();
-    if (w.armed && now >= w.deadline) {
-      std::string msg = std::string(w.op);
-      if (w.peer >= 0) msg += " (peer rank " + std::to_string(w.peer) + ")";
-      msg += " on " + *w.group + " timed out after " + seconds_text(w.timeout_s) +
-             " s (a peer rank died, is stuck, or never called it; raise --timeout if the operation "
-             "is legitimately this slow); aborting the job";
-      lk.unlock();
-      abort_job(msg, kTimeoutExitCode);
-    }
-    // Wake at the deadline, or within a second to pick up a newly armed (shorter) deadline.
     auto wake = now + std::chrono::seconds(1);
-    if (w.armed && w.deadline < wake) wake = w.deadline;
+    const std::uint64_t s1 = w.seq.load(std::memory_order_acquire);
+    if (s1 & 1) {
+      const char* op = w.op.load(std::memory_order_relaxed);
+      const std::string* group = w.group.load(std::memory_order_relaxed);
+      const int peer = w.peer.load(std::memory_order_relaxed);
+      const double timeout = std::min(w.timeout_s.load(std::memory_order_relaxed), 1e7);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (w.seq.load(std::memory_order_relaxed) == s1) {  // the fields belong to scope s1
+        if (s1 != seen) {
+          seen = s1;
+          since = now;
+        }
+        const auto limit = std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(timeout));
+        if (now - since >= limit) {
+          std::string msg = std::string(op);
+          if (peer >= 0) msg += " (peer rank " + std::to_string(peer) + ")";
+          msg += " on " + *group + " timed out after " + seconds_text(timeout) +
+                 " s (a peer rank died, is stuck, or never called it; raise --timeout if the "
+                 "operation is legitimately this slow); aborting the job";
+          // The call may have returned just now (the group text outlives its scope by far: it
+          // belongs to the communicator or is static); if so, it did not time out.
+          std::atomic_thread_fence(std::memory_order_acquire);
+          if (w.seq.load(std::memory_order_relaxed) == s1) {
+            lk.unlock();
+            abort_job(msg, kTimeoutExitCode);
+          }
+          continue;
+        }
+        const auto poll = std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(std::clamp(timeout / 20, 0.01, 1.0)));
+        wake = std::min(now + poll, since + limit);
+      }
+    }
     w.cv.wait_until(lk, wake);
   }
 }
@@ -113,6 +147,7 @@ void stop_watchdog() {
   w.thread.join();
   std::lock_guard lk(w.m);
   w.started = false;
+  w.running.store(false, std::memory_order_relaxed);
 }
 
 std::size_t elems_per_item(MPI_Datatype dt, DType t) {
@@ -270,25 +305,32 @@ void abort_job(const std::string& message, int exit_code) {
 WatchScope::WatchScope(const char* op, const std::string& group, double timeout_s, int peer) {
   Runtime& r = rt();
   Watchdog& w = r.watchdog;
-  std::lock_guard lk(w.m);
-  if (!w.started && !w.stop) {
-    w.thread = std::thread(watchdog_main);
-    w.started = true;
+  if (!w.running.load(std::memory_order_relaxed)) {
+    std::lock_guard lk(w.m);
+    if (!w.started && !w.stop) {
+      w.thread = std::thread(watchdog_main);
+      w.started = true;
+      w.running.store(true, std::memory_order_relaxed);
+    }
   }
-  w.armed = true;
-  w.op = op;
-  w.group = &group;
-  w.peer = peer;
-  w.timeout_s = timeout_s;
   r.last_timeout_s = timeout_s;
-  w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(std::min(timeout_s, 1e7)));
+  // Scopes do not nest (one blocking call at a time); if one did, it re-arms with its own fields.
+  const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
+  const std::uint64_t even = (s & 1) ? s + 1 : s;
+  if (s & 1) w.seq.store(even, std::memory_order_relaxed);
+  // Orders the disarm (seq even) before the field writes, for the watchdog's re-check of seq.
+  std::atomic_thread_fence(std::memory_order_release);
+  w.op.store(op, std::memory_order_relaxed);
+  w.group.store(&group, std::memory_order_relaxed);
+  w.peer.store(peer, std::memory_order_relaxed);
+  w.timeout_s.store(timeout_s, std::memory_order_relaxed);
+  w.seq.store(even + 1, std::memory_order_release);  // armed
 }
 
 WatchScope::~WatchScope() {
   Watchdog& w = rt().watchdog;
-  std::lock_guard lk(w.m);
-  w.armed = false;
+  const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
+  if (s & 1) w.seq.store(s + 1, std::memory_order_release);  // disarmed
 }
 
 std::size_t max_count() { return rt().max_count; }

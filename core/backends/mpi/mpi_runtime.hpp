@@ -31,8 +31,11 @@ inline constexpr int kTimeoutExitCode = 124;  // as timeout(1), so scripts can t
 
 // Arms the process watchdog for one blocking operation: if the scope is still alive after
 // timeout_s, the watchdog thread prints a message naming op, group and peer (point to point, -1
-// otherwise) and ends this process with kTimeoutExitCode, without calling MPI. Arming is an uncontended mutex lock, no syscall, so timed collectives
-// are not perturbed. `op` and `group` must outlive the scope.
+// otherwise) and ends this process with kTimeoutExitCode, without calling MPI; it fires after
+// timeout_s and at most about a second later. Arming and disarming are a few plain stores (no
+// lock, no clock read, no syscall), so timed collectives are not perturbed. Scopes do not nest
+// (one blocking call at a time, from the thread that initialised MPI). `op` and `group` must
+// outlive the scope.
 class WatchScope {
  public:
   WatchScope(const char* op, const std::string& group, double timeout_s, int peer = -1);
