@@ -149,10 +149,15 @@ TEST(CalibrateFit, RecoversSyntheticGroundTruth) {
     EXPECT_LT(*m.quality.holdout_mape, 0.15);
     ASSERT_TRUE(m.quality.leave_group_out_mape.has_value());
     EXPECT_LT(*m.quality.leave_group_out_mape, 0.10);
-    // A group size that was not measured (16): predicted within 10% at every size.
+    // A group size that was not measured (16): predicted within 10% at every size, also through
+    // the written profile and predict() (what planners use), which marks it extrapolated.
+    const Profile prof = parse_profile(profile_to_json(make_profile(rs, cal, "synthetic")), "test");
     for (double s : sizes()) {
       const double want = truth_us(Collective::AllGather, s, 16);
       EXPECT_LE(std::abs(model_time_us(m, s, 16) - want) / want, 0.10) << "S=" << s;
+      const Prediction pr = predict(prof, Collective::AllGather, LinkClass{16, 1, 16, 1}, s);
+      EXPECT_NEAR(pr.time_us, model_time_us(m, s, 16), 1e-9 * pr.time_us);
+      EXPECT_TRUE(pr.extrapolated);
     }
   }
 }
