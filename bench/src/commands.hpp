@@ -15,6 +15,7 @@ Runner add_redistribute_command(CLI::App& app);
 Runner add_info_command(CLI::App& app);
 Runner add_sweep_command(CLI::App& app);
 Runner add_calibrate_command(CLI::App& app);
+Runner add_predict_command(CLI::App& app);  // calibrate/ profile -> predicted time
 
 // --backend/--world/--timeout, shared by every subcommand that communicates.
 struct BackendOptions {

@@ -82,8 +82,10 @@ struct Reader {
   std::int64_t integer(const json& v, const std::string& ptr, std::int64_t lo, std::int64_t hi) const {
     if (!v.is_number_integer())
       fail(ptr, "expected an integer, got " + value_text(v), "write a whole number");
-    if (v.is_number_unsigned() ? v.get<std::uint64_t>() > std::uint64_t(hi)
-                               : (v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi))
+    const bool out = v.is_number_unsigned()
+                         ? v.get<std::uint64_t>() > std::uint64_t(hi) || (lo > 0 && v.get<std::uint64_t>() < std::uint64_t(lo))
+                         : (v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi);
+    if (out)
       fail(ptr, "value " + value_text(v) + " is out of range [" + std::to_string(lo) + ", " +
                     std::to_string(hi) + "]",
            "fix the value");
@@ -281,10 +283,11 @@ struct Reader {
   }
 };
 
-ojson range_json(const Range& r) {
+ojson range_json(const Range& r, bool integral) {
+  auto num = [&](double x) { return integral ? ojson(std::int64_t(x)) : ojson(x); };
   ojson a = ojson::array();
-  a.push_back(r.lo);
-  if (r.hi) a.push_back(*r.hi); else a.push_back(nullptr);
+  a.push_back(num(r.lo));
+  if (r.hi) a.push_back(num(*r.hi)); else a.push_back(nullptr);
   return a;
 }
 
@@ -340,6 +343,9 @@ Profile parse_profile(const std::string& json_text, const std::string& origin) {
 }
 
 Profile read_profile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": is a directory, not a profile file; give the path of the .json file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error(path + ": cannot open profile (" + std::strerror(errno) +
@@ -370,13 +376,16 @@ std::string profile_to_json(const Profile& p) {
       throw Error(std::string("profile_to_json: Profile::json_extra is not valid JSON: ") + e.what());
     }
     if (!extra.is_object()) throw Error("profile_to_json: Profile::json_extra must be a JSON object");
-    for (auto it = extra.begin(); it != extra.end(); ++it) {
+    for (auto it = extra.begin(); it != extra.end(); ++it)
       if (it.key() != "provenance" && it.key() != "fit_method" && it.key() != "extra")
         throw Error("profile_to_json: Profile::json_extra member '" + it.key() +
                     "' is not allowed; use provenance, fit_method or extra");
-      if (!it.value().is_object())
-        throw Error("profile_to_json: Profile::json_extra member '" + it.key() + "' must be an object");
-      j[it.key()] = it.value();
+    for (const char* k : {"provenance", "fit_method", "extra"}) {  // canonical order
+      auto it = extra.find(k);
+      if (it == extra.end()) continue;
+      if (!it->is_object())
+        throw Error(std::string("profile_to_json: Profile::json_extra member '") + k + "' must be an object");
+      j[k] = *it;
     }
   }
   ojson models = ojson::array();
@@ -408,13 +417,22 @@ std::string profile_to_json(const Profile& p) {
     jm["quality"] = std::move(q);
     if (m.domain) {
       ojson d;
-      d["hosts"] = range_json(m.domain->hosts);
-      d["concurrent_groups"] = range_json(m.domain->concurrent_groups);
-      d["group_size"] = range_json(m.domain->group_size);
-      d["bytes"] = range_json(m.domain->bytes);
+      d["hosts"] = range_json(m.domain->hosts, true);
+      d["concurrent_groups"] = range_json(m.domain->concurrent_groups, true);
+      d["group_size"] = range_json(m.domain->group_size, true);
+      d["bytes"] = range_json(m.domain->bytes, false);
       jm["domain"] = std::move(d);
     }
-    if (!m.json_extra.empty()) jm["extra"] = ojson::parse(m.json_extra);
+    if (!m.json_extra.empty()) {
+      ojson e;
+      try {
+        e = ojson::parse(m.json_extra);
+      } catch (const ojson::exception& ex) {
+        throw Error(std::string("profile_to_json: Model::json_extra is not valid JSON: ") + ex.what());
+      }
+      if (!e.is_object()) throw Error("profile_to_json: Model::json_extra must be a JSON object");
+      jm["extra"] = std::move(e);
+    }
     models.push_back(std::move(jm));
   }
   j["models"] = std::move(models);
@@ -475,6 +493,25 @@ double effective_bytes(EffectiveSize rule, double bytes, std::span<const std::in
   return rule == EffectiveSize::Total ? total * es : double(counts.size()) * largest * es;
 }
 
+double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff) {
+  const Segment& s = m.segments.at(segment);
+  const CollectiveInfo& info = collective_info(m.collective);
+  const double steps = info.ring_steps(n);
+  const double factor = info.busbw_factor(n);
+  return s.alpha_us + s.alpha_step_us * steps + s_eff * factor / (s.bandwidth_GBps * 1e3);
+}
+
+bool non_decreasing_in_size(const Model& m, int n, double rel_tol) {
+  for (std::size_t i = 0; i + 1 < m.segments.size(); ++i) {
+    if (!m.segments[i].s_hi) return true;
+    const double b = *m.segments[i].s_hi;
+    const double left = segment_time_us(m, i, n, b);  // the limit from below (linear segment)
+    const double right = segment_time_us(m, i + 1, n, b);
+    if (right < left * (1.0 - rel_tol)) return false;
+  }
+  return true;
+}
+
 Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
                    std::span<const std::int64_t> counts, int elem_size, std::optional<DType> dtype) {
   const std::string cname(collective_info(c).name);
@@ -518,11 +555,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   std::size_t seg = 0;
   while (seg + 1 < best->segments.size() && s_eff >= *best->segments[seg].s_hi) ++seg;
   out.segment = int(seg);
-  const Segment& s = best->segments[seg];
-  const CollectiveInfo& info = collective_info(c);
-  const double steps = info.ring_steps(lc.group_size);
-  const double factor = info.busbw_factor(lc.group_size);
-  out.time_us = s.alpha_us + s.alpha_step_us * steps + s_eff * factor / (s.bandwidth_GBps * 1e3);
+  out.time_us = segment_time_us(*best, seg, lc.group_size, s_eff);
 
   const Domain d = effective_domain(*best);
   std::string note;

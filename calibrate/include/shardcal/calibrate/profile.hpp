@@ -124,6 +124,13 @@ std::optional<EffectiveSize> parse_effective_size(std::string_view name);
 double effective_bytes(EffectiveSize rule, double bytes, std::span<const std::int64_t> counts,
                        int elem_size);
 
+// The model's time for group size n at S_eff in segment `segment` (no model choice, no checks).
+double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff);
+// True when the model's predictions for group size n never decrease as S_eff grows: each
+// segment is linear with slope >= 0, so this checks every breakpoint (the time just below it
+// vs at it, relative tolerance rel_tol). For the fitter's tests and `shardbench calibrate`.
+bool non_decreasing_in_size(const Model& m, int n, double rel_tol = 1e-12);
+
 // counts: elements per group position (empty = even, bytes is the table's S); elem_size bytes.
 Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
                    std::span<const std::int64_t> counts = {}, int elem_size = 1,

@@ -1,0 +1,184 @@
+// `shardbench predict`: price one collective on one link class with a calibrated profile
+// (docs/PROFILE_FORMAT.md). A thin shell over calibrate/ (shardcal::calib::predict).
+#include <charconv>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "commands.hpp"
+#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/error.hpp"
+
+namespace shardbench {
+
+namespace {
+
+struct PredictArgs {
+  std::string profile;
+  std::string collective;
+  int group_size = 0;
+  int hosts = 1;
+  int ranks_per_host = 0;  // 0 = group size / hosts
+  int concurrent_groups = 1;
+  std::string bytes;
+  std::string counts;
+  std::string dtype;
+  bool json = false;
+};
+
+// "1MiB", "4096", "64KiB", "1.5GB", "2e6" -> bytes. Binary suffixes are powers of 1024, decimal
+// ones powers of 1000.
+double parse_bytes(const std::string& text) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  std::string unit = text.substr(pos);
+  static const std::pair<const char*, double> units[] = {
+      {"", 1},          {"B", 1},          {"KiB", 1024.0},    {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},        {"kB", 1e3}};
+  if (pos > 0)
+    for (const auto& [name, mult] : units)
+      if (unit == name && std::isfinite(v * mult) && v >= 0) return v * mult;
+  throw shardcal::Error("--bytes '" + text +
+                        "' is not a byte count; write e.g. 4096, 64KiB, 1MiB, 1.5GB (KiB/MiB/GiB = 1024^k, "
+                        "KB/MB/GB = 1000^k)");
+}
+
+std::vector<std::int64_t> parse_counts(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    std::int64_t v = -1;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || v < 0)
+      throw shardcal::Error("--counts: item " + std::to_string(out.size()) + " '" + item +
+                            "' is not a non-negative integer; write elements per group position, e.g. 3,5,0,4");
+    out.push_back(v);
+    start = end + 1;
+  }
+  return out;
+}
+
+int run(const PredictArgs& a) {
+  using namespace shardcal;
+  const calib::Profile profile = calib::read_profile(a.profile);
+  auto c = find_collective(a.collective);
+  if (!c) {
+    std::string names;
+    for (const auto& info : kCollectives) names += (names.empty() ? "" : ", ") + std::string(info.name);
+    throw Error("--collective '" + a.collective + "' is unknown; use one of: " + names);
+  }
+  calib::LinkClass lc;
+  lc.group_size = a.group_size;
+  lc.hosts = a.hosts;
+  if (a.group_size % a.hosts != 0 && a.ranks_per_host == 0)
+    throw Error("--group-size " + std::to_string(a.group_size) + " is not a multiple of --hosts " +
+                std::to_string(a.hosts) + "; a group has the same number of ranks on each host");
+  lc.ranks_per_host = a.ranks_per_host > 0 ? a.ranks_per_host : a.group_size / a.hosts;
+  lc.concurrent_groups = a.concurrent_groups;
+  std::optional<DType> dtype;
+  if (!a.dtype.empty()) dtype = parse_dtype(a.dtype);
+  const int elem_size = dtype ? int(dtype_size(*dtype)) : 1;
+  std::vector<std::int64_t> counts;
+  if (!a.counts.empty()) counts = parse_counts(a.counts);
+  if (a.bytes.empty() && counts.empty()) throw Error("give --bytes (even counts) or --counts (uneven)");
+  double bytes = 0;
+  if (!a.bytes.empty()) {
+    bytes = parse_bytes(a.bytes);
+    if (!counts.empty()) {
+      double total = 0;
+      for (auto n : counts) total += double(n);
+      if (total * elem_size != bytes)
+        throw Error("--bytes " + a.bytes + " disagrees with --counts (total " +
+                    std::to_string(std::int64_t(total)) + " elements x " + std::to_string(elem_size) +
+                    " B); give one of them, or matching values (--dtype sets the element size, default 1 B)");
+    }
+  }
+  const calib::Prediction p = calib::predict(profile, *c, lc, bytes, counts, elem_size, dtype);
+  const calib::Model& m = *p.model;
+  const double s_eff = calib::effective_bytes(m.effective_size, bytes, counts, elem_size);
+  const calib::Segment& seg = m.segments[std::size_t(p.segment)];
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["profile"] = a.profile;
+    j["cluster"] = profile.cluster;
+    j["collective"] = a.collective;
+    j["group_size"] = lc.group_size;
+    j["hosts"] = lc.hosts;
+    j["ranks_per_host"] = lc.ranks_per_host;
+    j["concurrent_groups"] = lc.concurrent_groups;
+    j["s_eff_bytes"] = s_eff;
+    j["time_us"] = p.time_us;
+    std::ptrdiff_t index = p.model - profile.models.data();
+    j["model"] = {{"index", index},
+                  {"pointer", "/models/" + std::to_string(index)},
+                  {"hosts", m.hosts},
+                  {"concurrent_groups", m.concurrent_groups},
+                  {"dtype", m.dtype ? nlohmann::ordered_json(std::string(dtype_name(*m.dtype))) : nullptr},
+                  {"effective_size", std::string(calib::effective_size_name(m.effective_size))}};
+    j["segment"] = {{"index", p.segment},
+                    {"s_lo", seg.s_lo},
+                    {"s_hi", seg.s_hi ? nlohmann::ordered_json(*seg.s_hi) : nullptr},
+                    {"alpha_us", seg.alpha_us},
+                    {"alpha_step_us", seg.alpha_step_us},
+                    {"bandwidth_GBps", seg.bandwidth_GBps}};
+    j["extrapolated"] = p.extrapolated;
+    j["note"] = p.note;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::ostringstream o;
+  o << std::setprecision(6);
+  o << a.collective << " n=" << lc.group_size << " hosts=" << lc.hosts << " ranks/host=" << lc.ranks_per_host
+    << " concurrent=" << lc.concurrent_groups << " S_eff=" << s_eff << " B: " << p.time_us << " us\n";
+  o << "  model /models/" << (p.model - profile.models.data()) << " (" << a.collective << ", hosts=" << m.hosts
+    << ", concurrent_groups=" << m.concurrent_groups
+    << ", dtype=" << (m.dtype ? std::string(dtype_name(*m.dtype)) : std::string("pooled"))
+    << ", effective size " << calib::effective_size_name(m.effective_size) << ")\n";
+  o << "  segment " << p.segment << " [" << seg.s_lo << ", " << (seg.s_hi ? std::to_string(std::int64_t(*seg.s_hi)) : "inf")
+    << ") B: alpha " << seg.alpha_us << " us + alpha_step " << seg.alpha_step_us << " us x steps, B "
+    << seg.bandwidth_GBps << " GB/s\n";
+  o << "  extrapolated: " << (p.extrapolated ? "yes (" + p.note + ")" : std::string("no")) << "\n";
+  std::cout << o.str();
+  return 0;
+}
+
+}  // namespace
+
+Runner add_predict_command(CLI::App& app) {
+  auto args = std::make_shared<PredictArgs>();
+  auto* cmd = app.add_subcommand(
+      "predict",
+      "Predict one collective's time from a calibrated profile (docs/PROFILE_FORMAT.md): the time,\n"
+      "the model and size segment used, and whether the link class or size was extrapolated.\n"
+      "Example: shardbench predict --profile configs/profiles/dtensor-default.json --collective all_gather\n"
+      "         --group-size 8 --hosts 2 --ranks-per-host 4 --bytes 1MiB");
+  cmd->add_option("--profile", args->profile, "Profile JSON (shardcal.profile v1)")->required();
+  cmd->add_option("--collective", args->collective, "all_gather, reduce_scatter, all_reduce, all_to_all, ...")
+      ->required();
+  cmd->add_option("--group-size", args->group_size, "Ranks in one group (n)")->required()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--hosts", args->hosts, "Hosts one group spans")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--ranks-per-host", args->ranks_per_host,
+                  "Ranks of one group on each of its hosts (default: group size / hosts)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--concurrent-groups", args->concurrent_groups, "Groups of this mesh dim running at once on a host")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--bytes", args->bytes, "S in the collective table's convention, e.g. 1MiB (even counts)");
+  cmd->add_option("--counts", args->counts, "Uneven: elements per group position, e.g. 3,5,0,4");
+  cmd->add_option("--dtype", args->dtype, "Element type (sets the element size of --counts; picks a per-dtype model)");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  return [args]() { return run(*args); };
+}
+
+}  // namespace shardbench

@@ -1,0 +1,443 @@
+"""Read shardcal calibration profiles and predict collective times, standard library only.
+
+A profile (schema "shardcal.profile", version 1; docs/PROFILE_FORMAT.md) prices one collective
+on one link class per size segment as
+
+    t_us = alpha_us + alpha_step_us * steps(n) + S_eff * f(n) / (bandwidth_GBps * 1e3)
+
+This module predicts exactly what the C++ reader (calibrate/src/profile.cpp) predicts: the same
+model choice (nearest measured class), the same segment and the same floating-point operations in
+the same order; tests/calibrate/parity_test.py checks it on random queries.
+
+    import shardcal_profile as sp
+    prof = sp.load("configs/profiles/dtensor-default.json")
+    p = prof.predict("all_gather", group_size=8, hosts=2, nbytes=1 << 20)
+    print(p.time_us, p.extrapolated, p.note)
+    topo = prof.mesh_topo([2, 4], ranks_per_host=4)   # DTensor MeshTopoInfo-shaped numbers
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", re.ASCII)
+SCHEMA = "shardcal.profile"
+VERSION = 1
+
+# The collective table (DESIGN section 4; core/include/shardcal/collectives.hpp).
+COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast", "scatter", "gather")
+DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "u8")
+DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1}
+
+
+def busbw_factor(collective: str, n: int) -> float:
+    if n <= 1:
+        return 0.0
+    nn = float(n)
+    if collective == "all_reduce":
+        return 2.0 * (nn - 1.0) / nn
+    if collective == "broadcast":
+        return 1.0
+    return (nn - 1.0) / nn
+
+
+def ring_steps(collective: str, n: int) -> int:
+    if n <= 1:
+        return 0
+    return 2 * (n - 1) if collective == "all_reduce" else n - 1
+
+
+class ProfileError(ValueError):
+    """A profile or a query is invalid; the message names the JSON pointer and the fix."""
+
+
+@dataclass
+class Segment:
+    s_lo: float
+    s_hi: Optional[float]
+    alpha_us: float
+    alpha_step_us: float
+    bandwidth_GBps: float
+
+
+@dataclass
+class Model:
+    collective: str
+    hosts: int
+    concurrent_groups: int
+    dtype: Optional[str]
+    group_sizes: list
+    effective_size: str
+    segments: list
+    quality: dict
+    domain: dict  # name -> (lo, hi or None), as effective_domain() in C++
+    index: int = 0
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Prediction:
+    time_us: float
+    model: Model
+    segment: int
+    extrapolated: bool
+    note: str
+    s_eff: float
+
+
+def _fail(origin: str, ptr: str, what: str, fix: str):
+    raise ProfileError(f"{origin}: {ptr or '/'}: {what}; {fix}")
+
+
+def _no_constants(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _num(origin, obj, ptr, key, lo, strict=False):
+    if key not in obj:
+        _fail(origin, f"{ptr}/{key}", "required field is missing", "add it or regenerate the profile")
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        _fail(origin, f"{ptr}/{key}", f"expected a number, got {json.dumps(v)[:60]}", "fix the value")
+    x = float(v)
+    if not math.isfinite(x) or x < lo or (strict and x == lo):
+        _fail(origin, f"{ptr}/{key}", f"must be finite and {'>' if strict else '>='} {lo}, got {v}",
+              "refit with shardbench calibrate or fix the value")
+    return x
+
+
+def _int(origin, obj, ptr, key, lo):
+    if key not in obj:
+        _fail(origin, f"{ptr}/{key}", "required field is missing", "add it or regenerate the profile")
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo or v > (1 << 24):
+        _fail(origin, f"{ptr}/{key}", f"expected an integer >= {lo}, got {json.dumps(v)[:60]}", "fix the value")
+    return v
+
+
+def _range(origin, v, ptr, integral):
+    if not isinstance(v, list) or len(v) != 2:
+        _fail(origin, ptr, "expected [lo, hi] (hi may be null)", "fix the value")
+    box = {"0": v[0], "1": v[1]}
+    if integral:
+        lo = float(_int(origin, box, ptr, "0", 1))
+        hi = None if v[1] is None else float(_int(origin, box, ptr, "1", 1))
+    else:
+        lo = _num(origin, box, ptr, "0", 0.0)
+        hi = None if v[1] is None else _num(origin, box, ptr, "1", 0.0)
+    if hi is not None and hi < lo:
+        _fail(origin, ptr, "upper bound below lower bound", "swap or fix the bounds")
+    return (lo, hi)
+
+
+def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
+    if not isinstance(m, dict):
+        _fail(origin, ptr, "expected an object", "fix the value")
+    known = {"collective", "hosts", "concurrent_groups", "dtype", "group_sizes", "effective_size",
+             "segments", "quality", "domain", "extra"}
+    for k in m:
+        if k not in known:
+            _fail(origin, f"{ptr}/{k}", f"unknown key '{k}'", "remove it; free-form data belongs under \"extra\"")
+    for k in known - {"domain", "extra"}:
+        if k not in m:
+            _fail(origin, f"{ptr}/{k}", "required field is missing", "add it or regenerate the profile")
+    if not isinstance(m["collective"], str) or m["collective"] not in COLLECTIVES:
+        _fail(origin, f"{ptr}/collective", f"unknown collective {m['collective']!r}", f"use one of {COLLECTIVES}")
+    hosts = _int(origin, m, ptr, "hosts", 1)
+    cg = _int(origin, m, ptr, "concurrent_groups", 1)
+    dtype = m["dtype"]
+    if dtype is not None and (not isinstance(dtype, str) or dtype not in DTYPES):
+        _fail(origin, f"{ptr}/dtype", f"unknown dtype {dtype!r}", f"use null or one of {DTYPES}")
+    gs = m["group_sizes"]
+    if not isinstance(gs, list):
+        _fail(origin, f"{ptr}/group_sizes", "expected an array", "fix the value")
+    for i, n in enumerate(gs):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n % hosts or (i and n <= gs[i - 1]):
+            _fail(origin, f"{ptr}/group_sizes/{i}", "group sizes must be ascending integers, multiples of hosts",
+                  "fix the value")
+    if not isinstance(m["effective_size"], str) or m["effective_size"] not in ("total", "n_times_max"):
+        _fail(origin, f"{ptr}/effective_size", "unknown effective-size rule", "use \"total\" or \"n_times_max\"")
+    segs = m["segments"]
+    if not isinstance(segs, list) or not segs:
+        _fail(origin, f"{ptr}/segments", "expected a non-empty array", "fix the value")
+    out = []
+    for i, s in enumerate(segs):
+        p = f"{ptr}/segments/{i}"
+        if not isinstance(s, dict):
+            _fail(origin, p, "expected an object", "fix the value")
+        for k in s:
+            if k not in ("s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps"):
+                _fail(origin, f"{p}/{k}", f"unknown key '{k}'", "remove it")
+        if "s_hi" not in s:
+            _fail(origin, f"{p}/s_hi", "required field is missing", "add it (null = unbounded)")
+        seg = Segment(_num(origin, s, p, "s_lo", 0.0),
+                      None if s["s_hi"] is None else _num(origin, s, p, "s_hi", 0.0),
+                      _num(origin, s, p, "alpha_us", 0.0), _num(origin, s, p, "alpha_step_us", 0.0),
+                      _num(origin, s, p, "bandwidth_GBps", 0.0, strict=True))
+        if i == 0 and seg.s_lo != 0:
+            _fail(origin, f"{p}/s_lo", "the first segment must start at 0 bytes", "set it to 0")
+        if i > 0 and (out[-1].s_hi is None or seg.s_lo != out[-1].s_hi):
+            _fail(origin, f"{p}/s_lo", "segments overlap, are unsorted or have a gap",
+                  "sort by s_lo; each s_lo must equal the previous s_hi")
+        if seg.s_hi is not None and seg.s_hi <= seg.s_lo:
+            _fail(origin, f"{p}/s_hi", "segment is empty or reversed", "make s_hi greater than s_lo")
+        out.append(seg)
+    if out[-1].s_hi is not None:
+        _fail(origin, f"{ptr}/segments/{len(out) - 1}/s_hi", "the last segment must be unbounded",
+              "set it to null")
+    q = m["quality"]
+    if not isinstance(q, dict):
+        _fail(origin, f"{ptr}/quality", "expected an object", "fix the value")
+    for k in q:
+        if k not in ("points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape"):
+            _fail(origin, f"{ptr}/quality/{k}", f"unknown key '{k}'", "remove it")
+    _int(origin, q, f"{ptr}/quality", "points", 0)
+    _num(origin, q, f"{ptr}/quality", "mape", 0.0)
+    _num(origin, q, f"{ptr}/quality", "max_rel_error", 0.0)
+    for k in ("holdout_mape", "leave_group_out_mape"):
+        if k not in q:
+            _fail(origin, f"{ptr}/quality/{k}", "required field is missing", "add it (null = not measured)")
+        if q[k] is not None:
+            _num(origin, q, f"{ptr}/quality", k, 0.0)
+    if "extra" in m and not isinstance(m["extra"], dict):
+        _fail(origin, f"{ptr}/extra", "expected an object", "fix the value")
+    if "domain" in m:
+        d = m["domain"]
+        if not isinstance(d, dict) or set(d) != {"hosts", "concurrent_groups", "group_size", "bytes"}:
+            _fail(origin, f"{ptr}/domain", "expected hosts, concurrent_groups, group_size, bytes", "fix the value")
+        domain = {k: _range(origin, d[k], f"{ptr}/domain/{k}", integral=(k != "bytes")) for k in d}
+    else:
+        domain = {"hosts": (float(hosts), float(hosts)), "concurrent_groups": (float(cg), float(cg)),
+                  "group_size": (float(gs[0]), float(gs[-1])) if gs else (1.0, None), "bytes": (0.0, None)}
+    return Model(m["collective"], hosts, cg, dtype, list(gs), m["effective_size"], out, m["quality"], domain,
+                 index, m)
+
+
+def _factor_distance(x: int, r) -> float:
+    lo, hi = r
+    if x < lo:
+        return lo / x
+    if hi is not None and x > hi:
+        return x / hi
+    return 1.0
+
+
+def _contains(r, x: float) -> bool:
+    return x >= r[0] and (r[1] is None or x <= r[1])
+
+
+def effective_bytes(rule: str, nbytes: float, counts: Sequence[int] = (), elem_size: int = 1) -> float:
+    if not counts:
+        if not math.isfinite(nbytes) or nbytes < 0:
+            raise ProfileError(f"bytes must be finite and >= 0, got {nbytes}")
+        return float(nbytes)
+    if elem_size < 1:
+        raise ProfileError(f"element size must be >= 1 byte, got {elem_size}")
+    total = 0.0
+    largest = 0.0
+    for i, c in enumerate(counts):
+        if c < 0:
+            raise ProfileError(f"counts[{i}] = {c} is negative; counts are elements per group position")
+        total += float(c)
+        largest = max(largest, float(c))
+    es = float(elem_size)
+    return total * es if rule == "total" else float(len(counts)) * largest * es
+
+
+class Profile:
+    def __init__(self, doc: dict, origin: str = "<profile>"):
+        if not isinstance(doc, dict):
+            _fail(origin, "", "expected an object", "fix the file")
+        if doc.get("schema") != SCHEMA:
+            _fail(origin, "/schema", f"unknown schema {doc.get('schema')!r}", f"this reader reads {SCHEMA!r}")
+        v = doc.get("version")
+        if isinstance(v, bool) or v != VERSION or not isinstance(v, int):
+            _fail(origin, "/version", f"unsupported version {v!r}", f"this reader reads version {VERSION}")
+        known = {"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory", "models",
+                 "provenance", "fit_method", "extra"}
+        for k in doc:
+            if k not in known:
+                _fail(origin, f"/{k}", f"unknown key '{k}'", "remove it; free-form data belongs under \"extra\"")
+        for k in ("cluster", "created", "shardcal_version", "backend", "memory", "models"):
+            if k not in doc:
+                _fail(origin, f"/{k}", "required field is missing", "add it or regenerate the profile")
+            if k != "models" and not isinstance(doc[k], str):
+                _fail(origin, f"/{k}", "expected a string", "fix the value")
+        if not doc["cluster"]:
+            _fail(origin, "/cluster", "cluster name is empty", "give the cluster a name (--name)")
+        if len(doc["created"]) > 40 or not _ISO.fullmatch(doc["created"]):
+            _fail(origin, "/created", "not an ISO 8601 UTC time", "write it like 2026-11-23T16:00:00Z")
+        if doc["backend"] not in ("mpi", "nccl", "sim", "model"):
+            _fail(origin, "/backend", f"unknown backend {doc['backend']!r}", "use mpi, nccl, sim or model")
+        if doc["memory"] not in ("host", "cuda"):
+            _fail(origin, "/memory", f"unknown memory {doc['memory']!r}", "use host or cuda")
+        for k in ("provenance", "fit_method", "extra"):
+            if k in doc and not isinstance(doc[k], dict):
+                _fail(origin, f"/{k}", "expected an object", "fix the value")
+        self.cluster = doc["cluster"]
+        self.created = doc["created"]
+        self.shardcal_version = doc["shardcal_version"]
+        self.backend = doc["backend"]
+        self.memory = doc["memory"]
+        self.provenance = doc.get("provenance")
+        self.fit_method = doc.get("fit_method")
+        if not isinstance(doc["models"], list):
+            _fail(origin, "/models", "expected an array", "fix the value")
+        self.models = [_parse_model(origin, m, f"/models/{i}", i) for i, m in enumerate(doc["models"])]
+        seen = set()
+        for m in self.models:
+            key = (m.collective, m.hosts, m.concurrent_groups, m.dtype)
+            if key in seen:
+                _fail(origin, f"/models/{m.index}", "a second model for the same collective, hosts, "
+                      "concurrent_groups and dtype", "keep one model per class")
+            seen.add(key)
+        self.doc = doc
+
+    # -- prediction -------------------------------------------------------------------------
+    def choose_model(self, collective: str, group_size: int, hosts: int = 1, concurrent_groups: int = 1,
+                     dtype: Optional[str] = None):
+        """The nearest measured class (docs/PROFILE_FORMAT.md "Choosing a model"): (model, key)."""
+        best = None
+        best_key = None
+        for m in self.models:
+            if m.collective != collective:
+                continue
+            d = m.domain
+            if hosts > 1:
+                side = 1 if (d["hosts"][1] is not None and d["hosts"][1] <= 1) else 0
+            else:
+                side = 1 if d["hosts"][0] > 1 else 0
+            if dtype is not None:
+                ds = 0 if m.dtype == dtype else (1 if m.dtype is None else 2)
+            else:
+                ds = 2 if m.dtype is not None else 0
+            key = (side, _factor_distance(hosts, d["hosts"]),
+                   _factor_distance(concurrent_groups, d["concurrent_groups"]),
+                   _factor_distance(group_size, d["group_size"]), ds)
+            if best is None or key < best_key:
+                best, best_key = m, key
+        if best is None:
+            have = ", ".join(sorted({m.collective for m in self.models})) or "none"
+            raise ProfileError(f"profile '{self.cluster}' has no model for {collective} (it has: {have}); "
+                               f"calibrate from a sweep that measures {collective}")
+        return best, best_key
+
+    def predict(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
+                nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
+                dtype: Optional[str] = None, concurrent_groups: int = 1, _check_class: bool = True) -> Prediction:
+        if collective not in COLLECTIVES:
+            raise ProfileError(f"unknown collective {collective!r}; use one of {COLLECTIVES}")
+        if ranks_per_host is None:
+            ranks_per_host = group_size // hosts if hosts >= 1 else 0
+        if min(group_size, hosts, ranks_per_host, concurrent_groups) < 1:
+            raise ProfileError("link class: group size, hosts, ranks per host and concurrent groups must all be >= 1")
+        if _check_class and hosts * ranks_per_host != group_size:
+            raise ProfileError(f"link class: group size {group_size} != hosts {hosts} x ranks per host "
+                               f"{ranks_per_host}; a group spanning h hosts has the same number of ranks on each")
+        if counts and len(counts) != group_size:
+            raise ProfileError(f"counts has {len(counts)} entries but the group size is {group_size}")
+        m, key = self.choose_model(collective, group_size, hosts, concurrent_groups, dtype)
+        s_eff = effective_bytes(m.effective_size, nbytes, counts, elem_size)
+        seg = 0
+        while seg + 1 < len(m.segments) and s_eff >= m.segments[seg].s_hi:
+            seg += 1
+        s = m.segments[seg]
+        steps = float(ring_steps(collective, group_size))
+        factor = busbw_factor(collective, group_size)
+        t = s.alpha_us + s.alpha_step_us * steps + s_eff * factor / (s.bandwidth_GBps * 1e3)
+        side, dh, dc, dn, ds = key
+        notes = []
+        if side != 0 or dh != 1.0 or dc != 1.0:
+            notes.append(f"nearest measured class: hosts={m.hosts} concurrent_groups={m.concurrent_groups}")
+        if dn != 1.0:
+            notes.append(f"group size {group_size} outside the measured range")
+        if ds == 2:
+            notes.append(f"dtype model {m.dtype or 'pooled'} used for {dtype or 'an unspecified dtype'}")
+        if not _contains(m.domain["bytes"], s_eff):
+            notes.append(f"size {s_eff} B outside the measured range")
+        return Prediction(t, m, seg, bool(notes), "; ".join(notes), s_eff)
+
+    # -- DTensor / autoparallel bridge -----------------------------------------------------
+    def mesh_topo(self, mesh_shape: Sequence[int], ranks_per_host: int, collective: str = "all_gather",
+                  nbytes: Optional[float] = None, dtype: Optional[str] = None) -> dict:
+        """Per-mesh-dim numbers in the shape of PyTorch DTensor's MeshTopoInfo.
+
+        Ranks are numbered row-major over the mesh and host = rank // ranks_per_host (DTensor's
+        assumption). A dim is inter-host when its size times all later dims' sizes exceeds
+        ranks_per_host (DTensor's rule); its groups then span `size` hosts when the later dims
+        fill a host, else size * later / ranks_per_host hosts (rounded up). For each dim the
+        model for `collective` is chosen like predict() does, at `nbytes` (default: the last,
+        large-message segment). Returns mesh_dim_devices, mesh_dim_bandwidth (GB/s, 1e9 B/s),
+        mesh_dim_latency (alpha_step, us per hop), mesh_dim_base_latency (alpha, us),
+        mesh_dim_bandwidth_dtensor (GiB/s: what DTensor's formulas divide its GiB counts by) and
+        the link class and extrapolation note used per dim.
+        """
+        shape = [int(x) for x in mesh_shape]
+        if not shape or min(shape) < 1 or ranks_per_host < 1:
+            raise ProfileError("mesh_topo: mesh sizes and ranks_per_host must be >= 1")
+        world = math.prod(shape)
+        out = {"mesh_dim_devices": [], "mesh_dim_bandwidth": [], "mesh_dim_latency": [],
+               "mesh_dim_base_latency": [], "mesh_dim_bandwidth_dtensor": [], "link_class": [],
+               "extrapolated": [], "note": []}
+        for i, n in enumerate(shape):
+            later = math.prod(shape[i + 1:])
+            if n * later <= ranks_per_host:
+                hosts = 1
+            elif later >= ranks_per_host:
+                hosts = n
+            else:
+                hosts = min(n, -(-(n * later) // ranks_per_host))
+            group_rph = -(-n // hosts)
+            concurrent = max(1, min(ranks_per_host, world) // group_rph)
+            m, _ = self.choose_model(collective, n, hosts, concurrent, dtype)
+            if nbytes is None:
+                probe = m.segments[-1].s_lo
+            else:
+                probe = float(nbytes)
+            p = self.predict(collective, n, hosts, group_rph, nbytes=probe, dtype=dtype,
+                             concurrent_groups=concurrent, _check_class=False)
+            s = p.model.segments[p.segment]
+            out["mesh_dim_devices"].append(n)
+            out["mesh_dim_bandwidth"].append(s.bandwidth_GBps)
+            out["mesh_dim_latency"].append(s.alpha_step_us)
+            out["mesh_dim_base_latency"].append(s.alpha_us)
+            out["mesh_dim_bandwidth_dtensor"].append(s.bandwidth_GBps * 1e9 / 1024 ** 3)
+            out["link_class"].append({"group_size": n, "hosts": hosts, "ranks_per_host": group_rph,
+                                      "concurrent_groups": concurrent})
+            out["extrapolated"].append(p.extrapolated)
+            out["note"].append(p.note)
+        return out
+
+
+def loads(text: str, origin: str = "<string>") -> Profile:
+    try:
+        doc = json.loads(text, parse_constant=_no_constants)
+    except ValueError as e:
+        raise ProfileError(f"{origin}: not valid JSON ({e}); the file may be truncated or corrupt: "
+                           f"regenerate it with shardbench calibrate") from None
+    return Profile(doc, origin)
+
+
+def load(path: str) -> Profile:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise ProfileError(f"{path}: not valid UTF-8 ({e}); the file is corrupt: regenerate it") from None
+    if not text.strip():
+        raise ProfileError(f"{path}: the profile file is empty; regenerate it with shardbench calibrate")
+    return loads(text, path)
+
+
+if __name__ == "__main__":  # tiny CLI: python3 shardcal_profile.py PROFILE COLLECTIVE N HOSTS BYTES
+    import sys
+
+    if len(sys.argv) != 6:
+        sys.exit("usage: shardcal_profile.py PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES")
+    pr = load(sys.argv[1]).predict(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), nbytes=float(sys.argv[5]))
+    print(f"{pr.time_us:.6g} us (model /models/{pr.model.index}, segment {pr.segment}"
+          f"{', extrapolated: ' + pr.note if pr.extrapolated else ''})")

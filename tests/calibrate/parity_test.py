@@ -1,0 +1,293 @@
+#!/usr/bin/python3
+"""Checks of the profile readers run by ctest with /usr/bin/python3 (the module needs only the
+standard library; the schema check needs jsonschema and skips without it).
+
+  schema REPO       configs/schema/profile.schema.json accepts valid profiles, rejects bad ones.
+  parity TOOL REPO   C++ predict (tests/calibrate/profile_predict_tool) and the Python module
+                     (calibrate/python/shardcal_profile.py) agree on >= 1000 random queries over
+                     random profiles and configs/profiles/dtensor-default.json: same model, same
+                     segment, same extrapolation flag, times within 1e-9 relative; same queries
+                     rejected.
+  dtensor REPO       configs/profiles/dtensor-default.json reproduces PyTorch DTensor's cost
+                     functions (torch/distributed/tensor/_collective_utils.py: MeshTopoInfo,
+                     allgather_cost, allreduce_cost, reduce_scatter_cost), written out here from
+                     their published formulas, on random meshes; and mesh_topo() returns
+                     DTensor's per-dim bandwidth and latency.
+"""
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+COLLS = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast", "scatter", "gather"]
+DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8"]
+
+
+def load_module(repo):
+    sys.path.insert(0, os.path.join(repo, "calibrate", "python"))
+    import shardcal_profile  # noqa: E402
+
+    return shardcal_profile
+
+
+def rnum(rng, lo, hi):
+    # Mix of "nice" and arbitrary doubles, so parsing and arithmetic both get exercised.
+    x = rng.uniform(lo, hi)
+    return round(x, rng.choice([0, 1, 3, 17]))
+
+
+def random_profile(rng):
+    models = []
+    used = set()
+    for _ in range(rng.randint(1, 10)):
+        coll = rng.choice(COLLS[:5])
+        hosts = rng.choice([1, 1, 2, 4])
+        cg = rng.choice([1, 1, 2, 4])
+        dtype = rng.choice([None, None, "f32", "bf16"])
+        if (coll, hosts, cg, dtype) in used:
+            continue
+        used.add((coll, hosts, cg, dtype))
+        sizes = sorted(rng.sample([hosts * k for k in range(1, 9)], rng.randint(0, 3)))
+        nseg = rng.randint(1, 4)
+        breaks = sorted(rng.sample([2 ** k for k in range(3, 26)], nseg - 1))
+        bounds = [0] + breaks + [None]
+        segs = [{"s_lo": bounds[i], "s_hi": bounds[i + 1], "alpha_us": rnum(rng, 0, 50),
+                 "alpha_step_us": rnum(rng, 0, 5), "bandwidth_GBps": max(0.01, rnum(rng, 0.01, 400))}
+                for i in range(nseg)]
+        m = {"collective": coll, "hosts": hosts, "concurrent_groups": cg, "dtype": dtype, "group_sizes": sizes,
+             "effective_size": rng.choice(["total", "n_times_max"]), "segments": segs,
+             "quality": {"points": 10, "mape": 0.05, "max_rel_error": 0.2, "holdout_mape": None,
+                         "leave_group_out_mape": 0.1}}
+        if rng.random() < 0.3:
+            lo = rng.choice([0, 64])
+            m["domain"] = {"hosts": [hosts, rng.choice([hosts, None])], "concurrent_groups": [1, rng.choice([cg, None])],
+                           "group_size": [1, rng.choice([None, 16])], "bytes": [lo, rng.choice([None, 1 << 22])]}
+        models.append(m)
+    return {"schema": "shardcal.profile", "version": 1, "cluster": "rand", "created": "2026-11-23T16:00:00Z",
+            "shardcal_version": "0.1.0", "backend": "mpi", "memory": "host", "models": models}
+
+
+def random_query(rng):
+    coll = rng.choice(COLLS[:5] + ["all_to_all"])
+    hosts = rng.choice([1, 1, 2, 3, 4, 8])
+    rph = rng.choice([1, 2, 4, 8])
+    n = hosts * rph
+    if rng.random() < 0.03:
+        n += 1  # inconsistent class: both must reject
+    cg = rng.choice([1, 1, 2, 3, 8])
+    dtype = rng.choice([None, None, "f32", "bf16", "u8"])
+    elem = {"f32": 4, "bf16": 2, "u8": 1}.get(dtype, 1)
+    counts = []
+    nbytes = 0.0
+    if rng.random() < 0.3:
+        counts = [rng.choice([0, rng.randint(0, 1 << rng.randint(0, 22))]) for _ in range(n)]
+    else:
+        nbytes = float(rng.choice([0, 1, 7, 2 ** rng.randint(0, 30), rng.uniform(0, 1 << 28)]))
+    return coll, n, hosts, rph, cg, nbytes, dtype, elem, counts
+
+
+def parity(tool, repo):
+    sp = load_module(repo)
+    rng = random.Random(20261123)
+    total = 0
+    compared = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
+        for i in range(12):
+            path = os.path.join(tmp, f"p{i}.json")
+            with open(path, "w") as f:
+                json.dump(random_profile(rng), f)
+            profiles.append(path)
+        for path in profiles:
+            prof = sp.load(path)
+            queries = [random_query(rng) for _ in range(150)]
+            lines = []
+            for (coll, n, hosts, rph, cg, nbytes, dtype, elem, counts) in queries:
+                lines.append(f"{coll} {n} {hosts} {rph} {cg} {nbytes!r} {dtype or '-'} {elem} "
+                             f"{','.join(map(str, counts)) if counts else '-'}")
+            out = subprocess.run([tool, path], input="\n".join(lines) + "\n", capture_output=True, text=True,
+                                 timeout=120)
+            assert out.returncode == 0, out.stderr
+            got = out.stdout.splitlines()
+            assert len(got) == len(queries), (path, len(got), out.stdout[:500])
+            for q, line, text in zip(queries, got, lines):
+                total += 1
+                coll, n, hosts, rph, cg, nbytes, dtype, elem, counts = q
+                try:
+                    p = prof.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts, elem_size=elem,
+                                     dtype=dtype, concurrent_groups=cg)
+                except sp.ProfileError as e:
+                    assert line.startswith("error "), f"{path}: '{text}': python rejected ({e}), C++ gave {line}"
+                    continue
+                assert line.startswith("ok "), f"{path}: '{text}': C++ rejected ({line}), python gave {p.time_us}"
+                _, t, mi, seg, ex = line.split()
+                t = float(t)
+                rel = abs(t - p.time_us) / max(abs(p.time_us), 1e-300)
+                assert rel <= 1e-9, f"{path}: '{text}': C++ {t!r} python {p.time_us!r} (rel {rel:.3g})"
+                assert int(mi) == p.model.index, f"{path}: '{text}': model C++ {mi} python {p.model.index}"
+                assert int(seg) == p.segment, f"{path}: '{text}': segment C++ {seg} python {p.segment}"
+                assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} python {p.note}"
+                compared += 1
+    agree = reject_parity(tool, sp, rng)
+    print(f"parity: both readers agree on accepting/rejecting {agree} mutated profiles")
+    print(f"parity: {compared} predictions equal (<= 1e-9 rel), {total - compared} rejected by both, "
+          f"{len(profiles)} profiles")
+    assert compared >= 1000, compared
+
+
+MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,
+           99999999999999999999, 65536, "2026-11-23T16:00:00Z"]
+
+
+def mutate(rng, doc):
+    """Replace, delete or add one value somewhere in the document."""
+    nodes = []
+
+    def walk(v, parent, key):
+        nodes.append((v, parent, key))
+        if isinstance(v, dict):
+            for k in list(v):
+                walk(v[k], v, k)
+        elif isinstance(v, list):
+            for i in range(len(v)):
+                walk(v[i], v, i)
+
+    walk(doc, None, None)
+    v, parent, key = rng.choice(nodes)
+    op = rng.random()
+    if parent is None:
+        return doc
+    if op < 0.7:
+        parent[key] = json.loads(json.dumps(rng.choice(MUTANTS)))
+    elif op < 0.85:
+        del parent[key]
+    elif isinstance(v, dict):
+        v[rng.choice(["extra", "colour", "s_hi", "domain"])] = rng.choice(MUTANTS)
+    elif isinstance(v, list):
+        v.append(json.loads(json.dumps(v[0])) if v else 1)
+    return doc
+
+
+def reject_parity(tool, sp, rng):
+    """Both readers accept or both reject each mutated profile."""
+    n = accepted = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(300):
+            base = random_profile(rng)
+            if rng.random() < 0.5:
+                base["models"].append(json.loads(json.dumps(base["models"][0])))
+                base["models"][-1]["concurrent_groups"] = 16
+                base["models"][-1]["domain"] = {"hosts": [1, None], "concurrent_groups": [1, None],
+                                                "group_size": [1, None], "bytes": [0, None]}
+            doc = mutate(rng, base)
+            for _ in range(rng.randint(0, 2)):
+                doc = mutate(rng, doc)
+            path = os.path.join(tmp, f"m{i}.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            out = subprocess.run([tool, path], input="", capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            cpp_ok = out.stdout == ""
+            try:
+                sp.load(path)
+                py_ok, why = True, ""
+            except sp.ProfileError as e:
+                py_ok, why = False, str(e)
+            assert cpp_ok == py_ok, f"C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout} but Python " \
+                                    f"{'accepts' if py_ok else 'rejects: ' + why}\n{json.dumps(doc)}"
+            n += 1
+            accepted += cpp_ok
+    assert 20 <= accepted <= n - 20, f"mutations too {'mild' if accepted > 20 else 'harsh'}: {accepted}/{n} accepted"
+    return f"{n} ({accepted} accepted)"
+
+
+# --- PyTorch DTensor's model, from the published formulas (see module docstring) --------------
+def dtensor_topo(mesh_shape, devices_per_host):
+    bw = [87.7] * len(mesh_shape)
+    lat = [0.6] * len(mesh_shape)
+    total = 1
+    for d in reversed(range(len(mesh_shape))):
+        total *= mesh_shape[d]
+        if total > devices_per_host:
+            bw[d] *= 0.22
+            lat[d] = 2.7
+    return bw, lat
+
+
+def dtensor_cost(coll, bytes_gb, n, bw, lat):
+    hops = 2 * (n - 1) if coll == "all_reduce" else n - 1
+    return 6.6 + hops * lat + (bytes_gb * hops / n) / bw * 1e6
+
+
+def dtensor(repo):
+    sp = load_module(repo)
+    prof = sp.load(os.path.join(repo, "configs", "profiles", "dtensor-default.json"))
+    rng = random.Random(7)
+    checked = 0
+    worst = 0.0
+    for _ in range(400):
+        ndim = rng.randint(1, 3)
+        shape = [rng.choice([1, 2, 4, 8]) for _ in range(ndim)]
+        dph = rng.choice([1, 2, 4, 8])
+        bw, lat = dtensor_topo(shape, dph)
+        topo = prof.mesh_topo(shape, dph)
+        for d in range(ndim):
+            # A size-1 dim moves nothing (cost 6.6 us either way); DTensor may still label it
+            # inter-host, mesh_topo reports the one host its one-rank groups live on.
+            if shape[d] > 1:
+                assert math.isclose(topo["mesh_dim_bandwidth_dtensor"][d], bw[d], rel_tol=1e-12), (shape, dph, topo, bw)
+                assert topo["mesh_dim_latency"][d] == lat[d], (shape, dph, topo, lat)
+            assert topo["mesh_dim_base_latency"][d] == 6.6
+            assert not topo["extrapolated"][d], topo
+            lc = topo["link_class"][d]
+            for coll in ("all_gather", "reduce_scatter", "all_reduce"):
+                nbytes = rng.choice([0, 1, 4096, 1 << 20, rng.randint(0, 1 << 34)])
+                want = dtensor_cost(coll, nbytes / 1024 / 1024 / 1024, shape[d], bw[d], lat[d])
+                p = prof.predict(coll, shape[d], lc["hosts"], lc["ranks_per_host"], nbytes=nbytes,
+                                 concurrent_groups=lc["concurrent_groups"], _check_class=False)
+                rel = abs(p.time_us - want) / want
+                worst = max(worst, rel)
+                assert rel <= 1e-12, (coll, shape, dph, d, nbytes, p.time_us, want)
+                assert not p.extrapolated
+                checked += 1
+    print(f"dtensor: {checked} costs equal DTensor's (worst relative difference {worst:.3g})")
+
+
+def schema(repo):
+    try:
+        import jsonschema
+    except ImportError:
+        print("SKIP: python module jsonschema not available for " + sys.executable)
+        sys.exit(77)
+    with open(os.path.join(repo, "configs", "schema", "profile.schema.json")) as f:
+        sch = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(sch)
+    v = jsonschema.Draft202012Validator(sch)
+    with open(os.path.join(repo, "configs", "profiles", "dtensor-default.json")) as f:
+        docs = [json.load(f)]
+    rng = random.Random(5)
+    docs += [random_profile(rng) for _ in range(20)]
+    for d in docs:
+        v.validate(d)
+    bad = json.loads(json.dumps(docs[0]))
+    bad["models"][0]["segments"][0]["bandwidth_GBps"] = 0
+    assert not v.is_valid(bad), "schema accepts B = 0"
+    bad = json.loads(json.dumps(docs[0]))
+    bad["models"][0]["colour"] = 1
+    assert not v.is_valid(bad), "schema accepts an unknown key"
+    print(f"schema: {len(docs)} profiles valid, bad ones rejected")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "schema":
+        schema(sys.argv[2])
+        sys.exit(0)
+    if len(sys.argv) >= 2 and sys.argv[1] == "parity" and len(sys.argv) == 4:
+        parity(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 2 and sys.argv[1] == "dtensor" and len(sys.argv) == 3:
+        dtensor(sys.argv[2])
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""`shardbench predict` end to end: JSON output equals the Python module's prediction, text
+output names model/segment/extrapolation, and bad profiles or arguments exit 2 with one clear
+message. Usage: predict_cli_test.py SHARDBENCH REPO"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(sb, *args):
+    return subprocess.run([sb, "predict", *args], capture_output=True, text=True, timeout=60)
+
+
+def main(sb, repo):
+    sys.path.insert(0, os.path.join(repo, "calibrate", "python"))
+    import shardcal_profile as sp
+
+    dt = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
+    prof = sp.load(dt)
+    # The issue's example, as JSON, against the module.
+    r = run(sb, "--profile", dt, "--collective", "all_gather", "--group-size", "8", "--hosts", "2",
+            "--ranks-per-host", "4", "--bytes", "1MiB", "--json")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    want = prof.predict("all_gather", 8, 2, 4, nbytes=1 << 20)
+    assert abs(j["time_us"] - want.time_us) <= 1e-12 * want.time_us, (j, want)
+    assert j["model"]["index"] == want.model.index and j["segment"]["index"] == 0
+    assert j["extrapolated"] is False and j["model"]["hosts"] == 2
+    # Text form; uneven counts with a dtype.
+    r = run(sb, "--profile", dt, "--collective", "reduce_scatter", "--group-size", "4", "--counts", "3,5,0,4",
+            "--dtype", "f32")
+    assert r.returncode == 0, r.stderr
+    assert "model /models/2" in r.stdout and "segment 0" in r.stdout and "extrapolated: no" in r.stdout, r.stdout
+    assert "S_eff=48 B" in r.stdout, r.stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        # A measured-style profile with one class: another class is extrapolated and says so.
+        doc = json.load(open(dt))
+        doc["backend"] = "mpi"
+        doc["models"] = [m for m in doc["models"] if m["hosts"] == 1]
+        for m in doc["models"]:
+            del m["domain"]
+            m["group_sizes"] = [2, 4]
+        one = os.path.join(tmp, "one.json")
+        json.dump(doc, open(one, "w"))
+        r = run(sb, "--profile", one, "--collective", "all_gather", "--group-size", "8", "--hosts", "2",
+                "--bytes", "4096")
+        assert r.returncode == 0, r.stderr
+        assert "extrapolated: yes (nearest measured class: hosts=1" in r.stdout, r.stdout
+        # Bad profiles and arguments: exit 2, one line naming the problem.
+        text = open(dt).read()
+        bad = {
+            "truncated": (text[: len(text) // 2], "not valid JSON"),
+            "empty": ("", "empty"),
+            "version": (text.replace('"version": 1', '"version": 7'), "/version: unsupported version 7"),
+            "negative B": (text.replace('"bandwidth_GBps": 94.1671579648', '"bandwidth_GBps": -1', 1),
+                           "/models/0/segments/0/bandwidth_GBps"),
+        }
+        for name, (content, words) in bad.items():
+            path = os.path.join(tmp, name + ".json")
+            open(path, "w").write(content)
+            r = run(sb, "--profile", path, "--collective", "all_gather", "--group-size", "4", "--bytes", "1")
+            assert r.returncode == 2, (name, r.returncode, r.stderr)
+            assert words in r.stderr and r.stderr.count("\n") == 1, (name, r.stderr)
+            assert "Traceback" not in r.stderr
+    for args, words in [
+        (["--collective", "allgather", "--group-size", "4", "--bytes", "1"], "all_gather"),
+        (["--collective", "all_gather", "--group-size", "4", "--bytes", "1 MiB"], "not a byte count"),
+        (["--collective", "all_gather", "--group-size", "4", "--counts", "1,x,2,3"], "--counts: item 1"),
+        (["--collective", "all_gather", "--group-size", "4", "--counts", "1,2,3"], "counts has 3 entries"),
+        (["--collective", "all_gather", "--group-size", "4", "--bytes", "10", "--counts", "1,2,3,5"], "disagrees"),
+        (["--collective", "all_gather", "--group-size", "6", "--hosts", "4", "--bytes", "1"], "not a multiple"),
+        (["--collective", "all_to_all", "--group-size", "4", "--bytes", "1"], "no model for all_to_all"),
+        (["--collective", "all_gather", "--group-size", "4"], "give --bytes"),
+    ]:
+        r = run(sb, "--profile", dt, *args)
+        assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
+        assert words in r.stderr, (args, r.stderr)
+    print("predict CLI: ok")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,62 @@
+// Test helper for the Python parity test (parity_test.py): reads a profile (argv[1]) and one
+// query per stdin line
+//   COLLECTIVE GROUP_SIZE HOSTS RANKS_PER_HOST CONCURRENT BYTES DTYPE|- ELEM_SIZE COUNTS|-
+// (COUNTS comma separated) and prints one line per query:
+//   ok TIME_US(%.17g) MODEL_INDEX SEGMENT EXTRAPOLATED(0|1)   or   error MESSAGE
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace shardcal;
+  if (argc != 2) {
+    std::cerr << "usage: profile_predict_tool PROFILE < queries\n";
+    return 2;
+  }
+  calib::Profile p;
+  try {
+    p = calib::read_profile(argv[1]);
+  } catch (const Error& e) {
+    std::cout << "error " << e.what() << "\n";
+    return 0;
+  }
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string coll, dtype, counts_text;
+    calib::LinkClass lc;
+    double bytes = 0;
+    int elem = 1;
+    in >> coll >> lc.group_size >> lc.hosts >> lc.ranks_per_host >> lc.concurrent_groups >> bytes >> dtype >> elem >>
+        counts_text;
+    if (!in) {
+      std::cout << "error unparsable query\n";
+      continue;
+    }
+    std::vector<std::int64_t> counts;
+    if (counts_text != "-") {
+      std::istringstream cs(counts_text);
+      std::string item;
+      while (std::getline(cs, item, ',')) counts.push_back(std::stoll(item));
+    }
+    try {
+      auto c = find_collective(coll);
+      if (!c) throw Error("unknown collective");
+      std::optional<DType> dt;
+      if (dtype != "-") dt = parse_dtype(dtype);
+      const calib::Prediction r = calib::predict(p, *c, lc, bytes, counts, elem, dt);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", r.time_us);
+      std::cout << "ok " << buf << " " << (r.model - p.models.data()) << " " << r.segment << " "
+                << (r.extrapolated ? 1 : 0) << "\n";
+    } catch (const Error& e) {
+      std::cout << "error " << e.what() << "\n";
+    }
+  }
+  return 0;
+}

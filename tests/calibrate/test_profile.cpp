@@ -1,0 +1,385 @@
+// The profile reader, writer and predictor (calibrate/src/profile.cpp): round trip, one test per
+// rejection rule (with the JSON pointer in the message), the nearest-measured-class rule, the
+// built-in DTensor profile, atomic writes, and a fuzz test of the reader.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <unistd.h>
+
+#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/error.hpp"
+
+#ifndef SHARDCAL_SOURCE_DIR
+#error "SHARDCAL_SOURCE_DIR must be defined"
+#endif
+
+namespace {
+
+using namespace shardcal;
+using namespace shardcal::calib;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kDTensorPath = std::string(SHARDCAL_SOURCE_DIR) + "/configs/profiles/dtensor-default.json";
+
+// A measured-style profile: two segments for all_gather intra-host, a per-dtype all_reduce pair,
+// an inter-host all_gather model.
+Profile sample() {
+  Profile p;
+  p.cluster = "test";
+  p.created = "2026-11-23T16:00:00Z";
+  p.shardcal_version = "0.1.0";
+  p.backend = "mpi";
+  p.memory = "host";
+  p.json_extra = R"({"provenance":{"files":[{"path":"a.jsonl","sha256":"00"}]},"extra":{"note":"x"}})";
+  Model ag;
+  ag.collective = Collective::AllGather;
+  ag.group_sizes = {2, 4};
+  ag.effective_size = EffectiveSize::NTimesMax;
+  ag.segments = {{0, 65536.0, 2.0, 0.5, 1.0}, {65536.0, std::nullopt, 20.0, 1.0, 5.0}};
+  ag.quality = {40, 0.05, 0.2, 0.07, std::nullopt};
+  Model ag2 = ag;
+  ag2.hosts = 2;
+  ag2.group_sizes = {2, 4, 8};
+  ag2.segments = {{0, std::nullopt, 30.0, 3.0, 0.5}};
+  Model ar;
+  ar.collective = Collective::AllReduce;
+  ar.group_sizes = {4};
+  ar.dtype = DType::F32;
+  ar.segments = {{0, std::nullopt, 3.0, 0.25, 2.0}};
+  Model ar16 = ar;
+  ar16.dtype = DType::BF16;
+  ar16.segments = {{0, std::nullopt, 4.0, 0.25, 1.0}};
+  p.models = {ag, ag2, ar, ar16};
+  return p;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_profile(text, "t.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Profile, RoundTripIsCanonical) {
+  const std::string text = profile_to_json(sample());
+  const Profile back = parse_profile(text, "t.json");
+  EXPECT_EQ(profile_to_json(back), text);
+  ASSERT_EQ(back.models.size(), 4u);
+  EXPECT_EQ(back.models[0].segments[1].bandwidth_GBps, 5.0);
+  EXPECT_FALSE(back.models[0].segments[1].s_hi.has_value());
+  EXPECT_EQ(back.models[0].quality.holdout_mape, 0.07);
+  EXPECT_FALSE(back.models[0].quality.leave_group_out_mape.has_value());
+  EXPECT_EQ(back.models[2].dtype, DType::F32);
+  EXPECT_NE(back.json_extra.find("sha256"), std::string::npos);
+  const json j = json::parse(text);
+  EXPECT_EQ(j["provenance"]["files"][0]["path"], "a.jsonl");  // spread to the top level
+}
+
+TEST(Profile, WriterRejectsBadExtraAndInvalidModels) {
+  Profile p = sample();
+  p.json_extra = R"({"foo":{}})";
+  EXPECT_THROW(profile_to_json(p), Error);
+  p = sample();
+  p.models[0].json_extra = "[1";
+  EXPECT_THROW(profile_to_json(p), Error);
+  p = sample();
+  p.models[0].segments[0].bandwidth_GBps = 0;  // the self-check refuses what readers would reject
+  EXPECT_THROW(profile_to_json(p), Error);
+}
+
+struct Bad {
+  const char* name;
+  std::function<void(json&)> mutate;
+  const char* pointer;  // must appear in the message
+  const char* words;    // and this
+};
+
+TEST(Profile, RejectsEachDefectWithPointerAndFix) {
+  const json good = json::parse(profile_to_json(sample()));
+  const std::vector<Bad> cases = {
+      {"schema", [](json& j) { j["schema"] = "shardcal.results"; }, "/schema", "unknown schema"},
+      {"version", [](json& j) { j["version"] = 2; }, "/version", "unsupported version 2"},
+      {"version float", [](json& j) { j["version"] = 1.5; }, "/version", "unsupported version"},
+      {"missing cluster", [](json& j) { j.erase("cluster"); }, "/cluster", "missing"},
+      {"missing segments", [](json& j) { j["models"][1].erase("segments"); }, "/models/1/segments", "missing"},
+      {"unknown top key", [](json& j) { j["colour"] = 1; }, "/colour", "unknown key"},
+      {"unknown model key", [](json& j) { j["models"][0]["alpha"] = 1; }, "/models/0/alpha", "\"extra\""},
+      {"B zero", [](json& j) { j["models"][0]["segments"][0]["bandwidth_GBps"] = 0; },
+       "/models/0/segments/0/bandwidth_GBps", "> 0"},
+      {"B negative", [](json& j) { j["models"][0]["segments"][1]["bandwidth_GBps"] = -1.0; },
+       "/models/0/segments/1/bandwidth_GBps", "> 0"},
+      {"alpha negative", [](json& j) { j["models"][2]["segments"][0]["alpha_us"] = -0.1; },
+       "/models/2/segments/0/alpha_us", ">= 0"},
+      {"alpha_step negative", [](json& j) { j["models"][2]["segments"][0]["alpha_step_us"] = -1; },
+       "/models/2/segments/0/alpha_step_us", ">= 0"},
+      {"alpha string", [](json& j) { j["models"][2]["segments"][0]["alpha_us"] = "1"; },
+       "/models/2/segments/0/alpha_us", "expected a number"},
+      {"huge", [](json& j) { j["models"][0]["segments"][0]["alpha_us"] = 1e308 * 10; },  // inf -> null
+       "/models/0/segments/0/alpha_us", "expected a number"},
+      {"overlap", [](json& j) { j["models"][0]["segments"][1]["s_lo"] = 1000.0; },
+       "/models/0/segments/1/s_lo", "overlap"},
+      {"gap", [](json& j) { j["models"][0]["segments"][1]["s_lo"] = 100000.0; },
+       "/models/0/segments/1/s_lo", "gap"},
+      {"unsorted", [](json& j) { std::swap(j["models"][0]["segments"][0], j["models"][0]["segments"][1]); },
+       "/models/0/segments/0/s_lo", "start at 0"},
+      {"last bounded", [](json& j) { j["models"][1]["segments"][0]["s_hi"] = 1e6; },
+       "/models/1/segments/0/s_hi", "unbounded"},
+      {"empty segment", [](json& j) { j["models"][0]["segments"][0]["s_hi"] = 0.0; },
+       "/models/0/segments/0/s_hi", "s_hi <= s_lo"},
+      {"no segments", [](json& j) { j["models"][0]["segments"] = json::array(); }, "/models/0/segments",
+       "non-empty"},
+      {"collective", [](json& j) { j["models"][0]["collective"] = "allgather"; }, "/models/0/collective",
+       "all_gather"},
+      {"dtype", [](json& j) { j["models"][2]["dtype"] = "f128"; }, "/models/2/dtype", "unknown dtype"},
+      {"hosts 0", [](json& j) { j["models"][0]["hosts"] = 0; }, "/models/0/hosts", "out of range"},
+      {"group sizes unsorted", [](json& j) { j["models"][0]["group_sizes"] = {4, 2}; }, "/models/0/group_sizes/1",
+       "sorted"},
+      {"group size vs hosts", [](json& j) { j["models"][1]["group_sizes"] = {2, 3}; }, "/models/1/group_sizes/1",
+       "multiple of hosts"},
+      {"duplicate model", [](json& j) { j["models"].push_back(j["models"][0]); }, "/models/4", "same collective"},
+      {"rule", [](json& j) { j["models"][0]["effective_size"] = "max"; }, "/models/0/effective_size", "n_times_max"},
+      {"mape negative", [](json& j) { j["models"][0]["quality"]["mape"] = -1; }, "/models/0/quality/mape", ">= 0"},
+      {"created", [](json& j) { j["created"] = "yesterday"; }, "/created", "ISO 8601"},
+      {"backend", [](json& j) { j["backend"] = "gloo"; }, "/backend", "mpi, nccl, sim or model"},
+      {"provenance not object", [](json& j) { j["provenance"] = 3; }, "/provenance", "object"},
+      {"domain bad", [](json& j) { j["models"][0]["domain"] = {{"hosts", {2, 1}}}; }, "/models/0/domain",
+       ""},
+  };
+  for (const Bad& c : cases) {
+    json j = good;
+    c.mutate(j);
+    const std::string msg = error_of(j.dump());
+    EXPECT_NE(msg, "") << c.name << ": accepted";
+    EXPECT_NE(msg.find(std::string("t.json: ") + c.pointer), std::string::npos) << c.name << ": " << msg;
+    EXPECT_NE(msg.find(c.words), std::string::npos) << c.name << ": " << msg;
+    EXPECT_NE(msg.find("; "), std::string::npos) << c.name << ": no fix in: " << msg;  // what; how to fix
+  }
+}
+
+TEST(Profile, RejectsNonJsonTruncatedAndEmpty) {
+  const std::string text = profile_to_json(sample());
+  EXPECT_NE(error_of(text.substr(0, text.size() / 2)).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of("NaN").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of(std::string(100, '[') + std::string(100, ']')).find("nested deeper"), std::string::npos);
+  const fs::path dir = fs::temp_directory_path() / ("shardcal_profile_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "empty.json") << "  \n";
+  try {
+    read_profile((dir / "empty.json").string());
+    ADD_FAILURE() << "empty file accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_profile((dir / "missing.json").string()), Error);
+  EXPECT_THROW(read_profile(dir.string()), Error);
+  fs::remove_all(dir);
+}
+
+TEST(Profile, AtomicWriteLeavesOnlyTheFile) {
+  const fs::path dir = fs::temp_directory_path() / ("shardcal_profile_w_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "p.json").string();
+  write_profile_atomic(sample(), path);
+  EXPECT_EQ(profile_to_json(read_profile(path)), profile_to_json(sample()));
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1);
+  // A failing write leaves the old file untouched and no temp file behind.
+  Profile bad = sample();
+  bad.models[0].segments[0].alpha_us = -1;
+  EXPECT_THROW(write_profile_atomic(bad, path), Error);
+  EXPECT_EQ(profile_to_json(read_profile(path)), profile_to_json(sample()));
+  files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1);
+  EXPECT_THROW(write_profile_atomic(sample(), (dir / "no" / "such" / "p.json").string()), Error);
+  fs::remove_all(dir);
+}
+
+TEST(Profile, PredictSegmentsAndEffectiveSize) {
+  const Profile p = sample();
+  const LinkClass lc{4, 1, 4, 1};
+  // Segment 0 below 64 KiB, segment 1 from it; t = a + a_step*steps + S*f/(B*1e3).
+  Prediction r = predict(p, Collective::AllGather, lc, 1000);
+  EXPECT_EQ(r.segment, 0);
+  EXPECT_DOUBLE_EQ(r.time_us, 2.0 + 0.5 * 3 + 1000 * 0.75 / 1e3);
+  EXPECT_FALSE(r.extrapolated) << r.note;
+  r = predict(p, Collective::AllGather, lc, 65536);
+  EXPECT_EQ(r.segment, 1);
+  EXPECT_DOUBLE_EQ(r.time_us, 20.0 + 1.0 * 3 + 65536 * 0.75 / 5e3);
+  // Uneven: n x max shard (the model's rule) = 4 x 5 x 4 B.
+  const std::vector<std::int64_t> counts{3, 5, 0, 4};
+  r = predict(p, Collective::AllGather, lc, 0, counts, 4);
+  EXPECT_DOUBLE_EQ(r.time_us, 2.0 + 0.5 * 3 + 80 * 0.75 / 1e3);
+  EXPECT_DOUBLE_EQ(effective_bytes(EffectiveSize::Total, 0, counts, 4), 48.0);
+  EXPECT_THROW(predict(p, Collective::AllGather, lc, 0, std::vector<std::int64_t>{1, 2}, 4), Error);
+  EXPECT_THROW(predict(p, Collective::AllGather, lc, -1), Error);
+  EXPECT_THROW(predict(p, Collective::AllGather, LinkClass{4, 2, 3, 1}, 10), Error);  // 2 x 3 != 4
+  // Predictions are non-decreasing in S within a segment and the model here is continuous enough.
+  double last = 0;
+  for (double s = 0; s < 65536; s += 512) {
+    const double t = predict(p, Collective::AllGather, lc, s).time_us;
+    EXPECT_GE(t, last);
+    last = t;
+  }
+}
+
+TEST(Profile, NonDecreasingInSizeChecksBreakpoints) {
+  Profile p = sample();
+  // sample(): at 64 KiB, n = 4: left 2 + 1.5 + 49.152 = 52.65 us, right 20 + 3 + 9.83 = 32.8 us.
+  EXPECT_FALSE(non_decreasing_in_size(p.models[0], 4));
+  p.models[0].segments[1].alpha_us = 45.0;  // right = 57.8 us >= left
+  EXPECT_TRUE(non_decreasing_in_size(p.models[0], 4));
+  EXPECT_TRUE(non_decreasing_in_size(p.models[1], 8));  // one segment
+  double last = 0;
+  for (double s = 0; s < 1 << 20; s += 4096) {
+    const double t = predict(p, Collective::AllGather, LinkClass{4, 1, 4, 1}, s).time_us;
+    EXPECT_GE(t, last) << s;
+    last = t;
+  }
+}
+
+TEST(Profile, NearestMeasuredClassAndExtrapolation) {
+  const Profile p = sample();
+  // Inter-host query with 4 hosts: the hosts=2 model (same side), marked extrapolated.
+  Prediction r = predict(p, Collective::AllGather, LinkClass{8, 4, 2, 1}, 1 << 20);
+  EXPECT_EQ(r.model, &p.models[1]);
+  EXPECT_TRUE(r.extrapolated);
+  EXPECT_NE(r.note.find("nearest measured class: hosts=2"), std::string::npos) << r.note;
+  // Exactly measured inter-host class.
+  r = predict(p, Collective::AllGather, LinkClass{8, 2, 4, 1}, 1 << 20);
+  EXPECT_EQ(r.model, &p.models[1]);
+  EXPECT_FALSE(r.extrapolated) << r.note;
+  // Unmeasured group size inside [2, 4] is interpolated, outside it is extrapolated.
+  r = predict(p, Collective::AllGather, LinkClass{3, 1, 3, 1}, 10);
+  EXPECT_EQ(r.model, &p.models[0]);
+  EXPECT_FALSE(r.extrapolated);
+  r = predict(p, Collective::AllGather, LinkClass{16, 1, 16, 1}, 10);
+  EXPECT_TRUE(r.extrapolated);
+  EXPECT_NE(r.note.find("group size 16"), std::string::npos);
+  // Contention not measured.
+  r = predict(p, Collective::AllGather, LinkClass{4, 1, 4, 2}, 10);
+  EXPECT_TRUE(r.extrapolated);
+  // dtype: exact model preferred; an unmeasured dtype or none falls back and says so.
+  r = predict(p, Collective::AllReduce, LinkClass{4, 1, 4, 1}, 10, {}, 1, DType::BF16);
+  EXPECT_EQ(r.model, &p.models[3]);
+  EXPECT_FALSE(r.extrapolated);
+  r = predict(p, Collective::AllReduce, LinkClass{4, 1, 4, 1}, 10, {}, 1, DType::F64);
+  EXPECT_TRUE(r.extrapolated);
+  EXPECT_NE(r.note.find("dtype"), std::string::npos);
+  // No model for the collective at all: a clear error.
+  try {
+    predict(p, Collective::AllToAll, LinkClass{4, 1, 4, 1}, 10);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no model for all_to_all"), std::string::npos);
+  }
+}
+
+// PyTorch DTensor (torch/distributed/tensor/_collective_utils.py): latency 6.6 + hops x (0.6 or
+// 2.7) us, bandwidth term bytes/1024^3 x hops/n / (87.7 or 87.7 x 0.22) s.
+TEST(Profile, DTensorDefaultReproducesDTensor) {
+  const Profile p = read_profile(kDTensorPath);
+  EXPECT_EQ(p.backend, "model");
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce})
+    for (int hosts : {1, 2, 4})
+      for (int rph : {1, 2, 8})
+        for (double bytes : {0.0, 1.0, 4096.0, 1048576.0, 3e9}) {
+          const int n = hosts * rph;
+          const Prediction r = predict(p, c, LinkClass{n, hosts, rph, 3}, bytes);
+          const double hops = c == Collective::AllReduce ? 2.0 * (n - 1) : n - 1.0;
+          const bool inter = hosts > 1;
+          const double bw = inter ? 87.7 * 0.22 : 87.7;
+          const double want =
+              6.6 + hops * (inter ? 2.7 : 0.6) + (bytes / 1024 / 1024 / 1024 * hops / n) / bw * 1e6;
+          EXPECT_NEAR(r.time_us, want, 1e-12 * want) << n << " " << hosts << " " << bytes;
+          EXPECT_FALSE(r.extrapolated) << r.note;
+        }
+}
+
+// Random mutations of valid profile texts: every outcome is a valid profile (which then writes
+// and predicts) or a shardcal::Error; never a crash, a hang or another exception.
+TEST(Profile, FuzzReader) {
+  std::ifstream in(kDTensorPath);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::vector<std::string> seeds = {profile_to_json(sample()), ss.str()};
+  const std::vector<std::string> tokens = {"null", "-1", "0", "1e308", "-0.0", "1e-320", "\"\"", "[]", "{}", "true",
+                                           "99999999999999999999", "\"extra\"", "[null,null]", ",", ":", "{", "]",
+                                           "\"s_hi\"", "\"total\"", "NaN", "\"\\u0000\""};
+  std::mt19937_64 rng(12345);
+  auto pick = [&](std::size_t n) { return std::size_t(rng() % std::max<std::size_t>(n, 1)); };
+  int valid = 0, rejected = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int iterations = 4000;
+  for (int it = 0; it < iterations; ++it) {
+    std::string text = seeds[pick(seeds.size())];
+    const int edits = 1 + int(pick(3));
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = pick(text.size());
+      switch (pick(6)) {
+        case 0: if (!text.empty()) text[at] = char(rng()); break;                   // byte flip
+        case 1: text.erase(at, 1 + pick(20)); break;                                 // delete
+        case 2: text.insert(at, tokens[pick(tokens.size())]); break;                 // token
+        case 3: text.resize(at); break;                                              // truncate
+        case 4: text.insert(at, text.substr(pick(text.size()), pick(200))); break;  // duplicate slice
+        default: {  // structural: replace one value by a token, via the DOM
+          try {
+            json j = json::parse(text);
+            std::vector<json*> all;
+            std::function<void(json&)> walk = [&](json& v) {
+              all.push_back(&v);
+              if (v.is_structured())
+                for (auto& c : v) walk(c);
+            };
+            walk(j);
+            json* v = all[pick(all.size())];
+            const std::string tok = tokens[pick(tokens.size())];
+            if (tok != "NaN" && tok != "," && tok != ":" && tok != "{" && tok != "]") *v = json::parse(tok);
+            else if (v->is_object()) v->erase(v->begin());
+            text = j.dump();
+          } catch (const json::exception&) {
+          }
+        }
+      }
+    }
+    Profile p;
+    try {
+      p = parse_profile(text, "fuzz");
+    } catch (const Error& e) {
+      ++rejected;
+      EXPECT_NE(std::string(e.what()), "");
+      continue;
+    }
+    ++valid;
+    try {
+      const std::string out = profile_to_json(p);  // a valid profile writes and re-reads
+      EXPECT_EQ(profile_to_json(parse_profile(out, "fuzz2")), out);
+      for (const Model& m : p.models) {
+        const Prediction r = predict(p, m.collective, LinkClass{4, 2, 2, 1}, 12345.0);
+        EXPECT_TRUE(std::isfinite(r.time_us));
+        EXPECT_GE(r.time_us, 0.0);
+      }
+    } catch (const Error& e) {
+      ADD_FAILURE() << "a profile the reader accepted failed to write or predict: " << e.what() << "\n" << text;
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "fuzz: " << iterations << " mutations, " << valid << " valid, " << rejected << " rejected, " << secs
+            << " s\n";
+  EXPECT_GT(valid, 10);      // structural mutations keep some files valid: the accept path runs
+  EXPECT_GT(rejected, 1000);
+}
+
+}  // namespace
