@@ -170,6 +170,7 @@ TEST(CalibrateFit, PredictionsNonDecreasingInSize) {
       const Calibration cal = calibrate(read_results({f.path}));
       for (const Model& m : cal.models)
         for (int n = 2; n <= 64; ++n) {
+          EXPECT_TRUE(non_decreasing_in_size(m, n)) << collective_info(c).name << " n=" << n;
           double prev = -1;
           std::vector<double> grid;
           for (double s = 1; s <= 64.0 * 1048576; s *= 1.05) grid.push_back(s);
