@@ -6,8 +6,9 @@
 // be compared like for like. Sizes follow shardbench's convention (DESIGN §4): all_gather S is
 // the whole output (per-rank count S/4/n floats), all_reduce S one rank's buffer.
 //   osu_style [--iterations N] [--skip K] [--thread-multiple] SIZE...   (JSON lines on rank 0)
-// --thread-multiple initialises MPI as the shardcal MPI backend does (MPI_THREAD_MULTIPLE, for
-// its watchdog thread), to separate that cost from the harness's own.
+// --thread-multiple initialises MPI with MPI_THREAD_MULTIPLE (as the shardcal MPI backend did for
+// its watchdog before issue 7; it now runs at FUNNELED by default, see SHARDCAL_MPI_THREAD_LEVEL),
+// to separate the cost of that thread level from the harness's own.
 #include <mpi.h>
 
 #include <algorithm>

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
-# Peer parity benchmark (issue 4): our all_gather and all_reduce (shardbench sweep, MPI backend)
-# against a plain MPI loop written the OSU way (bench/micro/osu_style.cpp: MPI_Wtime around each
-# call, barrier between calls), alternating the two REPS times in one run on NP local ranks, and
-# prints the ratio of median latencies (median over iterations of the slowest rank's time, the
-# median over repetitions of that) per size from 8 B to 1 MiB. Target: ratio <= 1.05.
+# Peer parity benchmark (issue 4, issue 7 point 5): our all_gather and all_reduce (shardbench
+# sweep, MPI backend) against a plain MPI loop written the OSU way (bench/micro/osu_style.cpp:
+# MPI_Init, i.e. single-threaded; MPI_Wtime around each call, barrier between calls), alternating
+# the two REPS times in one run on NP local ranks (order swapped every repetition: AB BA AB ...),
+# and prints per size from 8 B to 4 MiB the ratio of median latencies (median over iterations of
+# the slowest rank's time, the median over repetitions of that), the range of the per-repetition
+# ratios (the noise), and the geometric mean. Target: ratio <= 1.05 at every size.
 #
-#   bench/scripts/parity.sh [BUILD_DIR]        env: NP=4 REPS=3 ITERS=200 SKIP=20 OUT=dir
+#   bench/scripts/parity.sh [BUILD_DIR]
+#   env: NP=4 REPS=5 ITERS=200 SKIP=20 MAX=4194304 OUT=dir MT=0
+#        MT=1 adds a column: the OSU loop under MPI_Init_thread(MPI_THREAD_MULTIPLE).
+#        SHARDCAL_MPI_THREAD_LEVEL (single|funneled|serialized|multiple, default funneled) is
+#        passed to shardbench by mpirun; the level it ran at is printed from its results file.
 #
 # Sizes follow shardbench's convention (DESIGN §4): all_gather counts the whole output
 # (n x per-rank), all_reduce one rank's buffer; both sides use the same element counts (f32).
-# A third column runs the OSU loop with MPI_Init_thread(MPI_THREAD_MULTIPLE), as the shardcal
-# MPI backend initialises MPI (its watchdog thread), to tell that cost from the harness's own.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
-NP=${NP:-4} REPS=${REPS:-3} ITERS=${ITERS:-200} SKIP=${SKIP:-20}
+NP=${NP:-4} REPS=${REPS:-5} ITERS=${ITERS:-200} SKIP=${SKIP:-20} MAX=${MAX:-4194304} MT=${MT:-0}
 out=${OUT:-$(mktemp -d /tmp/shardcal-parity.XXXXXX)}
 mkdir -p "$out"
 for bin in shardbench osu_style; do
@@ -26,7 +30,7 @@ mpirun=(mpirun -np "$NP")
 if mpirun --version 2>&1 | grep -q "Open MPI"; then mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$NP"); fi
 
 sizes=()
-for ((s = 8; s <= 1048576; s *= 2)); do sizes+=("$s"); done
+for ((s = 8; s <= MAX; s *= 2)); do sizes+=("$s"); done
 size_list=$(IFS=,; echo "${sizes[*]}")
 cat > "$out/parity.json" <<JSON
 {
@@ -47,54 +51,88 @@ cat > "$out/parity.json" <<JSON
 }
 JSON
 
-echo "parity: NP=$NP REPS=$REPS ITERS=$ITERS SKIP=$SKIP, results in $out" >&2
-for ((r = 1; r <= REPS; r++)); do
-  echo "parity: repetition $r/$REPS: shardbench sweep" >&2
+echo "parity: NP=$NP REPS=$REPS ITERS=$ITERS SKIP=$SKIP sizes 8..$MAX, results in $out" >&2
+echo "parity: load before: $(uptime)" | tee "$out/load.txt" >&2
+run_ours() {
   "${mpirun[@]}" "$build/bin/shardbench" sweep --backend mpi --config "$out/parity.json" \
-      --out "$out/ours_$r.jsonl" -q
-  echo "parity: repetition $r/$REPS: osu_style" >&2
-  "${mpirun[@]}" "$build/bin/osu_style" --iterations "$ITERS" --skip "$SKIP" "${sizes[@]}" > "$out/osu_$r.jsonl"
-  echo "parity: repetition $r/$REPS: osu_style --thread-multiple" >&2
-  "${mpirun[@]}" "$build/bin/osu_style" --iterations "$ITERS" --skip "$SKIP" --thread-multiple \
-      "${sizes[@]}" > "$out/osu_mt_$r.jsonl"
+      --out "$out/ours_$1.jsonl" -q </dev/null
+}
+run_osu() {
+  "${mpirun[@]}" "$build/bin/osu_style" --iterations "$ITERS" --skip "$SKIP" "${sizes[@]}" \
+      </dev/null > "$out/osu_$1.jsonl"
+}
+for ((r = 1; r <= REPS; r++)); do
+  # Swap the order every repetition so a drift in machine load does not favour one side.
+  if ((r % 2)); then order=(ours osu); else order=(osu ours); fi
+  for side in "${order[@]}"; do
+    echo "parity: repetition $r/$REPS: $side" >&2
+    "run_$side" "$r"
+  done
+  if [[ $MT == 1 ]]; then
+    echo "parity: repetition $r/$REPS: osu_style --thread-multiple" >&2
+    "${mpirun[@]}" "$build/bin/osu_style" --iterations "$ITERS" --skip "$SKIP" --thread-multiple \
+        "${sizes[@]}" </dev/null > "$out/osu_mt_$r.jsonl"
+  fi
 done
+echo "parity: load after: $(uptime)" | tee -a "$out/load.txt" >&2
 
-"$py" - "$out" "$REPS" <<'PY'
+"$py" - "$out" "$REPS" "$MT" <<'PY'
 import json, statistics, sys
-out, reps = sys.argv[1], int(sys.argv[2])
-ours, osu, osu_avg, osu_mt = {}, {}, {}, {}
+out, reps, mt = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+ours, osu, osu_mt = {}, {}, {}
+levels = set()
 for r in range(1, reps + 1):
     for line in open(f"{out}/ours_{r}.jsonl"):
         rec = json.loads(line)
+        if rec["type"] == "context":
+            s = rec.get("backend_settings", {})
+            levels.add(s.get("mpi_thread_level", "multiple (not recorded: older build)"))
+            continue
         if rec["type"] != "point":
             continue
         if rec["wrong"] != 0:
             sys.exit(f"parity: shardbench reported wrong results: {rec['key']}")
-        ours.setdefault((rec["collective"], rec["point"]["size"]), []).append(rec["stats"]["p50"])
+        ours.setdefault((rec["collective"], rec["point"]["size"]), {})[r] = rec["stats"]["p50"]
     for line in open(f"{out}/osu_{r}.jsonl"):
         rec = json.loads(line)
-        osu.setdefault((rec["op"], rec["size"]), []).append(rec["median_slowest_s"])
-        osu_avg.setdefault((rec["op"], rec["size"]), []).append(rec["osu_avg_latency_s"])
-    for line in open(f"{out}/osu_mt_{r}.jsonl"):
-        rec = json.loads(line)
-        osu_mt.setdefault((rec["op"], rec["size"]), []).append(rec["median_slowest_s"])
-print("median over repetitions of the median slowest-rank latency (us); ratio = shardbench / osu-style")
-print(f"| {'op':<10} | {'bytes':>7} | {'shardbench':>10} | {'osu-style':>9} | {'ratio':>5} | "
-      f"{'osu MT':>7} | {'ratio MT':>8} | {'OSU avg':>7} |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-worst, ratios, ratios_mt = 0.0, [], []
+        osu.setdefault((rec["op"], rec["size"]), {})[r] = rec["median_slowest_s"]
+    if mt:
+        for line in open(f"{out}/osu_mt_{r}.jsonl"):
+            rec = json.loads(line)
+            osu_mt.setdefault((rec["op"], rec["size"]), {})[r] = rec["median_slowest_s"]
+print(f"shardbench MPI thread level: {', '.join(sorted(levels))}; osu-style: MPI_Init (single)")
+print("median over repetitions of the median slowest-rank latency (us); ratio = shardbench / "
+      "osu-style; rep range = min..max of the per-repetition ratios")
+head = f"| {'op':<10} | {'bytes':>7} | {'shardbench':>10} | {'osu-style':>9} | {'ratio':>7} | {'rep range':>11} |"
+rule = "|---|---:|---:|---:|---:|---:|"
+if mt:
+    head += f" {'osu MT':>7} | {'ratio MT':>8} |"
+    rule += "---:|---:|"
+print(head)
+print(rule)
+ratios, ratios_mt, noisy = [], [], 0
 for key in sorted(osu):
-    a, b, c = (statistics.median(d[key]) for d in (ours, osu, osu_mt))
-    ratio, ratio_mt = a / b, a / c
+    a = statistics.median(ours[key].values())
+    b = statistics.median(osu[key].values())
+    per_rep = [ours[key][r] / osu[key][r] for r in ours[key] if r in osu[key]]
+    lo, hi = min(per_rep), max(per_rep)
+    ratio = a / b
     ratios.append(ratio)
-    ratios_mt.append(ratio_mt)
-    worst = max(worst, ratio)
-    flag = "" if ratio <= 1.05 else " *"
-    print(f"| {key[0]:<10} | {key[1]:>7} | {a * 1e6:>10.2f} | {b * 1e6:>9.2f} | {ratio:>5.3f}{flag} | "
-          f"{c * 1e6:>7.2f} | {ratio_mt:>8.3f} | {statistics.median(osu_avg[key]) * 1e6:>7.2f} |")
-print(f"ratio vs osu-style: geometric mean {statistics.geometric_mean(ratios):.3f}, worst {worst:.3f}, "
-      f"above 1.05 (*): {sum(r > 1.05 for r in ratios)} of {len(ratios)}")
-print(f"ratio vs osu-style with MPI_THREAD_MULTIPLE: geometric mean "
-      f"{statistics.geometric_mean(ratios_mt):.3f}, worst {max(ratios_mt):.3f}, above 1.05: "
-      f"{sum(r > 1.05 for r in ratios_mt)} of {len(ratios_mt)}")
+    # "within noise": the repetitions' own ratios straddle 1.0
+    noisy += lo <= 1.0 <= hi
+    flag = " *" if ratio > 1.05 else "  "
+    row = (f"| {key[0]:<10} | {key[1]:>7} | {a * 1e6:>10.2f} | {b * 1e6:>9.2f} | {ratio:>5.3f}{flag} | "
+           f"{lo:>5.2f}..{hi:<4.2f} |")
+    if mt:
+        c = statistics.median(osu_mt[key].values())
+        ratios_mt.append(a / c)
+        row += f" {c * 1e6:>7.2f} | {a / c:>8.3f} |"
+    print(row)
+print(f"ratio vs osu-style: geometric mean {statistics.geometric_mean(ratios):.3f}, "
+      f"worst {max(ratios):.3f}, best {min(ratios):.3f}, above 1.05 (*): "
+      f"{sum(r > 1.05 for r in ratios)} of {len(ratios)}; sizes whose per-repetition ratios "
+      f"straddle 1.0: {noisy} of {len(ratios)}")
+if mt:
+    print(f"ratio vs osu-style with MPI_THREAD_MULTIPLE: geometric mean "
+          f"{statistics.geometric_mean(ratios_mt):.3f}, worst {max(ratios_mt):.3f}")
 PY

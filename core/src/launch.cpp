@@ -38,6 +38,22 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> backend_settings(const std::string& backend) {
+  std::vector<std::pair<std::string, std::string>> out;
+#ifdef SHARDCAL_HAVE_MPI
+  if (backend == "mpi" || backend == "nccl") {
+    const mpi::ThreadLevel level = mpi::thread_level();
+    if (!level.provided.empty()) {
+      out.emplace_back("mpi_thread_level", level.provided);
+      out.emplace_back("mpi_thread_level_requested", level.requested);
+    }
+  }
+#else
+  (void)backend;
+#endif
+  return out;
+}
+
 void launch(const LaunchOptions& opts, const std::function<void(Communicator&)>& body) {
   if (!(opts.timeout_s > 0))
     throw Error("timeout must be positive seconds (got " + std::to_string(opts.timeout_s) + ")");

@@ -77,6 +77,33 @@ def main(sb, repo):
         r = run(sb, "--profile", dt, *args)
         assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
         assert words in r.stderr, (args, r.stderr)
+    # A profile written by `shardbench calibrate` (when this build has it): both readers load it
+    # and agree on its predictions.
+    if subprocess.run([sb, "calibrate", "--help"], capture_output=True).returncode == 0:
+        with tempfile.TemporaryDirectory() as tmp:
+            res, out = os.path.join(tmp, "r.jsonl"), os.path.join(tmp, "p.json")
+            cfg = os.path.join(repo, "tests", "calibrate", "configs", "cli.json")
+            r = subprocess.run([sb, "sweep", "--backend", "sim", "--world", "4", "--config", cfg, "--out", res],
+                               capture_output=True, text=True, timeout=240)
+            assert r.returncode == 0, r.stderr
+            r = subprocess.run([sb, "calibrate", "--results", res, "--out", out], capture_output=True, text=True,
+                               timeout=240)
+            assert r.returncode == 0, r.stderr
+            fitted = sp.load(out)
+            assert fitted.models, "calibrate wrote no model"
+            for m in fitted.models:
+                n = m.group_sizes[-1] if m.group_sizes else 2
+                for nbytes in (8, 4096, 1 << 20):
+                    r = run(sb, "--profile", out, "--collective", m.collective, "--group-size", str(n),
+                            "--hosts", str(m.hosts), "--concurrent-groups", str(m.concurrent_groups),
+                            "--bytes", str(nbytes), "--json")
+                    assert r.returncode == 0, r.stderr
+                    j = json.loads(r.stdout)
+                    want = fitted.predict(m.collective, n, m.hosts, nbytes=nbytes,
+                                          concurrent_groups=m.concurrent_groups)
+                    assert abs(j["time_us"] - want.time_us) <= 1e-9 * want.time_us, (j, want)
+                    assert j["extrapolated"] == want.extrapolated
+            print(f"predict CLI: calibrate's profile ({len(fitted.models)} models) read by both readers")
     print("predict CLI: ok")
 
 

@@ -108,5 +108,28 @@ def check_metadata_mismatch_mpi(sb, mpiexec):
     print("metadata_mismatch_mpi: every rank named the disagreeing ranks and exited non-zero")
 
 
+def check_plan_traffic(sb, _mpiexec=None):
+    # --plan prints what each step moves (issue 7): S(0)[5,3,4,4] -> S(0) of 16x1024 f32 on 4
+    # ranks moves the rows each rank's block gains: counted here from the two row splits.
+    old, new, row = [5, 3, 4, 4], chunk(16, 4), 1024 * 4
+    starts = lambda sizes: [sum(sizes[:k]) for k in range(len(sizes))]
+    so, sn = starts(old), starts(new)
+    moved = [[len(set(range(so[s], so[s] + old[s])) & set(range(sn[d], sn[d] + new[d])))
+              for d in range(4)] for s in range(4)]
+    send = max(sum(moved[s][d] for d in range(4) if d != s) for s in range(4)) * row
+    recv = max(sum(moved[s][d] for s in range(4) if s != d) for d in range(4)) * row
+    out = run([sb, "redistribute", "--mesh", "4", "--shape", "16x1024", "--from", "S(0)[5,3,4,4]",
+               "--to", "S(0)", "--plan"], 0).stdout
+    assert "all_to_all" in out and "v-form" in out, out
+    assert f"max send {send // 1024} KiB, max recv {recv // 1024} KiB" in out, (send, recv, out)
+    matrix = "; ".join(",".join(str(moved[s][d] * 1024) for d in range(4)) for s in range(4))
+    assert f"[{matrix}]" in out, (matrix, out)
+    # No step on a mesh dim of size 1: every placement there is the same data.
+    out = run([sb, "redistribute", "--mesh", "1x4", "--shape", "8x3", "--from", "S(0),R", "--to",
+               "R,R", "--plan"], 0).stdout
+    assert "(0 steps)" in out, out
+    print(f"plan_traffic: max send {send} B, max recv {recv} B, send matrix [{matrix}]; size-1 dim: no step")
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[1]](*sys.argv[2:])

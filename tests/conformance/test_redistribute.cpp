@@ -265,7 +265,12 @@ TEST(Redistribute, PlannerUsesTheExpectedCollectives) {
                                      TensorSpec(mesh, parse_placements("R,S(0)"), meta));
   // First step gathers tensor dim 0 along mesh dim 0; the largest output block is 10 rows x the
   // widest column chunk (7 over 4 ranks: 2,2,2,1) of f32.
-  EXPECT_EQ(p.steps.front().bytes, 10 * 2 * 4);
+  const StepTraffic t = describe_step(p.steps.front());
+  EXPECT_EQ(t.bytes, 10 * 2 * 4);
+  EXPECT_EQ(t.counts, (std::vector<std::int64_t>{3 * 2, 7 * 2}));
+  EXPECT_EQ(t.groups, 4);
+  EXPECT_FALSE(t.uniform);
+  EXPECT_TRUE(t.groups_identical == false);  // the last column group is 1 wide
 }
 
 TEST(Redistribute, MismatchedSpecsAreRejected) {

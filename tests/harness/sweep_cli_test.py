@@ -380,6 +380,22 @@ def cmd_resumecheck(args):
             if open(path).read() != content:
                 fail(f"malformed --resume file ({name}): the file was modified")
 
+        # A file of results format 1 (keys by placement text, no protocol): refused, saying why.
+        path = os.path.join(d, "v1.jsonl")
+        r = subprocess.run(sweep_cmd(args, cfg, ["--out", path]), capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"sweep failed: {r.stderr[-3000:]}")
+        edit_first_context(path, lambda ctx: ctx.__setitem__("version", 1))
+        content = open(path).read()
+        r, el = run_bounded(sweep_cmd(args, cfg, ["--resume", path]), "format 1 file")
+        expect_input_error(r, el, "--resume of a format 1 file",
+                           f"--resume {path}: the file is results format version 1, this "
+                           "shardbench writes version 2", ranks)
+        if "start a new sweep with --out" not in r.stderr:
+            fail(f"--resume of a format 1 file: no advice in {r.stderr[-2000:]!r}")
+        if open(path).read() != content:
+            fail("--resume of a format 1 file: the file was modified")
+
         # A file measured by another build on other hosts: refused, listing the differences.
         out = os.path.join(d, "r.jsonl")
         r = subprocess.run(sweep_cmd(args, cfg, ["--out", out]), capture_output=True, text=True)

@@ -150,7 +150,9 @@ TEST(SweepConfig, ExpandsMeshesDimsAndSkipsDistributionsForSingleBufferOps) {
   }
   EXPECT_EQ(keys.size(), pts.size());
   EXPECT_EQ(pts[0].key(),
-            R"({"distribution":"even","dtype":"f32","kind":"collective","mesh":"4","mesh_dim":0,"mode":"per_iteration","op":"all_gather","size":8})");
+            R"({"distribution":"even","dtype":"f32","kind":"collective","mesh":"4","mesh_dim":0,"mode":"per_iteration","op":"all_gather",)"
+            R"("protocol":{"buffer_rotation":{"bytes":33554432,"max_slots":1024},"mode":"per_iteration",)"
+            R"("ops_per_sample":1,"timing_loop":1,"warmup":5},"size":8})");
 }
 
 TEST(SweepConfig, FactorizationsAndAllSingleDimTransitions) {
@@ -248,4 +250,61 @@ TEST(CollectiveShape, BytesFollowTheTable) {
   EXPECT_EQ(z.bytes_eff, 4 * 68);
   // Tiny sizes still move one element per rank in the even form.
   EXPECT_EQ(collective_shape(Collective::AllGather, shardcal::DType::F64, 8, even, 4).bytes, 32);
+}
+
+// Results format 2: a transition's key holds its canonical placements (parse + reprint), so
+// spacing in the config does not create a different point; the user's text stays in from_given.
+TEST(PointKey, TransitionsAreKeyedByCanonicalPlacements) {
+  auto points_for = [](const char* from, const char* to) {
+    auto j = base();
+    j.erase("collectives");
+    j["transitions"] = {{{"mesh", "2x2"}, {"from", from}, {"to", to}}};
+    j["sizes"] = {64};
+    return expand_points(parse_config(j, "x.json"), 4);
+  };
+  const auto a = points_for("S(0), R", "R ,R");
+  const auto b = points_for("S(0),R", "R,R");
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].key(), b[0].key());
+  EXPECT_EQ(a[0].params()["from"], "S(0),R");
+  EXPECT_EQ(a[0].params()["to"], "R,R");
+  EXPECT_EQ(a[0].from_given, "S(0), R");  // kept for the record
+  EXPECT_EQ(b[0].from_given, "S(0),R");
+  EXPECT_NE(a[0].key(), points_for("S(1),R", "R,R")[0].key());
+  // Both spellings in one config are the same point twice: refused.
+  auto j = base();
+  j.erase("collectives");
+  j["transitions"] = {{{"mesh", "2x2"}, {"from", "S(0), R"}, {"to", "R,R"}},
+                      {{"mesh", "2x2"}, {"from", "S(0),R"}, {"to", "R,R"}}};
+  EXPECT_NE(config_error(j.dump()).find("twice"), std::string::npos);
+}
+
+// The timing protocol is recorded per point and is part of its key: a comparison (or --resume)
+// never matches points timed differently.
+TEST(PointKey, TheTimingProtocolIsPartOfTheKey) {
+  auto first = [](const nlohmann::json& j) { return expand_points(parse_config(j, "x.json"), 4).at(0); };
+  auto j = base();
+  j["meshes"] = {"4"};
+  j["sizes"] = {64};
+  const Point p = first(j);
+  const auto proto = p.params().at("protocol");
+  EXPECT_EQ(proto.at("mode"), "per_iteration");
+  EXPECT_EQ(proto.at("ops_per_sample"), 1);
+  EXPECT_EQ(proto.at("timing_loop"), kTimingLoopVersion);
+  EXPECT_TRUE(proto.at("warmup").is_number_integer());
+  EXPECT_TRUE(proto.at("buffer_rotation").at("bytes").is_number_integer());
+  for (const auto& [key, value] : std::vector<std::pair<const char*, nlohmann::json>>{
+           {"warmup", 17}, {"buffer_rotation", {{"bytes", 4096}}}}) {
+    auto k = j;
+    k[key] = value;
+    EXPECT_NE(first(k).key(), p.key()) << key;
+  }
+  auto piped = j;
+  piped["mode"] = "pipelined";
+  piped["pipeline_depth"] = 3;
+  const Point q = first(piped);
+  EXPECT_EQ(q.params().at("protocol").at("ops_per_sample"), 3);
+  piped["pipeline_depth"] = 4;
+  EXPECT_NE(first(piped).key(), q.key());
 }

@@ -59,6 +59,7 @@ class TempFile {
 
 json context(const std::string& hash = "00000000000000aa") {
   return {{"type", "context"},
+          {"version", kResultsVersion},
           {"config_hash", hash},
           {"backend", "sim"},
           {"world", 4},
@@ -188,4 +189,21 @@ TEST(ContextDifferences, ListsEachDifferingField) {
   EXPECT_EQ(d[1], "git_revision: file \"abc123\", this run \"def456\"");
   EXPECT_EQ(d[2], "library_versions.MPI: file \"Open MPI v4.1.4\", this run \"MPICH 4.0\"");
   EXPECT_EQ(d[3], "library_versions.NCCL: file null, this run \"2.18\"");
+}
+
+// Format 1 files (placement text as written in keys, no timing protocol) cannot be matched to
+// this run's keys: --resume refuses, saying why and what to do.
+TEST(ReadForResume, OlderFormatVersionsAreRefusedWithTheReason) {
+  for (const json& version : {json(1), json(nullptr), json("2")}) {
+    json ctx = context();
+    if (version.is_null()) ctx.erase("version");
+    else ctx["version"] = version;
+    const std::string e = resume_error(line(ctx));
+    EXPECT_NE(e.find("results format version " + (version.is_null() ? std::string("none") : version.dump())),
+              std::string::npos) << e;
+    EXPECT_NE(e.find("this shardbench writes version " + std::to_string(kResultsVersion)), std::string::npos) << e;
+    EXPECT_NE(e.find("start a new sweep with --out"), std::string::npos) << e;
+  }
+  TempFile ok(line(context()));
+  EXPECT_NO_THROW(read_for_resume(ok.path(), "00000000000000aa", "sim", 4));
 }

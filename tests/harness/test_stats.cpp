@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "shardcal/collectives.hpp"
 #include "sweep/stats.hpp"
@@ -72,4 +77,25 @@ TEST(Bandwidth, FactorsFollowTheTable) {
   EXPECT_DOUBLE_EQ(b.busbw_GBps, 3.0);
   for (const auto& info : kCollectives) EXPECT_EQ(find_collective(info.name), info.op);
   EXPECT_FALSE(find_collective("allgather").has_value());
+}
+
+// The config and results schemas spell the collective names; they must list exactly the table's
+// entries (adding a collective = one table entry + its backend calls + these two enums).
+TEST(CollectiveTable, SchemasListTheTable) {
+  std::vector<std::string> names;
+  for (const auto& info : kCollectives) names.emplace_back(info.name);
+  for (const char* file : {"sweep.schema.json", "results.schema.json"}) {
+    const std::string path = std::string(SHARDCAL_SOURCE_DIR) + "/configs/schema/" + file;
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    // The one enum that lists "all_gather" must list every entry, in table order, and nothing else.
+    const auto at = text.find("\"all_gather\"");
+    ASSERT_NE(at, std::string::npos) << path;
+    const auto open = text.rfind('[', at), close = text.find(']', at);
+    const auto list = nlohmann::json::parse(text.substr(open, close - open + 1));
+    EXPECT_EQ(list.get<std::vector<std::string>>(), names) << path;
+  }
 }

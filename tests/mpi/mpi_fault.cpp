@@ -10,6 +10,9 @@
 //   mpi_error   rank 1 receives fewer elements than were sent: MPI's error comes back as an
 //               Error naming rank, operation and group; the peers get it as PeerFailure
 //   vcount      all_gatherv with a count beyond INT_MAX: a clear Error on every rank
+//   level       every rank prints the MPI thread level asked for and provided, then completes
+// The hang test also runs at each SHARDCAL_MPI_THREAD_LEVEL: the watchdog never calls MPI, so the
+// bound must hold at every level.
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,12 +23,14 @@
 
 #include "shardcal/error.hpp"
 #include "shardcal/launch.hpp"
+#include "mpi/mpi_backend.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(
         stderr,
-        "usage: mpi_fault ok|throw|kill|hang|consistent|peer|mpi_error|vcount [timeout_s]\n");
+        "usage: mpi_fault ok|throw|kill|hang|consistent|peer|mpi_error|vcount|level "
+        "[timeout_s]\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -50,6 +55,12 @@ int main(int argc, char** argv) {
         if (victim)
           for (;;) pause();  // blocked outside MPI, not spinning; ends when the job is torn down
         all_reduce(*group);
+        return;
+      }
+      if (mode == "level") {
+        const auto level = shardcal::mpi::thread_level();
+        std::fprintf(stderr, "mpi_fault rank %d: thread level requested %s provided %s\n", rank,
+                     level.requested.c_str(), level.provided.c_str());
         return;
       }
       if (mode == "consistent") throw shardcal::Error("injected failure on every rank");

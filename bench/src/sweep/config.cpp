@@ -452,6 +452,18 @@ shardcal::Shape transition_shape(std::int64_t size_bytes, DType t) {
   return {rows, std::max<std::int64_t>(1, elems / rows)};
 }
 
+json Protocol::to_json(bool transition) const {
+  json p;
+  p["mode"] = std::string(mode_name(mode));
+  p["ops_per_sample"] = ops_per_sample;
+  p["warmup"] = warmup;
+  // Transitions run on freshly made inputs each sample: no buffer rotation.
+  p["buffer_rotation"] = transition ? json(nullptr)
+                                    : json{{"bytes", rotation_bytes}, {"max_slots", rotation_max_slots}};
+  p["timing_loop"] = timing_loop;
+  return p;
+}
+
 json Point::params() const {
   json p;
   p["kind"] = transition ? "transition" : "collective";
@@ -460,9 +472,10 @@ json Point::params() const {
   p["distribution"] = dist.name();
   p["size"] = size;
   p["mode"] = std::string(mode_name(mode));
+  p["protocol"] = protocol.to_json(transition);
   if (transition) {
-    p["from"] = from_given;
-    p["to"] = to_given;
+    p["from"] = from_canonical;
+    p["to"] = to_canonical;
     p["shape"] = shardcal::shape_to_string(shape);
   } else {
     p["op"] = std::string(collective_info(op).name);
@@ -664,6 +677,8 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
                 const std::string& text = side == 0 ? fa : fb;
                 const std::string where = sel.where + (sel.all_single_dim ? "" : side == 0 ? "/from" : "/to");
                 try {
+                  (side == 0 ? p.from_canonical : p.to_canonical) =
+                      shardcal::placements_to_string(shardcal::parse_placements(text));
                   auto ps = apply_distribution(shardcal::parse_placements(text), mesh, p.shape, dist);
                   const shardcal::TensorSpec spec(mesh, ps, meta);  // validates
                   (side == 0 ? p.from : p.to) = shardcal::placements_to_string(spec.placements());
@@ -679,6 +694,12 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
   std::set<std::string> seen;
   for (std::size_t i = 0; i < pts.size(); ++i) {
     pts[i].index = i;
+    Protocol& pr = pts[i].protocol;
+    pr.mode = pts[i].mode;
+    pr.ops_per_sample = pts[i].mode == Mode::Pipelined ? cfg.pipeline_depth : 1;
+    pr.warmup = cfg.warmup;
+    pr.rotation_bytes = cfg.rotation_bytes;
+    pr.rotation_max_slots = cfg.rotation_max_slots;
     if (!seen.insert(pts[i].key()).second)
       c.fail("", "the config selects the point " + pts[i].key() + " twice; remove the duplicate entry");
   }

@@ -94,6 +94,22 @@ CollectiveShape collective_shape(Collective op, shardcal::DType t, std::int64_t 
 // 2-D tensor shape used for transitions of a logical tensor of `size_bytes`: near-square.
 shardcal::Shape transition_shape(std::int64_t size_bytes, shardcal::DType t);
 
+// Version of the timed loop in runner.cpp (barrier, timer, ops per sample, reduction over ranks,
+// check pass). Bump it whenever a change there can move a measured number: the value is part of
+// every point's key, so --resume and comparisons never mix samples from two loops.
+inline constexpr int kTimingLoopVersion = 1;
+
+// How a point is timed (DESIGN §5); part of the point's identity.
+struct Protocol {
+  Mode mode = Mode::PerIteration;
+  int ops_per_sample = 1;             // pipeline depth (1 in per-iteration mode)
+  int warmup = 0;
+  std::int64_t rotation_bytes = 0;    // buffer rotation target (collective points only)
+  int rotation_max_slots = 1;
+  int timing_loop = kTimingLoopVersion;
+  nlohmann::json to_json(bool transition) const;
+};
+
 struct Point {
   std::size_t index = 0;
   bool transition = false;
@@ -105,8 +121,11 @@ struct Point {
   // Collective points.
   Collective op = Collective::AllGather;
   int mesh_dim = 0;
-  // Transition points: placements as configured and as run (distribution applied).
+  Protocol protocol;  // filled by expand_points from the config
+  // Transition points: placements as configured, canonical (parsed and reprinted: the key), and
+  // as run (distribution applied).
   std::string from_given, to_given;
+  std::string from_canonical, to_canonical;
   std::string from, to;
   shardcal::Shape shape;
 

@@ -12,9 +12,7 @@
 
 #include "shardcal/error.hpp"
 
-#ifndef SHARDCAL_GIT_REVISION
-#define SHARDCAL_GIT_REVISION "unknown"
-#endif
+#include "shardcal_git_revision.hpp"  // generated at build time (cmake/git_revision.cmake)
 #ifndef SHARDCAL_VERSION
 #define SHARDCAL_VERSION "unknown"
 #endif
@@ -58,6 +56,7 @@ std::string process_command_line() {
 }
 
 std::string git_revision() { return SHARDCAL_GIT_REVISION; }
+int git_dirty() { return SHARDCAL_GIT_DIRTY; }
 std::string shardcal_version() { return SHARDCAL_VERSION; }
 
 ResultsFile::~ResultsFile() { close(); }
@@ -151,6 +150,17 @@ constexpr const char* kNotResumable =
 void check_context(const json& rec, const std::string& path, const std::string& where,
                    const std::string& config_hash, const std::string& backend, int world) {
   const std::string h = string_field(rec, "config_hash", where, "context");
+  // Point keys changed in format version 2 (canonical placements, the timing protocol), so the
+  // finished points of an older file cannot be matched to this run's: refuse, say why.
+  const auto v = rec.find("version");
+  const std::string file_version =
+      v == rec.end() ? std::string("none") : v->is_number_integer() ? std::to_string(v->get<std::int64_t>()) : v->dump();
+  if (v == rec.end() || !v->is_number_integer() || v->get<std::int64_t>() != kResultsVersion)
+    throw Error("--resume " + path + ": the file is results format version " + file_version +
+                ", this shardbench writes version " + std::to_string(kResultsVersion) +
+                " (point keys now use canonical placements and include the timing protocol), so "
+                "its finished points cannot be matched safely; start a new sweep with --out (the "
+                "old file stays readable as it is)");
   if (h != config_hash)
     throw Error("--resume " + path + ": the file was produced by a different config (hash " + h +
                 ", this config " + config_hash +
@@ -239,10 +249,18 @@ std::vector<std::string> context_differences(const json& file_context, const jso
     const auto it = ctx.find(key);
     return it == ctx.end() ? json() : *it;
   };
-  for (const char* key : {"hosts", "n_hosts", "ranks_per_host", "shardcal_version", "git_revision"}) {
+  for (const char* key : {"hosts", "n_hosts", "ranks_per_host", "shardcal_version", "git_revision", "git_dirty"}) {
     const json a = field(file_context, key), b = field(this_run, key);
     if (a != b)
       out.push_back(std::string(key) + ": file " + short_dump(a) + ", this run " + short_dump(b));
+  }
+  // Backend settings (the MPI thread level) change timings like a library version does. Files
+  // written before they were recorded lack the field: not a difference by itself (such files
+  // also differ in git_revision).
+  if (file_context.contains("backend_settings")) {
+    const json a = field(file_context, "backend_settings"), b = field(this_run, "backend_settings");
+    if (a != b)
+      out.push_back("backend_settings: file " + short_dump(a) + ", this run " + short_dump(b));
   }
   // Library versions one by one, so the message names the library that changed.
   json la = field(file_context, "library_versions"), lb = field(this_run, "library_versions");

@@ -12,7 +12,9 @@
 namespace shardbench::sweep {
 
 inline constexpr const char* kResultsSchema = "shardcal.sweep.results";
-inline constexpr int kResultsVersion = 1;
+// 2: transition keys use canonical placements (the user's text is kept in from_given/to_given),
+// every point carries its timing protocol (also part of its key), the context records git_dirty.
+inline constexpr int kResultsVersion = 2;
 
 // Values the context record needs from outside the sweep library.
 struct RunInfo {
@@ -27,7 +29,11 @@ struct RunInfo {
 
 std::string utc_now_iso8601();
 std::string process_command_line();  // /proc/self/cmdline, shell-quoted where needed
-std::string git_revision();          // configure-time `git describe --always --dirty`
+// `git describe --always --abbrev=12` of the source tree at BUILD time (every build re-reads it;
+// "unknown" outside git), and whether tracked files differed from that commit: 1 dirty, 0 clean,
+// -1 unknown.
+std::string git_revision();
+int git_dirty();
 std::string shardcal_version();
 
 class ResultsFile {

@@ -17,18 +17,6 @@ using shardcal::Communicator;
 using shardcal::DType;
 using shardcal::MemorySpace;
 
-double pattern_value(int src, std::int64_t index) {
-  // Values 0..250: exact in u8, f16 and bf16 (integers up to 256 are exact in bf16).
-  return double((std::int64_t(src) * 37 + index * 7 + 1) % 251);
-}
-
-double reduce_pattern_value(int src, std::int64_t index, int group_size) {
-  // Keep every partial and final sum <= 250 so reductions are exact in every dtype, in any
-  // summation order: at most 250 contributors, each <= 250 / min(n, 250).
-  const int m = std::max(1, 250 / std::max(1, std::min(group_size, 250)));
-  return src < 250 ? double((std::int64_t(src) + index) % (m + 1)) : 0.0;
-}
-
 int rotation_slots(std::int64_t footprint, std::int64_t rotation_bytes, int max_slots) {
   const std::int64_t f = std::max<std::int64_t>(footprint, 1);
   if (rotation_bytes <= 0 || f >= rotation_bytes) return 1;
@@ -102,49 +90,24 @@ std::uint64_t sum_over_ranks(Communicator& world, std::uint64_t v) {
   return s;
 }
 
-// Per-position buffer sizes (elements) of one collective; root = position 0.
-std::pair<std::int64_t, std::int64_t> buffer_elems(Collective op, const CollectiveShape& sh, int q) {
-  std::int64_t sum = 0;
-  for (auto c : sh.counts) sum += c;
-  const std::int64_t mine = sh.counts[std::size_t(q)];
-  switch (op) {
-    case Collective::AllGather: return {mine, sum};
-    case Collective::ReduceScatter: return {sum, mine};
-    case Collective::AllReduce: return {mine, mine};
-    case Collective::AllToAll: return {sum, std::int64_t(sh.n) * mine};
-    case Collective::Broadcast: return {0, mine};
-    case Collective::Scatter: return {q == 0 ? sum : 0, mine};
-    case Collective::Gather: return {mine, q == 0 ? sum : 0};
-  }
-  return {0, 0};
-}
-
 }  // namespace
 
 Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, const SweepConfig& cfg) {
+  // Shared harness: everything specific to p.op comes from its collective-table entry (sizes,
+  // the call, the reference output); see shardcal/collectives.hpp.
   Communicator& world = mc.world();
   Communicator& g = mc.dim(p.mesh_dim);
   MemorySpace& mem = mc.memory();
-  const int n = g.size();
   const int r = g.rank();
   const DType t = p.dtype;
   const auto es = std::int64_t(shardcal::dtype_size(t));
-  const CollectiveShape sh = collective_shape(p.op, t, p.size, p.dist, n);
-  const bool reduces = collective_info(p.op).reduces;
+  const CollectiveShape sh = collective_shape(p.op, t, p.size, p.dist, g.size());
+  const shardcal::CollectiveCall call = shardcal::make_collective_call(p.op, t, sh.counts, r);
+  const bool input_in_recv = collective_info(p.op).input_in_recv;
 
-  std::vector<std::size_t> counts(sh.counts.begin(), sh.counts.end()), displs(counts.size(), 0);
-  for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
-  const std::size_t mine = counts[std::size_t(r)];
-  // all_to_allv receive side: block j holds what j sent to us (our count from everyone).
-  std::vector<std::size_t> rcounts(counts.size(), mine), rdispls(counts.size(), 0);
-  for (std::size_t j = 0; j < rdispls.size(); ++j) rdispls[j] = j * mine;
-
-  const auto [send_n, recv_n] = buffer_elems(p.op, sh, r);
-  std::int64_t footprint = 0;  // the largest position's, so every rank picks the same slot count
-  for (int q = 0; q < n; ++q) {
-    const auto [s, rv] = buffer_elems(p.op, sh, q);
-    footprint = std::max(footprint, round_up(s * es, 256) + round_up(rv * es, 256));
-  }
+  const auto send_n = std::int64_t(call.send_elems), recv_n = std::int64_t(call.recv_elems);
+  // The largest position's footprint, so every rank picks the same slot count.
+  const std::int64_t footprint = call.footprint_bytes(256);
   Measurement m;
   m.slots = rotation_slots(footprint, cfg.rotation_bytes, cfg.rotation_max_slots);
   m.depth = p.mode == Mode::Pipelined ? cfg.pipeline_depth : 1;
@@ -152,11 +115,12 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   shardcal::Buffer send(mem, std::size_t(send_stride * m.slots));
   shardcal::Buffer recv(mem, std::size_t(recv_stride * m.slots));
 
-  // Inputs: the reference pattern in every slot; outputs: a sentinel the op must overwrite.
-  auto send_val = [&](std::int64_t i) { return reduces ? reduce_pattern_value(r, i, n) : pattern_value(r, i); };
-  const auto send_one = encode(t, send_n, send_val);
-  const bool bcast_root = p.op == Collective::Broadcast && r == 0;
-  const auto recv_init = encode(t, recv_n, [&](std::int64_t i) { return bcast_root ? pattern_value(0, i) : kSentinel; });
+  // Inputs: the reference pattern in every slot; outputs: a sentinel the op must overwrite (or,
+  // in place at the root, the input).
+  auto input = [&](std::int64_t i) { return shardcal::reference_input(call, r, i); };
+  const auto send_one = encode(t, send_n, input);
+  const bool recv_is_input = input_in_recv && r == 0;
+  const auto recv_init = encode(t, recv_n, [&](std::int64_t i) { return recv_is_input ? input(i) : kSentinel; });
   {
     std::vector<std::byte> img(std::size_t(send_stride * m.slots));
     std::vector<std::byte> rimg(std::size_t(recv_stride * m.slots));
@@ -169,63 +133,14 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   }
 
   // What each output element must be, from the senders' patterns.
-  const auto expected = encode(t, recv_n, [&](std::int64_t k) -> double {
-    const auto ku = std::size_t(k);
-    auto block_of = [&](const std::vector<std::size_t>& d) {
-      return int(std::upper_bound(d.begin(), d.end(), ku) - d.begin()) - 1;
-    };
-    switch (p.op) {
-      case Collective::AllGather:
-      case Collective::Gather: {
-        // Skip empty blocks: upper_bound lands on the last block starting at or before k.
-        const int j = block_of(displs);
-        return pattern_value(j, std::int64_t(ku - displs[std::size_t(j)]));
-      }
-      case Collective::ReduceScatter:
-      case Collective::AllReduce: {
-        const std::int64_t idx = p.op == Collective::AllReduce ? k : std::int64_t(displs[std::size_t(r)]) + k;
-        double s = 0;
-        for (int j = 0; j < n; ++j) s += reduce_pattern_value(j, idx, n);
-        return s;
-      }
-      case Collective::AllToAll: {
-        const int j = mine == 0 ? 0 : int(ku / mine);
-        return pattern_value(j, std::int64_t(displs[std::size_t(r)] + ku % std::max<std::size_t>(mine, 1)));
-      }
-      case Collective::Broadcast: return pattern_value(0, k);
-      case Collective::Scatter: return pattern_value(0, std::int64_t(displs[std::size_t(r)]) + k);
-    }
-    return 0;
-  });
+  const auto expected = encode(t, recv_n, [&](std::int64_t k) { return shardcal::reference_output(call, k); });
 
   auto* sbase = static_cast<std::byte*>(send.data());
   auto* rbase = static_cast<std::byte*>(recv.data());
   std::uint64_t ops = 0;
   auto run_op = [&] {
     const int s = int(ops++ % std::uint64_t(m.slots));
-    const void* sp = sbase + s * send_stride;
-    void* rp = rbase + s * recv_stride;
-    const auto c = counts.front();
-    using shardcal::ReduceOp;
-    switch (p.op) {
-      case Collective::AllGather:
-        sh.uniform ? g.all_gather(sp, rp, c, t) : g.all_gatherv(sp, mine, rp, counts, displs, t);
-        break;
-      case Collective::ReduceScatter:
-        sh.uniform ? g.reduce_scatter(sp, rp, c, t, ReduceOp::Sum) : g.reduce_scatterv(sp, rp, counts, t, ReduceOp::Sum);
-        break;
-      case Collective::AllReduce: g.all_reduce(sp, rp, c, t, ReduceOp::Sum); break;
-      case Collective::AllToAll:
-        sh.uniform ? g.all_to_all(sp, rp, c, t) : g.all_to_allv(sp, counts, displs, rp, rcounts, rdispls, t);
-        break;
-      case Collective::Broadcast: g.broadcast(rp, c, t, 0); break;
-      case Collective::Scatter:
-        sh.uniform ? g.scatter(sp, rp, c, t, 0) : g.scatterv(sp, counts, displs, rp, mine, t, 0);
-        break;
-      case Collective::Gather:
-        sh.uniform ? g.gather(sp, rp, c, t, 0) : g.gatherv(sp, mine, rp, counts, displs, t, 0);
-        break;
-    }
+    shardcal::run_collective(g, call, sbase + s * send_stride, rbase + s * recv_stride);
   };
   std::vector<std::byte> host(static_cast<std::size_t>(recv_stride));
   auto check_slot = [&](int s) -> std::uint64_t {
@@ -275,15 +190,17 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   const auto global = shardcal::make_reference_tensor(meta);
   const auto init_host = shardcal::expected_local(plan.from, global.data(), rank);
   const auto want = shardcal::expected_local(plan.to, global.data(), rank);
+  // The input stays untouched by execute_plan (it reads `in`, writes `out`), and every
+  // intermediate buffer lives in the workspace, allocated and pre-faulted once here: a timed
+  // sample holds communication and pack/unpack only.
   shardcal::Buffer init(mem, init_host.size());
   mem.copy_from_host(init.data(), init_host.data(), init_host.size());
-  auto make_input = [&] {
-    shardcal::Buffer b(mem, init.size());
-    mem.copy(b.data(), init.data(), init.size());
-    return ShardedTensor(plan.from, rank, std::move(b));
-  };
-  auto check = [&](const ShardedTensor& out) -> std::uint64_t {
-    const auto got = out.local_to_host();
+  const ShardedTensor in(plan.from, rank, std::move(init));
+  shardcal::PlanWorkspace ws(mc, plan, /*prefault=*/true);
+  ShardedTensor out = shardcal::make_plan_output(mc, ws);
+  if (out.local().size() > 0) mem.fill_zero(out.local().data(), out.local().size());
+  auto check = [&](const ShardedTensor& t) -> std::uint64_t {
+    const auto got = t.local_to_host();
     if (got.size() != want.size()) return want.size() / es + 1;  // wrong shape: count it all
     return count_wrong(got.data(), want, es);
   };
@@ -291,32 +208,30 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   Measurement m;
   std::uint64_t wrong = 0;
   if (cfg.check) {
-    ShardedTensor out = shardcal::execute_plan(mc, plan, make_input());
+    shardcal::execute_plan(mc, ws, in, out);
     mem.synchronize();
     wrong += check(out);
+    if (out.local().size() > 0) mem.fill_zero(out.local().data(), out.local().size());
   }
-  for (int w = 0; w < cfg.warmup; ++w) (void)shardcal::execute_plan(mc, plan, make_input());
+  for (int w = 0; w < cfg.warmup; ++w) shardcal::execute_plan(mc, ws, in, out);
   mem.synchronize();
 
-  std::optional<ShardedTensor> last;
   // The plan runs on several mesh-dim communicators; they share the world's memory space (on
   // NCCL: the rank's one stream), so the world's timer covers all of them.
   const std::unique_ptr<shardcal::OpTimer> timer = world.make_op_timer();
   m.timer = timer->method();
+  bool ran = false;
   sample_loop(world, cfg, m, [&] {
-    ShardedTensor in = make_input();  // untimed: a fresh input each sample
-    last.reset();
     world.barrier();
+    ran = true;
     timer->start();
-    ShardedTensor out = shardcal::execute_plan(mc, plan, std::move(in));
+    shardcal::execute_plan(mc, ws, in, out);
     timer->stop();
-    const double dt = timer->elapsed_s();
-    last.emplace(std::move(out));
-    return dt;
+    return timer->elapsed_s();
   });
   if (m.abandoned) return m;
-  if (cfg.check && last) {
-    wrong += check(*last);
+  if (cfg.check && ran) {
+    wrong += check(out);
     m.checked = true;
   }
   m.wrong = sum_over_ranks(world, wrong);

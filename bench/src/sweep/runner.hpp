@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "shardcal/collectives.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/redistribute.hpp"
 #include "sweep/config.hpp"
@@ -36,9 +37,9 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p,
 Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
                                const shardcal::Plan& plan, const SweepConfig& cfg);
 
-// Reference data used for checking (exact in every dtype; reductions stay <= 250).
-double pattern_value(int src, std::int64_t index);
-double reduce_pattern_value(int src, std::int64_t index, int group_size);
+// Reference data used for checking now lives with the collective table (core).
+using shardcal::pattern_value;
+using shardcal::reduce_pattern_value;
 
 // Slot count for buffer rotation (IMB -off_cache style): enough slots of `footprint` bytes to
 // cover `rotation_bytes`, at most `max_slots`; 1 when one slot is already that large.

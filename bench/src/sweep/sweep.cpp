@@ -11,6 +11,7 @@
 
 #include "shardcal/check.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/launch.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
 #include "shardcal/redistribute.hpp"
@@ -19,6 +20,7 @@
 #include "sweep/results.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/signals.hpp"
+#include "sweep/step_record.hpp"
 #include "sweep/stats.hpp"
 
 namespace shardbench::sweep {
@@ -109,8 +111,12 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
     libs[k] = text;
   }
   ctx["library_versions"] = libs;
+  json settings = json::object();
+  for (const auto& [k, v] : shardcal::backend_settings(world.backend())) settings[k] = v;
+  ctx["backend_settings"] = settings;
   ctx["shardcal_version"] = shardcal_version();
   ctx["git_revision"] = git_revision();
+  ctx["git_dirty"] = git_dirty() < 0 ? json(nullptr) : json(git_dirty() == 1);
   ctx["points_total"] = points_total;
   ctx["timing_method"] =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
@@ -317,18 +323,21 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       }
       const Stats st = compute_stats(m.samples, cfg.confidence);
       json steps = json::array();
-      for (const auto& s : plan.steps)
-        steps.push_back({{"mesh_dim", s.mesh_dim},
-                         {"collective", shardcal::step_kind_name(s.kind)},
-                         {"from", shardcal::placements_to_string(s.before.placements())},
-                         {"to", shardcal::placements_to_string(s.after.placements())},
-                         {"bytes", s.bytes},
-                         {"group_size", mesh.extent(s.mesh_dim)},
-                         {"hosts_spanned", dims_span(mesh, {s.mesh_dim}, topo).hosts}});
+      for (const auto& s : plan.steps) {
+        const shardcal::StepTraffic tr = shardcal::describe_step(s);
+        json step = {{"mesh_dim", s.mesh_dim},
+                     {"collective", shardcal::step_kind_name(s.kind)},
+                     {"from", shardcal::placements_to_string(s.before.placements())},
+                     {"to", shardcal::placements_to_string(s.after.placements())}};
+        step.update(step_traffic_json(tr));
+        step["hosts_spanned"] = dims_span(mesh, {s.mesh_dim}, topo).hosts;
+        steps.push_back(std::move(step));
+      }
       std::int64_t max_local = 0;
       for (int r = 0; r < mesh.size(); ++r)
         max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
-      rec["transition"] = {{"from", p.from}, {"to", p.to}, {"shape", p.shape}, {"plan", steps}};
+      rec["transition"] = {{"from", p.from}, {"to", p.to}, {"from_given", p.from_given},
+                           {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps}};
       rec["group_size"] = mesh.size();
       rec["groups"] = 1;
       std::vector<int> all_dims(std::size_t(mesh.ndim()));

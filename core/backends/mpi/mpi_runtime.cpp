@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -29,7 +30,10 @@ constexpr int kNumDTypes = 7;
 constexpr int kNumOps = 4;
 
 // One watchdog per process: at most one blocking MPI call is in flight at a time (the thread
-// that runs the SPMD body drives all communication).
+// that runs the SPMD body drives all communication). The watchdog thread never calls MPI: when a
+// deadline passes it prints the error and ends this process (_Exit); the launcher (mpirun,
+// mpiexec, srun --kill-on-bad-exit) then tears down the job. So MPI only ever sees the thread that
+// initialised it, and MPI_THREAD_FUNNELED (or SINGLE) is enough.
 struct Watchdog {
   std::mutex m;
   std::condition_variable cv;
@@ -49,7 +53,8 @@ struct Watchdog {
 struct Runtime {
   std::once_flag once;
   bool we_initialized = false;
-  int thread_level = MPI_THREAD_SINGLE;
+  int thread_level = MPI_THREAD_SINGLE;            // provided (MPI_Query_thread)
+  int requested_level = MPI_THREAD_FUNNELED;       // SHARDCAL_MPI_THREAD_LEVEL or the default
   std::thread::id init_thread;
   int world_rank = -1;
   std::size_t max_count = INT_MAX;
@@ -161,12 +166,44 @@ std::size_t read_max_count() {
   return std::size_t(n);
 }
 
+struct LevelName {
+  int level;
+  const char* name;
+};
+constexpr std::array<LevelName, 4> kLevels{{{MPI_THREAD_SINGLE, "single"},
+                                            {MPI_THREAD_FUNNELED, "funneled"},
+                                            {MPI_THREAD_SERIALIZED, "serialized"},
+                                            {MPI_THREAD_MULTIPLE, "multiple"}}};
+
+// SHARDCAL_MPI_THREAD_LEVEL: single | funneled | serialized | multiple (any case, with or
+// without the MPI_THREAD_ prefix); unset or empty = funneled.
+int read_thread_level() {
+  const char* v = std::getenv("SHARDCAL_MPI_THREAD_LEVEL");
+  if (v == nullptr || *v == '\0') return MPI_THREAD_FUNNELED;
+  std::string s(v);
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (s.rfind("mpi_thread_", 0) == 0) s.erase(0, 11);
+  for (const auto& l : kLevels)
+    if (s == l.name) return l.level;
+  throw Error(std::string("SHARDCAL_MPI_THREAD_LEVEL='") + v +
+              "' is not an MPI thread level: use single, funneled, serialized or multiple (or "
+              "unset it for the default, funneled; the MPI backend calls MPI from one thread only, "
+              "so it never needs more)");
+}
+
 }  // namespace
+
+const char* thread_level_name(int level) {
+  for (const auto& l : kLevels)
+    if (l.level == level) return l.name;
+  return "unknown";
+}
 
 void ensure_initialized() {
   Runtime& r = rt();
   std::call_once(r.once, [&r] {
     r.max_count = read_max_count();
+    r.requested_level = read_thread_level();
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
@@ -174,12 +211,14 @@ void ensure_initialized() {
       throw Error("the MPI backend cannot start: MPI was already finalized in this process");
     if (init == 0) {
       int provided = MPI_THREAD_SINGLE;
-      const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+      // Whatever MPI provides is enough: only this thread ever calls MPI (the watchdog does not).
+      const int rc = MPI_Init_thread(nullptr, nullptr, r.requested_level, &provided);
       if (rc != MPI_SUCCESS) throw Error("MPI_Init_thread failed: " + error_string(rc));
       r.we_initialized = true;
       std::atexit(finalize_at_exit);
     }
     MPI_Query_thread(&r.thread_level);
+    if (!r.we_initialized) r.requested_level = r.thread_level;  // someone else chose it
     r.init_thread = std::this_thread::get_id();
     MPI_Comm_rank(MPI_COMM_WORLD, &r.world_rank);
     // Errors come back as return codes everywhere (our communicators set it too), so they can
@@ -196,6 +235,9 @@ void ensure_initialized() {
 }
 
 int world_rank() { return rt().world_rank; }
+
+int thread_level_provided() { return rt().thread_level; }
+int thread_level_requested() { return rt().requested_level; }
 
 std::string rank_prefix() {
 #if defined(__GLIBC__)
@@ -215,11 +257,13 @@ void abort_job(const std::string& message, int exit_code) {
     if (n <= 0 && errno != EINTR) break;
     if (n > 0) done += std::size_t(n);
   }
+  // Only the thread that initialised MPI may call it (the watchdog never does, at any thread
+  // level: it may fire while that thread is inside MPI). Without MPI_Abort, a rank that exits
+  // without MPI_Finalize still makes the launcher end the job (mpirun/mpiexec always; srun with
+  // --kill-on-bad-exit), and the peers' own watchdogs bound their wait in any case.
   Runtime& r = rt();
-  const bool may_call_mpi =
-      r.thread_level == MPI_THREAD_MULTIPLE || std::this_thread::get_id() == r.init_thread;
-  if (may_call_mpi && mpi_usable()) MPI_Abort(MPI_COMM_WORLD, exit_code);
-  // Without MPI_Abort, an exit without MPI_Finalize still makes mpirun end the job.
+  if (std::this_thread::get_id() == r.init_thread && mpi_usable())
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);
 }
 
@@ -339,6 +383,14 @@ std::string error_string(int rc) {
 }
 
 }  // namespace detail
+
+ThreadLevel thread_level() {
+  detail::Runtime& r = detail::rt();
+  int init = 0;
+  MPI_Initialized(&init);
+  if (init == 0) return {};
+  return {detail::thread_level_name(r.requested_level), detail::thread_level_name(r.thread_level)};
+}
 
 std::string library_version() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING];

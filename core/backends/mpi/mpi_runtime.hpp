@@ -11,21 +11,27 @@
 
 namespace shardcal::mpi::detail {
 
-// MPI_Init_thread once per process (finalized at exit); throws Error if MPI is unusable.
+// MPI_Init_thread once per process (finalized at exit) at the level SHARDCAL_MPI_THREAD_LEVEL
+// names (default MPI_THREAD_FUNNELED); throws Error if MPI is unusable or the variable is not a
+// level. Only the calling thread may call MPI afterwards (the watchdog never does).
 void ensure_initialized();
 int world_rank();  // rank in MPI_COMM_WORLD (-1 before init)
+int thread_level_provided();   // MPI_Query_thread after init
+int thread_level_requested();  // what MPI_Init_thread was asked for
+const char* thread_level_name(int level);  // "single", "funneled", "serialized", "multiple"
 
 // "<program> rank R" for messages, e.g. "shardbench rank 3".
 std::string rank_prefix();
-// Prints "<program> rank R: error: <message>" to stderr in one write, then ends the whole job
-// (MPI_Abort on MPI_COMM_WORLD; _Exit if MPI cannot be called from this thread).
+// Prints "<program> rank R: error: <message>" to stderr in one write, then ends the whole job:
+// MPI_Abort on MPI_COMM_WORLD from the thread that initialised MPI; from any other thread (the
+// watchdog) _Exit(exit_code) without calling MPI, and the launcher ends the job.
 [[noreturn]] void abort_job(const std::string& message, int exit_code);
 inline constexpr int kErrorExitCode = 1;
 inline constexpr int kTimeoutExitCode = 124;  // as timeout(1), so scripts can tell it apart
 
 // Arms the process watchdog for one blocking operation: if the scope is still alive after
-// timeout_s, the watchdog thread aborts the job with a message naming op, group and peer (point
-// to point, -1 otherwise). Arming is an uncontended mutex lock, no syscall, so timed collectives
+// timeout_s, the watchdog thread prints a message naming op, group and peer (point to point, -1
+// otherwise) and ends this process with kTimeoutExitCode, without calling MPI. Arming is an uncontended mutex lock, no syscall, so timed collectives
 // are not perturbed. `op` and `group` must outlive the scope.
 class WatchScope {
  public:

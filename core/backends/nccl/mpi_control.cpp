@@ -25,9 +25,10 @@ constexpr std::size_t kMaxChunk = std::size_t(1) << 30;
 }  // namespace
 
 void ensure_mpi_initialized() {
-  // One owner of MPI's lifetime per process: the MPI backend's runtime initializes it (with
-  // MPI_THREAD_MULTIPLE, which its watchdog needs) and finalizes it at exit under a watchdog.
-  // Initializing it here with another thread level would silently downgrade that backend.
+  // One owner of MPI's lifetime per process: the MPI backend's runtime initializes it (at the
+  // level SHARDCAL_MPI_THREAD_LEVEL names, default MPI_THREAD_FUNNELED: like the MPI backend,
+  // the NCCL backend calls MPI only from the thread that runs the SPMD body) and finalizes it at
+  // exit under its watchdog, which never calls MPI itself.
   ::shardcal::mpi::detail::ensure_initialized();
 }
 

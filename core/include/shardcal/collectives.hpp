@@ -1,13 +1,32 @@
 #pragma once
 // The collective table of DESIGN §4, in one place (core) for the harness, the calibrator and the
-// planner's cost model. Definitions follow nccl-tests (doc/PERFORMANCE.md and the *GetBw
-// functions in src/*.cu): algbw = S / t, busbw = algbw * factor(n), where S is the byte count
-// named in `bytes_convention` and n the group size. Header-only and dependency-free on purpose.
-#include <array>
+// planner's cost model. ONE entry per collective (core/src/collectives.cpp) holds everything
+// specific to it: name, bytes convention, bus-bandwidth factor, ring steps, whether it reduces,
+// its v-form, how to size the send/receive buffers of a call, how to issue the call on a
+// Communicator (plain or v-form), and the reference output a check compares against. Everything
+// else (the sweep's timing loop, buffer rotation, checking, the conformance test) is a shared
+// harness over these entries, the nccl-tests model (one small file per collective over common
+// code).
+//
+// Bandwidth definitions follow nccl-tests (doc/PERFORMANCE.md and the *GetBw functions in
+// src/*.cu): algbw = S / t, busbw = algbw * factor(n), where S is the byte count named in
+// `bytes_convention` and n the group size.
+//
+// Adding a collective: a value in `Collective`, one entry in core/src/collectives.cpp, and its
+// Communicator calls (communicator.hpp + the sim, mpi and nccl backends). The config/results
+// schemas list the names (a test checks them against this table).
+#include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <vector>
+
+#include "shardcal/dtype.hpp"
 
 namespace shardcal {
+
+class Communicator;
 
 enum class Collective : unsigned char {
   AllGather,
@@ -19,6 +38,33 @@ enum class Collective : unsigned char {
   Gather,
 };
 
+// One call of a collective on a group of n ranks, as seen from group position `rank` (root =
+// position 0). counts[q] is the block of position q in the entry's convention (all_gather: what
+// q contributes; reduce_scatter/scatter: what q receives; all_to_all: what every rank sends to
+// q; all_reduce/broadcast: the buffer, the same at every position). Built by
+// make_collective_call; all fields are derived and consistent.
+struct CollectiveCall {
+  Collective op = Collective::AllGather;
+  DType dtype = DType::F32;
+  int n = 1;
+  int rank = 0;
+  bool uniform = true;               // every count equal: the plain call; else the v-form
+  std::vector<std::size_t> counts;   // elements per group position (n entries)
+  std::vector<std::size_t> displs;   // exclusive prefix sums of counts
+  // What this rank receives from each position when every position sends it counts[rank]
+  // (the receive side of all_to_allv), and where: n x counts[rank], contiguous.
+  std::vector<std::size_t> recv_counts, recv_displs;
+  std::size_t send_elems = 0;        // this rank's send buffer (elements)
+  std::size_t recv_elems = 0;        // this rank's receive buffer (elements)
+  // The largest send + receive bytes of any position, each rounded up to `align` bytes (so
+  // every rank of a group can size rotation slots identically without communicating).
+  std::int64_t footprint_bytes(std::int64_t align) const;
+};
+
+struct BufferElems {
+  std::size_t send = 0, recv = 0;
+};
+
 struct CollectiveInfo {
   Collective op;
   std::string_view name;              // config/record spelling
@@ -26,41 +72,45 @@ struct CollectiveInfo {
   bool reduces;                       // combines values (needs a reduction op)
   bool has_root;                      // broadcast/scatter/gather: root = group position 0
   bool has_v_form;                    // per-rank counts can be uneven (all_gatherv, ...)
+  bool input_in_recv;                 // in place: the root's input is the receive buffer
+  double (*busbw)(double n);          // busbw/algbw ratio for n >= 2
+  int (*steps)(int n);                // ring steps for n >= 2
+  // Send/receive buffer sizes (elements) of group position q.
+  BufferElems (*buffers)(const CollectiveCall& c, int q);
+  // Issues the call on g (plain form when c.uniform, else the v-form). Sum for reductions.
+  void (*call)(Communicator& g, const CollectiveCall& c, const void* send, void* recv);
+  // Value of element k of c.rank's receive buffer when every position's input is
+  // reference_input().
+  double (*reference)(const CollectiveCall& c, std::int64_t k);
+
   // busbw/algbw ratio (n = group size). n <= 1 gives 0: no data crosses a link.
-  double busbw_factor(int n) const {
-    if (n <= 1) return 0.0;
-    const double nn = n;
-    switch (op) {
-      case Collective::AllReduce: return 2.0 * (nn - 1.0) / nn;
-      case Collective::Broadcast: return 1.0;
-      default: return (nn - 1.0) / nn;
-    }
-  }
+  double busbw_factor(int n) const { return n <= 1 ? 0.0 : busbw(double(n)); }
   // Sequential steps of the ring algorithm (the α_step multiplier of DESIGN §6).
-  int ring_steps(int n) const {
-    if (n <= 1) return 0;
-    return op == Collective::AllReduce ? 2 * (n - 1) : n - 1;
-  }
+  int ring_steps(int n) const { return n <= 1 ? 0 : steps(n); }
 };
 
-inline constexpr std::array<CollectiveInfo, 7> kCollectives{{
-    {Collective::AllGather, "all_gather", "whole output (n x per-rank)", false, false, true},
-    {Collective::ReduceScatter, "reduce_scatter", "whole input of one rank", true, false, true},
-    {Collective::AllReduce, "all_reduce", "one rank's buffer", true, false, false},
-    {Collective::AllToAll, "all_to_all", "one rank's send buffer", false, false, true},
-    {Collective::Broadcast, "broadcast", "the buffer", false, true, false},
-    {Collective::Scatter, "scatter", "whole buffer at root", false, true, true},
-    {Collective::Gather, "gather", "whole buffer at root", false, true, true},
-}};
+// The table, in `Collective` order.
+extern const std::span<const CollectiveInfo> kCollectives;
 
-inline const CollectiveInfo& collective_info(Collective c) {
-  return kCollectives[static_cast<std::size_t>(c)];
-}
+const CollectiveInfo& collective_info(Collective c);
+std::optional<Collective> find_collective(std::string_view name);
 
-inline std::optional<Collective> find_collective(std::string_view name) {
-  for (const auto& info : kCollectives)
-    if (info.name == name) return info.op;
-  return std::nullopt;
-}
+// A call of `op` with per-position counts (elements; see CollectiveCall) for group position
+// `rank` of n = counts.size(). Collectives without a v-form use counts[0] everywhere. Throws
+// Error when counts is empty, rank is out of range, or counts are uneven for a collective
+// without a v-form.
+CollectiveCall make_collective_call(Collective op, DType t, std::span<const std::int64_t> counts,
+                                    int rank);
+// Runs the call on g (g.size() must be c.n and g.rank() c.rank).
+void run_collective(Communicator& g, const CollectiveCall& c, const void* send, void* recv);
+
+// Reference data (exact in every dtype; reductions of any group size stay <= 250).
+double pattern_value(int src, std::int64_t index);
+double reduce_pattern_value(int src, std::int64_t index, int group_size);
+// Element `index` of group position src's input for this call (send buffer, or the receive
+// buffer for in-place collectives at the root).
+double reference_input(const CollectiveCall& c, int src, std::int64_t index);
+// Element k of c.rank's output after the call on reference inputs.
+double reference_output(const CollectiveCall& c, std::int64_t k);
 
 }  // namespace shardcal

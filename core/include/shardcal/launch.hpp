@@ -28,5 +28,10 @@ void launch(const LaunchOptions& opts, const std::function<void(Communicator&)>&
 std::vector<std::string> compiled_backends();  // e.g. {"sim", "mpi", "nccl"}
 // Library versions compiled in, e.g. {"MPI", "Open MPI v4.1.4"}, {"NCCL", "2.27.3"}.
 std::vector<std::pair<std::string, std::string>> library_versions();
+// Process-wide settings of a backend that change what is measured, for results files; call after
+// launch() started it. mpi and nccl: {"mpi_thread_level", provided}, {"mpi_thread_level_requested",
+// requested} ("single" | "funneled" | "serialized" | "multiple"; see SHARDCAL_MPI_THREAD_LEVEL in
+// mpi/mpi_backend.hpp). sim: none.
+std::vector<std::pair<std::string, std::string>> backend_settings(const std::string& backend);
 
 }  // namespace shardcal

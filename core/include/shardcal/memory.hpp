@@ -40,7 +40,9 @@ class MemorySpace {
 };
 
 MemorySpace& host_memory();
-// The host implementation of copy_box, shared by host spaces (coalesces contiguous inner dims).
+// The host implementation of copy_box, shared by host spaces (core/src/host_box_copy.cpp):
+// collapses contiguous dims into runs and copies each run with code specialised to its size.
+// Source and destination must not overlap.
 void host_copy_box(const BoxCopy& c);
 
 // Owning, move-only buffer in one memory space.

@@ -1,48 +1,56 @@
 #pragma once
 // Redistribution = a plan (steps, each on one mesh dim and one collective) from a planner, run by
-// an executor. The planner here is rule-based (DTensor-style); the cost-based planner of
-// calibrate/ produces the same Plan type.
-#include <cstdint>
-#include <string>
+// an executor. This is the umbrella header: the plan data, its checks and the rule-based planner
+// live in shardcal/plan.hpp (pure, no communication); the executor is declared here.
+// The cost-based planner of calibrate/ produces the same Plan type.
+#include <memory>
 #include <vector>
 
 #include "shardcal/layout.hpp"
+#include "shardcal/plan.hpp"
 #include "shardcal/sharded_tensor.hpp"
 
 namespace shardcal {
 
-enum class StepKind : unsigned char {
-  AllGather,      // S -> R           (all_gatherv on the mesh dim)
-  AllReduce,      // P -> R           (all_reduce)
-  ReduceScatter,  // P -> S           (reduce_scatterv)
-  AllToAll,       // S(a) -> S(b), or S(d) -> S(d) with new sizes (all_to_allv)
-  LocalSlice,     // R -> S           (no communication)
-  LocalPartial,   // R -> P           (no communication: zero off coordinate 0 for sum)
+// Every buffer a plan's execution needs on this rank, allocated once (intermediate blocks, pack
+// and receive buffers) together with the per-step counts, displacements and boxes. Built from a
+// plan that passes validate_plan (the constructor calls it: an illegal plan throws the same
+// Error on every rank before any communication). `prefault` writes every buffer once so that
+// first-touch page faults (host) or lazy allocation do not land in a timed run. Construction is
+// local (no communication). Reuse it for any number of execute_plan calls on the same
+// MeshCommunicator; it must not outlive that communicator's memory space.
+class PlanWorkspace {
+ public:
+  PlanWorkspace(MeshCommunicator& mc, const Plan& plan, bool prefault = true);
+  ~PlanWorkspace();
+  PlanWorkspace(PlanWorkspace&&) noexcept;
+  PlanWorkspace& operator=(PlanWorkspace&&) noexcept;
+  PlanWorkspace(const PlanWorkspace&) = delete;
+  PlanWorkspace& operator=(const PlanWorkspace&) = delete;
+
+  const Plan& plan() const;
+  int rank() const;
+  std::size_t bytes() const;  // total bytes held (diagnostics)
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  friend void execute_plan(MeshCommunicator&, PlanWorkspace&, const ShardedTensor&, ShardedTensor&);
 };
-std::string step_kind_name(StepKind k);  // "all_gather", "local_slice", ...
 
-struct Step {
-  int mesh_dim = 0;
-  StepKind kind = StepKind::LocalSlice;
-  TensorSpec before;
-  TensorSpec after;
-  // Largest per-group payload in nccl-tests terms (see DESIGN §4): all_gather output,
-  // reduce_scatter input, all_reduce buffer, all_to_all send buffer; 0 for local steps.
-  std::int64_t bytes = 0;
-  std::string to_string() const;  // "mesh dim 0: S(0)[3,7] -> R  all_gather  280 B"
-};
+// Runs ws.plan() from `in` (layout plan.from, left unchanged) into `out` (a tensor of layout
+// plan.to whose buffer is written; e.g. made once with make_plan_output). Collective over mc.
+// No allocation: a timed call holds communication and pack/unpack only. Steps whose counts
+// are even within the group call the plain collective (all_gather, reduce_scatter,
+// all_to_all), the others the v-form, on every backend.
+void execute_plan(MeshCommunicator& mc, PlanWorkspace& ws, const ShardedTensor& in,
+                  ShardedTensor& out);
+// An output tensor for ws.plan() on this rank (uninitialised contents).
+ShardedTensor make_plan_output(MeshCommunicator& mc, const PlanWorkspace& ws);
 
-struct Plan {
-  TensorSpec from;
-  TensorSpec to;
-  std::vector<Step> steps;
-  std::string to_string() const;
-};
-
-// Throws Error when the specs disagree on mesh or tensor meta. Every target spec is reachable.
-Plan plan_redistribution(const TensorSpec& from, const TensorSpec& to);
-
-// Runs the plan's steps in order; collective over mc. Returns the tensor in plan.to's layout.
+// One-shot form: validates the plan, builds a workspace (not pre-faulted), runs it. Returns the
+// tensor in plan.to's layout.
 ShardedTensor execute_plan(MeshCommunicator& mc, const Plan& plan, ShardedTensor tensor);
 ShardedTensor redistribute(MeshCommunicator& mc, ShardedTensor tensor, const TensorSpec& to);
 

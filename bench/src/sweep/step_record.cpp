@@ -1,0 +1,31 @@
+#include "sweep/step_record.hpp"
+
+#include <string>
+
+namespace shardbench::sweep {
+
+nlohmann::json step_traffic_json(const shardcal::StepTraffic& t) {
+  nlohmann::json j;
+  if (t.collective) {
+    const auto& info = shardcal::collective_info(*t.collective);
+    // The call the executor makes: the plain collective when every group's counts are even.
+    j["call"] = std::string(info.name) + (t.uniform ? "" : "v");
+    j["bytes_convention"] = std::string(info.bytes_convention);
+  } else {
+    j["call"] = "none";
+    j["bytes_convention"] = "nothing moves (local step)";
+  }
+  j["groups"] = t.groups;
+  j["group_size"] = t.group_size;
+  j["counts"] = t.counts;
+  j["heaviest_group"] = t.heaviest_group;
+  j["groups_identical"] = t.groups_identical;
+  j["uniform"] = t.uniform;
+  j["elem_size"] = t.elem_size;
+  j["bytes"] = t.bytes;
+  j["max_send_bytes"] = t.max_send_bytes;
+  j["max_recv_bytes"] = t.max_recv_bytes;
+  return j;
+}
+
+}  // namespace shardbench::sweep
