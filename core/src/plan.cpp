@@ -78,7 +78,12 @@ std::string Step::to_string() const {
   const StepTraffic t = describe_step(*this);
   if (!t.collective) return s + "  local";
   s += "  " + std::to_string(t.groups) + " group" + (t.groups == 1 ? "" : "s") + " x " +
-       std::to_string(t.group_size) + " ranks, " + (t.uniform ? "plain" : "v-form") + ", " +
+       std::to_string(t.group_size) + " ranks, " +
+       (t.plain_groups == t.groups ? std::string("plain")
+        : t.plain_groups == 0      ? std::string("v-form")
+                                   : "mixed (" + std::to_string(t.plain_groups) + " of " +
+                                         std::to_string(t.groups) + " groups plain)") +
+       ", " +
        human_bytes(t.bytes) + " (" + std::string(collective_info(*t.collective).bytes_convention) +
        "), max send " + human_bytes(t.max_send_bytes) + ", max recv " + human_bytes(t.max_recv_bytes);
   // Per-group-position element counts of the heaviest group (all_to_all: send matrix rows).

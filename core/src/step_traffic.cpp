@@ -55,12 +55,17 @@ StepTraffic describe_step(const Step& step) {
   bool first = true;
   std::vector<std::int64_t> first_counts;
   std::int64_t best = -1;
+  t.plain_groups = 0;
   for (int r = 0; r < mesh.size(); ++r) {
     if (mesh.group_position(r, {i}) != 0) continue;  // one representative per group
     const std::vector<std::int64_t> c = step_group_counts(step, r);
     if (first) first_counts = c, first = false;
     else if (c != first_counts) t.groups_identical = false;
-    if (std::adjacent_find(c.begin(), c.end(), std::not_equal_to<>()) != c.end()) t.uniform = false;
+    // The executor's per-group choice: plain call iff this group's counts are all equal (for
+    // all_to_all the whole m x m matrix, as execute.cpp checks it).
+    const bool even = std::adjacent_find(c.begin(), c.end(), std::not_equal_to<>()) == c.end();
+    if (even) ++t.plain_groups;
+    else t.uniform = false;
     std::int64_t sum = 0;
     for (std::int64_t x : c) sum += x;
     std::int64_t bytes = 0;
@@ -83,6 +88,7 @@ StepTraffic describe_step(const Step& step) {
       t.bytes = bytes;
       t.counts = c;
       t.heaviest_group = color;
+      t.heaviest_uniform = even;
     }
     const std::int64_t mm = std::int64_t(m);
     for (std::size_t p = 0; p < m; ++p) {

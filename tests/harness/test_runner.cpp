@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "shardcal/error.hpp"
@@ -13,6 +14,7 @@
 #include "shardcal/redistribute.hpp"
 #include "spmd.hpp"
 #include "sweep/runner.hpp"
+#include "sweep/step_record.hpp"
 #include "sweep/signals.hpp"
 
 using namespace shardbench;
@@ -53,8 +55,12 @@ Point collective_point(Collective op, const char* mesh, int dim, DType t, const 
 // every all_gather(v), also on the sub-communicators it splits off.
 class CorruptingComm final : public Communicator {
  public:
-  CorruptingComm(Communicator& inner, bool active, std::unique_ptr<Communicator> owned = {})
-      : in_(inner), owned_(std::move(owned)), active_(active) {}
+  // silent_after >= 0: every all_gather(v) after that many (counted per world rank, over the
+  // splits too) returns without doing anything; pass it on every rank so they skip the same calls.
+  CorruptingComm(Communicator& inner, bool active, std::unique_ptr<Communicator> owned = {},
+                 int silent_after = -1, std::shared_ptr<int> gathers = std::make_shared<int>(0))
+      : in_(inner), owned_(std::move(owned)), active_(active), silent_after_(silent_after),
+        gathers_(std::move(gathers)) {}
   int rank() const override { return in_.rank(); }
   int size() const override { return in_.size(); }
   std::string backend() const override { return in_.backend(); }
@@ -66,11 +72,13 @@ class CorruptingComm final : public Communicator {
     in_.all_reduce(s, r, c, t, op);
   }
   void all_gather(const void* s, void* r, std::size_t c, DType t) override {
+    if (silent()) return;
     in_.all_gather(s, r, c, t);
     corrupt(r, c * std::size_t(size()), t);
   }
   void all_gatherv(const void* s, std::size_t sc, void* r, shardcal::Counts c, shardcal::Counts d,
                    DType t) override {
+    if (silent()) return;
     in_.all_gatherv(s, sc, r, c, d, t);
     std::size_t total = 0;
     for (auto x : c) total += x;
@@ -102,7 +110,7 @@ class CorruptingComm final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override {
     auto child = in_.split(color, key);
     Communicator& ref = *child;
-    return std::make_unique<CorruptingComm>(ref, active_, std::move(child));
+    return std::make_unique<CorruptingComm>(ref, active_, std::move(child), silent_after_, gathers_);
   }
   std::vector<std::uint64_t> all_gather_u64(std::uint64_t v) override { return in_.all_gather_u64(v); }
   void broadcast_string(std::string& s, int root) override { in_.broadcast_string(s, root); }
@@ -117,9 +125,12 @@ class CorruptingComm final : public Communicator {
     shardcal::store_from_double(t, e.data(), shardcal::load_as_double(t, e.data()) + 1);
     memory().copy_from_host(r, e.data(), e.size());
   }
+  bool silent() { return silent_after_ >= 0 && ++*gathers_ > silent_after_; }
   Communicator& in_;
   std::unique_ptr<Communicator> owned_;
   bool active_;
+  int silent_after_;
+  std::shared_ptr<int> gathers_;
 };
 
 }  // namespace
@@ -202,6 +213,85 @@ TEST(Runner, TransitionsExecuteTheirPlanCorrectly) {
 
 // The default (host clock) timer: the interval contains what ran between start() and stop()
 // (checked against a busy loop timed on the same clock, so no sleep or load makes it flaky).
+TEST(Runner, TransitionWhoseTimedRunsWriteNothingIsWrong) {
+  // S(0) -> R of 8x4 f32 on 4 ranks is one all_gather straight into the output. The check run
+  // and the warm-up run gather for real and leave the right result in the output; every timed
+  // run after them does nothing. The output is reused, so only the sentinel reset before the
+  // last timed sample lets the check see that: every element of every rank is wrong.
+  SweepConfig cfg = small_config();
+  cfg.check = true;
+  for (const int silent_after : {2, 1000}) {
+    shardcal::testing::run_spmd(4, [&](Communicator& world) {
+      CorruptingComm quiet(world, /*active=*/false, {}, silent_after);
+      shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("4"), quiet);
+      const shardcal::TensorMeta meta{{8, 4}, DType::F32};
+      const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0)"), meta);
+      const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R"), meta);
+      Point p;
+      p.transition = true;
+      p.mesh = "4";
+      const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+      EXPECT_TRUE(m.checked);
+      EXPECT_GE(m.samples.size(), 3u);
+      EXPECT_EQ(m.wrong, silent_after == 2 ? 4u * 32u : 0u) << "silent after " << silent_after;
+    });
+  }
+}
+
+TEST(OutputCheck, ArmedOutputThatIsNotWrittenCountsAsWrong) {
+  shardcal::MemorySpace& mem = shardcal::host_memory();
+  std::vector<std::byte> want(6 * 2);
+  for (std::size_t k = 0; k < 6; ++k) shardcal::store_from_double(DType::BF16, want.data() + 2 * k, double(k));
+  OutputCheck check(mem, DType::BF16, want);
+  std::vector<std::byte> out = want;  // a previous run left the right result
+  EXPECT_EQ(check.wrong(out), 0u);
+  check.arm(out.data(), out.size());
+  EXPECT_EQ(out, check.sentinel());
+  EXPECT_EQ(check.wrong(out), 6u);  // nothing written since arm()
+  std::copy(want.begin(), want.begin() + 8, out.begin());  // 4 of 6 elements written
+  EXPECT_EQ(check.wrong(out), 2u);
+  out = want;
+  EXPECT_EQ(check.wrong(out), 0u);
+  EXPECT_EQ(check.wrong(std::vector<std::byte>(10)), 7u);  // wrong size: all of it, plus one
+  EXPECT_THROW(check.arm(out.data(), 10), shardcal::Error);
+  // No element of any reference tensor equals the sentinel.
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8}) {
+    const shardcal::TensorMeta meta{{7, 64}, t};
+    const auto ref = shardcal::make_reference_tensor(meta);
+    const std::size_t es = shardcal::dtype_size(t);
+    std::vector<std::byte> none(ref.size());
+    OutputCheck c(mem, t, ref);
+    c.arm(none.data(), none.size());
+    for (std::size_t off = 0; off < ref.size(); off += es)
+      ASSERT_NE(std::memcmp(ref.data() + off, none.data() + off, es), 0) << shardcal::dtype_name(t);
+  }
+}
+
+TEST(StepRecord, GroupsThatDifferRecordAMixedCall) {
+  // Shape [5] on 2x2, S(0),S(0) -> S(0),R: group 0 gathers counts 2,1 (all_gatherv), group 1
+  // counts 1,1 (plain all_gather).
+  const shardcal::DeviceMesh mesh = shardcal::DeviceMesh::parse("2x2");
+  auto step_json = [&](std::int64_t n) {
+    const shardcal::TensorMeta meta{{n}, DType::F32};
+    const shardcal::Plan p =
+        shardcal::plan_redistribution(shardcal::TensorSpec(mesh, shardcal::parse_placements("S(0),S(0)"), meta),
+                                      shardcal::TensorSpec(mesh, shardcal::parse_placements("S(0),R"), meta));
+    EXPECT_EQ(p.steps.size(), 1u);
+    return step_traffic_json(shardcal::describe_step(p.steps.at(0)));
+  };
+  const auto mixed = step_json(5);
+  EXPECT_EQ(mixed.at("call"), "mixed");
+  EXPECT_EQ(mixed.at("plain_groups"), 1);
+  EXPECT_EQ(mixed.at("uniform"), false);
+  EXPECT_EQ(mixed.at("heaviest_uniform"), false);
+  const auto plain = step_json(4);
+  EXPECT_EQ(plain.at("call"), "all_gather");
+  EXPECT_EQ(plain.at("plain_groups"), 2);
+  const auto v = step_json(6);  // 3 rows per group: 2,1 in both
+  EXPECT_EQ(v.at("call"), "all_gatherv");
+  EXPECT_EQ(v.at("plain_groups"), 0);
+}
+
 TEST(OpTimer, DefaultTimerMeasuresAHostDelay) {
   using Clock = std::chrono::steady_clock;
   shardcal::testing::run_spmd(2, [&](Communicator& world) {

@@ -173,11 +173,14 @@ TEST(StepTraffic, MatchesBruteForceOnRandomSpecs) {
       std::int64_t best = -1;
       int best_color = -1;
       bool identical = true, even = true;
+      int plain = 0;
       for (const auto& [color, bytes] : b.bytes_by_color)
         if (bytes > best) best = bytes, best_color = color;
       for (const auto& [color, c] : b.counts_by_color) {
         identical = identical && c == b.counts_by_color.begin()->second;
-        even = even && std::all_of(c.begin(), c.end(), [&](std::int64_t x) { return x == c[0]; });
+        const bool group_even = std::all_of(c.begin(), c.end(), [&](std::int64_t x) { return x == c[0]; });
+        even = even && group_even;
+        plain += group_even;
       }
       uneven += !even;
       EXPECT_EQ(t.bytes, best) << what;
@@ -187,6 +190,11 @@ TEST(StepTraffic, MatchesBruteForceOnRandomSpecs) {
       EXPECT_EQ(t.max_recv_bytes, b.max_recv) << what;
       EXPECT_EQ(t.groups_identical, identical) << what;
       EXPECT_EQ(t.uniform, even) << what;
+      EXPECT_EQ(t.plain_groups, plain) << what;
+      const auto& hc = b.counts_by_color.at(best_color);
+      EXPECT_EQ(t.heaviest_uniform,
+                std::all_of(hc.begin(), hc.end(), [&](std::int64_t x) { return x == hc[0]; }))
+          << what;
     }
     bool is_nested = false;
     for (int i = 0; i < mesh.ndim(); ++i)
@@ -292,4 +300,34 @@ TEST(PlanState, ValidateNamesTheProblem) {
     EXPECT_NE(std::string(e.what()).find("gather mesh dim 1 first"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(validate_plan(plan_redistribution(from, to)));
+}
+
+TEST(StepTraffic, GroupsChoosePlainOrVFormEachOnTheirOwn) {
+  // Shape [5] on 2x2, S(0),S(0) -> S(0),R: the gather on mesh dim 1 collects counts 2,1 in
+  // group 0 (rows 0-2) and 1,1 in group 1 (rows 3-4). The executor calls all_gatherv in group 0
+  // and the plain all_gather in group 1, so the step is mixed, not "all_gatherv".
+  const DeviceMesh mesh({2, 2});
+  const TensorMeta meta{{5}, DType::F32};
+  const Plan p = plan_redistribution(TensorSpec(mesh, parse_placements("S(0),S(0)"), meta),
+                                     TensorSpec(mesh, parse_placements("S(0),R"), meta));
+  ASSERT_EQ(p.steps.size(), 1u);
+  const StepTraffic t = describe_step(p.steps[0]);
+  EXPECT_EQ(t.collective, Collective::AllGather);
+  EXPECT_EQ(t.groups, 2);
+  EXPECT_FALSE(t.uniform);
+  EXPECT_EQ(t.plain_groups, 1);
+  EXPECT_FALSE(t.groups_identical);
+  EXPECT_EQ(t.counts, (std::vector<std::int64_t>{2, 1}));  // the heaviest group
+  EXPECT_FALSE(t.heaviest_uniform);
+  EXPECT_NE(p.steps[0].to_string().find("mixed (1 of 2 groups plain)"), std::string::npos)
+      << p.steps[0].to_string();
+  // Every group even: all plain.
+  const TensorMeta meta4{{4}, DType::F32};
+  const Plan q = plan_redistribution(TensorSpec(mesh, parse_placements("S(0),S(0)"), meta4),
+                                     TensorSpec(mesh, parse_placements("S(0),R"), meta4));
+  ASSERT_EQ(q.steps.size(), 1u);
+  const StepTraffic u = describe_step(q.steps[0]);
+  EXPECT_TRUE(u.uniform);
+  EXPECT_EQ(u.plain_groups, 2);
+  EXPECT_TRUE(u.heaviest_uniform);
 }

@@ -457,7 +457,8 @@ json Protocol::to_json(bool transition) const {
   p["mode"] = std::string(mode_name(mode));
   p["ops_per_sample"] = ops_per_sample;
   p["warmup"] = warmup;
-  // Transitions run on freshly made inputs each sample: no buffer rotation.
+  // Transitions run on one input and one output tensor (the input is never written): no buffer
+  // rotation.
   p["buffer_rotation"] = transition ? json(nullptr)
                                     : json{{"bytes", rotation_bytes}, {"max_slots", rotation_max_slots}};
   p["timing_loop"] = timing_loop;

@@ -97,7 +97,9 @@ shardcal::Shape transition_shape(std::int64_t size_bytes, shardcal::DType t);
 // Version of the timed loop in runner.cpp (barrier, timer, ops per sample, reduction over ranks,
 // check pass). Bump it whenever a change there can move a measured number: the value is part of
 // every point's key, so --resume and comparisons never mix samples from two loops.
-inline constexpr int kTimingLoopVersion = 1;
+// 2: transitions reset their output to a sentinel (untimed) before every sample a stop decision
+// follows, so the check sees the last timed run's output.
+inline constexpr int kTimingLoopVersion = 2;
 
 // How a point is timed (DESIGN §5); part of the point's identity.
 struct Protocol {

@@ -51,13 +51,15 @@ double max_of(const std::vector<std::uint64_t>& bits) {
 }
 
 // Runs samples until the stop rule holds; see runner.hpp for why decisions are gathered.
+// sample(may_be_last) is told whether a checkpoint (a stop decision) follows it: the loop only
+// ever ends right after such a sample (or on a stop request, when the point is dropped anyway).
 template <class F>
 void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, F&& sample) {
   std::vector<double> local;
   const double start = world.now();
-  std::size_t next_check = std::size_t(cfg.iterations_min);
+  std::size_t next_check = std::max<std::size_t>(1, std::size_t(cfg.iterations_min));
   while (true) {
-    local.push_back(sample());
+    local.push_back(sample(local.size() + 1 >= next_check));
     if (local.size() < next_check) continue;
     for (std::size_t k = m.samples.size(); k < local.size(); ++k)
       m.samples.push_back(max_of(world.all_gather_u64(std::bit_cast<std::uint64_t>(local[k]))));
@@ -162,7 +164,7 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   // The group's own timer (on NCCL: events on the stream its operations run on).
   const std::unique_ptr<shardcal::OpTimer> timer = g.make_op_timer();
   m.timer = timer->method();
-  sample_loop(world, cfg, m, [&] {
+  sample_loop(world, cfg, m, [&](bool) {
     world.barrier();  // untimed: every group starts together
     timer->start();
     for (int k = 0; k < m.depth; ++k) run_op();
@@ -179,6 +181,25 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   return m;
 }
 
+OutputCheck::OutputCheck(MemorySpace& mem, DType t, std::vector<std::byte> want)
+    : mem_(mem), es_(shardcal::dtype_size(t)), want_(std::move(want)) {
+  sentinel_ = encode(t, std::int64_t(want_.size() / es_), [](std::int64_t) { return kSentinel; });
+}
+
+void OutputCheck::arm(void* out, std::size_t bytes) {
+  if (bytes != sentinel_.size())
+    throw shardcal::Error("transition check: the output holds " + std::to_string(bytes) +
+                          " bytes on this rank where " + std::to_string(sentinel_.size()) +
+                          " are expected (the plan's output layout disagrees with its target spec)");
+  if (bytes > 0) mem_.copy_from_host(out, sentinel_.data(), bytes);
+  mem_.synchronize();
+}
+
+std::uint64_t OutputCheck::wrong(const std::vector<std::byte>& got) const {
+  if (got.size() != want_.size()) return want_.size() / es_ + 1;  // wrong shape: count it all
+  return count_wrong(got.data(), want_, es_);
+}
+
 Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
                                const shardcal::Plan& plan, const SweepConfig& cfg) {
   using shardcal::ShardedTensor;
@@ -186,10 +207,8 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   MemorySpace& mem = mc.memory();
   const int rank = world.rank();
   const auto& meta = plan.from.meta();
-  const std::size_t es = shardcal::dtype_size(meta.dtype);
   const auto global = shardcal::make_reference_tensor(meta);
   const auto init_host = shardcal::expected_local(plan.from, global.data(), rank);
-  const auto want = shardcal::expected_local(plan.to, global.data(), rank);
   // The input stays untouched by execute_plan (it reads `in`, writes `out`), and every
   // intermediate buffer lives in the workspace, allocated and pre-faulted once here: a timed
   // sample holds communication and pack/unpack only.
@@ -198,20 +217,18 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   const ShardedTensor in(plan.from, rank, std::move(init));
   shardcal::PlanWorkspace ws(mc, plan, /*prefault=*/true);
   ShardedTensor out = shardcal::make_plan_output(mc, ws);
-  if (out.local().size() > 0) mem.fill_zero(out.local().data(), out.local().size());
-  auto check = [&](const ShardedTensor& t) -> std::uint64_t {
-    const auto got = t.local_to_host();
-    if (got.size() != want.size()) return want.size() / es + 1;  // wrong shape: count it all
-    return count_wrong(got.data(), want, es);
-  };
+  // `out` is reused by every run, so a check of it is only meaningful right after it was filled
+  // with the sentinel: a run that wrote nothing (or part of it) then leaves sentinels behind.
+  OutputCheck check(mem, meta.dtype, shardcal::expected_local(plan.to, global.data(), rank));
+  auto arm = [&] { check.arm(out.local().data(), out.local().size()); };
 
   Measurement m;
   std::uint64_t wrong = 0;
-  if (cfg.check) {
+  if (cfg.check) {  // one untimed run from sentinel outputs
+    arm();
     shardcal::execute_plan(mc, ws, in, out);
     mem.synchronize();
-    wrong += check(out);
-    if (out.local().size() > 0) mem.fill_zero(out.local().data(), out.local().size());
+    wrong += check.wrong(out.local_to_host());
   }
   for (int w = 0; w < cfg.warmup; ++w) shardcal::execute_plan(mc, ws, in, out);
   mem.synchronize();
@@ -220,18 +237,23 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   // NCCL: the rank's one stream), so the world's timer covers all of them.
   const std::unique_ptr<shardcal::OpTimer> timer = world.make_op_timer();
   m.timer = timer->method();
-  bool ran = false;
-  sample_loop(world, cfg, m, [&] {
+  bool last_armed = false;
+  sample_loop(world, cfg, m, [&](bool may_be_last) {
+    // Before every sample that may be the last one (a stop decision follows it), and outside the
+    // timed region, the output is reset to the sentinel, so the check below sees what the last
+    // timed run wrote and nothing earlier runs left there.
+    last_armed = cfg.check && may_be_last;
+    if (last_armed) arm();
     world.barrier();
-    ran = true;
     timer->start();
     shardcal::execute_plan(mc, ws, in, out);
     timer->stop();
     return timer->elapsed_s();
   });
   if (m.abandoned) return m;
-  if (cfg.check && ran) {
-    wrong += check(out);
+  if (cfg.check && last_armed) {
+    mem.synchronize();
+    wrong += check.wrong(out.local_to_host());
     m.checked = true;
   }
   m.wrong = sum_over_ranks(world, wrong);

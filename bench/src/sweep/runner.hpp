@@ -5,6 +5,7 @@
 // checkpoints they are all-gathered and reduced to the slowest rank per sample, and every rank
 // takes the same stop decision from the same gathered numbers (so no rank runs an extra
 // collective).
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,9 +34,30 @@ struct Measurement {
 // One collective point over mc.dim(p.mesh_dim); all groups along that dim run concurrently.
 Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p,
                                const SweepConfig& cfg);
-// One transition point: execute_plan(plan) on a fresh copy of the input each sample.
+// One transition point: execute_plan(plan) each sample, reading the same untouched input and
+// writing the same output tensor. With cfg.check, the output is set to a sentinel (untimed)
+// before the check run and before every timed sample a stop decision follows, and checked after
+// the check run and after the last timed sample (OutputCheck).
 Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
                                const shardcal::Plan& plan, const SweepConfig& cfg);
+
+// The correctness check of a transition's local output. arm() fills the output with a sentinel
+// value no reference pattern produces; wrong() counts the elements that differ from `want` (all
+// of them, plus one, when the size differs). So a run between arm() and wrong() that writes
+// nothing, or only part of the output, is counted wrong.
+class OutputCheck {
+ public:
+  OutputCheck(shardcal::MemorySpace& mem, shardcal::DType t, std::vector<std::byte> want);
+  // out: `bytes` bytes in mem; bytes must equal want's size (else Error: the output layout is off).
+  void arm(void* out, std::size_t bytes);
+  std::uint64_t wrong(const std::vector<std::byte>& got) const;
+  const std::vector<std::byte>& sentinel() const { return sentinel_; }
+
+ private:
+  shardcal::MemorySpace& mem_;
+  std::size_t es_;
+  std::vector<std::byte> want_, sentinel_;
+};
 
 // Reference data used for checking now lives with the collective table (core).
 using shardcal::pattern_value;

@@ -8,8 +8,12 @@ nlohmann::json step_traffic_json(const shardcal::StepTraffic& t) {
   nlohmann::json j;
   if (t.collective) {
     const auto& info = shardcal::collective_info(*t.collective);
-    // The call the executor makes: the plain collective when every group's counts are even.
-    j["call"] = std::string(info.name) + (t.uniform ? "" : "v");
+    // The call the executor makes, chosen per group: the plain collective in every group whose
+    // counts are even, else the v-form; "mixed" when the groups differ (plain_groups says how
+    // many make the plain call).
+    j["call"] = t.plain_groups == t.groups ? std::string(info.name)
+                : t.plain_groups == 0      ? std::string(info.name) + "v"
+                                           : std::string("mixed");
     j["bytes_convention"] = std::string(info.bytes_convention);
   } else {
     j["call"] = "none";
@@ -21,6 +25,8 @@ nlohmann::json step_traffic_json(const shardcal::StepTraffic& t) {
   j["heaviest_group"] = t.heaviest_group;
   j["groups_identical"] = t.groups_identical;
   j["uniform"] = t.uniform;
+  j["plain_groups"] = t.collective ? t.plain_groups : 0;
+  j["heaviest_uniform"] = t.heaviest_uniform;
   j["elem_size"] = t.elem_size;
   j["bytes"] = t.bytes;
   j["max_send_bytes"] = t.max_send_bytes;

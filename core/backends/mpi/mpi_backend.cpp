@@ -39,7 +39,7 @@ std::size_t span_of(Counts counts, Counts displs) {
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, std::string desc, double timeout_s)
-      : comm_(comm), desc_(std::move(desc)), timeout_s_(timeout_s) {
+      : comm_(comm), desc_(detail::intern(desc)), timeout_s_(timeout_s) {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
@@ -60,7 +60,7 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
-  std::string describe() const override { return desc_; }
+  std::string describe() const override { return desc_.str(); }
   MemorySpace& memory() override { return host_memory(); }
   double now() const override { return MPI_Wtime(); }
 
@@ -300,7 +300,7 @@ class MpiCommunicator final : public Communicator {
       check("split", MPI_Comm_split(comm_, color, key, &sub));
     }
     return std::make_unique<MpiCommunicator>(
-        sub, "mpi split(color " + std::to_string(color) + ") of " + desc_, timeout_s_);
+        sub, "mpi split(color " + std::to_string(color) + ") of " + desc_.str(), timeout_s_);
   }
 
   std::vector<std::uint64_t> all_gather_u64(std::uint64_t value) override {
@@ -353,7 +353,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::string where() const {
-    return " on " + desc_ + " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+    return " on " + desc_.str() + " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
            ", world rank " + std::to_string(detail::world_rank()) + ")";
   }
   [[noreturn]] void fail(const char* op, const std::string& why) const {
@@ -403,7 +403,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_;
-  std::string desc_;
+  // Interned: the watchdog may read it after this communicator is gone (WatchScope).
+  detail::InternedText desc_;
   double timeout_s_;
   int rank_ = 0;
   int size_ = 1;
@@ -466,8 +467,8 @@ std::pair<int, std::string> agree_on_failures(MPI_Comm ctl, bool failed, const s
   // Everyone is here, so the root-cause message can be shared with the healthy ranks.
   std::string text = what.substr(0, 4000);
   std::uint64_t len = text.size();
-  static const std::string group = "mpi world (end of run)";
-  WatchScope w("broadcast of the failed rank's error", group, opts.timeout_s);
+  WatchScope w("broadcast of the failed rank's error", detail::intern("mpi world (end of run)"),
+               opts.timeout_s);
   rc = MPI_Bcast(&len, 1, MPI_UINT64_T, first, ctl);
   if (rc == MPI_SUCCESS) {
     text.resize(std::size_t(len));
@@ -506,8 +507,7 @@ void run(int expected_world, const Options& opts, const std::function<void(Commu
   // the end-of-run check's.
   MPI_Comm data = MPI_COMM_NULL, ctl = MPI_COMM_NULL;
   {
-    static const std::string group = "mpi world (start of run)";
-    WatchScope w("MPI_Comm_dup", group, opts.timeout_s);
+    WatchScope w("MPI_Comm_dup", detail::intern("mpi world (start of run)"), opts.timeout_s);
     int rc = MPI_Comm_dup(MPI_COMM_WORLD, &data);
     if (rc == MPI_SUCCESS) rc = MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
     if (rc != MPI_SUCCESS)

@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <set>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -118,8 +120,8 @@ void watchdog_main() {
           msg += " on " + *group + " timed out after " + seconds_text(timeout) +
                  " s (a peer rank died, is stuck, or never called it; raise --timeout if the "
                  "operation is legitimately this slow); aborting the job";
-          // The call may have returned just now (the group text outlives its scope by far: it
-          // belongs to the communicator or is static); if so, it did not time out.
+          // The call may have returned just now (the group text is interned, so it is still
+          // valid even if the communicator is gone); if so, it did not time out.
           std::atomic_thread_fence(std::memory_order_acquire);
           if (w.seq.load(std::memory_order_relaxed) == s1) {
             lk.unlock();
@@ -180,8 +182,7 @@ void finalize_at_exit() {
     {
       // MPI_Finalize synchronizes with the other ranks; a rank that exits while its peers are
       // stuck must not hang here either.
-      static const std::string world = "mpi world";
-      WatchScope w("MPI_Finalize", world, r.last_timeout_s);
+      WatchScope w("MPI_Finalize", intern("mpi world"), r.last_timeout_s);
       for (MPI_Op& op : r.user_ops)
         if (op != MPI_OP_NULL) MPI_Op_free(&op);
       MPI_Finalize();
@@ -302,7 +303,18 @@ void abort_job(const std::string& message, int exit_code) {
   std::_Exit(exit_code);
 }
 
-WatchScope::WatchScope(const char* op, const std::string& group, double timeout_s, int peer) {
+InternedText intern(std::string_view text) {
+  // Heap-allocated and never freed, like the runtime: the watchdog may read a text while static
+  // destructors run. std::set nodes never move, so the addresses stay valid as it grows.
+  static std::mutex* m = new std::mutex;
+  static std::set<std::string, std::less<>>* texts = new std::set<std::string, std::less<>>;
+  std::lock_guard lk(*m);
+  auto it = texts->find(text);
+  if (it == texts->end()) it = texts->emplace(text).first;
+  return InternedText(&*it);
+}
+
+WatchScope::WatchScope(const char* op, InternedText group, double timeout_s, int peer) {
   Runtime& r = rt();
   Watchdog& w = r.watchdog;
   if (!w.running.load(std::memory_order_relaxed)) {
@@ -321,7 +333,7 @@ WatchScope::WatchScope(const char* op, const std::string& group, double timeout_
   // Orders the disarm (seq even) before the field writes, for the watchdog's re-check of seq.
   std::atomic_thread_fence(std::memory_order_release);
   w.op.store(op, std::memory_order_relaxed);
-  w.group.store(&group, std::memory_order_relaxed);
+  w.group.store(&group.str(), std::memory_order_relaxed);
   w.peer.store(peer, std::memory_order_relaxed);
   w.timeout_s.store(timeout_s, std::memory_order_relaxed);
   w.seq.store(even + 1, std::memory_order_release);  // armed

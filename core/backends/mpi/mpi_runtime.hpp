@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "shardcal/dtype.hpp"
 
@@ -29,16 +30,34 @@ std::string rank_prefix();
 inline constexpr int kErrorExitCode = 1;
 inline constexpr int kTimeoutExitCode = 124;  // as timeout(1), so scripts can tell it apart
 
+// Text that lives as long as the process: one copy per distinct text, never freed (the texts
+// are communicator descriptions, so there are few). Only intern() makes one.
+class InternedText {
+ public:
+  const std::string& str() const { return *text_; }
+
+ private:
+  explicit InternedText(const std::string* text) : text_(text) {}
+  friend InternedText intern(std::string_view text);
+  const std::string* text_;
+};
+// Thread-safe (a lock and a set lookup: call it when a communicator is made, not per operation);
+// equal texts give the same address.
+InternedText intern(std::string_view text);
+
 // Arms the process watchdog for one blocking operation: if the scope is still alive after
 // timeout_s, the watchdog thread prints a message naming op, group and peer (point to point, -1
 // otherwise) and ends this process with kTimeoutExitCode, without calling MPI; it fires after
 // timeout_s and at most about a second later. Arming and disarming are a few plain stores (no
 // lock, no clock read, no syscall), so timed collectives are not perturbed. Scopes do not nest
-// (one blocking call at a time, from the thread that initialised MPI). `op` and `group` must
-// outlive the scope.
+// (one blocking call at a time, from the thread that initialised MPI). `op` must live as long as
+// the process (a string literal); `group` is interned text (below) for the same reason: the
+// watchdog may still read the fields just after the scope ended and the communicator that named
+// the group was destroyed.
+class InternedText;
 class WatchScope {
  public:
-  WatchScope(const char* op, const std::string& group, double timeout_s, int peer = -1);
+  WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1);
   ~WatchScope();
   WatchScope(const WatchScope&) = delete;
   WatchScope& operator=(const WatchScope&) = delete;

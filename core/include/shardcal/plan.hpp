@@ -97,7 +97,13 @@ struct StepTraffic {
   std::vector<std::int64_t> counts;
   int heaviest_group = 0;        // its group color (DeviceMesh::group_color)
   bool groups_identical = true;  // every group has the same counts
-  bool uniform = true;           // every group's counts are even: the plain call, not the v-form
+  // The executor picks the plain call or the v-form per group (core/src/execute.cpp): the plain
+  // one where that group's counts are even. `uniform`: every group makes the plain call;
+  // `plain_groups`: how many do (groups - plain_groups make the v-form call). Groups can differ:
+  // shape [5] on 2x2, S(0),S(0) -> S(0),R gathers counts 2,1 in one group and 1,1 in the other.
+  bool uniform = true;
+  int plain_groups = 0;  // 0 for local steps
+  bool heaviest_uniform = true;  // the heaviest group (the one `counts` shows) makes the plain call
   std::size_t elem_size = 0;
   // Bytes of the heaviest group in the collective table's convention (collective_info().
   // bytes_convention): all_gather the whole output, reduce_scatter one rank's whole input,
