@@ -51,10 +51,9 @@ InternedText intern(std::string_view text);
 // timeout_s and at most about a second later. Arming and disarming are a few plain stores (no
 // lock, no clock read, no syscall), so timed collectives are not perturbed. Scopes do not nest
 // (one blocking call at a time, from the thread that initialised MPI). `op` must live as long as
-// the process (a string literal); `group` is interned text (below) for the same reason: the
+// the process (a string literal); `group` is interned text (above) for the same reason: the
 // watchdog may still read the fields just after the scope ended and the communicator that named
 // the group was destroyed.
-class InternedText;
 class WatchScope {
  public:
   WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1);
