@@ -547,6 +547,16 @@ def cmd_schema(args):
             if errors:
                 fail(f"record {i}: {errors[0].message} at {list(errors[0].path)}")
         print(f"ok: {len(recs)} records match results.schema.json")
+        # e2e.json's 7x3 S(0),S(0) -> S(0),R on 2x4 gathers 1,1,1,1 in one group (plain call) and
+        # 1,1,1,0 in the other (v-form): the step must say so, not claim all_gatherv.
+        mixed = [s for rec in recs for s in (rec.get("transition") or {}).get("plan", []) if s["call"] == "mixed"]
+        if args.config.endswith("e2e.json"):
+            if not mixed:
+                fail("no plan step with call 'mixed' (groups that differ) in the e2e results")
+            for s in mixed:
+                if not 0 < s["plain_groups"] < s["groups"]:
+                    fail(f"mixed step with plain_groups {s['plain_groups']} of {s['groups']}")
+            print(f"ok: {len(mixed)} mixed plan steps")
         bad = json.loads(json.dumps(recs[1]))
         bad["timing"]["timer"] = "wall_clock"
         if v.is_valid(bad):
