@@ -48,13 +48,15 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
 class OutputCheck {
  public:
   OutputCheck(shardcal::MemorySpace& mem, shardcal::DType t, std::vector<std::byte> want);
-  // out: `bytes` bytes in mem; bytes must equal want's size (else Error: the output layout is off).
+  // out: `bytes` bytes in mem (normally want's size; any other size is filled too, and wrong()
+  // then counts every element).
   void arm(void* out, std::size_t bytes);
   std::uint64_t wrong(const std::vector<std::byte>& got) const;
   const std::vector<std::byte>& sentinel() const { return sentinel_; }
 
  private:
   shardcal::MemorySpace& mem_;
+  shardcal::DType t_;
   std::size_t es_;
   std::vector<std::byte> want_, sentinel_;
 };
