@@ -573,7 +573,9 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
       const LinkClass lc{s.group_size, s.hosts_spanned, s.group_size / s.hosts_spanned,
                          s.concurrent_groups};
       try {
-        const Prediction pr = predict(tmp, *s.op, lc, s.bytes, {}, 1, t.dtype);
+        // The step's counts, so an uneven step is priced by the model's effective-size rule
+        // (n x the largest block for n_times_max), not by its total.
+        const Prediction pr = predict(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
         tp.extrapolated = tp.extrapolated || pr.extrapolated;
         tp.predicted_us += pr.time_us;
       } catch (const Error&) {
