@@ -309,8 +309,10 @@ def table_bytes(collective: str, counts: Sequence[int], elem_size: int = 1, grou
 
 
 def _check_depth(text: str, origin: str) -> None:
-    """Rejects nesting deeper than MAX_DEPTH before json.loads (which would recurse), at the same
-    depth as the C++ reader's parser callback."""
+    """Rejects nesting deeper than MAX_DEPTH before json.loads (which would recurse), exactly where
+    the C++ reader's parser callback does: nlohmann reports depth = the number of containers open
+    around an event, so a container may start at depth <= MAX_DEPTH and a key or scalar may sit
+    at depth <= MAX_DEPTH."""
     depth = 0
     in_str = False
     esc = False
@@ -322,15 +324,19 @@ def _check_depth(text: str, origin: str) -> None:
                 esc = True
             elif ch == '"':
                 in_str = False
+            continue
+        if ch in " \t\r\n,:":
+            continue
+        if ch in "]}":
+            depth -= 1
+            continue
+        if depth > MAX_DEPTH:
+            raise ProfileError(f"{origin}: JSON nested deeper than {MAX_DEPTH} levels; a profile is never "
+                               "that deep: the file is corrupt, regenerate it")
+        if ch in "[{":
+            depth += 1
         elif ch == '"':
             in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH + 1:
-                raise ProfileError(f"{origin}: JSON nested deeper than {MAX_DEPTH} levels; a profile is never "
-                                   "that deep: the file is corrupt, regenerate it")
-        elif ch in "]}":
-            depth -= 1
 
 
 class Profile:
