@@ -114,7 +114,7 @@ def parity(tool, repo):
             profiles.append(path)
         for path in profiles:
             prof = sp.load(path)
-            queries = [random_query(rng) for _ in range(150)]
+            queries = [random_query(rng) for _ in range(200)]
             lines = []
             for (coll, n, hosts, rph, cg, nbytes, dtype, elem, counts) in queries:
                 lines.append(f"{coll} {n} {hosts} {rph} {cg} {nbytes!r} {dtype or '-'} {elem} "
