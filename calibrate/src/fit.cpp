@@ -189,8 +189,8 @@ void make_monotone(Piecewise& p, Collective c, int n_max) {
     for (int n = 2; n <= hi; ++n)
       deficit = std::max(deficit, eval_coef(prev, b, n, c) - eval_coef(cur, b, n, c));
     const double A = prev.a0 - cur.a0, B = prev.as - cur.as, C = b * (prev.inv - cur.inv);
-    const double tail = A + B * info.ring_steps(hi + 1) +
-                        std::max(C * info.busbw_factor(hi + 1), C * f_inf);
+    const double tail =
+        A + B * info.ring_steps(hi + 1) + std::max(C * info.busbw_factor(hi + 1), C * f_inf);
     deficit = std::max(deficit, tail);
     if (deficit > 0) cur.a0 += deficit * (1 + 1e-12) + 1e-12;
   }

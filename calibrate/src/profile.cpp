@@ -486,9 +486,10 @@ void check_counts(Collective c, std::span<const std::int64_t> counts, int elem_s
   if (!info.has_v_form)
     for (std::size_t i = 1; i < counts.size(); ++i)
       if (counts[i] != counts[0])
-        throw Error(std::string(info.name) + " has no v-form: its count is the buffer, the same at every " +
-                    "group position, but counts[" + std::to_string(i) + "] = " + std::to_string(counts[i]) +
-                    " != counts[0] = " + std::to_string(counts[0]) + "; give equal counts (or --bytes)");
+        throw Error(
+            std::string(info.name) + " has no v-form: its count is the buffer, the same at every " +
+            "group position, but counts[" + std::to_string(i) + "] = " + std::to_string(counts[i]) +
+            " != counts[0] = " + std::to_string(counts[0]) + "; give equal counts (or --bytes)");
 }
 
 // The length of one row of counts for group size n: all_to_all takes n entries (one row every
@@ -498,15 +499,17 @@ std::size_t row_length(Collective c, std::size_t size, int n) {
   const auto m = std::size_t(n);
   if (size == m) return m;
   if (c == Collective::AllToAll && size == m * m) return m;
-  throw Error("counts has " + std::to_string(size) + " entries but the group size is " + std::to_string(n) +
-              "; give one count per group position" +
-              (c == Collective::AllToAll ? std::string(" (all_to_all: or n x n, the send matrix row-major)")
-                                         : std::string()));
+  throw Error("counts has " + std::to_string(size) + " entries but the group size is " +
+              std::to_string(n) + "; give one count per group position" +
+              (c == Collective::AllToAll
+                   ? std::string(" (all_to_all: or n x n, the send matrix row-major)")
+                   : std::string()));
 }
 
 }  // namespace
 
-double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_size, int group_size) {
+double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_size,
+                   int group_size) {
   if (counts.empty()) throw Error("table_bytes: counts is empty");
   check_counts(c, counts, elem_size);
   const std::size_t row = row_length(c, counts.size(), group_size);
@@ -521,8 +524,8 @@ double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_
   return best * es;
 }
 
-double effective_bytes(Collective c, EffectiveSize rule, double bytes, std::span<const std::int64_t> counts,
-                       int elem_size, int group_size) {
+double effective_bytes(Collective c, EffectiveSize rule, double bytes,
+                       std::span<const std::int64_t> counts, int elem_size, int group_size) {
   if (counts.empty()) {
     if (!std::isfinite(bytes) || bytes < 0)
       throw Error("bytes must be finite and >= 0, got " + fmt(bytes));
@@ -603,7 +606,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   }
   Prediction out;
   out.model = best;
-  const double s_eff = effective_bytes(c, best->effective_size, bytes, counts, elem_size, lc.group_size);
+  const double s_eff =
+      effective_bytes(c, best->effective_size, bytes, counts, elem_size, lc.group_size);
   std::size_t seg = 0;
   while (seg + 1 < best->segments.size() && s_eff >= *best->segments[seg].s_hi) ++seg;
   out.segment = int(seg);

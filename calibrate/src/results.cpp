@@ -73,22 +73,29 @@ int concurrent(int groups, int hosts_spanned, int n_hosts) {
 void check_format(const json& rec, const std::string& where) {
   const auto sc = rec.find("schema");
   if (sc == rec.end() || !sc->is_string() || sc->get<std::string>() != kSweepResultsSchema)
-    fail(where, "the context record's schema is " + (sc == rec.end() ? std::string("missing") : sc->dump()) +
-                    ", expected \"" + kSweepResultsSchema +
+    fail(where, "the context record's schema is " +
+                    (sc == rec.end() ? std::string("missing") : sc->dump()) + ", expected \"" +
+                    kSweepResultsSchema +
                     "\"; this is not a shardbench sweep results file (docs/RESULTS_FORMAT.md)");
   const auto v = rec.find("version");
   const std::string got = v == rec.end() ? std::string("missing") : v->dump();
   if (v == rec.end() || !v->is_number_integer())
     fail(where, "the context record's version is " + got + ", expected the integer " +
-                    std::to_string(kSweepResultsVersion) + "; the file is corrupt or not a sweep results file");
+                    std::to_string(kSweepResultsVersion) +
+                    "; the file is corrupt or not a sweep results file");
   const auto ver = v->get<std::int64_t>();
   if (ver < kSweepResultsVersion)
-    fail(where, "results format version " + got + " is too old: version 1 files record wrong transition step "
-                    "bytes, so a fit from them would be wrong; re-run the sweep with this shardbench "
-                    "(`shardbench sweep --out FILE`, format version " + std::to_string(kSweepResultsVersion) + ")");
+    fail(where,
+         "results format version " + got +
+             " is too old: version 1 files record wrong transition step "
+             "bytes, so a fit from them would be wrong; re-run the sweep with this shardbench "
+             "(`shardbench sweep --out FILE`, format version " +
+             std::to_string(kSweepResultsVersion) + ")");
   if (ver != kSweepResultsVersion)
-    fail(where, "results format version " + got + " is unknown to this calibrator (it reads version " +
-                    std::to_string(kSweepResultsVersion) + "); calibrate with the shardbench that wrote the file");
+    fail(where, "results format version " + got +
+                    " is unknown to this calibrator (it reads version " +
+                    std::to_string(kSweepResultsVersion) +
+                    "); calibrate with the shardbench that wrote the file");
 }
 
 json context_summary(const json& rec) {
@@ -286,7 +293,8 @@ ResultSet read_results(const std::vector<std::string>& paths) {
               step.counts.push_back(x.get<std::int64_t>());
             }
             const std::size_t m = std::size_t(step.group_size);
-            if (step.counts.size() != m && !(*step.op == Collective::AllToAll && step.counts.size() == m * m))
+            if (step.counts.size() != m &&
+                !(*step.op == Collective::AllToAll && step.counts.size() == m * m))
               fail(where, "plan step counts has " + std::to_string(step.counts.size()) +
                               " entries for group size " + std::to_string(m) +
                               " (all_to_all: m x m); the file is corrupt");

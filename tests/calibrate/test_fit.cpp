@@ -50,10 +50,17 @@ std::vector<double> sizes() {
 }
 
 json context(const std::string& backend = "sim") {
-  return {{"type", "context"}, {"schema", "shardcal.sweep.results"}, {"version", 2},
-          {"backend", backend}, {"memory", "host"}, {"world", 8}, {"n_hosts", 1},
+  return {{"type", "context"},
+          {"schema", "shardcal.sweep.results"},
+          {"version", 2},
+          {"backend", backend},
+          {"memory", "host"},
+          {"world", 8},
+          {"n_hosts", 1},
           {"hosts", json::array({{{"name", "synthetic"}, {"ranks", {0, 1, 2, 3, 4, 5, 6, 7}}}})},
-          {"ranks_per_host", 8}, {"shardcal_version", "0.1.0"}, {"git_revision", "test"},
+          {"ranks_per_host", 8},
+          {"shardcal_version", "0.1.0"},
+          {"git_revision", "test"},
           {"config_hash", "0"}};
 }
 
@@ -259,16 +266,36 @@ TEST(CalibrateFit, TransitionComposedFromSteps) {
   const double t = truth_us(Collective::AllGather, b1, 4) + truth_us(Collective::AllGather, b2, 2);
   json params = {{"kind", "transition"}, {"mesh", "4x2"}, {"dtype", "f32"}, {"distribution", "chunk"},
                  {"mode", "per_iteration"}, {"size", b1}, {"from", "S(0),S(1)"}, {"to", "R,R"}};
-  json plan = json::array(
-      {{{"mesh_dim", 0}, {"collective", "all_gather"}, {"from", "S(0),S(1)"}, {"to", "R,S(1)"},
-        {"bytes", b1}, {"group_size", 4}, {"hosts_spanned", 1}, {"counts", even_counts(4, b1 / 4)},
-        {"uniform", true}, {"elem_size", 4}},
-       {{"mesh_dim", 1}, {"collective", "all_gather"}, {"from", "R,S(1)"}, {"to", "R,R"},
-        {"bytes", b2}, {"group_size", 2}, {"hosts_spanned", 1}, {"counts", even_counts(2, b2 / 4)},
-        {"uniform", true}, {"elem_size", 4}},
-       {{"mesh_dim", 1}, {"collective", "local_slice"}, {"from", "R,R"}, {"to", "R,R"},
-        {"bytes", 0}, {"group_size", 2}, {"hosts_spanned", 1}, {"counts", json::array()},
-        {"uniform", true}, {"elem_size", 4}}});
+  json plan = json::array({{{"mesh_dim", 0},
+                            {"collective", "all_gather"},
+                            {"from", "S(0),S(1)"},
+                            {"to", "R,S(1)"},
+                            {"bytes", b1},
+                            {"group_size", 4},
+                            {"hosts_spanned", 1},
+                            {"counts", even_counts(4, b1 / 4)},
+                            {"uniform", true},
+                            {"elem_size", 4}},
+                           {{"mesh_dim", 1},
+                            {"collective", "all_gather"},
+                            {"from", "R,S(1)"},
+                            {"to", "R,R"},
+                            {"bytes", b2},
+                            {"group_size", 2},
+                            {"hosts_spanned", 1},
+                            {"counts", even_counts(2, b2 / 4)},
+                            {"uniform", true},
+                            {"elem_size", 4}},
+                           {{"mesh_dim", 1},
+                            {"collective", "local_slice"},
+                            {"from", "R,R"},
+                            {"to", "R,R"},
+                            {"bytes", 0},
+                            {"group_size", 2},
+                            {"hosts_spanned", 1},
+                            {"counts", json::array()},
+                            {"uniform", true},
+                            {"elem_size", 4}}});
   recs.push_back({{"type", "point"}, {"index", 999}, {"key", params.dump()}, {"point", params},
                   {"transition", {{"from", "S(0),S(1)"}, {"to", "R,R"}, {"shape", {256, 64}}, {"plan", plan}}},
                   {"group_size", 8}, {"groups", 1}, {"hosts_spanned", 1}, {"max_ranks_per_host", 8},
@@ -292,23 +319,43 @@ TEST(CalibrateFit, UnevenTransitionStepPricedByEffectiveSize) {
   for (double s : sizes()) {  // uneven points: the fitter learns n_times_max
     if (s < 64) continue;
     const std::int64_t total = std::int64_t(s);
-    std::vector<std::int64_t> counts{total / 2, total / 4, total / 8, total - total / 2 - total / 4 - total / 8};
+    std::vector<std::int64_t> counts{total / 2, total / 4, total / 8,
+                                     total - total / 2 - total / 4 - total / 8};
     const double eff = double(n) * double(*std::max_element(counts.begin(), counts.end()));
-    recs.push_back(point(Collective::AllGather, n, s, one(truth_us(Collective::AllGather, eff, n)), counts, s, eff));
+    recs.push_back(point(Collective::AllGather, n, s, one(truth_us(Collective::AllGather, eff, n)),
+                         counts, s, eff));
   }
   // One all_gather step, all of 1 MiB (f32) on position 0: S = 1 MiB, S_eff = 4 MiB.
   const std::vector<std::int64_t> counts{262144, 0, 0, 0};
   const double bytes = 1048576, eff = 4.0 * 1048576;
   const double t = truth_us(Collective::AllGather, eff, n);
-  json params = {{"kind", "transition"}, {"mesh", "4"}, {"dtype", "f32"}, {"distribution", "chunk"},
-                 {"mode", "per_iteration"}, {"size", bytes}, {"from", "S(0)[1,0,0,0]"}, {"to", "R"}};
-  json plan = json::array({{{"mesh_dim", 0}, {"collective", "all_gather"}, {"from", "S(0)"}, {"to", "R"},
-                            {"bytes", bytes}, {"group_size", n}, {"hosts_spanned", 1}, {"counts", counts},
-                            {"uniform", false}, {"elem_size", 4}}});
-  recs.push_back({{"type", "point"}, {"index", 998}, {"key", params.dump()}, {"point", params},
-                  {"transition", {{"from", "S(0)"}, {"to", "R"}, {"shape", {1024, 256}}, {"plan", plan}}},
-                  {"group_size", n}, {"groups", 1}, {"hosts_spanned", 1}, {"max_ranks_per_host", n},
-                  {"bytes", bytes}, {"samples_s", {t * 1e-6}}, {"wrong", 0}});
+  json params = {{"kind", "transition"},    {"mesh", "4"},
+                 {"dtype", "f32"},          {"distribution", "chunk"},
+                 {"mode", "per_iteration"}, {"size", bytes},
+                 {"from", "S(0)[1,0,0,0]"}, {"to", "R"}};
+  json plan = json::array({{{"mesh_dim", 0},
+                            {"collective", "all_gather"},
+                            {"from", "S(0)"},
+                            {"to", "R"},
+                            {"bytes", bytes},
+                            {"group_size", n},
+                            {"hosts_spanned", 1},
+                            {"counts", counts},
+                            {"uniform", false},
+                            {"elem_size", 4}}});
+  recs.push_back(
+      {{"type", "point"},
+       {"index", 998},
+       {"key", params.dump()},
+       {"point", params},
+       {"transition", {{"from", "S(0)"}, {"to", "R"}, {"shape", {1024, 256}}, {"plan", plan}}},
+       {"group_size", n},
+       {"groups", 1},
+       {"hosts_spanned", 1},
+       {"max_ranks_per_host", n},
+       {"bytes", bytes},
+       {"samples_s", {t * 1e-6}},
+       {"wrong", 0}});
   TempFile f("uneven_transition.jsonl");
   f.write(recs);
   const ResultSet rs = read_results({f.path});
@@ -321,8 +368,8 @@ TEST(CalibrateFit, UnevenTransitionStepPricedByEffectiveSize) {
   ASSERT_EQ(only_model(cal).effective_size, EffectiveSize::NTimesMax);
   ASSERT_EQ(cal.transitions.size(), 1u);
   // Priced at the total (1 MiB) it would be ~64% low.
-  EXPECT_LT(std::abs(cal.transitions[0].rel_error), 0.05) << cal.transitions[0].predicted_us << " vs "
-                                                           << cal.transitions[0].measured_us;
+  EXPECT_LT(std::abs(cal.transitions[0].rel_error), 0.05)
+      << cal.transitions[0].predicted_us << " vs " << cal.transitions[0].measured_us;
 }
 
 // Review finding 4: the fitted piecewise model never decreases in S for ANY group size: n = 1
@@ -332,7 +379,7 @@ TEST(CalibrateFit, MonotoneForEveryGroupSize) {
   struct Case {
     TrueSeg small, large;
   };
-  for (const Case& k : {Case{{5.0, 4.0, 1.0}, {40.0, 1.0, 10.0}},   // alpha_step drops at the break
+  for (const Case& k : {Case{{5.0, 4.0, 1.0}, {40.0, 1.0, 10.0}},  // alpha_step drops at the break
                         Case{{12.0, 0.5, 10.0}, {10.0, 5.0, 2.0}}}) {  // alpha0 drops (n = 1 only)
     std::mt19937_64 rng(17);
     std::vector<json> recs{context()};
@@ -341,7 +388,8 @@ TEST(CalibrateFit, MonotoneForEveryGroupSize) {
         const TrueSeg& t = s < kBreak ? k.small : k.large;
         const auto& info = collective_info(Collective::AllGather);
         const double y = t.a0 + t.as * info.ring_steps(n) + s * info.busbw_factor(n) / (t.B * 1e3);
-        recs.push_back(point(Collective::AllGather, n, s, noisy(y, rng, 0.01), even_counts(n, s), s, s));
+        recs.push_back(
+            point(Collective::AllGather, n, s, noisy(y, rng, 0.01), even_counts(n, s), s, s));
       }
     TempFile f("mono_all_n.jsonl");
     f.write(recs);
@@ -349,8 +397,9 @@ TEST(CalibrateFit, MonotoneForEveryGroupSize) {
     const Model& m = only_model(cal);
     EXPECT_GE(m.segments.size(), 2u) << k.small.a0;
     for (int n : {1, 2, 3, 8, 64, 65, 129, 1000, 100000, 1 << 24})
-      EXPECT_TRUE(non_decreasing_in_size(m, n)) << "n=" << n << " a_step " << m.segments[0].alpha_step_us << " -> "
-                                                << m.segments.back().alpha_step_us;
+      EXPECT_TRUE(non_decreasing_in_size(m, n))
+          << "n=" << n << " a_step " << m.segments[0].alpha_step_us << " -> "
+          << m.segments.back().alpha_step_us;
   }
 }
 

@@ -224,7 +224,8 @@ TEST(Profile, PredictSegmentsAndEffectiveSize) {
   const std::vector<std::int64_t> counts{3, 5, 0, 4};
   r = predict(p, Collective::AllGather, lc, 0, counts, 4);
   EXPECT_DOUBLE_EQ(r.time_us, 2.0 + 0.5 * 3 + 80 * 0.75 / 1e3);
-  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllGather, EffectiveSize::Total, 0, counts, 4, 4), 48.0);
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllGather, EffectiveSize::Total, 0, counts, 4, 4),
+                   48.0);
   EXPECT_THROW(predict(p, Collective::AllGather, lc, 0, std::vector<std::int64_t>{1, 2}, 4), Error);
   EXPECT_THROW(predict(p, Collective::AllGather, lc, -1), Error);
   EXPECT_THROW(predict(p, Collective::AllGather, LinkClass{4, 2, 3, 1}, 10), Error);  // 2 x 3 != 4
@@ -258,17 +259,20 @@ TEST(Profile, EffectiveSizeFollowsTheCollectiveTable) {
   // n_times_max 3 x 6 x es (the sweep's bytes_total / bytes_eff).
   const std::vector<std::int64_t> row{1, 2, 6};
   EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::Total, 0, row, 2, 3), 18.0);
-  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0, row, 2, 3), 36.0);
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0, row, 2, 3),
+                   36.0);
   // Matrix form: rows {1,2,6} (sum 9, max 6), {5,5,5} (sum 15, max 5), {0,7,0} (sum 7, max 7):
   // total = largest row sum, n_times_max = n x largest block.
   const std::vector<std::int64_t> mat{1, 2, 6, 5, 5, 5, 0, 7, 0};
   EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::Total, 0, mat, 1, 3), 15.0);
-  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0, mat, 1, 3), 21.0);
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0, mat, 1, 3),
+                   21.0);
   EXPECT_DOUBLE_EQ(table_bytes(Collective::AllToAll, mat, 1, 3), 15.0);
   EXPECT_THROW(effective_bytes(Collective::AllToAll, EffectiveSize::Total, 0, mat, 1, 4), Error);
   EXPECT_THROW(effective_bytes(Collective::AllGather, EffectiveSize::Total, 0, mat, 1, 3), Error);
   // A 4-entry all_to_all on group size 4 is one row, not a 2 x 2 matrix.
-  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0, counts_of({1, 1, 1, 9}), 1, 4),
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0,
+                                   counts_of({1, 1, 1, 9}), 1, 4),
                    36.0);
 }
 

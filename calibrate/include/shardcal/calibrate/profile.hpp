@@ -131,12 +131,13 @@ std::optional<EffectiveSize> parse_effective_size(std::string_view name);
 //    largest send buffer; n_times_max: m x the largest block).
 //  - the other v-forms: the rule over the m counts.
 // Throws Error on bad input.
-double effective_bytes(Collective c, EffectiveSize rule, double bytes, std::span<const std::int64_t> counts,
-                       int elem_size, int group_size);
+double effective_bytes(Collective c, EffectiveSize rule, double bytes,
+                       std::span<const std::int64_t> counts, int elem_size, int group_size);
 // S in the collective table's convention for counts (no v-form: counts[0] x es; all_to_all: the
 // largest row sum x es; others: the sum x es). Throws on empty, negative or (no v-form) uneven
 // counts.
-double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_size, int group_size);
+double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_size,
+                   int group_size);
 
 // The model's time for group size n at S_eff in segment `segment` (no model choice, no checks).
 double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff);

@@ -86,8 +86,8 @@ struct ResultSet {
 
 // Reads every file; throws shardcal::Error (file:line, what, how to fix) for unreadable or
 // malformed files, context records of another schema or format version (v1 is refused: its
-// transition step bytes are wrong), files with no context record, and backends or memory spaces that differ
-// between context records (one profile describes one backend on one memory space).
+// transition step bytes are wrong), files with no context record, and backends or memory spaces
+// that differ between context records (one profile describes one backend on one memory space).
 ResultSet read_results(const std::vector<std::string>& paths);
 
 // sha256 of a file's bytes as 64 lowercase hex digits (OpenSSL libcrypto). Throws on I/O errors.
