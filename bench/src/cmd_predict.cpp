@@ -96,17 +96,21 @@ int run(const PredictArgs& a) {
   if (!a.bytes.empty()) {
     bytes = parse_bytes(a.bytes);
     if (!counts.empty()) {
-      double total = 0;
-      for (auto n : counts) total += double(n);
-      if (total * elem_size != bytes)
-        throw Error("--bytes " + a.bytes + " disagrees with --counts (total " +
-                    std::to_string(std::int64_t(total)) + " elements x " + std::to_string(elem_size) +
-                    " B); give one of them, or matching values (--dtype sets the element size, default 1 B)");
+      // S in the collective table's convention (all_reduce/broadcast: the buffer, counts[0];
+      // all_to_all: the largest send buffer; others: the sum).
+      const double s = calib::table_bytes(*c, counts, elem_size, lc.group_size);
+      if (s != bytes)
+        throw Error(
+            "--bytes " + a.bytes + " disagrees with --counts (" + a.collective +
+            " S = " + std::to_string(std::int64_t(s)) + " B at " + std::to_string(elem_size) +
+            " B per element); give one of them, or matching values (--dtype sets the element "
+            "size, default 1 B)");
     }
   }
   const calib::Prediction p = calib::predict(profile, *c, lc, bytes, counts, elem_size, dtype);
   const calib::Model& m = *p.model;
-  const double s_eff = calib::effective_bytes(m.effective_size, bytes, counts, elem_size);
+  const double s_eff =
+      calib::effective_bytes(*c, m.effective_size, bytes, counts, elem_size, lc.group_size);
   const calib::Segment& seg = m.segments[std::size_t(p.segment)];
   if (a.json) {
     nlohmann::ordered_json j;
@@ -175,7 +179,10 @@ Runner add_predict_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--bytes", args->bytes, "S in the collective table's convention, e.g. 1MiB (even counts)");
-  cmd->add_option("--counts", args->counts, "Uneven: elements per group position, e.g. 3,5,0,4");
+  cmd->add_option(
+      "--counts", args->counts,
+      "Elements per group position, e.g. 3,5,0,4 (all_reduce/broadcast: equal, the buffer; "
+      "all_to_all: n or n x n row-major send matrix)");
   cmd->add_option("--dtype", args->dtype, "Element type (sets the element size of --counts; picks a per-dtype model)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   return [args]() { return run(*args); };

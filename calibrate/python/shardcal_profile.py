@@ -28,8 +28,14 @@ _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", re.ASCII)
 SCHEMA = "shardcal.profile"
 VERSION = 1
 
-# The collective table (DESIGN section 4; core/include/shardcal/collectives.hpp).
+# The collective table (DESIGN section 4; core/include/shardcal/collectives.hpp), in table order;
+# tests/calibrate/parity_test.py (table) checks these names, HAS_V_FORM, busbw_factor and
+# ring_steps against the C++ table.
 COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast", "scatter", "gather")
+# Collectives whose per-position counts may differ (v-form); the others' count is the buffer,
+# the same at every position.
+HAS_V_FORM = frozenset({"all_gather", "reduce_scatter", "all_to_all", "scatter", "gather"})
+MAX_DEPTH = 32  # deepest JSON nesting accepted, as kMaxDepth in calibrate/src/profile.cpp
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "u8")
 DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1}
 
@@ -103,7 +109,10 @@ def _num(origin, obj, ptr, key, lo, strict=False):
     v = obj[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         _fail(origin, f"{ptr}/{key}", f"expected a number, got {json.dumps(v)[:60]}", "fix the value")
-    x = float(v)
+    try:
+        x = float(v)
+    except OverflowError:  # an integer literal beyond double range (C++ rejects it while parsing)
+        _fail(origin, f"{ptr}/{key}", "number out of range", "fix the value")
     if not math.isfinite(x) or x < lo or (strict and x == lo):
         _fail(origin, f"{ptr}/{key}", f"must be finite and {'>' if strict else '>='} {lo}, got {v}",
               "refit with shardbench calibrate or fix the value")
@@ -230,22 +239,104 @@ def _contains(r, x: float) -> bool:
     return x >= r[0] and (r[1] is None or x <= r[1])
 
 
-def effective_bytes(rule: str, nbytes: float, counts: Sequence[int] = (), elem_size: int = 1) -> float:
+def _row_length(collective: str, size: int, group_size: int) -> int:
+    if group_size < 1:
+        raise ProfileError(f"group size must be >= 1, got {group_size}")
+    if size == group_size:
+        return group_size
+    if collective == "all_to_all" and size == group_size * group_size:
+        return group_size
+    raise ProfileError(f"counts has {size} entries but the group size is {group_size}; give one count per "
+                       "group position" + (" (all_to_all: or n x n, the send matrix row-major)"
+                                           if collective == "all_to_all" else ""))
+
+
+def _check_counts(collective: str, counts: Sequence[int], elem_size: int) -> None:
+    if elem_size < 1:
+        raise ProfileError(f"element size must be >= 1 byte, got {elem_size}")
+    for i, c in enumerate(counts):
+        if c < 0:
+            raise ProfileError(f"counts[{i}] = {c} is negative; counts are elements per group position")
+    if collective not in HAS_V_FORM:
+        for i, c in enumerate(counts):
+            if c != counts[0]:
+                raise ProfileError(f"{collective} has no v-form: its count is the buffer, the same at every group "
+                                   f"position, but counts[{i}] = {c} != counts[0] = {counts[0]}; give equal counts")
+
+
+def effective_bytes(collective: str, rule: str, nbytes: float, counts: Sequence[int] = (), elem_size: int = 1,
+                    group_size: Optional[int] = None) -> float:
+    """S_eff as calibrate::effective_bytes (calibrate/include/shardcal/calibrate/profile.hpp):
+    no v-form (all_reduce, broadcast): equal counts, S_eff = counts[0] * elem_size; all_to_all:
+    n counts (one row) or n x n (the send matrix, row-major), the rule per row, the largest;
+    others: the rule over the n counts. group_size defaults to len(counts)."""
     if not counts:
         if not math.isfinite(nbytes) or nbytes < 0:
             raise ProfileError(f"bytes must be finite and >= 0, got {nbytes}")
         return float(nbytes)
-    if elem_size < 1:
-        raise ProfileError(f"element size must be >= 1 byte, got {elem_size}")
-    total = 0.0
-    largest = 0.0
-    for i, c in enumerate(counts):
-        if c < 0:
-            raise ProfileError(f"counts[{i}] = {c} is negative; counts are elements per group position")
-        total += float(c)
-        largest = max(largest, float(c))
+    _check_counts(collective, counts, elem_size)
+    row = _row_length(collective, len(counts), len(counts) if group_size is None else group_size)
     es = float(elem_size)
-    return total * es if rule == "total" else float(len(counts)) * largest * es
+    if collective not in HAS_V_FORM:
+        return float(counts[0]) * es
+    best = 0.0
+    for r in range(0, len(counts), row):
+        total = 0.0
+        largest = 0.0
+        for c in counts[r:r + row]:
+            total += float(c)
+            largest = max(largest, float(c))
+        best = max(best, total * es if rule == "total" else float(row) * largest * es)
+    return best
+
+
+def table_bytes(collective: str, counts: Sequence[int], elem_size: int = 1, group_size: Optional[int] = None) -> float:
+    """S in the collective table's convention for counts, as calibrate::table_bytes."""
+    if not counts:
+        raise ProfileError("table_bytes: counts is empty")
+    _check_counts(collective, counts, elem_size)
+    row = _row_length(collective, len(counts), len(counts) if group_size is None else group_size)
+    es = float(elem_size)
+    if collective not in HAS_V_FORM:
+        return float(counts[0]) * es
+    best = 0.0
+    for r in range(0, len(counts), row):
+        total = 0.0
+        for c in counts[r:r + row]:
+            total += float(c)
+        best = max(best, total)
+    return best * es
+
+
+def _check_depth(text: str, origin: str) -> None:
+    """Rejects nesting deeper than MAX_DEPTH before json.loads (which would recurse), exactly where
+    the C++ reader's parser callback does: nlohmann reports depth = the number of containers open
+    around an event, so a container may start at depth <= MAX_DEPTH and a key or scalar may sit
+    at depth <= MAX_DEPTH."""
+    depth = 0
+    in_str = False
+    esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch in " \t\r\n,:":
+            continue
+        if ch in "]}":
+            depth -= 1
+            continue
+        if depth > MAX_DEPTH:
+            raise ProfileError(f"{origin}: JSON nested deeper than {MAX_DEPTH} levels; a profile is never "
+                               "that deep: the file is corrupt, regenerate it")
+        if ch in "[{":
+            depth += 1
+        elif ch == '"':
+            in_str = True
 
 
 class Profile:
@@ -338,10 +429,10 @@ class Profile:
         if _check_class and hosts * ranks_per_host != group_size:
             raise ProfileError(f"link class: group size {group_size} != hosts {hosts} x ranks per host "
                                f"{ranks_per_host}; a group spanning h hosts has the same number of ranks on each")
-        if counts and len(counts) != group_size:
-            raise ProfileError(f"counts has {len(counts)} entries but the group size is {group_size}")
+        if counts:
+            _row_length(collective, len(counts), group_size)
         m, key = self.choose_model(collective, group_size, hosts, concurrent_groups, dtype)
-        s_eff = effective_bytes(m.effective_size, nbytes, counts, elem_size)
+        s_eff = effective_bytes(collective, m.effective_size, nbytes, counts, elem_size, group_size)
         seg = 0
         while seg + 1 < len(m.segments) and s_eff >= m.segments[seg].s_hi:
             seg += 1
@@ -414,6 +505,7 @@ class Profile:
 
 
 def loads(text: str, origin: str = "<string>") -> Profile:
+    _check_depth(text, origin)
     try:
         doc = json.loads(text, parse_constant=_no_constants)
     except ValueError as e:

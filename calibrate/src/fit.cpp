@@ -169,16 +169,30 @@ int seg_of(const Piecewise& p, double s) {
   return k;
 }
 
-// Raise later segments' alpha0 so the prediction never drops at a boundary, for every group size
-// from 2 to max(64, 2 x the largest measured).
+// Make the prediction never drop at a segment boundary, for EVERY group size n >= 1. At the
+// boundary b the drop is D(n) = A + B steps(n) + C f(n) with A = a0' - a0, B = as' - as,
+// C = b (inv' - inv) (primes: the earlier segment). D(1) = A (steps = f = 0). If B > 0, D grows
+// without bound, so no alpha0 can fix it: the later segment's alpha_step is raised to the
+// earlier's (B = 0). Then for n > hi, D(n) <= A + B steps(hi+1) + max(C f(hi+1), C f(inf)) (B <= 0;
+// f is monotone in n and tends to f(inf)); with the exact values on 1..hi this bounds D on the
+// whole range, and alpha0 is raised by it.
 void make_monotone(Piecewise& p, Collective c, int n_max) {
+  const auto& info = collective_info(c);
   const int hi = std::max(64, 2 * n_max);
+  const double f_inf = info.busbw(1e15);
   for (std::size_t k = 1; k < p.coef.size(); ++k) {
-    double deficit = 0;
+    Coef& prev = p.coef[k - 1];
+    Coef& cur = p.coef[k];
+    if (cur.as < prev.as) cur.as = prev.as;
+    const double b = p.lo[k];
+    double deficit = prev.a0 - cur.a0;  // n = 1
     for (int n = 2; n <= hi; ++n)
-      deficit = std::max(deficit, eval_coef(p.coef[k - 1], p.lo[k], n, c) -
-                                      eval_coef(p.coef[k], p.lo[k], n, c));
-    if (deficit > 0) p.coef[k].a0 += deficit * (1 + 1e-12) + 1e-12;
+      deficit = std::max(deficit, eval_coef(prev, b, n, c) - eval_coef(cur, b, n, c));
+    const double A = prev.a0 - cur.a0, B = prev.as - cur.as, C = b * (prev.inv - cur.inv);
+    const double tail =
+        A + B * info.ring_steps(hi + 1) + std::max(C * info.busbw_factor(hi + 1), C * f_inf);
+    deficit = std::max(deficit, tail);
+    if (deficit > 0) cur.a0 += deficit * (1 + 1e-12) + 1e-12;
   }
 }
 
@@ -573,7 +587,9 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
       const LinkClass lc{s.group_size, s.hosts_spanned, s.group_size / s.hosts_spanned,
                          s.concurrent_groups};
       try {
-        const Prediction pr = predict(tmp, *s.op, lc, s.bytes, {}, 1, t.dtype);
+        // The step's counts, so an uneven step is priced by the model's effective-size rule
+        // (n x the largest block for n_times_max), not by its total.
+        const Prediction pr = predict(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
         tp.extrapolated = tp.extrapolated || pr.extrapolated;
         tp.predicted_us += pr.time_us;
       } catch (const Error&) {

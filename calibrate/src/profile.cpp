@@ -474,23 +474,80 @@ void write_profile_atomic(const Profile& p, const std::string& path) {
   }
 }
 
-double effective_bytes(EffectiveSize rule, double bytes, std::span<const std::int64_t> counts, int elem_size) {
+namespace {
+
+void check_counts(Collective c, std::span<const std::int64_t> counts, int elem_size) {
+  if (elem_size < 1) throw Error("element size must be >= 1 byte, got " + std::to_string(elem_size));
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] < 0)
+      throw Error("counts[" + std::to_string(i) + "] = " + std::to_string(counts[i]) +
+                  " is negative; counts are elements per group position");
+  const CollectiveInfo& info = collective_info(c);
+  if (!info.has_v_form)
+    for (std::size_t i = 1; i < counts.size(); ++i)
+      if (counts[i] != counts[0])
+        throw Error(
+            std::string(info.name) + " has no v-form: its count is the buffer, the same at every " +
+            "group position, but counts[" + std::to_string(i) + "] = " + std::to_string(counts[i]) +
+            " != counts[0] = " + std::to_string(counts[0]) + "; give equal counts (or --bytes)");
+}
+
+// The length of one row of counts for group size n: all_to_all takes n entries (one row every
+// rank sends) or n x n (the send matrix); every other collective n entries.
+std::size_t row_length(Collective c, std::size_t size, int n) {
+  if (n < 1) throw Error("group size must be >= 1, got " + std::to_string(n));
+  const auto m = std::size_t(n);
+  if (size == m) return m;
+  if (c == Collective::AllToAll && size == m * m) return m;
+  throw Error("counts has " + std::to_string(size) + " entries but the group size is " +
+              std::to_string(n) + "; give one count per group position" +
+              (c == Collective::AllToAll
+                   ? std::string(" (all_to_all: or n x n, the send matrix row-major)")
+                   : std::string()));
+}
+
+}  // namespace
+
+double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_size,
+                   int group_size) {
+  if (counts.empty()) throw Error("table_bytes: counts is empty");
+  check_counts(c, counts, elem_size);
+  const std::size_t row = row_length(c, counts.size(), group_size);
+  const double es = elem_size;
+  if (!collective_info(c).has_v_form) return double(counts[0]) * es;
+  double best = 0;
+  for (std::size_t r = 0; r < counts.size(); r += row) {
+    double sum = 0;
+    for (std::size_t i = r; i < r + row; ++i) sum += double(counts[i]);
+    best = std::max(best, sum);
+  }
+  return best * es;
+}
+
+double effective_bytes(Collective c, EffectiveSize rule, double bytes,
+                       std::span<const std::int64_t> counts, int elem_size, int group_size) {
   if (counts.empty()) {
     if (!std::isfinite(bytes) || bytes < 0)
       throw Error("bytes must be finite and >= 0, got " + fmt(bytes));
     return bytes;
   }
-  if (elem_size < 1) throw Error("element size must be >= 1 byte, got " + std::to_string(elem_size));
-  double total = 0, largest = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] < 0)
-      throw Error("counts[" + std::to_string(i) + "] = " + std::to_string(counts[i]) +
-                  " is negative; counts are elements per group position");
-    total += double(counts[i]);
-    largest = std::max(largest, double(counts[i]));
-  }
+  check_counts(c, counts, elem_size);
+  const std::size_t row = row_length(c, counts.size(), group_size);
   const double es = elem_size;
-  return rule == EffectiveSize::Total ? total * es : double(counts.size()) * largest * es;
+  // No v-form (all_reduce, broadcast): the count is the buffer, S_eff = S under either rule
+  // (the sweep records bytes_eff = bytes_total = the buffer for these).
+  if (!collective_info(c).has_v_form) return double(counts[0]) * es;
+  // The rule per row (all_to_all: per sending rank; others: the one row), the largest result.
+  double best = 0;
+  for (std::size_t r = 0; r < counts.size(); r += row) {
+    double total = 0, largest = 0;
+    for (std::size_t i = r; i < r + row; ++i) {
+      total += double(counts[i]);
+      largest = std::max(largest, double(counts[i]));
+    }
+    best = std::max(best, rule == EffectiveSize::Total ? total * es : double(row) * largest * es);
+  }
+  return best;
 }
 
 double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff) {
@@ -521,9 +578,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
     throw Error("link class: group size " + std::to_string(lc.group_size) + " != hosts " +
                 std::to_string(lc.hosts) + " x ranks per host " + std::to_string(lc.ranks_per_host) +
                 "; a group spanning h hosts has the same number of ranks on each");
-  if (!counts.empty() && std::int64_t(counts.size()) != lc.group_size)
-    throw Error("counts has " + std::to_string(counts.size()) + " entries but the group size is " +
-                std::to_string(lc.group_size) + "; give one count per group position");
+  if (!counts.empty()) row_length(c, counts.size(), lc.group_size);  // throws on a wrong length
 
   // Nearest measured class, lexicographic (docs/PROFILE_FORMAT.md "Choosing a model").
   const Model* best = nullptr;
@@ -551,7 +606,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   }
   Prediction out;
   out.model = best;
-  const double s_eff = effective_bytes(best->effective_size, bytes, counts, elem_size);
+  const double s_eff =
+      effective_bytes(c, best->effective_size, bytes, counts, elem_size, lc.group_size);
   std::size_t seg = 0;
   while (seg + 1 < best->segments.size() && s_eff >= *best->segments[seg].s_hi) ++seg;
   out.segment = int(seg);

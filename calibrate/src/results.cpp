@@ -68,6 +68,36 @@ int concurrent(int groups, int hosts_spanned, int n_hosts) {
   return std::max(1, int(std::lround(c)));
 }
 
+// Only the format this reader understands: version 1 files record the old (wrong) transition
+// step bytes, and a later version may change what fields mean.
+void check_format(const json& rec, const std::string& where) {
+  const auto sc = rec.find("schema");
+  if (sc == rec.end() || !sc->is_string() || sc->get<std::string>() != kSweepResultsSchema)
+    fail(where, "the context record's schema is " +
+                    (sc == rec.end() ? std::string("missing") : sc->dump()) + ", expected \"" +
+                    kSweepResultsSchema +
+                    "\"; this is not a shardbench sweep results file (docs/RESULTS_FORMAT.md)");
+  const auto v = rec.find("version");
+  const std::string got = v == rec.end() ? std::string("missing") : v->dump();
+  if (v == rec.end() || !v->is_number_integer())
+    fail(where, "the context record's version is " + got + ", expected the integer " +
+                    std::to_string(kSweepResultsVersion) +
+                    "; the file is corrupt or not a sweep results file");
+  const auto ver = v->get<std::int64_t>();
+  if (ver < kSweepResultsVersion)
+    fail(where,
+         "results format version " + got +
+             " is too old: version 1 files record wrong transition step "
+             "bytes, so a fit from them would be wrong; re-run the sweep with this shardbench "
+             "(`shardbench sweep --out FILE`, format version " +
+             std::to_string(kSweepResultsVersion) + ")");
+  if (ver != kSweepResultsVersion)
+    fail(where, "results format version " + got +
+                    " is unknown to this calibrator (it reads version " +
+                    std::to_string(kSweepResultsVersion) +
+                    "); calibrate with the shardbench that wrote the file");
+}
+
 json context_summary(const json& rec) {
   json out = json::object();
   for (const char* k : {"date", "backend", "memory", "world", "hosts", "n_hosts", "ranks_per_host",
@@ -137,6 +167,7 @@ ResultSet read_results(const std::vector<std::string>& paths) {
       if (!rec.is_object()) fail(where, "the record is not a JSON object");
       const std::string type = str_field(rec, "type", where);
       if (type == "context") {
+        check_format(rec, where);
         const std::string backend = str_field(rec, "backend", where);
         const std::string memory = str_field(rec, "memory", where);
         n_hosts = rec.contains("n_hosts") ? pos_int_field(rec, "n_hosts", where) : 1;
@@ -249,6 +280,25 @@ ResultSet read_results(const std::vector<std::string>& paths) {
           step.concurrent_groups =
               concurrent(std::max(1, world / step.group_size), step.hosts_spanned, n_hosts);
           step.bytes = num_field(st, "bytes", where);
+          if (step.op) {  // what the step moves (format version 2): S_eff needs the counts
+            step.elem_size = pos_int_field(st, "elem_size", where);
+            const json& b = field(st, "uniform", where);
+            if (!b.is_boolean()) fail(where, "plan step field \"uniform\" is not a boolean");
+            step.uniform = b.get<bool>();
+            const json& cs = field(st, "counts", where);
+            if (!cs.is_array()) fail(where, "plan step field \"counts\" is not an array");
+            for (const json& x : cs) {
+              if (!x.is_number_integer() || x.get<long long>() < 0)
+                fail(where, "plan step counts must be non-negative integers");
+              step.counts.push_back(x.get<std::int64_t>());
+            }
+            const std::size_t m = std::size_t(step.group_size);
+            if (step.counts.size() != m &&
+                !(*step.op == Collective::AllToAll && step.counts.size() == m * m))
+              fail(where, "plan step counts has " + std::to_string(step.counts.size()) +
+                              " entries for group size " + std::to_string(m) +
+                              " (all_to_all: m x m); the file is corrupt");
+          }
           t.steps.push_back(std::move(step));
         }
         rs.transitions.push_back(std::move(t));

@@ -8,10 +8,15 @@ standard library; the schema check needs jsonschema and skips without it).
                      random profiles and configs/profiles/dtensor-default.json: same model, same
                      segment, same extrapolation flag, times within 1e-9 relative; same queries
                      rejected.
+  table TOOL REPO    the Python module's copy of the collective table (COLLECTIVES, HAS_V_FORM,
+                     busbw_factor, ring_steps) and the collective enum of
+                     configs/schema/profile.schema.json equal the C++ table
+                     (profile_predict_tool --table).
   dtensor REPO       configs/profiles/dtensor-default.json reproduces PyTorch DTensor's cost
                      functions (torch/distributed/tensor/_collective_utils.py: MeshTopoInfo,
-                     allgather_cost, allreduce_cost, reduce_scatter_cost), written out here from
-                     their published formulas, on random meshes; and mesh_topo() returns
+                     allgather_cost, allreduce_cost, reduce_scatter_cost, and redistribute_cost's
+                     Shard -> Shard = allgather_cost + 1.0 us for all_to_all), written out here
+                     from their published formulas, on random meshes; and mesh_topo() returns
                      DTensor's per-dim bandwidth and latency.
 """
 import json
@@ -43,7 +48,7 @@ def random_profile(rng):
     models = []
     used = set()
     for _ in range(rng.randint(1, 10)):
-        coll = rng.choice(COLLS[:5])
+        coll = rng.choice(COLLS)
         hosts = rng.choice([1, 1, 2, 4])
         cg = rng.choice([1, 1, 2, 4])
         dtype = rng.choice([None, None, "f32", "bf16"])
@@ -71,7 +76,7 @@ def random_profile(rng):
 
 
 def random_query(rng):
-    coll = rng.choice(COLLS[:5] + ["all_to_all"])
+    coll = rng.choice(COLLS)
     hosts = rng.choice([1, 1, 2, 3, 4, 8])
     rph = rng.choice([1, 2, 4, 8])
     n = hosts * rph
@@ -82,8 +87,13 @@ def random_query(rng):
     elem = {"f32": 4, "bf16": 2, "u8": 1}.get(dtype, 1)
     counts = []
     nbytes = 0.0
-    if rng.random() < 0.3:
+    if rng.random() < 0.4:
         counts = [rng.choice([0, rng.randint(0, 1 << rng.randint(0, 22))]) for _ in range(n)]
+        r = rng.random()
+        if r < 0.4:  # even counts (the only valid form for all_reduce / broadcast)
+            counts = [counts[0]] * n
+        elif r < 0.6 and n <= 16:  # an n x n all_to_all send matrix (invalid for the others)
+            counts = [rng.randint(0, 1 << rng.randint(0, 20)) for _ in range(n * n)]
     else:
         nbytes = float(rng.choice([0, 1, 7, 2 ** rng.randint(0, 30), rng.uniform(0, 1 << 28)]))
     return coll, n, hosts, rph, cg, nbytes, dtype, elem, counts
@@ -94,6 +104,7 @@ def parity(tool, repo):
     rng = random.Random(20261123)
     total = 0
     compared = 0
+    seen_ok = set()
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
         for i in range(12):
@@ -103,7 +114,7 @@ def parity(tool, repo):
             profiles.append(path)
         for path in profiles:
             prof = sp.load(path)
-            queries = [random_query(rng) for _ in range(150)]
+            queries = [random_query(rng) for _ in range(200)]
             lines = []
             for (coll, n, hosts, rph, cg, nbytes, dtype, elem, counts) in queries:
                 lines.append(f"{coll} {n} {hosts} {rph} {cg} {nbytes!r} {dtype or '-'} {elem} "
@@ -131,6 +142,10 @@ def parity(tool, repo):
                 assert int(seg) == p.segment, f"{path}: '{text}': segment C++ {seg} python {p.segment}"
                 assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} python {p.note}"
                 compared += 1
+                seen_ok.add(coll)
+    for c in COLLS:  # every collective is queried and predicted by both
+        assert c in seen_ok, f"no accepted query for {c}: {sorted(seen_ok)}"
+    edge_parity(tool, sp)
     agree = reject_parity(tool, sp, rng)
     print(f"parity: both readers agree on accepting/rejecting {agree} mutated profiles")
     print(f"parity: {compared} predictions equal (<= 1e-9 rel), {total - compared} rejected by both, "
@@ -139,7 +154,7 @@ def parity(tool, repo):
 
 
 MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,
-           99999999999999999999, 65536, "2026-11-23T16:00:00Z"]
+           99999999999999999999, 10 ** 400, 65536, "2026-11-23T16:00:00Z"]
 
 
 def mutate(rng, doc):
@@ -169,6 +184,68 @@ def mutate(rng, doc):
     elif isinstance(v, list):
         v.append(json.loads(json.dumps(v[0])) if v else 1)
     return doc
+
+
+def edge_parity(tool, sp):
+    """Deterministic edge cases both readers must treat alike: nesting around the depth limit
+    (32) and integer literals beyond double range (C++ rejects while parsing; Python must raise
+    ProfileError, not OverflowError)."""
+    base = random_profile(random.Random(3))
+    cases = []
+    for depth in range(28, 38):
+        for leaf in (1, [], {}, "s"):
+            doc = json.loads(json.dumps(base))
+            inner = leaf
+            for _ in range(depth):
+                inner = {"x": inner} if len(cases) % 2 else [inner]
+            doc["extra"] = {"deep": inner}
+            cases.append((f"depth {depth} leaf {json.dumps(leaf)}", json.dumps(doc)))
+    cases.append(("depth 100000", json.dumps(base)[:-1] + ', "extra": ' + "[" * 100000 + "]" * 100000 + "}"))
+    for key in ("alpha_us", "bandwidth_GBps", "s_lo"):
+        doc = json.loads(json.dumps(base))
+        doc["models"][0]["segments"][0][key] = 10 ** 400
+        cases.append((f"{key} = 1e400 (integer literal)", json.dumps(doc)))
+    outcomes = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in cases:
+            path = os.path.join(tmp, "edge.json")
+            with open(path, "w") as f:
+                f.write(text)
+            out = subprocess.run([tool, path], input="", capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            cpp_ok = out.stdout == ""
+            try:
+                sp.load(path)
+                py_ok, why = True, ""
+            except sp.ProfileError as e:
+                py_ok, why = False, str(e)
+            assert cpp_ok == py_ok, f"{name}: C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout.strip()} " \
+                                    f"but Python {'accepts' if py_ok else 'rejects: ' + why}"
+            outcomes.add((name.split()[0], cpp_ok))
+    assert ("depth", True) in outcomes and ("depth", False) in outcomes, outcomes
+    print(f"parity: {len(cases)} edge cases (depth limit, huge integers) treated alike")
+
+
+def table(tool, repo):
+    sp = load_module(repo)
+    out = subprocess.run([tool, "--table"], capture_output=True, text=True, timeout=60, check=True)
+    rows = [line.split() for line in out.stdout.splitlines()]
+    names = [r[0] for r in rows]
+    assert tuple(names) == sp.COLLECTIVES, (names, sp.COLLECTIVES)
+    assert names == COLLS, (names, COLLS)
+    assert {r[0] for r in rows if r[1] == "1"} == set(sp.HAS_V_FORM), rows
+    for r in rows:
+        for n in range(1, 17):
+            f, st = float(r[2 * n]), int(r[2 * n + 1])
+            assert sp.busbw_factor(r[0], n) == f, (r[0], n, sp.busbw_factor(r[0], n), f)
+            assert sp.ring_steps(r[0], n) == st, (r[0], n, sp.ring_steps(r[0], n), st)
+    with open(os.path.join(repo, "configs", "schema", "profile.schema.json")) as f:
+        text = f.read()
+    # The one enum that lists "all_gather" must list every entry, in table order, and nothing else.
+    at = text.index('"all_gather"')
+    enum = json.loads(text[text.rindex("[", 0, at): text.index("]", at) + 1])
+    assert enum == names, (enum, names)
+    print(f"table: {len(names)} collectives agree (Python module, profile schema, C++ table)")
 
 
 def reject_parity(tool, sp, rng):
@@ -218,6 +295,8 @@ def dtensor_topo(mesh_shape, devices_per_host):
 
 
 def dtensor_cost(coll, bytes_gb, n, bw, lat):
+    if coll == "all_to_all":  # redistribute_cost: Shard -> Shard = allgather_cost(shard bytes) + 1.0
+        return dtensor_cost("all_gather", bytes_gb, n, bw, lat) + 1.0
     hops = 2 * (n - 1) if coll == "all_reduce" else n - 1
     return 6.6 + hops * lat + (bytes_gb * hops / n) / bw * 1e6
 
@@ -243,7 +322,7 @@ def dtensor(repo):
             assert topo["mesh_dim_base_latency"][d] == 6.6
             assert not topo["extrapolated"][d], topo
             lc = topo["link_class"][d]
-            for coll in ("all_gather", "reduce_scatter", "all_reduce"):
+            for coll in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all"):
                 nbytes = rng.choice([0, 1, 4096, 1 << 20, rng.randint(0, 1 << 34)])
                 want = dtensor_cost(coll, nbytes / 1024 / 1024 / 1024, shape[d], bw[d], lat[d])
                 p = prof.predict(coll, shape[d], lc["hosts"], lc["ranks_per_host"], nbytes=nbytes,
@@ -287,6 +366,8 @@ if __name__ == "__main__":
         sys.exit(0)
     if len(sys.argv) >= 2 and sys.argv[1] == "parity" and len(sys.argv) == 4:
         parity(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "table":
+        table(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 2 and sys.argv[1] == "dtensor" and len(sys.argv) == 3:
         dtensor(sys.argv[2])
     else:

@@ -34,6 +34,28 @@ def main(sb, repo):
     assert r.returncode == 0, r.stderr
     assert "model /models/2" in r.stdout and "segment 0" in r.stdout and "extrapolated: no" in r.stdout, r.stdout
     assert "S_eff=48 B" in r.stdout, r.stdout
+    # Review finding 1: all_reduce/broadcast counts are the buffer (the same at every position):
+    # --counts 4,4,4,4 --dtype f32 is S = 16 B, as --bytes 16, and the pair is consistent.
+    def js(*args):
+        r = run(sb, "--profile", dt, *args, "--json")
+        assert r.returncode == 0, (args, r.stderr)
+        return json.loads(r.stdout)
+
+    a = js("--collective", "all_reduce", "--group-size", "4", "--bytes", "16", "--dtype", "f32")
+    b = js("--collective", "all_reduce", "--group-size", "4", "--counts", "4,4,4,4", "--dtype", "f32")
+    c = js("--collective", "all_reduce", "--group-size", "4", "--bytes", "16", "--counts", "4,4,4,4", "--dtype", "f32")
+    assert a["s_eff_bytes"] == b["s_eff_bytes"] == c["s_eff_bytes"] == 16, (a, b, c)
+    assert a["time_us"] == b["time_us"] == c["time_us"], (a, b, c)
+    # Review finding 6: DTensor prices Shard -> Shard as allgather_cost + 1.0 us.
+    a = js("--collective", "all_gather", "--group-size", "8", "--hosts", "2", "--bytes", "1MiB")
+    b = js("--collective", "all_to_all", "--group-size", "8", "--hosts", "2", "--bytes", "1MiB")
+    assert abs(b["time_us"] - (a["time_us"] + 1.0)) <= 1e-9 * b["time_us"], (a, b)
+    # all_to_all counts: one row (what every rank sends to each position) or the n x n matrix;
+    # the matrix's S is its largest row (here 2 + 9 = 11 elements = 44 B).
+    b = js("--collective", "all_to_all", "--group-size", "2", "--counts", "1,2,9,2", "--bytes", "44",
+           "--dtype", "f32")
+    want = prof.predict("all_to_all", 2, 1, 2, counts=[1, 2, 9, 2], elem_size=4, dtype="f32")
+    assert b["s_eff_bytes"] == want.s_eff == 44 and abs(b["time_us"] - want.time_us) <= 1e-12 * want.time_us, (b, want)
     with tempfile.TemporaryDirectory() as tmp:
         # A measured-style profile with one class: another class is extrapolated and says so.
         doc = json.load(open(dt))
@@ -71,7 +93,11 @@ def main(sb, repo):
         (["--collective", "all_gather", "--group-size", "4", "--counts", "1,2,3"], "counts has 3 entries"),
         (["--collective", "all_gather", "--group-size", "4", "--bytes", "10", "--counts", "1,2,3,5"], "disagrees"),
         (["--collective", "all_gather", "--group-size", "6", "--hosts", "4", "--bytes", "1"], "not a multiple"),
-        (["--collective", "all_to_all", "--group-size", "4", "--bytes", "1"], "no model for all_to_all"),
+        (["--collective", "broadcast", "--group-size", "4", "--bytes", "1"], "no model for broadcast"),
+        (["--collective", "all_reduce", "--group-size", "4", "--counts", "4,5,4,4"], "has no v-form"),
+        (["--collective", "all_reduce", "--group-size", "4", "--bytes", "64", "--counts", "4,4,4,4",
+          "--dtype", "f32"], "disagrees"),
+        (["--collective", "all_to_all", "--group-size", "4", "--counts", "1,2,3,4,5"], "n x n"),
         (["--collective", "all_gather", "--group-size", "4"], "give --bytes"),
     ]:
         r = run(sb, "--profile", dt, *args)

@@ -3,6 +3,9 @@
 //   COLLECTIVE GROUP_SIZE HOSTS RANKS_PER_HOST CONCURRENT BYTES DTYPE|- ELEM_SIZE COUNTS|-
 // (COUNTS comma separated) and prints one line per query:
 //   ok TIME_US(%.17g) MODEL_INDEX SEGMENT EXTRAPOLATED(0|1)   or   error MESSAGE
+// `profile_predict_tool --table` prints the collective table instead, one line per entry:
+//   NAME HAS_V_FORM(0|1) then busbw_factor(n) (%.17g) and ring_steps(n) for n = 1..16
+// (the Python module's copy of the table is checked against it).
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -14,6 +17,18 @@
 
 int main(int argc, char** argv) {
   using namespace shardcal;
+  if (argc == 2 && std::string(argv[1]) == "--table") {
+    for (const CollectiveInfo& info : kCollectives) {
+      std::cout << info.name << " " << (info.has_v_form ? 1 : 0);
+      for (int n = 1; n <= 16; ++n) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " %.17g %d", info.busbw_factor(n), info.ring_steps(n));
+        std::cout << buf;
+      }
+      std::cout << "\n";
+    }
+    return 0;
+  }
   if (argc != 2) {
     std::cerr << "usage: profile_predict_tool PROFILE < queries\n";
     return 2;

@@ -50,10 +50,17 @@ std::vector<double> sizes() {
 }
 
 json context(const std::string& backend = "sim") {
-  return {{"type", "context"}, {"schema", "shardcal.sweep.results"}, {"version", 1},
-          {"backend", backend}, {"memory", "host"}, {"world", 8}, {"n_hosts", 1},
+  return {{"type", "context"},
+          {"schema", "shardcal.sweep.results"},
+          {"version", 2},
+          {"backend", backend},
+          {"memory", "host"},
+          {"world", 8},
+          {"n_hosts", 1},
           {"hosts", json::array({{{"name", "synthetic"}, {"ranks", {0, 1, 2, 3, 4, 5, 6, 7}}}})},
-          {"ranks_per_host", 8}, {"shardcal_version", "0.1.0"}, {"git_revision", "test"},
+          {"ranks_per_host", 8},
+          {"shardcal_version", "0.1.0"},
+          {"git_revision", "test"},
           {"config_hash", "0"}};
 }
 
@@ -259,13 +266,36 @@ TEST(CalibrateFit, TransitionComposedFromSteps) {
   const double t = truth_us(Collective::AllGather, b1, 4) + truth_us(Collective::AllGather, b2, 2);
   json params = {{"kind", "transition"}, {"mesh", "4x2"}, {"dtype", "f32"}, {"distribution", "chunk"},
                  {"mode", "per_iteration"}, {"size", b1}, {"from", "S(0),S(1)"}, {"to", "R,R"}};
-  json plan = json::array(
-      {{{"mesh_dim", 0}, {"collective", "all_gather"}, {"from", "S(0),S(1)"}, {"to", "R,S(1)"},
-        {"bytes", b1}, {"group_size", 4}, {"hosts_spanned", 1}},
-       {{"mesh_dim", 1}, {"collective", "all_gather"}, {"from", "R,S(1)"}, {"to", "R,R"},
-        {"bytes", b2}, {"group_size", 2}, {"hosts_spanned", 1}},
-       {{"mesh_dim", 1}, {"collective", "local_slice"}, {"from", "R,R"}, {"to", "R,R"},
-        {"bytes", 0}, {"group_size", 2}, {"hosts_spanned", 1}}});
+  json plan = json::array({{{"mesh_dim", 0},
+                            {"collective", "all_gather"},
+                            {"from", "S(0),S(1)"},
+                            {"to", "R,S(1)"},
+                            {"bytes", b1},
+                            {"group_size", 4},
+                            {"hosts_spanned", 1},
+                            {"counts", even_counts(4, b1 / 4)},
+                            {"uniform", true},
+                            {"elem_size", 4}},
+                           {{"mesh_dim", 1},
+                            {"collective", "all_gather"},
+                            {"from", "R,S(1)"},
+                            {"to", "R,R"},
+                            {"bytes", b2},
+                            {"group_size", 2},
+                            {"hosts_spanned", 1},
+                            {"counts", even_counts(2, b2 / 4)},
+                            {"uniform", true},
+                            {"elem_size", 4}},
+                           {{"mesh_dim", 1},
+                            {"collective", "local_slice"},
+                            {"from", "R,R"},
+                            {"to", "R,R"},
+                            {"bytes", 0},
+                            {"group_size", 2},
+                            {"hosts_spanned", 1},
+                            {"counts", json::array()},
+                            {"uniform", true},
+                            {"elem_size", 4}}});
   recs.push_back({{"type", "point"}, {"index", 999}, {"key", params.dump()}, {"point", params},
                   {"transition", {{"from", "S(0),S(1)"}, {"to", "R,R"}, {"shape", {256, 64}}, {"plan", plan}}},
                   {"group_size", 8}, {"groups", 1}, {"hosts_spanned", 1}, {"max_ranks_per_host", 8},
@@ -279,6 +309,127 @@ TEST(CalibrateFit, TransitionComposedFromSteps) {
   EXPECT_TRUE(cal.transitions[0].extrapolated);
   EXPECT_LT(std::abs(cal.transitions[0].rel_error), 0.10);
   ASSERT_TRUE(cal.composition_mape.has_value());
+}
+
+// Review finding 3: an uneven step is priced by the model's effective-size rule from the step's
+// counts (n x the largest shard here), not by its total bytes.
+TEST(CalibrateFit, UnevenTransitionStepPricedByEffectiveSize) {
+  std::vector<json> recs = synthetic(33);
+  const int n = 4;
+  for (double s : sizes()) {  // uneven points: the fitter learns n_times_max
+    if (s < 64) continue;
+    const std::int64_t total = std::int64_t(s);
+    std::vector<std::int64_t> counts{total / 2, total / 4, total / 8,
+                                     total - total / 2 - total / 4 - total / 8};
+    const double eff = double(n) * double(*std::max_element(counts.begin(), counts.end()));
+    recs.push_back(point(Collective::AllGather, n, s, one(truth_us(Collective::AllGather, eff, n)),
+                         counts, s, eff));
+  }
+  // One all_gather step, all of 1 MiB (f32) on position 0: S = 1 MiB, S_eff = 4 MiB.
+  const std::vector<std::int64_t> counts{262144, 0, 0, 0};
+  const double bytes = 1048576, eff = 4.0 * 1048576;
+  const double t = truth_us(Collective::AllGather, eff, n);
+  json params = {{"kind", "transition"},    {"mesh", "4"},
+                 {"dtype", "f32"},          {"distribution", "chunk"},
+                 {"mode", "per_iteration"}, {"size", bytes},
+                 {"from", "S(0)[1,0,0,0]"}, {"to", "R"}};
+  json plan = json::array({{{"mesh_dim", 0},
+                            {"collective", "all_gather"},
+                            {"from", "S(0)"},
+                            {"to", "R"},
+                            {"bytes", bytes},
+                            {"group_size", n},
+                            {"hosts_spanned", 1},
+                            {"counts", counts},
+                            {"uniform", false},
+                            {"elem_size", 4}}});
+  recs.push_back(
+      {{"type", "point"},
+       {"index", 998},
+       {"key", params.dump()},
+       {"point", params},
+       {"transition", {{"from", "S(0)"}, {"to", "R"}, {"shape", {1024, 256}}, {"plan", plan}}},
+       {"group_size", n},
+       {"groups", 1},
+       {"hosts_spanned", 1},
+       {"max_ranks_per_host", n},
+       {"bytes", bytes},
+       {"samples_s", {t * 1e-6}},
+       {"wrong", 0}});
+  TempFile f("uneven_transition.jsonl");
+  f.write(recs);
+  const ResultSet rs = read_results({f.path});
+  ASSERT_EQ(rs.transitions.size(), 1u);
+  ASSERT_EQ(rs.transitions[0].steps.size(), 1u);
+  EXPECT_EQ(rs.transitions[0].steps[0].counts, counts);
+  EXPECT_FALSE(rs.transitions[0].steps[0].uniform);
+  EXPECT_EQ(rs.transitions[0].steps[0].elem_size, 4);
+  const Calibration cal = calibrate(rs);
+  ASSERT_EQ(only_model(cal).effective_size, EffectiveSize::NTimesMax);
+  ASSERT_EQ(cal.transitions.size(), 1u);
+  // Priced at the total (1 MiB) it would be ~64% low.
+  EXPECT_LT(std::abs(cal.transitions[0].rel_error), 0.05)
+      << cal.transitions[0].predicted_us << " vs " << cal.transitions[0].measured_us;
+}
+
+// Review finding 4: the fitted piecewise model never decreases in S for ANY group size: n = 1
+// (time = alpha0 only) and n far beyond the measured ones, also when the earlier segment has
+// the larger alpha_step or alpha0.
+TEST(CalibrateFit, MonotoneForEveryGroupSize) {
+  struct Case {
+    TrueSeg small, large;
+  };
+  for (const Case& k : {Case{{5.0, 4.0, 1.0}, {40.0, 1.0, 10.0}},  // alpha_step drops at the break
+                        Case{{12.0, 0.5, 10.0}, {10.0, 5.0, 2.0}}}) {  // alpha0 drops (n = 1 only)
+    std::mt19937_64 rng(17);
+    std::vector<json> recs{context()};
+    for (int n : {2, 4, 8})
+      for (double s : sizes()) {
+        const TrueSeg& t = s < kBreak ? k.small : k.large;
+        const auto& info = collective_info(Collective::AllGather);
+        const double y = t.a0 + t.as * info.ring_steps(n) + s * info.busbw_factor(n) / (t.B * 1e3);
+        recs.push_back(
+            point(Collective::AllGather, n, s, noisy(y, rng, 0.01), even_counts(n, s), s, s));
+      }
+    TempFile f("mono_all_n.jsonl");
+    f.write(recs);
+    const Calibration cal = calibrate(read_results({f.path}));
+    const Model& m = only_model(cal);
+    EXPECT_GE(m.segments.size(), 2u) << k.small.a0;
+    for (int n : {1, 2, 3, 8, 64, 65, 129, 1000, 100000, 1 << 24})
+      EXPECT_TRUE(non_decreasing_in_size(m, n))
+          << "n=" << n << " a_step " << m.segments[0].alpha_step_us << " -> "
+          << m.segments.back().alpha_step_us;
+  }
+}
+
+// Review finding 2: only the sweep results format this calibrator understands is read.
+TEST(CalibrateFit, RefusesOtherResultsFormats) {
+  auto message = [](json ctx) {
+    std::vector<json> recs = synthetic(71);
+    recs[0] = std::move(ctx);
+    TempFile f("format.jsonl");
+    f.write(recs);
+    try {
+      read_results({f.path});
+    } catch (const shardcal::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  json c = context();
+  EXPECT_EQ(message(c), "");
+  c["version"] = 1;
+  EXPECT_NE(message(c).find("version 1 is too old"), std::string::npos) << message(c);
+  c["version"] = 3;
+  EXPECT_NE(message(c).find("version 3 is unknown"), std::string::npos) << message(c);
+  c.erase("version");
+  EXPECT_NE(message(c).find("version is missing"), std::string::npos) << message(c);
+  c = context();
+  c["schema"] = "shardcal.profile";
+  EXPECT_NE(message(c).find("schema"), std::string::npos) << message(c);
+  c.erase("schema");
+  EXPECT_NE(message(c).find("schema is missing"), std::string::npos) << message(c);
 }
 
 TEST(CalibrateFit, ExcludesWrongPointsAndCountsThem) {

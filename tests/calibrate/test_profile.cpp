@@ -61,6 +61,8 @@ Profile sample() {
   return p;
 }
 
+std::vector<std::int64_t> counts_of(std::initializer_list<std::int64_t> v) { return v; }
+
 std::string error_of(const std::string& text) {
   try {
     parse_profile(text, "t.json");
@@ -222,7 +224,8 @@ TEST(Profile, PredictSegmentsAndEffectiveSize) {
   const std::vector<std::int64_t> counts{3, 5, 0, 4};
   r = predict(p, Collective::AllGather, lc, 0, counts, 4);
   EXPECT_DOUBLE_EQ(r.time_us, 2.0 + 0.5 * 3 + 80 * 0.75 / 1e3);
-  EXPECT_DOUBLE_EQ(effective_bytes(EffectiveSize::Total, 0, counts, 4), 48.0);
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllGather, EffectiveSize::Total, 0, counts, 4, 4),
+                   48.0);
   EXPECT_THROW(predict(p, Collective::AllGather, lc, 0, std::vector<std::int64_t>{1, 2}, 4), Error);
   EXPECT_THROW(predict(p, Collective::AllGather, lc, -1), Error);
   EXPECT_THROW(predict(p, Collective::AllGather, LinkClass{4, 2, 3, 1}, 10), Error);  // 2 x 3 != 4
@@ -233,6 +236,55 @@ TEST(Profile, PredictSegmentsAndEffectiveSize) {
     EXPECT_GE(t, last);
     last = t;
   }
+}
+
+// Review finding 1: for collectives without a v-form a count is the buffer (the same at every
+// position), so S_eff = counts[0] x elem_size under either rule, as the sweep records bytes_eff
+// for them; all_to_all takes one row (n) or the n x n send matrix (StepTraffic::counts).
+TEST(Profile, EffectiveSizeFollowsTheCollectiveTable) {
+  const std::vector<std::int64_t> even{4, 4, 4, 4};
+  for (Collective c : {Collective::AllReduce, Collective::Broadcast})
+    for (EffectiveSize r : {EffectiveSize::Total, EffectiveSize::NTimesMax}) {
+      EXPECT_DOUBLE_EQ(effective_bytes(c, r, 0, even, 4, 4), 16.0);
+      EXPECT_DOUBLE_EQ(table_bytes(c, even, 4, 4), 16.0);
+      EXPECT_THROW(effective_bytes(c, r, 0, std::vector<std::int64_t>{4, 5, 4, 4}, 4, 4), Error);
+    }
+  // The same prediction from --bytes and from the equivalent counts.
+  Profile p = sample();
+  p.models[2].effective_size = EffectiveSize::NTimesMax;
+  const LinkClass lc{4, 1, 4, 1};
+  EXPECT_DOUBLE_EQ(predict(p, Collective::AllReduce, lc, 16, {}, 4, DType::F32).time_us,
+                   predict(p, Collective::AllReduce, lc, 0, even, 4, DType::F32).time_us);
+  // all_to_all, n = 3. Row form: every rank sends {1, 2, 6} (the sweep's form): total 9 x es,
+  // n_times_max 3 x 6 x es (the sweep's bytes_total / bytes_eff).
+  const std::vector<std::int64_t> row{1, 2, 6};
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::Total, 0, row, 2, 3), 18.0);
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0, row, 2, 3),
+                   36.0);
+  // Matrix form: rows {1,2,6} (sum 9, max 6), {5,5,5} (sum 15, max 5), {0,7,0} (sum 7, max 7):
+  // total = largest row sum, n_times_max = n x largest block.
+  const std::vector<std::int64_t> mat{1, 2, 6, 5, 5, 5, 0, 7, 0};
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::Total, 0, mat, 1, 3), 15.0);
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0, mat, 1, 3),
+                   21.0);
+  EXPECT_DOUBLE_EQ(table_bytes(Collective::AllToAll, mat, 1, 3), 15.0);
+  EXPECT_THROW(effective_bytes(Collective::AllToAll, EffectiveSize::Total, 0, mat, 1, 4), Error);
+  EXPECT_THROW(effective_bytes(Collective::AllGather, EffectiveSize::Total, 0, mat, 1, 3), Error);
+  // A 4-entry all_to_all on group size 4 is one row, not a 2 x 2 matrix.
+  EXPECT_DOUBLE_EQ(effective_bytes(Collective::AllToAll, EffectiveSize::NTimesMax, 0,
+                                   counts_of({1, 1, 1, 9}), 1, 4),
+                   36.0);
+}
+
+TEST(Profile, DTensorDefaultPricesAllToAllAsAllGatherPlusOneUs) {
+  // DTensor's redistribute_cost prices Shard -> Shard as allgather_cost(shard bytes) + 1.0 us.
+  const Profile p = read_profile(kDTensorPath);
+  for (int hosts : {1, 2})
+    for (double bytes : {0.0, 4096.0, 1e8}) {
+      const LinkClass lc{4 * hosts, hosts, 4, 1};
+      EXPECT_NEAR(predict(p, Collective::AllToAll, lc, bytes).time_us,
+                  predict(p, Collective::AllGather, lc, bytes).time_us + 1.0, 1e-9);
+    }
 }
 
 TEST(Profile, NonDecreasingInSizeChecksBreakpoints) {

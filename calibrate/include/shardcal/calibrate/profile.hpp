@@ -119,10 +119,25 @@ void write_profile_atomic(const Profile& p, const std::string& path);  // temp +
 std::string_view effective_size_name(EffectiveSize e);  // "total" | "n_times_max"
 std::optional<EffectiveSize> parse_effective_size(std::string_view name);
 
-// S_eff in bytes for a query: counts empty -> bytes; else from counts (one per group position,
-// counts.size() must be the group size) and the rule. Throws Error on bad input.
-double effective_bytes(EffectiveSize rule, double bytes, std::span<const std::int64_t> counts,
-                       int elem_size);
+// S_eff in bytes for a query of collective c. counts empty -> bytes. Else counts are elements
+// per group position in the collective table's convention (CollectiveCall), counts.size() = the
+// group size m (all_to_all: m or m x m; anything else throws):
+//  - no v-form (all_reduce, broadcast): the count is the buffer, the same at every position;
+//    uneven counts throw; S_eff = counts[0] x elem_size under either rule (as the sweep's
+//    bytes_eff for these).
+//  - all_to_all: m entries (every rank sends counts[q] to position q, the sweep's form) or
+//    m x m entries (the send matrix row-major, counts[src * m + dst], as StepTraffic::counts);
+//    the rule is applied to each sender's row and the largest result is S_eff (total: the
+//    largest send buffer; n_times_max: m x the largest block).
+//  - the other v-forms: the rule over the m counts.
+// Throws Error on bad input.
+double effective_bytes(Collective c, EffectiveSize rule, double bytes,
+                       std::span<const std::int64_t> counts, int elem_size, int group_size);
+// S in the collective table's convention for counts (no v-form: counts[0] x es; all_to_all: the
+// largest row sum x es; others: the sum x es). Throws on empty, negative or (no v-form) uneven
+// counts.
+double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_size,
+                   int group_size);
 
 // The model's time for group size n at S_eff in segment `segment` (no model choice, no checks).
 double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff);

@@ -13,6 +13,11 @@
 
 namespace shardcal::calib {
 
+// The sweep results format this reader accepts (bench/src/sweep/results.hpp kResultsSchema /
+// kResultsVersion; calibrate.cli checks a fresh sweep is read). Other versions are refused.
+inline constexpr const char* kSweepResultsSchema = "shardcal.sweep.results";
+inline constexpr int kSweepResultsVersion = 2;
+
 // One timed collective along one mesh dim.
 struct CollectivePoint {
   std::string where;         // "file:line", for messages
@@ -45,6 +50,12 @@ struct TransitionStep {
   int hosts_spanned = 1;
   int concurrent_groups = 1;
   double bytes = 0;
+  // The heaviest group's counts (elements per position; all_to_all the m x m send matrix),
+  // whether every group's counts are even, and the element size: predict() turns them into
+  // S_eff with the model's effective-size rule. Empty for local steps.
+  std::vector<std::int64_t> counts;
+  bool uniform = true;
+  int elem_size = 1;
 };
 
 struct TransitionPoint {
@@ -74,8 +85,9 @@ struct ResultSet {
 };
 
 // Reads every file; throws shardcal::Error (file:line, what, how to fix) for unreadable or
-// malformed files, files with no context record, and backends or memory spaces that differ
-// between context records (one profile describes one backend on one memory space).
+// malformed files, context records of another schema or format version (v1 is refused: its
+// transition step bytes are wrong), files with no context record, and backends or memory spaces
+// that differ between context records (one profile describes one backend on one memory space).
 ResultSet read_results(const std::vector<std::string>& paths);
 
 // sha256 of a file's bytes as 64 lowercase hex digits (OpenSSL libcrypto). Throws on I/O errors.
