@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     shardcal::mpi::run(0, shardcal::mpi::Options{}, [&](shardcal::Communicator& world) {
       const int rank = world.rank(), n = world.size();
       const shardcal::mpi::ThreadLevel level = shardcal::mpi::thread_level();
-      static const std::string group = "mpi_overhead world";
+      static const detail::InternedText group = detail::intern("mpi_overhead world");
       for (const char* op : {"all_gather", "all_reduce"}) {
         const bool gather = op[4] == 'g';
         for (long s : a.sizes) {
