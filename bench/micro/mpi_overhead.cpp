@@ -102,24 +102,22 @@ int main(int argc, char** argv) {
           const long count = gather ? std::max(1L, elems / n) : elems;
           std::vector<float> send(std::size_t(count), 1.0f),
               recv(std::size_t(gather ? count * n : count));
+          auto raw = [&] {
+            if (gather)
+              MPI_Allgather(send.data(), int(count), MPI_FLOAT, recv.data(), int(count), MPI_FLOAT,
+                            MPI_COMM_WORLD);
+            else
+              MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD);
+          };
           auto call = [&](Variant v) {
             switch (v) {
               case Variant::Raw:
-                if (gather)
-                  MPI_Allgather(send.data(), int(count), MPI_FLOAT, recv.data(), int(count),
-                                MPI_FLOAT, MPI_COMM_WORLD);
-                else
-                  MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM,
-                                MPI_COMM_WORLD);
+                raw();
                 break;
               case Variant::Watch: {
                 detail::WatchScope w(op, group, 300);
-                if (gather)
-                  MPI_Allgather(send.data(), int(count), MPI_FLOAT, recv.data(), int(count),
-                                MPI_FLOAT, MPI_COMM_WORLD);
-                else
-                  MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM,
-                                MPI_COMM_WORLD);
+                raw();
                 break;
               }
               case Variant::Backend:

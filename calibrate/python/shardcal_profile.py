@@ -294,18 +294,8 @@ def table_bytes(collective: str, counts: Sequence[int], elem_size: int = 1, grou
     """S in the collective table's convention for counts, as calibrate::table_bytes."""
     if not counts:
         raise ProfileError("table_bytes: counts is empty")
-    _check_counts(collective, counts, elem_size)
-    row = _row_length(collective, len(counts), len(counts) if group_size is None else group_size)
-    es = float(elem_size)
-    if collective not in HAS_V_FORM:
-        return float(counts[0]) * es
-    best = 0.0
-    for r in range(0, len(counts), row):
-        total = 0.0
-        for c in counts[r:r + row]:
-            total += float(c)
-        best = max(best, total)
-    return best * es
+    # The table's S is the "total" rule: the largest row's sum (the buffer for no-v-form ops).
+    return effective_bytes(collective, "total", 0, counts, elem_size, group_size)
 
 
 def _check_depth(text: str, origin: str) -> None:

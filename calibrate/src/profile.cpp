@@ -359,6 +359,18 @@ Profile read_profile(const std::string& path) {
   return parse_profile(text, path);
 }
 
+// The writer's json_extra members: text that must parse to a JSON object.
+static ojson parse_json_extra(const std::string& text, const char* what) {
+  ojson v;
+  try {
+    v = ojson::parse(text);
+  } catch (const ojson::exception& e) {
+    throw Error(std::string("profile_to_json: ") + what + " is not valid JSON: " + e.what());
+  }
+  if (!v.is_object()) throw Error(std::string("profile_to_json: ") + what + " must be a JSON object");
+  return v;
+}
+
 std::string profile_to_json(const Profile& p) {
   ojson j;
   j["schema"] = kProfileSchema;
@@ -369,13 +381,7 @@ std::string profile_to_json(const Profile& p) {
   j["backend"] = p.backend;
   j["memory"] = p.memory;
   if (!p.json_extra.empty()) {
-    ojson extra;
-    try {
-      extra = ojson::parse(p.json_extra);
-    } catch (const ojson::exception& e) {
-      throw Error(std::string("profile_to_json: Profile::json_extra is not valid JSON: ") + e.what());
-    }
-    if (!extra.is_object()) throw Error("profile_to_json: Profile::json_extra must be a JSON object");
+    const ojson extra = parse_json_extra(p.json_extra, "Profile::json_extra");
     for (auto it = extra.begin(); it != extra.end(); ++it)
       if (it.key() != "provenance" && it.key() != "fit_method" && it.key() != "extra")
         throw Error("profile_to_json: Profile::json_extra member '" + it.key() +
@@ -424,14 +430,7 @@ std::string profile_to_json(const Profile& p) {
       jm["domain"] = std::move(d);
     }
     if (!m.json_extra.empty()) {
-      ojson e;
-      try {
-        e = ojson::parse(m.json_extra);
-      } catch (const ojson::exception& ex) {
-        throw Error(std::string("profile_to_json: Model::json_extra is not valid JSON: ") + ex.what());
-      }
-      if (!e.is_object()) throw Error("profile_to_json: Model::json_extra must be a JSON object");
-      jm["extra"] = std::move(e);
+      jm["extra"] = parse_json_extra(m.json_extra, "Model::json_extra");
     }
     models.push_back(std::move(jm));
   }
@@ -511,17 +510,8 @@ std::size_t row_length(Collective c, std::size_t size, int n) {
 double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_size,
                    int group_size) {
   if (counts.empty()) throw Error("table_bytes: counts is empty");
-  check_counts(c, counts, elem_size);
-  const std::size_t row = row_length(c, counts.size(), group_size);
-  const double es = elem_size;
-  if (!collective_info(c).has_v_form) return double(counts[0]) * es;
-  double best = 0;
-  for (std::size_t r = 0; r < counts.size(); r += row) {
-    double sum = 0;
-    for (std::size_t i = r; i < r + row; ++i) sum += double(counts[i]);
-    best = std::max(best, sum);
-  }
-  return best * es;
+  // The table's S is the `total` rule: the largest row's sum (the buffer for no-v-form ops).
+  return effective_bytes(c, EffectiveSize::Total, 0, counts, elem_size, group_size);
 }
 
 double effective_bytes(Collective c, EffectiveSize rule, double bytes,
