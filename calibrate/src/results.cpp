@@ -7,9 +7,9 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "shardcal/error.hpp"
+#include "shardcal/layout.hpp"
 
 namespace shardcal::calib {
 namespace {
@@ -261,11 +261,15 @@ ResultSet read_results(const std::vector<std::string>& paths) {
                   " " + std::to_string(std::llround(num_field(rec, "bytes", where))) + " B " +
                   str_field(params, "distribution", where);
         const int world = [&] {
-          int w = 1;
-          std::stringstream ss(str_field(params, "mesh", where));
-          std::string part;
-          while (std::getline(ss, part, 'x')) w *= std::max(1, std::atoi(part.c_str()));
-          return w;
+          Shape mesh;
+          try {
+            mesh = parse_shape(str_field(params, "mesh", where));
+          } catch (const Error& e) {
+            fail(where, std::string("field \"mesh\": ") + e.what());
+          }
+          std::int64_t w = 1;
+          for (std::int64_t d : mesh) w *= std::max<std::int64_t>(1, d);
+          return int(w);
         }();
         const json& plan = field(tr, "plan", where);
         if (!plan.is_array()) fail(where, "field \"transition.plan\" is not an array");
