@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
+#include <set>
 #include <memory>
 
 #include "shardcal/error.hpp"
@@ -22,17 +22,20 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
   LinkClass lc;
   lc.group_size = mesh.extent(mesh_dim);
   const int n_hosts = (mesh.size() + ranks_per_host - 1) / ranks_per_host;
-  int groups = 0, max_hosts = 1, max_on_one = 1;
+  int groups = 0, max_hosts = 1;
   for (int r = 0; r < mesh.size(); ++r) {
     if (mesh.group_position(r, {mesh_dim}) != 0) continue;
     ++groups;
-    std::map<int, int> on_host;
-    for (int q : mesh.group(r, {mesh_dim})) ++on_host[q / ranks_per_host];
+    std::set<int> on_host;
+    for (int q : mesh.group(r, {mesh_dim})) on_host.insert(q / ranks_per_host);
     max_hosts = std::max(max_hosts, int(on_host.size()));
-    for (const auto& [h, c] : on_host) max_on_one = std::max(max_on_one, c);
   }
   lc.hosts = max_hosts;
-  lc.ranks_per_host = lc.group_size % lc.hosts == 0 ? lc.group_size / lc.hosts : max_on_one;
+  // A profile's classes put the same number of a group's ranks on each host. A group spread
+  // unevenly (3 ranks over 2 hosts) is priced as one rank per host: a ring over it is paced
+  // by its inter-host links.
+  if (lc.group_size % lc.hosts != 0) lc.hosts = lc.group_size;
+  lc.ranks_per_host = lc.group_size / lc.hosts;
   const double c = double(groups) * double(lc.hosts) / double(std::max(1, n_hosts));
   lc.concurrent_groups = std::max(1, int(std::lround(c)));
   return lc;
