@@ -52,15 +52,20 @@ std::int64_t local_step_bytes(const Step& s) {
 
 }  // namespace
 
+double local_copy_GBps(const Profile& p) {
+  return p.memory == "cuda" ? kLocalCopyGBpsCuda : kLocalCopyGBpsHost;
+}
+
 StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int ranks_per_host) {
   StepPrice out;
   out.link = mesh_dim_link_class(s.before.mesh(), s.mesh_dim, ranks_per_host);
   if (!t.collective) {
     const double bytes = double(local_step_bytes(s));
-    out.time_us = bytes / (kLocalCopyGBps * 1e3) + kLocalStepUs;
+    const double bw = local_copy_GBps(p);
+    out.time_us = bytes / (bw * 1e3) + kLocalStepUs;
     out.prediction.time_us = out.time_us;
-    out.prediction.note = "local step: " + std::to_string(std::int64_t(bytes)) + " B / " +
-                          std::to_string(kLocalCopyGBps) + " GB/s + " +
+    out.prediction.note = "local step: " + std::to_string(std::int64_t(bytes)) + " B at " +
+                          std::to_string(int(bw)) + " GB/s (" + p.memory + " memory copy) + " +
                           std::to_string(kLocalStepUs) + " us";
     return out;
   }
