@@ -27,6 +27,7 @@ struct State {
   bool expanded_edges = false;
   std::vector<Edge> edges;
   int pops = 0;
+  std::vector<int> best;  // the (at most k) best labels queued for this state, best first
 };
 
 // One partial plan (walk from the source). Labels live in a pool; parent links share prefixes.
@@ -53,8 +54,17 @@ std::string step_text(const Step& s) {
 // Steps from `spec`: legal_steps plus, per mesh dim, a step onto the target's placement on that
 // dim when the target spells explicit (uneven) shard sizes, which legal_steps does not
 // enumerate.
-std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to) {
+std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
+                                  const std::vector<bool>& ops_used) {
   std::vector<Step> out = legal_steps(spec);
+  // Partial ops other than sum and those of the endpoints never help: drop them (a P(max)
+  // intermediate costs what P(sum) costs and is only reduced away again).
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](const Step& st) {
+                             const Placement& p = st.after.placement(st.mesh_dim);
+                             return p.is_partial() && !ops_used[std::size_t(p.op)];
+                           }),
+            out.end());
   for (int i = 0; i < spec.mesh().ndim(); ++i) {
     const Placement& t = to.placement(i);
     if (!t.is_shard() || t.sizes.empty() || spec.mesh().extent(i) == 1) continue;
@@ -120,6 +130,11 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
                 " alternatives requested; ask for at least 1");
   if (!cost) throw Error("plan search: no step cost function given");
   const std::size_t k = std::size_t(opt.k);
+  std::vector<bool> ops_used(std::size(kAllReduceOps), false);
+  ops_used[std::size_t(ReduceOp::Sum)] = true;
+  for (const TensorSpec* sp : {&from, &to})
+    for (const Placement& p : sp->placements())
+      if (p.is_partial()) ops_used[std::size_t(p.op)] = true;
 
   std::vector<State> states;
   std::unordered_map<std::string, int> ids;
@@ -136,7 +151,7 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
     const int id = int(states.size());
     ids.emplace(std::move(key), id);
     states.push_back(State{TensorSpec(spec.mesh(), canonical_placements(spec), spec.meta()), false,
-                           {}, 0});
+                           {}, 0, {}});
     return id;
   };
   const int src = intern(from);
@@ -175,7 +190,7 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
       continue;  // a plan never passes through its target
     }
     if (!states[std::size_t(s)].expanded_edges) {
-      std::vector<Step> steps = candidate_steps(states[std::size_t(s)].spec, to);
+      std::vector<Step> steps = candidate_steps(states[std::size_t(s)].spec, to, ops_used);
       std::vector<Edge> edges;
       edges.reserve(steps.size());
       for (Step& st : steps) {
@@ -207,8 +222,19 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
       nl.edge = int(e);
       nl.order = pool[std::size_t(li)].order;
       nl.order.push_back(order_code(ed.step, int(e)));
+      // Only the k best labels per state can become one of the k cheapest plans through it.
       pool.push_back(std::move(nl));
-      queue.push(int(pool.size() - 1));
+      const int ni = int(pool.size() - 1);
+      std::vector<int>& best = states[std::size_t(ed.to)].best;
+      if (best.size() == k && !worse(best.back(), ni)) {
+        pool.pop_back();
+        continue;
+      }
+      best.insert(std::upper_bound(best.begin(), best.end(), ni,
+                                   [&](int a, int b) { return worse(b, a); }),
+                  ni);
+      if (best.size() > k) best.pop_back();
+      queue.push(ni);
     }
   }
   res.states_explored = states.size();
@@ -238,6 +264,50 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
   }
   res.best = res.alternatives.front();
   return res;
+}
+
+std::shared_ptr<const SearchResult> PlanCache::get(const TensorSpec& from, const TensorSpec& to,
+                                                   const StepCostFn& cost,
+                                                   const std::string& cost_key,
+                                                   const SearchOptions& opt) {
+  std::string key = from.serialize();
+  key += '|';
+  key += to.serialize();
+  key += '|';
+  key += cost_key;
+  key += "|k=" + std::to_string(opt.k) + ";max=" + std::to_string(opt.max_states);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      ++hits_;
+      return it->second;
+    }
+    ++misses_;
+  }
+  // Searched outside the lock: two threads missing the same key both search (same answer).
+  auto r = std::make_shared<const SearchResult>(plan_cheapest(from, to, cost, opt));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_.size() >= capacity_) map_.clear();
+  map_.emplace(std::move(key), r);
+  return r;
+}
+
+std::size_t PlanCache::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+std::size_t PlanCache::misses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return misses_;
+}
+std::size_t PlanCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
+}
+void PlanCache::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_.clear();
 }
 
 RecvReport recv_report(const Plan& plan) {

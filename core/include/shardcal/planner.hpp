@@ -7,6 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "shardcal/layout.hpp"
@@ -47,6 +51,30 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
 
 // The greedy plan (plan_redistribution) priced with `cost`, for comparison.
 CostedPlan price_plan(const Plan& plan, const StepCostFn& cost);
+
+// Search results memoised per (source spec, target spec, cost key, options). The cost key names
+// the cost function (e.g. the profile's sha256 and the ranks per host: "sha256:...;rph=4"): a
+// result is reused only under the same key, so a caller that changes prices must change the key.
+// Specs are compared by serialize() (the caller's spelling), so a cached plan's endpoints are
+// exactly the ones asked for. Thread-safe. When `capacity` entries are held, the next miss
+// clears the cache (simple and bounded; a redistribution workload repeats few transitions).
+class PlanCache {
+ public:
+  explicit PlanCache(std::size_t capacity = 4096) : capacity_(capacity) {}
+  std::shared_ptr<const SearchResult> get(const TensorSpec& from, const TensorSpec& to,
+                                          const StepCostFn& cost, const std::string& cost_key,
+                                          const SearchOptions& opt = {});
+  std::size_t hits() const;
+  std::size_t misses() const;
+  std::size_t size() const;
+  void clear();
+
+ private:
+  mutable std::mutex mu_;
+  std::size_t capacity_;
+  std::size_t hits_ = 0, misses_ = 0;
+  std::unordered_map<std::string, std::shared_ptr<const SearchResult>> map_;
+};
 
 // ---- Nested sharding: bytes a rank receives vs what it must receive ----------------------------
 
