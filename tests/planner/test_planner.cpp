@@ -105,6 +105,32 @@ TEST(Planner, Deterministic) {
     EXPECT_EQ(r1.alternatives[i].plan.to_string(), r2.alternatives[i].plan.to_string());
 }
 
+TEST(Planner, CacheGivesTheUncachedAnswer) {
+  PlanCache cache(8);
+  const std::vector<std::pair<std::string, std::string>> tr = {
+      {"S(0),S(1),R", "R,S(0),S(1)"}, {"P,S(0),S(1)", "S(1),R,S(0)"}, {"R,R,R", "S(0),S(0),S(1)"},
+      {"S(0),S(1),R", "R,S(0),S(1)"}, {"S(0),S(0),S(0)", "S(1)[5,3],R,S(0)"}};
+  for (int round = 0; round < 2; ++round)
+    for (const auto& [f, t] : tr) {
+      const auto a = spec("2x2x2", f, "8x8");
+      const auto b = spec("2x2x2", t, "8x8");
+      const SearchResult want = plan_cheapest(a, b, bytes_cost, {2, 100000});
+      const auto got = cache.get(a, b, bytes_cost, "bytes", {2, 100000});
+      ASSERT_EQ(got->alternatives.size(), want.alternatives.size()) << f << " -> " << t;
+      for (std::size_t i = 0; i < want.alternatives.size(); ++i) {
+        EXPECT_EQ(got->alternatives[i].plan.to_string(), want.alternatives[i].plan.to_string());
+        EXPECT_EQ(got->alternatives[i].total, want.alternatives[i].total);
+      }
+    }
+  EXPECT_EQ(cache.misses(), 4u);  // 4 distinct transitions
+  EXPECT_EQ(cache.hits(), 6u);
+  // Another cost key is another cache entry, priced by its own function.
+  auto flat = [](const Step&, const StepTraffic&) { return 1.0; };
+  const auto a = spec("2x2x2", "S(0),S(1),R", "8x8"), b = spec("2x2x2", "R,S(0),S(1)", "8x8");
+  EXPECT_EQ(cache.get(a, b, flat, "flat")->best.total, plan_cheapest(a, b, flat).best.total);
+  EXPECT_EQ(cache.misses(), 5u);
+}
+
 TEST(StepCost, LinkClassRowMajorHosts) {
   const DeviceMesh m = DeviceMesh::parse("2x4");
   const calib::LinkClass inner = calib::mesh_dim_link_class(m, 1, 4);
