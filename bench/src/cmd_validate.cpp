@@ -103,14 +103,11 @@ Planned plan_transition(const shardcal::TensorSpec& from, const shardcal::Tensor
   };
   if (r.alternatives.empty()) throw shardcal::Error("the cost planner returned no plan");
   add(r.alternatives[0].plan, r.alternatives[0].step_cost, r.alternatives[0].total, "chosen");
-  const shardcal::Plan greedy = shardcal::plan_redistribution(from, to);
-  const std::vector<double> greedy_us = price_steps(greedy, cost);
-  double greedy_total = 0;
-  for (double v : greedy_us) greedy_total += v;
+  const shardcal::CostedPlan greedy = shardcal::price_plan(shardcal::plan_redistribution(from, to), cost);
   for (std::size_t i = 1; i < r.alternatives.size(); ++i)
     add(r.alternatives[i].plan, r.alternatives[i].step_cost, r.alternatives[i].total, "alternative");
   const std::size_t n_alternatives = out.plans.size();
-  add(greedy, greedy_us, greedy_total, "greedy");
+  add(greedy.plan, greedy.step_cost, greedy.total, "greedy");
   // Rank: order by predicted cost; the alternatives come sorted, a greedy plan outside them
   // ranks after them.
   for (std::size_t i = 0; i < out.plans.size(); ++i) out.plans[i].rank = int(std::min(i, n_alternatives));

@@ -42,11 +42,4 @@ sweep::TransitionPlanner make_cost_planner(std::shared_ptr<const LoadedProfile> 
   return tp;
 }
 
-std::vector<double> price_steps(const shardcal::Plan& plan, const shardcal::StepCostFn& cost) {
-  std::vector<double> out;
-  out.reserve(plan.steps.size());
-  for (const shardcal::Step& s : plan.steps) out.push_back(cost(s, shardcal::describe_step(s)));
-  return out;
-}
-
 }  // namespace shardbench

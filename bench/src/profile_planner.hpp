@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "planner_api.hpp"
 #include "shardcal/calibrate/profile.hpp"
+#include "shardcal/calibrate/step_cost.hpp"
+#include "shardcal/planner.hpp"
 #include "sweep/transition_planner.hpp"
 
 namespace shardbench {
@@ -27,8 +28,5 @@ LoadedProfile load_profile(const std::string& path, const std::string& option);
 // The cost planner over `profile`; ranks_per_host_override > 0 replaces the discovered topology.
 sweep::TransitionPlanner make_cost_planner(std::shared_ptr<const LoadedProfile> profile,
                                            int ranks_per_host_override);
-
-// The price of each step of `plan` under `cost` (for plans another planner made).
-std::vector<double> price_steps(const shardcal::Plan& plan, const shardcal::StepCostFn& cost);
 
 }  // namespace shardbench
