@@ -221,6 +221,26 @@ def check_planned(args):
             steps = p["transition"]["plan"]
             if abs(sum(s["predicted_us"] for s in steps) - p["transition"]["predicted_us"]) > 1e-6:
                 fail("step predictions do not sum to the plan's")
+        # Records and config against the JSON Schemas (when the module is there).
+        try:
+            import jsonschema
+        except ImportError:
+            jsonschema = None
+            print("note: jsonschema not available, cost-planned results not schema-checked")
+        if jsonschema is not None:
+            schemas = os.path.join(ROOT, "configs", "schema")
+            rv = jsonschema.Draft202012Validator(json.load(open(os.path.join(schemas, "results.schema.json"))))
+            for i, rec in enumerate(recs, 1):
+                errs = sorted(rv.iter_errors(rec), key=str)
+                if errs:
+                    fail(f"{out} line {i} does not match results.schema.json: {errs[0].message}")
+            sv = jsonschema.Draft202012Validator(json.load(open(os.path.join(schemas, "sweep.schema.json"))))
+            for c in (cfg, os.path.join(ROOT, "configs", "validate", "local.json"),
+                      os.path.join(HERE, "configs", "small.json")):
+                errs = list(sv.iter_errors(json.load(open(c))))
+                if errs:
+                    fail(f"{c} does not match sweep.schema.json: {errs[0].message}")
+            print("ok   schemas: cost-planned results and the validate configs")
         # Another profile (same models, other bytes) must not resume this file.
         other = os.path.join(tmp, "other.json")
         shutil.copy(PROFILE, other)
