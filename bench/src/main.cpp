@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   add(shardbench::add_calibrate_command);
   add(shardbench::add_predict_command);
   add(shardbench::add_plan_command);
+  add(shardbench::add_validate_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
