@@ -16,6 +16,7 @@ Runner add_info_command(CLI::App& app);
 Runner add_sweep_command(CLI::App& app);
 Runner add_calibrate_command(CLI::App& app);
 Runner add_predict_command(CLI::App& app);  // calibrate/ profile -> predicted time
+Runner add_gate_command(CLI::App& app);     // gate/ statistical regression gate
 
 // --backend/--world/--timeout, shared by every subcommand that communicates.
 struct BackendOptions {

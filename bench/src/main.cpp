@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   add(shardbench::add_sweep_command);
   add(shardbench::add_calibrate_command);
   add(shardbench::add_predict_command);
+  add(shardbench::add_gate_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
