@@ -207,6 +207,30 @@ def main():
     bad(a, other, "neither Google Benchmark JSON", "an unrelated JSON document")
     bad(a, a, "--alpha", "alpha out of range", "--alpha", "2")
 
+    # Model level: profiles calibrated from the two runs; the candidate's bandwidth is 30% lower.
+    def calibrate(results, name):
+        prof = os.path.join(TMP, name)
+        subprocess.run([SB, "calibrate", "--results", results, "--out", prof], check=True,
+                       capture_output=True, stdin=subprocess.DEVNULL)
+        return prof
+    slow_bw = sweep_file("bw_slow.jsonl", 9,
+                         factor=lambda s: (20e-6 + s / 3.5e9) / (20e-6 + s / 5e9))
+    pa, pa2, pslow = (calibrate(a, "pa.json"), calibrate(sweep_file("bw_same.jsonl", 2), "pa2.json"),
+                      calibrate(slow_bw, "pslow.json"))
+    rc, out, err, rep = gate(a, slow_bw, "--baseline-profile", pa, "--candidate-profile", pslow)
+    bw = [m for m in rep["models"] if m["param"] == "bandwidth_GBps"]
+    check(rc == 1 and len(bw) == 1 and bw[0]["verdict"] == "regression"
+          and abs(bw[0]["ratio"] - 0.7) < 0.02 and "model verdict" in out,
+          f"models: bandwidth 30% lower -> model regression (rc {rc}, {bw})")
+    rc, out, err, rep = gate(a, sweep_file("bw_same.jsonl", 2), "--baseline-profile", pa,
+                             "--candidate-profile", pa2)
+    check(rc == 0 and rep["models"] and all(m["verdict"] == "pass" for m in rep["models"]),
+          f"models: same machine -> models pass (rc {rc})")
+    bad(a, a, "go together", "--baseline-profile without --candidate-profile",
+        "--baseline-profile", pa)
+    bad(a, a, "cannot open", "missing profile", "--baseline-profile", pa,
+        "--candidate-profile", os.path.join(TMP, "nope.json"))
+
     # The report's schema (INTERFACES.md §3).
     rc, out, err, rep = gate(a, sweep_file("schema_b.jsonl", 2))
     need = {"schema", "version", "verdict", "exit_code", "alpha", "max_slowdown", "fdr",

@@ -90,7 +90,7 @@ TEST(GateStats, NullFalseAlarmRate) {
   g::Options opt;
   opt.resamples = 400;
   const char* env = std::getenv("SHARDCAL_GATE_NULL_REPEATS");
-  const int repeats = env ? std::atoi(env) : 100;
+  const int repeats = env ? std::atoi(env) : 60;
   int regressions = 0, inconclusive = 0, points = 0, runs_with_alarm = 0;
   for (int rep = 0; rep < repeats; ++rep) {
     g::RunData a, b;
