@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "shardcal/calibrate/profile.hpp"
@@ -17,7 +18,8 @@ namespace shardbench {
 namespace {
 
 struct GateArgs {
-  std::string baseline, candidate, json_out, markdown_out;
+  std::vector<std::string> baseline, candidate;
+  std::string json_out, markdown_out;
   std::string baseline_profile, candidate_profile;
   shardcal::gate::Options opt;
   bool quiet = false;
@@ -28,8 +30,11 @@ int run(const GateArgs& a) {
   if (a.baseline_profile.empty() != a.candidate_profile.empty())
     throw shardcal::Error("--baseline-profile and --candidate-profile go together; give both "
                           "(profiles from `shardbench calibrate` of the two runs) or neither");
-  const g::RunData b = g::read_run(a.baseline);
-  const g::RunData c = g::read_run(a.candidate);
+  std::vector<g::RunData> bs, cs;
+  for (const auto& p : a.baseline) bs.push_back(g::read_run(p));
+  for (const auto& p : a.candidate) cs.push_back(g::read_run(p));
+  const g::RunData b = g::pool_runs(bs, "baseline");
+  const g::RunData c = g::pool_runs(cs, "candidate");
   std::optional<shardcal::calib::Profile> bp, cp;
   if (!a.baseline_profile.empty()) {
     bp = shardcal::calib::read_profile(a.baseline_profile);
@@ -64,9 +69,15 @@ Runner add_gate_command(CLI::App& app) {
       "Exit codes: 0 pass, 1 regression, 2 bad input or incomparable environments (backend, "
       "world, ranks per host, library versions, thread level differ; or no common point), "
       "3 inconclusive (re-run with more samples or on a quieter machine). Details: docs/GATE.md");
-  cmd->add_option("--baseline", args->baseline, "Baseline run (the reference)")->required();
-  cmd->add_option("--candidate", args->candidate, "Candidate run (the change under test)")
-      ->required();
+  cmd->add_option("--baseline", args->baseline,
+                  "Baseline run(s) (the reference). Several files (e.g. runs interleaved in time "
+                  "with the candidate's) are pooled: a key's samples are concatenated, so drift "
+                  "between runs widens the CI instead of faking a difference")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--candidate", args->candidate, "Candidate run(s) (the change under test)")
+      ->required()
+      ->expected(1, -1);
   cmd->add_option("--max-slowdown", args->opt.max_slowdown,
                   "Largest tolerated slowdown as a fraction (0.05 = 5%): a regression's ratio "
                   "CI must lie entirely above 1 + this")

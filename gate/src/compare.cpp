@@ -187,6 +187,44 @@ RunData read_run(const std::string& path) {
   return r;
 }
 
+RunData pool_runs(const std::vector<RunData>& runs, const std::string& side) {
+  if (runs.empty()) throw Error("no " + side + " file given");
+  if (runs.size() == 1) return runs[0];
+  RunData out;
+  out.format = runs[0].format;
+  out.env = runs[0].env;
+  out.runs = 0;
+  std::map<std::string, std::size_t> index;
+  for (const RunData& r : runs) {
+    if (r.format != out.format)
+      throw Error("the " + side + " files " + runs[0].path + " (" + runs[0].format + ") and " +
+                  r.path + " (" + r.format + ") are of different kinds; pool files of one kind");
+    if (r.env != out.env) {
+      std::string d;
+      for (const auto& e : compare_env(runs[0], r))
+        d += (d.empty() ? "" : "; ") + e.field + ": " + e.baseline.dump() + " vs " +
+             e.candidate.dump();
+      if (d.empty()) d = "fields present in one file only";
+      throw Error("the " + side + " files " + runs[0].path + " and " + r.path +
+                  " come from different environments (" + d +
+                  "); pool only runs of one stack");
+    }
+    out.path += (out.path.empty() ? "" : " + ") + r.path;
+    out.sha256 += (out.sha256.empty() ? "" : ",") + r.sha256;
+    out.runs += r.runs;
+    for (const Series& s : r.points) {
+      auto [it, fresh] = index.try_emplace(s.key, out.points.size());
+      if (fresh)
+        out.points.push_back(s);
+      else
+        out.points[it->second].samples_s.insert(out.points[it->second].samples_s.end(),
+                                                s.samples_s.begin(), s.samples_s.end());
+    }
+    for (const Skipped& k : r.skipped) out.skipped.push_back({k.key, k.reason + " [" + r.path + "]"});
+  }
+  return out;
+}
+
 std::vector<EnvDifference> compare_env(const RunData& b, const RunData& c) {
   std::vector<EnvDifference> out;
   for (const auto& [k, v] : b.env.items()) {
@@ -369,6 +407,8 @@ Report compare_runs(const RunData& b, const RunData& c, const Options& opt,
   r.candidate_path = c.path;
   r.baseline_sha256 = b.sha256;
   r.candidate_sha256 = c.sha256;
+  r.baseline_runs = b.runs;
+  r.candidate_runs = c.runs;
   r.format = b.format;
   r.skipped_baseline = b.skipped;
   r.skipped_candidate = c.skipped;
@@ -458,8 +498,10 @@ json report_to_json(const Report& r) {
   j["min_samples"] = r.options.min_samples;
   j["test"] = "Mann-Whitney U, two-sided, normal approximation, tie and continuity corrected";
   j["format"] = r.format;
-  j["baseline"] = {{"path", r.baseline_path}, {"sha256", r.baseline_sha256}};
-  j["candidate"] = {{"path", r.candidate_path}, {"sha256", r.candidate_sha256}};
+  j["baseline"] = {{"path", r.baseline_path}, {"sha256", r.baseline_sha256},
+                   {"runs", r.baseline_runs}};
+  j["candidate"] = {{"path", r.candidate_path}, {"sha256", r.candidate_sha256},
+                    {"runs", r.candidate_runs}};
   if (r.baseline_profile) j["baseline_profile"] = *r.baseline_profile;
   if (r.candidate_profile) j["candidate_profile"] = *r.candidate_profile;
   j["env_differences"] = json::array();

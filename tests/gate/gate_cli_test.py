@@ -231,6 +231,35 @@ def main():
     bad(a, a, "cannot open", "missing profile", "--baseline-profile", pa,
         "--candidate-profile", os.path.join(TMP, "nope.json"))
 
+    # Several runs per side are pooled: a slow phase in one run of each side is spread, not a
+    # regression; runs of different stacks on one side are refused.
+    def gate_multi(bs, cs, *extra):
+        args = [SB, "gate", "--baseline", *bs, "--candidate", *cs, "--json",
+                os.path.join(TMP, "multi.json"), *extra]
+        p = subprocess.run(args, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout, p.stderr
+    a1, a2 = sweep_file("pool_a1.jsonl", 21), sweep_file("pool_a2.jsonl", 22)
+    c1, c2 = sweep_file("pool_c1.jsonl", 23), sweep_file("pool_c2.jsonl", 24)
+    rc, out, err = gate_multi([a1, a2], [c1, c2])
+    rep = json.load(open(os.path.join(TMP, "multi.json")))
+    check(rc == 0 and rep["baseline"]["runs"] == 2 and rep["points"][0]["n_baseline"] == 120,
+          f"pooled: 2 + 2 runs of one machine -> 0, samples pooled (rc {rc})")
+    slow_a = sweep_file("pool_a_slow.jsonl", 25, factor=lambda s: 1.3)
+    slow_c = sweep_file("pool_c_slow.jsonl", 26, factor=lambda s: 1.3)
+    rc, out, err = gate_multi([a1], [slow_c])
+    check(rc == 1, f"pooled: one slow-phase candidate run alone -> 1 (rc {rc})")
+    rc, out, err = gate_multi([a1, slow_a], [c1, slow_c])
+    check(rc in (0, 3), f"pooled: slow phases on both sides -> not a regression (rc {rc})")
+    rc, out, err = gate_multi([a1, m], [c1])
+    check(rc == 2 and "different environments" in err and "library_versions.MPI" in err,
+          f"pooled: two stacks on one side -> 2 (rc {rc}: {err.strip()[:150]})")
+
+    # A bad command line is bad input too: exit 2, not CLI11's own codes.
+    p = subprocess.run([SB, "gate", "--baseline", a], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    check(p.returncode == 2 and "--candidate" in p.stderr,
+          f"bad input: missing --candidate -> 2 (rc {p.returncode})")
+
     # The report's schema (INTERFACES.md §3).
     rc, out, err, rep = gate(a, sweep_file("schema_b.jsonl", 2))
     need = {"schema", "version", "verdict", "exit_code", "alpha", "max_slowdown", "fdr",

@@ -31,7 +31,8 @@ struct Skipped {
 };
 
 struct RunData {
-  std::string path;
+  std::string path;    // pooled runs: the paths joined with " + "
+  int runs = 1;        // files pooled into this one
   std::string format;  // "shardcal.sweep.results" | "google-benchmark"
   std::string sha256;
   // Environment fingerprint, field -> value (a JSON array of the distinct values when a file's
@@ -48,6 +49,13 @@ struct RunData {
 // of its non-aggregate entries, one per repetition). Throws Error (file, what, fix) on a missing,
 // empty or malformed file, a duplicate key, or a file with no points.
 RunData read_run(const std::string& path);
+
+// Several runs of one side (e.g. baseline runs interleaved in time with candidate runs) pooled
+// into one: the samples of a key are concatenated over the runs, so drift between runs becomes
+// spread within the side (wider CIs, bimodal samples) instead of a false difference. All runs
+// must be of one format with equal environment fingerprints (Error naming the field otherwise).
+// `side` ("baseline" / "candidate") is for messages. One run is returned unchanged.
+RunData pool_runs(const std::vector<RunData>& runs, const std::string& side);
 
 struct Options {
   double alpha = 0.01;          // significance after FDR control; CI level is 1 - alpha
@@ -89,6 +97,7 @@ struct Report {
   int exit_code = 0;    // 0 | 1 | 3 | 2
   std::string incomparable_reason;  // set when verdict == incomparable
   std::string baseline_path, candidate_path, baseline_sha256, candidate_sha256, format;
+  int baseline_runs = 1, candidate_runs = 1;  // files pooled per side
   std::vector<EnvDifference> env_differences;
   std::vector<PointResult> points;  // worst first (largest ratio)
   std::vector<std::string> only_baseline, only_candidate;
