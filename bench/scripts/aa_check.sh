@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A/A honesty check of `shardbench gate` (issue 10 point 2, docs/GATE.md "A/A honesty"): runs the
 # same sweep (configs/aa.json) on this machine and gates it against itself; every regression
-# verdict is a false alarm. Two ways, both reported:
+# verdict is a false alarm. Three ways, all reported:
 #   twice  two sweeps one after the other, gated B against A: what a CI job that compares two
 #          runs sees, including run-to-run drift of the machine (load, hysteresis, placement);
+#   pooled four sweeps interleaved in time, A B A' B', gated {A, A'} against {B, B'} (several
+#          files per side are pooled): the remedy docs/GATE.md suggests for drift;
 #   split  one sweep whose samples are split into two halves by a seeded random choice inside
 #          each consecutive pair of samples (a paired randomised split): both halves see the same
 #          machine state, so the null hypothesis holds by construction; this is the property the
@@ -11,7 +13,7 @@
 #
 #   bench/scripts/aa_check.sh [BUILD_DIR]
 #   env: BACKEND=sim (ranks as threads) | mpi (NP local ranks under mpirun)   NP=4
-#        REPEATS=3 (sweeps per mode)   MODE=both|twice|split   SHORT=1 (27 points, 30 samples)
+#        REPEATS=3 (sweeps per mode)   MODE=all|twice|pooled|split   SHORT=1 (27 points, 30 samples)
 #        ALPHA=0.01 MAX_SLOWDOWN=0.05   OUT=dir (kept; default a temp dir)
 #        CHECK=1: exit 1 when a split-mode gate calls any regression (the ctest gate.aa_split)
 # Prints one line per gate (points, regression / inconclusive / pass counts) and the totals:
@@ -20,12 +22,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
-BACKEND=${BACKEND:-sim} NP=${NP:-4} REPEATS=${REPEATS:-3} MODE=${MODE:-both} SHORT=${SHORT:-0}
+BACKEND=${BACKEND:-sim} NP=${NP:-4} REPEATS=${REPEATS:-3} MODE=${MODE:-all} SHORT=${SHORT:-0}
 ALPHA=${ALPHA:-0.01} MAX_SLOWDOWN=${MAX_SLOWDOWN:-0.05} CHECK=${CHECK:-0}
 sb=$build/bin/shardbench
 [[ -x $sb ]] || { echo "aa_check.sh: $sb not built (cmake --build $build --target shardbench)" >&2; exit 2; }
 case $BACKEND in sim | mpi) ;; *) echo "aa_check.sh: BACKEND=$BACKEND: expected sim or mpi" >&2; exit 2 ;; esac
-case $MODE in both | twice | split) ;; *) echo "aa_check.sh: MODE=$MODE: expected both, twice or split" >&2; exit 2 ;; esac
+case $MODE in all | twice | pooled | split) ;; *) echo "aa_check.sh: MODE=$MODE: expected all, twice, pooled or split" >&2; exit 2 ;; esac
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "aa_check.sh: REPEATS=$REPEATS: expected a positive integer" >&2; exit 2; }
 out=${OUT:-$(mktemp -d /tmp/shardcal-aa.XXXXXX)}
 mkdir -p "$out"
@@ -54,12 +56,14 @@ sweep() {  # sweep OUTFILE
   fi
 }
 
-gate() {  # gate BASELINE CANDIDATE REPORT.json -> exit code of shardbench gate
-  local rc=0
-  "$sb" gate --baseline "$1" --candidate "$2" --alpha "$ALPHA" --max-slowdown "$MAX_SLOWDOWN" \
-    --json "$3" --quiet >/dev/null 2>"$3.err" </dev/null || rc=$?
+gate() {  # gate REPORT.json BASELINE_FILES CANDIDATE_FILES (files space separated)
+  local rc=0 report=$1 b c
+  read -r -a b <<<"$2"
+  read -r -a c <<<"$3"
+  "$sb" gate --baseline "${b[@]}" --candidate "${c[@]}" --alpha "$ALPHA" \
+    --max-slowdown "$MAX_SLOWDOWN" --json "$report" --quiet >/dev/null 2>"$report.err" </dev/null || rc=$?
   if [[ $rc == 2 ]]; then
-    echo "aa_check.sh: shardbench gate failed: $(cat "$3.err")" >&2
+    echo "aa_check.sh: shardbench gate failed: $(cat "$report.err")" >&2
     exit 2
   fi
 }
@@ -95,14 +99,22 @@ echo "load before: $(uptime)"
 reports=()
 for ((r = 1; r <= REPEATS; r++)); do
   sweep "$out/a$r.jsonl"
-  if [[ $MODE != split ]]; then
+  if [[ $MODE == all || $MODE == twice || $MODE == pooled ]]; then
     sweep "$out/b$r.jsonl"
-    gate "$out/a$r.jsonl" "$out/b$r.jsonl" "$out/twice$r.json"
+  fi
+  if [[ $MODE == all || $MODE == twice ]]; then
+    gate "$out/twice$r.json" "$out/a$r.jsonl" "$out/b$r.jsonl"
     reports+=("$out/twice$r.json")
   fi
-  if [[ $MODE != twice ]]; then
+  if [[ $MODE == all || $MODE == pooled ]]; then
+    sweep "$out/a${r}p.jsonl"
+    sweep "$out/b${r}p.jsonl"
+    gate "$out/pooled$r.json" "$out/a$r.jsonl $out/a${r}p.jsonl" "$out/b$r.jsonl $out/b${r}p.jsonl"
+    reports+=("$out/pooled$r.json")
+  fi
+  if [[ $MODE == all || $MODE == split ]]; then
     split "$out/a$r.jsonl" "$out/a${r}_x.jsonl" "$out/a${r}_y.jsonl" "$r"
-    gate "$out/a${r}_x.jsonl" "$out/a${r}_y.jsonl" "$out/split$r.json"
+    gate "$out/split$r.json" "$out/a${r}_x.jsonl" "$out/a${r}_y.jsonl"
     reports+=("$out/split$r.json")
   fi
 done
