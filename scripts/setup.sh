@@ -45,6 +45,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libeigen3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib python3-numpy python3-jsonschema
+  python3-scipy  # gate tests: reference Mann-Whitney U (tests/gate/scipy_reference.py)
 )
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)
