@@ -109,13 +109,14 @@ def make(args, data, tmp: str):
     inputs = Section("Inputs")
     rows = []
     for r in runs:
-        mpi = r.libraries.get("MPI") or r.libraries.get("NCCL") or ""
+        mpi = str(r.libraries.get({"nccl": "NCCL", "mpi": "MPI"}.get(r.backend, ""), ""))
         rows.append(["results", load.display_path(r.path),
                      f"{r.backend}, world {r.world}, {r.n_hosts} host(s), {r.date}, git {r.git_revision}"
-                     + (f", {mpi.split(',')[0]}" if mpi else "")])
+                     + (f", {r.backend.upper()} {mpi.split(',')[0]}" if mpi else "")])
     if prof is not None:
         rows.append(["profile", load.display_path(args.profile),
-                     f"cluster {prof.cluster}, backend {prof.backend}, {len(prof.models)} models, created {prof.created}"])
+                     f"cluster {prof.cluster}, backend {prof.backend}, {len(prof.models)} models, "
+                     f"created {prof.created}"])
     if val is not None:
         rows.append(["validate", load.display_path(args.validate), f"{len(val.transitions)} transitions"])
     if gate is not None:
@@ -161,7 +162,9 @@ def make(args, data, tmp: str):
             if q.get("holdout_mape") is not None:
                 holdouts.append(q["holdout_mape"])
             segs = "; ".join(f"[{_b(g.s_lo)}, {_b(g.s_hi) if g.s_hi is not None else '∞'}): "
-                             f"α {g.alpha_us:.3g} µs, B {g.bandwidth_GBps:.3g} GB/s" for g in m.segments)
+                             f"α {g.alpha_us:.3g} µs"
+                             + (f" + {g.alpha_step_us:.3g} µs/step" if g.alpha_step_us > 0 else "")
+                             + f", B {g.bandwidth_GBps:.3g} GB/s" for g in m.segments)
             mrows.append([m.collective, m.hosts, m.concurrent_groups, m.dtype or "pooled",
                           "/".join(map(str, m.group_sizes)) or "any", m.effective_size, q.get("points", 0),
                           fmt_pct(q.get("mape")), fmt_pct(q.get("holdout_mape")),
@@ -238,10 +241,12 @@ def make(args, data, tmp: str):
             s.table(["field", "baseline", "candidate"],
                     [[d.get("field"), d.get("baseline"), d.get("candidate")] for d in gate["env_differences"]
                      if isinstance(d, dict)])
-        worst = sorted(gate["points"], key=lambda p: -p["ratio"])[:10]
+        if gate["incomparable_reason"]:
+            s.p(f"Incomparable: {gate['incomparable_reason']}")
+        worst = sorted(gate["points"], key=lambda p: -(p["ratio"] if p["ratio"] is not None else 0))[:10]
         if worst:
             s.table(["point", "baseline µs", "candidate µs", "ratio", "CI", "p", "q", "verdict"],
-                    [[p["label"], f"{p['baseline_us']:.4g}", f"{p['candidate_us']:.4g}", f"{p['ratio']:.3f}",
+                    [[p["label"], _f(p["baseline_us"], 4), _f(p["candidate_us"], 4), _f(p["ratio"], 4),
                       f"[{_f(p['ci_lo'])}, {_f(p['ci_hi'])}]", _f(p["p"]), _f(p["q"]), p["verdict"]]
                      for p in worst])
         for f in fig_checks.gate_figures(gate, f"{load.display_path(args.gate)}", tmp):
@@ -257,8 +262,8 @@ def make(args, data, tmp: str):
     return title, sections
 
 
-def _f(x) -> str:
-    return "n/a" if x is None else f"{x:.3g}"
+def _f(x, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}g}"
 
 
 def _b(x) -> str:

@@ -117,7 +117,8 @@ def validate_figure(v, where: str, outdir: str) -> Figure:
 
 def gate_figures(g: dict, where: str, outdir: str) -> list:
     figs = []
-    pts = sorted(g["points"], key=lambda p: -p["ratio"])[:MAX_ROWS]
+    pts = [p for p in g["points"] if None not in (p["ratio"], p["baseline_us"], p["candidate_us"])]
+    pts = sorted(pts, key=lambda p: -p["ratio"])[:MAX_ROWS]
     if pts:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(15, 1.6 + 0.34 * len(pts)), sharey=True,
                                      gridspec_kw={"width_ratios": [1, 1]})

@@ -47,6 +47,19 @@ def _predict(prof, op: str, p: dict, nbytes: float = 0.0, counts=()):
         return None
 
 
+def _broken(xs, preds, ys):
+    """x, y arrays with a gap (NaN) wherever the model segment changes: a piecewise model is drawn
+    as separate pieces, not joined by a vertical jump."""
+    ox, oy = [], []
+    for i, (x, pr, y) in enumerate(zip(xs, preds, ys)):
+        if i and pr.segment != preds[i - 1].segment:
+            ox.append(np.nan)
+            oy.append(np.nan)
+        ox.append(x)
+        oy.append(y)
+    return np.array(ox), np.array(oy)
+
+
 def _ordered(items, key):
     out = OrderedDict()
     for it in items:
@@ -89,7 +102,8 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
                     yb = np.array([s * f0 / (pr.time_us * 1e3) for s, pr in zip(xs, preds)])
                     extrap = preds[-1].extrapolated
                     lab = "fitted model" + (" (extrapolated: nearest class)" if extrap else "")
-                    (h,) = ax.plot(xs, yb, "-" if not extrap else "--", color="k", lw=1.3, label=lab, zorder=3)
+                    (h,) = ax.plot(*_broken(xs, preds, yb), "-" if not extrap else "--", color="k", lw=1.3,
+                                   label=lab, zorder=3)
                     handles.setdefault(lab, h)
                     m = preds[-1].model
                     for seg in m.segments[:-1]:
@@ -239,21 +253,23 @@ def uneven_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[F
             if not xs_all:
                 continue
             lo, hi = min(xs_all), max(xs_all)
-            if prof is not None and rule == chosen:
+            if prof is not None and chosen is not None:
                 xs = np.geomspace(max(1.0, lo), max(hi, 2.0), 120)
                 preds = [_predict(prof, op, cls[0], nbytes=float(s)) for s in xs]
                 if all(pr is not None for pr in preds):
-                    (h,) = ax.plot(xs, [pr.time_us for pr in preds], "--", color="tab:red", lw=1.2,
-                                   label="fitted model", zorder=1)
-                    handles.setdefault("fitted model", h)
-                    unev = [p for p in cls if p["uneven"]]
+                    (h,) = ax.plot(*_broken(xs, preds, [pr.time_us for pr in preds]), "--", color="tab:red", lw=1.2,
+                                   label="fitted model (even shards)", zorder=1)
+                    handles.setdefault("fitted model (even shards)", h)
                     errs = []
-                    for p in unev:
-                        pr = _predict(prof, op, p, counts=p["counts"])
-                        if pr is not None:
+                    for p in cls:
+                        if not p["uneven"]:
+                            continue
+                        s_eff = sp.effective_bytes(op, rule, 0, p["counts"], p["elem_size"], p["n"])
+                        pr = _predict(prof, op, p, nbytes=s_eff)
+                        if pr is not None and s_eff > 0:
                             errs.append(abs(pr.time_us - p["p50_s"] * 1e6) / (p["p50_s"] * 1e6))
                     if errs:
-                        ax.text(0.02, 0.97, f"uneven points vs model: MAPE {np.mean(errs) * 100:.0f}%",
+                        ax.text(0.02, 0.97, f"uneven points priced on this S_eff: MAPE {np.mean(errs) * 100:.0f}%",
                                 transform=ax.transAxes, va="top", fontsize=8,
                                 bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
             style.bytes_axis(ax, lo, hi, max_labels=6)
@@ -270,7 +286,8 @@ def uneven_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[F
     return Figure(name, "even vs uneven shards",
                   "Median time (µs, log) of the v-form collectives against the effective size S_eff (log2 bytes) "
                   "under the two rules of docs/PROFILE_FORMAT.md: left the rule the fit chose, right the other one. "
-                  "When a rule is right, uneven shards (squares) fall on the even-shard curve (black). One link "
+                  "When a rule is right, uneven shards (squares) fall on the even-shard curve (black) and the "
+                  "fitted model (dashed red) prices them well (MAPE in the corner, this link class only). One link "
                   f"class per collective: the largest group measured with uneven shards. {where}.")
 
 
@@ -301,9 +318,9 @@ def transition_figure(run, where: str, prefix: str, outdir: str) -> Optional[Fig
     vals = np.concatenate([c[4][~np.isnan(c[4])] for c in cells])
     norm = LogNorm(vmin=max(vals.min(), 1e-3), vmax=max(vals.max(), vals.min() * 1.01))
     n = len(cells)
-    cols = min(n, 2)
-    rows = math.ceil(n / cols)
     wmax = max(len(c[3]) for c in cells)
+    cols = min(n, 2 if wmax <= 6 else 1)
+    rows = math.ceil(n / cols)
     hmax = max(len(c[2]) for c in cells)
     fig, axes = plt.subplots(rows, cols, figsize=(cols * (2.4 + 1.25 * wmax), rows * (1.9 + 0.6 * hmax)),
                              squeeze=False, layout="constrained")

@@ -321,6 +321,19 @@ def _roles(v, path, line, i) -> list:
     return roles
 
 
+def _merge_roles(plans: list) -> list:
+    """The same plan listed once per role (chosen and greedy) becomes one plan with both roles."""
+    out = []
+    for p in plans:
+        for q in out:
+            if q["steps"] == p["steps"] and q["median_us"] == p["median_us"] and q["predicted_us"] == p["predicted_us"]:
+                q["roles"] += [r for r in p["roles"] if r not in q["roles"]]
+                break
+        else:
+            out.append(p)
+    return out
+
+
 def load_validate(path: str) -> Validate:
     trans, summary, prof = [], None, {}
     for line, rec in _jsonl_records(path, "validate file (JSON Lines)"):
@@ -364,6 +377,7 @@ def load_validate(path: str) -> Validate:
                 "ci_hi_us": _num(p, "measured_us.ci_hi", f"{path}: line {line}: {pre}", None, 0.0, allow_null=True),
                 "steps": p.get("steps") if isinstance(p.get("steps"), list) else [],
             })
+        t["plans"] = _merge_roles(t["plans"])
         trans.append(t)
     if not trans:
         raise InputError(f"{path}: no \"{VALIDATE_SCHEMA}\" transition lines; nothing to plot: pass a "
@@ -391,7 +405,8 @@ def load_gate(path: str) -> dict:
     out = {"path": path, "verdict": _str(g, "verdict", path, None, GATE_VERDICTS),
            "exit_code": g.get("exit_code"), "alpha": g.get("alpha"),
            "max_slowdown": _num(g, "max_slowdown", path, None, 0.0),
-           "fdr": g.get("fdr"), "env_differences": g.get("env_differences") or [],
+           "fdr": g.get("fdr"), "incomparable_reason": str(g.get("incomparable_reason") or ""),
+           "env_differences": g.get("env_differences") or [],
            "env_change_allowed": bool(g.get("env_change_allowed")),
            "only_baseline": g.get("only_baseline") or [], "only_candidate": g.get("only_candidate") or [],
            "points": [], "models": []}
@@ -405,9 +420,9 @@ def load_gate(path: str) -> dict:
         out["points"].append({
             "key": str(p.get("key", "")),
             "label": str(p.get("label") or p.get("key") or f"point {i}"),
-            "baseline_us": _num(p, "baseline_median_us", w, None, 0.0, strict=True),
-            "candidate_us": _num(p, "candidate_median_us", w, None, 0.0, strict=True),
-            "ratio": _num(p, "ratio", w, None, 0.0, strict=True),
+            "baseline_us": _num(p, "baseline_median_us", w, None, 0.0, allow_null=True),
+            "candidate_us": _num(p, "candidate_median_us", w, None, 0.0, allow_null=True),
+            "ratio": _num(p, "ratio", w, None, 0.0, allow_null=True),
             "ci_lo": _num(p, "ci_lo", w, None, 0.0, allow_null=True),
             "ci_hi": _num(p, "ci_hi", w, None, 0.0, allow_null=True),
             "p": _num(p, "p", w, None, 0.0, allow_null=True),
