@@ -27,7 +27,8 @@ figures (each PNG is embedded in index.html with a caption; summary.md has the k
                           median with 95%% CI error bars, the fitted model drawn over it (--profile)
   residuals.png           (--profile) relative error of the model per fitted model and size segment
   uneven.png              even vs uneven shards on the effective size the fit chose (and the other)
-  transitions.png         transition cost heatmap, from x to placement, per mesh shape
+  transitions_<dist>.png  transition cost heatmap, from x to placement, per mesh shape (one file
+                          per shard distribution)
   validate.png            (--validate) predicted vs measured plan times, the planner's regret
   gate.png, gate_models.png  (--gate) worst points baseline vs candidate, model parameters
   With several results files the per-file figures are prefixed run1_, run2_, ...
@@ -143,10 +144,10 @@ def make(args, data, tmp: str):
             s.fig(f)
         else:
             s.p("Even vs uneven figure omitted: no uneven-shard collective points (sweep config distributions).")
-        f = fig_sweep.transition_figure(r, where, prefix, tmp)
-        if f is not None:
+        tfigs = fig_sweep.transition_figures(r, where, prefix, tmp)
+        for f in tfigs:
             s.fig(f)
-        else:
+        if not tfigs:
             s.p("Transition heatmap omitted: this file has no transition points.")
         sections.append(s)
 

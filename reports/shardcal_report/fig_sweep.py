@@ -29,10 +29,9 @@ class Figure:
 RULE_NAMES = {"total": "total (sum of shards)", "n_times_max": "n × largest shard"}
 
 
-def _dim_label(p: dict) -> str:
-    hosts = f"{p['hosts']} host{'s' if p['hosts'] != 1 else ''}"
-    return (f"mesh {p['mesh']} dim {p['mesh_dim']}: n={p['n']}, {hosts}, "
-            f"{p['groups']} group{'s' if p['groups'] != 1 else ''} at once")
+def _class_label(p: dict) -> str:
+    return (f"n={p['n']}, {p['hosts']} host{'s' if p['hosts'] != 1 else ''}, "
+            f"{p['conc']} group{'s' if p['conc'] != 1 else ''} at once per host")
 
 
 def _predict(prof, op: str, p: dict, nbytes: float = 0.0, counts=()):
@@ -72,14 +71,20 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
     figs = []
     even = [p for p in run.collectives if p["distribution"] == "even" and p["bytes"] > 0]
     for op, pts in _ordered(even, lambda p: p["op"]).items():
-        panels = _ordered(pts, lambda p: (p["mesh"], p["mesh_dim"]))
+        # One panel per link class (group size, hosts a group spans, groups at once per host): what a
+        # model covers; the mesh dims of that class are its series.
+        panels = _ordered(pts, lambda p: (p["n"], p["hosts"], p["conc"]))
+        multi_dtype = len({p["dtype"] for p in pts}) > 1
+        multi_mode = len({p["mode"] for p in pts}) > 1
+        skey = lambda p: (p["mesh"], p["mesh_dim"], p["dtype"], p["mode"])  # noqa: E731
+        colors = {k: style.COLORS[i % 10] for i, k in enumerate(_ordered(pts, skey))}
         fig, axes = style.grid(len(panels), max_cols=3, w=5.2, h=3.9)
         handles = OrderedDict()
         lo = min(p["bytes"] for p in pts)
         hi = max(p["bytes"] for p in pts)
-        for ax, ((mesh, dim), ppts) in zip(axes, panels.items()):
-            series = _ordered(ppts, lambda p: (p["dtype"], p["mode"]))
-            for si, ((dtype, mode), sp_) in enumerate(series.items()):
+        for ax, ppts in zip(axes, panels.values()):
+            for key, sp_ in _ordered(ppts, skey).items():
+                mesh, dim, dtype, mode = key
                 sp_.sort(key=lambda p: p["bytes"])
                 x = np.array([p["bytes"] for p in sp_])
                 f = np.array([p["busbw_factor"] for p in sp_])
@@ -89,9 +94,10 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
                 y = x * f / t / 1e9
                 ylo = x * f / thi / 1e9
                 yhi = x * f / tlo / 1e9
-                lab = f"measured median, 95% CI ({dtype}, {mode.replace('_', '-')})"
+                lab = (f"mesh {mesh} dim {dim}" + (f", {dtype}" if multi_dtype else "")
+                       + (f", {mode.replace('_', '-')}" if multi_mode else ""))
                 h = ax.errorbar(x, y, yerr=[np.maximum(y - ylo, 0), np.maximum(yhi - y, 0)], fmt="o",
-                                ms=4, capsize=2.5, color=style.COLORS[si % 10], lw=1, label=lab)
+                                ms=4, capsize=2.5, color=colors[key], lw=1, label=lab, alpha=0.9)
                 handles.setdefault(lab, h)
             if prof is not None:
                 p0 = ppts[0]
@@ -117,7 +123,7 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
             ax.set_yscale("log")
             ax.set_xlabel("message size S (bytes, collective-table convention)")
             ax.set_ylabel("bus bandwidth (GB/s)")
-            ax.set_title(_dim_label(ppts[0]))
+            ax.set_title(_class_label(ppts[0]))
         fig.suptitle(f"{op}: bus bandwidth vs message size, even shards — {where}")
         style.legend_below(fig, list(handles.values()), list(handles.keys()), ncol=3)
         name = f"{prefix}busbw_{op}.png"
@@ -127,8 +133,9 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
                      if prof is not None else "no profile given, so no model curve")
         figs.append(Figure(name, f"{op}: bus bandwidth vs size",
                            f"Bus bandwidth (GB/s, log) of {op} against message size (log2 bytes), one panel per "
-                           f"mesh dim (link class: group size n, hosts a group spans, groups running at once). "
-                           f"Points: median of the slowest-rank samples; error bars: the median's 95% CI; "
+                           f"link class (group size n, hosts a group spans, groups of the dim running at once on "
+                           f"a host), one colour per mesh dim of that class. Points: median of the slowest-rank "
+                           f"samples; error bars: the median's 95% CI; "
                            f"{model_txt}. {where}."))
     return figs
 
@@ -181,8 +188,14 @@ def residual_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional
         ax.text(0.02, 0.97, txt, transform=ax.transAxes, va="top", fontsize=8,
                 bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
         style.bytes_axis(ax, lo, hi, max_labels=5)
-        ymax = max(10.0, float(np.max(np.abs(y))) * 1.15)
-        ax.set_ylim(max(-ymax, -108.0), ymax)  # (pred - meas) / meas >= -100%
+        # (pred - meas) / meas >= -100%; above, clip at +300% and mark clipped points at the edge.
+        ymax = min(max(10.0, float(np.max(np.abs(y))) * 1.15), 300.0)
+        ax.set_ylim(max(-ymax, -108.0), ymax)
+        over = y > ymax
+        if over.any():
+            h = ax.scatter(x[over], np.full(over.sum(), ymax * 0.97), marker="^", s=30, color="tab:red",
+                           zorder=4, clip_on=False)
+            handles.setdefault(f"beyond the axis (> +{ymax:.0f}%)", h)
         ax.set_xlabel("effective size S_eff (bytes)")
         ax.set_ylabel("(pred − meas) / meas (%)")
         n = "/".join(str(g) for g in m.group_sizes) or "any"
@@ -300,13 +313,22 @@ def _common_size(pts) -> float:
     return max(have, key=lambda s: (len(have[s]), s))
 
 
-def transition_figure(run, where: str, prefix: str, outdir: str) -> Optional[Figure]:
+def transition_figures(run, where: str, prefix: str, outdir: str) -> list:
+    """One heatmap figure per shard distribution (panels: mesh shape x dtype)."""
     pts = [p for p in run.transitions if p["mode"] == "per_iteration"] or run.transitions
-    if not pts:
-        return None
-    panels = _ordered(pts, lambda p: (p["distribution"], p["mesh"], p["dtype"]))
+    by_dist = _ordered(pts, lambda p: p["distribution"])
+    figs = []
+    for dist, dp in by_dist.items():
+        safe = "".join(c if c.isalnum() else "-" for c in dist).strip("-")
+        name = f"{prefix}transitions_{safe}.png"
+        figs.append(_transition_figure(dp, dist, where, name, outdir))
+    return figs
+
+
+def _transition_figure(pts, dist: str, where: str, name: str, outdir: str) -> Figure:
+    panels = _ordered(pts, lambda p: (p["mesh"], p["dtype"]))
     cells = []
-    for (dist, mesh, dtype), pp in panels.items():
+    for (mesh, dtype), pp in panels.items():
         size = _common_size(pp)
         sel = {(p["from"], p["to"]): p for p in pp if p["size"] == size}
         froms = list(OrderedDict.fromkeys(p["from"] for p in pp))
@@ -314,14 +336,14 @@ def transition_figure(run, where: str, prefix: str, outdir: str) -> Optional[Fig
         m = np.full((len(froms), len(tos)), np.nan)
         for (f, t), p in sel.items():
             m[froms.index(f), tos.index(t)] = p["p50_s"] * 1e6
-        cells.append(((dist, mesh, dtype), size, froms, tos, m))
+        cells.append(((mesh, dtype), size, froms, tos, m))
     vals = np.concatenate([c[4][~np.isnan(c[4])] for c in cells])
     norm = LogNorm(vmin=max(vals.min(), 1e-3), vmax=max(vals.max(), vals.min() * 1.01))
     n = len(cells)
     wmax = max(len(c[3]) for c in cells)
-    cols = min(n, 2 if wmax <= 6 else 1)
-    rows = math.ceil(n / cols)
     hmax = max(len(c[2]) for c in cells)
+    cols = min(n, 2 if wmax <= 8 else 1)
+    rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(cols * (2.4 + 1.25 * wmax), rows * (1.9 + 0.6 * hmax)),
                              squeeze=False, layout="constrained")
     flat = [a for r in axes for a in r]
@@ -330,7 +352,7 @@ def transition_figure(run, where: str, prefix: str, outdir: str) -> Optional[Fig
     im = None
     cmap = plt.get_cmap("viridis").copy()
     cmap.set_bad("0.92")
-    for ax, ((dist, mesh, dtype), size, froms, tos, m) in zip(flat, cells):
+    for ax, ((mesh, dtype), size, froms, tos, m) in zip(flat, cells):
         im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, norm=norm, aspect="auto")
         ax.set_xticks(range(len(tos)), tos, fontsize=9)
         ax.set_yticks(range(len(froms)), froms, fontsize=9)
@@ -341,18 +363,16 @@ def transition_figure(run, where: str, prefix: str, outdir: str) -> Optional[Fig
                 if np.isnan(v):
                     ax.text(j, i, "–", ha="center", va="center", fontsize=8, color="0.5")
                 else:
-                    light = norm(v) < 0.6
                     ax.text(j, i, style.fmt_us(v), ha="center", va="center", fontsize=8,
-                            color="white" if light else "black")
+                            color="white" if norm(v) < 0.6 else "black")
         ax.set_xlabel("to (target placement)")
         ax.set_ylabel("from (source placement)")
-        ax.set_title(f"mesh {mesh}, {dtype}, {style.fmt_bytes(size)} tensor, {dist} shards", fontsize=9)
+        ax.set_title(f"mesh {mesh}, {dtype}, {style.fmt_bytes(size)} tensor", fontsize=9)
     cb = fig.colorbar(im, ax=flat[:n], shrink=0.9, pad=0.02)
     cb.set_label("median time (µs, log colour)")
-    fig.suptitle(f"Transition cost (from × to), median time — {where}")
-    name = f"{prefix}transitions.png"
+    fig.suptitle(f"Transition cost (from × to), median time, {dist} shards — {where}")
     style.save(fig, f"{outdir}/{name}")
-    return Figure(name, "transition cost heatmap",
+    return Figure(name, f"transition cost heatmap ({dist} shards)",
                   "Median time of each measured placement transition (row: source placement, column: target), "
-                  "one panel per mesh shape × shard distribution, at the tensor size measured for most pairs "
+                  f"shards split '{dist}', one panel per mesh shape, at the tensor size measured for most pairs "
                   f"(in the panel title); '–' = pair not measured at that size. {where}.")

@@ -111,7 +111,7 @@ def main():
         check(r.returncode == 0, f"full report: exit 0, got {r.returncode}: {r.stderr}")
         check("index.html" in r.stdout, f"full report prints where it is: {r.stdout}")
         figs = ["busbw_all_gather.png", "busbw_all_reduce.png", "busbw_reduce_scatter.png", "residuals.png",
-                "uneven.png", "transitions.png", "validate.png", "gate.png", "gate_models.png"]
+                "uneven.png", "transitions_chunk.png", "validate.png", "gate.png", "gate_models.png"]
         md, html = check_report(out, ["Key numbers", "Inputs", "Sweep", "Calibration fit", "Planner validation",
                                       "Performance gate"], figs)
         check(md.startswith("# test report\n"), "--title is the title")
@@ -127,7 +127,7 @@ def main():
         r = report(out, res)
         check(r.returncode == 0, f"rerun over an existing report: exit 0, got {r.returncode}: {r.stderr}")
         md, _ = check_report(out, ["Sweep", "Calibration fit", "Planner validation", "Performance gate"],
-                             ["busbw_all_gather.png", "uneven.png", "transitions.png"])
+                             ["busbw_all_gather.png", "uneven.png", "transitions_chunk.png"])
         check(not os.path.exists(os.path.join(out, "gate.png")), "a rerun leaves no figure of the previous report")
         for what in ("--profile", "--validate", "--gate"):
             check(f"Omitted: no {what} given" in md, f"absent {what}: its section says so")
