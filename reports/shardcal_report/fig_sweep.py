@@ -67,24 +67,28 @@ def _ordered(items, key):
 
 
 # -- bus bandwidth vs size ------------------------------------------------------------------------
+MODE_MARKER = {"per_iteration": ("o", "full"), "pipelined": ("s", "none")}
+
+
 def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
     figs = []
     even = [p for p in run.collectives if p["distribution"] == "even" and p["bytes"] > 0]
-    for op, pts in _ordered(even, lambda p: p["op"]).items():
+    multi_dtype = len({p["dtype"] for p in even}) > 1
+    for (op, dtype), pts in _ordered(even, lambda p: (p["op"], p["dtype"])).items():
         # One panel per link class (group size, hosts a group spans, groups at once per host): what a
-        # model covers; the mesh dims of that class are its series.
+        # model covers. Colour: the mesh dims of that class (legend in the panel); marker: timing mode.
         panels = _ordered(pts, lambda p: (p["n"], p["hosts"], p["conc"]))
-        multi_dtype = len({p["dtype"] for p in pts}) > 1
-        multi_mode = len({p["mode"] for p in pts}) > 1
-        skey = lambda p: (p["mesh"], p["mesh_dim"], p["dtype"], p["mode"])  # noqa: E731
-        colors = {k: style.COLORS[i % 10] for i, k in enumerate(_ordered(pts, skey))}
         fig, axes = style.grid(len(panels), max_cols=3, w=5.2, h=3.9)
         handles = OrderedDict()
         lo = min(p["bytes"] for p in pts)
         hi = max(p["bytes"] for p in pts)
         for ax, ppts in zip(axes, panels.values()):
-            for key, sp_ in _ordered(ppts, skey).items():
-                mesh, dim, dtype, mode = key
+            dims = list(_ordered(ppts, lambda p: (p["mesh"], p["mesh_dim"])))
+            dim_handles = OrderedDict()
+            for key, sp_ in _ordered(ppts, lambda p: (p["mesh"], p["mesh_dim"], p["mode"])).items():
+                mesh, dim, mode = key
+                color = style.COLORS[dims.index((mesh, dim)) % 10]
+                marker, fill = MODE_MARKER.get(mode, ("^", "full"))
                 sp_.sort(key=lambda p: p["bytes"])
                 x = np.array([p["bytes"] for p in sp_])
                 f = np.array([p["busbw_factor"] for p in sp_])
@@ -94,11 +98,17 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
                 y = x * f / t / 1e9
                 ylo = x * f / thi / 1e9
                 yhi = x * f / tlo / 1e9
-                lab = (f"mesh {mesh} dim {dim}" + (f", {dtype}" if multi_dtype else "")
-                       + (f", {mode.replace('_', '-')}" if multi_mode else ""))
-                h = ax.errorbar(x, y, yerr=[np.maximum(y - ylo, 0), np.maximum(yhi - y, 0)], fmt="o",
-                                ms=4, capsize=2.5, color=colors[key], lw=1, label=lab, alpha=0.9)
-                handles.setdefault(lab, h)
+                ax.errorbar(x, y, yerr=[np.maximum(y - ylo, 0), np.maximum(yhi - y, 0)], fmt=marker, ms=4.5,
+                            fillstyle=fill, capsize=2.5, color=color, lw=1, alpha=0.9)
+                dim_handles.setdefault(f"mesh {mesh} dim {dim}", Line2D([], [], marker="o", ls="", color=color))
+                handles.setdefault(f"median, 95% CI: {mode.replace('_', '-')}",
+                                   Line2D([], [], marker=marker, fillstyle=fill, ls="", color="0.3"))
+            if len(dim_handles) <= 8:
+                ax.legend(list(dim_handles.values()), list(dim_handles.keys()), loc="lower right", fontsize=7,
+                          framealpha=0.8, handletextpad=0.2, borderpad=0.3)
+            else:
+                ax.text(0.98, 0.02, f"{len(dim_handles)} mesh dims", transform=ax.transAxes, ha="right",
+                        fontsize=7)
             if prof is not None:
                 p0 = ppts[0]
                 xs = np.geomspace(max(lo, 1.0), hi, 160)
@@ -124,18 +134,19 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
             ax.set_xlabel("message size S (bytes, collective-table convention)")
             ax.set_ylabel("bus bandwidth (GB/s)")
             ax.set_title(_class_label(ppts[0]))
-        fig.suptitle(f"{op}: bus bandwidth vs message size, even shards — {where}")
-        style.legend_below(fig, list(handles.values()), list(handles.keys()), ncol=3)
-        name = f"{prefix}busbw_{op}.png"
+        dt = f", {dtype}" if multi_dtype else ""
+        fig.suptitle(f"{op}{dt}: bus bandwidth vs message size, even shards — {where}")
+        style.legend_below(fig, list(handles.values()), list(handles.keys()), ncol=4)
+        name = f"{prefix}busbw_{op}{'_' + dtype if multi_dtype else ''}.png"
         style.save(fig, f"{outdir}/{name}")
         model_txt = ("the black line is the fitted profile's prediction (dashed: extrapolated from the nearest "
                      "measured class), dotted verticals its size-segment boundaries"
                      if prof is not None else "no profile given, so no model curve")
-        figs.append(Figure(name, f"{op}: bus bandwidth vs size",
+        figs.append(Figure(name, f"{op}{dt}: bus bandwidth vs size",
                            f"Bus bandwidth (GB/s, log) of {op} against message size (log2 bytes), one panel per "
                            f"link class (group size n, hosts a group spans, groups of the dim running at once on "
-                           f"a host), one colour per mesh dim of that class. Points: median of the slowest-rank "
-                           f"samples; error bars: the median's 95% CI; "
+                           f"a host), one colour per mesh dim of that class (legend in the panel), marker = timing "
+                           f"mode. Points: median of the slowest-rank samples; error bars: the median's 95% CI; "
                            f"{model_txt}. {where}."))
     return figs
 
@@ -314,13 +325,13 @@ def _common_size(pts) -> float:
 
 
 def transition_figures(run, where: str, prefix: str, outdir: str) -> list:
-    """One heatmap figure per shard distribution (panels: mesh shape x dtype)."""
+    """One heatmap figure per shard distribution (and dtype, when there are several); a panel per mesh."""
     pts = [p for p in run.transitions if p["mode"] == "per_iteration"] or run.transitions
-    by_dist = _ordered(pts, lambda p: p["distribution"])
+    multi_dtype = len({p["dtype"] for p in pts}) > 1
     figs = []
-    for dist, dp in by_dist.items():
+    for (dist, dtype), dp in _ordered(pts, lambda p: (p["distribution"], p["dtype"])).items():
         safe = "".join(c if c.isalnum() else "-" for c in dist).strip("-")
-        name = f"{prefix}transitions_{safe}.png"
+        name = f"{prefix}transitions_{safe}{'_' + dtype if multi_dtype else ''}.png"
         figs.append(_transition_figure(dp, dist, where, name, outdir))
     return figs
 
@@ -342,9 +353,10 @@ def _transition_figure(pts, dist: str, where: str, name: str, outdir: str) -> Fi
     n = len(cells)
     wmax = max(len(c[3]) for c in cells)
     hmax = max(len(c[2]) for c in cells)
-    cols = min(n, 2 if wmax <= 8 else 1)
+    cols = min(n, 2 if wmax <= 10 else 1)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(cols * (2.4 + 1.25 * wmax), rows * (1.9 + 0.6 * hmax)),
+    cell_w, fs = (1.25, 8) if wmax <= 6 else (0.95, 7)
+    fig, axes = plt.subplots(rows, cols, figsize=(cols * (2.4 + cell_w * wmax), rows * (1.9 + 0.55 * hmax)),
                              squeeze=False, layout="constrained")
     flat = [a for r in axes for a in r]
     for a in flat[n:]:
@@ -354,16 +366,17 @@ def _transition_figure(pts, dist: str, where: str, name: str, outdir: str) -> Fi
     cmap.set_bad("0.92")
     for ax, ((mesh, dtype), size, froms, tos, m) in zip(flat, cells):
         im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, norm=norm, aspect="auto")
-        ax.set_xticks(range(len(tos)), tos, fontsize=9)
-        ax.set_yticks(range(len(froms)), froms, fontsize=9)
+        ax.set_xticks(range(len(tos)), tos, fontsize=fs + 1, rotation=0 if wmax <= 6 else 30,
+                      ha="center" if wmax <= 6 else "right")
+        ax.set_yticks(range(len(froms)), froms, fontsize=fs + 1)
         ax.grid(False)
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 v = m[i, j]
                 if np.isnan(v):
-                    ax.text(j, i, "–", ha="center", va="center", fontsize=8, color="0.5")
+                    ax.text(j, i, "–", ha="center", va="center", fontsize=fs, color="0.5")
                 else:
-                    ax.text(j, i, style.fmt_us(v), ha="center", va="center", fontsize=8,
+                    ax.text(j, i, style.fmt_us(v), ha="center", va="center", fontsize=fs,
                             color="white" if norm(v) < 0.6 else "black")
         ax.set_xlabel("to (target placement)")
         ax.set_ylabel("from (source placement)")
