@@ -23,8 +23,9 @@ MARKER = ".shardcal-report"  # marks a directory this tool wrote, so a rerun may
 
 EPILOG = """\
 figures (each PNG is embedded in index.html with a caption; summary.md has the key numbers):
-  busbw_<collective>.png  bus bandwidth vs message size, one panel per mesh dim (link class),
-                          median with 95%% CI error bars, the fitted model drawn over it (--profile)
+  busbw_<collective>.png  bus bandwidth vs message size, one panel per link class (its mesh dims
+                          as colours), median with 95% CI error bars, the fitted model drawn
+                          over it (--profile); one file per dtype when there are several
   residuals.png           (--profile) relative error of the model per fitted model and size segment
   uneven.png              even vs uneven shards on the effective size the fit chose (and the other)
   transitions_<dist>.png  transition cost heatmap, from x to placement, per mesh shape (one file
@@ -53,9 +54,9 @@ class UsageError(Exception):
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="make_report.py",
-        description="Plots and a summary of shardbench sweep results, the calibrated profile, "
-                    "shardbench validate and shardbench gate outputs, as DIR/index.html, DIR/summary.md "
-                    "and DIR/*.png.",
+        description="Plots and a summary of shardbench sweep results, the calibrated profile,\n"
+                    "shardbench validate and shardbench gate outputs, as DIR/index.html, DIR/summary.md\n"
+                    "and DIR/*.png. Reads JSON files only; details in docs/REPORTS.md.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", metavar="RESULTS.jsonl",
                     help="sweep results files (shardbench sweep --out; docs/RESULTS_FORMAT.md)")
