@@ -46,6 +46,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib python3-numpy python3-jsonschema
 )
+# The emulated two-host cluster (scripts/emulate/two-hosts, test label `emulate`): ip, tc
+# (iproute2) and unshare (util-linux, essential in Debian).
+PACKAGES+=(iproute2 util-linux)
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)
 
