@@ -19,8 +19,8 @@ namespace {
 using namespace shardcal;
 
 const calib::Profile& dtensor_default() {
-  static const calib::Profile p =
-      calib::read_profile(std::string(SHARDCAL_SOURCE_DIR) + "/configs/profiles/dtensor-default.json");
+  static const calib::Profile p = calib::read_profile(std::string(SHARDCAL_SOURCE_DIR) +
+                                                      "/configs/profiles/dtensor-default.json");
   return p;
 }
 
@@ -54,21 +54,25 @@ BENCHMARK_CAPTURE(BM_CostPlan, pss_to_s1rs0_2x2x2, "2x2x2", "P,S(0),S(1)", "S(1)
 BENCHMARK_CAPTURE(BM_CostPlan, nested_2x2x2x2, "2x2x2x2", "S(0),S(0),S(1),R", "R,S(1),S(1),S(0)")
     ->Unit(benchmark::kMicrosecond);
 
-void BM_CostPlanCached(benchmark::State& state, const char* mesh, const char* from, const char* to) {
+void BM_CostPlanCached(benchmark::State& state, const char* mesh, const char* from,
+                       const char* to) {
   const Transition t = make(mesh, from, to);
   const StepCostFn cost = calib::profile_step_cost(dtensor_default(), 4);
   PlanCache cache;
-  for (auto _ : state) benchmark::DoNotOptimize(cache.get(t.from, t.to, cost, "dtensor-default;rph=4"));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(cache.get(t.from, t.to, cost, "dtensor-default;rph=4"));
   state.counters["hits"] = double(cache.hits());
 }
 BENCHMARK_CAPTURE(BM_CostPlanCached, s0s1r_to_rs0s1_2x2x2, "2x2x2", "S(0),S(1),R", "R,S(0),S(1)")
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_CostPlanCached, nested_2x2x2x2, "2x2x2x2", "S(0),S(0),S(1),R", "R,S(1),S(1),S(0)")
+BENCHMARK_CAPTURE(BM_CostPlanCached, nested_2x2x2x2, "2x2x2x2", "S(0),S(0),S(1),R",
+                  "R,S(1),S(1),S(0)")
     ->Unit(benchmark::kMicrosecond);
 
 // A new transition on a tensor and mesh the cache has seen: the graph level answers (Dijkstra
 // over already-priced steps), the result level is cleared every iteration.
-void BM_CostPlanWarmGraph(benchmark::State& state, const char* mesh, const char* from, const char* to) {
+void BM_CostPlanWarmGraph(benchmark::State& state, const char* mesh, const char* from,
+                          const char* to) {
   const Transition t = make(mesh, from, to);
   const StepCostFn cost = calib::profile_step_cost(dtensor_default(), 4);
   PlanCache cache;
@@ -84,7 +88,8 @@ void BM_CostPlanWarmGraph(benchmark::State& state, const char* mesh, const char*
 }
 BENCHMARK_CAPTURE(BM_CostPlanWarmGraph, s0s1r_to_rs0s1_2x2x2, "2x2x2", "S(0),S(1),R", "R,S(0),S(1)")
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_CostPlanWarmGraph, nested_2x2x2x2, "2x2x2x2", "S(0),S(0),S(1),R", "R,S(1),S(1),S(0)")
+BENCHMARK_CAPTURE(BM_CostPlanWarmGraph, nested_2x2x2x2, "2x2x2x2", "S(0),S(0),S(1),R",
+                  "R,S(1),S(1),S(0)")
     ->Unit(benchmark::kMicrosecond);
 
 void BM_GreedyPlan(benchmark::State& state, const char* mesh, const char* from, const char* to) {

@@ -97,10 +97,14 @@ std::string us(double t) {
 std::string human_bytes(double b) {
   std::ostringstream o;
   o << std::setprecision(4);
-  if (b >= 1 << 30) o << b / double(1 << 30) << " GiB";
-  else if (b >= 1 << 20) o << b / double(1 << 20) << " MiB";
-  else if (b >= 1 << 10) o << b / double(1 << 10) << " KiB";
-  else o << b << " B";
+  if (b >= 1 << 30)
+    o << b / double(1 << 30) << " GiB";
+  else if (b >= 1 << 20)
+    o << b / double(1 << 20) << " MiB";
+  else if (b >= 1 << 10)
+    o << b / double(1 << 10) << " KiB";
+  else
+    o << b << " B";
   return o.str();
 }
 
@@ -109,7 +113,8 @@ void print_steps(std::ostream& o, const std::vector<PricedStep>& steps) {
   for (const PricedStep& ps : steps) {
     const shardcal::Step& s = *ps.step;
     o << "  " << ++n << ". mesh dim " << s.mesh_dim << ": " << std::left << std::setw(14)
-      << (s.before.placement(s.mesh_dim).to_string() + " -> " + s.after.placement(s.mesh_dim).to_string())
+      << (s.before.placement(s.mesh_dim).to_string() + " -> " +
+          s.after.placement(s.mesh_dim).to_string())
       << std::setw(20) << shardcal::step_kind_name(s.kind) << std::right;
     if (ps.traffic.collective)
       o << "n=" << ps.traffic.group_size << " hosts=" << ps.price.link.hosts << " "
@@ -117,7 +122,8 @@ void print_steps(std::ostream& o, const std::vector<PricedStep>& steps) {
     else
       o << "local  ";
     o << us(ps.price.time_us)
-      << (ps.price.prediction.extrapolated ? "  (extrapolated: " + ps.price.prediction.note + ")" : "")
+      << (ps.price.prediction.extrapolated ? "  (extrapolated: " + ps.price.prediction.note + ")"
+                                           : "")
       << "\n";
   }
 }
@@ -165,7 +171,8 @@ int run(const PlanArgs& a) {
     j["greedy_steps"] = steps_json(gsteps);
     json alts = json::array();
     for (const CostedPlan& cp : r.alternatives)
-      alts.push_back({{"total_us", cp.total}, {"steps", steps_json(price_all(profile, cp.plan, rph))}});
+      alts.push_back(
+          {{"total_us", cp.total}, {"steps", steps_json(price_all(profile, cp.plan, rph))}});
     j["alternatives"] = alts;
     j["states_explored"] = r.states_explored;
     if (is_nested) {
@@ -182,22 +189,23 @@ int run(const PlanArgs& a) {
     << placements_to_string(to.placements()) << " on mesh " << mesh.to_string() << ", shape "
     << shape_to_string(meta.shape) << " " << dtype_name(meta.dtype) << ", " << rph
     << " ranks per host\n";
-  o << "profile " << a.profile << " (cluster " << profile.cluster << ", sha256 " << sha.substr(0, 12)
-    << "...)\n\n";
+  o << "profile " << a.profile << " (cluster " << profile.cluster << ", sha256 "
+    << sha.substr(0, 12) << "...)\n\n";
   o << "cost-based plan: " << us(r.best.total) << ", " << r.best.plan.steps.size() << " step"
     << (r.best.plan.steps.size() == 1 ? "" : "s") << " (" << r.states_explored
     << " states explored)\n";
   print_steps(o, best);
   o << "\ngreedy plan (plan_redistribution): " << us(g.total);
   if (r.best.total > 0 && g.total > r.best.total * (1 + 1e-12))
-    o << " = " << std::fixed << std::setprecision(2) << g.total / r.best.total
-      << std::defaultfloat << "x the cost-based plan";
+    o << " = " << std::fixed << std::setprecision(2) << g.total / r.best.total << std::defaultfloat
+      << "x the cost-based plan";
   else
     o << " (same cost)";
   o << "\n";
   print_steps(o, gsteps);
-  o << "\n" << r.alternatives.size() << " cheapest distinct plan"
-    << (r.alternatives.size() == 1 ? "" : "s") << " (--k " << a.k << "):\n";
+  o << "\n"
+    << r.alternatives.size() << " cheapest distinct plan" << (r.alternatives.size() == 1 ? "" : "s")
+    << " (--k " << a.k << "):\n";
   for (std::size_t i = 0; i < r.alternatives.size(); ++i) {
     const CostedPlan& cp = r.alternatives[i];
     o << "  #" << i + 1 << "  " << std::setw(16) << us(cp.total) << "  ";
@@ -224,19 +232,22 @@ Runner add_plan_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "plan",
       "Plan one redistribution with a calibrated profile (no communication): the cheapest plan\n"
-      "(Dijkstra over placement states, each step priced by the profile for the bytes and counts it\n"
+      "(Dijkstra over placement states, each step priced by the profile for the bytes and counts "
+      "it\n"
       "moves and the link class of its mesh dim), each step's predicted us, the greedy plan\n"
       "(plan_redistribution, DTensor's order) with its cost, and the k cheapest distinct plans.\n"
       "Ranks are laid out row-major over the mesh, --ranks-per-host consecutive ranks per host.\n"
       "Example: shardbench plan --profile configs/profiles/dtensor-default.json --mesh 2x4\n"
-      "         --ranks-per-host 4 --shape 8192x8192 --dtype bf16 --from \"S(0),S(1)\" --to \"R,S(0)\" --k 3");
+      "         --ranks-per-host 4 --shape 8192x8192 --dtype bf16 --from \"S(0),S(1)\" --to "
+      "\"R,S(0)\" --k 3");
   cmd->add_option("--profile", args->profile, "Profile JSON (shardcal.profile v1)")->required();
   cmd->add_option("--mesh", args->mesh, "Device mesh, e.g. 2x4")->required();
   cmd->add_option("--ranks-per-host", args->ranks_per_host,
                   "Consecutive ranks per host (default: the whole mesh on one host)")
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--shape", args->shape, "Global tensor shape, e.g. 8192x8192")->required();
-  cmd->add_option("--dtype", args->dtype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "f32, f64, f16, bf16, i32, i64, u8")
+      ->capture_default_str();
   cmd->add_option("--from", args->from, "Source placements, e.g. \"S(0),S(1)\"")->required();
   cmd->add_option("--to", args->to, "Target placements, e.g. \"R,S(0)\"")->required();
   cmd->add_option("--k", args->k, "How many cheapest distinct plans to list")
@@ -246,9 +257,10 @@ Runner add_plan_command(CLI::App& app) {
                   "Give up (exit 2) after this many placement states")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t(1), std::size_t(1) << 40));
-  cmd->add_flag("--json", args->json,
-                "Print one JSON object: total_us, steps[{mesh_dim, from, to, collective, group_size, "
-                "bytes, cost_us, ...}], greedy_total_us, alternatives[{total_us, steps}]");
+  cmd->add_flag(
+      "--json", args->json,
+      "Print one JSON object: total_us, steps[{mesh_dim, from, to, collective, group_size, "
+      "bytes, cost_us, ...}], greedy_total_us, alternatives[{total_us, steps}]");
   return [args]() { return run(*args); };
 }
 

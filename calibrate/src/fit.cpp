@@ -590,7 +590,8 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
         // The step's counts, so an uneven step is priced by the model's effective-size rule
         // (n x the largest block for n_times_max), not by its total. The planner's pricing
         // (step_cost.cpp) is the same function.
-        const Prediction pr = price_collective(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
+        const Prediction pr =
+            price_collective(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
         tp.extrapolated = tp.extrapolated || pr.extrapolated;
         tp.predicted_us += pr.time_us;
       } catch (const Error&) {

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "shardcal/error.hpp"
 
@@ -51,7 +51,8 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
   }
   // The results reader's rule for groups at once per host (calibrate/src/results.cpp).
   const double c = double(groups) * double(max_hosts) / double(std::max(1, n_hosts));
-  const LinkClass lc = group_link_class(mesh.extent(mesh_dim), max_hosts, std::max(1, int(std::lround(c))));
+  const LinkClass lc =
+      group_link_class(mesh.extent(mesh_dim), max_hosts, std::max(1, int(std::lround(c))));
   return lc;
 }
 
@@ -72,7 +73,8 @@ double local_copy_GBps(const Profile& p) {
 
 namespace {
 
-StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t, const LinkClass& lc) {
+StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t,
+                          const LinkClass& lc) {
   StepPrice out;
   out.link = lc;
   if (!t.collective) {
@@ -119,9 +121,8 @@ StepCostFn profile_step_cost(const Profile& p, int ranks_per_host) {
   auto prof = std::make_shared<const Profile>(p);
   auto memo = std::make_shared<LinkMemo>();
   return [prof, memo, ranks_per_host](const Step& s, const StepTraffic& t) -> double {
-    if (t.collective &&
-        std::none_of(prof->models.begin(), prof->models.end(),
-                     [&](const Model& m) { return m.collective == *t.collective; }))
+    if (t.collective && std::none_of(prof->models.begin(), prof->models.end(),
+                                     [&](const Model& m) { return m.collective == *t.collective; }))
       return std::numeric_limits<double>::infinity();
     return price_with_link(*prof, s, t, memo->get(s.before.mesh(), s.mesh_dim, ranks_per_host))
         .time_us;

@@ -19,12 +19,12 @@ namespace {
 
 struct Edge {
   Step step;
-  int to = -1;        // state id
-  double cost = 0;    // finite, >= 0
+  int to = -1;      // state id
+  double cost = 0;  // finite, >= 0
 };
 
 struct State {
-  TensorSpec spec;    // canonical spelling
+  TensorSpec spec;  // canonical spelling
   bool expanded_edges = false;
   std::vector<Edge> edges;
 };
@@ -34,8 +34,8 @@ struct Label {
   double cost = 0;
   int steps = 0;
   int state = -1;
-  int parent = -1;   // label index, -1 for the root
-  int edge = -1;     // edge index in parent's state
+  int parent = -1;                  // label index, -1 for the root
+  int edge = -1;                    // edge index in parent's state
   std::vector<std::int64_t> order;  // tie-break key: per step (mesh dim, kind, edge index)
 };
 
@@ -75,8 +75,10 @@ std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
     }
     const Placement& cur = spec.placement(i);
     StepKind k = StepKind::LocalSlice;
-    if (cur.is_shard()) k = StepKind::AllToAll;
-    else if (cur.is_partial()) k = StepKind::ReduceScatter;
+    if (cur.is_shard())
+      k = StepKind::AllToAll;
+    else if (cur.is_partial())
+      k = StepKind::ReduceScatter;
     Step st{i, k, spec, TensorSpec(spec.mesh(), canonical_placements(*after), spec.meta())};
     if (!step_problem(st).empty()) continue;
     const std::string key = state_key(st.after);
@@ -170,7 +172,8 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
                   "plan_redistribution");
     const int id = int(g.states.size());
     g.ids.emplace(std::move(key), id);
-    g.states.push_back(State{TensorSpec(spec.mesh(), canonical_placements(spec), spec.meta()), false, {}});
+    g.states.push_back(
+        State{TensorSpec(spec.mesh(), canonical_placements(spec), spec.meta()), false, {}});
     return id;
   };
   const int src = intern(from);
@@ -190,7 +193,8 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
   std::vector<int> pops;
   std::vector<std::vector<int>> bests;
   auto grow = [&] {
-    if (pops.size() < g.states.size()) pops.resize(g.states.size(), 0), bests.resize(g.states.size());
+    if (pops.size() < g.states.size())
+      pops.resize(g.states.size(), 0), bests.resize(g.states.size());
   };
   grow();
   std::vector<Label> pool;
@@ -218,7 +222,8 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
       continue;  // a plan never passes through its target
     }
     if (!g.states[std::size_t(s)].expanded_edges) {
-      std::vector<Step> steps = candidate_steps(g.states[std::size_t(s)].spec, g.extras_from, g.ops_used);
+      std::vector<Step> steps =
+          candidate_steps(g.states[std::size_t(s)].spec, g.extras_from, g.ops_used);
       std::vector<Edge> edges;
       edges.reserve(steps.size());
       for (Step& st : steps) {
@@ -262,9 +267,9 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
         pool.pop_back();
         continue;
       }
-      best.insert(std::upper_bound(best.begin(), best.end(), ni,
-                                   [&](int a, int b) { return worse(b, a); }),
-                  ni);
+      best.insert(
+          std::upper_bound(best.begin(), best.end(), ni, [&](int a, int b) { return worse(b, a); }),
+          ni);
       if (best.size() > k) best.pop_back();
       queue.push(ni);
     }
@@ -285,7 +290,8 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
     cp.plan.to = to;
     for (int a : chain) {
       const Label& l = pool[std::size_t(a)];
-      const Edge& ed = g.states[std::size_t(pool[std::size_t(l.parent)].state)].edges[std::size_t(l.edge)];
+      const Edge& ed =
+          g.states[std::size_t(pool[std::size_t(l.parent)].state)].edges[std::size_t(l.edge)];
       cp.plan.steps.push_back(ed.step);
       cp.step_cost.push_back(ed.cost);
       cp.total += ed.cost;
@@ -330,7 +336,8 @@ std::shared_ptr<const SearchResult> PlanCache::get(const TensorSpec& from, const
   key += cost_key;
   key += "|k=" + std::to_string(opt.k) + ";max=" + std::to_string(opt.max_states);
   const std::vector<bool> ops = ops_used_by(from, to);
-  std::string gkey = "mesh=" + from.mesh().to_string() + ";shape=" + shape_to_string(from.meta().shape) +
+  std::string gkey = "mesh=" + from.mesh().to_string() +
+                     ";shape=" + shape_to_string(from.meta().shape) +
                      ";dtype=" + std::string(dtype_name(from.meta().dtype)) + ";ops=";
   for (bool b : ops) gkey += b ? '1' : '0';
   gkey += ";extras=" + target_extras(to) + "|" + cost_key;

@@ -69,7 +69,8 @@ std::vector<int> mesh_shape_for(std::mt19937_64& rng, int world) {
     std::vector<int> divs;
     for (int x = 1; x <= rem; ++x)
       if (rem % x == 0) divs.push_back(x);
-    shape[std::size_t(d)] = divs[std::uniform_int_distribution<std::size_t>(0, divs.size() - 1)(rng)];
+    shape[std::size_t(d)] =
+        divs[std::uniform_int_distribution<std::size_t>(0, divs.size() - 1)(rng)];
     rem /= shape[std::size_t(d)];
   }
   shape.back() = rem;
@@ -122,7 +123,8 @@ TensorMeta random_meta(std::mt19937_64& rng) {
   return TensorMeta{shape, t};
 }
 
-// Relative tolerance: f16/bf16 avg-partials round n*v (see tests/conformance/test_redistribute.cpp).
+// Relative tolerance: f16/bf16 avg-partials round n*v (see
+// tests/conformance/test_redistribute.cpp).
 double tolerance(const Plan& plan, double ref) {
   const DType t = plan.from.meta().dtype;
   if (t != DType::F16 && t != DType::BF16) return 0;
@@ -146,9 +148,12 @@ std::int64_t count_wrong(const Plan& plan, const std::vector<std::byte>& got,
   const std::size_t es = dtype_size(t);
   std::int64_t wrong = 0;
   for (std::size_t i = 0; i < got.size() / es; ++i) {
-    const double g = load_as_double(t, got.data() + i * es), w = load_as_double(t, want.data() + i * es);
+    const double g = load_as_double(t, got.data() + i * es),
+                 w = load_as_double(t, want.data() + i * es);
     if (!(std::abs(g - w) <= tolerance(plan, w))) {
-      if (wrong == 0) *first = "element " + std::to_string(i) + ": got " + std::to_string(g) + ", want " + std::to_string(w);
+      if (wrong == 0)
+        *first = "element " + std::to_string(i) + ": got " + std::to_string(g) + ", want " +
+                 std::to_string(w);
       ++wrong;
     }
   }
@@ -159,15 +164,16 @@ std::int64_t count_wrong(const Plan& plan, const std::vector<std::byte>& got,
 void run_and_check(Communicator& comm, const Plan& plan, const std::string& label) {
   MeshCommunicator mc(plan.from.mesh(), comm);
   const std::vector<std::byte> global = make_reference_tensor(plan.from.meta());
-  ShardedTensor out = execute_plan(mc, plan, ShardedTensor::from_global(mc, plan.from, global.data()));
+  ShardedTensor out =
+      execute_plan(mc, plan, ShardedTensor::from_global(mc, plan.from, global.data()));
   std::string first;
   if (plan.to.has_partial()) {
     const std::vector<std::byte> all = out.gather_to_all(mc);
     const std::int64_t w = count_wrong(plan, all, global, &first);
     EXPECT_EQ(w, 0) << label << " rank " << comm.rank() << " (reduced): " << first;
   } else {
-    const std::int64_t w =
-        count_wrong(plan, out.local_to_host(), expected_local(plan.to, global.data(), comm.rank()), &first);
+    const std::int64_t w = count_wrong(plan, out.local_to_host(),
+                                       expected_local(plan.to, global.data(), comm.rank()), &first);
     EXPECT_EQ(w, 0) << label << " rank " << comm.rank() << ": " << first;
   }
 }
@@ -181,7 +187,8 @@ TEST(CostPlans, EmbedPartialIsExact) {
   if (world < 2) GTEST_SKIP() << "needs 2 or more ranks";
   std::atomic<int> checked{0};  // plans run by the ranks of this process
   run_spmd(world, [&](Communicator& comm) {
-    for (const std::vector<int>& shape : {std::vector<int>{world}, std::vector<int>{world / 2, 2}}) {
+    for (const std::vector<int>& shape :
+         {std::vector<int>{world}, std::vector<int>{world / 2, 2}}) {
       if (shape[0] * (shape.size() > 1 ? shape[1] : 1) != world) continue;
       const DeviceMesh mesh(shape);
       const int last = mesh.ndim() - 1;
@@ -198,9 +205,12 @@ TEST(CostPlans, EmbedPartialIsExact) {
             const TensorSpec mid = from.with_placement(last, Placement::partial(op));
             for (const Placement& end : {Placement::replicate(), Placement::shard(1)}) {
               const TensorSpec to = mid.with_placement(last, end);
-              const Plan plan{from, to,
-                              {Step{last, StepKind::LocalEmbedPartial, from, mid},
-                               Step{last, end.is_shard() ? StepKind::ReduceScatter : StepKind::AllReduce, mid, to}}};
+              const Plan plan{
+                  from,
+                  to,
+                  {Step{last, StepKind::LocalEmbedPartial, from, mid},
+                   Step{last, end.is_shard() ? StepKind::ReduceScatter : StepKind::AllReduce, mid,
+                        to}}};
               validate_plan(plan);
               run_and_check(comm, plan, plan.to_string());
               const Plan only{from, mid, {Step{last, StepKind::LocalEmbedPartial, from, mid}}};
@@ -214,15 +224,16 @@ TEST(CostPlans, EmbedPartialIsExact) {
   // P(avg) has no identity: S -> P(avg) is not one step.
   const DeviceMesh mesh({2});
   const TensorSpec a(mesh, parse_placements("S(0)"), TensorMeta{{4}, DType::F32});
-  const Step bad{0, StepKind::LocalEmbedPartial, a, a.with_placement(0, Placement::partial(ReduceOp::Avg))};
+  const Step bad{0, StepKind::LocalEmbedPartial, a,
+                 a.with_placement(0, Placement::partial(ReduceOp::Avg))};
   EXPECT_NE(step_problem(bad), "");
 }
 
 TEST(CostPlans, RandomSpecsMatchReferenceAndBeatGreedy) {
   const int cases = cases_from_env(800);
-  const calib::Profile profiles[] = {
-      calib::read_profile(std::string(SHARDCAL_SOURCE_DIR) + "/configs/profiles/dtensor-default.json"),
-      synthetic_profile()};
+  const calib::Profile profiles[] = {calib::read_profile(std::string(SHARDCAL_SOURCE_DIR) +
+                                                         "/configs/profiles/dtensor-default.json"),
+                                     synthetic_profile()};
   std::mt19937_64 rng(9090);
   int cheaper = 0, embed = 0, planned = 0;
   const int per_batch = 20;
@@ -242,8 +253,8 @@ TEST(CostPlans, RandomSpecsMatchReferenceAndBeatGreedy) {
       const int rph = std::vector<int>{1, 2, 4, 8}[rng() % 4];
       const calib::Profile& prof = profiles[std::size_t(c % 2)];
       const StepCostFn cost = calib::profile_step_cost(prof, rph);
-      const std::string label = "mesh " + mesh.to_string() + " [" + shape_to_string(meta.shape) + "] " +
-                                std::string(dtype_name(meta.dtype)) + " " +
+      const std::string label = "mesh " + mesh.to_string() + " [" + shape_to_string(meta.shape) +
+                                "] " + std::string(dtype_name(meta.dtype)) + " " +
                                 placements_to_string(from.placements()) + " -> " +
                                 placements_to_string(to.placements()) + " profile " + prof.cluster +
                                 " ranks/host " + std::to_string(rph);
@@ -252,8 +263,8 @@ TEST(CostPlans, RandomSpecsMatchReferenceAndBeatGreedy) {
       ASSERT_NO_THROW(validate_plan(r.best.plan)) << label;
       const CostedPlan g = price_plan(plan_redistribution(from, to), cost);
       EXPECT_LE(r.best.total, g.total * (1 + 1e-9)) << label << "\ncost plan:\n"
-                                                     << r.best.plan.to_string() << "\ngreedy:\n"
-                                                     << g.plan.to_string();
+                                                    << r.best.plan.to_string() << "\ngreedy:\n"
+                                                    << g.plan.to_string();
       cheaper += r.best.total < g.total * (1 - 1e-9);
       for (const Step& s : r.best.plan.steps) embed += s.kind == StepKind::LocalEmbedPartial;
       todo.push_back({r.best.plan, label});

@@ -24,7 +24,8 @@ const std::string kDTensorPath =
 
 TensorSpec spec(const std::string& mesh, const std::string& pl, const std::string& shape,
                 DType dt = DType::F32) {
-  return TensorSpec(DeviceMesh::parse(mesh), parse_placements(pl), TensorMeta{parse_shape(shape), dt});
+  return TensorSpec(DeviceMesh::parse(mesh), parse_placements(pl),
+                    TensorMeta{parse_shape(shape), dt});
 }
 
 // Bytes moved by the heaviest group, plus 1 per step: a simple, strictly positive price.
@@ -40,9 +41,13 @@ TEST(Planner, SameStateIsEmptyPlan) {
 }
 
 TEST(Planner, CheapestPassesValidateAndBeatsGreedy) {
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"S(0),S(1)", "R,R"}, {"S(0),R", "R,S(0)"}, {"P,S(0)", "S(1),R"},
-           {"R,R", "S(0),S(1)"}, {"S(0),S(0)", "S(1),S(1)"}, {"P(max),R", "S(0),P"}}) {
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{"S(0),S(1)", "R,R"},
+                                                        {"S(0),R", "R,S(0)"},
+                                                        {"P,S(0)", "S(1),R"},
+                                                        {"R,R", "S(0),S(1)"},
+                                                        {"S(0),S(0)", "S(1),S(1)"},
+                                                        {"P(max),R", "S(0),P"}}) {
     const auto a = spec("2x2", from, "8x6");
     const auto b = spec("2x2", to, "8x6");
     const SearchResult r = plan_cheapest(a, b, bytes_cost, {3, 100000});
@@ -65,13 +70,16 @@ TEST(Planner, InfiniteCostIsAvoidedAndAllInfiniteIsAnError) {
   const auto b = spec("4", "S(1)", "8x4");
   // all_to_all forbidden: the plan must gather and slice.
   auto no_a2a = [](const Step& s, const StepTraffic& t) {
-    return s.kind == StepKind::AllToAll ? std::numeric_limits<double>::infinity() : double(t.bytes) + 1;
+    return s.kind == StepKind::AllToAll ? std::numeric_limits<double>::infinity()
+                                        : double(t.bytes) + 1;
   };
   const SearchResult r = plan_cheapest(a, b, no_a2a);
   ASSERT_EQ(r.best.plan.steps.size(), 2u);
   EXPECT_EQ(r.best.plan.steps[0].kind, StepKind::AllGather);
   EXPECT_EQ(r.best.plan.steps[1].kind, StepKind::LocalSlice);
-  auto never = [](const Step&, const StepTraffic&) { return std::numeric_limits<double>::infinity(); };
+  auto never = [](const Step&, const StepTraffic&) {
+    return std::numeric_limits<double>::infinity();
+  };
   EXPECT_THROW(plan_cheapest(a, b, never), Error);
   auto negative = [](const Step&, const StepTraffic&) { return -1.0; };
   EXPECT_THROW(plan_cheapest(a, b, negative), Error);
@@ -91,7 +99,8 @@ TEST(Planner, MaxStatesIsAClearError) {
 TEST(Planner, MismatchedSpecsThrow) {
   EXPECT_THROW(plan_cheapest(spec("4", "S(0)", "8"), spec("2x2", "R,R", "8"), bytes_cost), Error);
   EXPECT_THROW(plan_cheapest(spec("4", "S(0)", "8"), spec("4", "R", "9"), bytes_cost), Error);
-  EXPECT_THROW(plan_cheapest(spec("4", "S(0)", "8"), spec("4", "R", "8"), bytes_cost, {0, 10}), Error);
+  EXPECT_THROW(plan_cheapest(spec("4", "S(0)", "8"), spec("4", "R", "8"), bytes_cost, {0, 10}),
+               Error);
 }
 
 TEST(Planner, Deterministic) {
@@ -108,8 +117,11 @@ TEST(Planner, Deterministic) {
 TEST(Planner, CacheGivesTheUncachedAnswer) {
   PlanCache cache(8);
   const std::vector<std::pair<std::string, std::string>> tr = {
-      {"S(0),S(1),R", "R,S(0),S(1)"}, {"P,S(0),S(1)", "S(1),R,S(0)"}, {"R,R,R", "S(0),S(0),S(1)"},
-      {"S(0),S(1),R", "R,S(0),S(1)"}, {"S(0),S(0),S(0)", "S(1)[5,3],R,S(0)"}};
+      {"S(0),S(1),R", "R,S(0),S(1)"},
+      {"P,S(0),S(1)", "S(1),R,S(0)"},
+      {"R,R,R", "S(0),S(0),S(1)"},
+      {"S(0),S(1),R", "R,S(0),S(1)"},
+      {"S(0),S(0),S(0)", "S(1)[5,3],R,S(0)"}};
   for (int round = 0; round < 2; ++round)
     for (const auto& [f, t] : tr) {
       const auto a = spec("2x2x2", f, "8x8");
@@ -144,9 +156,10 @@ TEST(StepCost, LinkClassRowMajorHosts) {
   EXPECT_THROW(calib::mesh_dim_link_class(m, 0, 0), Error);
 }
 
-// ---- dtensor-default equals PyTorch DTensor's redistribute_cost for single steps -----------------
-// Reference: torch/distributed/tensor/_collective_utils.py (MeshTopoInfo.build_from_mesh,
-// allgather_cost, allreduce_cost, reduce_scatter_cost, redistribute_cost), restated here:
+// ---- dtensor-default equals PyTorch DTensor's redistribute_cost for single steps
+// ----------------- Reference: torch/distributed/tensor/_collective_utils.py
+// (MeshTopoInfo.build_from_mesh, allgather_cost, allreduce_cost, reduce_scatter_cost,
+// redistribute_cost), restated here:
 //   devices_per_host per host; walking mesh dims from the last, a dim is inter-host when the
 //   product of its size and all later sizes exceeds devices_per_host: bandwidth 87.7 * 0.22 and
 //   hop latency 2.7 us, else 87.7 and 0.6 us (bandwidth divides GiB, so GiB/s).
@@ -174,7 +187,8 @@ double dtensor_cost(const std::vector<int>& mesh, int devices_per_host, int i, c
 TEST(DTensorDefault, SingleStepsEqualRedistributeCost) {
   const calib::Profile prof = calib::read_profile(kDTensorPath);
   int checked = 0, single = 0;
-  for (const std::vector<int>& mesh : std::vector<std::vector<int>>{{2}, {4}, {8}, {2, 2}, {2, 4}, {4, 2}})
+  for (const std::vector<int>& mesh :
+       std::vector<std::vector<int>>{{2}, {4}, {8}, {2, 2}, {2, 4}, {4, 2}})
     for (int dph : {1, 2, 4, 8})
       for (DType dt : {DType::F32, DType::BF16}) {
         const StepCostFn cost = calib::profile_step_cost(prof, dph);
@@ -183,7 +197,8 @@ TEST(DTensorDefault, SingleStepsEqualRedistributeCost) {
         for (int i = 0; i < m.ndim(); ++i) {
           // The other mesh dim (2-D meshes) holds R, S(0) or P: single steps on dim i only.
           std::vector<Placement> others{Placement::replicate()};
-          if (m.ndim() == 2) others = {Placement::replicate(), Placement::shard(1), Placement::partial()};
+          if (m.ndim() == 2)
+            others = {Placement::replicate(), Placement::shard(1), Placement::partial()};
           for (const Placement& other : others) {
             auto make = [&](const Placement& on_i) {
               std::vector<Placement> ps(std::size_t(m.ndim()), other);
@@ -198,7 +213,8 @@ TEST(DTensorDefault, SingleStepsEqualRedistributeCost) {
             const Case cases[] = {
                 {Placement::shard(0), Placement::replicate(), "all_gather", StepKind::AllGather},
                 {Placement::partial(), Placement::replicate(), "all_reduce", StepKind::AllReduce},
-                {Placement::partial(), Placement::shard(0), "reduce_scatter", StepKind::ReduceScatter},
+                {Placement::partial(), Placement::shard(0), "reduce_scatter",
+                 StepKind::ReduceScatter},
                 {Placement::shard(0), Placement::shard(1), "all_to_all", StepKind::AllToAll}};
             for (const Case& c : cases) {
               if (other.is_shard() && (c.a.is_shard(1) || c.b.is_shard(1))) continue;  // not nested
@@ -208,10 +224,10 @@ TEST(DTensorDefault, SingleStepsEqualRedistributeCost) {
               const Step st{i, c.kind, from, to};
               ASSERT_EQ(step_problem(st), "");
               const calib::StepPrice p = calib::price_step(prof, st, describe_step(st), dph);
-              const std::string what = std::string(c.coll) + " mesh dim " + std::to_string(i) + " of " +
-                                       m.to_string() + ", " + std::to_string(dph) + " devices/host, " +
-                                       placements_to_string(from.placements()) + " -> " +
-                                       placements_to_string(to.placements()) + " " +
+              const std::string what = std::string(c.coll) + " mesh dim " + std::to_string(i) +
+                                       " of " + m.to_string() + ", " + std::to_string(dph) +
+                                       " devices/host, " + placements_to_string(from.placements()) +
+                                       " -> " + placements_to_string(to.placements()) + " " +
                                        std::string(dtype_name(dt));
               EXPECT_NEAR(p.time_us, want, 1e-9 * want) << what;
               EXPECT_FALSE(p.prediction.extrapolated) << what << ": " << p.prediction.note;

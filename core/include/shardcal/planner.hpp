@@ -29,8 +29,8 @@ struct CostedPlan {
 };
 
 struct SearchOptions {
-  int k = 1;                          // k cheapest distinct plans (>= 1)
-  std::size_t max_states = 200000;    // bound on distinct states visited: Error if exceeded
+  int k = 1;                        // k cheapest distinct plans (>= 1)
+  std::size_t max_states = 200000;  // bound on distinct states visited: Error if exceeded
 };
 
 struct SearchResult {
@@ -92,7 +92,7 @@ class PlanCache {
 // (0 when the source holds a Partial on some mesh dim: then everything reduced is new data,
 // and the bound is the target block's bytes).
 struct RecvReport {
-  std::vector<std::int64_t> received;   // per rank
+  std::vector<std::int64_t> received;  // per rank
   std::vector<std::int64_t> lower_bound;
   std::int64_t max_received = 0;
   std::int64_t max_lower_bound = 0;

@@ -36,8 +36,9 @@ struct StepPrice {
 // `ranks_per_host` consecutive ranks (the last host may hold fewer). group_size = the extent;
 // hosts = the most hosts any group along the dim spans, ranks_per_host = group size / hosts; a
 // group spread unevenly over its hosts (3 ranks on 2 hosts) is priced as one rank per host
-// (hosts = group size: a ring over it is paced by inter-host links); concurrent_groups = groups x hosts spanned /
-// number of hosts, rounded, >= 1 (the results reader's rule). Throws Error for ranks_per_host < 1.
+// (hosts = group size: a ring over it is paced by inter-host links); concurrent_groups = groups x
+// hosts spanned / number of hosts, rounded, >= 1 (the results reader's rule). Throws Error for
+// ranks_per_host < 1.
 LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_per_host);
 
 // The link class of a group of `group_size` ranks spanning `hosts_spanned` hosts with
