@@ -53,6 +53,8 @@ std::string step_text(const Step& s) {
 // Steps from `spec`: legal_steps plus, per mesh dim, a step onto the target's placement on that
 // dim when the target spells explicit (uneven) shard sizes, which legal_steps does not
 // enumerate.
+bool is_integer(DType t) { return t == DType::I32 || t == DType::I64 || t == DType::U8; }
+
 std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
                                   const std::vector<bool>& ops_used) {
   std::vector<Step> out = legal_steps(spec);
@@ -61,7 +63,11 @@ std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
   out.erase(std::remove_if(out.begin(), out.end(),
                            [&](const Step& st) {
                              const Placement& p = st.after.placement(st.mesh_dim);
-                             return p.is_partial() && !ops_used[std::size_t(p.op)];
+                             if (p.is_partial() && !ops_used[std::size_t(p.op)]) return true;
+                             // Integer max/min fills (the type's extreme values) overflow when
+                             // a sum/avg over another mesh dim is reduced while they are there.
+                             return st.kind == StepKind::LocalEmbedPartial &&
+                                    p.op != ReduceOp::Sum && is_integer(st.before.meta().dtype);
                            }),
             out.end());
   for (int i = 0; i < spec.mesh().ndim(); ++i) {
