@@ -75,6 +75,18 @@ def check_validate(args):
             fail(f"temporary files left next to the output: {leftovers}")
         lines = open(out).read().splitlines()
         recs = [json.loads(l) for l in lines]
+    try:
+        import jsonschema
+    except ImportError:
+        jsonschema = None
+        print("note: jsonschema not available, validate output not schema-checked")
+    if jsonschema is not None:
+        v = jsonschema.Draft202012Validator(json.load(open(os.path.join(ROOT, "configs", "schema",
+                                                                        "validate.schema.json"))))
+        for i, rec in enumerate(recs, 1):
+            errs = sorted(v.iter_errors(rec), key=str)
+            if errs:
+                fail(f"validate output line {i} does not match validate.schema.json: {errs[0].message}")
     n_trans = len(cfg["transitions"])  # one size and dtype; explicit shapes give one point each
     if len(recs) != n_trans + 1:
         fail(f"{len(recs)} records, expected {n_trans} transitions + 1 summary")
