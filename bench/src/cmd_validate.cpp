@@ -201,6 +201,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
 
   std::vector<double> regrets, speedups, rel_errors;
   std::uint64_t wrong_total = 0;
+  std::size_t n_significant = 0;
   double best_speedup = 0;
   std::string best_speedup_label;
   std::unique_ptr<shardcal::MeshCommunicator> mc;
@@ -239,6 +240,10 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
       for (const auto& role : plans[i].roles)
         if (role == "greedy") greedy_us = st[i].p50 * 1e6;
     const double regret = best > 0 ? st[0].p50 / best : 1.0;
+    // Beyond noise: the chosen plan's median CI lies wholly above the fastest plan's.
+    bool significant = false;
+    for (const sw::Stats& s : st) significant = significant || st[0].ci_lo > s.ci_hi;
+    n_significant += significant ? 1 : 0;
     const double speedup = chosen_us > 0 ? greedy_us / chosen_us : 1.0;
     regrets.push_back(regret);
     speedups.push_back(speedup);
@@ -281,6 +286,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                                 {"key", p.key()}}},
                 {"plans", jplans},
                 {"regret", regret},
+                {"regret_significant", significant},
                 {"greedy_speedup", speedup},
                 {"search", {{"k", cli.k}, {"states_explored", planned[ti].states_explored}}},
                 {"rounds", cli.rounds}};
@@ -292,8 +298,8 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
       if (plans[0].roles.size() > 1) os << " = greedy";
       else os << ", greedy " << fmt_us(greedy_us);
       char buf[96];
-      std::snprintf(buf, sizeof buf, ", %zu plan(s), regret %.3f, greedy/chosen %.2fx", plans.size(), regret,
-                    speedup);
+      std::snprintf(buf, sizeof buf, ", %zu plan(s), regret %.3f%s, greedy/chosen %.2fx", plans.size(), regret,
+                    significant ? " (beyond the CIs)" : "", speedup);
       os << buf;
       std::uint64_t w = 0;
       for (const auto& c : plans) w += c.wrong;
@@ -313,7 +319,8 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                         {"plans_measured", rel_errors.size()},
                         {"regret", {{"median", sw::percentile_sorted(sorted, 0.5)},
                                     {"p95", sw::percentile_sorted(sorted, 0.95)},
-                                    {"max", sorted.back()}}},
+                                    {"max", sorted.back()},
+                                    {"significant", n_significant}}},
                         {"mape", mape},
                         {"greedy_speedup", {{"median", median_of(speedups)},
                                             {"max", best_speedup},
@@ -332,10 +339,10 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     }
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f); prediction "
-                  "MAPE %.1f%% over %zu plan(s); greedy/chosen up to %.2fx",
+                  "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f; %zu beyond the "
+                  "CIs); prediction MAPE %.1f%% over %zu plan(s); greedy/chosen up to %.2fx",
                   points.size(), sw::percentile_sorted(sorted, 0.5), sw::percentile_sorted(sorted, 0.95),
-                  sorted.back(), mape * 100, rel_errors.size(), best_speedup);
+                  sorted.back(), n_significant, mape * 100, rel_errors.size(), best_speedup);
     std::cout << buf << " (" << best_speedup_label << ")\n";
     if (status == "ok") std::cout << "validate: wrote " << cli.out << "\n";
     std::cout.flush();

@@ -92,6 +92,7 @@ def check_validate(args):
         fail(f"{len(recs)} records, expected {n_trans} transitions + 1 summary")
     sha = hashlib.sha256(open(PROFILE, "rb").read()).hexdigest()
     regrets, errors = [], []
+    n_sig = 0
     seen = set()
     for rec in recs[:-1]:
         if rec.get("schema") != "shardcal.validate" or rec.get("version") != 1:
@@ -145,6 +146,10 @@ def check_validate(args):
         # The chosen plan is predicted no dearer than greedy under the same profile.
         if plans[0]["predicted_us"] > greedy["predicted_us"] * (1 + 1e-12):
             fail(f"chosen predicted {plans[0]['predicted_us']} > greedy {greedy['predicted_us']}")
+        sig = any(plans[0]["measured_us"]["ci_lo"] > p["measured_us"]["ci_hi"] for p in plans)
+        if rec["regret_significant"] != sig:
+            fail(f"regret_significant {rec['regret_significant']} != recomputed {sig}")
+        n_sig += sig
         regrets.append(rec["regret"])
         uniq = {json.dumps(p["steps"]): p for p in plans}
         errors += [abs(p["rel_error"]) for p in uniq.values()]
@@ -158,6 +163,8 @@ def check_validate(args):
         fail(f"summary regret {s['regret']} != recomputed {percentile(rs, 0.5)}, {percentile(rs, 0.95)}")
     if not close(s["mape"], sum(errors) / len(errors)) or s["plans_measured"] != len(errors):
         fail(f"summary mape {s['mape']} over {s['plans_measured']} != {sum(errors) / len(errors)} over {len(errors)}")
+    if s["regret"]["significant"] != n_sig:
+        fail(f"summary regret.significant {s['regret']['significant']} != {n_sig}")
     if s["wrong"] != 0:
         fail("summary wrong != 0")
     print(f"ok   validate ({args.backend}): {n_trans} transitions, regret median {s['regret']['median']:.3f} "
