@@ -1,6 +1,8 @@
 // `shardbench sweep`: benchmark collectives along mesh dims and placement transitions over a
 // configured grid of meshes, sizes, dtypes and shard distributions (issue 4).
 #include <atomic>
+#include <string>
+#include <utility>
 #include <cstdio>
 #include <iostream>
 
@@ -25,7 +27,23 @@ struct SweepCli {
   bool check_only = false;
   std::string profile;     // overrides the config's "profile"
   int ranks_per_host = 0;  // 0 = from the hostnames
+  std::string shard;  // "I/N"
 };
+
+// "I/N" -> {I, N}; {-1, 0} when malformed (reported as an input error on every rank).
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos) return {-1, 0};
+  try {
+    std::size_t a = 0, b = 0;
+    const int i = std::stoi(text.substr(0, slash), &a);
+    const int n = std::stoi(text.substr(slash + 1), &b);
+    if (a != slash || b != text.size() - slash - 1 || n < 1 || i < 0 || i >= n) return {-1, 0};
+    return {i, n};
+  } catch (const std::exception&) {
+    return {-1, 0};
+  }
+}
 }  // namespace
 
 Runner add_sweep_command(CLI::App& app) {
@@ -67,6 +85,10 @@ Runner add_sweep_command(CLI::App& app) {
                   "ranks); default from the ranks' hostnames (SHARDCAL_HOSTNAME)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", opts->quiet, "No progress output on stderr");
+  cmd->add_option("--shard", opts->shard,
+                  "I/N: run only the config's points whose index % N == I (0 <= I < N), e.g. one "
+                  "Slurm array task each (scripts/slurm/calibrate-array.sbatch); the N files "
+                  "together hold every point once");
   cmd->add_flag("--validate-only", opts->check_only,
                 "Check the config (for --world ranks, or the launcher's) and print the number of "
                 "points; no communication, no file");
@@ -78,6 +100,7 @@ Runner add_sweep_command(CLI::App& app) {
     job.resume_anyway = opts->resume_anyway;
     job.out_path = job.resume ? opts->resume : opts->out;
     job.quiet = opts->quiet;
+    const auto [shard_i, shard_n] = opts->shard.empty() ? std::pair<int, int>{0, 1} : parse_shard(opts->shard);
     job.command_line = sw::process_command_line();
     job.library_versions = shardcal::library_versions();
     // Problems with the options themselves. Under MPI every rank has its own command line, so
@@ -90,6 +113,10 @@ Runner add_sweep_command(CLI::App& app) {
                   " name different files; --resume appends to its file, drop --out";
     else if (opts->resume_anyway && opts->resume.empty())
       arg_error = "--resume-anyway only applies to --resume FILE";
+    else if (shard_n == 0)
+      arg_error = "--shard " + opts->shard + ": expected I/N with integers 0 <= I < N (e.g. 0/4)";
+    job.shard_index = shard_n == 0 ? 0 : shard_i;
+    job.shard_count = shard_n == 0 ? 1 : shard_n;
     const bool sim = opts->backend.backend == "sim";
     if (opts->check_only && sim) {  // no ranks needed to count points
       if (!arg_error.empty()) throw shardcal::Error(arg_error);
@@ -104,10 +131,11 @@ Runner add_sweep_command(CLI::App& app) {
       return 0;
     }
     // What every rank must agree on besides the config: the mode of the run.
-    const std::string mode = opts->check_only ? "--validate-only"
+    const std::string mode = (job.shard_count > 1 ? "--shard " + opts->shard + " " : std::string()) +
+                             (opts->check_only ? "--validate-only"
                              : job.resume     ? (job.resume_anyway ? "--resume --resume-anyway"
                                                                    : "--resume")
-                                              : "--out";
+                                              : "--out");
     std::atomic<int> code{0};
     sw::install_stop_handlers();
     try {
