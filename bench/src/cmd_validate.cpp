@@ -177,12 +177,18 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   }
   world.broadcast_string(status, 0);
   if (status != "ok") throw sw::InputError(status);
-  auto abandon_file = [&] {
-    if (!root) return;
-    file.close();
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-  };
+  // Whatever ends this function early (a signal, a failing collective) leaves no temp file.
+  struct TempGuard {
+    bool armed;
+    std::ofstream& f;
+    const std::string& path;
+    ~TempGuard() {
+      if (!armed) return;
+      f.close();
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } guard{root, file, tmp};
   if (root && !cli.quiet) {
     std::fprintf(stderr, "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, %d rounds%s\n",
                  points.size(), profile.path.c_str(), profile.profile.cluster.c_str(), rph, cli.k, cli.rounds,
@@ -216,7 +222,6 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
         Candidate& c = plans[(j + std::size_t(round)) % plans.size()];
         const sw::Measurement m = sw::measure_transition(*mc, p, c.plan, sub);
         if (m.abandoned) {
-          abandon_file();
           if (root)
             std::fprintf(stderr, "validate: stopped by signal %d; no output written\n", m.signal);
           return sw::exit_code_for_signal(m.signal);
@@ -333,10 +338,8 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     file.close();
     std::error_code ec;
     if (ok) std::filesystem::rename(tmp, cli.out, ec);
-    if (!ok || ec) {
-      std::filesystem::remove(tmp, ec);
-      status = "--out " + cli.out + ": writing the file failed";
-    }
+    if (!ok || ec) status = "--out " + cli.out + ": writing the file failed";
+    else guard.armed = false;  // renamed: nothing left to clean up
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f; %zu beyond the "
