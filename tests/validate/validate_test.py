@@ -211,6 +211,21 @@ def check_planned(args):
     if r.returncode != 0 or "OK:" not in r.stdout or "planner: cost" not in r.stdout or "dtensor-default" not in r.stdout:
         fail(f"redistribute --profile: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
     print("ok   redistribute --profile: " + [l for l in r.stdout.splitlines() if l.startswith("planner:")][0])
+    # Ranks per host: the override, and (MPI) the hostnames the ranks report (two emulated hosts).
+    r = run(cmd(args, "redistribute", ["--mesh", "2x2", "--shape", "10x7", "--from", "P,R", "--to", "R,S(0)",
+                                       "--profile", PROFILE, "--ranks-per-host", "1"]), timeout=120)
+    if r.returncode != 0 or "1 ranks per host" not in r.stdout:
+        fail(f"redistribute --ranks-per-host 1: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    if args.mpiexec:
+        env = dict(os.environ)
+        wrapped = args.mpiexec.split(";") + ["-np", "4", "/bin/sh", "-c",
+                  'SHARDCAL_HOSTNAME=host$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"',
+                  sb, "redistribute", "--backend", "mpi", "--mesh", "2x2", "--shape", "10x7", "--from", "P,R",
+                  "--to", "R,S(0)", "--profile", PROFILE]
+        r = run(wrapped, timeout=120, env=env)
+        if r.returncode != 0 or "2 ranks per host" not in r.stdout:
+            fail(f"redistribute on two emulated hosts must plan with 2 ranks per host\n{r.stdout}\n{r.stderr}")
+        print("ok   ranks per host from the ranks' hostnames (2 emulated hosts): 2")
     r = run([sb, "redistribute", "--mesh", "2x2", "--shape", "10x7", "--from", "S(0),R", "--to", "R,S(0)"], timeout=60)
     if r.returncode != 0 or "planner: greedy" not in r.stdout:
         fail(f"redistribute without a profile must say planner: greedy\n{r.stdout}\n{r.stderr}")
