@@ -143,7 +143,7 @@ fi
 
 step 6 "sweep on local ranks (configs/local.json) -> $OUT/sweep/local.jsonl"
 # Timings from a shared or oversubscribed machine only show that the pipeline works; calibrate on
-# the real cluster (scripts/slurm/, coming).
+# the real cluster (scripts/slurm/calibrate.sbatch, docs/SLURM.md).
 mkdir -p "$OUT/sweep"
 if [[ $HAVE_MPI == 1 ]]; then
   echo "mpirun -np 4 $SB sweep --backend mpi --config configs/local.json --out $OUT/sweep/local.jsonl"
