@@ -136,6 +136,9 @@ def make(args, data, tmp: str):
         s.p(f"{where}. {r.n_records} point records: {len(r.collectives)} collective and {len(r.transitions)} "
             f"transition points used; {r.n_wrong} excluded for wrong results (wrong > 0), {r.n_failed} failed. "
             f"Collectives: {', '.join(ops) or 'none'}.")
+        if prof is not None and prof.backend not in (r.backend, "model"):
+            s.p(f"Note: the profile was calibrated on backend {prof.backend}, this file was measured on {r.backend}: "
+                "the model curves describe another system.")
         for f in fig_sweep.busbw_figures(r, prof, where, prefix, tmp):
             s.fig(f)
         if not r.collectives:

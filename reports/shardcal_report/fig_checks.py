@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Optional
 
 import numpy as np
 from matplotlib.lines import Line2D
@@ -85,6 +84,9 @@ def validate_figure(v, where: str, outdir: str) -> Figure:
                             capsize=2, lw=1, label=lab, alpha=0.85)
             handles.setdefault(lab, h)
             allv += [x, y]
+    if not allv:  # every plan priced +inf: nothing to place on the predicted axis
+        allv = [t["plans"][0]["median_us"] for t in v.transitions]
+        ax.text(0.5, 0.5, "no plan has a finite predicted time", transform=ax.transAxes, ha="center")
     lo, hi = min(allv) / 1.5, max(allv) * 1.5
     xs = np.array([lo, hi])
     (h,) = ax.plot(xs, xs, "k-", lw=1, label="predicted = measured")
@@ -124,7 +126,8 @@ def validate_figure(v, where: str, outdir: str) -> Figure:
         ax2.set_title(f"Regret: measured(chosen) / best measured\nmedian {med:.2f} (dashed), p95 {p95:.2f} (dotted)")
     ax2.set_yticks(yy, labels, fontsize=8)
     ax2.set_xlabel("regret (×, 1 = the chosen plan was the fastest)")
-    ax2.set_xlim(left=min(0.95, np.nanmin(reg) * 0.98) if len(reg) else 0.95)
+    fin_reg = reg[np.isfinite(reg)]
+    ax2.set_xlim(left=min(0.95, float(fin_reg.min()) * 0.98) if len(fin_reg) else 0.95)
 
     ax3 = fig.add_subplot(gs[2], sharey=ax2)
     sp_ = np.array([t["greedy_speedup"] if t["greedy_speedup"] is not None else np.nan for t in ts])
