@@ -161,7 +161,7 @@ def gate_figures(g: dict, where: str, outdir: str) -> list:
     pts = sorted(pts, key=lambda p: -p["ratio"])[:MAX_ROWS]
     if pts:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(15, 1.6 + 0.34 * len(pts)), sharey=True,
-                                     gridspec_kw={"width_ratios": [1, 1]})
+                                     layout="constrained")
         yy = np.arange(len(pts))[::-1]
         labels = [_short(p["label"], 60) for p in pts]
         a1.hlines(yy, [p["baseline_us"] for p in pts], [p["candidate_us"] for p in pts], color="0.7", lw=1.5)
@@ -172,8 +172,6 @@ def gate_figures(g: dict, where: str, outdir: str) -> list:
         a1.set_yticks(yy, labels, fontsize=8)
         a1.set_xlabel("median time (µs, log)")
         a1.set_title("Baseline vs candidate median")
-        a1.legend(loc="upper left", bbox_to_anchor=(0.0, -0.9 / (1.6 + 0.34 * len(pts)) - 0.02), ncol=2,
-                  frameon=False)
         r = np.array([p["ratio"] for p in pts])
         lo = np.array([p["ci_lo"] if p["ci_lo"] is not None else p["ratio"] for p in pts])
         hi = np.array([p["ci_hi"] if p["ci_hi"] is not None else p["ratio"] for p in pts])
@@ -192,13 +190,12 @@ def gate_figures(g: dict, where: str, outdir: str) -> list:
         a2.set_xlabel("candidate / baseline median (×, log), bootstrap CI")
         a2.set_title(f"Ratio per point; dashed: 1 + max slowdown = {thr:g}")
         used = OrderedDict((p["verdict"], VERDICT_COLOR.get(p["verdict"], "k")) for p in pts)
-        hs = [Line2D([], [], marker="o", ls="", color=c) for c in used.values()]
-        a2.legend(hs, list(used.keys()), loc="upper left",
-                  bbox_to_anchor=(0.0, -0.9 / (1.6 + 0.34 * len(pts)) - 0.02), ncol=4, frameon=False)
+        hs = [Line2D([], [], marker="o", ls="", color="0.35"), Line2D([], [], marker="D", ls="", color="tab:red")]
+        hs += [Line2D([], [], marker="o", ls="", color=c) for c in used.values()]
+        style.legend_below(fig, hs, ["baseline median", "candidate median"] + [f"verdict: {v}" for v in used],
+                           ncol=6)
         more = f"; worst {len(pts)} of {len(g['points'])} points" if len(g["points"]) > len(pts) else ""
-        fig.suptitle(f"Performance gate: verdict {g['verdict'].upper()} (exit {g['exit_code']}){more} — {where}",
-                     y=1.0)
-        fig.tight_layout()
+        fig.suptitle(f"Performance gate: verdict {g['verdict'].upper()} (exit {g['exit_code']}){more} — {where}")
         style.save(fig, f"{outdir}/gate.png")
         figs.append(Figure("gate.png", "gate: worst points",
                            "The gate's points with the largest candidate/baseline ratio, worst first. Left: the two "
