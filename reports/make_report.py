@@ -319,7 +319,13 @@ def main(argv=None) -> int:
         if os.path.lexists(out):
             old = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old-", dir=parent)
             os.rename(out, os.path.join(old, "r"))
-        os.rename(tmp, out)
+        try:
+            os.rename(tmp, out)
+        except OSError:
+            if old:  # put the previous report back
+                os.rename(os.path.join(old, "r"), out)
+                os.rmdir(old)
+            raise
         tmp = None
         if old:
             shutil.rmtree(old, ignore_errors=True)
