@@ -50,7 +50,11 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libeigen3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib python3-numpy python3-jsonschema
+  python3-scipy  # gate tests: reference Mann-Whitney U (tests/gate/scipy_reference.py)
 )
+# The emulated two-host cluster (scripts/emulate/two-hosts, test label `emulate`): ip, tc
+# (iproute2) and unshare (util-linux, essential in Debian).
+PACKAGES+=(iproute2 util-linux)
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
 [[ $WITH_SLURM == 1 ]] && PACKAGES+=(slurm-wlm munge)  # slurm: scripts/slurm/, docs/SLURM.md
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "profile_planner.hpp"
 #include "shardcal/error.hpp"
 #include "sweep/config.hpp"
 #include "sweep/results.hpp"
@@ -24,6 +25,8 @@ struct SweepCli {
   bool resume_anyway = false;
   bool quiet = false;
   bool check_only = false;
+  std::string profile;     // overrides the config's "profile"
+  int ranks_per_host = 0;  // 0 = from the hostnames
   std::string shard;  // "I/N"
 };
 
@@ -57,6 +60,8 @@ Runner add_sweep_command(CLI::App& app) {
       "  mpirun -np 4 shardbench sweep --backend mpi --config configs/local.json --out r.jsonl\n"
       "  shardbench sweep --backend sim --world 8 --config configs/local.json --out r.jsonl\n"
       "  shardbench sweep --backend mpi --config configs/local.json --resume r.jsonl\n"
+      "  shardbench sweep --backend sim --world 4 --config configs/local.json --out r.jsonl \\\n"
+      "      --profile configs/profiles/dtensor-default.json   (cost-based transition plans)\n"
       "Exit codes: 0 done, 1 wrong results, 2 bad input, 130/143 stopped by SIGINT/SIGTERM\n"
       "(the file stays valid; finish it with --resume).");
   opts->backend.add_to(*cmd);
@@ -70,6 +75,15 @@ Runner add_sweep_command(CLI::App& app) {
                 "With --resume: continue even if the file was measured by another build (git "
                 "revision, shardcal or library versions) or on other hosts; a new context record "
                 "is appended and the new points belong to it");
+  cmd->add_option("--profile", opts->profile,
+                  "Plan transitions with the cost-based planner priced by this calibrated profile "
+                  "(overrides the config's \"profile\"); without either, the greedy planner. The "
+                  "planner and profile (path, cluster, sha256) are recorded per point and are part "
+                  "of its key");
+  cmd->add_option("--ranks-per-host", opts->ranks_per_host,
+                  "With a profile: ranks per host the planner assumes (hosts = blocks of consecutive "
+                  "ranks); default from the ranks' hostnames (SHARDCAL_HOSTNAME)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", opts->quiet, "No progress output on stderr");
   cmd->add_option("--shard", opts->shard,
                   "I/N: run only the config's points whose index % N == I (0 <= I < N), e.g. one "
@@ -107,7 +121,11 @@ Runner add_sweep_command(CLI::App& app) {
     if (opts->check_only && sim) {  // no ranks needed to count points
       if (!arg_error.empty()) throw shardcal::Error(arg_error);
       if (opts->backend.world < 1) throw shardcal::Error("--validate-only with sim needs --world N");
-      const auto pts = sw::expand_points(sw::load_config(opts->config), opts->backend.world);
+      const sw::SweepConfig cfg = sw::load_config(opts->config);
+      const auto pts = sw::expand_points(cfg, opts->backend.world);
+      if (!opts->profile.empty() || !cfg.profile.empty())  // the profile must be readable too
+        (void)load_profile(!opts->profile.empty() ? opts->profile : cfg.profile,
+                           !opts->profile.empty() ? "--profile" : opts->config + ": /profile");
       std::cout << opts->config << ": ok, " << pts.size() << " points for " << opts->backend.world
                 << " ranks\n";
       return 0;
@@ -134,14 +152,24 @@ Runner add_sweep_command(CLI::App& app) {
             try {
               mine.config = sw::load_config(opts->config);
               n = sw::expand_points(mine.config, world.size()).size();
+              const std::string prof = !opts->profile.empty() ? opts->profile : mine.config.profile;
+              if (!prof.empty())
+                mine.planner = make_cost_planner(
+                    std::make_shared<const LoadedProfile>(load_profile(
+                        prof, !opts->profile.empty() ? "--profile" : opts->config + ": /profile")),
+                    opts->ranks_per_host);
+              else if (opts->ranks_per_host > 0)
+                error = "--ranks-per-host only applies with --profile (or a config \"profile\")";
             } catch (const std::exception& e) {
               error = e.what();
             }
           }
           sw::agree_on_input(world, error);
-          sw::check_same_job(world, mine.config.hash(), mode,
+          const std::string planned =
+              mode + ", planner " + mine.planner.describe(mine.planner.ranks_per_host).dump();
+          sw::check_same_job(world, mine.config.hash(), planned,
                              "config " + opts->config + " (hash " + mine.config.hash() + "), " +
-                                 mode);
+                                 planned);
           if (opts->check_only) {
             if (world.rank() == 0)
               std::cout << opts->config << ": ok, " << n << " points for " << world.size()

@@ -4,6 +4,8 @@
 // call to make, buffer sizes) is computed once in PlanWorkspace; execute_plan only packs, calls
 // the collectives and unpacks.
 #include <algorithm>
+#include <cstring>
+#include <limits>
 
 #include "shardcal/error.hpp"
 #include "shardcal/redistribute.hpp"
@@ -57,6 +59,28 @@ std::vector<std::size_t> displs_of(const std::vector<std::size_t>& counts) {
   return d;
 }
 
+// One element of the identity of `op` (max: -inf or the lowest value; min: +inf or the largest;
+// sum: 0) in dtype `dt`, as bytes. Avg has none (see StepKind::LocalEmbedPartial).
+std::vector<std::byte> identity_element(ReduceOp op, DType dt) {
+  std::vector<std::byte> b(dtype_size(dt), std::byte{0});
+  if (op == ReduceOp::Sum) return b;
+  if (op != ReduceOp::Max && op != ReduceOp::Min)
+    throw Error("local_embed_partial: P(" + std::string(reduce_op_name(op)) +
+                ") has no identity element to fill with; go through R (all_gather, local_partial)");
+  const bool mx = op == ReduceOp::Max;
+  auto put = [&](auto v) { std::memcpy(b.data(), &v, sizeof v); };
+  switch (dt) {
+    case DType::F32: put(mx ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity()); break;
+    case DType::F64: put(mx ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity()); break;
+    case DType::F16: put(std::uint16_t(mx ? 0xFC00u : 0x7C00u)); break;   // IEEE half -inf / +inf
+    case DType::BF16: put(std::uint16_t(mx ? 0xFF80u : 0x7F80u)); break;  // bfloat16 -inf / +inf
+    case DType::I32: put(mx ? std::numeric_limits<std::int32_t>::lowest() : std::numeric_limits<std::int32_t>::max()); break;
+    case DType::I64: put(mx ? std::numeric_limits<std::int64_t>::lowest() : std::numeric_limits<std::int64_t>::max()); break;
+    case DType::U8: put(mx ? std::uint8_t(0) : std::numeric_limits<std::uint8_t>::max()); break;
+  }
+  return b;
+}
+
 std::size_t total_of(const std::vector<std::size_t>& counts) {
   std::size_t t = 0;
   for (std::size_t c : counts) t += c;
@@ -79,7 +103,8 @@ struct StepExec {
   std::vector<Region> pack;    // in -> send buffer (reduce_scatter, all_to_all)
   std::vector<Region> unpack;  // recv buffer -> out (all_gather, all_to_all)
   bool direct = false;  // collective writes/reads the in/out blocks directly (no pack/unpack)
-  bool zero = false;    // local_partial(sum) off coordinate 0
+  bool zero = false;    // local_partial(sum) off coordinate 0; local_embed_partial(sum)
+  Buffer fill;          // local_embed_partial(max|min): the output block full of the identity
   Buffer send;          // packed send buffer
   Buffer recv;          // collective output before unpack
   Buffer result;        // this step's output block (unused for the last step: `out`)
@@ -192,6 +217,21 @@ StepExec prepare(const Step& st, const DeviceMesh& mesh, int rank, MemorySpace& 
       // Sum: the value lives on coordinate 0 only. Avg/max/min: every coordinate keeps it.
       e.zero = st.after.placement(st.mesh_dim).op == ReduceOp::Sum && me != 0;
       break;
+    case StepKind::LocalEmbedPartial: {
+      // Own shard into the unsplit block; the rest is the reduction's identity, written from a
+      // block prepared once here (fill_zero for sum and for identities that are all-zero bytes).
+      const ReduceOp op = st.after.placement(st.mesh_dim).op;
+      const std::vector<std::byte> id = identity_element(op, e.dtype);
+      e.zero = std::all_of(id.begin(), id.end(), [](std::byte b) { return b == std::byte{0}; });
+      if (!e.zero && e.out_bytes) {
+        std::vector<std::byte> host(e.out_bytes);
+        for (std::size_t o = 0; o < e.out_bytes; o += es) std::memcpy(host.data() + o, id.data(), es);
+        e.fill = Buffer(mem, e.out_bytes);
+        mem.copy_from_host(e.fill.data(), host.data(), host.size());
+      }
+      e.unpack.push_back(make_region(out_box, 0, in_box, 0, in_box, es));
+      break;
+    }
   }
   return e;
 }
@@ -227,6 +267,11 @@ void run_step(MeshCommunicator& mc, StepExec& e, const void* in, void* out) {
     case StepKind::LocalPartial:
       if (e.zero) mem.fill_zero(out, e.out_bytes);
       else if (e.out_bytes) mem.copy(out, in, e.out_bytes);
+      break;
+    case StepKind::LocalEmbedPartial:
+      if (e.zero) mem.fill_zero(out, e.out_bytes);
+      else if (e.out_bytes) mem.copy(out, e.fill.data(), e.out_bytes);
+      for (const Region& r : e.unpack) run_region(mem, r, out, in);
       break;
   }
 }

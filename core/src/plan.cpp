@@ -17,6 +17,7 @@ std::string step_kind_name(StepKind k) {
     case StepKind::AllToAll: return "all_to_all";
     case StepKind::LocalSlice: return "local_slice";
     case StepKind::LocalPartial: return "local_partial";
+    case StepKind::LocalEmbedPartial: return "local_embed_partial";
   }
   return "?";
 }
@@ -28,7 +29,8 @@ std::optional<Collective> step_collective(StepKind k) {
     case StepKind::ReduceScatter: return Collective::ReduceScatter;
     case StepKind::AllToAll: return Collective::AllToAll;
     case StepKind::LocalSlice:
-    case StepKind::LocalPartial: return std::nullopt;
+    case StepKind::LocalPartial:
+    case StepKind::LocalEmbedPartial: return std::nullopt;
   }
   return std::nullopt;
 }
@@ -57,7 +59,7 @@ std::string human_bytes(std::int64_t b) {
 }
 
 // The single step kind that changes placement `a` into `b` on one mesh dim (both canonical and
-// different); nullopt when none does (S -> P, P -> P(other op): through R).
+// different); nullopt when none does (S -> P(avg), P -> P(other op): through R).
 std::optional<StepKind> kind_for(const Placement& a, const Placement& b) {
   using K = Placement::Kind;
   if (a.kind == K::Shard && b.kind == K::Replicate) return StepKind::AllGather;
@@ -66,6 +68,8 @@ std::optional<StepKind> kind_for(const Placement& a, const Placement& b) {
   if (a.kind == K::Partial && b.kind == K::Shard) return StepKind::ReduceScatter;
   if (a.kind == K::Replicate && b.kind == K::Shard) return StepKind::LocalSlice;
   if (a.kind == K::Replicate && b.kind == K::Partial) return StepKind::LocalPartial;
+  if (a.kind == K::Shard && b.kind == K::Partial && b.op != ReduceOp::Avg)
+    return StepKind::LocalEmbedPartial;
   return std::nullopt;
 }
 
@@ -161,7 +165,7 @@ std::string step_problem(const Step& step) {
   const std::optional<StepKind> want = kind_for(pa, pb);
   if (!want)
     return "no single step goes from " + pa.to_string() + " to " + pb.to_string() +
-           " (S -> P and P -> P of another op go through R: two steps)";
+           " (S -> P(avg) and P -> P of another op go through R: two steps)";
   if (*want != step.kind)
     return pa.to_string() + " -> " + pb.to_string() + " is " + step_kind_name(*want) +
            ", not " + step_kind_name(step.kind);
@@ -262,7 +266,10 @@ class PlanBuilder {
   // Move mesh dim `i` from its current placement to `target` with one or two steps.
   void transition(int i, const Placement& target) {
     const Placement from = cur_.placement(i);
-    if (const std::optional<StepKind> k = kind_for(from, target)) return emit(i, *k, target);
+    // DTensor's order has no S -> P step: the greedy baseline keeps going through R.
+    const bool embed = from.is_shard() && target.is_partial();
+    if (const std::optional<StepKind> k = kind_for(from, target); k && !embed)
+      return emit(i, *k, target);
     // S -> P and P(op) -> P(other op) go through Replicate.
     if (target.is_partial()) {
       transition(i, Placement::replicate());

@@ -31,7 +31,8 @@ std::vector<std::int64_t> step_group_counts(const Step& step, int rank) {
       }
       break;
     case StepKind::LocalSlice:
-    case StepKind::LocalPartial: break;
+    case StepKind::LocalPartial:
+    case StepKind::LocalEmbedPartial: break;
   }
   return c;
 }

@@ -119,6 +119,7 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
   ctx["git_revision"] = git_revision();
   ctx["git_dirty"] = git_dirty() < 0 ? json(nullptr) : json(git_dirty() == 1);
   ctx["points_total"] = points_total;
+  ctx["planner"] = job.planner.describe(job.planner.resolve_ranks_per_host(topo));
   ctx["timing_method"] =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
       "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
@@ -205,6 +206,22 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
   // 2. Rank 0 prepares the file; everyone learns the outcome. Hostnames (or SHARDCAL_HOSTNAME,
   // to emulate hosts) tell which groups cross hosts, and go into the context record.
   const shardcal::Topology topo = shardcal::discover_topology(world);
+  // Transitions are planned now (pure, identical on every rank), so a plan that cannot be made
+  // is an input error before any file is touched; the planner is part of each point's key.
+  const int rph = job.planner.resolve_ranks_per_host(topo);
+  std::map<std::size_t, PlannedTransition> plans;
+  for (Point& p : points) {
+    if (!p.transition) continue;
+    p.planner = job.planner.key(rph);
+    try {
+      const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
+      const shardcal::TensorMeta meta{p.shape, p.dtype};
+      plans.emplace(p.index, job.planner.plan(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
+                                              shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta), rph));
+    } catch (const Error& e) {
+      throw InputError("planning " + p.label() + " with the " + job.planner.name + " planner: " + e.what());
+    }
+  }
   ResultsFile file;
   std::string status;
   if (root) {
@@ -241,6 +258,13 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
                       "\nresume on the same build and host shape, start a new sweep with --out, or pass "
                       "--resume-anyway to append a new context record and continue");
         }
+        // Transitions planned by another planner or profile are other points; never mixed.
+        const json file_planner = st.context.value("planner", json{{"name", "greedy"}});
+        if (file_planner != ctx["planner"])
+          throw Error("--resume " + job.out_path + ": the file's transitions were planned by " +
+                      file_planner.dump() + ", this run's by " + ctx["planner"].dump() +
+                      "; resume with the same --profile (or config \"profile\") and ranks per host, "
+                      "or start a new sweep with --out");
         std::map<std::string, std::size_t> by_key;
         for (const auto& p : points) by_key.emplace(p.key(), p.index);
         for (const auto& k : st.done_keys) {
@@ -353,7 +377,8 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       const shardcal::TensorMeta meta{p.shape, p.dtype};
       const shardcal::TensorSpec from(mesh, shardcal::parse_placements(p.from), meta);
       const shardcal::TensorSpec to(mesh, shardcal::parse_placements(p.to), meta);
-      const shardcal::Plan plan = shardcal::plan_redistribution(from, to);
+      const PlannedTransition& planned = plans.at(p.index);
+      const shardcal::Plan& plan = planned.plan;
       m = measure_transition(*mc, p, plan, cfg);
       if (m.abandoned) {
         stop_signal = m.signal;
@@ -369,13 +394,16 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
                      {"to", shardcal::placements_to_string(s.after.placements())}};
         step.update(step_traffic_json(tr));
         step["hosts_spanned"] = dims_span(mesh, {s.mesh_dim}, topo).hosts;
+        if (!planned.step_us.empty()) step["predicted_us"] = planned.step_us.at(steps.size());
         steps.push_back(std::move(step));
       }
       std::int64_t max_local = 0;
       for (int r = 0; r < mesh.size(); ++r)
         max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
       rec["transition"] = {{"from", p.from}, {"to", p.to}, {"from_given", p.from_given},
-                           {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps}};
+                           {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps},
+                           {"planner", job.planner.describe(rph)}};
+      if (job.planner.cost()) rec["transition"]["predicted_us"] = planned.total_us;
       rec["group_size"] = mesh.size();
       rec["groups"] = 1;
       std::vector<int> all_dims(std::size_t(mesh.ndim()));

@@ -16,6 +16,7 @@
 #include "shardcal/communicator.hpp"
 #include "shardcal/error.hpp"
 #include "sweep/config.hpp"
+#include "sweep/transition_planner.hpp"
 
 namespace shardbench::sweep {
 
@@ -43,6 +44,7 @@ struct SweepJob {
   int progress_tty = -1;  // -1: isatty(stderr)
   std::string command_line;
   std::vector<std::pair<std::string, std::string>> library_versions;
+  TransitionPlanner planner;  // greedy unless --profile / config "profile" (issue 9)
 };
 
 // Collective over world. Every rank passes its own input error ("" = none). Returns when no rank

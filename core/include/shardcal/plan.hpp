@@ -27,6 +27,13 @@ enum class StepKind : unsigned char {
   AllToAll,       // S(a) -> S(b), or S(d) -> S(d) with new sizes (all_to_all / all_to_allv)
   LocalSlice,     // R -> S           (no communication)
   LocalPartial,   // R -> P           (no communication: zero off coordinate 0 for sum)
+  // S -> P(sum|max|min) (no communication): each rank keeps its shard in a buffer of the
+  // unsplit extent and fills the rest with the reduction's identity (0 for sum; -inf / the
+  // lowest value for max; +inf / the largest value for min), so the group's reduction is the
+  // tensor exactly. Not for P(avg): the mean of one value and m-1 fillers is not the value
+  // (scaling by m is inexact in floating point and for integers). The cost-based planner uses
+  // it; plan_redistribution (the DTensor-style greedy) still goes S -> R -> P.
+  LocalEmbedPartial,
 };
 std::string step_kind_name(StepKind k);  // "all_gather", "local_slice", ...
 // The collective of the table (shardcal/collectives.hpp) a step runs; nullopt for local steps.
@@ -64,7 +71,8 @@ std::string state_key(const TensorSpec& spec);
 // Why the executor cannot run `step` (empty string when it can). Checks: the mesh dim exists and
 // has size > 1; `after` differs from `before` on that mesh dim only (by state); the kind is the
 // one for that placement change (S->R all_gather, P->R all_reduce, P->S reduce_scatter,
-// S->S all_to_all, R->S local_slice, R->P local_partial); no inner mesh dim (a later one)
+// S->S all_to_all, R->S local_slice, R->P local_partial, S->P(sum|max|min)
+// local_embed_partial); no inner mesh dim (a later one)
 // shards a tensor dim the step splits or joins (the group would hold interleaved pieces: gather
 // the inner dim first).
 std::string step_problem(const Step& step);

@@ -1,0 +1,50 @@
+#pragma once
+// Prices of plan steps from a calibrated profile: the bridge between the cost model
+// (profile.hpp) and the cost-based planner (shardcal/planner.hpp). Also used by the fitter's
+// transition composition (fit.cpp), so a transition is priced the same way everywhere.
+// docs/PLANNER.md "Costs".
+#include <string>
+
+#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/mesh.hpp"
+#include "shardcal/plan.hpp"
+#include "shardcal/planner.hpp"
+
+namespace shardcal::calib {
+
+// Local steps (local_slice, local_partial, local_embed_partial) have no model in a profile;
+// they are priced as a memory copy of what they write (the largest output block of any rank):
+// bytes / the copy bandwidth of the profile's memory space, plus kLocalStepUs (so that, of two
+// plans with the same collectives, the one with fewer local steps is cheaper).
+// docs/PLANNER.md "Local steps". Stated constants, not measured per machine:
+inline constexpr double kLocalCopyGBpsHost = 10.0;    // 1e9 B/s: one core's memcpy, DDR4/5
+inline constexpr double kLocalCopyGBpsCuda = 1000.0;  // 1e9 B/s: device-to-device, HBM
+inline constexpr double kLocalStepUs = 0.01;
+// The copy bandwidth used for a profile: kLocalCopyGBpsCuda when its memory is "cuda", else host.
+double local_copy_GBps(const Profile& p);
+
+struct StepPrice {
+  double time_us = 0;
+  Prediction prediction;  // model, segment, extrapolated, note (model null for local steps)
+  LinkClass link;
+};
+
+// Link class of a mesh dim: ranks laid out row-major over the mesh (last dim fastest), hosts of
+// `ranks_per_host` consecutive ranks (the last host may hold fewer). group_size = the extent;
+// hosts = the most hosts any group along the dim spans, ranks_per_host = group size / hosts; a
+// group spread unevenly over its hosts (3 ranks on 2 hosts) is priced as one rank per host
+// (hosts = group size: a ring over it is paced by inter-host links); concurrent_groups = groups x hosts spanned /
+// number of hosts, rounded, >= 1 (the results reader's rule). Throws Error for ranks_per_host < 1.
+LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_per_host);
+
+// Price of one step. Collective steps: predict() on the step's collective and link class with
+// the heaviest group's counts (uneven counts via the model's effective-size rule) and the
+// tensor's dtype. Local steps: the memory-copy rule above. Throws Error (from predict) when the
+// profile has no model for the step's collective.
+StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int ranks_per_host);
+
+// A StepCostFn for plan_cheapest: copies the profile. A step whose collective has no model is
+// priced +inf (never taken).
+StepCostFn profile_step_cost(const Profile& p, int ranks_per_host);
+
+}  // namespace shardcal::calib

@@ -1,0 +1,119 @@
+// Prices of plan steps from a calibrated profile (shardcal/calibrate/step_cost.hpp,
+// docs/PLANNER.md "Costs").
+#include "shardcal/calibrate/step_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "shardcal/error.hpp"
+
+namespace shardcal::calib {
+
+LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_per_host) {
+  if (ranks_per_host < 1)
+    throw Error("ranks per host = " + std::to_string(ranks_per_host) +
+                ": must be >= 1 (how many consecutive ranks share a host)");
+  if (mesh_dim < 0 || mesh_dim >= mesh.ndim())
+    throw Error("mesh dim " + std::to_string(mesh_dim) + " does not exist on mesh " +
+                mesh.to_string());
+  LinkClass lc;
+  lc.group_size = mesh.extent(mesh_dim);
+  const int n_hosts = (mesh.size() + ranks_per_host - 1) / ranks_per_host;
+  int groups = 0, max_hosts = 1;
+  for (int r = 0; r < mesh.size(); ++r) {
+    if (mesh.group_position(r, {mesh_dim}) != 0) continue;
+    ++groups;
+    std::set<int> on_host;
+    for (int q : mesh.group(r, {mesh_dim})) on_host.insert(q / ranks_per_host);
+    max_hosts = std::max(max_hosts, int(on_host.size()));
+  }
+  lc.hosts = max_hosts;
+  // A profile's classes put the same number of a group's ranks on each host. A group spread
+  // unevenly (3 ranks over 2 hosts) is priced as one rank per host: a ring over it is paced
+  // by its inter-host links.
+  if (lc.group_size % lc.hosts != 0) lc.hosts = lc.group_size;
+  lc.ranks_per_host = lc.group_size / lc.hosts;
+  const double c = double(groups) * double(lc.hosts) / double(std::max(1, n_hosts));
+  lc.concurrent_groups = std::max(1, int(std::lround(c)));
+  return lc;
+}
+
+namespace {
+
+// Largest bytes a local step writes on any rank (its output buffer).
+std::int64_t local_step_bytes(const Step& s) {
+  std::int64_t b = 0;
+  for (int r = 0; r < s.after.mesh().size(); ++r) b = std::max(b, s.after.local_nbytes(r));
+  return b;
+}
+
+}  // namespace
+
+double local_copy_GBps(const Profile& p) {
+  return p.memory == "cuda" ? kLocalCopyGBpsCuda : kLocalCopyGBpsHost;
+}
+
+namespace {
+
+StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t, const LinkClass& lc) {
+  StepPrice out;
+  out.link = lc;
+  if (!t.collective) {
+    const double bytes = double(local_step_bytes(s));
+    const double bw = local_copy_GBps(p);
+    out.time_us = bytes / (bw * 1e3) + kLocalStepUs;
+    out.prediction.time_us = out.time_us;
+    out.prediction.note = "local step: " + std::to_string(std::int64_t(bytes)) + " B at " +
+                          std::to_string(int(bw)) + " GB/s (" + p.memory + " memory copy) + " +
+                          std::to_string(kLocalStepUs) + " us";
+    return out;
+  }
+  out.prediction = predict(p, *t.collective, out.link, double(t.bytes), t.counts, int(t.elem_size),
+                           s.before.meta().dtype);
+  out.time_us = out.prediction.time_us;
+  return out;
+}
+
+// Link classes per (mesh, mesh dim), computed once per cost function.
+struct LinkMemo {
+  std::mutex mu;
+  std::map<std::pair<std::vector<int>, int>, LinkClass> map;
+  LinkClass get(const DeviceMesh& mesh, int dim, int rph) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto key = std::make_pair(mesh.shape(), dim);
+    auto it = map.find(key);
+    if (it != map.end()) return it->second;
+    const LinkClass lc = mesh_dim_link_class(mesh, dim, rph);
+    map.emplace(std::move(key), lc);
+    return lc;
+  }
+};
+
+}  // namespace
+
+StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int ranks_per_host) {
+  return price_with_link(p, s, t, mesh_dim_link_class(s.before.mesh(), s.mesh_dim, ranks_per_host));
+}
+
+StepCostFn profile_step_cost(const Profile& p, int ranks_per_host) {
+  if (ranks_per_host < 1)
+    throw Error("ranks per host = " + std::to_string(ranks_per_host) +
+                ": must be >= 1 (how many consecutive ranks share a host)");
+  auto prof = std::make_shared<const Profile>(p);
+  auto memo = std::make_shared<LinkMemo>();
+  return [prof, memo, ranks_per_host](const Step& s, const StepTraffic& t) -> double {
+    if (t.collective &&
+        std::none_of(prof->models.begin(), prof->models.end(),
+                     [&](const Model& m) { return m.collective == *t.collective; }))
+      return std::numeric_limits<double>::infinity();
+    return price_with_link(*prof, s, t, memo->get(s.before.mesh(), s.mesh_dim, ranks_per_host))
+        .time_us;
+  };
+}
+
+}  // namespace shardcal::calib

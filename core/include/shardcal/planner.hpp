@@ -1,0 +1,102 @@
+#pragma once
+// The cost-based planner (issue 9, docs/PLANNER.md): the cheapest plan under a caller's price
+// per step, by Dijkstra over canonical states (state_key) reached by legal_steps. Pure: no
+// communication, no dependency on the calibrate library (a profile's prices come in through
+// StepCostFn; shardcal/calibrate/step_cost.hpp builds one). Every rank computing the same
+// search with the same prices reaches the same plan.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shardcal/layout.hpp"
+#include "shardcal/plan.hpp"
+
+namespace shardcal {
+
+// Price of one step (any additive unit; the profile's is microseconds). +inf = never take it.
+// Must be >= 0 and not NaN (the search throws Error naming the step otherwise).
+using StepCostFn = std::function<double(const Step&, const StepTraffic&)>;
+
+struct CostedPlan {
+  Plan plan;
+  std::vector<double> step_cost;  // per step, same order as plan.steps
+  double total = 0;
+};
+
+struct SearchOptions {
+  int k = 1;                          // k cheapest distinct plans (>= 1)
+  std::size_t max_states = 200000;    // bound on distinct states visited: Error if exceeded
+};
+
+struct SearchResult {
+  CostedPlan best;                       // == alternatives[0]
+  std::vector<CostedPlan> alternatives;  // k cheapest distinct plans, cheapest first (incl. best)
+  std::size_t states_explored = 0;       // distinct canonical states the search expanded
+};
+
+// Dijkstra over canonical states (state_key) reached by legal_steps, with k-shortest paths by
+// state expansion (each state expanded at most k times, so the alternatives are the k cheapest
+// walks; walks that revisit a state are dropped, so plans are loop-free). Ties: lower total,
+// then fewer steps, then the lexicographically smaller sequence of (mesh dim, step kind,
+// target state key). The result passes validate_plan. Throws Error on mismatched specs, a
+// negative or NaN price, k < 1, more than max_states states, or no finite-cost plan.
+// from == to (same state): one empty plan of cost 0.
+SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const StepCostFn& cost,
+                           const SearchOptions& opt = {});
+
+// The greedy plan (plan_redistribution) priced with `cost`, for comparison.
+CostedPlan price_plan(const Plan& plan, const StepCostFn& cost);
+
+struct SearchGraph;  // states and priced edges of one (mesh, tensor, cost key) (planner.cpp)
+
+// Two levels of memo. (1) Search results per (source spec, target spec, cost key, options): a
+// repeated transition costs one hash lookup. (2) The searched graph per (mesh, shape, dtype, cost
+// key, partial ops of the endpoints, explicit target sizes): the states and the priced steps
+// between them, which are what a search spends its time on; a new transition on a known tensor
+// and mesh only runs Dijkstra over already-priced edges. The cost key names the cost function
+// (e.g. the profile's sha256 and the ranks per host: "sha256:...;rph=4"): entries are reused only
+// under the same key, so a caller that changes prices must change the key. Specs are compared by
+// serialize() (the caller's spelling), so a cached plan's endpoints are exactly the ones asked
+// for. Thread-safe (one search per graph at a time). When `capacity` results (or graphs) are
+// held, the next miss clears that level: simple and bounded.
+class PlanCache {
+ public:
+  explicit PlanCache(std::size_t capacity = 4096) : capacity_(capacity) {}
+  std::shared_ptr<const SearchResult> get(const TensorSpec& from, const TensorSpec& to,
+                                          const StepCostFn& cost, const std::string& cost_key,
+                                          const SearchOptions& opt = {});
+  std::size_t hits() const;
+  std::size_t misses() const;
+  std::size_t size() const;
+  void clear();          // both levels
+  void clear_results();  // level (1) only: the next get searches, over the kept graphs
+
+ private:
+  mutable std::mutex mu_;
+  std::size_t capacity_;
+  std::size_t hits_ = 0, misses_ = 0;
+  std::unordered_map<std::string, std::shared_ptr<const SearchResult>> map_;
+  std::unordered_map<std::string, std::shared_ptr<SearchGraph>> graphs_;
+};
+
+// ---- Nested sharding: bytes a rank receives vs what it must receive ----------------------------
+
+// Per rank: bytes received from other ranks over the whole plan (sum over steps of what that
+// rank receives, counted as direct pairwise exchanges like StepTraffic::max_recv_bytes), and the
+// lower bound: the bytes of the rank's target block that its source block does not hold
+// (0 when the source holds a Partial on some mesh dim: then everything reduced is new data,
+// and the bound is the target block's bytes).
+struct RecvReport {
+  std::vector<std::int64_t> received;   // per rank
+  std::vector<std::int64_t> lower_bound;
+  std::int64_t max_received = 0;
+  std::int64_t max_lower_bound = 0;
+};
+RecvReport recv_report(const Plan& plan);
+
+}  // namespace shardcal

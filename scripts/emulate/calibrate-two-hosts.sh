@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# scripts/emulate/calibrate-two-hosts.sh - ground truth for calibration: sweep + calibrate the
+# emulated two-host cluster at known link rates and check the fitted inter-host bandwidth
+# against each rate (docs/EMULATION.md).
+set -Eeuo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+
+usage() {
+  cat <<'EOF'
+Usage: bash scripts/emulate/calibrate-two-hosts.sh [--rates "100mbit 400mbit"] [--out DIR]
+         [--build-dir DIR] [--config FILE] [--tolerance 0.10] [--name NAME] [--help]
+
+For each rate: shapes the emulated two-host cluster (scripts/emulate/two-hosts: 2 hosts x 2
+ranks, veth shaped by tc tbf) to that rate, sweeps a 2x2 mesh (dim 0 = inter-host, dim 1 =
+intra-host) with FILE, fits a profile (shardbench calibrate) and checks it
+(scripts/emulate/check_profile.py): the one-way collectives' inter-host bandwidth within
+--tolerance of the rate's expected bus bandwidth (TCP/IP overhead and sharing by the two
+concurrent groups accounted, docs/EMULATION.md), and intra-host >= 5x inter-host bandwidth.
+Needs root. The emulation is removed at the end, also on failure or Ctrl-C.
+
+Options:
+  --rates LIST     tbf rates, tc syntax, space separated (default: "100mbit 400mbit")
+  --out DIR        output directory (default: out/emulate)
+  --build-dir DIR  where shardbench was built (default: build; uses DIR/bin/shardbench)
+  --config FILE    sweep config (default: configs/emulate/two-hosts.json)
+  --tolerance X    relative tolerance of the bandwidth check (default: 0.10)
+  --name NAME      emulation instance name (default: sccal)
+  --help           this help
+
+Outputs, per rate R under DIR/R/: sweep.jsonl (results), profile.json, calibration.txt
+(quality table), check.txt / check.json (verdicts); DIR/summary.md (one table over the rates);
+DIR/report/ when reports/make_report.py exists. Takes about 1.5 min per rate at 100 Mbit/s
+(less at higher rates). Exit 0 every check passed, 1 a check failed, 2 bad input or a failed
+step.
+EOF
+}
+
+die() { echo "calibrate-two-hosts: $*" >&2; exit 2; }
+need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+RATES="100mbit 400mbit"
+OUT=out/emulate
+BUILD_DIR=build
+CONFIG=configs/emulate/two-hosts.json
+TOL=0.10
+NAME=sccal
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rates) need_arg "$@"; RATES=$2; shift ;;
+    --out) need_arg "$@"; OUT=$2; shift ;;
+    --build-dir) need_arg "$@"; BUILD_DIR=$2; shift ;;
+    --config) need_arg "$@"; CONFIG=$2; shift ;;
+    --tolerance) need_arg "$@"; TOL=$2; shift ;;
+    --name) need_arg "$@"; NAME=$2; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+  shift
+done
+SB=$BUILD_DIR/bin/shardbench
+[[ -x $SB ]] || die "$SB not found: build it first (cmake --build $BUILD_DIR --target shardbench)"
+[[ -f $CONFIG ]] || die "config $CONFIG not found"
+[[ $(id -u) == 0 ]] || die "needs root (network namespaces): run as root or with sudo"
+read -r -a rates <<<"$RATES"
+[[ ${#rates[@]} -ge 1 ]] || die "--rates is empty"
+for r in "${rates[@]}"; do
+  [[ $r =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "--rates: '$r' is not a tc rate (e.g. 200mbit)"
+done
+"$SB" sweep --backend sim --world 4 --config "$CONFIG" --validate-only >/dev/null ||
+  die "sweep config $CONFIG is invalid for 4 ranks (see above)"
+
+EMU=(scripts/emulate/two-hosts --name "$NAME")
+mkdir -p "$OUT"
+"${EMU[@]}" --rate "${rates[0]}" start
+trap '"${EMU[@]}" stop >/dev/null || echo "calibrate-two-hosts: WARNING: stop failed; run ${EMU[*]} stop" >&2' EXIT
+trap 'exit 130' INT TERM
+
+status=0
+for r in "${rates[@]}"; do
+  d=$OUT/$r
+  mkdir -p "$d"
+  "${EMU[@]}" rate "$r"
+  echo "== $r: sweep ($CONFIG) on 2 emulated hosts x 2 ranks, $(uptime | sed 's/.*load/load/')"
+  t0=$SECONDS
+  "${EMU[@]}" run -- -np 4 "$SB" sweep --backend mpi --quiet --config "$CONFIG" --out "$d/sweep.jsonl" </dev/null ||
+    die "sweep at $r failed"
+  echo "   sweep took $((SECONDS - t0)) s"
+  "$SB" calibrate --results "$d/sweep.jsonl" --out "$d/profile.json" --name "emulated-2hosts-$r" \
+    >"$d/calibration.txt" || die "calibrate at $r failed (see $d/calibration.txt)"
+  rc=0
+  /usr/bin/python3 scripts/emulate/check_profile.py --profile "$d/profile.json" --rate "$r" \
+    --tolerance "$TOL" --out "$d/check.json" >"$d/check.txt" || rc=$?
+  cat "$d/check.txt"
+  ((rc == 2)) && die "check at $r: bad input (see above)"
+  ((rc != 0)) && status=1
+done
+
+# One table over the rates (atomically).
+tmp=$(mktemp "$OUT/.summary.XXXXXX")
+/usr/bin/python3 - "$OUT" "${rates[@]}" >"$tmp" <<'EOF'
+import json, sys
+out, rates = sys.argv[1], sys.argv[2:]
+print("| rate | expected busbw/group MB/s | broadcast | scatter | gather | recovered (median) | all_gather | all_to_all | all_reduce | reduce_scatter | verdict |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for r in rates:
+    c = json.load(open(f"{out}/{r}/check.json"))
+    by = {x["collective"]: x for x in c["collectives"]}
+    cell = lambda k: (f"{by[k]['inter_GBps']*1e3:.2f} ({by[k]['ratio']:.3f}x)" if k in by else "-")
+    print(f"| {r} | {c['expected_GBps']*1e3:.3f} | {cell('broadcast')} | {cell('scatter')} | {cell('gather')} | "
+          f"{c['recovered_link_GBps']*1e3:.2f} ({c['recovered_ratio']:.3f}x) | {cell('all_gather')} | "
+          f"{cell('all_to_all')} | {cell('all_reduce')} | {cell('reduce_scatter')} | {c['verdict']} |")
+EOF
+mv -f "$tmp" "$OUT/summary.md"
+echo "== summary ($OUT/summary.md)"
+cat "$OUT/summary.md"
+
+if [[ -f reports/make_report.py ]]; then
+  results=()
+  for r in "${rates[@]}"; do results+=("$OUT/$r/sweep.jsonl"); done
+  /usr/bin/python3 reports/make_report.py --out "$OUT/report" "${results[@]}" \
+    --profile "$OUT/${rates[-1]}/profile.json" --title "Emulated two-host cluster (${rates[*]})" ||
+    echo "calibrate-two-hosts: report failed (results stay in $OUT)" >&2
+else
+  echo "report skipped: reports/make_report.py missing"
+fi
+exit "$status"
