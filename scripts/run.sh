@@ -4,8 +4,8 @@
 # Today: setup -> Release build -> `shardbench info` -> verified redistributions on the rank
 # simulator and on local MPI ranks (when the MPI backend is built), with their plans and --dump
 # output -> a quick benchmark sweep on 4 local ranks (configs/local.json).
-# -> a calibrated cost-model profile from that sweep (out/profile.json).
-# Coming (marked TODO below): report with plots.
+# -> a calibrated cost-model profile from that sweep (out/profile.json)
+# -> a report with plots of the sweep and the fit (out/report/index.html, reports/make_report.py).
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,7 +20,8 @@ The main job: installs dependencies (scripts/setup.sh, apt-get), builds Release
 shardbench: `info`, a set of redistributions on the rank simulator and on local MPI ranks
 (when the MPI backend is built), each verified element by element against the reference, and
 a quick benchmark sweep (configs/local.json) on 4 local ranks, and calibrates a cost-model
-profile from that sweep (`shardbench calibrate`, docs/CALIBRATION.md).
+profile from that sweep (`shardbench calibrate`, docs/CALIBRATION.md), and ends with a report
+(plots + summary) of both (reports/make_report.py, docs/REPORTS.md).
 
 Options:
   --out DIR        output directory (default: out/); see "Outputs" below
@@ -40,7 +41,8 @@ Outputs (under --out):
   profile.json                 calibrated cost model (shardcal.profile v1, docs/PROFILE_FORMAT.md)
   calibration.txt              its quality table: MAPE, max error, holdout MAPE per model,
                                uneven effective-size comparison, transition composition error
-Coming: report/ (plots).
+  report/index.html            the report: figures (report/*.png) with captions, fit table;
+                               report/summary.md has the key numbers (reports/make_report.py)
 EOF
 }
 
@@ -141,7 +143,7 @@ fi
 
 step 6 "sweep on local ranks (configs/local.json) -> $OUT/sweep/local.jsonl"
 # Timings from a shared or oversubscribed machine only show that the pipeline works; calibrate on
-# the real cluster (scripts/slurm/, coming).
+# the real cluster (scripts/slurm/calibrate.sbatch, docs/SLURM.md).
 mkdir -p "$OUT/sweep"
 if [[ $HAVE_MPI == 1 ]]; then
   echo "mpirun -np 4 $SB sweep --backend mpi --config configs/local.json --out $OUT/sweep/local.jsonl"
@@ -161,8 +163,15 @@ echo "$SB calibrate --results $OUT/sweep/local.jsonl --out $OUT/profile.json --n
 "$SB" calibrate --results "$OUT/sweep/local.jsonl" --out "$OUT/profile.json" --name local |
   tee "$OUT/calibration.txt"
 
-step 8 "report with plots (coming)"
-# TODO(report): $PYTHON reports/<generator>.py $OUT/sweep $OUT/profile.json -> $OUT/report/
-echo "not implemented yet"
+step 8 "report with plots -> $OUT/report/index.html"
+# reports/make_report.py (docs/REPORTS.md): bus bandwidth vs size with the fitted model, residuals,
+# even vs uneven shards, transition heatmap; written to a temp dir and renamed into place.
+if [[ -f reports/make_report.py ]]; then
+  echo "$PYTHON reports/make_report.py --out $OUT/report $OUT/sweep/local.jsonl --profile $OUT/profile.json"
+  "$PYTHON" reports/make_report.py --out "$OUT/report" "$OUT/sweep/local.jsonl" --profile "$OUT/profile.json"
+  echo "    open $OUT/report/index.html (key numbers: $OUT/report/summary.md)"
+else
+  echo "report skipped: reports/make_report.py missing"
+fi
 
 printf '\n==> done in %dm%02ds; outputs in %s/\n' $((SECONDS / 60)) $((SECONDS % 60)) "$OUT"

@@ -9,7 +9,7 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: bash scripts/setup.sh [--with-mpich] [--dev-tools] [--force] [--help]
+Usage: bash scripts/setup.sh [--with-mpich] [--with-slurm] [--dev-tools] [--force] [--help]
 
 Installs the Debian packages needed to build, test and run shardcal (apt-get, as root or via
 sudo). Runs `apt-get update` first whenever something has to be installed.
@@ -17,6 +17,9 @@ sudo). Runs `apt-get update` first whenever something has to be installed.
   --with-mpich  also install libmpich-dev (MPICH, for the build-only MPICH check of
                 scripts/test.sh). OpenMPI stays the default `mpicc`/`mpirun`: Debian gives
                 OpenMPI alternative priority 50 and MPICH 40.
+  --with-slurm  also install slurm-wlm and munge, for scripts/slurm/local-cluster and the
+                Slurm end-to-end test (ctest label slurm; scripts/test.sh passes this flag).
+                Daemons are not configured system-wide: local-cluster runs its own.
   --dev-tools   also install clang-format and clang-tidy (developer tools, not needed by CI)
   --force       run apt-get update + install even when every package is already installed
   --help        show this help
@@ -24,11 +27,13 @@ EOF
 }
 
 WITH_MPICH=0
+WITH_SLURM=0
 DEV_TOOLS=0
 FORCE=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --with-mpich) WITH_MPICH=1 ;;
+    --with-slurm) WITH_SLURM=1 ;;
     --dev-tools) DEV_TOOLS=1 ;;
     --force) FORCE=1 ;;
     -h | --help) usage; exit 0 ;;
@@ -45,11 +50,13 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libeigen3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib python3-numpy python3-jsonschema
+  python3-scipy  # gate tests: reference Mann-Whitney U (tests/gate/scipy_reference.py)
 )
 # The emulated two-host cluster (scripts/emulate/two-hosts, test label `emulate`): ip, tc
 # (iproute2) and unshare (util-linux, essential in Debian).
 PACKAGES+=(iproute2 util-linux)
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
+[[ $WITH_SLURM == 1 ]] && PACKAGES+=(slurm-wlm munge)  # slurm: scripts/slurm/, docs/SLURM.md
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)
 
 if [[ ! -r /etc/debian_version ]]; then

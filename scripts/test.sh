@@ -303,6 +303,7 @@ if [[ $DO_SETUP == 1 ]]; then
   banner "[setup] bash scripts/setup.sh"
   setup_args=()
   wanted mpich && setup_args+=(--with-mpich)
+  wanted release && setup_args+=(--with-slurm)  # the Slurm e2e test (label slurm) needs it
   t0=$SECONDS
   if ! bash scripts/setup.sh "${setup_args[@]}"; then
     echo "test.sh: step 'setup' failed (scripts/setup.sh); nothing was built" >&2

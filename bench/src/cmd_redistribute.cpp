@@ -2,14 +2,18 @@
 // either dump every rank's block (--dump) or verify against the reference (default).
 #include <cmath>
 #include <iostream>
+#include <memory>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "profile_planner.hpp"
 #include "shardcal/check.hpp"
 #include "shardcal/comm_util.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/redistribute.hpp"
+#include "shardcal/topology.hpp"
 
 namespace shardbench {
 
@@ -20,6 +24,8 @@ struct RedistributeArgs {
   std::string mesh, shape, dtype = "f32", from, to;
   bool dump = false, plan_only = false, no_check = false;
   int root = 0;
+  std::string profile;     // cost-based planner (issue 9); "" = greedy
+  int ranks_per_host = 0;  // 0 = from the hostnames (--plan: every rank on one host)
 };
 
 nlohmann::json values_json(shardcal::DType t, const std::vector<std::byte>& bytes) {
@@ -41,9 +47,26 @@ int run(const RedistributeArgs& a) {
   const shardcal::TensorMeta meta{shardcal::parse_shape(a.shape), shardcal::parse_dtype(a.dtype)};
   const shardcal::TensorSpec from(mesh, shardcal::parse_placements(a.from), meta);
   const shardcal::TensorSpec to(mesh, shardcal::parse_placements(a.to), meta);
-  const shardcal::Plan plan = shardcal::plan_redistribution(from, to);
-  if (a.plan_only) {
-    std::cout << plan.to_string() << "\n";
+  sweep::TransitionPlanner planner;  // greedy
+  if (!a.profile.empty())
+    planner = make_cost_planner(std::make_shared<const LoadedProfile>(load_profile(a.profile, "--profile")),
+                                a.ranks_per_host);
+  else if (a.ranks_per_host > 0)
+    throw shardcal::Error("--ranks-per-host only applies with --profile");
+  // Which planner made the plan, with the predicted time when the profile priced it.
+  auto planner_line = [&](const sweep::PlannedTransition& pt, int rph) {
+    std::ostringstream os;
+    os << "planner: " << planner.name;
+    if (planner.cost())
+      os << " (profile " << a.profile << ", cluster " << planner.profile.value("cluster", "") << ", sha256 "
+         << planner.profile.value("sha256", "").substr(0, 12) << ", " << rph
+         << " ranks per host), predicted " << pt.total_us << " us";
+    return os.str();
+  };
+  if (a.plan_only) {  // no communication: ranks per host from the option, else all on one host
+    const int rph = a.ranks_per_host > 0 ? a.ranks_per_host : mesh.size();
+    const sweep::PlannedTransition pt = planner.plan(from, to, rph);
+    std::cout << pt.plan.to_string() << "\n" << planner_line(pt, rph) << "\n";
     return 0;
   }
   shardcal::LaunchOptions lo = a.backend.launch_options();
@@ -56,6 +79,12 @@ int run(const RedistributeArgs& a) {
       shardcal::check_same_spec(world, "redistribute --from", from.hash(), from.serialize());
       shardcal::check_same_spec(world, "redistribute --to", to.hash(), to.serialize());
     }
+    // Hostnames only matter to the cost planner (and need an all-gather, so only then).
+    const int rph = planner.cost() && a.ranks_per_host == 0
+                        ? planner.resolve_ranks_per_host(shardcal::discover_topology(world))
+                        : a.ranks_per_host;
+    const sweep::PlannedTransition planned = planner.plan(from, to, rph);  // same on every rank
+    const shardcal::Plan& plan = planned.plan;
     shardcal::MeshCommunicator mc(mesh, world);
     if (a.root < 0 || a.root >= world.size())
       throw shardcal::Error("--root " + std::to_string(a.root) + " outside the world of " +
@@ -100,7 +129,7 @@ int run(const RedistributeArgs& a) {
                 << mesh.to_string() << " (" << world.backend() << ", " << world.size()
                 << " ranks), tensor [" << a.shape << "] " << a.dtype << ": " << total
                 << " wrong element(s)" << (bad_ranks.empty() ? "" : " on ranks " + bad_ranks)
-                << "\nplan: " << plan.to_string() << "\n";
+                << "\nplan: " << plan.to_string() << "\n" << planner_line(planned, rph) << "\n";
       exit_code = total == 0 ? 0 : 1;
     }
   });
@@ -135,6 +164,14 @@ Runner add_redistribute_command(CLI::App& app) {
   cmd->add_flag("--no-check", args->no_check,
                 "Skip the cross-rank check that every rank was given the same mesh, shape, dtype and "
                 "placements (one hash all-gather; on by default)");
+  cmd->add_option("--profile", args->profile,
+                  "Plan with the cost-based planner (cheapest plan under this calibrated profile, "
+                  "e.g. configs/profiles/dtensor-default.json) instead of the greedy rule-based one");
+  cmd->add_option("--ranks-per-host", args->ranks_per_host,
+                  "With --profile: ranks per host the planner assumes (hosts = blocks of consecutive "
+                  "ranks); default from the ranks' hostnames (SHARDCAL_HOSTNAME), with --plan all "
+                  "ranks on one host")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--root", args->root, "Rank that holds the global tensor and scatters it")->capture_default_str();
   return [args]() { return run(*args); };
 }

@@ -1,10 +1,13 @@
 // `shardbench sweep`: benchmark collectives along mesh dims and placement transitions over a
 // configured grid of meshes, sizes, dtypes and shard distributions (issue 4).
 #include <atomic>
+#include <string>
+#include <utility>
 #include <cstdio>
 #include <iostream>
 
 #include "commands.hpp"
+#include "profile_planner.hpp"
 #include "shardcal/error.hpp"
 #include "sweep/config.hpp"
 #include "sweep/results.hpp"
@@ -22,7 +25,25 @@ struct SweepCli {
   bool resume_anyway = false;
   bool quiet = false;
   bool check_only = false;
+  std::string profile;     // overrides the config's "profile"
+  int ranks_per_host = 0;  // 0 = from the hostnames
+  std::string shard;  // "I/N"
 };
+
+// "I/N" -> {I, N}; {-1, 0} when malformed (reported as an input error on every rank).
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos) return {-1, 0};
+  try {
+    std::size_t a = 0, b = 0;
+    const int i = std::stoi(text.substr(0, slash), &a);
+    const int n = std::stoi(text.substr(slash + 1), &b);
+    if (a != slash || b != text.size() - slash - 1 || n < 1 || i < 0 || i >= n) return {-1, 0};
+    return {i, n};
+  } catch (const std::exception&) {
+    return {-1, 0};
+  }
+}
 }  // namespace
 
 Runner add_sweep_command(CLI::App& app) {
@@ -39,6 +60,8 @@ Runner add_sweep_command(CLI::App& app) {
       "  mpirun -np 4 shardbench sweep --backend mpi --config configs/local.json --out r.jsonl\n"
       "  shardbench sweep --backend sim --world 8 --config configs/local.json --out r.jsonl\n"
       "  shardbench sweep --backend mpi --config configs/local.json --resume r.jsonl\n"
+      "  shardbench sweep --backend sim --world 4 --config configs/local.json --out r.jsonl \\\n"
+      "      --profile configs/profiles/dtensor-default.json   (cost-based transition plans)\n"
       "Exit codes: 0 done, 1 wrong results, 2 bad input, 130/143 stopped by SIGINT/SIGTERM\n"
       "(the file stays valid; finish it with --resume).");
   opts->backend.add_to(*cmd);
@@ -52,7 +75,20 @@ Runner add_sweep_command(CLI::App& app) {
                 "With --resume: continue even if the file was measured by another build (git "
                 "revision, shardcal or library versions) or on other hosts; a new context record "
                 "is appended and the new points belong to it");
+  cmd->add_option("--profile", opts->profile,
+                  "Plan transitions with the cost-based planner priced by this calibrated profile "
+                  "(overrides the config's \"profile\"); without either, the greedy planner. The "
+                  "planner and profile (path, cluster, sha256) are recorded per point and are part "
+                  "of its key");
+  cmd->add_option("--ranks-per-host", opts->ranks_per_host,
+                  "With a profile: ranks per host the planner assumes (hosts = blocks of consecutive "
+                  "ranks); default from the ranks' hostnames (SHARDCAL_HOSTNAME)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", opts->quiet, "No progress output on stderr");
+  cmd->add_option("--shard", opts->shard,
+                  "I/N: run only the config's points whose index % N == I (0 <= I < N), e.g. one "
+                  "Slurm array task each (scripts/slurm/calibrate-array.sbatch); the N files "
+                  "together hold every point once");
   cmd->add_flag("--validate-only", opts->check_only,
                 "Check the config (for --world ranks, or the launcher's) and print the number of "
                 "points; no communication, no file");
@@ -64,6 +100,7 @@ Runner add_sweep_command(CLI::App& app) {
     job.resume_anyway = opts->resume_anyway;
     job.out_path = job.resume ? opts->resume : opts->out;
     job.quiet = opts->quiet;
+    const auto [shard_i, shard_n] = opts->shard.empty() ? std::pair<int, int>{0, 1} : parse_shard(opts->shard);
     job.command_line = sw::process_command_line();
     job.library_versions = shardcal::library_versions();
     // Problems with the options themselves. Under MPI every rank has its own command line, so
@@ -76,20 +113,29 @@ Runner add_sweep_command(CLI::App& app) {
                   " name different files; --resume appends to its file, drop --out";
     else if (opts->resume_anyway && opts->resume.empty())
       arg_error = "--resume-anyway only applies to --resume FILE";
+    else if (shard_n == 0)
+      arg_error = "--shard " + opts->shard + ": expected I/N with integers 0 <= I < N (e.g. 0/4)";
+    job.shard_index = shard_n == 0 ? 0 : shard_i;
+    job.shard_count = shard_n == 0 ? 1 : shard_n;
     const bool sim = opts->backend.backend == "sim";
     if (opts->check_only && sim) {  // no ranks needed to count points
       if (!arg_error.empty()) throw shardcal::Error(arg_error);
       if (opts->backend.world < 1) throw shardcal::Error("--validate-only with sim needs --world N");
-      const auto pts = sw::expand_points(sw::load_config(opts->config), opts->backend.world);
+      const sw::SweepConfig cfg = sw::load_config(opts->config);
+      const auto pts = sw::expand_points(cfg, opts->backend.world);
+      if (!opts->profile.empty() || !cfg.profile.empty())  // the profile must be readable too
+        (void)load_profile(!opts->profile.empty() ? opts->profile : cfg.profile,
+                           !opts->profile.empty() ? "--profile" : opts->config + ": /profile");
       std::cout << opts->config << ": ok, " << pts.size() << " points for " << opts->backend.world
                 << " ranks\n";
       return 0;
     }
     // What every rank must agree on besides the config: the mode of the run.
-    const std::string mode = opts->check_only ? "--validate-only"
+    const std::string mode = (job.shard_count > 1 ? "--shard " + opts->shard + " " : std::string()) +
+                             (opts->check_only ? "--validate-only"
                              : job.resume     ? (job.resume_anyway ? "--resume --resume-anyway"
                                                                    : "--resume")
-                                              : "--out";
+                                              : "--out");
     std::atomic<int> code{0};
     sw::install_stop_handlers();
     try {
@@ -106,14 +152,24 @@ Runner add_sweep_command(CLI::App& app) {
             try {
               mine.config = sw::load_config(opts->config);
               n = sw::expand_points(mine.config, world.size()).size();
+              const std::string prof = !opts->profile.empty() ? opts->profile : mine.config.profile;
+              if (!prof.empty())
+                mine.planner = make_cost_planner(
+                    std::make_shared<const LoadedProfile>(load_profile(
+                        prof, !opts->profile.empty() ? "--profile" : opts->config + ": /profile")),
+                    opts->ranks_per_host);
+              else if (opts->ranks_per_host > 0)
+                error = "--ranks-per-host only applies with --profile (or a config \"profile\")";
             } catch (const std::exception& e) {
               error = e.what();
             }
           }
           sw::agree_on_input(world, error);
-          sw::check_same_job(world, mine.config.hash(), mode,
+          const std::string planned =
+              mode + ", planner " + mine.planner.describe(mine.planner.ranks_per_host).dump();
+          sw::check_same_job(world, mine.config.hash(), planned,
                              "config " + opts->config + " (hash " + mine.config.hash() + "), " +
-                                 mode);
+                                 planned);
           if (opts->check_only) {
             if (world.rank() == 0)
               std::cout << opts->config << ": ok, " << n << " points for " << world.size()

@@ -16,6 +16,9 @@ Runner add_info_command(CLI::App& app);
 Runner add_sweep_command(CLI::App& app);
 Runner add_calibrate_command(CLI::App& app);
 Runner add_predict_command(CLI::App& app);  // calibrate/ profile -> predicted time
+Runner add_plan_command(CLI::App& app);     // cost-based planner (docs/PLANNER.md)
+Runner add_validate_command(CLI::App& app);  // cost planner's choices vs measurement
+Runner add_gate_command(CLI::App& app);     // gate/ statistical regression gate
 
 // --backend/--world/--timeout, shared by every subcommand that communicates.
 struct BackendOptions {

@@ -43,10 +43,17 @@ int main(int argc, char** argv) {
   add(shardbench::add_sweep_command);
   add(shardbench::add_calibrate_command);
   add(shardbench::add_predict_command);
+  add(shardbench::add_plan_command);
+  add(shardbench::add_validate_command);
+  add(shardbench::add_gate_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help / --version exit 0; a bad command line is bad input: exit 2 like every other input
+    // error (CLI11's own codes, e.g. 106 for a missing option, would collide with nothing we
+    // document; `shardbench gate` promises 2 for bad input to CI scripts).
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
   }
   try {
     for (auto& [cmd, run] : runners)

@@ -182,6 +182,7 @@ ResultSet read_results(const std::vector<std::string>& paths) {
                           "each backend's results separately");
         }
         info.contexts.push_back(context_summary(rec));
+        info.context_records.push_back(rec);
         have_ctx = true;
         continue;
       }
@@ -190,9 +191,11 @@ ResultSet read_results(const std::vector<std::string>& paths) {
         fail(where, "a point record before any context record; line 1 of a sweep results file "
                     "is its context record");
       ++rs.point_records;
+      const std::string key = str_field(rec, "key", where);
       const json& wrong = field(rec, "wrong", where);
       if (wrong.is_number() && wrong.get<double>() > 0) {
         ++rs.skipped_wrong;
+        rs.skipped.push_back({where, key, "wrong = " + wrong.dump()});
         continue;
       }
       const json& params = field(rec, "point", where);
@@ -212,12 +215,14 @@ ResultSet read_results(const std::vector<std::string>& paths) {
       }
       if (s.empty() || bad) {
         ++rs.skipped_failed;
+        rs.skipped.push_back({where, key, "no samples or a non-positive sample"});
         continue;
       }
       const double med = median_of(s);
       if (kind == "collective") {
         CollectivePoint p;
         p.where = where;
+        p.key = key;
         const std::string op = str_field(rec, "collective", where);
         auto c = find_collective(op);
         if (!c) fail(where, "unknown collective \"" + op + "\"");
@@ -245,12 +250,17 @@ ResultSet read_results(const std::vector<std::string>& paths) {
         p.uneven = !p.counts.empty() &&
                    std::adjacent_find(p.counts.begin(), p.counts.end(),
                                       std::not_equal_to<>()) != p.counts.end();
+        p.label = op + " mesh=" + str_field(params, "mesh", where) +
+                  " dim=" + std::to_string(int_field(params, "mesh_dim", where)) + " " +
+                  std::string(dtype_name(dtype)) + " " + p.distribution + " " + mode + " " +
+                  std::to_string(std::llround(p.bytes)) + " B";
         p.samples_s = std::move(s);
         p.median_s = med;
         rs.collectives.push_back(std::move(p));
       } else if (kind == "transition") {
         TransitionPoint t;
         t.where = where;
+        t.key = key;
         t.dtype = dtype;
         t.mode = mode;
         t.median_s = med;
@@ -305,6 +315,7 @@ ResultSet read_results(const std::vector<std::string>& paths) {
           }
           t.steps.push_back(std::move(step));
         }
+        t.samples_s = std::move(s);
         rs.transitions.push_back(std::move(t));
       }
     }

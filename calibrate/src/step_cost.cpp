@@ -6,7 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "shardcal/error.hpp"
 
@@ -52,15 +54,22 @@ std::int64_t local_step_bytes(const Step& s) {
 
 }  // namespace
 
-StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int ranks_per_host) {
+double local_copy_GBps(const Profile& p) {
+  return p.memory == "cuda" ? kLocalCopyGBpsCuda : kLocalCopyGBpsHost;
+}
+
+namespace {
+
+StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t, const LinkClass& lc) {
   StepPrice out;
-  out.link = mesh_dim_link_class(s.before.mesh(), s.mesh_dim, ranks_per_host);
+  out.link = lc;
   if (!t.collective) {
     const double bytes = double(local_step_bytes(s));
-    out.time_us = bytes / (kLocalCopyGBps * 1e3) + kLocalStepUs;
+    const double bw = local_copy_GBps(p);
+    out.time_us = bytes / (bw * 1e3) + kLocalStepUs;
     out.prediction.time_us = out.time_us;
-    out.prediction.note = "local step: " + std::to_string(std::int64_t(bytes)) + " B / " +
-                          std::to_string(kLocalCopyGBps) + " GB/s + " +
+    out.prediction.note = "local step: " + std::to_string(std::int64_t(bytes)) + " B at " +
+                          std::to_string(int(bw)) + " GB/s (" + p.memory + " memory copy) + " +
                           std::to_string(kLocalStepUs) + " us";
     return out;
   }
@@ -70,17 +79,40 @@ StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int 
   return out;
 }
 
+// Link classes per (mesh, mesh dim), computed once per cost function.
+struct LinkMemo {
+  std::mutex mu;
+  std::map<std::pair<std::vector<int>, int>, LinkClass> map;
+  LinkClass get(const DeviceMesh& mesh, int dim, int rph) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto key = std::make_pair(mesh.shape(), dim);
+    auto it = map.find(key);
+    if (it != map.end()) return it->second;
+    const LinkClass lc = mesh_dim_link_class(mesh, dim, rph);
+    map.emplace(std::move(key), lc);
+    return lc;
+  }
+};
+
+}  // namespace
+
+StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int ranks_per_host) {
+  return price_with_link(p, s, t, mesh_dim_link_class(s.before.mesh(), s.mesh_dim, ranks_per_host));
+}
+
 StepCostFn profile_step_cost(const Profile& p, int ranks_per_host) {
   if (ranks_per_host < 1)
     throw Error("ranks per host = " + std::to_string(ranks_per_host) +
                 ": must be >= 1 (how many consecutive ranks share a host)");
   auto prof = std::make_shared<const Profile>(p);
-  return [prof, ranks_per_host](const Step& s, const StepTraffic& t) -> double {
+  auto memo = std::make_shared<LinkMemo>();
+  return [prof, memo, ranks_per_host](const Step& s, const StepTraffic& t) -> double {
     if (t.collective &&
         std::none_of(prof->models.begin(), prof->models.end(),
                      [&](const Model& m) { return m.collective == *t.collective; }))
       return std::numeric_limits<double>::infinity();
-    return price_step(*prof, s, t, ranks_per_host).time_us;
+    return price_with_link(*prof, s, t, memo->get(s.before.mesh(), s.mesh_dim, ranks_per_host))
+        .time_us;
   };
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -26,7 +27,6 @@ struct State {
   TensorSpec spec;    // canonical spelling
   bool expanded_edges = false;
   std::vector<Edge> edges;
-  int pops = 0;
 };
 
 // One partial plan (walk from the source). Labels live in a pool; parent links share prefixes.
@@ -53,8 +53,17 @@ std::string step_text(const Step& s) {
 // Steps from `spec`: legal_steps plus, per mesh dim, a step onto the target's placement on that
 // dim when the target spells explicit (uneven) shard sizes, which legal_steps does not
 // enumerate.
-std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to) {
+std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
+                                  const std::vector<bool>& ops_used) {
   std::vector<Step> out = legal_steps(spec);
+  // Partial ops other than sum and those of the endpoints never help: drop them (a P(max)
+  // intermediate costs what P(sum) costs and is only reduced away again).
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](const Step& st) {
+                             const Placement& p = st.after.placement(st.mesh_dim);
+                             return p.is_partial() && !ops_used[std::size_t(p.op)];
+                           }),
+            out.end());
   for (int i = 0; i < spec.mesh().ndim(); ++i) {
     const Placement& t = to.placement(i);
     if (!t.is_shard() || t.sizes.empty() || spec.mesh().extent(i) == 1) continue;
@@ -112,31 +121,56 @@ CostedPlan price_plan(const Plan& plan, const StepCostFn& cost) {
   return cp;
 }
 
-SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const StepCostFn& cost,
-                           const SearchOptions& opt) {
-  check_specs(from, to);
-  if (opt.k < 1)
-    throw Error("plan search: k = " + std::to_string(opt.k) +
-                " alternatives requested; ask for at least 1");
-  if (!cost) throw Error("plan search: no step cost function given");
-  const std::size_t k = std::size_t(opt.k);
+namespace {
 
+std::vector<bool> ops_used_by(const TensorSpec& from, const TensorSpec& to) {
+  std::vector<bool> ops(std::size(kAllReduceOps), false);
+  ops[std::size_t(ReduceOp::Sum)] = true;
+  for (const TensorSpec* sp : {&from, &to})
+    for (const Placement& p : sp->placements())
+      if (p.is_partial()) ops[std::size_t(p.op)] = true;
+  return ops;
+}
+
+// Explicit-size shard placements of the target: the extra steps candidate_steps offers.
+std::string target_extras(const TensorSpec& to) {
+  std::string s;
+  for (int i = 0; i < to.mesh().ndim(); ++i)
+    if (to.placement(i).is_shard() && !to.placement(i).sizes.empty())
+      s += std::to_string(i) + ":" + to.placement(i).to_string() + ";";
+  return s;
+}
+
+}  // namespace
+
+// The states and priced edges of one (mesh, tensor, cost function, partial ops, target extras):
+// built lazily by searches, shareable between searches with the same parameters (PlanCache).
+struct SearchGraph {
+  std::mutex mu;  // one search at a time
+  std::vector<bool> ops_used;
+  TensorSpec extras_from;  // a target with the explicit sizes candidate_steps offers
   std::vector<State> states;
   std::unordered_map<std::string, int> ids;
+};
+
+namespace {
+
+SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to,
+                    const StepCostFn& cost, const SearchOptions& opt) {
+  const std::size_t k = std::size_t(opt.k);
   auto intern = [&](const TensorSpec& spec) -> int {
-    std::string key = state_key(spec);
-    auto it = ids.find(key);
-    if (it != ids.end()) return it->second;
-    if (states.size() >= opt.max_states)
+    std::string key = placements_to_string(canonical_placements(spec));
+    auto it = g.ids.find(key);
+    if (it != g.ids.end()) return it->second;
+    if (g.states.size() >= opt.max_states)
       throw Error("plan search " + placements_to_string(from.placements()) + " -> " +
                   placements_to_string(to.placements()) + " on mesh " + from.mesh().to_string() +
                   ": more than max_states = " + std::to_string(opt.max_states) +
                   " states; raise SearchOptions::max_states (shardbench plan --max-states) or use "
                   "plan_redistribution");
-    const int id = int(states.size());
-    ids.emplace(std::move(key), id);
-    states.push_back(State{TensorSpec(spec.mesh(), canonical_placements(spec), spec.meta()), false,
-                           {}, 0});
+    const int id = int(g.states.size());
+    g.ids.emplace(std::move(key), id);
+    g.states.push_back(State{TensorSpec(spec.mesh(), canonical_placements(spec), spec.meta()), false, {}});
     return id;
   };
   const int src = intern(from);
@@ -148,10 +182,17 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
     cp.plan = Plan{from, to, {}};
     res.alternatives.push_back(cp);
     res.best = cp;
-    res.states_explored = states.size();
+    res.states_explored = 1;
     return res;
   }
 
+  // Per search: how often each state was expanded, and its k best queued labels.
+  std::vector<int> pops;
+  std::vector<std::vector<int>> bests;
+  auto grow = [&] {
+    if (pops.size() < g.states.size()) pops.resize(g.states.size(), 0), bests.resize(g.states.size());
+  };
+  grow();
   std::vector<Label> pool;
   pool.push_back(Label{0, 0, src, -1, -1, {}});
   auto worse = [&](int a, int b) {  // priority_queue: top = least
@@ -164,18 +205,20 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
   std::priority_queue<int, std::vector<int>, decltype(worse)> queue(worse);
   queue.push(0);
   std::vector<int> found;
+  std::size_t expanded = 0;
   while (!queue.empty() && found.size() < k) {
     const int li = queue.top();
     queue.pop();
     const int s = pool[std::size_t(li)].state;
-    if (std::size_t(states[std::size_t(s)].pops) >= k) continue;
-    ++states[std::size_t(s)].pops;
+    if (std::size_t(pops[std::size_t(s)]) >= k) continue;
+    expanded += pops[std::size_t(s)] == 0;
+    ++pops[std::size_t(s)];
     if (s == dst) {
       found.push_back(li);
       continue;  // a plan never passes through its target
     }
-    if (!states[std::size_t(s)].expanded_edges) {
-      std::vector<Step> steps = candidate_steps(states[std::size_t(s)].spec, to);
+    if (!g.states[std::size_t(s)].expanded_edges) {
+      std::vector<Step> steps = candidate_steps(g.states[std::size_t(s)].spec, g.extras_from, g.ops_used);
       std::vector<Edge> edges;
       edges.reserve(steps.size());
       for (Step& st : steps) {
@@ -184,13 +227,18 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
         const int t = intern(st.after);
         edges.push_back(Edge{std::move(st), t, c});
       }
-      states[std::size_t(s)].edges = std::move(edges);
-      states[std::size_t(s)].expanded_edges = true;
+      g.states[std::size_t(s)].edges = std::move(edges);
+      g.states[std::size_t(s)].expanded_edges = true;
+      grow();
     }
-    const std::size_t ne = states[std::size_t(s)].edges.size();
+    const std::size_t ne = g.states[std::size_t(s)].edges.size();
     for (std::size_t e = 0; e < ne; ++e) {
-      const Edge& ed = states[std::size_t(s)].edges[e];
-      if (std::size_t(states[std::size_t(ed.to)].pops) >= k) continue;
+      const Edge& ed = g.states[std::size_t(s)].edges[e];
+      if (std::size_t(pops[std::size_t(ed.to)]) >= k) continue;
+      // Cheap pre-check against the k best labels already queued for the target state.
+      const double c = pool[std::size_t(li)].cost + ed.cost;
+      std::vector<int>& best = bests[std::size_t(ed.to)];
+      if (best.size() == k && pool[std::size_t(best.back())].cost < c) continue;
       // Loop-free: the walk must not revisit a state.
       bool loop = false;
       for (int a = li; a >= 0; a = pool[std::size_t(a)].parent)
@@ -200,18 +248,28 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
         }
       if (loop) continue;
       Label nl;
-      nl.cost = pool[std::size_t(li)].cost + ed.cost;
+      nl.cost = c;
       nl.steps = pool[std::size_t(li)].steps + 1;
       nl.state = ed.to;
       nl.parent = li;
       nl.edge = int(e);
       nl.order = pool[std::size_t(li)].order;
       nl.order.push_back(order_code(ed.step, int(e)));
+      // Only the k best labels per state can become one of the k cheapest plans through it.
       pool.push_back(std::move(nl));
-      queue.push(int(pool.size() - 1));
+      const int ni = int(pool.size() - 1);
+      if (best.size() == k && !worse(best.back(), ni)) {
+        pool.pop_back();
+        continue;
+      }
+      best.insert(std::upper_bound(best.begin(), best.end(), ni,
+                                   [&](int a, int b) { return worse(b, a); }),
+                  ni);
+      if (best.size() > k) best.pop_back();
+      queue.push(ni);
     }
   }
-  res.states_explored = states.size();
+  res.states_explored = expanded;
   if (found.empty())
     throw Error("plan search " + placements_to_string(from.placements()) + " -> " +
                 placements_to_string(to.placements()) + " on mesh " + from.mesh().to_string() +
@@ -227,7 +285,7 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
     cp.plan.to = to;
     for (int a : chain) {
       const Label& l = pool[std::size_t(a)];
-      const Edge& ed = states[std::size_t(pool[std::size_t(l.parent)].state)].edges[std::size_t(l.edge)];
+      const Edge& ed = g.states[std::size_t(pool[std::size_t(l.parent)].state)].edges[std::size_t(l.edge)];
       cp.plan.steps.push_back(ed.step);
       cp.step_cost.push_back(ed.cost);
       cp.total += ed.cost;
@@ -238,6 +296,96 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
   }
   res.best = res.alternatives.front();
   return res;
+}
+
+void check_request(const TensorSpec& from, const TensorSpec& to, const StepCostFn& cost,
+                   const SearchOptions& opt) {
+  check_specs(from, to);
+  if (opt.k < 1)
+    throw Error("plan search: k = " + std::to_string(opt.k) +
+                " alternatives requested; ask for at least 1");
+  if (!cost) throw Error("plan search: no step cost function given");
+}
+
+}  // namespace
+
+SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const StepCostFn& cost,
+                           const SearchOptions& opt) {
+  check_request(from, to, cost, opt);
+  SearchGraph g;
+  g.ops_used = ops_used_by(from, to);
+  g.extras_from = to;
+  return search(g, from, to, cost, opt);
+}
+
+std::shared_ptr<const SearchResult> PlanCache::get(const TensorSpec& from, const TensorSpec& to,
+                                                   const StepCostFn& cost,
+                                                   const std::string& cost_key,
+                                                   const SearchOptions& opt) {
+  check_request(from, to, cost, opt);
+  std::string key = from.serialize();
+  key += '|';
+  key += to.serialize();
+  key += '|';
+  key += cost_key;
+  key += "|k=" + std::to_string(opt.k) + ";max=" + std::to_string(opt.max_states);
+  const std::vector<bool> ops = ops_used_by(from, to);
+  std::string gkey = "mesh=" + from.mesh().to_string() + ";shape=" + shape_to_string(from.meta().shape) +
+                     ";dtype=" + std::string(dtype_name(from.meta().dtype)) + ";ops=";
+  for (bool b : ops) gkey += b ? '1' : '0';
+  gkey += ";extras=" + target_extras(to) + "|" + cost_key;
+  std::shared_ptr<SearchGraph> graph;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      ++hits_;
+      return it->second;
+    }
+    ++misses_;
+    auto git = graphs_.find(gkey);
+    if (git == graphs_.end()) {
+      if (graphs_.size() >= capacity_) graphs_.clear();
+      auto g = std::make_shared<SearchGraph>();
+      g->ops_used = ops;
+      g->extras_from = to;
+      git = graphs_.emplace(gkey, std::move(g)).first;
+    }
+    graph = git->second;
+  }
+  // Searched outside the cache lock, inside the graph's (its states grow as it is explored).
+  std::shared_ptr<const SearchResult> r;
+  {
+    std::lock_guard<std::mutex> glock(graph->mu);
+    r = std::make_shared<const SearchResult>(search(*graph, from, to, cost, opt));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_.size() >= capacity_) map_.clear();
+  map_.emplace(std::move(key), r);
+  return r;
+}
+
+std::size_t PlanCache::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+std::size_t PlanCache::misses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return misses_;
+}
+std::size_t PlanCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
+}
+void PlanCache::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_.clear();
+  graphs_.clear();
+}
+
+void PlanCache::clear_results() {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_.clear();
 }
 
 RecvReport recv_report(const Plan& plan) {

@@ -83,4 +83,27 @@ std::vector<bool> mesh_dims_spanning_hosts(const Topology& topo, const DeviceMes
   return spans;
 }
 
+int choose_local_device(int local_rank, int local_size, int visible_devices, std::string* error) {
+  std::string why;
+  if (local_rank < 0 || local_size < 1 || local_rank >= local_size)
+    why = "node-local rank " + std::to_string(local_rank) + " of " + std::to_string(local_size) +
+          " is out of range (a launcher bug)";
+  else if (visible_devices < 1)
+    why = "no CUDA device is visible to this rank; run on a GPU node (with Slurm: --gpus-per-node "
+          "or --gpus-per-task) or use --backend mpi/sim";
+  else if (visible_devices == 1)
+    return 0;  // one device per task (CUDA_VISIBLE_DEVICES per task), or one rank per node
+  else if (local_rank < visible_devices && local_size <= visible_devices)
+    return local_rank;  // every task sees the node's devices: the node-local rank picks one
+  else
+    why = std::to_string(local_size) + " ranks on this node see " +
+          std::to_string(visible_devices) +
+          " CUDA devices each; NCCL needs one device per rank: start at most " +
+          std::to_string(visible_devices) + " ranks per node, or give each task its own device "
+          "(srun --gpus-per-task=1, or CUDA_VISIBLE_DEVICES per task)";
+  if (error != nullptr) *error = why;
+  return -1;
+}
+
 }  // namespace shardcal
+

@@ -425,6 +425,7 @@ def cmd_resumecheck(args):
         def other_build(ctx):
             ctx["git_revision"] = "0123abc-elsewhere"
             ctx["hosts"][0]["name"] = "another-node"
+            ctx["hosts"][0]["ranks"] = ctx["hosts"][0]["ranks"][:-1]  # another shape (a rename alone is fine)
             ctx["library_versions"]["FakeLib"] = "9.9"
             ctx["backend_settings"]["fake_setting"] = "x"
         edit_first_context(out, other_build)
@@ -433,7 +434,7 @@ def cmd_resumecheck(args):
         expect_input_error(r, el, "resume of a file from another build and hosts",
                            f"--resume {out}: the file's context differs from this run's", ranks)
         for item in ('git_revision: file "0123abc-elsewhere", this run ',
-                     'hosts: file [{"name":"another-node"', 'library_versions.FakeLib: file "9.9"',
+                     'hosts (ranks per host): file [{"name":"another-node"', 'library_versions.FakeLib: file "9.9"',
                      'backend_settings: file {', "--resume-anyway"):
             if r.stderr.count(item) != ranks:
                 fail(f"refused resume: {item!r} not listed on every rank: {r.stderr[-3000:]!r}")

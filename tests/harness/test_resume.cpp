@@ -179,13 +179,13 @@ TEST(ContextDifferences, ListsEachDifferingField) {
   other["git_revision"] = "def456";
   other["library_versions"]["MPI"] = "MPICH 4.0";
   other["library_versions"]["NCCL"] = "2.18";
-  other["hosts"][0]["name"] = "h1";
+  other["hosts"][0]["ranks"] = {0, 1, 2};  // another shape (a renamed host alone is not one)
   other["date"] = "2030-01-01T00:00:00Z";  // not compared
   const auto d = context_differences(context(), other);
   ASSERT_EQ(d.size(), 4u);
   EXPECT_EQ(d[0],
-            "hosts: file [{\"name\":\"h0\",\"ranks\":[0,1,2,3]}], this run "
-            "[{\"name\":\"h1\",\"ranks\":[0,1,2,3]}]");
+            "hosts (ranks per host): file [{\"name\":\"h0\",\"ranks\":[0,1,2,3]}], this run "
+            "[{\"name\":\"h0\",\"ranks\":[0,1,2]}]");
   EXPECT_EQ(d[1], "git_revision: file \"abc123\", this run \"def456\"");
   EXPECT_EQ(d[2], "library_versions.MPI: file \"Open MPI v4.1.4\", this run \"MPICH 4.0\"");
   EXPECT_EQ(d[3], "library_versions.NCCL: file null, this run \"2.18\"");

@@ -365,3 +365,37 @@ TEST(Runner, RotationSlots) {
     EXPECT_LE(worst, 250.0) << n;
   }
 }
+
+// Slurm issue 11: a stop signal is noticed within a bounded time even in a long point.
+namespace {
+
+TEST(Runner, CheckpointsAreAtMostAPollIntervalOfSamplesApart) {
+  // Fast samples: the usual schedule (straight to iterations_min, then +25%).
+  EXPECT_EQ(next_checkpoint(1, 10, 1000, 1e-5), 10u);
+  EXPECT_EQ(next_checkpoint(100, 10, 1000, 1e-3), 125u);
+  EXPECT_EQ(next_checkpoint(990, 10, 1000, 1e-2), 1000u);  // capped at iterations_max
+  // 0.1 s per sample: at most kStopPollS (1 s) = 10 samples between checks, also below min.
+  EXPECT_EQ(next_checkpoint(1000, 10, 100000, 100.0), 1010u);
+  EXPECT_EQ(next_checkpoint(1, 100000, 1000000, 0.1), 11u);
+  // A sample longer than the poll interval: check after every sample.
+  EXPECT_EQ(next_checkpoint(5, 100, 1000, 50.0), 6u);
+}
+
+TEST(Runner, APendingStopEndsAPointAfterItsFirstSample) {
+  SweepConfig cfg = small_config();
+  cfg.iterations_min = 100000;  // before: a stop was only seen after iterations_min samples
+  cfg.iterations_max = 100000;
+  shardcal::testing::run_spmd(4, [&](Communicator& world) {
+    shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("4"), world);
+    if (world.rank() == 1) request_stop(10);  // SIGUSR1: Slurm's warning before the time limit
+    const Measurement m = measure_collective(
+        mc, collective_point(Collective::AllReduce, "4", 0, DType::F32, "even", 64), cfg);
+    EXPECT_TRUE(m.abandoned);
+    EXPECT_EQ(m.signal, 10);
+    EXPECT_EQ(m.samples.size(), 1u);
+    world.barrier();
+    clear_stop();
+  });
+}
+
+}  // namespace

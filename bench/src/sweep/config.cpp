@@ -150,8 +150,14 @@ SweepConfig parse_config(const json& j, const std::string& source) {
   expect_keys(c, j, "",
               {"name", "meshes", "collectives", "transitions", "transition_distributions", "sizes",
                "dtypes", "distributions", "warmup", "iterations", "time_budget_s", "adaptive",
-               "check", "mode", "pipeline_depth", "buffer_rotation"});
+               "check", "mode", "pipeline_depth", "buffer_rotation", "profile"});
   if (j.contains("name")) get_string(c, j["name"], "/name");
+  if (j.contains("profile")) {
+    cfg.profile = get_string(c, j["profile"], "/profile");
+    if (cfg.profile.empty())
+      c.fail("/profile", "empty path; give a profile file (e.g. configs/profiles/dtensor-default.json) "
+                         "or leave the key out for the greedy planner");
+  }
 
   // meshes
   if (!j.contains("meshes"))
@@ -478,6 +484,7 @@ json Point::params() const {
     p["from"] = from_canonical;
     p["to"] = to_canonical;
     p["shape"] = shardcal::shape_to_string(shape);
+    if (!planner.is_null()) p["planner"] = planner;
   } else {
     p["op"] = std::string(collective_info(op).name);
     p["mesh_dim"] = mesh_dim;

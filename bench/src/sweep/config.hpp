@@ -68,6 +68,9 @@ struct SweepConfig {
   int pipeline_depth = 8;
   std::int64_t rotation_bytes = 32 << 20;  // rotate buffer slots until this much is covered
   int rotation_max_slots = 1024;
+  // Cost-based planning of transitions (issue 9): a profile path ("" = the greedy planner);
+  // relative paths are relative to the working directory, like --profile, which overrides it.
+  std::string profile;
 
   std::string hash() const;  // FNV-1a 64 of the canonical JSON dump, 16 hex digits
 };
@@ -130,6 +133,9 @@ struct Point {
   std::string from_canonical, to_canonical;
   std::string from, to;
   shardcal::Shape shape;
+  // Transition points: the planner's part of the key (TransitionPlanner::key; null = greedy,
+  // left out of the key). Set by the driver once the planner and topology are known.
+  nlohmann::json planner;
 
   // The parameters that identify the point; key() is their canonical JSON (sorted keys).
   nlohmann::json params() const;

@@ -249,7 +249,18 @@ std::vector<std::string> context_differences(const json& file_context, const jso
     const auto it = ctx.find(key);
     return it == ctx.end() ? json() : *it;
   };
-  for (const char* key : {"hosts", "n_hosts", "ranks_per_host", "shardcal_version", "git_revision", "git_dirty"}) {
+  // Hosts by their shape only (which ranks share a host): a new allocation has other hostnames
+  // but comparable points when the shape is the same (host_renames lists the new names).
+  auto layout = [](const json& hosts) {
+    if (!hosts.is_array()) return hosts;
+    json l = json::array();
+    for (const auto& h : hosts) l.push_back(h.is_object() && h.contains("ranks") ? h["ranks"] : h);
+    return l;
+  };
+  if (layout(field(file_context, "hosts")) != layout(field(this_run, "hosts")))
+    out.push_back("hosts (ranks per host): file " + short_dump(field(file_context, "hosts")) +
+                  ", this run " + short_dump(field(this_run, "hosts")));
+  for (const char* key : {"n_hosts", "ranks_per_host", "shardcal_version", "git_revision", "git_dirty"}) {
     const json a = field(file_context, key), b = field(this_run, key);
     if (a != b)
       out.push_back(std::string(key) + ": file " + short_dump(a) + ", this run " + short_dump(b));
@@ -277,6 +288,23 @@ std::vector<std::string> context_differences(const json& file_context, const jso
         out.push_back("library_versions." + k + ": file " + short_dump(a) + ", this run " +
                       short_dump(b));
     }
+  }
+  return out;
+}
+
+std::vector<std::string> host_renames(const json& file_context, const json& this_run) {
+  std::vector<std::string> out;
+  const auto a = file_context.find("hosts"), b = this_run.find("hosts");
+  if (a == file_context.end() || b == this_run.end() || !a->is_array() || !b->is_array() ||
+      a->size() != b->size())
+    return out;
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const json& ha = (*a)[i];
+    const json& hb = (*b)[i];
+    if (!ha.is_object() || !hb.is_object()) continue;
+    const json na = ha.value("name", json()), nb = hb.value("name", json());
+    if (na != nb)
+      out.push_back("host " + std::to_string(i) + ": " + short_dump(na) + " -> " + short_dump(nb));
   }
   return out;
 }

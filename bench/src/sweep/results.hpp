@@ -74,10 +74,16 @@ ResumeState read_for_resume(const std::string& path, const std::string& config_h
                             const std::string& backend, int world);
 
 // What differs between the context record of a results file and this run's, in the fields that
-// make measurements comparable (hosts and ranks per host, library versions, shardcal version, git
+// make measurements comparable (hosts' shape and ranks per host, library versions, shardcal version, git
 // revision); one "field: file X, this run Y" entry per difference, empty when none. Backend,
 // world and config are checked by read_for_resume (they can never be mixed).
 std::vector<std::string> context_differences(const nlohmann::json& file_context,
                                              const nlohmann::json& this_run);
+// Hosts compare by shape (the ranks each host holds, in host order), not by name: a resume on a
+// new allocation (other hostnames, same hosts x ranks per host) is comparable. The renamed hosts,
+// one "host I: \"old\" -> \"new\"" entry each; empty when the names are the same (or the
+// shapes differ, which context_differences reports).
+std::vector<std::string> host_renames(const nlohmann::json& file_context,
+                                      const nlohmann::json& this_run);
 
 }  // namespace shardbench::sweep

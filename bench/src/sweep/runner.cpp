@@ -23,6 +23,16 @@ int rotation_slots(std::int64_t footprint, std::int64_t rotation_bytes, int max_
   return int(std::clamp<std::int64_t>((rotation_bytes + f - 1) / f, 1, max_slots));
 }
 
+std::size_t next_checkpoint(std::size_t n, std::size_t min_n, std::size_t max_n, double elapsed_s) {
+  // ~25% more samples (few gathers, bounded overshoot of the budget), straight to iterations_min
+  // before it was reached, but no more than kStopPollS of samples later.
+  const double per_sample = n > 0 ? elapsed_s / double(n) : 0.0;
+  std::size_t step = n < min_n ? min_n - n : std::max<std::size_t>(1, n / 4);
+  if (per_sample > 0 && kStopPollS / per_sample < double(step))
+    step = std::max<std::size_t>(1, std::size_t(kStopPollS / per_sample));
+  return std::min(std::max(max_n, n + 1), n + step);
+}
+
 namespace {
 
 constexpr double kSentinel = 253.0;  // never produced by the patterns (<= 250)
@@ -53,11 +63,17 @@ double max_of(const std::vector<std::uint64_t>& bits) {
 // Runs samples until the stop rule holds; see runner.hpp for why decisions are gathered.
 // sample(may_be_last) is told whether a checkpoint (a stop decision) follows it: the loop only
 // ever ends right after such a sample (or on a stop request, when the point is dropped anyway).
+// Checkpoints come after the first sample, at iterations_min, then after ~25% more samples but
+// at most kStopPollS of samples apart (judged from the gathered wall time per sample, so every
+// rank computes the same schedule): a stop signal is noticed within about kStopPollS, or one
+// sample when a single sample is longer (docs/SLURM.md, "Signals").
 template <class F>
 void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, F&& sample) {
   std::vector<double> local;
   const double start = world.now();
-  std::size_t next_check = std::max<std::size_t>(1, std::size_t(cfg.iterations_min));
+  const auto min_n = std::size_t(std::max(1, cfg.iterations_min));
+  const auto max_n = std::size_t(std::max(cfg.iterations_max, cfg.iterations_min));
+  std::size_t next_check = 1;
   while (true) {
     local.push_back(sample(local.size() + 1 >= next_check));
     if (local.size() < next_check) continue;
@@ -68,21 +84,22 @@ void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, F&
     if (m.abandoned) return;
     m.elapsed_s = max_of(world.all_gather_u64(std::bit_cast<std::uint64_t>(world.now() - start)));
     const std::size_t n = m.samples.size();
-    if (n >= std::size_t(cfg.iterations_max)) {
+    if (n >= max_n) {
       m.stop_reason = "max_iterations";
       return;
     }
-    if (cfg.target_rel_ci > 0 &&
-        compute_stats(m.samples, cfg.confidence).rel_ci_halfwidth() <= cfg.target_rel_ci) {
-      m.stop_reason = "ci_target";
-      return;
+    if (n >= min_n) {
+      if (cfg.target_rel_ci > 0 &&
+          compute_stats(m.samples, cfg.confidence).rel_ci_halfwidth() <= cfg.target_rel_ci) {
+        m.stop_reason = "ci_target";
+        return;
+      }
+      if (m.elapsed_s >= cfg.time_budget_s) {
+        m.stop_reason = "time_budget";
+        return;
+      }
     }
-    if (m.elapsed_s >= cfg.time_budget_s) {
-      m.stop_reason = "time_budget";
-      return;
-    }
-    // Check again after ~25% more samples: few gathers, bounded overshoot of the budget.
-    next_check = std::min<std::size_t>(std::size_t(cfg.iterations_max), n + std::max<std::size_t>(1, n / 4));
+    next_check = next_checkpoint(n, min_n, max_n, m.elapsed_s);
   }
 }
 

@@ -18,6 +18,11 @@
 
 namespace shardbench::sweep {
 
+// The longest stretch of samples between two stop-signal checks in a point, in seconds (unless
+// one sample alone takes longer): bounds how late a SIGTERM/SIGUSR1 (Slurm's time limit) is
+// noticed during a long point. docs/SLURM.md ("Signals") states the whole bound.
+inline constexpr double kStopPollS = 1.0;
+
 struct Measurement {
   bool abandoned = false;        // a rank got SIGINT/SIGTERM: the point is dropped
   int signal = 0;                // the signal when abandoned
@@ -64,6 +69,11 @@ class OutputCheck {
 // Reference data used for checking now lives with the collective table (core).
 using shardcal::pattern_value;
 using shardcal::reduce_pattern_value;
+
+// The sample count of the next checkpoint (gather + stop decision) after one at n samples taken
+// in elapsed_s (slowest rank): n + ~25%, or iterations_min (min_n) while below it, capped at
+// max_n and at kStopPollS worth of samples (at least one more sample).
+std::size_t next_checkpoint(std::size_t n, std::size_t min_n, std::size_t max_n, double elapsed_s);
 
 // Slot count for buffer rotation (IMB -off_cache style): enough slots of `footprint` bytes to
 // cover `rotation_bytes`, at most `max_slots`; 1 when one slot is already that large.

@@ -13,7 +13,7 @@ std::atomic<int> g_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free,
               "the stop flag must be a lock-free atomic to be usable from a signal handler");
 std::atomic<int> g_installed{0};
-struct sigaction g_old_int, g_old_term;
+struct sigaction g_old_int, g_old_term, g_old_usr1;
 
 extern "C" void on_stop_signal(int signum) {
   int none = 0;  // keep the first signal
@@ -29,12 +29,14 @@ void install_stop_handlers() {
   sa.sa_flags = SA_RESTART;  // blocking calls (MPI progress, file writes) just resume
   sigaction(SIGINT, &sa, &g_old_int);
   sigaction(SIGTERM, &sa, &g_old_term);
+  sigaction(SIGUSR1, &sa, &g_old_usr1);  // Slurm's --signal=USR1@T warning before the time limit
 }
 
 void restore_stop_handlers() {
   if (g_installed.fetch_sub(1) != 1) return;
   sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
+  sigaction(SIGUSR1, &g_old_usr1, nullptr);
 }
 
 int pending_signal() { return g_signal.load(std::memory_order_relaxed); }

@@ -20,6 +20,7 @@
 #include "sweep/results.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/signals.hpp"
+#include "sweep/slurm_env.hpp"
 #include "sweep/step_record.hpp"
 #include "sweep/stats.hpp"
 
@@ -118,6 +119,7 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
   ctx["git_revision"] = git_revision();
   ctx["git_dirty"] = git_dirty() < 0 ? json(nullptr) : json(git_dirty() == 1);
   ctx["points_total"] = points_total;
+  ctx["planner"] = job.planner.describe(job.planner.resolve_ranks_per_host(topo));
   ctx["timing_method"] =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
       "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
@@ -189,30 +191,80 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
     throw InputError(e.what());
   }
   const bool root = world.rank() == 0;
+  // --shard I/N (Slurm array tasks): this run owns the points with index % N == I.
+  if (job.shard_count < 1 || job.shard_index < 0 || job.shard_index >= job.shard_count)
+    throw InputError("--shard " + std::to_string(job.shard_index) + "/" +
+                     std::to_string(job.shard_count) + ": expected I/N with 0 <= I < N");
+  const std::size_t points_in_config = points.size();
+  if (job.shard_count > 1) {
+    std::vector<Point> mine;
+    for (const auto& p : points)
+      if (p.index % std::size_t(job.shard_count) == std::size_t(job.shard_index)) mine.push_back(p);
+    points = std::move(mine);
+  }
 
   // 2. Rank 0 prepares the file; everyone learns the outcome. Hostnames (or SHARDCAL_HOSTNAME,
   // to emulate hosts) tell which groups cross hosts, and go into the context record.
   const shardcal::Topology topo = shardcal::discover_topology(world);
+  // Transitions are planned now (pure, identical on every rank), so a plan that cannot be made
+  // is an input error before any file is touched; the planner is part of each point's key.
+  const int rph = job.planner.resolve_ranks_per_host(topo);
+  std::map<std::size_t, PlannedTransition> plans;
+  for (Point& p : points) {
+    if (!p.transition) continue;
+    p.planner = job.planner.key(rph);
+    try {
+      const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
+      const shardcal::TensorMeta meta{p.shape, p.dtype};
+      plans.emplace(p.index, job.planner.plan(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
+                                              shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta), rph));
+    } catch (const Error& e) {
+      throw InputError("planning " + p.label() + " with the " + job.planner.name + " planner: " + e.what());
+    }
+  }
   ResultsFile file;
   std::string status;
   if (root) {
     try {
-      const json ctx = make_context(job, world, topo, points.size());
+      json ctx = make_context(job, world, topo, points.size());
+      // Under Slurm, the hosts the ranks found must be the ones Slurm allocated (slurm_env.hpp).
+      const SlurmStep slurm = read_slurm_env();
+      if (const std::string bad = slurm_topology_mismatch(slurm, world.size(), topo); !bad.empty())
+        throw Error(bad);
+      if (slurm.present) ctx["slurm"] = slurm.to_json();
+      if (job.shard_count > 1)
+        ctx["shard"] = {{"index", job.shard_index}, {"count", job.shard_count},
+                        {"points_in_config", points_in_config}};
       std::set<std::size_t> done;
       if (job.resume) {
         const ResumeState st = read_for_resume(job.out_path, cfg.hash(), world.backend(), world.size());
         // Records measured by another build or on another topology must not be mixed in
         // silently: refuse, or with --resume-anyway start a new context for the new points.
         const std::vector<std::string> diffs = context_differences(st.context, ctx);
+        const json file_shard = st.context.value("shard", json()), run_shard = ctx.value("shard", json());
+        if (file_shard != run_shard)
+          throw Error("--resume " + job.out_path + ": the file holds shard " +
+                      file_shard.dump() + " of the config's points, this run shard " +
+                      run_shard.dump() + "; resume with the same --shard I/N");
+        // A new allocation (requeue, resubmission): other hostnames, same shape -> comparable;
+        // a new context record names the new hosts and the points from here on belong to it.
+        const std::vector<std::string> renamed = host_renames(st.context, ctx);
         if (!diffs.empty() && !job.resume_anyway) {
           std::string list;
           for (const auto& d : diffs) list += "\n  " + d;
           throw Error("--resume " + job.out_path + ": the file's context differs from this run's "
-                      "(another build, library or host set); its records would be mixed with "
+                      "(another build or library, or another host shape); its records would be mixed with "
                       "this run's:" + list +
-                      "\nresume on the same build and hosts, start a new sweep with --out, or pass "
+                      "\nresume on the same build and host shape, start a new sweep with --out, or pass "
                       "--resume-anyway to append a new context record and continue");
         }
+        // Transitions planned by another planner or profile are other points; never mixed.
+        const json file_planner = st.context.value("planner", json{{"name", "greedy"}});
+        if (file_planner != ctx["planner"])
+          throw Error("--resume " + job.out_path + ": the file's transitions were planned by " +
+                      file_planner.dump() + ", this run's by " + ctx["planner"].dump() +
+                      "; resume with the same --profile (or config \"profile\") and ranks per host, "
+                      "or start a new sweep with --out");
         std::map<std::string, std::size_t> by_key;
         for (const auto& p : points) by_key.emplace(p.key(), p.index);
         for (const auto& k : st.done_keys) {
@@ -223,6 +275,16 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
         if (st.dropped_partial && !job.quiet)
           std::fprintf(stderr, "sweep: dropped a partial last line of %s (interrupted write)\n",
                        job.out_path.c_str());
+        if (diffs.empty() && !renamed.empty()) {
+          file.write(ctx);
+          if (!job.quiet) {
+            std::string list;
+            for (const auto& r : renamed) list += "\n  " + r;
+            std::fprintf(stderr, "sweep: --resume on new hosts of the same shape (hosts x ranks "
+                         "per host): appended context record %zu to %s:%s\n",
+                         st.contexts + 1, job.out_path.c_str(), list.c_str());
+          }
+        }
         if (!diffs.empty()) {
           file.write(ctx);  // the points appended from here on belong to this context
           if (!job.quiet)
@@ -315,7 +377,8 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       const shardcal::TensorMeta meta{p.shape, p.dtype};
       const shardcal::TensorSpec from(mesh, shardcal::parse_placements(p.from), meta);
       const shardcal::TensorSpec to(mesh, shardcal::parse_placements(p.to), meta);
-      const shardcal::Plan plan = shardcal::plan_redistribution(from, to);
+      const PlannedTransition& planned = plans.at(p.index);
+      const shardcal::Plan& plan = planned.plan;
       m = measure_transition(*mc, p, plan, cfg);
       if (m.abandoned) {
         stop_signal = m.signal;
@@ -331,13 +394,16 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
                      {"to", shardcal::placements_to_string(s.after.placements())}};
         step.update(step_traffic_json(tr));
         step["hosts_spanned"] = dims_span(mesh, {s.mesh_dim}, topo).hosts;
+        if (!planned.step_us.empty()) step["predicted_us"] = planned.step_us.at(steps.size());
         steps.push_back(std::move(step));
       }
       std::int64_t max_local = 0;
       for (int r = 0; r < mesh.size(); ++r)
         max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
       rec["transition"] = {{"from", p.from}, {"to", p.to}, {"from_given", p.from_given},
-                           {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps}};
+                           {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps},
+                           {"planner", job.planner.describe(rph)}};
+      if (job.planner.cost()) rec["transition"]["predicted_us"] = planned.total_us;
       rec["group_size"] = mesh.size();
       rec["groups"] = 1;
       std::vector<int> all_dims(std::size_t(mesh.ndim()));

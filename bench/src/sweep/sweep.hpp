@@ -16,6 +16,7 @@
 #include "shardcal/communicator.hpp"
 #include "shardcal/error.hpp"
 #include "sweep/config.hpp"
+#include "sweep/transition_planner.hpp"
 
 namespace shardbench::sweep {
 
@@ -35,10 +36,15 @@ struct SweepJob {
   // --resume-anyway: the file's context (hosts, library versions, git revision) may differ from
   // this run's; a new context record is appended and the new points belong to it.
   bool resume_anyway = false;
+  // --shard I/N: run only the config's points with index % N == I (Slurm array tasks; the
+  // shards' files together hold every point once). 0/1 = all points.
+  int shard_index = 0;
+  int shard_count = 1;
   bool quiet = false;   // no progress output
   int progress_tty = -1;  // -1: isatty(stderr)
   std::string command_line;
   std::vector<std::pair<std::string, std::string>> library_versions;
+  TransitionPlanner planner;  // greedy unless --profile / config "profile" (issue 9)
 };
 
 // Collective over world. Every rank passes its own input error ("" = none). Returns when no rank

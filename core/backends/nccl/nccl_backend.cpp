@@ -14,6 +14,7 @@
 #include "nccl/mpi_control.hpp"
 #include "nccl/nccl_communicator.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/topology.hpp"
 
 namespace shardcal::nccl {
 
@@ -72,9 +73,11 @@ void run(int expected_world, const Options& opts, const std::function<void(Commu
                 " ranks but the launcher started " + std::to_string(size) + " (use mpirun -np " +
                 std::to_string(expected_world) + ", or pass --world " + std::to_string(size) + ")");
 
-  // One device per rank on each node: the node-local rank picks it. Every rank learns whether
-  // any rank lacks a device, so all of them fail with the same clear error instead of the
-  // others timing out in NCCL init.
+  // One device per rank on each node: with one visible device per task (srun
+  // --gpus-per-task=1, CUDA_VISIBLE_DEVICES per task) it is device 0, with all of the node's
+  // devices visible the node-local rank picks it (choose_local_device). Every rank learns
+  // whether any rank lacks a device, so all of them fail with the same clear error instead of
+  // the others timing out in NCCL init.
   std::string why_no_device;
   const int devices = cuda_device_count(&why_no_device);
   MPI_Comm node_raw = MPI_COMM_NULL;
@@ -83,22 +86,20 @@ void run(int expected_world, const Options& opts, const std::function<void(Commu
       "MPI_Comm_split_type");
   const detail::MpiComm node(node_raw);
   const int local_rank = node.rank(), local_size = node.size();
-  const std::int32_t ok = devices > 0 && local_size <= devices ? 1 : 0;
+  std::string why_not;
+  const int device = choose_local_device(local_rank, local_size, devices, &why_not);
+  const std::int32_t ok = device >= 0 ? 1 : 0;
   std::vector<std::int32_t> oks(std::size_t(size), 0);
   detail::allgather_bytes(&ok, oks.data(), sizeof ok, world.get(), dl,
                           timeout("to check its CUDA devices"));
   if (devices == 0)
     throw Error("nccl backend: no CUDA device visible to rank " + std::to_string(rank) + " (" +
                 why_no_device + "); run on a GPU node or use --backend mpi/sim");
-  if (ok == 0)
-    throw Error("nccl backend: " + std::to_string(local_size) + " ranks on this node but only " +
-                std::to_string(devices) +
-                " CUDA devices; NCCL needs one device per rank (start fewer ranks per node)");
+  if (ok == 0) throw Error("nccl backend: rank " + std::to_string(rank) + ": " + why_not);
   for (int r = 0; r < size; ++r)
     if (oks[std::size_t(r)] == 0)
       throw Error("nccl backend: rank " + std::to_string(r) +
                   " has no usable CUDA device (see its error); this rank stops too");
-  const int device = local_rank % devices;
   use_device(device);
 
   auto memory = std::make_shared<CudaMemory>(device);

@@ -7,6 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "shardcal/layout.hpp"
@@ -32,7 +36,7 @@ struct SearchOptions {
 struct SearchResult {
   CostedPlan best;                       // == alternatives[0]
   std::vector<CostedPlan> alternatives;  // k cheapest distinct plans, cheapest first (incl. best)
-  std::size_t states_explored = 0;       // distinct canonical states settled or queued
+  std::size_t states_explored = 0;       // distinct canonical states the search expanded
 };
 
 // Dijkstra over canonical states (state_key) reached by legal_steps, with k-shortest paths by
@@ -47,6 +51,38 @@ SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const S
 
 // The greedy plan (plan_redistribution) priced with `cost`, for comparison.
 CostedPlan price_plan(const Plan& plan, const StepCostFn& cost);
+
+struct SearchGraph;  // states and priced edges of one (mesh, tensor, cost key) (planner.cpp)
+
+// Two levels of memo. (1) Search results per (source spec, target spec, cost key, options): a
+// repeated transition costs one hash lookup. (2) The searched graph per (mesh, shape, dtype, cost
+// key, partial ops of the endpoints, explicit target sizes): the states and the priced steps
+// between them, which are what a search spends its time on; a new transition on a known tensor
+// and mesh only runs Dijkstra over already-priced edges. The cost key names the cost function
+// (e.g. the profile's sha256 and the ranks per host: "sha256:...;rph=4"): entries are reused only
+// under the same key, so a caller that changes prices must change the key. Specs are compared by
+// serialize() (the caller's spelling), so a cached plan's endpoints are exactly the ones asked
+// for. Thread-safe (one search per graph at a time). When `capacity` results (or graphs) are
+// held, the next miss clears that level: simple and bounded.
+class PlanCache {
+ public:
+  explicit PlanCache(std::size_t capacity = 4096) : capacity_(capacity) {}
+  std::shared_ptr<const SearchResult> get(const TensorSpec& from, const TensorSpec& to,
+                                          const StepCostFn& cost, const std::string& cost_key,
+                                          const SearchOptions& opt = {});
+  std::size_t hits() const;
+  std::size_t misses() const;
+  std::size_t size() const;
+  void clear();          // both levels
+  void clear_results();  // level (1) only: the next get searches, over the kept graphs
+
+ private:
+  mutable std::mutex mu_;
+  std::size_t capacity_;
+  std::size_t hits_ = 0, misses_ = 0;
+  std::unordered_map<std::string, std::shared_ptr<const SearchResult>> map_;
+  std::unordered_map<std::string, std::shared_ptr<SearchGraph>> graphs_;
+};
 
 // ---- Nested sharding: bytes a rank receives vs what it must receive ----------------------------
 

@@ -21,6 +21,8 @@ inline constexpr int kSweepResultsVersion = 2;
 // One timed collective along one mesh dim.
 struct CollectivePoint {
   std::string where;         // "file:line", for messages
+  std::string key;           // the record's point key (docs/RESULTS_FORMAT.md "point keys")
+  std::string label;         // "all_gather mesh=4 dim=0 f32 even per_iteration 1048576 B"
   Collective op = Collective::AllGather;
   DType dtype = DType::F32;
   std::string distribution;  // "even", "zipf(1.2)", ...
@@ -60,6 +62,8 @@ struct TransitionStep {
 
 struct TransitionPoint {
   std::string where;
+  std::string key;    // the record's point key
+  std::vector<double> samples_s;
   std::string label;  // "mesh 2x2 S(0),R -> R,R f32 65536 B chunk"
   DType dtype = DType::F32;
   std::string mode;
@@ -71,6 +75,15 @@ struct ResultsFileInfo {
   std::string path;
   std::string sha256;                    // hex, of the file's bytes
   std::vector<nlohmann::json> contexts;  // the file's context records (selected fields)
+  std::vector<nlohmann::json> context_records;  // the same records in full (gate: environment)
+};
+
+// A point record the reader left out (wrong > 0, or no usable samples), for tools that must
+// list every point (`shardbench gate`).
+struct SkippedPoint {
+  std::string where;
+  std::string key;
+  std::string reason;  // "wrong = 3" | "no samples or a non-positive sample"
 };
 
 struct ResultSet {
@@ -82,6 +95,7 @@ struct ResultSet {
   int point_records = 0;   // all point records read
   int skipped_wrong = 0;   // wrong > 0: excluded
   int skipped_failed = 0;  // no samples, or a non-positive / non-finite median
+  std::vector<SkippedPoint> skipped;  // the points counted in skipped_wrong / skipped_failed
 };
 
 // Reads every file; throws shardcal::Error (file:line, what, how to fix) for unreadable or

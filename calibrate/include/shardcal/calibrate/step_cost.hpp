@@ -13,11 +13,15 @@
 namespace shardcal::calib {
 
 // Local steps (local_slice, local_partial, local_embed_partial) have no model in a profile;
-// they are priced as a host memory copy of what they write: bytes / kLocalCopyGBps plus
-// kLocalStepUs (so that, of two plans with the same collectives, the one with fewer local
-// steps is cheaper). docs/PLANNER.md "Local steps".
-inline constexpr double kLocalCopyGBps = 10.0;   // 1e9 bytes/s
+// they are priced as a memory copy of what they write (the largest output block of any rank):
+// bytes / the copy bandwidth of the profile's memory space, plus kLocalStepUs (so that, of two
+// plans with the same collectives, the one with fewer local steps is cheaper).
+// docs/PLANNER.md "Local steps". Stated constants, not measured per machine:
+inline constexpr double kLocalCopyGBpsHost = 10.0;    // 1e9 B/s: one core's memcpy, DDR4/5
+inline constexpr double kLocalCopyGBpsCuda = 1000.0;  // 1e9 B/s: device-to-device, HBM
 inline constexpr double kLocalStepUs = 0.01;
+// The copy bandwidth used for a profile: kLocalCopyGBpsCuda when its memory is "cuda", else host.
+double local_copy_GBps(const Profile& p);
 
 struct StepPrice {
   double time_us = 0;

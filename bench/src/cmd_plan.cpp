@@ -1,0 +1,255 @@
+// `shardbench plan`: the cost-based plan for one transition under a calibrated profile, each step
+// priced, next to the greedy (rule-based, DTensor-order) plan and the k cheapest distinct plans.
+// Pure: no communication, runs on any machine. docs/PLANNER.md.
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "shardcal/calibrate/results.hpp"
+#include "shardcal/calibrate/step_cost.hpp"
+#include "shardcal/error.hpp"
+#include "shardcal/plan.hpp"
+#include "shardcal/planner.hpp"
+
+namespace shardbench {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+struct PlanArgs {
+  std::string profile;
+  std::string mesh;
+  int ranks_per_host = 0;  // 0 = the whole mesh on one host
+  std::string shape;
+  std::string dtype = "f32";
+  std::string from;
+  std::string to;
+  int k = 3;
+  std::size_t max_states = 200000;
+  bool json = false;
+};
+
+// A tensor dim split by two or more mesh dims (of size > 1).
+bool nested(const shardcal::TensorSpec& s) {
+  for (int i = 0; i < s.mesh().ndim(); ++i)
+    for (int j = i + 1; j < s.mesh().ndim(); ++j) {
+      const shardcal::Placement& a = s.placement(i);
+      const shardcal::Placement& b = s.placement(j);
+      if (s.mesh().extent(i) > 1 && s.mesh().extent(j) > 1 && a.is_shard() && b.is_shard() &&
+          a.dim == b.dim)
+        return true;
+    }
+  return false;
+}
+
+std::string short_step(const shardcal::Step& s) {
+  return "mesh" + std::to_string(s.mesh_dim) + " " + s.before.placement(s.mesh_dim).to_string() +
+         "->" + s.after.placement(s.mesh_dim).to_string() + " " + shardcal::step_kind_name(s.kind);
+}
+
+struct PricedStep {
+  const shardcal::Step* step;
+  shardcal::StepTraffic traffic;
+  shardcal::calib::StepPrice price;
+};
+
+std::vector<PricedStep> price_all(const shardcal::calib::Profile& p, const shardcal::Plan& plan,
+                                  int rph) {
+  std::vector<PricedStep> out;
+  for (const shardcal::Step& s : plan.steps) {
+    PricedStep ps{&s, shardcal::describe_step(s), {}};
+    ps.price = shardcal::calib::price_step(p, s, ps.traffic, rph);
+    out.push_back(std::move(ps));
+  }
+  return out;
+}
+
+json steps_json(const std::vector<PricedStep>& steps) {
+  json a = json::array();
+  for (const PricedStep& ps : steps) {
+    const shardcal::Step& s = *ps.step;
+    a.push_back({{"mesh_dim", s.mesh_dim},
+                 {"from", s.before.placement(s.mesh_dim).to_string()},
+                 {"to", s.after.placement(s.mesh_dim).to_string()},
+                 {"collective", shardcal::step_kind_name(s.kind)},
+                 {"group_size", ps.traffic.group_size},
+                 {"hosts", ps.price.link.hosts},
+                 {"concurrent_groups", ps.price.link.concurrent_groups},
+                 {"bytes", ps.traffic.bytes},
+                 {"counts_even", ps.traffic.uniform},
+                 {"cost_us", ps.price.time_us},
+                 {"extrapolated", ps.price.prediction.extrapolated},
+                 {"text", short_step(s)}});
+  }
+  return a;
+}
+
+std::string us(double t) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(3) << t << " us";
+  return o.str();
+}
+
+std::string human_bytes(double b) {
+  std::ostringstream o;
+  o << std::setprecision(4);
+  if (b >= 1 << 30) o << b / double(1 << 30) << " GiB";
+  else if (b >= 1 << 20) o << b / double(1 << 20) << " MiB";
+  else if (b >= 1 << 10) o << b / double(1 << 10) << " KiB";
+  else o << b << " B";
+  return o.str();
+}
+
+void print_steps(std::ostream& o, const std::vector<PricedStep>& steps) {
+  int n = 0;
+  for (const PricedStep& ps : steps) {
+    const shardcal::Step& s = *ps.step;
+    o << "  " << ++n << ". mesh dim " << s.mesh_dim << ": " << std::left << std::setw(14)
+      << (s.before.placement(s.mesh_dim).to_string() + " -> " + s.after.placement(s.mesh_dim).to_string())
+      << std::setw(20) << shardcal::step_kind_name(s.kind) << std::right;
+    if (ps.traffic.collective)
+      o << "n=" << ps.traffic.group_size << " hosts=" << ps.price.link.hosts << " "
+        << human_bytes(double(ps.traffic.bytes)) << (ps.traffic.uniform ? "" : " (uneven)") << "  ";
+    else
+      o << "local  ";
+    o << us(ps.price.time_us)
+      << (ps.price.prediction.extrapolated ? "  (extrapolated: " + ps.price.prediction.note + ")" : "")
+      << "\n";
+  }
+}
+
+int run(const PlanArgs& a) {
+  using namespace shardcal;
+  const calib::Profile profile = calib::read_profile(a.profile);
+  const DeviceMesh mesh = DeviceMesh::parse(a.mesh);
+  const TensorMeta meta{parse_shape(a.shape), parse_dtype(a.dtype)};
+  auto make = [&](const std::string& text, const char* opt) {
+    try {
+      return TensorSpec(mesh, parse_placements(text), meta);
+    } catch (const Error& e) {
+      throw Error(std::string(opt) + " \"" + text + "\" on mesh " + mesh.to_string() + ", shape " +
+                  shape_to_string(meta.shape) + ": " + e.what());
+    }
+  };
+  const TensorSpec from = make(a.from, "--from");
+  const TensorSpec to = make(a.to, "--to");
+  const int rph = a.ranks_per_host > 0 ? a.ranks_per_host : mesh.size();
+  const StepCostFn cost = calib::profile_step_cost(profile, rph);
+  const SearchResult r = plan_cheapest(from, to, cost, SearchOptions{a.k, a.max_states});
+  const Plan greedy = plan_redistribution(from, to);
+  const CostedPlan g = price_plan(greedy, cost);
+  const std::vector<PricedStep> best = price_all(profile, r.best.plan, rph);
+  const std::vector<PricedStep> gsteps = price_all(profile, greedy, rph);
+  const bool is_nested = nested(from) || nested(to);
+  const std::string sha = calib::sha256_file(a.profile);
+
+  if (a.json) {
+    json j;
+    j["schema"] = "shardcal.plan";
+    j["version"] = 1;
+    j["planner"] = "cost";
+    j["profile"] = {{"path", a.profile}, {"cluster", profile.cluster}, {"sha256", sha}};
+    j["mesh"] = mesh.to_string();
+    j["ranks_per_host"] = rph;
+    j["shape"] = shape_to_string(meta.shape);
+    j["dtype"] = std::string(dtype_name(meta.dtype));
+    j["from"] = placements_to_string(from.placements());
+    j["to"] = placements_to_string(to.placements());
+    j["total_us"] = r.best.total;
+    j["steps"] = steps_json(best);
+    j["greedy_total_us"] = g.total;
+    j["greedy_steps"] = steps_json(gsteps);
+    json alts = json::array();
+    for (const CostedPlan& cp : r.alternatives)
+      alts.push_back({{"total_us", cp.total}, {"steps", steps_json(price_all(profile, cp.plan, rph))}});
+    j["alternatives"] = alts;
+    j["states_explored"] = r.states_explored;
+    if (is_nested) {
+      const RecvReport rc = recv_report(r.best.plan), rg = recv_report(greedy);
+      j["recv_bytes"] = {{"max_lower_bound", rc.max_lower_bound},
+                         {"max_received", rc.max_received},
+                         {"greedy_max_received", rg.max_received}};
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::ostringstream o;
+  o << "transition " << placements_to_string(from.placements()) << " -> "
+    << placements_to_string(to.placements()) << " on mesh " << mesh.to_string() << ", shape "
+    << shape_to_string(meta.shape) << " " << dtype_name(meta.dtype) << ", " << rph
+    << " ranks per host\n";
+  o << "profile " << a.profile << " (cluster " << profile.cluster << ", sha256 " << sha.substr(0, 12)
+    << "...)\n\n";
+  o << "cost-based plan: " << us(r.best.total) << ", " << r.best.plan.steps.size() << " step"
+    << (r.best.plan.steps.size() == 1 ? "" : "s") << " (" << r.states_explored
+    << " states explored)\n";
+  print_steps(o, best);
+  o << "\ngreedy plan (plan_redistribution): " << us(g.total);
+  if (r.best.total > 0 && g.total > r.best.total * (1 + 1e-12))
+    o << " = " << std::fixed << std::setprecision(2) << g.total / r.best.total
+      << std::defaultfloat << "x the cost-based plan";
+  else
+    o << " (same cost)";
+  o << "\n";
+  print_steps(o, gsteps);
+  o << "\n" << r.alternatives.size() << " cheapest distinct plan"
+    << (r.alternatives.size() == 1 ? "" : "s") << " (--k " << a.k << "):\n";
+  for (std::size_t i = 0; i < r.alternatives.size(); ++i) {
+    const CostedPlan& cp = r.alternatives[i];
+    o << "  #" << i + 1 << "  " << std::setw(16) << us(cp.total) << "  ";
+    if (cp.plan.steps.empty()) o << "(no steps)";
+    for (std::size_t k = 0; k < cp.plan.steps.size(); ++k)
+      o << (k ? ", " : "") << short_step(cp.plan.steps[k]);
+    o << "\n";
+  }
+  if (is_nested) {
+    const RecvReport rc = recv_report(r.best.plan), rg = recv_report(greedy);
+    o << "\nnested sharding: bytes received by the busiest rank: cost plan "
+      << human_bytes(double(rc.max_received)) << ", greedy " << human_bytes(double(rg.max_received))
+      << "; lower bound (the largest part of a rank's target block its source block lacks) "
+      << human_bytes(double(rc.max_lower_bound)) << "\n";
+  }
+  std::cout << o.str();
+  return 0;
+}
+
+}  // namespace
+
+Runner add_plan_command(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand(
+      "plan",
+      "Plan one redistribution with a calibrated profile (no communication): the cheapest plan\n"
+      "(Dijkstra over placement states, each step priced by the profile for the bytes and counts it\n"
+      "moves and the link class of its mesh dim), each step's predicted us, the greedy plan\n"
+      "(plan_redistribution, DTensor's order) with its cost, and the k cheapest distinct plans.\n"
+      "Ranks are laid out row-major over the mesh, --ranks-per-host consecutive ranks per host.\n"
+      "Example: shardbench plan --profile configs/profiles/dtensor-default.json --mesh 2x4\n"
+      "         --ranks-per-host 4 --shape 8192x8192 --dtype bf16 --from \"S(0),S(1)\" --to \"R,S(0)\" --k 3");
+  cmd->add_option("--profile", args->profile, "Profile JSON (shardcal.profile v1)")->required();
+  cmd->add_option("--mesh", args->mesh, "Device mesh, e.g. 2x4")->required();
+  cmd->add_option("--ranks-per-host", args->ranks_per_host,
+                  "Consecutive ranks per host (default: the whole mesh on one host)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--shape", args->shape, "Global tensor shape, e.g. 8192x8192")->required();
+  cmd->add_option("--dtype", args->dtype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
+  cmd->add_option("--from", args->from, "Source placements, e.g. \"S(0),S(1)\"")->required();
+  cmd->add_option("--to", args->to, "Target placements, e.g. \"R,S(0)\"")->required();
+  cmd->add_option("--k", args->k, "How many cheapest distinct plans to list")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--max-states", args->max_states,
+                  "Give up (exit 2) after this many placement states")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t(1), std::size_t(1) << 40));
+  cmd->add_flag("--json", args->json,
+                "Print one JSON object: total_us, steps[{mesh_dim, from, to, collective, group_size, "
+                "bytes, cost_us, ...}], greedy_total_us, alternatives[{total_us, steps}]");
+  return [args]() { return run(*args); };
+}
+
+}  // namespace shardbench

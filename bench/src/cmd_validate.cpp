@@ -1,0 +1,438 @@
+// `shardbench validate` (issue 9 item 4): does the cost-based planner choose well? For every
+// transition point of a sweep config: the plan the planner chooses under a calibrated profile,
+// the greedy (rule-based) plan and the k cheapest distinct plans, each measured with the sweep's
+// own transition timing (runner.cpp measure_transition: PlanWorkspace, barrier, timer, slowest
+// rank per sample, output check), interleaved in rounds so that drifting machine noise hits
+// every plan alike. Writes INTERFACES §2 / docs/RESULTS_FORMAT.md ("Validate file") atomically.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <unistd.h>
+
+#include "commands.hpp"
+#include "profile_planner.hpp"
+#include "shardcal/error.hpp"
+#include "shardcal/mesh_comm.hpp"
+#include "shardcal/placement.hpp"
+#include "shardcal/topology.hpp"
+#include "sweep/config.hpp"
+#include "sweep/runner.hpp"
+#include "sweep/signals.hpp"
+#include "sweep/stats.hpp"
+#include "sweep/sweep.hpp"
+#include "sweep/transition_planner.hpp"
+
+namespace shardbench {
+
+namespace {
+
+using nlohmann::json;
+namespace sw = sweep;
+
+constexpr const char* kValidateSchema = "shardcal.validate";
+constexpr const char* kSummarySchema = "shardcal.validate.summary";
+constexpr int kValidateVersion = 1;
+
+struct ValidateCli {
+  BackendOptions backend;
+  std::string profile, config, out;
+  int k = 3;
+  int rounds = 5;
+  int ranks_per_host = 0;
+  bool quiet = false;
+};
+
+// One distinct plan of a transition and what it was chosen as.
+struct Candidate {
+  shardcal::Plan plan;
+  std::vector<double> step_us;
+  double predicted_us = 0;
+  std::vector<std::string> roles;  // "chosen", "greedy", "alternative" (one plan may be several)
+  int rank = 0;                    // position by predicted cost among the listed plans
+  std::vector<double> samples;     // seconds, every round's samples
+  std::uint64_t wrong = 0;
+  bool checked = false;
+};
+
+// Equal signatures = the same steps through the same states.
+std::string plan_signature(const shardcal::Plan& p) {
+  std::string s;
+  for (const auto& st : p.steps)
+    s += std::to_string(st.mesh_dim) + ":" + shardcal::step_kind_name(st.kind) + ">" +
+         shardcal::state_key(st.after) + ";";
+  return s;
+}
+
+struct Planned {
+  std::vector<Candidate> plans;  // [0] = chosen
+  std::size_t states_explored = 0;
+};
+
+Planned plan_transition(const shardcal::TensorSpec& from, const shardcal::TensorSpec& to,
+                        const shardcal::StepCostFn& cost, int k) {
+  shardcal::SearchOptions opt;
+  opt.k = k;
+  const shardcal::SearchResult r = shardcal::plan_cheapest(from, to, cost, opt);
+  Planned out;
+  out.states_explored = r.states_explored;
+  std::vector<std::string> sigs;
+  auto add = [&](const shardcal::Plan& plan, const std::vector<double>& step_us, double total,
+                 const std::string& role) {
+    const std::string sig = plan_signature(plan);
+    const auto it = std::find(sigs.begin(), sigs.end(), sig);
+    if (it != sigs.end()) {
+      auto& roles = out.plans[std::size_t(it - sigs.begin())].roles;
+      if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
+      return;
+    }
+    shardcal::validate_plan(plan);
+    sigs.push_back(sig);
+    Candidate c;
+    c.plan = plan;
+    c.step_us = step_us;
+    c.predicted_us = total;
+    c.roles = {role};
+    out.plans.push_back(std::move(c));
+  };
+  if (r.alternatives.empty()) throw shardcal::Error("the cost planner returned no plan");
+  add(r.alternatives[0].plan, r.alternatives[0].step_cost, r.alternatives[0].total, "chosen");
+  const shardcal::CostedPlan greedy = shardcal::price_plan(shardcal::plan_redistribution(from, to), cost);
+  for (std::size_t i = 1; i < r.alternatives.size(); ++i)
+    add(r.alternatives[i].plan, r.alternatives[i].step_cost, r.alternatives[i].total, "alternative");
+  const std::size_t n_alternatives = out.plans.size();
+  add(greedy.plan, greedy.step_cost, greedy.total, "greedy");
+  // Rank: order by predicted cost; the alternatives come sorted, a greedy plan outside them
+  // ranks after them.
+  for (std::size_t i = 0; i < out.plans.size(); ++i) out.plans[i].rank = int(std::min(i, n_alternatives));
+  return out;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return sw::percentile_sorted(v, 0.5);
+}
+
+std::string fmt_us(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, us < 10 ? "%.2f us" : us < 1000 ? "%.1f us" : "%.0f us", us);
+  return buf;
+}
+
+// Runs on every rank. Returns the exit code (the same on every rank).
+int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, const sw::SweepConfig& cfg,
+                      const LoadedProfile& profile) {
+  const bool root = world.rank() == 0;
+  // 1. Points and plans: pure, identical on every rank; problems are input errors.
+  std::vector<sw::Point> points;
+  std::size_t skipped_collectives = 0;
+  try {
+    for (sw::Point& p : sw::expand_points(cfg, world.size())) {
+      if (p.transition) points.push_back(std::move(p));
+      else ++skipped_collectives;
+    }
+  } catch (const shardcal::Error& e) {
+    throw sw::InputError(e.what());
+  }
+  if (points.empty())
+    throw sw::InputError(cfg.source + ": the config selects no transition; validate measures "
+                         "transitions (\"transitions\": [{\"mesh\": \"2x2\", \"from\": \"S(0),R\", "
+                         "\"to\": \"R,S(0)\"}])");
+  const shardcal::Topology topo = shardcal::discover_topology(world);
+  const int rph = cli.ranks_per_host > 0 ? cli.ranks_per_host : std::max(1, topo.max_ranks_per_host);
+  const shardcal::StepCostFn cost = shardcal::calib::profile_step_cost(profile.profile, rph);
+  std::vector<Planned> planned;
+  for (const sw::Point& p : points) {
+    try {
+      const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
+      const shardcal::TensorMeta meta{p.shape, p.dtype};
+      planned.push_back(plan_transition(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
+                                        shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
+                                        cost, cli.k));
+    } catch (const shardcal::Error& e) {
+      throw sw::InputError("planning " + p.label() + ": " + e.what());
+    }
+  }
+
+  // 2. The output: rank 0 checks the directory now (before minutes of measuring) and writes a
+  // temporary file renamed over --out at the end; every rank learns the outcome.
+  const std::string tmp = cli.out + ".tmp." + std::to_string(::getpid());
+  std::string status = "ok";
+  std::ofstream file;
+  if (root) {
+    const auto dir = std::filesystem::path(cli.out).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      status = "--out " + cli.out + ": directory " + dir.string() + " does not exist; create it first";
+    else {
+      file.open(tmp, std::ios::binary | std::ios::trunc);
+      if (!file) status = "--out " + cli.out + ": cannot write " + tmp + " (" + std::strerror(errno) + ")";
+    }
+  }
+  world.broadcast_string(status, 0);
+  if (status != "ok") throw sw::InputError(status);
+  auto abandon_file = [&] {
+    if (!root) return;
+    file.close();
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+  };
+  if (root && !cli.quiet) {
+    std::fprintf(stderr, "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, %d rounds%s\n",
+                 points.size(), profile.path.c_str(), profile.profile.cluster.c_str(), rph, cli.k, cli.rounds,
+                 skipped_collectives ? (", " + std::to_string(skipped_collectives) +
+                                        " collective point(s) of the config ignored").c_str()
+                                     : "");
+  }
+
+  // Per round and plan: the config's budget split over the rounds, no early CI stop (every plan
+  // gets its share of every round).
+  sw::SweepConfig sub = cfg;
+  sub.iterations_min = std::max(1, (cfg.iterations_min + cli.rounds - 1) / cli.rounds);
+  sub.iterations_max = std::max(sub.iterations_min, cfg.iterations_max / cli.rounds);
+  sub.time_budget_s = cfg.time_budget_s / cli.rounds;
+  sub.target_rel_ci = 0;
+
+  std::vector<double> regrets, speedups, rel_errors;
+  std::uint64_t wrong_total = 0;
+  double best_speedup = 0;
+  std::string best_speedup_label;
+  std::unique_ptr<shardcal::MeshCommunicator> mc;
+  for (std::size_t ti = 0; ti < points.size(); ++ti) {
+    const sw::Point& p = points[ti];
+    std::vector<Candidate>& plans = planned[ti].plans;
+    if (!mc || mc->mesh().to_string() != p.mesh)
+      mc = std::make_unique<shardcal::MeshCommunicator>(shardcal::DeviceMesh::parse(p.mesh), world);
+    // Rounds; the order rotates so that no plan always runs first (or right after another).
+    for (int round = 0; round < cli.rounds; ++round) {
+      for (std::size_t j = 0; j < plans.size(); ++j) {
+        Candidate& c = plans[(j + std::size_t(round)) % plans.size()];
+        const sw::Measurement m = sw::measure_transition(*mc, p, c.plan, sub);
+        if (m.abandoned) {
+          abandon_file();
+          if (root)
+            std::fprintf(stderr, "validate: stopped by signal %d; no output written\n", m.signal);
+          return sw::exit_code_for_signal(m.signal);
+        }
+        c.samples.insert(c.samples.end(), m.samples.begin(), m.samples.end());
+        c.wrong += m.wrong;
+        c.checked = c.checked || m.checked;
+      }
+    }
+    // Statistics, regret.
+    std::vector<sw::Stats> st;
+    double best = 0;
+    for (const Candidate& c : plans) {
+      st.push_back(sw::compute_stats(c.samples, cfg.confidence));
+      best = best == 0 ? st.back().p50 : std::min(best, st.back().p50);
+      wrong_total += c.wrong;
+    }
+    const double chosen_us = st[0].p50 * 1e6;
+    double greedy_us = 0;
+    for (std::size_t i = 0; i < plans.size(); ++i)
+      for (const auto& role : plans[i].roles)
+        if (role == "greedy") greedy_us = st[i].p50 * 1e6;
+    const double regret = best > 0 ? st[0].p50 / best : 1.0;
+    const double speedup = chosen_us > 0 ? greedy_us / chosen_us : 1.0;
+    regrets.push_back(regret);
+    speedups.push_back(speedup);
+    if (speedup > best_speedup) best_speedup = speedup, best_speedup_label = p.label();
+
+    json jplans = json::array();
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const Candidate& c = plans[i];
+      const double meas_us = st[i].p50 * 1e6;
+      const double rel = meas_us > 0 ? (c.predicted_us - meas_us) / meas_us : 0.0;
+      rel_errors.push_back(std::abs(rel));
+      json steps = json::array();
+      for (const auto& s : c.plan.steps) steps.push_back(sw::step_short(s));
+      for (const auto& role : c.roles)
+        jplans.push_back({{"role", role},
+                          {"rank", c.rank},
+                          {"steps", steps},
+                          {"step_predicted_us", c.step_us},
+                          {"predicted_us", c.predicted_us},
+                          {"measured_us", {{"median", meas_us},
+                                           {"ci_lo", st[i].ci_lo * 1e6},
+                                           {"ci_hi", st[i].ci_hi * 1e6},
+                                           {"samples", st[i].n}}},
+                          {"rel_error", rel},
+                          {"wrong", c.checked ? json(c.wrong) : json(nullptr)}});
+    }
+    json rec = {{"schema", kValidateSchema},
+                {"version", kValidateVersion},
+                {"profile", profile.identity()},
+                {"ranks_per_host", rph},
+                {"transition", {{"mesh", p.mesh},
+                                {"shape", shardcal::shape_to_string(p.shape)},
+                                {"dtype", std::string(shardcal::dtype_name(p.dtype))},
+                                {"from", p.from},
+                                {"to", p.to},
+                                {"from_given", p.from_given},
+                                {"to_given", p.to_given},
+                                {"distribution", p.dist.name()},
+                                {"size", p.size},
+                                {"key", p.key()}}},
+                {"plans", jplans},
+                {"regret", regret},
+                {"greedy_speedup", speedup},
+                {"search", {{"k", cli.k}, {"states_explored", planned[ti].states_explored}}},
+                {"rounds", cli.rounds}};
+    if (root) {
+      file << rec.dump() << '\n';
+      std::ostringstream os;
+      os << "[" << ti + 1 << "/" << points.size() << "] " << p.label() << ": chosen " << fmt_us(chosen_us)
+         << " (predicted " << fmt_us(plans[0].predicted_us) << ", " << plans[0].plan.steps.size() << " steps)";
+      if (plans[0].roles.size() > 1) os << " = greedy";
+      else os << ", greedy " << fmt_us(greedy_us);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, ", %zu plan(s), regret %.3f, greedy/chosen %.2fx", plans.size(), regret,
+                    speedup);
+      os << buf;
+      std::uint64_t w = 0;
+      for (const auto& c : plans) w += c.wrong;
+      if (w > 0) os << "  WRONG " << w;
+      std::cout << os.str() << std::endl;
+    }
+  }
+
+  std::vector<double> sorted = regrets;
+  std::sort(sorted.begin(), sorted.end());
+  double mape = 0;
+  for (double e : rel_errors) mape += e;
+  mape = rel_errors.empty() ? 0 : mape / double(rel_errors.size());
+  const json summary = {{"schema", kSummarySchema},
+                        {"version", kValidateVersion},
+                        {"transitions", points.size()},
+                        {"plans_measured", rel_errors.size()},
+                        {"regret", {{"median", sw::percentile_sorted(sorted, 0.5)},
+                                    {"p95", sw::percentile_sorted(sorted, 0.95)},
+                                    {"max", sorted.back()}}},
+                        {"mape", mape},
+                        {"greedy_speedup", {{"median", median_of(speedups)},
+                                            {"max", best_speedup},
+                                            {"max_transition", best_speedup_label}}},
+                        {"wrong", wrong_total}};
+  if (root) {
+    file << summary.dump() << '\n';
+    file.flush();
+    bool ok = bool(file);
+    file.close();
+    std::error_code ec;
+    if (ok) std::filesystem::rename(tmp, cli.out, ec);
+    if (!ok || ec) {
+      std::filesystem::remove(tmp, ec);
+      status = "--out " + cli.out + ": writing the file failed";
+    }
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f); prediction "
+                  "MAPE %.1f%% over %zu plan(s); greedy/chosen up to %.2fx",
+                  points.size(), sw::percentile_sorted(sorted, 0.5), sw::percentile_sorted(sorted, 0.95),
+                  sorted.back(), mape * 100, rel_errors.size(), best_speedup);
+    std::cout << buf << " (" << best_speedup_label << ")\n";
+    if (status == "ok") std::cout << "validate: wrote " << cli.out << "\n";
+    std::cout.flush();
+  }
+  world.broadcast_string(status, 0);
+  if (status != "ok") throw shardcal::Error(status);
+  if (wrong_total > 0) {
+    if (root)
+      std::fprintf(stderr, "validate: %llu wrong element(s): some plan produced wrong data (see \"wrong\" in %s)\n",
+                   static_cast<unsigned long long>(wrong_total), cli.out.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_validate_command(CLI::App& app) {
+  auto cli = std::make_shared<ValidateCli>();
+  auto* cmd = app.add_subcommand(
+      "validate",
+      "Check the cost-based planner against measurement: for every transition of a sweep config,\n"
+      "measure the plan chosen under --profile, the greedy plan and the k cheapest distinct plans\n"
+      "with the sweep's transition timing (rounds interleave the plans), and report predicted vs\n"
+      "measured time, regret = measured(chosen) / best measured, and greedy/chosen.\n"
+      "Output (JSON Lines, written atomically): one record per transition, then a summary;\n"
+      "docs/RESULTS_FORMAT.md, section \"Validate file\". Config: the sweep's format (its\n"
+      "\"transitions\", sizes, dtypes, transition_distributions, timing keys; collectives are\n"
+      "ignored). Example config: configs/validate/local.json.\n"
+      "Examples:\n"
+      "  mpirun -np 4 shardbench validate --backend mpi --profile profile.json \\\n"
+      "      --config configs/validate/local.json --out v.jsonl --k 3\n"
+      "  shardbench validate --backend sim --world 4 --profile configs/profiles/dtensor-default.json \\\n"
+      "      --config configs/validate/local.json --out v.jsonl\n"
+      "Exit codes: 0 done, 1 some plan produced wrong data, 2 bad input, 130/143 stopped by\n"
+      "SIGINT/SIGTERM (nothing written).");
+  cli->backend.add_to(*cmd);
+  cmd->add_option("--profile", cli->profile,
+                  "Calibrated profile that prices the plans (default: the config's \"profile\")");
+  cmd->add_option("--config", cli->config, "Sweep config whose transitions are validated")->required();
+  cmd->add_option("--out", cli->out, "Output file (JSON Lines), replaced at the end")->required();
+  cmd->add_option("--k", cli->k, "Cheapest distinct plans to measure (the chosen one included)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
+  cmd->add_option("--rounds", cli->rounds,
+                  "Rounds over the plans of a transition; each round gives every plan 1/rounds of the "
+                  "config's iterations and time_budget_s")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--ranks-per-host", cli->ranks_per_host,
+                  "Ranks per host the planner assumes (hosts = blocks of consecutive ranks); default "
+                  "from the ranks' hostnames (SHARDCAL_HOSTNAME)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--quiet,-q", cli->quiet, "No header line on stderr (the per-transition lines stay)");
+  return [cli]() -> int {
+    const bool sim = cli->backend.backend == "sim";
+    std::atomic<int> code{0};
+    sw::install_stop_handlers();
+    try {
+      shardcal::launch(cli->backend.launch_options(), [&](shardcal::Communicator& world) {
+        // Every rank loads its input; the ranks agree on errors (one message everywhere).
+        try {
+          std::string error;
+          sw::SweepConfig cfg;
+          std::unique_ptr<LoadedProfile> prof;
+          try {
+            cfg = sw::load_config(cli->config);
+            const std::string path = !cli->profile.empty() ? cli->profile : cfg.profile;
+            if (path.empty())
+              throw shardcal::Error("validate needs --profile FILE (or a \"profile\" key in " + cli->config + ")");
+            prof = std::make_unique<LoadedProfile>(
+                load_profile(path, !cli->profile.empty() ? "--profile" : cli->config + ": /profile"));
+          } catch (const std::exception& e) {
+            error = e.what();
+          }
+          sw::agree_on_input(world, error);
+          const std::string mode = "validate k=" + std::to_string(cli->k) + " rounds=" +
+                                   std::to_string(cli->rounds) + " profile " + prof->sha256 +
+                                   " rph=" + std::to_string(cli->ranks_per_host);
+          sw::check_same_job(world, cfg.hash(), mode, "config " + cli->config + " (hash " + cfg.hash() + "), " + mode);
+          code = run_validate_rank(world, *cli, cfg, *prof);
+        } catch (const sw::InputError& e) {
+          if (!sim || world.rank() == 0) {
+            const std::string line = std::string("shardbench: error: ") + e.what() + "\n";
+            std::fwrite(line.data(), 1, line.size(), stderr);
+            std::fflush(stderr);
+          }
+          code = 2;
+        }
+      });
+    } catch (...) {
+      sw::restore_stop_handlers();
+      throw;
+    }
+    sw::restore_stop_handlers();
+    return code.load();
+  };
+}
+
+}  // namespace shardbench

@@ -1,0 +1,647 @@
+// The regression gate: reading runs, environment check, per-point and per-model verdicts, report
+// rendering (docs/GATE.md).
+#include "shardcal/gate/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "shardcal/calibrate/results.hpp"
+#include "shardcal/error.hpp"
+#include "shardcal/gate/stats.hpp"
+
+namespace shardcal::gate {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSweepFormat = "shardcal.sweep.results";
+constexpr const char* kGbenchFormat = "google-benchmark";
+
+// Inverse of the standard normal CDF (Acklam's rational approximation, relative error < 1.2e-9,
+// refined by one Halley step with erfc).
+double norm_ppf(double p) {
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01,  -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  double x;
+  if (p < 0.02425) {
+    const double q = std::sqrt(-2 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else if (p <= 1 - 0.02425) {
+    const double q = p - 0.5, r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  } else {
+    const double q = std::sqrt(-2 * std::log(1 - p));
+    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
+  const double u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
+  return x - u / (1 + x * u / 2);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": cannot open (check the path; inputs are `shardbench sweep --out FILE` "
+                       "results or Google Benchmark --benchmark_out=FILE.json files)");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(path + ": read error");
+  return ss.str();
+}
+
+void set_env(json& env, const std::string& field, const json& v) {
+  if (!env.contains(field)) {
+    env[field] = v;
+    return;
+  }
+  json& cur = env[field];
+  // Distinct values of several context records: promote to a list of distinct values.
+  if (cur == v) return;
+  if (cur.is_object() && cur.contains("values_of_several_contexts")) {
+    json& arr = cur["values_of_several_contexts"];
+    if (std::find(arr.begin(), arr.end(), v) == arr.end()) arr.push_back(v);
+  } else {
+    cur = json{{"values_of_several_contexts", json::array({cur, v})}};
+  }
+}
+
+RunData read_gbench(const std::string& path, const json& doc) {
+  RunData r;
+  r.path = path;
+  r.format = kGbenchFormat;
+  const json& ctx = doc["context"];
+  const json& benches = doc["benchmarks"];
+  if (!ctx.is_object() || !benches.is_array())
+    throw Error(path + ": \"context\" must be an object and \"benchmarks\" an array (Google "
+                       "Benchmark JSON, --benchmark_format=json)");
+  for (const char* k : {"library_build_type", "num_cpus", "library_version"})
+    if (ctx.contains(k)) r.env[k] = ctx[k];
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < benches.size(); ++i) {
+    const json& b = benches[i];
+    const std::string where = path + ": /benchmarks/" + std::to_string(i);
+    if (!b.is_object()) throw Error(where + ": not an object");
+    if (b.value("run_type", std::string("iteration")) == "aggregate") continue;
+    std::string key;
+    if (b.contains("run_name") && b["run_name"].is_string())
+      key = b["run_name"].get<std::string>();
+    else if (b.contains("name") && b["name"].is_string())
+      key = b["name"].get<std::string>();
+    else
+      throw Error(where + ": no \"run_name\" or \"name\" string");
+    if (b.value("error_occurred", false)) {
+      r.skipped.push_back({key, "error_occurred: " + b.value("error_message", std::string())});
+      continue;
+    }
+    if (!b.contains("real_time") || !b["real_time"].is_number())
+      throw Error(where + ": \"real_time\" is missing or not a number");
+    const std::string unit = b.value("time_unit", std::string("ns"));
+    double scale = 0;
+    if (unit == "ns") scale = 1e-9;
+    else if (unit == "us") scale = 1e-6;
+    else if (unit == "ms") scale = 1e-3;
+    else if (unit == "s") scale = 1;
+    else throw Error(where + ": unknown time_unit \"" + unit + "\" (expected ns, us, ms or s)");
+    const double t = b["real_time"].get<double>() * scale;
+    if (!(t > 0) || !std::isfinite(t))
+      throw Error(where + ": real_time must be a positive finite number");
+    auto [it, fresh] = index.try_emplace(key, r.points.size());
+    if (fresh) r.points.push_back({key, key, {}});
+    r.points[it->second].samples_s.push_back(t);
+  }
+  return r;
+}
+
+RunData read_sweep(const std::string& path) {
+  const calib::ResultSet rs = calib::read_results({path});
+  RunData r;
+  r.path = path;
+  r.format = kSweepFormat;
+  for (const json& c : rs.files.at(0).context_records) {
+    for (const char* k : {"backend", "memory", "world", "n_hosts", "ranks_per_host"})
+      if (c.contains(k)) set_env(r.env, k, c[k]);
+    for (const char* group : {"library_versions", "backend_settings"})
+      if (c.contains(group) && c[group].is_object())
+        for (const auto& [name, v] : c[group].items())
+          set_env(r.env, std::string(group) + "." + name, v);
+  }
+  for (const auto& p : rs.collectives) r.points.push_back({p.key, p.label, p.samples_s});
+  for (const auto& t : rs.transitions) r.points.push_back({t.key, t.label, t.samples_s});
+  for (const auto& s : rs.skipped) r.skipped.push_back({s.key, s.reason + " (" + s.where + ")"});
+  return r;
+}
+
+std::string fmt(double v, const char* f = "%.4g") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+RunData read_run(const std::string& path) {
+  const std::string text = read_all(path);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw Error(path + ": the file is empty; expected sweep results (JSON Lines) or Google "
+                       "Benchmark JSON");
+  RunData r;
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_discarded() && doc.is_object() && doc.contains("benchmarks") &&
+      doc.contains("context")) {
+    r = read_gbench(path, doc);
+  } else if (!doc.is_discarded() && !(doc.is_object() && doc.contains("type"))) {
+    throw Error(path + ": a JSON document that is neither Google Benchmark JSON (an object with "
+                       "\"context\" and \"benchmarks\") nor sweep results (JSON Lines whose "
+                       "first record has \"type\": \"context\")");
+  } else {
+    r = read_sweep(path);
+  }
+  std::set<std::string> seen;
+  for (const auto& p : r.points)
+    if (!seen.insert(p.key).second && r.format == kSweepFormat)
+      throw Error(path + ": point key " + p.key + " appears twice; point keys are unique in a "
+                         "sweep results file (the file is corrupt)");
+  if (r.points.empty() && r.skipped.empty())
+    throw Error(path + ": no points (" + r.format + "); nothing to compare");
+  r.sha256 = calib::sha256_file(path);
+  return r;
+}
+
+RunData pool_runs(const std::vector<RunData>& runs, const std::string& side) {
+  if (runs.empty()) throw Error("no " + side + " file given");
+  if (runs.size() == 1) return runs[0];
+  RunData out;
+  out.format = runs[0].format;
+  out.env = runs[0].env;
+  out.runs = 0;
+  std::map<std::string, std::size_t> index;
+  for (const RunData& r : runs) {
+    if (r.format != out.format)
+      throw Error("the " + side + " files " + runs[0].path + " (" + runs[0].format + ") and " +
+                  r.path + " (" + r.format + ") are of different kinds; pool files of one kind");
+    if (r.env != out.env) {
+      std::string d;
+      for (const auto& e : compare_env(runs[0], r))
+        d += (d.empty() ? "" : "; ") + e.field + ": " + e.baseline.dump() + " vs " +
+             e.candidate.dump();
+      if (d.empty()) d = "fields present in one file only";
+      throw Error("the " + side + " files " + runs[0].path + " and " + r.path +
+                  " come from different environments (" + d +
+                  "); pool only runs of one stack");
+    }
+    out.path += (out.path.empty() ? "" : " + ") + r.path;
+    out.sha256 += (out.sha256.empty() ? "" : ",") + r.sha256;
+    out.runs += r.runs;
+    for (const Series& s : r.points) {
+      auto [it, fresh] = index.try_emplace(s.key, out.points.size());
+      if (fresh)
+        out.points.push_back(s);
+      else
+        out.points[it->second].samples_s.insert(out.points[it->second].samples_s.end(),
+                                                s.samples_s.begin(), s.samples_s.end());
+    }
+    for (const Skipped& k : r.skipped) out.skipped.push_back({k.key, k.reason + " [" + r.path + "]"});
+  }
+  return out;
+}
+
+std::vector<EnvDifference> compare_env(const RunData& b, const RunData& c) {
+  std::vector<EnvDifference> out;
+  for (const auto& [k, v] : b.env.items()) {
+    // A field only one side has (an older file) is not compared.
+    if (!c.env.contains(k)) continue;
+    if (c.env[k] != v) out.push_back({k, v, c.env[k]});
+  }
+  return out;
+}
+
+PointResult judge_point(const Series& b, const Series& c, const Options& opt) {
+  PointResult r;
+  r.key = b.key;
+  r.label = b.label;
+  r.n_baseline = b.samples_s.size();
+  r.n_candidate = c.samples_s.size();
+  r.baseline_median_us = median(b.samples_s) * 1e6;
+  r.candidate_median_us = median(c.samples_s) * 1e6;
+  r.p = mann_whitney_u(b.samples_s, c.samples_s).p;
+  const RatioCI ci = bootstrap_median_ratio(b.samples_s, c.samples_s, 1 - opt.alpha,
+                                            opt.resamples, opt.seed ^ fnv1a64(b.key));
+  r.ratio = ci.ratio;
+  r.ci_lo = ci.lo;
+  r.ci_hi = ci.hi;
+  r.q = r.p;  // until the FDR step
+  return r;
+}
+
+namespace {
+
+// Verdict after the FDR step (docs/GATE.md "Verdicts").
+void decide(PointResult& r, const Series& b, const Series& c, const Options& opt) {
+  const double up = 1 + opt.max_slowdown, down = 1 / (1 + opt.max_slowdown);
+  const bool sig = r.q <= opt.alpha;
+  const auto pb = sample_problem(b.samples_s, opt.min_samples);
+  const auto pc = sample_problem(c.samples_s, opt.min_samples);
+  const std::string ci = "ratio CI [" + fmt(r.ci_lo, "%.3f") + ", " + fmt(r.ci_hi, "%.3f") + "]";
+  if (pb || pc) {
+    r.verdict = "inconclusive";
+    r.reason = pb ? "baseline: " + *pb : "candidate: " + *pc;
+    if (pb && pc) r.reason += "; candidate: " + *pc;
+  } else if (sig && r.ci_lo > up) {
+    r.verdict = "regression";
+    r.reason = "q " + fmt(r.q, "%.2g") + " <= alpha and " + ci + " above " + fmt(up, "%.3g");
+  } else if (sig && r.ci_hi < down) {
+    r.verdict = "improvement";
+    r.reason = "q " + fmt(r.q, "%.2g") + " <= alpha and " + ci + " below " + fmt(down, "%.3g");
+  } else if (r.ci_hi <= up) {
+    r.verdict = "pass";
+    r.reason = ci + " <= " + fmt(up, "%.3g") +
+               (sig ? " (significant, but within --max-slowdown)" : "");
+  } else {
+    r.verdict = "inconclusive";
+    r.reason = ci + " straddles " + fmt(up, "%.3g") +
+               (sig ? "" : " (q " + fmt(r.q, "%.2g") + " > alpha)");
+  }
+}
+
+std::string link_name(const calib::Model& m) {
+  return "hosts=" + std::to_string(m.hosts) +
+         " concurrent_groups=" + std::to_string(m.concurrent_groups) +
+         " dtype=" + (m.dtype ? std::string(dtype_name(*m.dtype)) : std::string("pooled"));
+}
+
+double rel_uncertainty(const calib::Model& m) {
+  return std::max(m.quality.mape, m.quality.holdout_mape.value_or(0.0));
+}
+
+}  // namespace
+
+std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib::Profile& cp,
+                                          const Options& opt) {
+  std::vector<ModelResult> out;
+  const double z = norm_ppf(1 - opt.alpha / 2);
+  const double up = 1 + opt.max_slowdown, down = 1 / (1 + opt.max_slowdown);
+  auto id = [](const calib::Model& m) {
+    return std::string(collective_info(m.collective).name) + " " + link_name(m);
+  };
+  std::map<std::string, const calib::Model*> cand;
+  for (const auto& m : cp.models) cand[id(m)] = &m;
+  std::set<std::string> matched;
+  for (const auto& bm : bp.models) {
+    ModelResult base;
+    base.collective = std::string(collective_info(bm.collective).name);
+    base.link = link_name(bm);
+    auto it = cand.find(id(bm));
+    if (it == cand.end()) {
+      ModelResult r = base;
+      r.param = "segments";
+      r.verdict = "inconclusive";
+      r.reason = "model only in the baseline profile";
+      out.push_back(r);
+      continue;
+    }
+    matched.insert(it->first);
+    const calib::Model& cm = *it->second;
+    if (bm.segments.size() != cm.segments.size()) {
+      ModelResult r = base;
+      r.param = "segments";
+      r.baseline = double(bm.segments.size());
+      r.candidate = double(cm.segments.size());
+      r.ratio = r.candidate / r.baseline;
+      r.ci_lo = r.ci_hi = r.ratio;
+      r.verdict = "inconclusive";
+      r.reason = "the number of size segments changed (" + std::to_string(bm.segments.size()) +
+                 " -> " + std::to_string(cm.segments.size()) +
+                 "): the size regimes moved; compare the points";
+      out.push_back(r);
+      continue;
+    }
+    const double sigma = std::hypot(rel_uncertainty(bm), rel_uncertainty(cm));
+    for (std::size_t s = 0; s < bm.segments.size(); ++s) {
+      for (const char* param : {"bandwidth_GBps", "alpha_us"}) {
+        const bool bw = std::string(param) == "bandwidth_GBps";
+        ModelResult r = base;
+        r.segment = int(s);
+        r.param = param;
+        r.baseline = bw ? bm.segments[s].bandwidth_GBps : bm.segments[s].alpha_us;
+        r.candidate = bw ? cm.segments[s].bandwidth_GBps : cm.segments[s].alpha_us;
+        if (!(r.baseline > 0) || !(r.candidate > 0)) {
+          r.ratio = r.ci_lo = r.ci_hi = r.baseline == r.candidate ? 1.0 : NAN;
+          r.verdict = r.baseline == r.candidate ? "pass" : "inconclusive";
+          r.reason = r.baseline == r.candidate ? "both 0" : "one side is 0: no ratio";
+          out.push_back(r);
+          continue;
+        }
+        r.ratio = r.candidate / r.baseline;
+        r.ci_lo = r.ratio * std::exp(-z * sigma);
+        r.ci_hi = r.ratio * std::exp(z * sigma);
+        // Slower = lower bandwidth or higher latency.
+        const double worse_lo = bw ? 1 / r.ci_hi : r.ci_lo;  // slowdown factor's CI
+        const double worse_hi = bw ? 1 / r.ci_lo : r.ci_hi;
+        const std::string ci = "CI [" + fmt(r.ci_lo, "%.3f") + ", " + fmt(r.ci_hi, "%.3f") +
+                               "] from fit errors +-" + fmt(100 * sigma, "%.1f") + "%";
+        if (worse_lo > up) {
+          r.verdict = "regression";
+          r.reason = std::string(bw ? "bandwidth fell" : "latency rose") + ": " + ci;
+        } else if (worse_hi < down) {
+          r.verdict = "improvement";
+          r.reason = ci;
+        } else if (worse_hi <= up) {
+          r.verdict = "pass";
+          r.reason = ci;
+        } else {
+          r.verdict = "inconclusive";
+          r.reason = ci + " straddles the threshold";
+        }
+        out.push_back(r);
+      }
+    }
+  }
+  for (const auto& cm : cp.models)
+    if (!matched.count(id(cm))) {
+      ModelResult r;
+      r.collective = std::string(collective_info(cm.collective).name);
+      r.link = link_name(cm);
+      r.param = "segments";
+      r.verdict = "inconclusive";
+      r.reason = "model only in the candidate profile";
+      out.push_back(r);
+    }
+  return out;
+}
+
+Report compare_runs(const RunData& b, const RunData& c, const Options& opt,
+                    const calib::Profile* bp, const calib::Profile* cp) {
+  if (!(opt.alpha > 0 && opt.alpha < 1))
+    throw Error("--alpha " + fmt(opt.alpha) + " must lie in (0, 1), e.g. 0.01");
+  if (!(opt.max_slowdown >= 0 && std::isfinite(opt.max_slowdown)))
+    throw Error("--max-slowdown " + fmt(opt.max_slowdown) + " must be >= 0, e.g. 0.05 (5%)");
+  if (opt.fdr != "benjamini-hochberg" && opt.fdr != "holm")
+    throw Error("--fdr \"" + opt.fdr + "\": expected benjamini-hochberg or holm");
+  if (opt.min_samples < 2) throw Error("--min-samples must be >= 2");
+  if (b.format != c.format)
+    throw Error("the baseline " + b.path + " is " + b.format + " and the candidate " + c.path +
+                " is " + c.format + "; compare files of the same kind");
+  Report r;
+  r.options = opt;
+  r.baseline_path = b.path;
+  r.candidate_path = c.path;
+  r.baseline_sha256 = b.sha256;
+  r.candidate_sha256 = c.sha256;
+  r.baseline_runs = b.runs;
+  r.candidate_runs = c.runs;
+  r.format = b.format;
+  r.skipped_baseline = b.skipped;
+  r.skipped_candidate = c.skipped;
+  r.env_differences = compare_env(b, c);
+
+  std::map<std::string, const Series*> cand;
+  for (const auto& s : c.points) cand[s.key] = &s;
+  std::set<std::string> in_base;
+  std::vector<std::pair<const Series*, const Series*>> pairs;
+  for (const auto& s : b.points) {
+    in_base.insert(s.key);
+    auto it = cand.find(s.key);
+    if (it == cand.end())
+      r.only_baseline.push_back(s.key);
+    else
+      pairs.emplace_back(&s, it->second);
+  }
+  for (const auto& s : c.points)
+    if (!in_base.count(s.key)) r.only_candidate.push_back(s.key);
+
+  if (bp && cp) r.models = compare_profiles(*bp, *cp, opt);
+
+  if (!r.env_differences.empty() && !opt.allow_env_change) {
+    r.verdict = "incomparable";
+    r.exit_code = 2;
+    std::string d;
+    for (const auto& e : r.env_differences)
+      d += (d.empty() ? "" : "; ") + e.field + ": baseline " + e.baseline.dump() +
+           ", candidate " + e.candidate.dump();
+    r.incomparable_reason = "the environments differ (" + d +
+                            "); timings from different stacks are not comparable. Re-run both "
+                            "on the same stack, or pass --allow-env-change to compare anyway "
+                            "(the report then says so)";
+    return r;
+  }
+  if (pairs.empty()) {
+    r.verdict = "incomparable";
+    r.exit_code = 2;
+    r.incomparable_reason =
+        "no point is in both files (" + std::to_string(b.points.size()) + " baseline, " +
+        std::to_string(c.points.size()) +
+        " candidate points; keys include the timing protocol and the config's parameters): run "
+        "the same config with the same shardbench timing loop on both sides";
+    return r;
+  }
+
+  for (const auto& [sb, sc] : pairs) r.points.push_back(judge_point(*sb, *sc, opt));
+  std::vector<double> ps;
+  for (const auto& p : r.points) ps.push_back(p.p);
+  const auto qs = opt.fdr == "holm" ? holm(ps) : benjamini_hochberg(ps);
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    r.points[i].q = qs[i];
+    decide(r.points[i], *pairs[i].first, *pairs[i].second, opt);
+  }
+  std::stable_sort(r.points.begin(), r.points.end(),
+                   [](const PointResult& x, const PointResult& y) { return x.ratio > y.ratio; });
+
+  bool regression = false, inconclusive = false;
+  for (const auto& p : r.points) {
+    regression |= p.verdict == "regression";
+    inconclusive |= p.verdict == "inconclusive";
+  }
+  for (const auto& m : r.models) regression |= m.verdict == "regression";
+  r.verdict = regression ? "regression" : inconclusive ? "inconclusive" : "pass";
+  r.exit_code = regression ? 1 : inconclusive ? 3 : 0;
+  return r;
+}
+
+namespace {
+json num_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+}  // namespace
+
+json report_to_json(const Report& r) {
+  json j;
+  j["schema"] = kGateSchema;
+  j["version"] = kGateVersion;
+  j["verdict"] = r.verdict;
+  j["exit_code"] = r.exit_code;
+  if (!r.incomparable_reason.empty()) j["incomparable_reason"] = r.incomparable_reason;
+  j["alpha"] = r.options.alpha;
+  j["max_slowdown"] = r.options.max_slowdown;
+  j["fdr"] = r.options.fdr;
+  j["ci_level"] = 1 - r.options.alpha;
+  j["ci_method"] = "percentile bootstrap of the ratio of medians";
+  j["bootstrap_resamples"] = r.options.resamples;
+  j["bootstrap_seed"] = r.options.seed;
+  j["min_samples"] = r.options.min_samples;
+  j["test"] = "Mann-Whitney U, two-sided, normal approximation, tie and continuity corrected";
+  j["format"] = r.format;
+  j["baseline"] = {{"path", r.baseline_path}, {"sha256", r.baseline_sha256},
+                   {"runs", r.baseline_runs}};
+  j["candidate"] = {{"path", r.candidate_path}, {"sha256", r.candidate_sha256},
+                    {"runs", r.candidate_runs}};
+  if (r.baseline_profile) j["baseline_profile"] = *r.baseline_profile;
+  if (r.candidate_profile) j["candidate_profile"] = *r.candidate_profile;
+  j["env_differences"] = json::array();
+  for (const auto& e : r.env_differences)
+    j["env_differences"].push_back(
+        {{"field", e.field}, {"baseline", e.baseline}, {"candidate", e.candidate}});
+  j["env_change_allowed"] = !r.env_differences.empty() && r.options.allow_env_change;
+  j["points"] = json::array();
+  for (const auto& p : r.points)
+    j["points"].push_back({{"key", p.key},
+                           {"label", p.label},
+                           {"baseline_median_us", p.baseline_median_us},
+                           {"candidate_median_us", p.candidate_median_us},
+                           {"ratio", p.ratio},
+                           {"ci_lo", p.ci_lo},
+                           {"ci_hi", p.ci_hi},
+                           {"p", p.p},
+                           {"q", p.q},
+                           {"n_baseline", p.n_baseline},
+                           {"n_candidate", p.n_candidate},
+                           {"verdict", p.verdict},
+                           {"reason", p.reason}});
+  j["only_baseline"] = r.only_baseline;
+  j["only_candidate"] = r.only_candidate;
+  auto skipped = [](const std::vector<Skipped>& v) {
+    json a = json::array();
+    for (const auto& s : v) a.push_back({{"key", s.key}, {"reason", s.reason}});
+    return a;
+  };
+  j["skipped_baseline"] = skipped(r.skipped_baseline);
+  j["skipped_candidate"] = skipped(r.skipped_candidate);
+  j["models"] = json::array();
+  for (const auto& m : r.models)
+    j["models"].push_back({{"collective", m.collective},
+                           {"link", m.link},
+                           {"segment", m.segment < 0 ? json(nullptr) : json(m.segment)},
+                           {"param", m.param},
+                           {"baseline", num_or_null(m.baseline)},
+                           {"candidate", num_or_null(m.candidate)},
+                           {"ratio", num_or_null(m.ratio)},
+                           {"ci_lo", num_or_null(m.ci_lo)},
+                           {"ci_hi", num_or_null(m.ci_hi)},
+                           {"verdict", m.verdict},
+                           {"reason", m.reason}});
+  j["counts"] = json::object();
+  for (const char* v : {"pass", "regression", "improvement", "inconclusive"})
+    j["counts"][v] = std::count_if(r.points.begin(), r.points.end(),
+                                   [&](const PointResult& p) { return p.verdict == v; });
+  return j;
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  std::random_device rd;
+  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp." +
+                              std::to_string(::getpid()) + "." + std::to_string(rd()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw Error(path + ": cannot create a temporary file in " + dir.string() + " (" +
+                  std::strerror(errno) + "); check that the directory exists and is writable");
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error(path + ": write failed (disk full?); nothing was written");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ec2;
+    fs::remove(tmp, ec2);
+    throw Error(path + ": cannot rename the temporary file into place (" + ec.message() + ")");
+  }
+}
+
+std::string report_markdown(const Report& r) {
+  std::ostringstream o;
+  std::map<std::string, int> n;
+  for (const auto& p : r.points) ++n[p.verdict];
+  o << "## shardbench gate: **" << r.verdict << "** (exit " << r.exit_code << ")\n\n";
+  o << "baseline `" << r.baseline_path << "`, candidate `" << r.candidate_path << "`; "
+    << r.points.size() << " common points: " << n["regression"] << " regression, "
+    << n["inconclusive"] << " inconclusive, " << n["improvement"] << " improvement, "
+    << n["pass"] << " pass. alpha " << r.options.alpha << " (" << r.options.fdr
+    << "), max slowdown " << fmt(100 * r.options.max_slowdown, "%.3g") << "%, "
+    << fmt(100 * (1 - r.options.alpha), "%.3g") << "% bootstrap CI of the median ratio.\n\n";
+  if (!r.incomparable_reason.empty()) o << "**Incomparable:** " << r.incomparable_reason << "\n\n";
+  if (!r.env_differences.empty()) {
+    o << (r.options.allow_env_change ? "**Environment changed (allowed by --allow-env-change):**\n\n"
+                                     : "**Environment differences:**\n\n");
+    for (const auto& e : r.env_differences)
+      o << "- `" << e.field << "`: baseline " << e.baseline.dump() << ", candidate "
+        << e.candidate.dump() << "\n";
+    o << "\n";
+  }
+  if (!r.points.empty()) {
+    o << "| verdict | ratio | CI | p | q | baseline us | candidate us | n b/c | point | reason |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& p : r.points)
+      o << "| " << p.verdict << " | " << fmt(p.ratio, "%.3f") << " | [" << fmt(p.ci_lo, "%.3f")
+        << ", " << fmt(p.ci_hi, "%.3f") << "] | " << fmt(p.p, "%.2g") << " | "
+        << fmt(p.q, "%.2g") << " | " << fmt(p.baseline_median_us) << " | "
+        << fmt(p.candidate_median_us) << " | " << p.n_baseline << "/" << p.n_candidate << " | "
+        << p.label << " | " << p.reason << " |\n";
+    o << "\n";
+  }
+  auto list = [&](const char* title, const std::vector<std::string>& keys) {
+    if (keys.empty()) return;
+    o << "**" << title << " (" << keys.size() << "):**\n\n";
+    for (const auto& k : keys) o << "- `" << k << "`\n";
+    o << "\n";
+  };
+  list("Only in the baseline", r.only_baseline);
+  list("Only in the candidate", r.only_candidate);
+  auto skipped = [&](const char* title, const std::vector<Skipped>& v) {
+    if (v.empty()) return;
+    o << "**" << title << " (" << v.size() << "):**\n\n";
+    for (const auto& s : v) o << "- `" << s.key << "`: " << s.reason << "\n";
+    o << "\n";
+  };
+  skipped("Skipped in the baseline (no usable samples)", r.skipped_baseline);
+  skipped("Skipped in the candidate (no usable samples)", r.skipped_candidate);
+  if (!r.models.empty()) {
+    o << "| model verdict | collective | link | segment | param | baseline | candidate | ratio "
+         "| CI | reason |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& m : r.models)
+      o << "| " << m.verdict << " | " << m.collective << " | " << m.link << " | "
+        << (m.segment < 0 ? std::string("-") : std::to_string(m.segment)) << " | " << m.param
+        << " | " << fmt(m.baseline) << " | " << fmt(m.candidate) << " | " << fmt(m.ratio, "%.3f")
+        << " | [" << fmt(m.ci_lo, "%.3f") << ", " << fmt(m.ci_hi, "%.3f") << "] | " << m.reason
+        << " |\n";
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace shardcal::gate

@@ -1,0 +1,288 @@
+#!/usr/bin/python3
+"""`shardbench gate` end to end on synthetic files generated here (docs/GATE.md; issue 10's
+acceptance): identical -> 0; one point 20% slower -> 1 naming it; all points 1% slower with
+--max-slowdown 0.05 -> 0; disjoint points -> 2; different MPI library versions -> 2, and 0 / 1
+with --allow-env-change (flagged); heavy noise / bimodal / too few samples -> 3; the same for
+Google Benchmark JSON; bad input (missing file, wrong schema, empty, garbage) -> exit 2 with one
+clear message and no report file. Usage: gate_cli_test.py SHARDBENCH"""
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+SB = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="gate_cli_")
+FAILS = []
+SIZES = [2 ** k for k in range(3, 23)]  # 20 points
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        FAILS.append(what)
+
+
+def samples(seed, n, median_s, sigma=0.03, bimodal=False):
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        v = median_s * math.exp(rnd.gauss(0, sigma))
+        if bimodal and i % 2:
+            v *= 1.5
+        out.append(v)
+    return out
+
+
+def base_time(size):
+    return 20e-6 + size / 5e9
+
+
+def point_key(size, op="all_gather"):
+    params = {"distribution": "even", "dtype": "f32", "kind": "collective", "mesh": "4",
+              "mesh_dim": 0, "mode": "per_iteration", "op": op,
+              "protocol": {"buffer_rotation": None, "mode": "per_iteration",
+                           "ops_per_sample": 1, "timing_loop": 2, "warmup": 5},
+              "size": size}
+    return params, json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
+def sweep_file(name, seed, factor=lambda size: 1.0, n=60, sigma=0.02, bimodal=(), op="all_gather",
+               mpi="Open MPI v4.1.4", sizes=SIZES):
+    ctx = {"type": "context", "schema": "shardcal.sweep.results", "version": 2,
+           "date": "2026-11-23T00:00:00Z", "backend": "mpi", "memory": "host", "world": 4,
+           "hosts": [{"name": "h0", "ranks": [0, 1, 2, 3]}], "n_hosts": 1, "ranks_per_host": 4,
+           "library_versions": {"MPI": mpi}, "backend_settings": {"mpi_thread_level": "funneled"},
+           "config_hash": "0", "points_total": len(sizes)}
+    lines = [json.dumps(ctx)]
+    for i, size in enumerate(sizes):
+        params, key = point_key(size, op)
+        s = samples(seed * 1000 + i, n, base_time(size) * factor(size), sigma, size in bimodal)
+        rec = {"type": "point", "index": i, "key": key, "point": params, "collective": op,
+               "group_size": 4, "groups": 1, "hosts_spanned": 1, "max_ranks_per_host": 4,
+               "elem_size": 4, "counts": [size // 16] * 4, "bytes": size, "bytes_total": size,
+               "bytes_eff": size, "samples_s": s, "wrong": 0}
+        lines.append(json.dumps(rec))
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def gbench_file(name, seed, factor=lambda size: 1.0, n=20, sigma=0.01, bimodal=(),
+                build="release", prefix="BM_Pack"):
+    benches = []
+    for i, size in enumerate(SIZES):
+        run = f"{prefix}/{size}"
+        s = samples(seed * 1000 + i, n, base_time(size) * factor(size), sigma, size in bimodal)
+        for r, t in enumerate(s):
+            benches.append({"name": run, "run_name": run, "run_type": "iteration",
+                            "repetitions": n, "repetition_index": r, "threads": 1,
+                            "iterations": 1000, "real_time": t * 1e9, "cpu_time": t * 1e9,
+                            "time_unit": "ns"})
+        for agg in ("mean", "median", "stddev"):
+            benches.append({"name": run + "_" + agg, "run_name": run, "run_type": "aggregate",
+                            "aggregate_name": agg, "real_time": 1.0, "cpu_time": 1.0,
+                            "time_unit": "ns"})
+    doc = {"context": {"date": "2026-11-23", "host_name": "h0", "num_cpus": 2,
+                       "library_build_type": build, "library_version": "v1.7.1"},
+           "benchmarks": benches}
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
+def gate(b, c, *extra):
+    out = os.path.join(TMP, "report.json")
+    if os.path.exists(out):
+        os.remove(out)
+    p = subprocess.run([SB, "gate", "--baseline", b, "--candidate", c, "--json", out, *extra],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    rep = json.load(open(out)) if os.path.exists(out) else None
+    return p.returncode, p.stdout, p.stderr, rep
+
+
+def verdicts(rep):
+    return {v: sum(1 for p in rep["points"] if p["verdict"] == v)
+            for v in ("pass", "regression", "improvement", "inconclusive")}
+
+
+def suite(kind, make):
+    slow = SIZES[7]
+    a = make(f"{kind}_a", 1)
+    a_same = make(f"{kind}_a2", 1)
+    b = make(f"{kind}_b", 2)
+    rc, out, err, rep = gate(a, a_same)
+    check(rc == 0 and rep["verdict"] == "pass" and verdicts(rep)["pass"] == 20,
+          f"{kind}: identical -> 0 (rc {rc}, {err.strip()[:200]})")
+    rc, out, err, rep = gate(a, b)
+    check(rc == 0, f"{kind}: A/A with independent noise -> 0 (rc {rc})")
+    c = make(f"{kind}_slow", 3, factor=lambda s: 1.2 if s == slow else 1.0)
+    rc, out, err, rep = gate(a, c)
+    regs = [p for p in rep["points"] if p["verdict"] == "regression"] if rep else []
+    check(rc == 1 and len(regs) == 1 and f"/{slow}" in regs[0]["key"] + regs[0]["label"] + " "
+          or (rc == 1 and len(regs) == 1 and f'"size":{slow}' in regs[0]["key"]),
+          f"{kind}: one point 20% slower -> 1 naming it (rc {rc}, {len(regs)} regressions)")
+    check(rep is not None and rep["points"][0]["verdict"] == "regression",
+          f"{kind}: the regression is listed first (worst first)")
+    check(str(slow) in out.split("\n| regression")[1] if "\n| regression" in out else False,
+          f"{kind}: the Markdown table names the slow point")
+    c = make(f"{kind}_1pct", 4, factor=lambda s: 1.01)
+    rc, out, err, rep = gate(a, c, "--max-slowdown", "0.05")
+    check(rc == 0, f"{kind}: all points 1% slower, --max-slowdown 0.05 -> 0 (rc {rc})")
+    c = make(f"{kind}_noise", 5, factor=lambda s: 1.1, sigma=0.8)
+    rc, out, err, rep = gate(a, c)
+    check(rc == 3 and rep["verdict"] == "inconclusive",
+          f"{kind}: heavy noise -> 3 (rc {rc})")
+    c = make(f"{kind}_bimodal", 6, bimodal=set(SIZES))
+    rc, out, err, rep = gate(a, c)
+    check(rc == 3 and all("bimodal" in p["reason"] for p in rep["points"]),
+          f"{kind}: bimodal -> 3, reason names it (rc {rc})")
+    c = make(f"{kind}_few", 7, n=4)
+    rc, out, err, rep = gate(make(f"{kind}_few_a", 8, n=4), c)
+    check(rc == 3 and "too few" in rep["points"][0]["reason"], f"{kind}: too few samples -> 3 (rc {rc})")
+
+
+def main():
+    suite("sweep", lambda name, seed, **kw: sweep_file(name + ".jsonl", seed, **kw))
+    suite("gbench", lambda name, seed, **kw: gbench_file(name + ".json", seed, **kw))
+
+    # Disjoint points -> 2.
+    a = sweep_file("d_a.jsonl", 1)
+    d = sweep_file("d_b.jsonl", 2, op="all_reduce")
+    rc, out, err, rep = gate(a, d)
+    check(rc == 2 and rep["verdict"] == "incomparable" and len(rep["only_candidate"]) == 20
+          and "no point is in both" in err, f"sweep: disjoint -> 2 (rc {rc}: {err.strip()[:120]})")
+    rc, out, err, rep = gate(gbench_file("d_a.json", 1), gbench_file("d_b.json", 2, prefix="BM_X"))
+    check(rc == 2 and "no point is in both" in err, f"gbench: disjoint -> 2 (rc {rc})")
+    # Partial overlap: one-sided points are listed.
+    p = sweep_file("part.jsonl", 2, sizes=SIZES[:15] + [1 << 30])
+    rc, out, err, rep = gate(a, p)
+    check(rc == 0 and len(rep["only_baseline"]) == 5 and len(rep["only_candidate"]) == 1
+          and "Only in the baseline (5)" in out, f"sweep: one-sided points listed (rc {rc})")
+
+    # Different MPI library versions -> 2; --allow-env-change -> 0 / 1, flagged.
+    m = sweep_file("mpi_b.jsonl", 2, mpi="MPICH 4.0")
+    rc, out, err, rep = gate(a, m)
+    check(rc == 2 and "library_versions.MPI" in err and rep["verdict"] == "incomparable"
+          and rep["env_differences"][0]["field"] == "library_versions.MPI",
+          f"sweep: different MPI -> 2 naming it (rc {rc}: {err.strip()[:160]})")
+    rc, out, err, rep = gate(a, m, "--allow-env-change")
+    check(rc == 0 and rep["env_change_allowed"] is True and "Environment changed" in out,
+          f"sweep: different MPI + --allow-env-change -> 0, flagged (rc {rc})")
+    ms = sweep_file("mpi_slow.jsonl", 3, mpi="MPICH 4.0", factor=lambda s: 1.2 if s == 64 else 1)
+    rc, out, err, rep = gate(a, ms, "--allow-env-change")
+    check(rc == 1 and rep["env_change_allowed"] is True,
+          f"sweep: different MPI + slow point + --allow-env-change -> 1, flagged (rc {rc})")
+    gd = gbench_file("g_debug.json", 2, build="debug")
+    rc, out, err, rep = gate(gbench_file("g_rel.json", 1), gd)
+    check(rc == 2 and "library_build_type" in err, f"gbench: debug vs release -> 2 (rc {rc})")
+
+    # Mixed formats, bad input -> 2, one message, no report.
+    def bad(path_b, path_c, needle, what, *extra):
+        rc, out, err, rep = gate(path_b, path_c, *extra)
+        lines = [l for l in err.splitlines() if l.strip()]
+        check(rc == 2 and rep is None and len(lines) == 1 and needle in err,
+              f"bad input: {what} -> 2, one message, no report (rc {rc}: {err.strip()[:200]})")
+
+    bad(a, gbench_file("mix.json", 1), "compare files of the same kind", "mixed formats")
+    bad(a, os.path.join(TMP, "missing.jsonl"), "cannot open", "missing file")
+    empty = os.path.join(TMP, "empty.jsonl")
+    open(empty, "w").close()
+    bad(a, empty, "empty", "empty file")
+    wrong = os.path.join(TMP, "wrong.jsonl")
+    with open(wrong, "w") as f:
+        f.write(json.dumps({"type": "context", "schema": "other.thing", "version": 2}) + "\n")
+    bad(a, wrong, "schema", "wrong schema")
+    garbage = os.path.join(TMP, "garbage.jsonl")
+    with open(garbage, "w") as f:
+        f.write("not json\n")
+    bad(garbage, a, "not valid JSON", "garbage")
+    other = os.path.join(TMP, "other.json")
+    with open(other, "w") as f:
+        json.dump({"hello": 1}, f)
+    bad(a, other, "neither Google Benchmark JSON", "an unrelated JSON document")
+    bad(a, a, "--alpha", "alpha out of range", "--alpha", "2")
+
+    # Model level: profiles calibrated from the two runs; the candidate's bandwidth is 30% lower.
+    def calibrate(results, name):
+        prof = os.path.join(TMP, name)
+        subprocess.run([SB, "calibrate", "--results", results, "--out", prof], check=True,
+                       capture_output=True, stdin=subprocess.DEVNULL)
+        return prof
+    slow_bw = sweep_file("bw_slow.jsonl", 9,
+                         factor=lambda s: (20e-6 + s / 3.5e9) / (20e-6 + s / 5e9))
+    pa, pa2, pslow = (calibrate(a, "pa.json"), calibrate(sweep_file("bw_same.jsonl", 2), "pa2.json"),
+                      calibrate(slow_bw, "pslow.json"))
+    rc, out, err, rep = gate(a, slow_bw, "--baseline-profile", pa, "--candidate-profile", pslow)
+    bw = [m for m in rep["models"] if m["param"] == "bandwidth_GBps"]
+    check(rc == 1 and len(bw) == 1 and bw[0]["verdict"] == "regression"
+          and abs(bw[0]["ratio"] - 0.7) < 0.02 and "model verdict" in out,
+          f"models: bandwidth 30% lower -> model regression (rc {rc}, {bw})")
+    rc, out, err, rep = gate(a, sweep_file("bw_same.jsonl", 2), "--baseline-profile", pa,
+                             "--candidate-profile", pa2)
+    check(rc == 0 and rep["models"] and all(m["verdict"] == "pass" for m in rep["models"]),
+          f"models: same machine -> models pass (rc {rc})")
+    bad(a, a, "go together", "--baseline-profile without --candidate-profile",
+        "--baseline-profile", pa)
+    bad(a, a, "cannot open", "missing profile", "--baseline-profile", pa,
+        "--candidate-profile", os.path.join(TMP, "nope.json"))
+
+    # Several runs per side are pooled: a slow phase in one run of each side is spread, not a
+    # regression; runs of different stacks on one side are refused.
+    def gate_multi(bs, cs, *extra):
+        args = [SB, "gate", "--baseline", *bs, "--candidate", *cs, "--json",
+                os.path.join(TMP, "multi.json"), *extra]
+        p = subprocess.run(args, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout, p.stderr
+    a1, a2 = sweep_file("pool_a1.jsonl", 21), sweep_file("pool_a2.jsonl", 22)
+    c1, c2 = sweep_file("pool_c1.jsonl", 23), sweep_file("pool_c2.jsonl", 24)
+    rc, out, err = gate_multi([a1, a2], [c1, c2])
+    rep = json.load(open(os.path.join(TMP, "multi.json")))
+    check(rc == 0 and rep["baseline"]["runs"] == 2 and rep["points"][0]["n_baseline"] == 120,
+          f"pooled: 2 + 2 runs of one machine -> 0, samples pooled (rc {rc})")
+    slow_a = sweep_file("pool_a_slow.jsonl", 25, factor=lambda s: 1.3)
+    slow_c = sweep_file("pool_c_slow.jsonl", 26, factor=lambda s: 1.3)
+    rc, out, err = gate_multi([a1], [slow_c])
+    check(rc == 1, f"pooled: one slow-phase candidate run alone -> 1 (rc {rc})")
+    rc, out, err = gate_multi([a1, slow_a], [c1, slow_c])
+    check(rc in (0, 3), f"pooled: slow phases on both sides -> not a regression (rc {rc})")
+    rc, out, err = gate_multi([a1, m], [c1])
+    check(rc == 2 and "different environments" in err and "library_versions.MPI" in err,
+          f"pooled: two stacks on one side -> 2 (rc {rc}: {err.strip()[:150]})")
+
+    # A bad command line is bad input too: exit 2, not CLI11's own codes.
+    p = subprocess.run([SB, "gate", "--baseline", a], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    check(p.returncode == 2 and "--candidate" in p.stderr,
+          f"bad input: missing --candidate -> 2 (rc {p.returncode})")
+
+    # The report's schema (INTERFACES.md §3).
+    rc, out, err, rep = gate(a, sweep_file("schema_b.jsonl", 2))
+    need = {"schema", "version", "verdict", "exit_code", "alpha", "max_slowdown", "fdr",
+            "env_differences", "env_change_allowed", "points", "only_baseline", "only_candidate",
+            "models"}
+    pneed = {"key", "label", "baseline_median_us", "candidate_median_us", "ratio", "ci_lo",
+             "ci_hi", "p", "q", "n_baseline", "n_candidate", "verdict", "reason"}
+    check(need <= set(rep) and rep["schema"] == "shardcal.gate" and rep["version"] == 1
+          and all(pneed <= set(p) for p in rep["points"])
+          and [p["ratio"] for p in rep["points"]] == sorted((p["ratio"] for p in rep["points"]),
+                                                            reverse=True),
+          "report: INTERFACES.md §3 fields, points worst first")
+    # Reproducible: the same inputs give the same report.
+    rep2 = gate(a, os.path.join(TMP, "schema_b.jsonl"))[3]
+    check(rep2 == rep, "report: reproducible (fixed bootstrap seed)")
+    # --markdown writes the same text as stdout.
+    md = os.path.join(TMP, "r.md")
+    rc, out, err, rep = gate(a, a, "--markdown", md)
+    check(open(md).read() == out, "--markdown file == stdout")
+
+    print(f"{len(FAILS)} failure(s)")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+// The gate's statistics (gate/src/stats.cpp) on hand-checked values; scipy_reference.py checks
+// Mann-Whitney U, BH and Holm against scipy on generated cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "shardcal/error.hpp"
+#include "shardcal/gate/compare.hpp"
+#include "shardcal/gate/stats.hpp"
+
+namespace g = shardcal::gate;
+
+TEST(GateStats, MannWhitneyByHand) {
+  // x = {1,2,3}, y = {4,5,6}: U1 = 0, mu = 4.5, sigma^2 = 9/12*7 = 5.25,
+  // z = (9 - 4.5 - 0.5)/sqrt(5.25), p = erfc(z/sqrt 2).
+  const std::vector<double> x{1, 2, 3}, y{4, 5, 6};
+  const auto r = g::mann_whitney_u(x, y);
+  EXPECT_DOUBLE_EQ(r.u, 0);
+  EXPECT_NEAR(r.p, std::erfc(4.0 / std::sqrt(5.25) / std::sqrt(2.0)), 1e-15);
+  const std::vector<double> same{2, 2, 2};
+  EXPECT_EQ(g::mann_whitney_u(same, same).p, 1.0);  // all tied: sigma 0 -> p = 1
+  EXPECT_THROW(g::mann_whitney_u(std::vector<double>{}, y), shardcal::Error);
+}
+
+TEST(GateStats, FdrByHand) {
+  const std::vector<double> p{0.01, 0.04, 0.03, 0.20};
+  // BH: sorted 0.01 0.03 0.04 0.20 -> 0.04, 0.04*4/3... q = min over j>=i of 4 p_(j)/j.
+  const auto q = g::benjamini_hochberg(p);
+  EXPECT_NEAR(q[0], 0.04, 1e-15);            // min(4*0.01/1, 0.0533, 0.0533, 0.2)
+  EXPECT_NEAR(q[2], 4 * 0.04 / 3, 1e-15);    // min(4*0.03/2=0.06, 4*0.04/3) = 0.0533
+  EXPECT_NEAR(q[1], 4 * 0.04 / 3, 1e-15);
+  EXPECT_NEAR(q[3], 0.20, 1e-15);
+  const auto h = g::holm(p);
+  EXPECT_NEAR(h[0], 0.04, 1e-15);
+  EXPECT_NEAR(h[2], 0.09, 1e-15);  // 3 * 0.03
+  EXPECT_NEAR(h[1], 0.09, 1e-15);  // max(0.09, 2 * 0.04)
+  EXPECT_NEAR(h[3], 0.20, 1e-15);
+  EXPECT_THROW(g::benjamini_hochberg(std::vector<double>{1.5}), shardcal::Error);
+}
+
+TEST(GateStats, BootstrapIsReproducibleAndCoversTheRatio) {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> d(0, 0.05);
+  std::vector<double> b, c;
+  for (int i = 0; i < 200; ++i) b.push_back(d(rng));
+  for (int i = 0; i < 200; ++i) c.push_back(1.2 * d(rng));
+  const auto r1 = g::bootstrap_median_ratio(b, c, 0.99, 2000, 42);
+  const auto r2 = g::bootstrap_median_ratio(b, c, 0.99, 2000, 42);
+  EXPECT_EQ(r1.lo, r2.lo);
+  EXPECT_EQ(r1.hi, r2.hi);
+  EXPECT_LT(r1.lo, r1.ratio);
+  EXPECT_GT(r1.hi, r1.ratio);
+  EXPECT_GT(r1.lo, 1.1);
+  EXPECT_LT(r1.hi, 1.3);
+  const auto r3 = g::bootstrap_median_ratio(b, c, 0.5, 2000, 42);
+  EXPECT_LT(r3.hi - r3.lo, r1.hi - r1.lo);  // a lower level, a narrower interval
+}
+
+TEST(GateStats, SampleProblems) {
+  std::vector<double> few{1, 2, 3};
+  ASSERT_TRUE(g::sample_problem(few, 10));
+  EXPECT_NE(g::sample_problem(few, 10)->find("too few"), std::string::npos);
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> d(0, 0.3);  // heavy-ish unimodal tail: not bimodal
+  std::vector<double> uni, bi;
+  for (int i = 0; i < 200; ++i) uni.push_back(d(rng));
+  EXPECT_FALSE(g::sample_problem(uni, 10)) << *g::sample_problem(uni, 10);
+  std::lognormal_distribution<double> tight(0, 0.02);
+  for (int i = 0; i < 100; ++i) bi.push_back(tight(rng) * (i % 3 ? 1.0 : 1.4));
+  const auto p = g::sample_problem(bi, 10);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->find("bimodal"), std::string::npos);
+  // A few outliers (< 10%) are a tail, not a mode.
+  std::vector<double> outl;
+  for (int i = 0; i < 100; ++i) outl.push_back(tight(rng) * (i < 5 ? 3.0 : 1.0));
+  EXPECT_FALSE(g::sample_problem(outl, 10));
+}
+
+// Under the null (both sides from one distribution) the gate's full rule (BH q <= alpha AND the
+// CI above 1 + max_slowdown): runs with any false regression must stay at or below alpha. The
+// data are from a fixed seed, so the test is deterministic; SHARDCAL_GATE_NULL_REPEATS raises
+// the number of repeats to measure the rate (docs/GATE.md "A/A honesty").
+TEST(GateStats, NullFalseAlarmRate) {
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> d(0, 0.2);
+  g::Options opt;
+  opt.resamples = 400;
+  const char* env = std::getenv("SHARDCAL_GATE_NULL_REPEATS");
+  const int repeats = env ? std::atoi(env) : 60;
+  int regressions = 0, inconclusive = 0, points = 0, runs_with_alarm = 0;
+  for (int rep = 0; rep < repeats; ++rep) {
+    g::RunData a, b;
+    a.format = b.format = "google-benchmark";
+    for (int k = 0; k < 50; ++k) {
+      g::Series sa{"p" + std::to_string(k), "p", {}}, sb = sa;
+      for (int i = 0; i < 30; ++i) sa.samples_s.push_back(1e-5 * d(rng));
+      for (int i = 0; i < 30; ++i) sb.samples_s.push_back(1e-5 * d(rng));
+      a.points.push_back(sa);
+      b.points.push_back(sb);
+    }
+    const auto r = g::compare_runs(a, b, opt);
+    runs_with_alarm += r.verdict == "regression";
+    for (const auto& p : r.points) {
+      regressions += p.verdict == "regression";
+      inconclusive += p.verdict == "inconclusive";
+      ++points;
+    }
+  }
+  std::printf("null: %d runs x 50 points: %d run(s) with a false regression, %d false "
+              "regression point(s), %d inconclusive of %d points\n",
+              repeats, runs_with_alarm, regressions, inconclusive, points);
+  EXPECT_LE(runs_with_alarm, int(opt.alpha * repeats));
+}

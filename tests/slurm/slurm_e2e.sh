@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# tests/slurm/slurm_e2e.sh - the Slurm end-to-end test (ctest label "slurm"; issue 11). Runs on the
+# single-node cluster of scripts/slurm/local-cluster, which the ctest fixture starts
+# (slurm.cluster_start) and stops (slurm.cluster_stop) around it:
+#   1. sbatch --wait calibrate.sbatch, 4 tasks, MPI backend, tests/slurm/tiny.json: results (schema,
+#      every point, all correct), profile (schema), report (or the "report skipped" line);
+#   2. calibrate-array.sbatch with a 2-task array + the afterok merge job: every point once;
+#   3. a 1-minute job (tests/slurm/long.json, ~1 s per point) whose USR1 warning stops the sweep
+#      cleanly (exit 3, a valid partial file), completed by a second job with --resume.
+# Usage: slurm_e2e.sh SOURCE_DIR SHARDBENCH WORK_DIR
+set -euo pipefail
+
+SRC=$1 SB=$2 WORK=$3
+PY=/usr/bin/python3
+fail() {
+  echo "slurm_e2e: FAIL: $*" >&2
+  exit 1
+}
+step() { printf '\n==> slurm_e2e: %s\n' "$*"; }
+
+eval "$("$SRC/scripts/slurm/local-cluster" env)"
+"$SRC/scripts/slurm/local-cluster" status >/dev/null ||
+  fail "the local Slurm cluster is not running (the slurm.cluster_start fixture failed: see its output)"
+# 4 MPI ranks on a 2-core machine: OpenMPI must yield when idle, or every op waits for a time slice.
+export OMPI_MCA_mpi_yield_when_idle=1
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$SRC"
+COMMON=(--shardbench "$SB" --out-base "$WORK" --name e2e)
+
+# Job state and exit code of a finished job, polled from slurmctld (sbatch --wait polls with a
+# back-off of up to 30 s, which would dominate this test's time).
+wait_job() {  # jobid timeout_s -> prints "STATE EXIT"
+  local id=$1 limit=$2 i line state
+  for ((i = 0; i < limit * 4; i++)); do
+    line=$(scontrol -o show job "$id" 2>/dev/null) || fail "scontrol show job $id failed"
+    state=$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<<"$line")
+    case $state in
+      COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | PREEMPTED | BOOT_FAIL | DEADLINE)
+        echo "$state $(sed -n 's/.* ExitCode=\([0-9]*\):.*/\1/p' <<<"$line")"
+        return 0 ;;
+    esac
+    sleep 0.25  # polling slurmctld's job state: there is no event to wait on
+  done
+  scancel "$id" 2>/dev/null || true
+  fail "job $id did not finish within ${limit}s (state $state); cancelled it"
+}
+
+check_run() {  # dir config expected_contexts_min: results + profile valid, every point once
+  "$PY" - "$1" "$2" "$SRC" "$SB" "${3:-1}" <<'EOF'
+import json, subprocess, sys
+d, cfg, src, sb, min_ctx = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+import jsonschema
+def schema(name):
+    with open(f"{src}/configs/schema/{name}") as f:
+        return jsonschema.Draft202012Validator(json.load(f))
+rs = schema("results.schema.json")
+recs = [json.loads(l) for l in open(f"{d}/results.jsonl")]
+for i, r in enumerate(recs, 1):
+    errs = list(rs.iter_errors(r))
+    if errs:
+        sys.exit(f"{d}/results.jsonl record {i}: {errs[0].message}")
+ctx = [r for r in recs if r["type"] == "context"]
+pts = [r for r in recs if r["type"] == "point"]
+want = int(subprocess.run([sb, "sweep", "--validate-only", "--backend", "sim", "--world",
+                           str(ctx[0]["world"]), "--config", cfg], capture_output=True, text=True,
+                          check=True).stdout.split("ok, ")[1].split()[0])
+keys = [p["key"] for p in pts]
+if len(keys) != want or len(set(keys)) != want:
+    sys.exit(f"{d}: {len(keys)} points ({len(set(keys))} distinct), the config has {want}")
+if any(p["wrong"] for p in pts):
+    sys.exit(f"{d}: some points have wrong results")
+if len(ctx) < min_ctx:
+    sys.exit(f"{d}: {len(ctx)} context record(s), expected at least {min_ctx}")
+s = ctx[0].get("slurm")
+if not s or s["num_tasks"] != ctx[0]["world"] or s["tasks_per_node"] != ctx[0]["ranks_per_host"]:
+    sys.exit(f"{d}: the context's slurm record {s} does not match world/ranks_per_host")
+prof = json.load(open(f"{d}/profile.json"))
+errs = list(schema("profile.schema.json").iter_errors(prof))
+if errs:
+    sys.exit(f"{d}/profile.json: {errs[0].message}")
+print(f"ok: {d}: {len(pts)} points in {len(ctx)} context(s), slurm job {s['job_id']}, profile valid")
+EOF
+}
+
+check_report() {  # dir log
+  if [[ -f $SRC/reports/make_report.py ]]; then
+    [[ -s $1/report/index.html ]] || fail "$1/report/index.html missing (reports/make_report.py exists)"
+    echo "ok: report $1/report/index.html"
+  else
+    grep -q "report skipped: reports/make_report.py missing" "$2" ||
+      fail "no report and no 'report skipped' line in $2"
+    echo "ok: report skipped (reports/make_report.py missing), as stated in the log"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+step "1. sbatch --wait calibrate.sbatch: 4 tasks, MPI, tests/slurm/tiny.json"
+rc=0
+jid=$(sbatch --parsable --wait -n 4 -o "$WORK/calib-%j.log" scripts/slurm/calibrate.sbatch \
+  --config tests/slurm/tiny.json "${COMMON[@]}") || rc=$?
+jid=${jid%%;*}
+[[ -n $jid ]] || fail "sbatch printed no job id"
+tail -5 "$WORK/calib-$jid.log" 2>/dev/null || true
+[[ $rc == 0 ]] || fail "calibrate job $jid exited $rc; log: $WORK/calib-$jid.log"
+check_run "$WORK/calib-$jid" tests/slurm/tiny.json || fail "calibrate job $jid: outputs invalid"
+check_report "$WORK/calib-$jid" "$WORK/calib-$jid.log"
+
+# ---------------------------------------------------------------------------------------------
+step "2. calibrate-array.sbatch: --array=0-1 (2 shards) + afterok merge job"
+arr=$(sbatch --parsable --array=0-1 -n 4 -o "$WORK/array-%A-%a.log" scripts/slurm/calibrate-array.sbatch \
+  --config tests/slurm/tiny.json "${COMMON[@]}")
+arr=${arr%%;*}
+merge=$(sbatch --parsable --dependency=afterok:"$arr" -n 1 -o "$WORK/merge-%j.log" \
+  scripts/slurm/calibrate-array.sbatch --config tests/slurm/tiny.json "${COMMON[@]}" --merge "$arr")
+merge=${merge%%;*}
+read -r state code < <(wait_job "$merge" 150)
+tail -4 "$WORK/merge-$merge.log" 2>/dev/null || true
+[[ $state == COMPLETED && $code == 0 ]] ||
+  fail "merge job $merge: $state exit $code; logs: $WORK/array-$arr-*.log $WORK/merge-$merge.log"
+for i in 0 1; do
+  [[ -s $WORK/calib-$arr/results.shard-$i-of-2.jsonl ]] || fail "shard $i of 2 missing"
+done
+check_run "$WORK/calib-$arr" tests/slurm/tiny.json 2 || fail "array job $arr: merged outputs invalid"
+check_report "$WORK/calib-$arr" "$WORK/merge-$merge.log"
+
+# ---------------------------------------------------------------------------------------------
+step "3. a 1-minute job stopped by its USR1 warning, completed by a second job with --resume"
+# --signal=B:USR1@55: the warning comes 55 s before the limit, at slurmctld's next time-limit
+# check (it runs every ~30 s), i.e. 5-35 s into the ~45 s sweep.
+t1=$(sbatch --parsable --time=1 --signal=B:USR1@55 -n 4 -o "$WORK/calib-%j.log" \
+  scripts/slurm/calibrate.sbatch --config tests/slurm/long.json "${COMMON[@]}")
+t1=${t1%%;*}
+read -r state code < <(wait_job "$t1" 120)
+log1=$WORK/calib-$t1.log
+tail -6 "$log1" || true
+[[ $state == FAILED && $code == 3 ]] ||
+  fail "time-limit job $t1: $state exit $code, expected FAILED exit 3 (stopped cleanly); log $log1"
+grep -q "stop signal received" "$log1" || fail "$log1: the USR1 warning was not received"
+grep -q "sweep: stopped by signal" "$log1" || fail "$log1: the sweep did not report a clean stop"
+partial=$("$PY" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print(sum(x["type"]=="point" for x in r))' \
+  "$WORK/calib-$t1/results.jsonl") || fail "the partial results file is not valid JSON Lines"
+[[ -e $WORK/calib-$t1/profile.json ]] && fail "a stopped job must not calibrate"
+echo "ok: job $t1 stopped cleanly after $partial points (exit 3)"
+
+t2=$(sbatch --parsable -n 4 -o "$WORK/calib-%j.log" scripts/slurm/calibrate.sbatch \
+  --config tests/slurm/long.json "${COMMON[@]}" --resume "$WORK/calib-$t1")
+t2=${t2%%;*}
+read -r state code < <(wait_job "$t2" 150)
+tail -4 "$WORK/calib-$t2.log" || true
+[[ $state == COMPLETED && $code == 0 ]] || fail "resume job $t2: $state exit $code; log $WORK/calib-$t2.log"
+grep -q "resuming $WORK/calib-$t1/results.jsonl" "$WORK/calib-$t2.log" || fail "job $t2 did not resume"
+check_run "$WORK/calib-$t1" tests/slurm/long.json || fail "resumed run: outputs invalid"
+check_report "$WORK/calib-$t1" "$WORK/calib-$t2.log"
+step "all Slurm end-to-end checks passed"
