@@ -487,7 +487,8 @@ json report_to_json(const Report& r) {
   j["version"] = kGateVersion;
   j["verdict"] = r.verdict;
   j["exit_code"] = r.exit_code;
-  if (!r.incomparable_reason.empty()) j["incomparable_reason"] = r.incomparable_reason;
+  j["incomparable_reason"] =
+      r.incomparable_reason.empty() ? json(nullptr) : json(r.incomparable_reason);
   j["alpha"] = r.options.alpha;
   j["max_slowdown"] = r.options.max_slowdown;
   j["fdr"] = r.options.fdr;
