@@ -19,8 +19,7 @@ MannWhitney mann_whitney_u(std::span<const double> x, std::span<const double> y)
   all.reserve(n);
   for (double v : x) all.emplace_back(v, true);
   for (double v : y) all.emplace_back(v, false);
-  std::sort(all.begin(), all.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   double r1 = 0, tie_sum = 0;
   for (std::size_t i = 0; i < n;) {
     std::size_t j = i;
@@ -54,7 +53,8 @@ std::vector<std::size_t> order_by_p(std::span<const double> p) {
     if (!(v >= 0 && v <= 1)) throw Error("p-values must lie in [0, 1]");
   std::vector<std::size_t> idx(p.size());
   std::iota(idx.begin(), idx.end(), std::size_t{0});
-  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
   return idx;
 }
 }  // namespace

@@ -4,9 +4,8 @@
 //   {"op": "bh" | "holm", "p": [...]}                -> {"q": [...]}
 //   {"op": "median", "x": [...]}                     -> {"median": m}
 #include <iostream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "shardcal/gate/stats.hpp"
 
