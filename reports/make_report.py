@@ -136,6 +136,9 @@ def make(args, data, tmp: str):
         s.p(f"{where}. {r.n_records} point records: {len(r.collectives)} collective and {len(r.transitions)} "
             f"transition points used; {r.n_wrong} excluded for wrong results (wrong > 0), {r.n_failed} failed. "
             f"Collectives: {', '.join(ops) or 'none'}.")
+        if prof is not None and prof.backend not in (r.backend, "model"):
+            s.p(f"Note: the profile was calibrated on backend {prof.backend}, this file was measured on {r.backend}: "
+                "the model curves describe another system.")
         for f in fig_sweep.busbw_figures(r, prof, where, prefix, tmp):
             s.fig(f)
         if not r.collectives:
@@ -203,17 +206,30 @@ def make(args, data, tmp: str):
         p95 = sm["regret_p95"] if sm and sm.get("regret_p95") is not None else (
             fig_checks.percentile(regs, 95) if regs else None)
         mape = sm["mape"] if sm else None
+        mape_note = ""
+        if mape is None:
+            errs = [abs(p["predicted_us"] - p["median_us"]) / p["median_us"] for t in val.transitions
+                    for p in t["plans"] if p["predicted_us"] is not None]
+            if errs:
+                mape = sum(errs) / len(errs)
+                mape_note = f" (computed here over the {len(errs)} plans with a finite prediction)"
         src = "summary line" if sm else "computed here (the file has no summary line)"
         prof_txt = ""
         if val.profile:
             prof_txt = f" Profile: {val.profile.get('path', '?')} (cluster {val.profile.get('cluster', '?')})."
-        s.p(f"{len(val.transitions)} transitions.{prof_txt} Regret = measured time of the chosen plan / fastest "
-            f"measured plan of the transition; numbers from the {src}.")
+        unpriced = sum(1 for t in val.transitions for p in t["plans"] if p["predicted_us"] is None)
+        unpriced_txt = (f" ({unpriced} without a finite predicted time: the profile prices one of their steps +inf)"
+                        if unpriced else "")
+        s.p(f"{len(val.transitions)} transitions, {sum(len(t['plans']) for t in val.transitions)} plans measured"
+            f"{unpriced_txt}."
+            f"{prof_txt} Regret = measured time of the chosen plan / fastest measured plan of the transition; "
+            f"greedy speed-up = measured greedy / measured chosen (> 1: the cost planner's plan was faster); numbers "
+            f"from the {src}.")
         s.table(["regret median", "regret p95", "prediction MAPE"],
                 [[f"{med:.3f}" if med is not None else "n/a", f"{p95:.3f}" if p95 is not None else "n/a",
-                  fmt_pct(mape)]])
+                  fmt_pct(mape) + mape_note]])
         key_rows.append(["planner regret", f"median {med:.3f}, p95 {p95:.3f}" if med is not None else "n/a"])
-        key_rows.append(["plan time prediction MAPE", fmt_pct(mape)])
+        key_rows.append(["plan time prediction MAPE", fmt_pct(mape) + mape_note])
         worst = sorted(val.transitions, key=lambda t: -(t["regret"] or 0))[:10]
         s.table(["transition", "regret", "greedy speed-up"],
                 [[fig_checks.transition_label(t), f"{t['regret']:.3f}" if t["regret"] is not None else "n/a",
@@ -303,7 +319,13 @@ def main(argv=None) -> int:
         if os.path.lexists(out):
             old = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old-", dir=parent)
             os.rename(out, os.path.join(old, "r"))
-        os.rename(tmp, out)
+        try:
+            os.rename(tmp, out)
+        except OSError:
+            if old:  # put the previous report back
+                os.rename(os.path.join(old, "r"), out)
+                os.rmdir(old)
+            raise
         tmp = None
         if old:
             shutil.rmtree(old, ignore_errors=True)

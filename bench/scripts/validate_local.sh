@@ -51,13 +51,14 @@ echo "validate_local: load: $(uptime)" >&2
 import json, sys
 out, reps = sys.argv[1], int(sys.argv[2])
 wins = None
-print("| rep | transitions | regret median | regret p95 | regret max | MAPE | greedy/chosen max |")
-print("|---:|---:|---:|---:|---:|---:|---:|")
+print("| rep | transitions | regret median | regret p95 | regret max | regret beyond CIs | MAPE | greedy/chosen max |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in range(1, reps + 1):
     recs = [json.loads(l) for l in open(f"{out}/validate_{r}.jsonl")]
     s = recs[-1]
     print(f"| {r} | {s['transitions']} | {s['regret']['median']:.3f} | {s['regret']['p95']:.3f} | "
-          f"{s['regret']['max']:.3f} | {100 * s['mape']:.1f}% | {s['greedy_speedup']['max']:.2f} |")
+          f"{s['regret']['max']:.3f} | {s['regret'].get('significant', '-')} | {100 * s['mape']:.1f}% | "
+          f"{s['greedy_speedup']['max']:.2f} |")
     mine = {}
     for t in recs[:-1]:
         tr = t["transition"]

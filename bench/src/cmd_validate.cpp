@@ -177,12 +177,18 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   }
   world.broadcast_string(status, 0);
   if (status != "ok") throw sw::InputError(status);
-  auto abandon_file = [&] {
-    if (!root) return;
-    file.close();
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-  };
+  // Whatever ends this function early (a signal, a failing collective) leaves no temp file.
+  struct TempGuard {
+    bool armed;
+    std::ofstream& f;
+    const std::string& path;
+    ~TempGuard() {
+      if (!armed) return;
+      f.close();
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } guard{root, file, tmp};
   if (root && !cli.quiet) {
     std::fprintf(stderr, "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, %d rounds%s\n",
                  points.size(), profile.path.c_str(), profile.profile.cluster.c_str(), rph, cli.k, cli.rounds,
@@ -201,6 +207,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
 
   std::vector<double> regrets, speedups, rel_errors;
   std::uint64_t wrong_total = 0;
+  std::size_t n_significant = 0;
   double best_speedup = 0;
   std::string best_speedup_label;
   std::unique_ptr<shardcal::MeshCommunicator> mc;
@@ -215,7 +222,6 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
         Candidate& c = plans[(j + std::size_t(round)) % plans.size()];
         const sw::Measurement m = sw::measure_transition(*mc, p, c.plan, sub);
         if (m.abandoned) {
-          abandon_file();
           if (root)
             std::fprintf(stderr, "validate: stopped by signal %d; no output written\n", m.signal);
           return sw::exit_code_for_signal(m.signal);
@@ -239,6 +245,10 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
       for (const auto& role : plans[i].roles)
         if (role == "greedy") greedy_us = st[i].p50 * 1e6;
     const double regret = best > 0 ? st[0].p50 / best : 1.0;
+    // Beyond noise: the chosen plan's median CI lies wholly above the fastest plan's.
+    bool significant = false;
+    for (const sw::Stats& s : st) significant = significant || st[0].ci_lo > s.ci_hi;
+    n_significant += significant ? 1 : 0;
     const double speedup = chosen_us > 0 ? greedy_us / chosen_us : 1.0;
     regrets.push_back(regret);
     speedups.push_back(speedup);
@@ -281,6 +291,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                                 {"key", p.key()}}},
                 {"plans", jplans},
                 {"regret", regret},
+                {"regret_significant", significant},
                 {"greedy_speedup", speedup},
                 {"search", {{"k", cli.k}, {"states_explored", planned[ti].states_explored}}},
                 {"rounds", cli.rounds}};
@@ -292,8 +303,8 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
       if (plans[0].roles.size() > 1) os << " = greedy";
       else os << ", greedy " << fmt_us(greedy_us);
       char buf[96];
-      std::snprintf(buf, sizeof buf, ", %zu plan(s), regret %.3f, greedy/chosen %.2fx", plans.size(), regret,
-                    speedup);
+      std::snprintf(buf, sizeof buf, ", %zu plan(s), regret %.3f%s, greedy/chosen %.2fx", plans.size(), regret,
+                    significant ? " (beyond the CIs)" : "", speedup);
       os << buf;
       std::uint64_t w = 0;
       for (const auto& c : plans) w += c.wrong;
@@ -313,7 +324,8 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                         {"plans_measured", rel_errors.size()},
                         {"regret", {{"median", sw::percentile_sorted(sorted, 0.5)},
                                     {"p95", sw::percentile_sorted(sorted, 0.95)},
-                                    {"max", sorted.back()}}},
+                                    {"max", sorted.back()},
+                                    {"significant", n_significant}}},
                         {"mape", mape},
                         {"greedy_speedup", {{"median", median_of(speedups)},
                                             {"max", best_speedup},
@@ -326,16 +338,14 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     file.close();
     std::error_code ec;
     if (ok) std::filesystem::rename(tmp, cli.out, ec);
-    if (!ok || ec) {
-      std::filesystem::remove(tmp, ec);
-      status = "--out " + cli.out + ": writing the file failed";
-    }
+    if (!ok || ec) status = "--out " + cli.out + ": writing the file failed";
+    else guard.armed = false;  // renamed: nothing left to clean up
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f); prediction "
-                  "MAPE %.1f%% over %zu plan(s); greedy/chosen up to %.2fx",
+                  "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f; %zu beyond the "
+                  "CIs); prediction MAPE %.1f%% over %zu plan(s); greedy/chosen up to %.2fx",
                   points.size(), sw::percentile_sorted(sorted, 0.5), sw::percentile_sorted(sorted, 0.95),
-                  sorted.back(), mape * 100, rel_errors.size(), best_speedup);
+                  sorted.back(), n_significant, mape * 100, rel_errors.size(), best_speedup);
     std::cout << buf << " (" << best_speedup_label << ")\n";
     if (status == "ok") std::cout << "validate: wrote " << cli.out << "\n";
     std::cout.flush();

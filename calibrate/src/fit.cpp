@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
 
 namespace shardcal::calib {
@@ -584,12 +585,12 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
         missing = true;
         break;
       }
-      const LinkClass lc{s.group_size, s.hosts_spanned, s.group_size / s.hosts_spanned,
-                         s.concurrent_groups};
+      const LinkClass lc = group_link_class(s.group_size, s.hosts_spanned, s.concurrent_groups);
       try {
         // The step's counts, so an uneven step is priced by the model's effective-size rule
-        // (n x the largest block for n_times_max), not by its total.
-        const Prediction pr = predict(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
+        // (n x the largest block for n_times_max), not by its total. The planner's pricing
+        // (step_cost.cpp) is the same function.
+        const Prediction pr = price_collective(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
         tp.extrapolated = tp.extrapolated || pr.extrapolated;
         tp.predicted_us += pr.time_us;
       } catch (const Error&) {

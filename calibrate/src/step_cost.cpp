@@ -14,6 +14,25 @@
 
 namespace shardcal::calib {
 
+LinkClass group_link_class(int group_size, int hosts_spanned, int concurrent_groups) {
+  if (group_size < 1 || hosts_spanned < 1 || concurrent_groups < 1)
+    throw Error("link class: group size " + std::to_string(group_size) + ", hosts " +
+                std::to_string(hosts_spanned) + ", concurrent groups " +
+                std::to_string(concurrent_groups) + " must all be >= 1");
+  LinkClass lc;
+  lc.group_size = group_size;
+  lc.hosts = group_size % hosts_spanned == 0 ? hosts_spanned : group_size;
+  lc.ranks_per_host = group_size / lc.hosts;
+  lc.concurrent_groups = concurrent_groups;
+  return lc;
+}
+
+Prediction price_collective(const Profile& p, Collective c, const LinkClass& lc, double bytes,
+                            std::span<const std::int64_t> counts, int elem_size,
+                            std::optional<DType> dtype) {
+  return predict(p, c, lc, bytes, counts, elem_size, dtype);
+}
+
 LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_per_host) {
   if (ranks_per_host < 1)
     throw Error("ranks per host = " + std::to_string(ranks_per_host) +
@@ -21,8 +40,6 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
   if (mesh_dim < 0 || mesh_dim >= mesh.ndim())
     throw Error("mesh dim " + std::to_string(mesh_dim) + " does not exist on mesh " +
                 mesh.to_string());
-  LinkClass lc;
-  lc.group_size = mesh.extent(mesh_dim);
   const int n_hosts = (mesh.size() + ranks_per_host - 1) / ranks_per_host;
   int groups = 0, max_hosts = 1;
   for (int r = 0; r < mesh.size(); ++r) {
@@ -32,14 +49,9 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
     for (int q : mesh.group(r, {mesh_dim})) on_host.insert(q / ranks_per_host);
     max_hosts = std::max(max_hosts, int(on_host.size()));
   }
-  lc.hosts = max_hosts;
-  // A profile's classes put the same number of a group's ranks on each host. A group spread
-  // unevenly (3 ranks over 2 hosts) is priced as one rank per host: a ring over it is paced
-  // by its inter-host links.
-  if (lc.group_size % lc.hosts != 0) lc.hosts = lc.group_size;
-  lc.ranks_per_host = lc.group_size / lc.hosts;
-  const double c = double(groups) * double(lc.hosts) / double(std::max(1, n_hosts));
-  lc.concurrent_groups = std::max(1, int(std::lround(c)));
+  // The results reader's rule for groups at once per host (calibrate/src/results.cpp).
+  const double c = double(groups) * double(max_hosts) / double(std::max(1, n_hosts));
+  const LinkClass lc = group_link_class(mesh.extent(mesh_dim), max_hosts, std::max(1, int(std::lround(c))));
   return lc;
 }
 
@@ -73,8 +85,8 @@ StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t,
                           std::to_string(kLocalStepUs) + " us";
     return out;
   }
-  out.prediction = predict(p, *t.collective, out.link, double(t.bytes), t.counts, int(t.elem_size),
-                           s.before.meta().dtype);
+  out.prediction = price_collective(p, *t.collective, out.link, double(t.bytes), t.counts,
+                                    int(t.elem_size), s.before.meta().dtype);
   out.time_us = out.prediction.time_us;
   return out;
 }

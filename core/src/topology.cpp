@@ -105,5 +105,23 @@ int choose_local_device(int local_rank, int local_size, int visible_devices, std
   return -1;
 }
 
+std::string shared_device_error(const std::vector<std::string>& device_ids) {
+  std::map<std::string, std::vector<int>> by_id;
+  for (std::size_t r = 0; r < device_ids.size(); ++r)
+    if (!device_ids[r].empty()) by_id[device_ids[r]].push_back(int(r));
+  std::string out;
+  for (const auto& [id, ranks] : by_id) {
+    if (ranks.size() < 2) continue;
+    std::string list;
+    for (std::size_t i = 0; i < ranks.size(); ++i) list += (i ? "," : "") + std::to_string(ranks[i]);
+    out += (out.empty() ? "" : "; ") + std::string("node-local ranks ") + list +
+           " would share the CUDA device at PCI " + id;
+  }
+  if (!out.empty())
+    out += "; NCCL needs one device per rank: give each task its own GPU (srun --gpus-per-task=1 "
+           "or --gpus-per-node=<ranks per node>; CUDA_VISIBLE_DEVICES must differ per task)";
+  return out;
+}
+
 }  // namespace shardcal
 

@@ -196,8 +196,6 @@ def residual_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional
             handles.setdefault("± holdout MAPE", band)
         txt = f"MAPE {q.get('mape', float('nan')) * 100:.0f}%" if q.get("mape") is not None else "MAPE n/a"
         txt += f", holdout {hm * 100:.0f}%" if hm is not None else ""
-        ax.text(0.02, 0.97, txt, transform=ax.transAxes, va="top", fontsize=8,
-                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
         style.bytes_axis(ax, lo, hi, max_labels=5)
         # (pred - meas) / meas >= -100%; above, clip at +300% and mark clipped points at the edge.
         ymax = min(max(10.0, float(np.max(np.abs(y))) * 1.15), 300.0)
@@ -211,9 +209,11 @@ def residual_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional
         ax.set_ylabel("(pred − meas) / meas (%)")
         n = "/".join(str(g) for g in m.group_sizes) or "any"
         ax.set_title(f"{m.collective}: n={n}, {m.hosts} host{'s' if m.hosts != 1 else ''}, "
-                     f"{m.concurrent_groups} group{'s' if m.concurrent_groups != 1 else ''} at once", fontsize=9)
+                     f"{m.concurrent_groups} group{'s' if m.concurrent_groups != 1 else ''} at once\n{txt}",
+                     fontsize=9)
     fig.suptitle(f"Relative residuals of the fitted model per size segment (even shards) — {where}")
-    style.legend_below(fig, list(handles.values()), list(handles.keys()), ncol=4)
+    order = sorted(handles, key=lambda k: (not k.startswith("segment "), k))
+    style.legend_below(fig, [handles[k] for k in order], order, ncol=4)
     name = f"{prefix}residuals.png"
     style.save(fig, f"{outdir}/{name}")
     return Figure(name, "model residuals per segment",
@@ -276,6 +276,7 @@ def uneven_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[F
                 handles.setdefault(lab, h)
             if not xs_all:
                 continue
+            mape_txt = ""
             lo, hi = min(xs_all), max(xs_all)
             if prof is not None and chosen is not None:
                 xs = np.geomspace(max(1.0, lo), max(hi, 2.0), 120)
@@ -293,16 +294,14 @@ def uneven_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[F
                         if pr is not None and s_eff > 0:
                             errs.append(abs(pr.time_us - p["p50_s"] * 1e6) / (p["p50_s"] * 1e6))
                     if errs:
-                        ax.text(0.02, 0.97, f"uneven points priced on this S_eff: MAPE {np.mean(errs) * 100:.0f}%",
-                                transform=ax.transAxes, va="top", fontsize=8,
-                                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
+                        mape_txt = f"\nuneven points priced by the model on this S_eff: MAPE {np.mean(errs) * 100:.0f}%"
             style.bytes_axis(ax, lo, hi, max_labels=6)
             ax.set_yscale("log")
             ax.set_xlabel(f"S_eff = {RULE_NAMES[rule]} (bytes)")
             ax.set_ylabel("median time (µs)")
             tag = ("chosen by the fit" if rule == chosen else "not chosen") if chosen else "no profile"
             ax.set_title(f"{op}, mesh {cls[0]['mesh']} dim {cls[0]['mesh_dim']} (n={cls[0]['n']}): "
-                         f"{RULE_NAMES[rule]} — {tag}", fontsize=9)
+                         f"{RULE_NAMES[rule]} — {tag}{mape_txt}", fontsize=9)
     fig.suptitle(f"Even vs uneven shards on the effective size S_eff — {where}")
     style.legend_below(fig, list(handles.values()), list(handles.keys()), ncol=4)
     name = f"{prefix}uneven.png"

@@ -371,7 +371,8 @@ def load_validate(path: str) -> Validate:
             pre = f"plans[{i}]"
             t["plans"].append({
                 "roles": _roles(_get(p, "role", path, line), path, line, i),
-                "predicted_us": _num(p, "predicted_us", f"{path}: line {line}: {pre}", None, 0.0),
+                # null: no finite price (a step the profile prices +inf, e.g. the greedy plan's)
+                "predicted_us": _num(p, "predicted_us", f"{path}: line {line}: {pre}", None, 0.0, allow_null=True),
                 "median_us": _num(p, "measured_us.median", f"{path}: line {line}: {pre}", None, 0.0, strict=True),
                 "ci_lo_us": _num(p, "measured_us.ci_lo", f"{path}: line {line}: {pre}", None, 0.0, allow_null=True),
                 "ci_hi_us": _num(p, "measured_us.ci_hi", f"{path}: line {line}: {pre}", None, 0.0, allow_null=True),
@@ -438,7 +439,8 @@ def load_gate(path: str) -> dict:
         if not isinstance(m, dict):
             raise InputError(f"{w}: not an object")
         out["models"].append({
-            "label": " ".join(str(m.get(k)) for k in ("collective", "link", "segment") if m.get(k) is not None),
+            "collective": str(m.get("collective", "")), "link": str(m.get("link") or ""),
+            "segment": m.get("segment"),
             "param": _str(m, "param", w, None),
             "baseline": _num(m, "baseline", w, None, allow_null=True),
             "candidate": _num(m, "candidate", w, None, allow_null=True),

@@ -122,6 +122,8 @@ def main():
         check("fit holdout MAPE (over models)" in md, "summary.md has the fit holdout errors")
         check("all_reduce mesh=4 dim=0 1048576 B f32 even" in md, "summary.md lists the gate's worst point")
         check("Omitted" not in md, "nothing omitted when every input is given")
+        check("1 without a finite predicted time" in md, "a plan with predicted_us null is counted, not an error")
+        check("inconclusive 2," in md, "a gate point with null medians and ratio is counted, not an error")
 
         # Rerun into the same directory replaces it.
         r = report(out, res)
@@ -132,11 +134,19 @@ def main():
         for what in ("--profile", "--validate", "--gate"):
             check(f"Omitted: no {what} given" in md, f"absent {what}: its section says so")
 
-        # Two results files: per-file figure names.
+        # Two results files (small: all_gather even points only): per-file figure names.
+        small = os.path.join(tmp, "small.jsonl")
+        with open(res) as f, open(small, "w") as g:
+            for line in f:
+                rec = json.loads(line)
+                if rec["type"] == "context" or (rec.get("collective") == "all_gather"
+                                                and rec["point"]["distribution"] == "even"):
+                    g.write(line)
         out2 = os.path.join(tmp, "two")
-        r = report(out2, res, res)
+        r = report(out2, small, small)
         check(r.returncode == 0, f"two results files: exit 0, got {r.returncode}: {r.stderr}")
-        check_report(out2, ["Inputs"], ["run1_busbw_all_gather.png", "run2_busbw_all_gather.png"])
+        _, html2 = check_report(out2, ["Inputs"], ["run1_busbw_all_gather.png", "run2_busbw_all_gather.png"])
+        check("Transition heatmap omitted" in html2, "a file without transitions says its heatmap is omitted")
 
         # Bad inputs: exit 2, one line naming file/line/field, no output directory.
         lines = open(res).read().splitlines()

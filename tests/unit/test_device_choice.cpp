@@ -46,3 +46,20 @@ TEST(ChooseLocalDevice, NoDeviceOrBadLocalRankIsAnError) {
 
 }  // namespace
 }  // namespace shardcal
+
+namespace shardcal {
+namespace {
+
+TEST(SharedDeviceError, DistinctDevicesAreFineAndSharedOnesAreNamed) {
+  EXPECT_EQ(shared_device_error({"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0"}), "");
+  EXPECT_EQ(shared_device_error({}), "");
+  EXPECT_EQ(shared_device_error({"", ""}), "");  // unknown ids are not compared
+  // Two tasks given CUDA_VISIBLE_DEVICES=0 each: both pick their device 0, the same GPU.
+  const std::string e = shared_device_error({"0000:18:00.0", "0000:2a:00.0", "0000:18:00.0"});
+  EXPECT_NE(e.find("node-local ranks 0,2 would share the CUDA device at PCI 0000:18:00.0"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("--gpus-per-task=1"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace shardcal

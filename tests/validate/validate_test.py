@@ -75,11 +75,24 @@ def check_validate(args):
             fail(f"temporary files left next to the output: {leftovers}")
         lines = open(out).read().splitlines()
         recs = [json.loads(l) for l in lines]
+    try:
+        import jsonschema
+    except ImportError:
+        jsonschema = None
+        print("note: jsonschema not available, validate output not schema-checked")
+    if jsonschema is not None:
+        v = jsonschema.Draft202012Validator(json.load(open(os.path.join(ROOT, "configs", "schema",
+                                                                        "validate.schema.json"))))
+        for i, rec in enumerate(recs, 1):
+            errs = sorted(v.iter_errors(rec), key=str)
+            if errs:
+                fail(f"validate output line {i} does not match validate.schema.json: {errs[0].message}")
     n_trans = len(cfg["transitions"])  # one size and dtype; explicit shapes give one point each
     if len(recs) != n_trans + 1:
         fail(f"{len(recs)} records, expected {n_trans} transitions + 1 summary")
     sha = hashlib.sha256(open(PROFILE, "rb").read()).hexdigest()
     regrets, errors = [], []
+    n_sig = 0
     seen = set()
     for rec in recs[:-1]:
         if rec.get("schema") != "shardcal.validate" or rec.get("version") != 1:
@@ -133,6 +146,10 @@ def check_validate(args):
         # The chosen plan is predicted no dearer than greedy under the same profile.
         if plans[0]["predicted_us"] > greedy["predicted_us"] * (1 + 1e-12):
             fail(f"chosen predicted {plans[0]['predicted_us']} > greedy {greedy['predicted_us']}")
+        sig = any(plans[0]["measured_us"]["ci_lo"] > p["measured_us"]["ci_hi"] for p in plans)
+        if rec["regret_significant"] != sig:
+            fail(f"regret_significant {rec['regret_significant']} != recomputed {sig}")
+        n_sig += sig
         regrets.append(rec["regret"])
         uniq = {json.dumps(p["steps"]): p for p in plans}
         errors += [abs(p["rel_error"]) for p in uniq.values()]
@@ -146,6 +163,8 @@ def check_validate(args):
         fail(f"summary regret {s['regret']} != recomputed {percentile(rs, 0.5)}, {percentile(rs, 0.95)}")
     if not close(s["mape"], sum(errors) / len(errors)) or s["plans_measured"] != len(errors):
         fail(f"summary mape {s['mape']} over {s['plans_measured']} != {sum(errors) / len(errors)} over {len(errors)}")
+    if s["regret"]["significant"] != n_sig:
+        fail(f"summary regret.significant {s['regret']['significant']} != {n_sig}")
     if s["wrong"] != 0:
         fail("summary wrong != 0")
     print(f"ok   validate ({args.backend}): {n_trans} transitions, regret median {s['regret']['median']:.3f} "
@@ -192,6 +211,21 @@ def check_planned(args):
     if r.returncode != 0 or "OK:" not in r.stdout or "planner: cost" not in r.stdout or "dtensor-default" not in r.stdout:
         fail(f"redistribute --profile: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
     print("ok   redistribute --profile: " + [l for l in r.stdout.splitlines() if l.startswith("planner:")][0])
+    # Ranks per host: the override, and (MPI) the hostnames the ranks report (two emulated hosts).
+    r = run(cmd(args, "redistribute", ["--mesh", "2x2", "--shape", "10x7", "--from", "P,R", "--to", "R,S(0)",
+                                       "--profile", PROFILE, "--ranks-per-host", "1"]), timeout=120)
+    if r.returncode != 0 or "1 ranks per host" not in r.stdout:
+        fail(f"redistribute --ranks-per-host 1: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    if args.mpiexec:
+        env = dict(os.environ)
+        wrapped = args.mpiexec.split(";") + ["-np", "4", "/bin/sh", "-c",
+                  'SHARDCAL_HOSTNAME=host$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"',
+                  sb, "redistribute", "--backend", "mpi", "--mesh", "2x2", "--shape", "10x7", "--from", "P,R",
+                  "--to", "R,S(0)", "--profile", PROFILE]
+        r = run(wrapped, timeout=120, env=env)
+        if r.returncode != 0 or "2 ranks per host" not in r.stdout:
+            fail(f"redistribute on two emulated hosts must plan with 2 ranks per host\n{r.stdout}\n{r.stderr}")
+        print("ok   ranks per host from the ranks' hostnames (2 emulated hosts): 2")
     r = run([sb, "redistribute", "--mesh", "2x2", "--shape", "10x7", "--from", "S(0),R", "--to", "R,S(0)"], timeout=60)
     if r.returncode != 0 or "planner: greedy" not in r.stdout:
         fail(f"redistribute without a profile must say planner: greedy\n{r.stdout}\n{r.stderr}")

@@ -322,6 +322,10 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
   }
 
   // 3. The points.
+  if (root && !job.quiet && job.planner.cost() && !plans.empty())
+    std::fprintf(stderr, "sweep: transitions planned by the cost planner: profile %s (cluster %s, sha256 %.12s), %d ranks per host\n",
+                 job.planner.profile.value("path", "").c_str(), job.planner.profile.value("cluster", "").c_str(),
+                 job.planner.profile.value("sha256", "").c_str(), rph);
   Progress progress(root && !job.quiet, points.size(), n_done, job.progress_tty);
   std::unique_ptr<shardcal::MeshCommunicator> mc;
   std::uint64_t bad_points = 0;

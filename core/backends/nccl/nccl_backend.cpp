@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -88,7 +89,26 @@ void run(int expected_world, const Options& opts, const std::function<void(Commu
   const int local_rank = node.rank(), local_size = node.size();
   std::string why_not;
   const int device = choose_local_device(local_rank, local_size, devices, &why_not);
-  const std::int32_t ok = device >= 0 ? 1 : 0;
+  // Two tasks that each see one device may see the same one (CUDA_VISIBLE_DEVICES=0 for both):
+  // compare the chosen devices' PCI bus ids across the node, so that is a clear error too.
+  {
+    constexpr std::size_t kIdLen = 32;
+    char mine[kIdLen] = {};
+    if (device >= 0 && cudaDeviceGetPCIBusId(mine, int(kIdLen) - 1, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      mine[0] = '\0';  // unknown: not compared
+    }
+    std::vector<char> all(kIdLen * std::size_t(local_size), '\0');
+    detail::allgather_bytes(mine, all.data(), kIdLen, node.get(), dl,
+                            timeout("on this node to report its CUDA device"));
+    std::vector<std::string> ids;
+    for (int r = 0; r < local_size; ++r)
+      ids.emplace_back(all.data() + std::size_t(r) * kIdLen,
+                       strnlen(all.data() + std::size_t(r) * kIdLen, kIdLen));
+    if (const std::string shared = shared_device_error(ids); device >= 0 && !shared.empty())
+      why_not = shared;
+  }
+  const std::int32_t ok = device >= 0 && why_not.empty() ? 1 : 0;
   std::vector<std::int32_t> oks(std::size_t(size), 0);
   detail::allgather_bytes(&ok, oks.data(), sizeof ok, world.get(), dl,
                           timeout("to check its CUDA devices"));

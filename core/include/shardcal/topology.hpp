@@ -40,4 +40,10 @@ std::vector<bool> mesh_dims_spanning_hosts(const Topology& topo, const DeviceMes
 // is returned. Pure, so it is tested without a GPU.
 int choose_local_device(int local_rank, int local_size, int visible_devices, std::string* error);
 
+// The node's ranks' chosen devices by a physical identity (PCI bus id), indexed by node-local
+// rank ("" = none chosen). "" when no two ranks share a device; else the error: which local
+// ranks share which device and how to fix it (with one visible device per task, two tasks were
+// given the same GPU, e.g. CUDA_VISIBLE_DEVICES=0 for both).
+std::string shared_device_error(const std::vector<std::string>& device_ids);
+
 }  // namespace shardcal

@@ -3,6 +3,9 @@
 // (profile.hpp) and the cost-based planner (shardcal/planner.hpp). Also used by the fitter's
 // transition composition (fit.cpp), so a transition is priced the same way everywhere.
 // docs/PLANNER.md "Costs".
+#include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "shardcal/calibrate/profile.hpp"
@@ -36,6 +39,20 @@ struct StepPrice {
 // (hosts = group size: a ring over it is paced by inter-host links); concurrent_groups = groups x hosts spanned /
 // number of hosts, rounded, >= 1 (the results reader's rule). Throws Error for ranks_per_host < 1.
 LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_per_host);
+
+// The link class of a group of `group_size` ranks spanning `hosts_spanned` hosts with
+// `concurrent_groups` groups at once per host (as a sweep records a step). Profiles describe
+// groups with the same number of ranks on each host; a group spread unevenly is priced as one
+// rank per host (hosts = group size). The fitter's transition composition and price_step share it.
+LinkClass group_link_class(int group_size, int hosts_spanned, int concurrent_groups);
+
+// The price of one collective step from what it moves, shared by price_step and the fitter's
+// transition composition (fit.cpp): predict() for collective c on link class lc with the
+// heaviest group's counts (elements per group position, all_to_all the m x m send matrix; S_eff
+// by the chosen model's effective-size rule) and S = bytes in the table's convention.
+Prediction price_collective(const Profile& p, Collective c, const LinkClass& lc, double bytes,
+                            std::span<const std::int64_t> counts, int elem_size,
+                            std::optional<DType> dtype);
 
 // Price of one step. Collective steps: predict() on the step's collective and link class with
 // the heaviest group's counts (uneven counts via the model's effective-size rule) and the

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# scripts/emulate/validate-two-hosts.sh - does the cost planner route heavy traffic onto the
+# intra-host mesh dim of the emulated two-host cluster, and does measurement confirm it?
+# (issue 12; docs/EMULATION.md "Planner on the emulated cluster")
+set -Eeuo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+
+usage() {
+  cat <<'EOF'
+Usage: bash scripts/emulate/validate-two-hosts.sh [--rate 400mbit] [--profile P.json] [--out DIR]
+         [--build-dir DIR] [--config FILE] [--k 3] [--rounds 5] [--max-regret 1.05] [--name NAME]
+
+On the emulated two-host cluster (scripts/emulate/two-hosts, link shaped to --rate):
+ 1. a profile: --profile, or sweep configs/emulate/two-hosts.json + shardbench calibrate here;
+ 2. shardbench validate over FILE (default configs/emulate/validate.json: transitions of a 2x2
+    mesh that can put their traffic on either mesh dim): the chosen plan, the greedy one and the
+    k cheapest, measured in interleaved rounds;
+ 3. scripts/emulate/validate_summary.py: per transition the inter- and intra-host bytes of the
+    chosen and greedy plans, what the planner chooses with PyTorch DTensor's built-in model
+    (configs/profiles/dtensor-default.json), regret and greedy/chosen.
+Needs root and a shardbench with the `plan` and `validate` commands. The emulation is removed at
+the end, also on failure or Ctrl-C.
+
+Outputs under DIR (default out/emulate-validate): sweep.jsonl, profile.json, calibration.txt
+(unless --profile), validate.jsonl, validate.txt, summary.txt, summary.json.
+Exit 0 acceptance met (a transition whose choice differs from dtensor-default's has regret <=
+--max-regret, no chosen plan moves more bytes across hosts than greedy), 1 not met, 2 bad input
+or a failed step. About 1 min at 400 Mbit/s plus 1.5 min for the calibration.
+EOF
+}
+
+die() { echo "validate-two-hosts: $*" >&2; exit 2; }
+need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+RATE=400mbit
+PROFILE=
+OUT=out/emulate-validate
+BUILD_DIR=build
+CONFIG=configs/emulate/validate.json
+K=3
+ROUNDS=5
+MAX_REGRET=1.05
+NAME=scval
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rate) need_arg "$@"; RATE=$2; shift ;;
+    --profile) need_arg "$@"; PROFILE=$2; shift ;;
+    --out) need_arg "$@"; OUT=$2; shift ;;
+    --build-dir) need_arg "$@"; BUILD_DIR=$2; shift ;;
+    --config) need_arg "$@"; CONFIG=$2; shift ;;
+    --k) need_arg "$@"; K=$2; shift ;;
+    --rounds) need_arg "$@"; ROUNDS=$2; shift ;;
+    --max-regret) need_arg "$@"; MAX_REGRET=$2; shift ;;
+    --name) need_arg "$@"; NAME=$2; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+  shift
+done
+SB=$BUILD_DIR/bin/shardbench
+[[ -x $SB ]] || die "$SB not found: build it first (cmake --build $BUILD_DIR --target shardbench)"
+for c in plan validate; do
+  "$SB" "$c" --help >/dev/null 2>&1 ||
+    die "this shardbench has no '$c' command (cost planner, issue 9): build a tree that has it"
+done
+[[ -f $CONFIG ]] || die "config $CONFIG not found"
+[[ -z $PROFILE || -f $PROFILE ]] || die "--profile $PROFILE not found"
+[[ $(id -u) == 0 ]] || die "needs root (network namespaces): run as root or with sudo"
+
+EMU=(scripts/emulate/two-hosts --name "$NAME")
+mkdir -p "$OUT"
+"${EMU[@]}" --rate "$RATE" start
+trap '"${EMU[@]}" stop >/dev/null || echo "validate-two-hosts: WARNING: stop failed; run ${EMU[*]} stop" >&2' EXIT
+trap 'exit 130' INT TERM
+
+if [[ -z $PROFILE ]]; then
+  echo "== calibrating at $RATE (configs/emulate/two-hosts.json), $(uptime | sed 's/.*load/load/')"
+  "${EMU[@]}" run -- -np 4 "$SB" sweep --backend mpi --quiet --config configs/emulate/two-hosts.json \
+    --out "$OUT/sweep.jsonl" </dev/null || die "calibration sweep failed"
+  "$SB" calibrate --results "$OUT/sweep.jsonl" --out "$OUT/profile.json" --name "emulated-2hosts-$RATE" \
+    >"$OUT/calibration.txt" || die "calibrate failed (see $OUT/calibration.txt)"
+  PROFILE=$OUT/profile.json
+fi
+echo "== validate ($CONFIG, k=$K, rounds=$ROUNDS) at $RATE, $(uptime | sed 's/.*load/load/')"
+vrc=0
+"${EMU[@]}" run -- -np 4 "$SB" validate --backend mpi --profile "$PROFILE" --config "$CONFIG" \
+  --out "$OUT/validate.jsonl" --k "$K" --rounds "$ROUNDS" --ranks-per-host 2 </dev/null 2>&1 |
+  tee "$OUT/validate.txt" || vrc=$?
+((vrc == 0)) || die "shardbench validate failed (exit $vrc; see $OUT/validate.txt)"
+echo "== summary, $(uptime | sed 's/.*load/load/')"
+rc=0
+/usr/bin/python3 scripts/emulate/validate_summary.py --validate "$OUT/validate.jsonl" --shardbench "$SB" \
+  --profile "$PROFILE" --max-regret "$MAX_REGRET" --out "$OUT/summary.json" >"$OUT/summary.txt" || rc=$?
+cat "$OUT/summary.txt"
+exit "$rc"
