@@ -253,7 +253,10 @@ PointResult judge_point(const Series& b, const Series& c, const Options& opt) {
   r.n_candidate = c.samples_s.size();
   r.baseline_median_us = median(b.samples_s) * 1e6;
   r.candidate_median_us = median(c.samples_s) * 1e6;
-  r.p = mann_whitney_u(b.samples_s, c.samples_s).p;
+  // Exact null distribution for small untied samples, the normal approximation otherwise.
+  const auto exact = mann_whitney_u_exact(b.samples_s, c.samples_s);
+  r.p = exact ? exact->p : mann_whitney_u(b.samples_s, c.samples_s).p;
+  r.p_method = exact ? "exact" : "asymptotic";
   const RatioCI ci = bootstrap_median_ratio(b.samples_s, c.samples_s, 1 - opt.alpha, opt.resamples,
                                             opt.seed ^ fnv1a64(b.key));
   r.ratio = ci.ratio;
@@ -507,7 +510,9 @@ json report_to_json(const Report& r) {
   j["bootstrap_resamples"] = r.options.resamples;
   j["bootstrap_seed"] = r.options.seed;
   j["min_samples"] = r.options.min_samples;
-  j["test"] = "Mann-Whitney U, two-sided, normal approximation, tie and continuity corrected";
+  j["test"] =
+      "Mann-Whitney U, two-sided: exact for untied samples of <= 20 on both sides, else normal "
+      "approximation with tie and continuity corrections (per point: p_method)";
   j["format"] = r.format;
   j["baseline"] = {
       {"path", r.baseline_path}, {"sha256", r.baseline_sha256}, {"runs", r.baseline_runs}};
@@ -531,6 +536,7 @@ json report_to_json(const Report& r) {
                            {"ci_hi", p.ci_hi},
                            {"p", p.p},
                            {"q", p.q},
+                           {"p_method", p.p_method},
                            {"n_baseline", p.n_baseline},
                            {"n_candidate", p.n_candidate},
                            {"verdict", p.verdict},

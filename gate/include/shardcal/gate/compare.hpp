@@ -76,6 +76,7 @@ struct PointResult {
   double baseline_median_us = 0, candidate_median_us = 0;
   double ratio = 1, ci_lo = 1, ci_hi = 1;  // candidate / baseline median, bootstrap CI
   double p = 1, q = 1;                     // Mann-Whitney p, FDR-adjusted q
+  std::string p_method;                    // "exact" | "asymptotic"
   std::size_t n_baseline = 0, n_candidate = 0;
   std::string verdict;  // pass | regression | improvement | inconclusive
   std::string reason;
