@@ -28,8 +28,9 @@ struct GateArgs {
 int run(const GateArgs& a) {
   namespace g = shardcal::gate;
   if (a.baseline_profile.empty() != a.candidate_profile.empty())
-    throw shardcal::Error("--baseline-profile and --candidate-profile go together; give both "
-                          "(profiles from `shardbench calibrate` of the two runs) or neither");
+    throw shardcal::Error(
+        "--baseline-profile and --candidate-profile go together; give both "
+        "(profiles from `shardbench calibrate` of the two runs) or neither");
   std::vector<g::RunData> bs, cs;
   for (const auto& p : a.baseline) bs.push_back(g::read_run(p));
   for (const auto& p : a.candidate) cs.push_back(g::read_run(p));

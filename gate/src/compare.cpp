@@ -2,17 +2,17 @@
 // rendering (docs/GATE.md).
 #include "shardcal/gate/compare.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -31,10 +31,10 @@ constexpr const char* kGbenchFormat = "google-benchmark";
 // Inverse of the standard normal CDF (Acklam's rational approximation, relative error < 1.2e-9,
 // refined by one Halley step with erfc).
 double norm_ppf(double p) {
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                              1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                             6.680131188771972e+01,  -1.328068155288572e+01};
+                             6.680131188771972e+01, -1.328068155288572e+01};
   static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                              -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
@@ -61,8 +61,9 @@ double norm_ppf(double p) {
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(path + ": cannot open (check the path; inputs are `shardbench sweep --out FILE` "
-                       "results or Google Benchmark --benchmark_out=FILE.json files)");
+    throw Error(path +
+                ": cannot open (check the path; inputs are `shardbench sweep --out FILE` "
+                "results or Google Benchmark --benchmark_out=FILE.json files)");
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw Error(path + ": read error");
@@ -92,8 +93,9 @@ RunData read_gbench(const std::string& path, const json& doc) {
   const json& ctx = doc["context"];
   const json& benches = doc["benchmarks"];
   if (!ctx.is_object() || !benches.is_array())
-    throw Error(path + ": \"context\" must be an object and \"benchmarks\" an array (Google "
-                       "Benchmark JSON, --benchmark_format=json)");
+    throw Error(path +
+                ": \"context\" must be an object and \"benchmarks\" an array (Google "
+                "Benchmark JSON, --benchmark_format=json)");
   for (const char* k : {"library_build_type", "num_cpus", "library_version"})
     if (ctx.contains(k)) r.env[k] = ctx[k];
   std::map<std::string, std::size_t> index;
@@ -117,11 +119,16 @@ RunData read_gbench(const std::string& path, const json& doc) {
       throw Error(where + ": \"real_time\" is missing or not a number");
     const std::string unit = b.value("time_unit", std::string("ns"));
     double scale = 0;
-    if (unit == "ns") scale = 1e-9;
-    else if (unit == "us") scale = 1e-6;
-    else if (unit == "ms") scale = 1e-3;
-    else if (unit == "s") scale = 1;
-    else throw Error(where + ": unknown time_unit \"" + unit + "\" (expected ns, us, ms or s)");
+    if (unit == "ns")
+      scale = 1e-9;
+    else if (unit == "us")
+      scale = 1e-6;
+    else if (unit == "ms")
+      scale = 1e-3;
+    else if (unit == "s")
+      scale = 1;
+    else
+      throw Error(where + ": unknown time_unit \"" + unit + "\" (expected ns, us, ms or s)");
     const double t = b["real_time"].get<double>() * scale;
     if (!(t > 0) || !std::isfinite(t))
       throw Error(where + ": real_time must be a positive finite number");
@@ -162,25 +169,28 @@ std::string fmt(double v, const char* f = "%.4g") {
 RunData read_run(const std::string& path) {
   const std::string text = read_all(path);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-    throw Error(path + ": the file is empty; expected sweep results (JSON Lines) or Google "
-                       "Benchmark JSON");
+    throw Error(path +
+                ": the file is empty; expected sweep results (JSON Lines) or Google "
+                "Benchmark JSON");
   RunData r;
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_discarded() && doc.is_object() && doc.contains("benchmarks") &&
       doc.contains("context")) {
     r = read_gbench(path, doc);
   } else if (!doc.is_discarded() && !(doc.is_object() && doc.contains("type"))) {
-    throw Error(path + ": a JSON document that is neither Google Benchmark JSON (an object with "
-                       "\"context\" and \"benchmarks\") nor sweep results (JSON Lines whose "
-                       "first record has \"type\": \"context\")");
+    throw Error(path +
+                ": a JSON document that is neither Google Benchmark JSON (an object with "
+                "\"context\" and \"benchmarks\") nor sweep results (JSON Lines whose "
+                "first record has \"type\": \"context\")");
   } else {
     r = read_sweep(path);
   }
   std::set<std::string> seen;
   for (const auto& p : r.points)
     if (!seen.insert(p.key).second && r.format == kSweepFormat)
-      throw Error(path + ": point key " + p.key + " appears twice; point keys are unique in a "
-                         "sweep results file (the file is corrupt)");
+      throw Error(path + ": point key " + p.key +
+                  " appears twice; point keys are unique in a "
+                  "sweep results file (the file is corrupt)");
   if (r.points.empty() && r.skipped.empty())
     throw Error(path + ": no points (" + r.format + "); nothing to compare");
   r.sha256 = calib::sha256_file(path);
@@ -206,8 +216,7 @@ RunData pool_runs(const std::vector<RunData>& runs, const std::string& side) {
              e.candidate.dump();
       if (d.empty()) d = "fields present in one file only";
       throw Error("the " + side + " files " + runs[0].path + " and " + r.path +
-                  " come from different environments (" + d +
-                  "); pool only runs of one stack");
+                  " come from different environments (" + d + "); pool only runs of one stack");
     }
     out.path += (out.path.empty() ? "" : " + ") + r.path;
     out.sha256 += (out.sha256.empty() ? "" : ",") + r.sha256;
@@ -220,7 +229,8 @@ RunData pool_runs(const std::vector<RunData>& runs, const std::string& side) {
         out.points[it->second].samples_s.insert(out.points[it->second].samples_s.end(),
                                                 s.samples_s.begin(), s.samples_s.end());
     }
-    for (const Skipped& k : r.skipped) out.skipped.push_back({k.key, k.reason + " [" + r.path + "]"});
+    for (const Skipped& k : r.skipped)
+      out.skipped.push_back({k.key, k.reason + " [" + r.path + "]"});
   }
   return out;
 }
@@ -243,9 +253,12 @@ PointResult judge_point(const Series& b, const Series& c, const Options& opt) {
   r.n_candidate = c.samples_s.size();
   r.baseline_median_us = median(b.samples_s) * 1e6;
   r.candidate_median_us = median(c.samples_s) * 1e6;
-  r.p = mann_whitney_u(b.samples_s, c.samples_s).p;
-  const RatioCI ci = bootstrap_median_ratio(b.samples_s, c.samples_s, 1 - opt.alpha,
-                                            opt.resamples, opt.seed ^ fnv1a64(b.key));
+  // Exact null distribution for small untied samples, the normal approximation otherwise.
+  const auto exact = mann_whitney_u_exact(b.samples_s, c.samples_s);
+  r.p = exact ? exact->p : mann_whitney_u(b.samples_s, c.samples_s).p;
+  r.p_method = exact ? "exact" : "asymptotic";
+  const RatioCI ci = bootstrap_median_ratio(b.samples_s, c.samples_s, 1 - opt.alpha, opt.resamples,
+                                            opt.seed ^ fnv1a64(b.key));
   r.ratio = ci.ratio;
   r.ci_lo = ci.lo;
   r.ci_hi = ci.hi;
@@ -274,12 +287,12 @@ void decide(PointResult& r, const Series& b, const Series& c, const Options& opt
     r.reason = "q " + fmt(r.q, "%.2g") + " <= alpha and " + ci + " below " + fmt(down, "%.3g");
   } else if (r.ci_hi <= up) {
     r.verdict = "pass";
-    r.reason = ci + " <= " + fmt(up, "%.3g") +
-               (sig ? " (significant, but within --max-slowdown)" : "");
+    r.reason =
+        ci + " <= " + fmt(up, "%.3g") + (sig ? " (significant, but within --max-slowdown)" : "");
   } else {
     r.verdict = "inconclusive";
-    r.reason = ci + " straddles " + fmt(up, "%.3g") +
-               (sig ? "" : " (q " + fmt(r.q, "%.2g") + " > alpha)");
+    r.reason =
+        ci + " straddles " + fmt(up, "%.3g") + (sig ? "" : " (q " + fmt(r.q, "%.2g") + " > alpha)");
   }
 }
 
@@ -436,8 +449,8 @@ Report compare_runs(const RunData& b, const RunData& c, const Options& opt,
     r.exit_code = 2;
     std::string d;
     for (const auto& e : r.env_differences)
-      d += (d.empty() ? "" : "; ") + e.field + ": baseline " + e.baseline.dump() +
-           ", candidate " + e.candidate.dump();
+      d += (d.empty() ? "" : "; ") + e.field + ": baseline " + e.baseline.dump() + ", candidate " +
+           e.candidate.dump();
     r.incomparable_reason = "the environments differ (" + d +
                             "); timings from different stacks are not comparable. Re-run both "
                             "on the same stack, or pass --allow-env-change to compare anyway "
@@ -497,12 +510,14 @@ json report_to_json(const Report& r) {
   j["bootstrap_resamples"] = r.options.resamples;
   j["bootstrap_seed"] = r.options.seed;
   j["min_samples"] = r.options.min_samples;
-  j["test"] = "Mann-Whitney U, two-sided, normal approximation, tie and continuity corrected";
+  j["test"] =
+      "Mann-Whitney U, two-sided: exact for untied samples of <= 20 on both sides, else normal "
+      "approximation with tie and continuity corrections (per point: p_method)";
   j["format"] = r.format;
-  j["baseline"] = {{"path", r.baseline_path}, {"sha256", r.baseline_sha256},
-                   {"runs", r.baseline_runs}};
-  j["candidate"] = {{"path", r.candidate_path}, {"sha256", r.candidate_sha256},
-                    {"runs", r.candidate_runs}};
+  j["baseline"] = {
+      {"path", r.baseline_path}, {"sha256", r.baseline_sha256}, {"runs", r.baseline_runs}};
+  j["candidate"] = {
+      {"path", r.candidate_path}, {"sha256", r.candidate_sha256}, {"runs", r.candidate_runs}};
   if (r.baseline_profile) j["baseline_profile"] = *r.baseline_profile;
   if (r.candidate_profile) j["candidate_profile"] = *r.candidate_profile;
   j["env_differences"] = json::array();
@@ -521,6 +536,7 @@ json report_to_json(const Report& r) {
                            {"ci_hi", p.ci_hi},
                            {"p", p.p},
                            {"q", p.q},
+                           {"p_method", p.p_method},
                            {"n_baseline", p.n_baseline},
                            {"n_candidate", p.n_candidate},
                            {"verdict", p.verdict},
@@ -591,14 +607,15 @@ std::string report_markdown(const Report& r) {
   o << "## shardbench gate: **" << r.verdict << "** (exit " << r.exit_code << ")\n\n";
   o << "baseline `" << r.baseline_path << "`, candidate `" << r.candidate_path << "`; "
     << r.points.size() << " common points: " << n["regression"] << " regression, "
-    << n["inconclusive"] << " inconclusive, " << n["improvement"] << " improvement, "
-    << n["pass"] << " pass. alpha " << r.options.alpha << " (" << r.options.fdr
-    << "), max slowdown " << fmt(100 * r.options.max_slowdown, "%.3g") << "%, "
+    << n["inconclusive"] << " inconclusive, " << n["improvement"] << " improvement, " << n["pass"]
+    << " pass. alpha " << r.options.alpha << " (" << r.options.fdr << "), max slowdown "
+    << fmt(100 * r.options.max_slowdown, "%.3g") << "%, "
     << fmt(100 * (1 - r.options.alpha), "%.3g") << "% bootstrap CI of the median ratio.\n\n";
   if (!r.incomparable_reason.empty()) o << "**Incomparable:** " << r.incomparable_reason << "\n\n";
   if (!r.env_differences.empty()) {
-    o << (r.options.allow_env_change ? "**Environment changed (allowed by --allow-env-change):**\n\n"
-                                     : "**Environment differences:**\n\n");
+    o << (r.options.allow_env_change
+              ? "**Environment changed (allowed by --allow-env-change):**\n\n"
+              : "**Environment differences:**\n\n");
     for (const auto& e : r.env_differences)
       o << "- `" << e.field << "`: baseline " << e.baseline.dump() << ", candidate "
         << e.candidate.dump() << "\n";
@@ -609,10 +626,9 @@ std::string report_markdown(const Report& r) {
       << "|---|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& p : r.points)
       o << "| " << p.verdict << " | " << fmt(p.ratio, "%.3f") << " | [" << fmt(p.ci_lo, "%.3f")
-        << ", " << fmt(p.ci_hi, "%.3f") << "] | " << fmt(p.p, "%.2g") << " | "
-        << fmt(p.q, "%.2g") << " | " << fmt(p.baseline_median_us) << " | "
-        << fmt(p.candidate_median_us) << " | " << p.n_baseline << "/" << p.n_candidate << " | "
-        << p.label << " | " << p.reason << " |\n";
+        << ", " << fmt(p.ci_hi, "%.3f") << "] | " << fmt(p.p, "%.2g") << " | " << fmt(p.q, "%.2g")
+        << " | " << fmt(p.baseline_median_us) << " | " << fmt(p.candidate_median_us) << " | "
+        << p.n_baseline << "/" << p.n_candidate << " | " << p.label << " | " << p.reason << " |\n";
     o << "\n";
   }
   auto list = [&](const char* title, const std::vector<std::string>& keys) {

@@ -19,8 +19,7 @@ MannWhitney mann_whitney_u(std::span<const double> x, std::span<const double> y)
   all.reserve(n);
   for (double v : x) all.emplace_back(v, true);
   for (double v : y) all.emplace_back(v, false);
-  std::sort(all.begin(), all.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   double r1 = 0, tie_sum = 0;
   for (std::size_t i = 0; i < n;) {
     std::size_t j = i;
@@ -48,13 +47,48 @@ MannWhitney mann_whitney_u(std::span<const double> x, std::span<const double> y)
   return r;
 }
 
+std::optional<MannWhitney> mann_whitney_u_exact(std::span<const double> x,
+                                                std::span<const double> y) {
+  const std::size_t n1 = x.size(), n2 = y.size();
+  if (n1 == 0 || n2 == 0 || n1 > kExactMaxN || n2 > kExactMaxN) return std::nullopt;
+  std::vector<double> all(x.begin(), x.end());
+  all.insert(all.end(), y.begin(), y.end());
+  std::sort(all.begin(), all.end());
+  if (std::adjacent_find(all.begin(), all.end()) != all.end()) return std::nullopt;  // ties
+  // U1 = #pairs (x_i, y_j) with x_i > y_j (no ties): the same value as R1 - n1(n1+1)/2.
+  std::int64_t u1 = 0;
+  for (double a : x)
+    for (double b : y) u1 += a > b;
+  // Counts c[k] of arrangements with U = k: prod_{i=1..n1} (1 - q^(n2+i)) / (1 - q^i).
+  const std::size_t umax = n1 * n2;
+  std::vector<std::int64_t> c(umax + 1, 0);
+  c[0] = 1;
+  for (std::size_t i = 1; i <= n1; ++i) {
+    const std::size_t a = n2 + i;
+    for (std::size_t k = umax; k >= a; --k) c[k] -= c[k - a];  // times (1 - q^a)
+    for (std::size_t k = i; k <= umax; ++k) c[k] += c[k - i];  // divided by (1 - q^i)
+  }
+  double total = 0, tail = 0;
+  const std::int64_t u = std::max<std::int64_t>(u1, std::int64_t(umax) - u1);
+  for (std::size_t k = 0; k <= umax; ++k) {
+    total += double(c[k]);
+    if (std::int64_t(k) >= u) tail += double(c[k]);
+  }
+  MannWhitney r;
+  r.u = double(u1);
+  r.z = 0;
+  r.p = std::min(1.0, 2.0 * tail / total);
+  return r;
+}
+
 namespace {
 std::vector<std::size_t> order_by_p(std::span<const double> p) {
   for (double v : p)
     if (!(v >= 0 && v <= 1)) throw Error("p-values must lie in [0, 1]");
   std::vector<std::size_t> idx(p.size());
   std::iota(idx.begin(), idx.end(), std::size_t{0});
-  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
   return idx;
 }
 }  // namespace

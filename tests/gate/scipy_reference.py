@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Compares the gate's statistics (gate/src/stats.cpp, through gate_stats_tool) with scipy:
 scipy.stats.mannwhitneyu(method="asymptotic", use_continuity=True, alternative="two-sided"),
+the same with method="exact" (untied samples of <= 20 per side),
 scipy.stats.false_discovery_control(method="bh") (its definition where scipy is older than
 1.11), Holm from its definition, numpy.median.
 Cases are generated here at test time (fixed seed): continuous samples, heavy ties, unequal
@@ -61,6 +62,12 @@ def main():
             x = rng.uniform(1, 2, n1)
             y = rng.uniform(3, 4, n2)
         cases.append({"op": "mwu", "x": x.tolist(), "y": y.tolist()})
+    for _ in range(150):  # exact p: untied, both sides <= 20 (else the gate declines: null)
+        n1, n2 = int(rng.integers(1, 22)), int(rng.integers(1, 22))
+        x = rng.lognormal(0, 0.3, n1)
+        y = rng.lognormal(rng.uniform(-0.5, 0.5), 0.3, n2)
+        cases.append({"op": "mwu_exact", "x": x.tolist(), "y": y.tolist()})
+    cases.append({"op": "mwu_exact", "x": [1.0, 2.0, 3.0], "y": [3.0, 4.0]})  # a tie: null
     for _ in range(100):
         m = int(rng.integers(1, 300))
         p = rng.uniform(0, 1, m) ** rng.uniform(0.2, 5)
@@ -96,6 +103,15 @@ def main():
                                      use_continuity=True)
             close(r["u"], ref.statistic, "mwu U", c)
             close(r["p"], ref.pvalue, "mwu p", c)
+        elif c["op"] == "mwu_exact":
+            x, y = np.array(c["x"]), np.array(c["y"])
+            tied = len(np.unique(np.concatenate([x, y]))) < len(x) + len(y)
+            if tied or len(x) > 20 or len(y) > 20:
+                close(0 if r["p"] is None else 1, 0, "exact declines ties / n > 20", c)
+                continue
+            ref = stats.mannwhitneyu(x, y, alternative="two-sided", method="exact")
+            close(r["u"], ref.statistic, "exact U", c)
+            close(r["p"], ref.pvalue, "exact p", c)
         elif c["op"] == "bh":
             close(r["q"], bh_ref(c["p"]), "bh", c)
         elif c["op"] == "holm":

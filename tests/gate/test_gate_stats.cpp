@@ -30,8 +30,8 @@ TEST(GateStats, FdrByHand) {
   const std::vector<double> p{0.01, 0.04, 0.03, 0.20};
   // BH: sorted 0.01 0.03 0.04 0.20 -> 0.04, 0.04*4/3... q = min over j>=i of 4 p_(j)/j.
   const auto q = g::benjamini_hochberg(p);
-  EXPECT_NEAR(q[0], 0.04, 1e-15);            // min(4*0.01/1, 0.0533, 0.0533, 0.2)
-  EXPECT_NEAR(q[2], 4 * 0.04 / 3, 1e-15);    // min(4*0.03/2=0.06, 4*0.04/3) = 0.0533
+  EXPECT_NEAR(q[0], 0.04, 1e-15);          // min(4*0.01/1, 0.0533, 0.0533, 0.2)
+  EXPECT_NEAR(q[2], 4 * 0.04 / 3, 1e-15);  // min(4*0.03/2=0.06, 4*0.04/3) = 0.0533
   EXPECT_NEAR(q[1], 4 * 0.04 / 3, 1e-15);
   EXPECT_NEAR(q[3], 0.20, 1e-15);
   const auto h = g::holm(p);
@@ -90,7 +90,7 @@ TEST(GateStats, NullFalseAlarmRate) {
   g::Options opt;
   opt.resamples = 400;
   const char* env = std::getenv("SHARDCAL_GATE_NULL_REPEATS");
-  const int repeats = env ? std::atoi(env) : 60;
+  const int repeats = env ? std::atoi(env) : 30;
   int regressions = 0, inconclusive = 0, points = 0, runs_with_alarm = 0;
   for (int rep = 0; rep < repeats; ++rep) {
     g::RunData a, b;
@@ -110,8 +110,9 @@ TEST(GateStats, NullFalseAlarmRate) {
       ++points;
     }
   }
-  std::printf("null: %d runs x 50 points: %d run(s) with a false regression, %d false "
-              "regression point(s), %d inconclusive of %d points\n",
-              repeats, runs_with_alarm, regressions, inconclusive, points);
+  std::printf(
+      "null: %d runs x 50 points: %d run(s) with a false regression, %d false "
+      "regression point(s), %d inconclusive of %d points\n",
+      repeats, runs_with_alarm, regressions, inconclusive, points);
   EXPECT_LE(runs_with_alarm, int(opt.alpha * repeats));
 }

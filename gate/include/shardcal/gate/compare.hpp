@@ -5,11 +5,10 @@
 // `shardbench gate` (bench/src/cmd_gate.cpp) is a thin shell over this.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "shardcal/calibrate/profile.hpp"
 
@@ -58,12 +57,12 @@ RunData read_run(const std::string& path);
 RunData pool_runs(const std::vector<RunData>& runs, const std::string& side);
 
 struct Options {
-  double alpha = 0.01;          // significance after FDR control; CI level is 1 - alpha
-  double max_slowdown = 0.05;   // a regression's ratio CI must lie above 1 + max_slowdown
+  double alpha = 0.01;         // significance after FDR control; CI level is 1 - alpha
+  double max_slowdown = 0.05;  // a regression's ratio CI must lie above 1 + max_slowdown
   std::string fdr = "benjamini-hochberg";  // or "holm"
-  int min_samples = 10;         // fewer on either side: inconclusive
-  int resamples = 2000;         // bootstrap resamples per point
-  std::uint64_t seed = 20261123;  // bootstrap seed (xor the key's FNV-1a hash per point)
+  int min_samples = 10;                    // fewer on either side: inconclusive
+  int resamples = 2000;                    // bootstrap resamples per point
+  std::uint64_t seed = 20261123;           // bootstrap seed (xor the key's FNV-1a hash per point)
   bool allow_env_change = false;
 };
 
@@ -77,6 +76,7 @@ struct PointResult {
   double baseline_median_us = 0, candidate_median_us = 0;
   double ratio = 1, ci_lo = 1, ci_hi = 1;  // candidate / baseline median, bootstrap CI
   double p = 1, q = 1;                     // Mann-Whitney p, FDR-adjusted q
+  std::string p_method;                    // "exact" | "asymptotic"
   std::size_t n_baseline = 0, n_candidate = 0;
   std::string verdict;  // pass | regression | improvement | inconclusive
   std::string reason;
@@ -93,8 +93,8 @@ struct ModelResult {
 
 struct Report {
   Options options;
-  std::string verdict;  // pass | regression | inconclusive | incomparable
-  int exit_code = 0;    // 0 | 1 | 3 | 2
+  std::string verdict;              // pass | regression | inconclusive | incomparable
+  int exit_code = 0;                // 0 | 1 | 3 | 2
   std::string incomparable_reason;  // set when verdict == incomparable
   std::string baseline_path, candidate_path, baseline_sha256, candidate_sha256, format;
   int baseline_runs = 1, candidate_runs = 1;  // files pooled per side

@@ -22,6 +22,15 @@ struct MannWhitney {
 };
 MannWhitney mann_whitney_u(std::span<const double> x, std::span<const double> y);
 
+// The exact two-sided p-value of U when there are no ties (as scipy's method="exact"):
+// p = min(1, 2 P(U >= max(U1, n1 n2 - U1))) under the null distribution of U, whose counts are
+// the coefficients of the Gaussian binomial coefficient [n1+n2 choose n1]_q (Mann & Whitney
+// 1947), computed exactly in 64-bit integers. Only for n1, n2 <= kExactMaxN and untied samples;
+// returns nothing otherwise. `u` and `p` are set, z = 0.
+inline constexpr std::size_t kExactMaxN = 20;
+std::optional<MannWhitney> mann_whitney_u_exact(std::span<const double> x,
+                                                std::span<const double> y);
+
 // Adjusted p-values ("q"), in the input order, each in [0, 1].
 // Benjamini & Hochberg (1995): q_(i) = min_{j >= i} m p_(j) / j (step-up; controls the false
 // discovery rate at alpha for independent or positively dependent tests; under the complete null
