@@ -23,7 +23,8 @@ Needs root and a shardbench with the `gate` command. The emulation is removed at
 on failure or Ctrl-C.
 
 Outputs under DIR (default out/emulate-gate): RATE-I.jsonl (sweeps), RATE.profile.json,
-forward.json/.md, reverse.json/.md (gate reports), summary.txt.
+forward.json/.md, reverse.json/.md (gate reports), summary.txt, report/ (reports/make_report.py:
+the candidate runs with the forward gate report).
 Exit 0 both expectations met, 1 not met, 2 bad input or a failed step.
 About 1 min per repetition at 400 + 200 Mbit/s.
 EOF
@@ -149,4 +150,12 @@ print("acceptance: " + ("met" if ok else "NOT met"))
 sys.exit(0 if ok else 1)
 EOF
 cat "$OUT/summary.txt"
+if [[ -f reports/make_report.py ]]; then
+  /usr/bin/python3 reports/make_report.py --out "$OUT/report" "${cand_files[@]}" \
+    --profile "$OUT/$CAND.profile.json" --gate "$OUT/forward.json" \
+    --title "Emulated two-host cluster: gate, baseline $BASE vs candidate $CAND" ||
+    echo "gate-two-hosts: report failed (results stay in $OUT)" >&2
+else
+  echo "report skipped: reports/make_report.py missing"
+fi
 exit "$rc"

@@ -24,7 +24,8 @@ Needs root and a shardbench with the `plan` and `validate` commands. The emulati
 the end, also on failure or Ctrl-C.
 
 Outputs under DIR (default out/emulate-validate): sweep.jsonl, profile.json, calibration.txt
-(unless --profile), validate.jsonl, validate.txt, summary.txt, summary.json.
+(unless --profile), validate.jsonl, validate.txt, summary.txt, summary.json, report/
+(reports/make_report.py; only when this run calibrated, as the report needs the sweep).
 Exit 0 acceptance met (a transition whose choice differs from dtensor-default's has regret <=
 --max-regret, no chosen plan moves more bytes across hosts than greedy), 1 not met, 2 bad input
 or a failed step. About 1 min at 400 Mbit/s plus 1.5 min for the calibration.
@@ -93,4 +94,11 @@ rc=0
 /usr/bin/python3 scripts/emulate/validate_summary.py --validate "$OUT/validate.jsonl" --shardbench "$SB" \
   --profile "$PROFILE" --max-regret "$MAX_REGRET" --out "$OUT/summary.json" >"$OUT/summary.txt" || rc=$?
 cat "$OUT/summary.txt"
+if [[ -f reports/make_report.py && -f $OUT/sweep.jsonl ]]; then
+  /usr/bin/python3 reports/make_report.py --out "$OUT/report" "$OUT/sweep.jsonl" --profile "$PROFILE" \
+    --validate "$OUT/validate.jsonl" --title "Emulated two-host cluster: planner validation ($RATE)" ||
+    echo "validate-two-hosts: report failed (results stay in $OUT)" >&2
+elif [[ ! -f reports/make_report.py ]]; then
+  echo "report skipped: reports/make_report.py missing"
+fi
 exit "$rc"
