@@ -23,13 +23,16 @@ MedianCi median_ci_ranks(std::size_t n, double level) {
   // Belli, "Scientific Benchmarking of Parallel Computing Systems", SC'15 (rule 5).
   if (n == 0) return {0, 0, 0.0};
   const double alpha_half = (1.0 - level) / 2.0;
-  // Binomial(n, 1/2) pmf in log space so large n does not underflow.
+  // Binomial(n, 1/2) pmf in log space so large n does not underflow. log C(n,k) is built up by
+  // the recurrence C(n,k+1) = C(n,k) (n-k)/(k+1) rather than with std::lgamma: glibc's lgamma
+  // writes the global `signgam`, a data race when sim ranks (threads) compute statistics at once.
   const double log_half_n = double(n) * std::log(0.5);
   double cdf = 0.0;  // P(X <= k)
   std::size_t j = 0;  // 1-based order index of the lower bound; 0 = none reaches the level
+  double log_choose = 0.0;  // log C(n, k), k = 0
   for (std::size_t k = 0; k < n / 2; ++k) {
-    const double log_pmf = std::lgamma(double(n) + 1) - std::lgamma(double(k) + 1) -
-                           std::lgamma(double(n - k) + 1) + log_half_n;
+    if (k > 0) log_choose += std::log(double(n - k + 1)) - std::log(double(k));
+    const double log_pmf = log_choose + log_half_n;
     const double next = cdf + std::exp(log_pmf);  // P(X <= k)
     if (next > alpha_half) break;
     cdf = next;
