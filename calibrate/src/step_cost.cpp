@@ -71,6 +71,8 @@ double local_copy_GBps(const Profile& p) {
   return p.memory == "cuda" ? kLocalCopyGBpsCuda : kLocalCopyGBpsHost;
 }
 
+bool prices_copies(const Profile& p) { return p.backend != "model"; }
+
 namespace {
 
 StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t,
@@ -90,6 +92,17 @@ StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t,
   out.prediction = price_collective(p, *t.collective, out.link, double(t.bytes), t.counts,
                                     int(t.elem_size), s.before.meta().dtype);
   out.time_us = out.prediction.time_us;
+  if (prices_copies(p) && t.max_copy_bytes > 0) {
+    // Measured on 4 local MPI ranks (docs/PERFORMANCE.md, "pack/unpack in the prices"): without
+    // this, S(0),R -> R,S(0) on 2x2 chose all_to_all + all_gather on S(1) + all_to_all,
+    // predicted 3% cheaper than all_gather + slice and measured 4x slower.
+    const double bw = local_copy_GBps(p);
+    const double copy_us = double(t.max_copy_bytes) / (bw * 1e3);
+    out.time_us += copy_us;
+    if (!out.prediction.note.empty()) out.prediction.note += "; ";
+    out.prediction.note += "+ pack/unpack " + std::to_string(t.max_copy_bytes) + " B at " +
+                           std::to_string(int(bw)) + " GB/s";
+  }
   return out;
 }
 

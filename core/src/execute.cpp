@@ -26,6 +26,7 @@ struct Region {
   BoxCopy copy;  // dst/src pointers filled in at run time
   std::size_t dst_offset = 0;  // bytes into the destination buffer
   std::size_t src_offset = 0;  // bytes into the source buffer
+  std::size_t bytes = 0;       // bytes copied
   bool empty = true;
 };
 
@@ -33,6 +34,7 @@ Region make_region(const Box& dst_box, std::size_t dst_offset, const Box& src_bo
                    std::size_t src_offset, const Box& what, std::size_t es) {
   Region r;
   r.empty = what.empty();
+  r.bytes = std::size_t(what.numel()) * es;
   r.dst_offset = dst_offset;
   r.src_offset = src_offset;
   r.copy = {nullptr, dst_box.shape, relative(what.offset, dst_box), nullptr, src_box.shape,
@@ -134,12 +136,6 @@ StepExec prepare(const Step& st, const DeviceMesh& mesh, int rank, MemorySpace& 
   const std::vector<int> group = mesh.group(rank, {st.mesh_dim});
   const std::size_t m = group.size();
   const std::size_t me = std::size_t(mesh.coord(rank)[std::size_t(st.mesh_dim)]);
-  // Elements before shard dim d in a block: 1 means pieces along d are contiguous and in order.
-  auto outer_of = [](const Box& b, int d) {
-    std::int64_t outer = 1;
-    for (int x = 0; x < d; ++x) outer *= b.shape[std::size_t(x)];
-    return outer;
-  };
   switch (st.kind) {
     case StepKind::AllGather: {
       std::vector<Box> boxes;
@@ -152,7 +148,7 @@ StepExec prepare(const Step& st, const DeviceMesh& mesh, int rank, MemorySpace& 
       e.uniform = all_equal(e.sc);
       // Pieces arrive back to back; when the shard dim is the outermost non-trivial dim they
       // are already in global order, else unpack each into place.
-      e.direct = outer_of(out_box, st.before.placement(st.mesh_dim).dim) == 1;
+      e.direct = pieces_contiguous(out_box, st.before.placement(st.mesh_dim).dim);
       if (!e.direct) {
         e.recv = Buffer(mem, total_of(e.sc) * es);
         for (std::size_t h = 0; h < m; ++h)
@@ -176,7 +172,7 @@ StepExec prepare(const Step& st, const DeviceMesh& mesh, int rank, MemorySpace& 
       e.my_count = e.sc[me];
       e.uniform = all_equal(e.sc);
       // Pieces are strided in the input unless the shard dim is the outermost non-trivial one.
-      e.direct = outer_of(in_box, st.after.placement(st.mesh_dim).dim) == 1;
+      e.direct = pieces_contiguous(in_box, st.after.placement(st.mesh_dim).dim);
       if (!e.direct) {
         e.send = Buffer(mem, total_of(e.sc) * es);
         for (std::size_t h = 0; h < m; ++h)
@@ -309,6 +305,15 @@ int PlanWorkspace::rank() const { return impl_->rank; }
 std::size_t PlanWorkspace::bytes() const {
   std::size_t t = 0;
   for (const StepExec& e : impl_->steps) t += e.send.size() + e.recv.size() + e.result.size();
+  return t;
+}
+
+std::size_t PlanWorkspace::copy_bytes(std::size_t step) const {
+  const StepExec& e = impl_->steps.at(step);
+  if (!step_collective(e.kind)) return 0;  // a local step's copy is the step itself
+  std::size_t t = 0;
+  for (const auto* rs : {&e.pack, &e.unpack})
+    for (const Region& r : *rs) t += r.bytes;
   return t;
 }
 

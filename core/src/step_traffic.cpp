@@ -37,6 +37,33 @@ std::vector<std::int64_t> step_group_counts(const Step& step, int rank) {
   return c;
 }
 
+bool pieces_contiguous(const Box& block, int dim) {
+  for (int x = 0; x < dim; ++x)
+    if (block.shape[std::size_t(x)] != 1) return false;
+  return true;
+}
+
+std::int64_t step_copy_bytes(const Step& step, int rank) {
+  const std::int64_t es = std::int64_t(dtype_size(step.before.meta().dtype));
+  switch (step.kind) {
+    case StepKind::AllGather:
+      return pieces_contiguous(step.after.local_box(rank), step.before.placement(step.mesh_dim).dim)
+                 ? 0
+                 : step.after.local_numel(rank) * es;
+    case StepKind::ReduceScatter:
+      return pieces_contiguous(step.before.local_box(rank), step.after.placement(step.mesh_dim).dim)
+                 ? 0
+                 : step.before.local_numel(rank) * es;
+    case StepKind::AllToAll:
+      return (step.before.local_numel(rank) + step.after.local_numel(rank)) * es;
+    case StepKind::AllReduce:
+    case StepKind::LocalSlice:
+    case StepKind::LocalPartial:
+    case StepKind::LocalEmbedPartial: return 0;
+  }
+  return 0;
+}
+
 StepTraffic describe_step(const Step& step) {
   if (const std::string why = step_problem(step); !why.empty())
     throw Error("cannot describe step on mesh dim " + std::to_string(step.mesh_dim) + " (" +
@@ -51,6 +78,8 @@ StepTraffic describe_step(const Step& step) {
   t.groups = mesh.size() / t.group_size;
   t.elem_size = dtype_size(step.before.meta().dtype);
   if (!t.collective) return t;
+  for (int r = 0; r < mesh.size(); ++r)
+    t.max_copy_bytes = std::max(t.max_copy_bytes, step_copy_bytes(step, r));
   const std::int64_t es = std::int64_t(t.elem_size);
   const std::size_t m = std::size_t(t.group_size);
   bool first = true;

@@ -163,6 +163,11 @@ std::int64_t count_wrong(const Plan& plan, const std::vector<std::byte>& got,
 // Executes `plan` on every rank of `comm` and checks the result against the reference.
 void run_and_check(Communicator& comm, const Plan& plan, const std::string& label) {
   MeshCommunicator mc(plan.from.mesh(), comm);
+  // The planner prices pack/unpack by step_copy_bytes: it must be what the executor copies.
+  const PlanWorkspace ws(mc, plan, /*prefault=*/false);
+  for (std::size_t k = 0; k < plan.steps.size(); ++k)
+    EXPECT_EQ(std::int64_t(ws.copy_bytes(k)), step_copy_bytes(plan.steps[k], comm.rank()))
+        << label << " step " << k << " rank " << comm.rank();
   const std::vector<std::byte> global = make_reference_tensor(plan.from.meta());
   ShardedTensor out =
       execute_plan(mc, plan, ShardedTensor::from_global(mc, plan.from, global.data()));

@@ -125,8 +125,24 @@ struct StepTraffic {
   // never counted; 0 for local steps.
   std::int64_t max_send_bytes = 0;
   std::int64_t max_recv_bytes = 0;
+  // Largest bytes any rank copies around the collective: packs into a send buffer plus unpacks
+  // from a receive buffer (step_copy_bytes). Host memory traffic on top of the communication;
+  // 0 for local steps (their copy is the step itself).
+  std::int64_t max_copy_bytes = 0;
 };
 StepTraffic describe_step(const Step& step);
+
+// The executor's pack/unpack rule (core/src/execute.cpp uses these, the planner's prices use
+// them through StepTraffic::max_copy_bytes). A collective reads or writes a block in place when
+// the pieces it splits the block into along tensor dim `dim` are contiguous and in order, i.e.
+// every dim before `dim` has extent 1 in the block; otherwise the pieces are packed into (or
+// unpacked from) a buffer.
+bool pieces_contiguous(const Box& block, int dim);
+// Bytes rank `rank` copies around the step's collective: all_gather unpacks its output unless
+// pieces_contiguous(out block, shard dim); reduce_scatter packs its input unless
+// pieces_contiguous(in block, shard dim); all_to_all always packs its input and unpacks its
+// output; all_reduce and local steps copy nothing here.
+std::int64_t step_copy_bytes(const Step& step, int rank);
 
 // Per-group-position counts of one group of a step, as the executor passes them to the
 // collective (same layout as StepTraffic::counts). `rank` is any member of the group.

@@ -31,6 +31,9 @@ class PlanWorkspace {
   const Plan& plan() const;
   int rank() const;
   std::size_t bytes() const;  // total bytes held (diagnostics)
+  // Bytes this rank packs and unpacks around step `step`'s collective (0 for local steps);
+  // equals step_copy_bytes(plan().steps[step], rank()) (tests/planner/test_cost_plans.cpp).
+  std::size_t copy_bytes(std::size_t step) const;
 
   struct Impl;
 

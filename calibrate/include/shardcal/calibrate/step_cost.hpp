@@ -25,6 +25,12 @@ inline constexpr double kLocalCopyGBpsCuda = 1000.0;  // 1e9 B/s: device-to-devi
 inline constexpr double kLocalStepUs = 0.01;
 // The copy bandwidth used for a profile: kLocalCopyGBpsCuda when its memory is "cuda", else host.
 double local_copy_GBps(const Profile& p);
+// Whether collective steps also pay their pack/unpack (StepTraffic::max_copy_bytes) at
+// local_copy_GBps: true for measured profiles, whose models were fitted on contiguous buffers
+// (the sweep's collective points), so the copies around a collective on a non-leading shard dim
+// (and every all_to_all's) are not in them. False for built-in analytic profiles (backend
+// "model", e.g. dtensor-default), which reproduce another planner's formula exactly.
+bool prices_copies(const Profile& p);
 
 struct StepPrice {
   double time_us = 0;
@@ -57,7 +63,8 @@ Prediction price_collective(const Profile& p, Collective c, const LinkClass& lc,
 
 // Price of one step. Collective steps: predict() on the step's collective and link class with
 // the heaviest group's counts (uneven counts via the model's effective-size rule) and the
-// tensor's dtype. Local steps: the memory-copy rule above. Throws Error (from predict) when the
+// tensor's dtype, plus the pack/unpack copy where prices_copies(p). Local steps: the
+// memory-copy rule above. Throws Error (from predict) when the
 // profile has no model for the step's collective.
 StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int ranks_per_host);
 
