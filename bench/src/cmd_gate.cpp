@@ -1,7 +1,7 @@
 // `shardbench gate`: statistical performance-regression gate between two runs (docs/GATE.md).
 // A thin shell over gate/ (shardcal_gate): read both runs, compare, print the Markdown table,
-// write the JSON / Markdown reports atomically, exit 0 pass, 1 regression, 2 bad input or
-// incomparable environments, 3 inconclusive.
+// write the JSON / Markdown reports atomically (both or neither), exit 0 pass, 1 regression, 2 bad
+// input or incomparable environments, 3 inconclusive (70: an internal error, main.cpp).
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -47,9 +47,13 @@ int run(const GateArgs& a) {
     r.candidate_profile = a.candidate_profile;
   }
   const std::string md = g::report_markdown(r);
-  if (!a.json_out.empty()) g::write_text_atomic(a.json_out, g::report_to_json(r).dump(1) + "\n");
-  if (!a.markdown_out.empty()) g::write_text_atomic(a.markdown_out, md);
+  // Both reports or neither: a failing --markdown must not leave a JSON report saying exit 0.
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!a.json_out.empty()) files.emplace_back(a.json_out, g::report_to_json(r).dump(1) + "\n");
+  if (!a.markdown_out.empty()) files.emplace_back(a.markdown_out, md);
+  g::write_texts_atomic(files);
   if (!a.quiet) std::cout << md << std::flush;
+  for (const auto& w : r.warnings) std::cerr << ("shardbench: warning: " + w + "\n") << std::flush;
   if (r.verdict == "incomparable")
     std::cerr << ("shardbench: error: " + r.incomparable_reason + "\n") << std::flush;
   return r.exit_code;
@@ -69,7 +73,9 @@ Runner add_gate_command(CLI::App& app) {
       "below 1 + max-slowdown; otherwise (or with too few / bimodal samples) inconclusive.\n"
       "Exit codes: 0 pass, 1 regression, 2 bad input or incomparable environments (backend, "
       "world, ranks per host, library versions, thread level differ; or no common point), "
-      "3 inconclusive (re-run with more samples or on a quieter machine). Details: docs/GATE.md");
+      "3 inconclusive (re-run with more samples or on a quieter machine; also baseline points "
+      "the candidate lost, unless --allow-missing; wrong results in the candidate are 1), 70 "
+      "internal error (a bug). Details: docs/GATE.md");
   cmd->add_option("--baseline", args->baseline,
                   "Baseline run(s) (the reference). Several files (e.g. runs interleaved in time "
                   "with the candidate's) are pooled: a key's samples are concatenated, so drift "
@@ -103,6 +109,10 @@ Runner add_gate_command(CLI::App& app) {
   cmd->add_flag("--allow-env-change", args->opt.allow_env_change,
                 "Compare even when the environments differ; the report lists the differences "
                 "and sets env_change_allowed");
+  cmd->add_flag("--allow-missing", args->opt.allow_missing,
+                "Accept baseline points the candidate has no usable samples for (only in the "
+                "baseline, or skipped): listed and flagged (missing_allowed) instead of making "
+                "the run inconclusive");
   cmd->add_option("--json", args->json_out,
                   "Write the JSON report (schema shardcal.gate v1) here, atomically");
   cmd->add_option("--markdown", args->markdown_out, "Write the Markdown report here, atomically");

@@ -63,7 +63,7 @@ Runner add_sweep_command(CLI::App& app) {
       "  shardbench sweep --backend sim --world 4 --config configs/local.json --out r.jsonl \\\n"
       "      --profile configs/profiles/dtensor-default.json   (cost-based transition plans)\n"
       "Exit codes: 0 done, 1 wrong results, 2 bad input, 130/143 stopped by SIGINT/SIGTERM\n"
-      "(the file stays valid; finish it with --resume).");
+      "(the file stays valid; finish it with --resume), 70 internal error (a bug).");
   opts->backend.add_to(*cmd);
   cmd->add_option("--config", opts->config, "Sweep config (JSON)")->capture_default_str();
   cmd->add_option("--out", opts->out, "Results file (JSON Lines), replaced if it exists");

@@ -381,7 +381,7 @@ Runner add_validate_command(CLI::App& app) {
       "  shardbench validate --backend sim --world 4 --profile configs/profiles/dtensor-default.json \\\n"
       "      --config configs/validate/local.json --out v.jsonl\n"
       "Exit codes: 0 done, 1 some plan produced wrong data, 2 bad input, 130/143 stopped by\n"
-      "SIGINT/SIGTERM (nothing written).");
+      "SIGINT/SIGTERM (nothing written), 70 internal error (a bug).");
   cli->backend.add_to(*cmd);
   cmd->add_option("--profile", cli->profile,
                   "Calibrated profile that prices the plans (default: the config's \"profile\")");

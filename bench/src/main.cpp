@@ -1,5 +1,7 @@
 // shardbench: measure, check and plan sharded-tensor collectives. Subcommands live in cmd_*.cpp.
+#include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 #include <vector>
 
 #include "commands.hpp"
@@ -24,6 +26,10 @@ void BackendOptions::add_to(CLI::App& cmd) {
 }
 
 }  // namespace shardbench
+
+namespace {
+constexpr int kInternalErrorExit = 70;
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -56,6 +62,9 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
+    // Test hook (docs/DEVELOPING.md): an internal error on purpose, to check its exit code.
+    if (const char* t = std::getenv("SHARDCAL_TEST_INTERNAL_ERROR"); t != nullptr && *t != '\0')
+      throw std::logic_error("SHARDCAL_TEST_INTERNAL_ERROR is set");
     for (auto& [cmd, run] : runners)
       if (cmd->parsed()) return run();
   } catch (const shardcal::Error& e) {
@@ -63,8 +72,12 @@ int main(int argc, char** argv) {
     std::cerr << ("shardbench: error: " + std::string(e.what()) + "\n") << std::flush;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << ("shardbench: internal error: " + std::string(e.what()) + "\n") << std::flush;
-    return 3;
+    // A bug, not a result: 70 (EX_SOFTWARE, sysexits.h), a code no command uses for a verdict
+    // (gate's 3 means inconclusive; a crash must not read as a soft result in CI).
+    std::cerr << ("shardbench: internal error (a bug; please report it with the inputs): " +
+                  std::string(e.what()) + "\n")
+              << std::flush;
+    return kInternalErrorExit;
   }
   return 0;
 }

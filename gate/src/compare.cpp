@@ -103,7 +103,16 @@ RunData read_gbench(const std::string& path, const json& doc) {
     const json& b = benches[i];
     const std::string where = path + ": /benchmarks/" + std::to_string(i);
     if (!b.is_object()) throw Error(where + ": not an object");
-    if (b.value("run_type", std::string("iteration")) == "aggregate") continue;
+    // Optional fields of a given type: a wrong type is malformed input naming the field (never
+    // nlohmann's type_error, which would be an internal error).
+    auto opt_string = [&](const char* f, const char* dflt) {
+      if (!b.contains(f)) return std::string(dflt);
+      if (!b[f].is_string())
+        throw Error(where + ": \"" + f + "\" must be a string, not " + b[f].dump() +
+                    " (Google Benchmark JSON, --benchmark_format=json)");
+      return b[f].get<std::string>();
+    };
+    if (opt_string("run_type", "iteration") == "aggregate") continue;
     std::string key;
     if (b.contains("run_name") && b["run_name"].is_string())
       key = b["run_name"].get<std::string>();
@@ -111,13 +120,18 @@ RunData read_gbench(const std::string& path, const json& doc) {
       key = b["name"].get<std::string>();
     else
       throw Error(where + ": no \"run_name\" or \"name\" string");
-    if (b.value("error_occurred", false)) {
-      r.skipped.push_back({key, "error_occurred: " + b.value("error_message", std::string())});
+    if (b.contains("error_occurred") && !b["error_occurred"].is_boolean())
+      throw Error(where + ": \"error_occurred\" must be true or false, not " +
+                  b["error_occurred"].dump());
+    if (b.contains("error_occurred") && b["error_occurred"].get<bool>()) {
+      const json& msg = b.contains("error_message") ? b["error_message"] : json("");
+      r.skipped.push_back(
+          {key, "error_occurred: " + (msg.is_string() ? msg.get<std::string>() : msg.dump())});
       continue;
     }
     if (!b.contains("real_time") || !b["real_time"].is_number())
       throw Error(where + ": \"real_time\" is missing or not a number");
-    const std::string unit = b.value("time_unit", std::string("ns"));
+    const std::string unit = opt_string("time_unit", "ns");
     double scale = 0;
     if (unit == "ns")
       scale = 1e-9;
@@ -154,7 +168,8 @@ RunData read_sweep(const std::string& path) {
   }
   for (const auto& p : rs.collectives) r.points.push_back({p.key, p.label, p.samples_s});
   for (const auto& t : rs.transitions) r.points.push_back({t.key, t.label, t.samples_s});
-  for (const auto& s : rs.skipped) r.skipped.push_back({s.key, s.reason + " (" + s.where + ")"});
+  for (const auto& s : rs.skipped)  // reasons: "wrong = N" | "no samples or ..." (results.hpp)
+    r.skipped.push_back({s.key, s.reason + " (" + s.where + ")", s.reason.rfind("wrong", 0) == 0});
   return r;
 }
 
@@ -205,7 +220,12 @@ RunData pool_runs(const std::vector<RunData>& runs, const std::string& side) {
   out.env = runs[0].env;
   out.runs = 0;
   std::map<std::string, std::size_t> index;
+  std::map<std::string, std::string> by_sha;  // sha256 -> first path
   for (const RunData& r : runs) {
+    if (auto [it, fresh] = by_sha.try_emplace(r.sha256, r.path); !fresh)
+      throw Error("the " + side + " files " + it->second + " and " + r.path +
+                  " are the same file (sha256 " + r.sha256 +
+                  "); pooling it twice would count its samples twice. Give each run once");
     if (r.format != out.format)
       throw Error("the " + side + " files " + runs[0].path + " (" + runs[0].format + ") and " +
                   r.path + " (" + r.format + ") are of different kinds; pool files of one kind");
@@ -230,18 +250,28 @@ RunData pool_runs(const std::vector<RunData>& runs, const std::string& side) {
                                                 s.samples_s.begin(), s.samples_s.end());
     }
     for (const Skipped& k : r.skipped)
-      out.skipped.push_back({k.key, k.reason + " [" + r.path + "]"});
+      out.skipped.push_back({k.key, k.reason + " [" + r.path + "]", k.wrong});
   }
   return out;
 }
 
 std::vector<EnvDifference> compare_env(const RunData& b, const RunData& c) {
   std::vector<EnvDifference> out;
+  // A field on one side only is a difference (null on the other side): an older file, or a
+  // stack that does not report it, is not known to be the same stack. Only Google Benchmark's
+  // context keys that older releases do not write are tolerated (still listed).
+  auto tolerated = [&](const std::string& k) {
+    return b.format == kGbenchFormat && c.format == kGbenchFormat &&
+           (k == "library_version" || k == "library_build_type");
+  };
   for (const auto& [k, v] : b.env.items()) {
-    // A field only one side has (an older file) is not compared.
-    if (!c.env.contains(k)) continue;
-    if (c.env[k] != v) out.push_back({k, v, c.env[k]});
+    if (!c.env.contains(k))
+      out.push_back({k, v, json(nullptr), tolerated(k)});
+    else if (c.env[k] != v)
+      out.push_back({k, v, c.env[k]});
   }
+  for (const auto& [k, v] : c.env.items())
+    if (!b.env.contains(k)) out.push_back({k, json(nullptr), v, tolerated(k)});
   return out;
 }
 
@@ -275,13 +305,23 @@ void decide(PointResult& r, const Series& b, const Series& c, const Options& opt
   const auto pb = sample_problem(b.samples_s, opt.min_samples);
   const auto pc = sample_problem(c.samples_s, opt.min_samples);
   const std::string ci = "ratio CI [" + fmt(r.ci_lo, "%.3f") + ", " + fmt(r.ci_hi, "%.3f") + "]";
-  if (pb || pc) {
-    r.verdict = "inconclusive";
-    r.reason = pb ? "baseline: " + *pb : "candidate: " + *pc;
-    if (pb && pc) r.reason += "; candidate: " + *pc;
-  } else if (sig && r.ci_lo > up) {
+  std::string problem;
+  if (pb) problem = "baseline: " + *pb;
+  if (pc) problem += (problem.empty() ? "" : "; ") + ("candidate: " + *pc);
+  // A sample problem (too few, bimodal) only stops the gate from trusting a pass or a straddling
+  // CI. A significant regression stays one when even the candidate's fast samples are slower:
+  // its 10th percentile above (1 + s) x the baseline's 90th (a slow cluster cannot mask it).
+  const double c_p10 = quantile(c.samples_s, 0.1), b_p90 = quantile(b.samples_s, 0.9);
+  const bool clear_of_problem = problem.empty() || c_p10 > up * b_p90;
+  if (sig && r.ci_lo > up && clear_of_problem) {
     r.verdict = "regression";
     r.reason = "q " + fmt(r.q, "%.2g") + " <= alpha and " + ci + " above " + fmt(up, "%.3g");
+    if (!problem.empty())
+      r.reason += "; despite " + problem + ", the candidate's p10 " + fmt(c_p10 * 1e6) + " us > " +
+                  fmt(up, "%.3g") + " x the baseline's p90 " + fmt(b_p90 * 1e6) + " us";
+  } else if (!problem.empty()) {
+    r.verdict = "inconclusive";
+    r.reason = problem;
   } else if (sig && r.ci_hi < down) {
     r.verdict = "improvement";
     r.reason = "q " + fmt(r.q, "%.2g") + " <= alpha and " + ci + " below " + fmt(down, "%.3g");
@@ -426,38 +466,60 @@ Report compare_runs(const RunData& b, const RunData& c, const Options& opt,
   r.skipped_baseline = b.skipped;
   r.skipped_candidate = c.skipped;
   r.env_differences = compare_env(b, c);
+  {
+    // The same file on both sides: an A/A check of the gate, not a comparison of two runs.
+    std::set<std::string> bsha;
+    std::istringstream bs(b.sha256), cs(c.sha256);
+    for (std::string h; std::getline(bs, h, ',');) bsha.insert(h);
+    for (std::string h; std::getline(cs, h, ',');)
+      if (bsha.count(h))
+        r.warnings.push_back("the baseline and the candidate contain the same file (sha256 " + h +
+                             "): this compares a run with itself, not two runs");
+  }
 
   std::map<std::string, const Series*> cand;
   for (const auto& s : c.points) cand[s.key] = &s;
-  std::set<std::string> in_base;
+  std::set<std::string> in_base, c_skipped;
+  for (const auto& k : c.skipped) c_skipped.insert(k.key);
   std::vector<std::pair<const Series*, const Series*>> pairs;
   for (const auto& s : b.points) {
     in_base.insert(s.key);
     auto it = cand.find(s.key);
-    if (it == cand.end())
-      r.only_baseline.push_back(s.key);
-    else
+    if (it != cand.end()) {
       pairs.emplace_back(&s, it->second);
+      continue;
+    }
+    // No usable candidate samples: lost coverage. A point the candidate skipped is listed under
+    // skipped_candidate (with its reason), not also as only in the baseline.
+    r.missing_in_candidate.push_back(s.key);
+    if (!c_skipped.count(s.key)) r.only_baseline.push_back(s.key);
   }
   for (const auto& s : c.points)
     if (!in_base.count(s.key)) r.only_candidate.push_back(s.key);
+  // Wrong results in the candidate (any of its runs) fail the gate: docs/GATE.md "Coverage".
+  std::set<std::string> wrong;
+  for (const auto& k : c.skipped)
+    if (k.wrong && wrong.insert(k.key).second) r.wrong_results.push_back(k.key);
 
   if (bp && cp) r.models = compare_profiles(*bp, *cp, opt);
 
-  if (!r.env_differences.empty() && !opt.allow_env_change) {
+  const bool env_differs = std::any_of(r.env_differences.begin(), r.env_differences.end(),
+                                       [](const EnvDifference& e) { return !e.tolerated; });
+  if (env_differs && !opt.allow_env_change) {
     r.verdict = "incomparable";
     r.exit_code = 2;
     std::string d;
     for (const auto& e : r.env_differences)
-      d += (d.empty() ? "" : "; ") + e.field + ": baseline " + e.baseline.dump() + ", candidate " +
-           e.candidate.dump();
+      if (!e.tolerated)
+        d += (d.empty() ? "" : "; ") + e.field + ": baseline " + e.baseline.dump() +
+             ", candidate " + e.candidate.dump();
     r.incomparable_reason = "the environments differ (" + d +
                             "); timings from different stacks are not comparable. Re-run both "
                             "on the same stack, or pass --allow-env-change to compare anyway "
                             "(the report then says so)";
     return r;
   }
-  if (pairs.empty()) {
+  if (pairs.empty() && r.wrong_results.empty()) {
     r.verdict = "incomparable";
     r.exit_code = 2;
     r.incomparable_reason =
@@ -485,6 +547,8 @@ Report compare_runs(const RunData& b, const RunData& c, const Options& opt,
     inconclusive |= p.verdict == "inconclusive";
   }
   for (const auto& m : r.models) regression |= m.verdict == "regression";
+  regression |= !r.wrong_results.empty();
+  inconclusive |= !r.missing_in_candidate.empty() && !opt.allow_missing;
   r.verdict = regression ? "regression" : inconclusive ? "inconclusive" : "pass";
   r.exit_code = regression ? 1 : inconclusive ? 3 : 0;
   return r;
@@ -521,10 +585,15 @@ json report_to_json(const Report& r) {
   if (r.baseline_profile) j["baseline_profile"] = *r.baseline_profile;
   if (r.candidate_profile) j["candidate_profile"] = *r.candidate_profile;
   j["env_differences"] = json::array();
-  for (const auto& e : r.env_differences)
-    j["env_differences"].push_back(
-        {{"field", e.field}, {"baseline", e.baseline}, {"candidate", e.candidate}});
-  j["env_change_allowed"] = !r.env_differences.empty() && r.options.allow_env_change;
+  bool env_differs = false;
+  for (const auto& e : r.env_differences) {
+    j["env_differences"].push_back({{"field", e.field},
+                                    {"baseline", e.baseline},
+                                    {"candidate", e.candidate},
+                                    {"tolerated", e.tolerated}});
+    env_differs |= !e.tolerated;
+  }
+  j["env_change_allowed"] = env_differs && r.options.allow_env_change;
   j["points"] = json::array();
   for (const auto& p : r.points)
     j["points"].push_back({{"key", p.key},
@@ -550,6 +619,10 @@ json report_to_json(const Report& r) {
   };
   j["skipped_baseline"] = skipped(r.skipped_baseline);
   j["skipped_candidate"] = skipped(r.skipped_candidate);
+  j["missing_in_candidate"] = r.missing_in_candidate;
+  j["missing_allowed"] = !r.missing_in_candidate.empty() && r.options.allow_missing;
+  j["wrong_results"] = r.wrong_results;
+  j["warnings"] = r.warnings;
   j["models"] = json::array();
   for (const auto& m : r.models)
     j["models"].push_back({{"collective", m.collective},
@@ -571,32 +644,55 @@ json report_to_json(const Report& r) {
 }
 
 void write_text_atomic(const std::string& path, const std::string& text) {
+  write_texts_atomic({{path, text}});
+}
+
+void write_texts_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
-  fs::path dir = target.parent_path();
-  if (dir.empty()) dir = ".";
+  std::vector<fs::path> tmps;
+  auto remove_tmps = [&] {
+    for (const auto& t : tmps) {
+      std::error_code ec;
+      fs::remove(t, ec);
+    }
+  };
   std::random_device rd;
-  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp." +
-                              std::to_string(::getpid()) + "." + std::to_string(rd()));
-  {
+  for (const auto& [path, text] : files) {
+    const fs::path target(path);
+    std::error_code ec;
+    if (fs::is_directory(target, ec)) {
+      remove_tmps();
+      throw Error(path + ": is a directory; give a file name. Nothing was written");
+    }
+    fs::path dir = target.parent_path();
+    if (dir.empty()) dir = ".";
+    const fs::path tmp = dir / ("." + target.filename().string() + ".tmp." +
+                                std::to_string(::getpid()) + "." + std::to_string(rd()));
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw Error(path + ": cannot create a temporary file in " + dir.string() + " (" +
-                  std::strerror(errno) + "); check that the directory exists and is writable");
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      remove_tmps();
+      throw Error(path + ": cannot create a temporary file in " + dir.string() + " (" + why +
+                  "); check that the directory exists and is writable. Nothing was written");
+    }
+    tmps.push_back(tmp);
     out << text;
     out.flush();
     if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
+      remove_tmps();
       throw Error(path + ": write failed (disk full?); nothing was written");
     }
   }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    throw Error(path + ": cannot rename the temporary file into place (" + ec.message() + ")");
+  // Every text is on disk: rename, the first file (the one that records success) last.
+  for (std::size_t i = files.size(); i-- > 0;) {
+    std::error_code ec;
+    fs::rename(tmps[i], files[i].first, ec);
+    if (ec) {
+      const std::string why = ec.message();
+      tmps.resize(i + 1);  // the later ones are in place already
+      remove_tmps();
+      throw Error(files[i].first + ": cannot rename the temporary file into place (" + why + ")");
+    }
   }
 }
 
@@ -612,15 +708,33 @@ std::string report_markdown(const Report& r) {
     << fmt(100 * r.options.max_slowdown, "%.3g") << "%, "
     << fmt(100 * (1 - r.options.alpha), "%.3g") << "% bootstrap CI of the median ratio.\n\n";
   if (!r.incomparable_reason.empty()) o << "**Incomparable:** " << r.incomparable_reason << "\n\n";
+  for (const auto& w : r.warnings) o << "**Warning:** " << w << "\n\n";
   if (!r.env_differences.empty()) {
-    o << (r.options.allow_env_change
+    const bool differs = std::any_of(r.env_differences.begin(), r.env_differences.end(),
+                                     [](const EnvDifference& e) { return !e.tolerated; });
+    o << (!differs ? "**Environment differences (tolerated):**\n\n"
+          : r.options.allow_env_change
               ? "**Environment changed (allowed by --allow-env-change):**\n\n"
               : "**Environment differences:**\n\n");
     for (const auto& e : r.env_differences)
       o << "- `" << e.field << "`: baseline " << e.baseline.dump() << ", candidate "
-        << e.candidate.dump() << "\n";
+        << e.candidate.dump()
+        << (e.tolerated ? " (tolerated: a Google Benchmark context key older releases omit)" : "")
+        << "\n";
     o << "\n";
   }
+  if (!r.wrong_results.empty()) {
+    o << "**Wrong results in the candidate (" << r.wrong_results.size() << "; a regression):**\n\n";
+    for (const auto& k : r.wrong_results) o << "- `" << k << "`\n";
+    o << "\n";
+  }
+  if (!r.missing_in_candidate.empty())
+    o << "**Coverage lost:** " << r.missing_in_candidate.size()
+      << " baseline point(s) have no usable candidate samples (listed below as only in the "
+         "baseline or skipped in the candidate); "
+      << (r.options.allow_missing ? "allowed by --allow-missing."
+                                  : "the run is inconclusive (pass --allow-missing to accept).")
+      << "\n\n";
   if (!r.points.empty()) {
     o << "| verdict | ratio | CI | p | q | baseline us | candidate us | n b/c | point | reason |\n"
       << "|---|---|---|---|---|---|---|---|---|---|\n";

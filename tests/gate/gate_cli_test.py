@@ -146,6 +146,145 @@ def suite(kind, make):
     check(rc == 3 and "too few" in rep["points"][0]["reason"], f"{kind}: too few samples -> 3 (rc {rc})")
 
 
+def sweep_with_wrong(name, seed, wrong_sizes):
+    """A sweep file whose points at wrong_sizes failed the correctness check (wrong > 0)."""
+    path = sweep_file(name, seed)
+    lines = open(path).read().splitlines()
+    out = [lines[0]]
+    for line in lines[1:]:
+        rec = json.loads(line)
+        if rec["bytes"] in wrong_sizes:
+            rec["wrong"] = 3
+        out.append(json.dumps(rec))
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return path
+
+
+def review_checks(a):
+    """Review fixes: internal errors, wrong results, lost coverage, report writing, repeated
+    files, one-sided environment fields, Google Benchmark field types."""
+    # An internal error (a bug) is exit 70, never a verdict's code (3 is inconclusive).
+    env = dict(os.environ, SHARDCAL_TEST_INTERNAL_ERROR="1")
+    p = subprocess.run([SB, "gate", "--baseline", a, "--candidate", a], capture_output=True,
+                       text=True, stdin=subprocess.DEVNULL, env=env)
+    check(p.returncode == 70 and "internal error" in p.stderr,
+          f"internal error -> 70 (rc {p.returncode}: {p.stderr.strip()[:120]})")
+    # Google Benchmark fields of the wrong type: exit 2 naming the file and the field.
+    good = gbench_file("types_ok.json", 1)
+    for field, value in (("error_occurred", 1), ("run_type", None), ("time_unit", 1000)):
+        doc = json.load(open(good))
+        doc["benchmarks"][0][field] = value
+        path = os.path.join(TMP, f"types_{field}.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        rc, out, err, rep = gate(good, path)
+        check(rc == 2 and rep is None and f'"{field}"' in err and path in err
+              and "internal error" not in err,
+              f"gbench: {field} = {value!r} -> 2 naming file and field (rc {rc}: {err.strip()[:160]})")
+    # error_occurred: true is skipped with its reason; the lost repetitions leave the benchmark.
+    doc = json.load(open(good))
+    doc["benchmarks"][0].update({"error_occurred": True, "error_message": "boom"})
+    path = os.path.join(TMP, "types_err.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    rc, out, err, rep = gate(good, path)
+    check(rep is not None and any("boom" in s["reason"] for s in rep["skipped_candidate"]),
+          f"gbench: error_occurred: true -> skipped, reason listed (rc {rc})")
+
+    # A candidate that fails correctness at half its points: a regression, "wrong results".
+    w = sweep_with_wrong("wrong_half.jsonl", 2, set(SIZES[::2]))
+    rc, out, err, rep = gate(a, w)
+    check(rc == 1 and rep["verdict"] == "regression" and len(rep["wrong_results"]) == 10
+          and "Wrong results" in out, f"sweep: wrong > 0 at half the points -> 1 (rc {rc})")
+    rc, out, err, rep = gate(a, w, "--allow-missing")
+    check(rc == 1, f"sweep: wrong results + --allow-missing -> still 1 (rc {rc})")
+
+    # A failing --markdown path writes no JSON report either (both or neither).
+    js, md = os.path.join(TMP, "both.json"), os.path.join(TMP, "no_such_dir", "r.md")
+    if os.path.exists(js):
+        os.remove(js)
+    p = subprocess.run([SB, "gate", "--baseline", a, "--candidate", a, "--json", js,
+                        "--markdown", md], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    check(p.returncode == 2 and not os.path.exists(js) and "no_such_dir" in p.stderr,
+          f"--markdown unwritable -> 2, no JSON report (rc {p.returncode}, json exists "
+          f"{os.path.exists(js)})")
+    left = [f for f in os.listdir(TMP) if ".tmp." in f]
+    check(not left, f"no temporary files left ({left})")
+
+    # The same file twice on one side: refused (its samples would count twice).
+    cp = os.path.join(TMP, "copy_of_a.jsonl")
+    with open(cp, "w") as f:
+        f.write(open(a).read())
+    p = subprocess.run([SB, "gate", "--baseline", a, cp, "--candidate", a], capture_output=True,
+                       text=True, stdin=subprocess.DEVNULL)
+    check(p.returncode == 2 and "copy_of_a.jsonl" in p.stderr and "same file" in p.stderr,
+          f"the same file twice on one side -> 2 naming it (rc {p.returncode}: "
+          f"{p.stderr.strip()[:160]})")
+    # Baseline and candidate the same file: a warning (stderr and report), the verdict stands.
+    rc, out, err, rep = gate(a, a)
+    check(rc == 0 and "warning" in err and rep["warnings"] and "Warning" in out,
+          f"baseline == candidate -> warning (rc {rc}: {err.strip()[:120]})")
+
+    # An environment field on one side only (an older file without backend_settings) differs.
+    old = os.path.join(TMP, "no_settings.jsonl")
+    lines = open(sweep_file("with_settings.jsonl", 2)).read().splitlines()
+    ctx = json.loads(lines[0])
+    del ctx["backend_settings"]
+    with open(old, "w") as f:
+        f.write("\n".join([json.dumps(ctx)] + lines[1:]) + "\n")
+    rc, out, err, rep = gate(a, old)
+    check(rc == 2 and "backend_settings.mpi_thread_level" in err
+          and rep["env_differences"][0]["candidate"] is None,
+          f"env field on one side only -> 2 naming it (rc {rc}: {err.strip()[:160]})")
+    rc, out, err, rep = gate(a, old, "--allow-env-change")
+    check(rc == 0 and rep["env_change_allowed"] is True,
+          f"env field on one side only + --allow-env-change -> 0 (rc {rc})")
+    # Google Benchmark's optional context keys (library_version) are tolerated, and listed.
+    doc = json.load(open(good))
+    del doc["context"]["library_version"]
+    path = os.path.join(TMP, "no_version.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    rc, out, err, rep = gate(good, path)
+    check(rc == 0 and rep["env_differences"] and rep["env_differences"][0]["tolerated"] is True
+          and "library_version" in out, f"gbench: library_version on one side -> 0, listed (rc {rc})")
+
+
+def readme_example():
+    """README's copy-paste CI gate example: its config, run twice (sim backend, 4 ranks as threads,
+    instead of 4 MPI ranks), gated with the README's options, must never be inconclusive for too
+    few samples (configs/local.json stops points at 8 < --min-samples 10: it could never pass)."""
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    readme = open(os.path.join(root, "README.md")).read()
+    section = readme.split("## CI regression gate", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh", 1)[1].split("```", 1)[0]
+    configs = set(re.findall(r"--config (\S+)", block))
+    check(len(configs) == 1, f"README gate example: one config ({configs})")
+    config = os.path.join(root, configs.pop())
+    cfg = json.load(open(config))
+    it = cfg["iterations"]
+    check(isinstance(it, dict) and it["min"] >= 10,
+          f"README gate example: {config} takes >= 10 (--min-samples) samples per point ({it})")
+    runs = []
+    for name in ("readme_base.jsonl", "readme_cand.jsonl"):
+        out = os.path.join(TMP, name)
+        p = subprocess.run([SB, "sweep", "--backend", "sim", "--world", "4", "--config", config,
+                            "--out", out], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        check(p.returncode == 0, f"README gate example: sweep {name} (rc {p.returncode}: "
+                                 f"{p.stderr.strip()[-200:] if p.returncode else ''})")
+        runs.append(out)
+    gate_line = [l for l in block.splitlines() if "shardbench gate" in l][0]
+    opts = re.findall(r"--(max-slowdown|alpha) (\S+)", block)
+    extra = [x for k, v in opts for x in ("--" + k, v)]
+    rc, out, err, rep = gate(runs[0], runs[1], *extra, "--quiet")
+    few = [q["reason"] for q in rep["points"] if "too few" in q["reason"]] if rep else ["no report"]
+    check(rc in (0, 1, 3) and not few and gate_line,
+          f"README gate example: exit {rc} ({rep and rep['counts']}), never too few samples "
+          f"({few[:2]})")
+
+
 def main():
     suite("sweep", lambda name, seed, **kw: sweep_file(name + ".jsonl", seed, **kw))
     suite("gbench", lambda name, seed, **kw: gbench_file(name + ".json", seed, **kw))
@@ -158,11 +297,16 @@ def main():
           and "no point is in both" in err, f"sweep: disjoint -> 2 (rc {rc}: {err.strip()[:120]})")
     rc, out, err, rep = gate(gbench_file("d_a.json", 1), gbench_file("d_b.json", 2, prefix="BM_X"))
     check(rc == 2 and "no point is in both" in err, f"gbench: disjoint -> 2 (rc {rc})")
-    # Partial overlap: one-sided points are listed.
+    # Partial overlap: one-sided points are listed; baseline points the candidate lost make the
+    # run inconclusive unless --allow-missing (then flagged).
     p = sweep_file("part.jsonl", 2, sizes=SIZES[:15] + [1 << 30])
     rc, out, err, rep = gate(a, p)
-    check(rc == 0 and len(rep["only_baseline"]) == 5 and len(rep["only_candidate"]) == 1
-          and "Only in the baseline (5)" in out, f"sweep: one-sided points listed (rc {rc})")
+    check(rc == 3 and len(rep["only_baseline"]) == 5 and len(rep["only_candidate"]) == 1
+          and len(rep["missing_in_candidate"]) == 5 and "Only in the baseline (5)" in out
+          and "Coverage lost" in out, f"sweep: lost points -> 3, listed (rc {rc})")
+    rc, out, err, rep = gate(a, p, "--allow-missing")
+    check(rc == 0 and rep["missing_allowed"] is True and "allowed by --allow-missing" in out,
+          f"sweep: lost points + --allow-missing -> 0, flagged (rc {rc})")
 
     # Different MPI library versions -> 2; --allow-env-change -> 0 / 1, flagged.
     m = sweep_file("mpi_b.jsonl", 2, mpi="MPICH 4.0")
@@ -253,6 +397,9 @@ def main():
     rc, out, err = gate_multi([a1, m], [c1])
     check(rc == 2 and "different environments" in err and "library_versions.MPI" in err,
           f"pooled: two stacks on one side -> 2 (rc {rc}: {err.strip()[:150]})")
+
+    review_checks(a)
+    readme_example()
 
     # A bad command line is bad input too: exit 2, not CLI11's own codes.
     p = subprocess.run([SB, "gate", "--baseline", a], capture_output=True, text=True,

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shardcal/calibrate/profile.hpp"
@@ -27,6 +28,7 @@ struct Series {
 struct Skipped {
   std::string key;
   std::string reason;
+  bool wrong = false;  // sweep: the point's result was wrong (wrong > 0)
 };
 
 struct RunData {
@@ -52,7 +54,8 @@ RunData read_run(const std::string& path);
 // Several runs of one side (e.g. baseline runs interleaved in time with candidate runs) pooled
 // into one: the samples of a key are concatenated over the runs, so drift between runs becomes
 // spread within the side (wider CIs, bimodal samples) instead of a false difference. All runs
-// must be of one format with equal environment fingerprints (Error naming the field otherwise).
+// must be of one format with equal environment fingerprints (Error naming the field otherwise)
+// and distinct files (the same sha256 twice on one side would count its samples twice: Error).
 // `side` ("baseline" / "candidate") is for messages. One run is returned unchanged.
 RunData pool_runs(const std::vector<RunData>& runs, const std::string& side);
 
@@ -64,11 +67,17 @@ struct Options {
   int resamples = 2000;                    // bootstrap resamples per point
   std::uint64_t seed = 20261123;           // bootstrap seed (xor the key's FNV-1a hash per point)
   bool allow_env_change = false;
+  // Baseline points without usable candidate samples (only in the baseline, or skipped in the
+  // candidate) make the run inconclusive unless this is set (then they are listed and flagged).
+  bool allow_missing = false;
 };
 
 struct EnvDifference {
   std::string field;
-  nlohmann::json baseline, candidate;
+  nlohmann::json baseline, candidate;  // null on the side that lacks the field
+  // A Google Benchmark context key that older releases do not write, present on one side only:
+  // listed, but not a reason to refuse the comparison.
+  bool tolerated = false;
 };
 
 struct PointResult {
@@ -102,6 +111,11 @@ struct Report {
   std::vector<PointResult> points;  // worst first (largest ratio)
   std::vector<std::string> only_baseline, only_candidate;
   std::vector<Skipped> skipped_baseline, skipped_candidate;
+  // Lost coverage: baseline points the candidate has no usable samples for (only in the
+  // baseline, or skipped in the candidate), and candidate points with wrong results (a
+  // regression whatever --allow-missing says).
+  std::vector<std::string> missing_in_candidate, wrong_results;
+  std::vector<std::string> warnings;  // e.g. the baseline and candidate are the same file
   std::vector<ModelResult> models;
   std::optional<std::string> baseline_profile, candidate_profile;
 };
@@ -128,6 +142,11 @@ nlohmann::json report_to_json(const Report& r);
 // Writes text to path through a temporary file in the same directory and a rename: a failed
 // write leaves no (partial) file. Throws Error naming the path.
 void write_text_atomic(const std::string& path, const std::string& text);
+// Several files written together: every text goes to a temporary file first (an existing
+// directory as a target, or a failed write, removes them all and throws before any target is
+// touched), then each is renamed into place, the first path last. A caller puts the file that
+// records success (the JSON report) first.
+void write_texts_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 std::string report_markdown(const Report& r);
 
 }  // namespace shardcal::gate
