@@ -7,10 +7,15 @@
 #   2. calibrate-array.sbatch with a 2-task array + the afterok merge job: every point once;
 #   3. a 1-minute job (tests/slurm/long.json, ~1 s per point) whose USR1 warning stops the sweep
 #      cleanly (exit 3, a valid partial file), completed by a second job with --resume.
-# Usage: slurm_e2e.sh SOURCE_DIR SHARDBENCH WORK_DIR
+# Every job it submits is cancelled when it exits (EXIT trap); if ctest kills it (SIGKILL at the
+# TIMEOUT skips the trap), the cleanup fixture's `local-cluster stop` cancels them. The waits are
+# bounded by BUDGET_S (seconds, from tests/slurm/CMakeLists.txt, below ctest's TIMEOUT), so the
+# test fails on its own, with the job's state, before ctest has to kill it.
+# Usage: slurm_e2e.sh SOURCE_DIR SHARDBENCH WORK_DIR [BUDGET_S]
 set -euo pipefail
 
-SRC=$1 SB=$2 WORK=$3
+SRC=$1 SB=$2 WORK=$3 BUDGET_S=${4:-420}
+DEADLINE=$((SECONDS + BUDGET_S))
 PY=/usr/bin/python3
 fail() {
   echo "slurm_e2e: FAIL: $*" >&2
@@ -19,6 +24,18 @@ fail() {
 step() { printf '\n==> slurm_e2e: %s\n' "$*"; }
 
 eval "$("$SRC/scripts/slurm/local-cluster" env)"
+JOBS=()
+cancel_jobs() {
+  if [[ ${#JOBS[@]} -gt 0 ]]; then scancel "${JOBS[@]}" 2>/dev/null || true; fi
+}
+trap cancel_jobs EXIT
+submit() {  # sbatch args... -> prints the job id, remembered for the EXIT trap
+  local id
+  id=$(sbatch --parsable "$@") || fail "sbatch $* failed"
+  id=${id%%;*}
+  [[ -n $id ]] || fail "sbatch printed no job id"
+  echo "$id"
+}
 "$SRC/scripts/slurm/local-cluster" status >/dev/null ||
   fail "the local Slurm cluster is not running (the slurm.cluster_start fixture failed: see its output)"
 # 4 MPI ranks on a 2-core machine: OpenMPI must yield when idle, or every op waits for a time slice.
@@ -30,8 +47,11 @@ COMMON=(--shardbench "$SB" --out-base "$WORK" --name e2e)
 
 # Job state and exit code of a finished job, polled from slurmctld (sbatch --wait polls with a
 # back-off of up to 30 s, which would dominate this test's time).
+# The wait is bounded by LIMIT and by what is left of BUDGET_S.
 wait_job() {  # jobid timeout_s -> prints "STATE EXIT"
-  local id=$1 limit=$2 i line state
+  local id=$1 limit=$2 i line state=
+  ((limit <= DEADLINE - SECONDS)) || limit=$((DEADLINE - SECONDS))
+  ((limit > 0)) || limit=1
   for ((i = 0; i < limit * 4; i++)); do
     line=$(scontrol -o show job "$id" 2>/dev/null) || fail "scontrol show job $id failed"
     state=$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<<"$line")
@@ -43,7 +63,7 @@ wait_job() {  # jobid timeout_s -> prints "STATE EXIT"
     sleep 0.25  # polling slurmctld's job state: there is no event to wait on
   done
   scancel "$id" 2>/dev/null || true
-  fail "job $id did not finish within ${limit}s (state $state); cancelled it"
+  fail "job $id did not finish within ${limit}s (state $state; test budget ${BUDGET_S}s); cancelled it"
 }
 
 check_run() {  # dir config expected_contexts_min: results + profile valid, every point once
@@ -95,26 +115,25 @@ check_report() {  # dir log
 }
 
 # ---------------------------------------------------------------------------------------------
-step "1. sbatch --wait calibrate.sbatch: 4 tasks, MPI, tests/slurm/tiny.json"
-rc=0
-jid=$(sbatch --parsable --wait -n 4 -o "$WORK/calib-%j.log" scripts/slurm/calibrate.sbatch \
-  --config tests/slurm/tiny.json "${COMMON[@]}") || rc=$?
-jid=${jid%%;*}
-[[ -n $jid ]] || fail "sbatch printed no job id"
+step "1. calibrate.sbatch: 4 tasks, MPI, tests/slurm/tiny.json"
+jid=$(submit -n 4 -o "$WORK/calib-%j.log" scripts/slurm/calibrate.sbatch \
+  --config tests/slurm/tiny.json "${COMMON[@]}")
+JOBS+=("$jid")
+read -r state code < <(wait_job "$jid" 90)
 tail -5 "$WORK/calib-$jid.log" 2>/dev/null || true
-[[ $rc == 0 ]] || fail "calibrate job $jid exited $rc; log: $WORK/calib-$jid.log"
+[[ $state == COMPLETED && $code == 0 ]] || fail "calibrate job $jid: $state exit $code; log: $WORK/calib-$jid.log"
 check_run "$WORK/calib-$jid" tests/slurm/tiny.json || fail "calibrate job $jid: outputs invalid"
 check_report "$WORK/calib-$jid" "$WORK/calib-$jid.log"
 
 # ---------------------------------------------------------------------------------------------
 step "2. calibrate-array.sbatch: --array=0-1 (2 shards) + afterok merge job"
-arr=$(sbatch --parsable --array=0-1 -n 4 -o "$WORK/array-%A-%a.log" scripts/slurm/calibrate-array.sbatch \
+arr=$(submit --array=0-1 -n 4 -o "$WORK/array-%A-%a.log" scripts/slurm/calibrate-array.sbatch \
   --config tests/slurm/tiny.json "${COMMON[@]}")
-arr=${arr%%;*}
-merge=$(sbatch --parsable --dependency=afterok:"$arr" -n 1 -o "$WORK/merge-%j.log" \
+JOBS+=("$arr")
+merge=$(submit --dependency=afterok:"$arr" -n 1 -o "$WORK/merge-%j.log" \
   scripts/slurm/calibrate-array.sbatch --config tests/slurm/tiny.json "${COMMON[@]}" --merge "$arr")
-merge=${merge%%;*}
-read -r state code < <(wait_job "$merge" 150)
+JOBS+=("$merge")
+read -r state code < <(wait_job "$merge" 90)
 tail -4 "$WORK/merge-$merge.log" 2>/dev/null || true
 [[ $state == COMPLETED && $code == 0 ]] ||
   fail "merge job $merge: $state exit $code; logs: $WORK/array-$arr-*.log $WORK/merge-$merge.log"
@@ -128,10 +147,11 @@ check_report "$WORK/calib-$arr" "$WORK/merge-$merge.log"
 step "3. a 1-minute job stopped by its USR1 warning, completed by a second job with --resume"
 # --signal=B:USR1@55: the warning comes 55 s before the limit, at slurmctld's next time-limit
 # check (it runs every ~30 s), i.e. 5-35 s into the ~45 s sweep.
-t1=$(sbatch --parsable --time=1 --signal=B:USR1@55 -n 4 -o "$WORK/calib-%j.log" \
+# The job ends by ~60 s (+ KillWait 10 s) at the latest.
+t1=$(submit --time=1 --signal=B:USR1@55 -n 4 -o "$WORK/calib-%j.log" \
   scripts/slurm/calibrate.sbatch --config tests/slurm/long.json "${COMMON[@]}")
-t1=${t1%%;*}
-read -r state code < <(wait_job "$t1" 120)
+JOBS+=("$t1")
+read -r state code < <(wait_job "$t1" 100)
 log1=$WORK/calib-$t1.log
 tail -6 "$log1" || true
 [[ $state == FAILED && $code == 3 ]] ||
@@ -143,10 +163,10 @@ partial=$("$PY" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])
 [[ -e $WORK/calib-$t1/profile.json ]] && fail "a stopped job must not calibrate"
 echo "ok: job $t1 stopped cleanly after $partial points (exit 3)"
 
-t2=$(sbatch --parsable -n 4 -o "$WORK/calib-%j.log" scripts/slurm/calibrate.sbatch \
+t2=$(submit -n 4 -o "$WORK/calib-%j.log" scripts/slurm/calibrate.sbatch \
   --config tests/slurm/long.json "${COMMON[@]}" --resume "$WORK/calib-$t1")
-t2=${t2%%;*}
-read -r state code < <(wait_job "$t2" 150)
+JOBS+=("$t2")
+read -r state code < <(wait_job "$t2" 120)
 tail -4 "$WORK/calib-$t2.log" || true
 [[ $state == COMPLETED && $code == 0 ]] || fail "resume job $t2: $state exit $code; log $WORK/calib-$t2.log"
 grep -q "resuming $WORK/calib-$t1/results.jsonl" "$WORK/calib-$t2.log" || fail "job $t2 did not resume"
