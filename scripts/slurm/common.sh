@@ -98,34 +98,63 @@ slurm_pick_mpi() {
 # before the time limit) or TERM to this batch shell is forwarded as SIGTERM to the job's steps
 # (scancel --signal=TERM: the tasks, not srun, which would kill them), so the sweep stops at its
 # next checkpoint, leaving a valid results file. Sets SC_STOPPED=1 when that happened.
+# A stop that comes before srun has created its step (or started its tasks) reaches no task, so
+# while srun still runs after a stop the signal is sent again every SC_RESEND_S seconds, at most
+# SC_RESEND_MAX times (the sweep's handler only records the signal: repeats are harmless).
 SC_STOPPED=0
 SC_SRUN_PID=
+SC_RESEND_S=5
+SC_RESEND_MAX=12
 slurm_on_stop() {
   if [[ $SC_STOPPED == 0 ]]; then
     slurm_log "stop signal received (time limit near): asking the sweep to stop cleanly"
   fi
   SC_STOPPED=1
-  if [[ -n $SC_SRUN_PID ]]; then
-    scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || kill -TERM "$SC_SRUN_PID" 2>/dev/null || true
-  fi
+  if [[ -n $SC_SRUN_PID ]]; then slurm_signal_steps; fi
 }
 slurm_install_traps() { trap slurm_on_stop USR1 TERM; }
+
+# SIGTERM to the job's steps; without scancel, to srun (the child of the wrapper subshell).
+slurm_signal_steps() {
+  scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || pkill -TERM -P "$SC_SRUN_PID" 2>/dev/null || true
+}
 
 slurm_srun() {  # srun args...; returns srun's exit status
   if [[ $SC_STOPPED == 1 ]]; then
     slurm_log "stop requested before the step started; not starting: $*"
     return 143
   fi
-  srun "$@" &
+  # srun's status goes through a file: when a trapped signal interrupts `wait` and srun exits at
+  # that moment, bash can lose the status (a second wait returns 255 or 127, not srun's).
+  local statusf
+  statusf=$(mktemp "${TMPDIR:-/tmp}/shardcal-srun-status.XXXXXX")
+  { s=0; srun "$@" || s=$?; echo "$s" >"$statusf"; } &
   SC_SRUN_PID=$!
-  local rc=0
+  local pid=$SC_SRUN_PID rc=0 resends=0 i
   while true; do
     rc=0
-    wait "$SC_SRUN_PID" || rc=$?
+    if [[ $SC_STOPPED == 1 ]] && ((resends < SC_RESEND_MAX)); then
+      # Stop requested, srun not yet gone: poll it (bounded), then send the signal again.
+      for ((i = 0; i < SC_RESEND_S * 4; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.25  # polling srun's exit (a blocking wait would not let us re-send)
+      done
+      if kill -0 "$pid" 2>/dev/null; then
+        resends=$((resends + 1))
+        [[ $resends == 1 ]] &&
+          slurm_log "srun still runs ${SC_RESEND_S} s after the stop request: sending SIGTERM to the job's steps again (every ${SC_RESEND_S} s, at most $SC_RESEND_MAX times)"
+        slurm_signal_steps
+        continue
+      fi
+    fi
+    wait "$pid" || rc=$?
     # A trapped signal interrupts wait (status > 128) while srun still runs: wait again.
-    if [[ $rc -gt 128 ]] && kill -0 "$SC_SRUN_PID" 2>/dev/null; then continue; fi
+    if kill -0 "$pid" 2>/dev/null; then continue; fi
     break
   done
+  # srun's own status (rc may be the interrupting signal's 128+n if srun ended just then).
+  if [[ -s $statusf ]]; then rc=$(<"$statusf"); fi
+  rm -f "$statusf"
   SC_SRUN_PID=
   return "$rc"
 }
@@ -178,10 +207,15 @@ slurm_calibrate_and_report() {  # dir results...
   if [[ $SC_REPORT == 0 ]]; then
     slurm_log "report skipped (--no-report)"
   elif [[ -f reports/make_report.py ]]; then
-    slurm_log "/usr/bin/python3 reports/make_report.py --out $dir/report $* --profile $dir/profile.json"
-    /usr/bin/python3 reports/make_report.py --out "$dir/report" "$@" --profile "$dir/profile.json" \
-      --title "shardcal calibration, Slurm job ${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}" ||
-      slurm_die "the report failed (results and profile are in $dir)"
+    local py=${PYTHON:-/usr/bin/python3}
+    slurm_log "$py reports/make_report.py --out $dir/report $* --profile $dir/profile.json"
+    # The profile is written: a report that fails (e.g. no matplotlib on the node) is a warning.
+    if ! "$py" reports/make_report.py --out "$dir/report" "$@" --profile "$dir/profile.json" \
+      --title "shardcal calibration, Slurm job ${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}"; then
+      slurm_log "warning: the report failed (see above); results and profile are in $dir; make it elsewhere with: python3 reports/make_report.py --out $dir/report $* --profile $dir/profile.json (PYTHON=... picks the interpreter here)"
+      slurm_log "done: outputs in $dir (profile.json, calibration.txt; no report)"
+      return 0
+    fi
   else
     slurm_log "report skipped: reports/make_report.py missing"
   fi

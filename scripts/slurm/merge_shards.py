@@ -2,10 +2,13 @@
 """Merge the shard results of a Slurm array sweep (scripts/slurm/calibrate-array.sbatch).
 
 Reads DIR/results.shard-<i>-of-<N>.jsonl (written by `shardbench sweep --shard i/N`), checks
-that they belong together (same config hash, backend, world, shard count; shard indexes 0..N-1
-each exactly once), that every point of the config is present exactly once (point index % N ==
-the file's shard; distinct keys; their number == the config's point count recorded in the
-context's "shard" record), and writes their concatenation (each file's context record before its
+that they belong together (every context record: same config hash, backend, world, shard count
+and points_in_config; the same shape, i.e. n_hosts, ranks_per_host and the ranks each host holds
+in host order, host names may differ since array tasks run on other nodes; the same build:
+git_revision, git_dirty, library_versions; shard indexes 0..N-1 each exactly once), that every
+point of the config is present exactly once (every point has an "index" and index % N == the
+file's shard; distinct keys; their number == the config's point count recorded in the context's
+"shard" record), and writes their concatenation (each file's context record before its
 points: a multi-context results file, docs/RESULTS_FORMAT.md) to --out atomically.
 Exit 0 merged, 2 with one error line per problem.
 """
@@ -16,6 +19,25 @@ import os
 import re
 import sys
 import tempfile
+
+
+# What every context record of every shard must share, and why (the error's reason).
+IDENT_WHY = {
+    "config hash/backend/world": "shards of different sweeps",
+    "shape (n_hosts, ranks_per_host, ranks of each host)":
+        "array tasks of different shapes cannot be calibrated together (other link classes)",
+    "build (git_revision, git_dirty, library_versions)": "shards measured by different builds",
+}
+
+
+def context_identity(rec: dict) -> dict:
+    keys = list(IDENT_WHY)
+    return {
+        keys[0]: [rec.get("config_hash"), rec.get("backend"), rec.get("world")],
+        keys[1]: [rec.get("n_hosts"), rec.get("ranks_per_host"),
+                  [h.get("ranks") for h in rec.get("hosts") or []]],
+        keys[2]: [rec.get("git_revision"), rec.get("git_dirty"), rec.get("library_versions")],
+    }
 
 
 def main() -> int:
@@ -32,6 +54,7 @@ def main() -> int:
     seen_shards = {}
     keys = {}
     ident = None
+    ident_at = None
     count = None
     in_config = None
     chunks = []
@@ -54,12 +77,14 @@ def main() -> int:
                 errors.append(f"{path}:{no}: not valid JSON ({e})")
                 break
             if rec.get("type") == "context":
-                this = (rec.get("config_hash"), rec.get("backend"), rec.get("world"))
+                this = context_identity(rec)
                 if ident is None:
-                    ident = this
-                elif this != ident:
-                    errors.append(f"{path}:{no}: config hash/backend/world {this} differ from {ident} "
-                                  f"({files[0]}): shards of different sweeps")
+                    ident, ident_at = this, f"{path}:{no}"
+                else:
+                    for what, (mine, first) in ((w, (this[w], ident[w])) for w in this):
+                        if mine != first:
+                            errors.append(f"{path}:{no}: {what} {json.dumps(mine)} differs from "
+                                          f"{json.dumps(first)} ({ident_at}): {IDENT_WHY[what]}")
                 sh = rec.get("shard") or {"index": 0, "count": 1, "points_in_config": rec.get("points_total")}
                 if (sh["index"], sh["count"]) != (idx, n):
                     errors.append(f"{path}:{no}: the context says shard {sh['index']}/{sh['count']}, "
@@ -68,13 +93,20 @@ def main() -> int:
                 count = sh["count"] if count is None else count
                 if sh["count"] != count:
                     errors.append(f"{path}:{no}: shard count {sh['count']}, other files {count}")
-                in_config = sh["points_in_config"] if in_config is None else in_config
+                if in_config is None:
+                    in_config = sh["points_in_config"]
+                elif sh["points_in_config"] != in_config:
+                    errors.append(f"{path}:{no}: points_in_config {sh['points_in_config']}, other files "
+                                  f"{in_config}: shards of different configs")
             elif rec.get("type") == "point":
                 k = rec.get("key")
                 if shard_idx is None:
                     errors.append(f"{path}:{no}: a point before any context record")
                     break
-                if rec.get("index", -1) % count != shard_idx:
+                if not isinstance(rec.get("index"), int) or rec["index"] < 0:
+                    errors.append(f"{path}:{no}: point {k} has no valid \"index\" ({rec.get('index')!r}): "
+                                  "cannot check its shard")
+                elif rec["index"] % count != shard_idx:
                     errors.append(f"{path}:{no}: point index {rec.get('index')} does not belong to shard "
                                   f"{shard_idx}/{count}")
                 if k in keys:
