@@ -4,7 +4,8 @@
 # (slurm.cluster_start) and stops (slurm.cluster_stop) around it:
 #   1. sbatch --wait calibrate.sbatch, 4 tasks, MPI backend, tests/slurm/tiny.json: results (schema,
 #      every point, all correct), profile (schema), report (or the "report skipped" line);
-#   2. calibrate-array.sbatch with a 2-task array + the afterok merge job: every point once;
+#   2. calibrate-array.sbatch with a 2-task array + the afterok merge job: every point once; a
+#      resubmitted index with --resume but without --shards is refused (exit 2);
 #   3. a 1-minute job (tests/slurm/long.json, ~1 s per point) whose USR1 warning stops the sweep
 #      cleanly (exit 3, a valid partial file), completed by a second job with --resume.
 # Every job it submits is cancelled when it exits (EXIT trap); if ctest kills it (SIGKILL at the
@@ -14,7 +15,7 @@
 # Usage: slurm_e2e.sh SOURCE_DIR SHARDBENCH WORK_DIR [BUDGET_S]
 set -euo pipefail
 
-SRC=$1 SB=$2 WORK=$3 BUDGET_S=${4:-420}
+SRC=$1 SB=$2 WORK=$3 BUDGET_S=${4:-450}
 DEADLINE=$((SECONDS + BUDGET_S))
 PY=/usr/bin/python3
 fail() {
@@ -142,6 +143,16 @@ for i in 0 1; do
 done
 check_run "$WORK/calib-$arr" tests/slurm/tiny.json 2 || fail "array job $arr: merged outputs invalid"
 check_report "$WORK/calib-$arr" "$WORK/merge-$merge.log"
+# A resubmitted index without --shards counts as an array of 1: refused, not swept as shard 0 of 1.
+bad=$(submit --array=1 -n 4 -o "$WORK/resub-%A-%a.log" scripts/slurm/calibrate-array.sbatch \
+  --config tests/slurm/tiny.json "${COMMON[@]}" --resume "$WORK/calib-$arr")
+JOBS+=("$bad")
+read -r state code < <(wait_job "$bad" 30)
+[[ $state == FAILED && $code == 2 ]] || fail "resubmitted index without --shards: $state exit $code, expected exit 2"
+grep -q "holds shards of another count than 1" "$WORK"/resub-"$bad"-1.log ||
+  fail "resubmitted index without --shards: no 'holds shards of another count' line in $WORK/resub-$bad-1.log"
+[[ ! -e $WORK/calib-$arr/results.shard-0-of-1.jsonl ]] || fail "a shard-0-of-1 file was written"
+echo "ok: --array=1 --resume without --shards refused (exit 2)"
 
 # ---------------------------------------------------------------------------------------------
 step "3. a 1-minute job stopped by its USR1 warning, completed by a second job with --resume"
