@@ -75,6 +75,10 @@ mkdir -p "$OUT"
 "${EMU[@]}" --rate "${rates[0]}" start
 trap '"${EMU[@]}" stop >/dev/null || echo "calibrate-two-hosts: WARNING: stop failed; run ${EMU[*]} stop" >&2' EXIT
 trap 'exit 130' INT TERM
+# Runs "$@" in the background and waits for it: bash runs a trap only between foreground
+# commands, so a TERM/INT is handled at once (exit 130; the EXIT trap stops the instance, which
+# kills what runs inside it) rather than after a sweep of minutes.
+in_bg() { "$@" & wait $!; }
 
 status=0
 for r in "${rates[@]}"; do
@@ -83,7 +87,7 @@ for r in "${rates[@]}"; do
   "${EMU[@]}" rate "$r"
   echo "== $r: sweep ($CONFIG) on 2 emulated hosts x 2 ranks, $(uptime | sed 's/.*load/load/')"
   t0=$SECONDS
-  "${EMU[@]}" run -- -np 4 "$SB" sweep --backend mpi --quiet --config "$CONFIG" --out "$d/sweep.jsonl" </dev/null ||
+  in_bg "${EMU[@]}" run -- -np 4 "$SB" sweep --backend mpi --quiet --config "$CONFIG" --out "$d/sweep.jsonl" </dev/null ||
     die "sweep at $r failed"
   echo "   sweep took $((SECONDS - t0)) s"
   "$SB" calibrate --results "$d/sweep.jsonl" --out "$d/profile.json" --name "emulated-2hosts-$r" \

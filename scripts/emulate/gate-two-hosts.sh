@@ -69,6 +69,10 @@ mkdir -p "$OUT"
 "${EMU[@]}" --rate "$BASE" start
 trap '"${EMU[@]}" stop >/dev/null || echo "gate-two-hosts: WARNING: stop failed; run ${EMU[*]} stop" >&2' EXIT
 trap 'exit 130' INT TERM
+# Runs "$@" in the background and waits for it: bash runs a trap only between foreground
+# commands, so a TERM/INT is handled at once (exit 130; the EXIT trap stops the instance, which
+# kills what runs inside it) rather than after a sweep of minutes.
+in_bg() { "$@" & wait $!; }
 
 base_files=() cand_files=()
 for ((i = 1; i <= REPS; i++)); do
@@ -76,7 +80,7 @@ for ((i = 1; i <= REPS; i++)); do
     "${EMU[@]}" rate "$r" >/dev/null
     f=$OUT/$r-$i.jsonl
     echo "== sweep $i/$REPS at $r -> $f, $(uptime | sed 's/.*load/load/')"
-    "${EMU[@]}" run -- -np 4 "$SB" sweep --backend mpi --quiet --config "$CONFIG" --out "$f" </dev/null ||
+    in_bg "${EMU[@]}" run -- -np 4 "$SB" sweep --backend mpi --quiet --config "$CONFIG" --out "$f" </dev/null ||
       die "sweep at $r failed"
     if [[ $r == "$BASE" ]]; then base_files+=("$f"); else cand_files+=("$f"); fi
   done

@@ -74,10 +74,14 @@ mkdir -p "$OUT"
 "${EMU[@]}" --rate "$RATE" start
 trap '"${EMU[@]}" stop >/dev/null || echo "validate-two-hosts: WARNING: stop failed; run ${EMU[*]} stop" >&2' EXIT
 trap 'exit 130' INT TERM
+# Runs "$@" in the background and waits for it: bash runs a trap only between foreground
+# commands, so a TERM/INT is handled at once (exit 130; the EXIT trap stops the instance, which
+# kills what runs inside it) rather than after a sweep of minutes.
+in_bg() { "$@" & wait $!; }
 
 if [[ -z $PROFILE ]]; then
   echo "== calibrating at $RATE (configs/emulate/two-hosts.json), $(uptime | sed 's/.*load/load/')"
-  "${EMU[@]}" run -- -np 4 "$SB" sweep --backend mpi --quiet --config configs/emulate/two-hosts.json \
+  in_bg "${EMU[@]}" run -- -np 4 "$SB" sweep --backend mpi --quiet --config configs/emulate/two-hosts.json \
     --out "$OUT/sweep.jsonl" </dev/null || die "calibration sweep failed"
   "$SB" calibrate --results "$OUT/sweep.jsonl" --out "$OUT/profile.json" --name "emulated-2hosts-$RATE" \
     >"$OUT/calibration.txt" || die "calibrate failed (see $OUT/calibration.txt)"
@@ -85,9 +89,10 @@ if [[ -z $PROFILE ]]; then
 fi
 echo "== validate ($CONFIG, k=$K, rounds=$ROUNDS) at $RATE, $(uptime | sed 's/.*load/load/')"
 vrc=0
-"${EMU[@]}" run -- -np 4 "$SB" validate --backend mpi --profile "$PROFILE" --config "$CONFIG" \
+{ "${EMU[@]}" run -- -np 4 "$SB" validate --backend mpi --profile "$PROFILE" --config "$CONFIG" \
   --out "$OUT/validate.jsonl" --k "$K" --rounds "$ROUNDS" --ranks-per-host 2 </dev/null 2>&1 |
-  tee "$OUT/validate.txt" || vrc=$?
+  tee "$OUT/validate.txt"; } &
+wait $! || vrc=$?  # in the background, as in_bg: a TERM is handled at once
 ((vrc == 0)) || die "shardbench validate failed (exit $vrc; see $OUT/validate.txt)"
 echo "== summary, $(uptime | sed 's/.*load/load/')"
 rc=0
