@@ -170,20 +170,32 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
     std::string key = placements_to_string(canonical_placements(spec));
     auto it = g.ids.find(key);
     if (it != g.ids.end()) return it->second;
-    if (g.states.size() >= opt.max_states)
-      throw Error("plan search " + placements_to_string(from.placements()) + " -> " +
-                  placements_to_string(to.placements()) + " on mesh " + from.mesh().to_string() +
-                  ": more than max_states = " + std::to_string(opt.max_states) +
-                  " states; raise SearchOptions::max_states (shardbench plan --max-states) or use "
-                  "plan_redistribution");
     const int id = int(g.states.size());
     g.ids.emplace(std::move(key), id);
     g.states.push_back(
         State{TensorSpec(spec.mesh(), canonical_placements(spec), spec.meta()), false, {}});
     return id;
   };
+  // The max_states bound counts the states *this search* reaches (its endpoints and the targets
+  // of the edges of every state it expands), not the size of the graph, which a PlanCache shares
+  // between searches: the answer must not depend on what was searched before.
+  std::vector<char> reached;
+  std::size_t n_reached = 0;
+  auto reach = [&](int id) {
+    if (reached.size() < g.states.size()) reached.resize(g.states.size(), 0);
+    if (reached[std::size_t(id)]) return;
+    reached[std::size_t(id)] = 1;
+    if (++n_reached > opt.max_states)
+      throw Error("plan search " + placements_to_string(from.placements()) + " -> " +
+                  placements_to_string(to.placements()) + " on mesh " + from.mesh().to_string() +
+                  ": more than max_states = " + std::to_string(opt.max_states) +
+                  " states; raise SearchOptions::max_states (shardbench plan --max-states) or use "
+                  "plan_redistribution");
+  };
   const int src = intern(from);
+  reach(src);
   const int dst = intern(to);
+  reach(dst);
 
   SearchResult res;
   if (src == dst) {
@@ -243,6 +255,8 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
       grow();
     }
     const std::size_t ne = g.states[std::size_t(s)].edges.size();
+    if (pops[std::size_t(s)] == 1)  // first expansion of s in this search
+      for (std::size_t e = 0; e < ne; ++e) reach(g.states[std::size_t(s)].edges[e].to);
     for (std::size_t e = 0; e < ne; ++e) {
       const Edge& ed = g.states[std::size_t(s)].edges[e];
       if (std::size_t(pops[std::size_t(ed.to)]) >= k) continue;
@@ -431,11 +445,19 @@ RecvReport recv_report(const Plan& plan) {
       r.received[std::size_t(rank)] += recv * es;
     }
   }
-  const bool partial = plan.from.has_partial();
+  // A source Partial the target keeps (the same op on the same mesh dim) leaves the rank's
+  // values valid where its blocks overlap; a Partial reduced away (or changed) makes every
+  // target element depend on other ranks' contributions: then the whole target block is new.
+  bool reduced = false;
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    const Placement& a = plan.from.placement(i);
+    const Placement& b = plan.to.placement(i);
+    if (a.is_partial() && mesh.extent(i) > 1 && !(b.is_partial() && b.op == a.op)) reduced = true;
+  }
   for (int rank = 0; rank < n; ++rank) {
     const Box tb = plan.to.local_box(rank);
     std::int64_t lb = tb.numel();
-    if (!partial) lb -= intersect(plan.from.local_box(rank), tb).numel();
+    if (!reduced) lb -= intersect(plan.from.local_box(rank), tb).numel();
     r.lower_bound[std::size_t(rank)] = lb * es;
   }
   for (int rank = 0; rank < n; ++rank) {

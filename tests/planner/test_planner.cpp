@@ -143,6 +143,58 @@ TEST(Planner, CacheGivesTheUncachedAnswer) {
   EXPECT_EQ(cache.misses(), 5u);
 }
 
+// max_states bounds the states one search reaches, not the size of a graph a PlanCache shares:
+// searching A first must not make B fail where B alone succeeds.
+TEST(Planner, CacheMaxStatesCountsThisSearchOnly) {
+  const auto a1 = spec("2x2x2", "S(0),S(1),S(0)", "8x8"), a2 = spec("2x2x2", "R,S(0),P", "8x8");
+  const auto b1 = spec("2x2x2", "R,R,R", "8x8"), b2 = spec("2x2x2", "S(0),R,R", "8x8");
+  // The fewest states B needs on its own.
+  std::size_t need = 1;
+  while (true) {
+    try {
+      plan_cheapest(b1, b2, bytes_cost, {1, need});
+      break;
+    } catch (const Error&) {
+      ASSERT_LT(++need, 1000u);
+    }
+  }
+  const SearchResult want = plan_cheapest(b1, b2, bytes_cost, {1, need});
+  const SearchResult big = plan_cheapest(a1, a2, bytes_cost, {1, 100000});
+  ASSERT_GT(big.states_explored, need);  // A's graph is larger than B's bound
+  PlanCache cache;
+  cache.get(a1, a2, bytes_cost, "bytes", {1, 100000});
+  std::shared_ptr<const SearchResult> got;
+  ASSERT_NO_THROW(got = cache.get(b1, b2, bytes_cost, "bytes", {1, need}));
+  EXPECT_EQ(got->best.plan.to_string(), want.best.plan.to_string());
+  EXPECT_EQ(got->best.total, want.best.total);
+  // And the bound still holds through the cache: one state fewer is an error, as uncached.
+  if (need > 1) {
+    EXPECT_THROW(plan_cheapest(b1, b2, bytes_cost, {1, need - 1}), Error);
+    EXPECT_THROW(cache.get(b1, b2, bytes_cost, "bytes", {1, need - 1}), Error);
+  }
+}
+
+// The lower bound of recv_report: a Partial the target keeps on the same mesh dim does not make
+// the whole target block new data; a Partial reduced away does.
+TEST(RecvReport, KeptPartialIsNotNewData) {
+  const auto a = spec("2x2x2", "P,S(0),S(0)", "8x8");
+  const auto b = spec("2x2x2", "P,S(0),R", "8x8");
+  const SearchResult r = plan_cheapest(a, b, bytes_cost);
+  const RecvReport rc = recv_report(r.best.plan);
+  // Target block 4x8 f32 = 128 B, of which the source block (2x8) holds 64 B.
+  EXPECT_EQ(rc.max_lower_bound, 64);
+  EXPECT_LE(rc.max_lower_bound, rc.max_received);
+  // P(max) in the target is not the source's P(sum): every element is new.
+  const auto c = spec("2x2x2", "P(max),S(0),R", "8x8");
+  EXPECT_EQ(recv_report(plan_cheapest(a, c, bytes_cost).best.plan).max_lower_bound, 128);
+  // Reducing the Partial away: the whole target block.
+  const auto d = spec("2x2x2", "R,S(0),R", "8x8");
+  EXPECT_EQ(recv_report(plan_cheapest(a, d, bytes_cost).best.plan).max_lower_bound, 128);
+  // No Partial: the part of the target block the source block lacks.
+  const auto e = spec("2x2x2", "R,S(0),S(0)", "8x8");
+  EXPECT_EQ(recv_report(plan_cheapest(e, d, bytes_cost).best.plan).max_lower_bound, 64);
+}
+
 TEST(StepCost, LinkClassRowMajorHosts) {
   const DeviceMesh m = DeviceMesh::parse("2x4");
   const calib::LinkClass inner = calib::mesh_dim_link_class(m, 1, 4);

@@ -29,22 +29,30 @@ struct CostedPlan {
 };
 
 struct SearchOptions {
-  int k = 1;                        // k cheapest distinct plans (>= 1)
-  std::size_t max_states = 200000;  // bound on distinct states visited: Error if exceeded
+  int k = 1;  // up to k distinct plans (>= 1): the cheapest, then alternatives (see plan_cheapest)
+  // Bound on the distinct states one search reaches (its endpoints and every state one step from
+  // a state it expands): Error if exceeded. Counted per search, also through a PlanCache.
+  std::size_t max_states = 200000;
 };
 
 struct SearchResult {
-  CostedPlan best;                       // == alternatives[0]
-  std::vector<CostedPlan> alternatives;  // k cheapest distinct plans, cheapest first (incl. best)
-  std::size_t states_explored = 0;       // distinct canonical states the search expanded
+  CostedPlan best;  // == alternatives[0]; the cheapest plan (exact)
+  // Up to k distinct loop-free plans, cheapest first (incl. best). For k > 1 not necessarily the
+  // k cheapest loop-free plans: see plan_cheapest.
+  std::vector<CostedPlan> alternatives;
+  std::size_t states_explored = 0;  // distinct canonical states the search expanded
 };
 
 // Dijkstra over canonical states (state_key) reached by legal_steps, with k-shortest paths by
-// state expansion (each state expanded at most k times, so the alternatives are the k cheapest
-// walks; walks that revisit a state are dropped, so plans are loop-free). Ties: lower total,
-// then fewer steps, then the lexicographically smaller sequence of (mesh dim, step kind,
-// target state key). The result passes validate_plan. Throws Error on mismatched specs, a
-// negative or NaN price, k < 1, more than max_states states, or no finite-cost plan.
+// state expansion (each state expanded at most k times; walks that revisit a state are dropped,
+// so plans are loop-free). For k = 1 this is Dijkstra: the cheapest plan, exact. For k > 1 the
+// alternatives are the cheapest loop-free plans this expansion finds, cheapest first; a cheaper
+// loop-free plan can be missed when its prefix was crowded out of a state by k cheaper prefixes
+// that later loop (docs/PLANNER.md, "Search"). Ties: lower total, then fewer steps, then the
+// lexicographically smaller sequence of (mesh dim, step kind, edge index), where edges are
+// ordered as legal_steps lists a state's steps. The result passes validate_plan. Throws Error on
+// mismatched specs, a negative or NaN price, k < 1, more than max_states states, or no
+// finite-cost plan.
 // from == to (same state): one empty plan of cost 0.
 SearchResult plan_cheapest(const TensorSpec& from, const TensorSpec& to, const StepCostFn& cost,
                            const SearchOptions& opt = {});
@@ -88,9 +96,10 @@ class PlanCache {
 
 // Per rank: bytes received from other ranks over the whole plan (sum over steps of what that
 // rank receives, counted as direct pairwise exchanges like StepTraffic::max_recv_bytes), and the
-// lower bound: the bytes of the rank's target block that its source block does not hold
-// (0 when the source holds a Partial on some mesh dim: then everything reduced is new data,
-// and the bound is the target block's bytes).
+// lower bound: the bytes of the rank's target block that its source block does not hold. When
+// some mesh dim (of size > 1) is Partial in the source and not the same Partial (same op) in the
+// target, every target element is a reduction over other ranks' data: the bound is then the
+// whole target block's bytes. A Partial the target keeps on the same mesh dim does not count.
 struct RecvReport {
   std::vector<std::int64_t> received;  // per rank
   std::vector<std::int64_t> lower_bound;
