@@ -1,6 +1,7 @@
 // `shardbench plan`: the cost-based plan for one transition under a calibrated profile, each step
 // priced, next to the greedy (rule-based, DTensor-order) plan and the k cheapest distinct plans.
 // Pure: no communication, runs on any machine. docs/PLANNER.md.
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -55,17 +56,38 @@ struct PricedStep {
   const shardcal::Step* step;
   shardcal::StepTraffic traffic;
   shardcal::calib::StepPrice price;
+  std::string unpriced;  // why the step has no finite price ("" = priced)
 };
 
+// Each step priced as the search prices it (`cost`: +inf = the profile cannot price it, e.g. no
+// model for its collective); finite steps also with price_step's details (model, extrapolated),
+// which throws for the others.
 std::vector<PricedStep> price_all(const shardcal::calib::Profile& p, const shardcal::Plan& plan,
-                                  int rph) {
+                                  const shardcal::StepCostFn& cost, int rph) {
   std::vector<PricedStep> out;
   for (const shardcal::Step& s : plan.steps) {
-    PricedStep ps{&s, shardcal::describe_step(s), {}};
-    ps.price = shardcal::calib::price_step(p, s, ps.traffic, rph);
+    PricedStep ps{&s, shardcal::describe_step(s), {}, {}};
+    if (!std::isfinite(cost(s, ps.traffic))) {
+      ps.unpriced = ps.traffic.collective
+                        ? "no model for " +
+                              std::string(shardcal::collective_info(*ps.traffic.collective).name)
+                        : std::string("no price for ") + shardcal::step_kind_name(s.kind);
+      ps.price.link = shardcal::calib::mesh_dim_link_class(s.before.mesh(), s.mesh_dim, rph);
+    } else {
+      ps.price = shardcal::calib::price_step(p, s, ps.traffic, rph);
+    }
     out.push_back(std::move(ps));
   }
   return out;
+}
+
+// "" when every step is priced, else the distinct reasons, e.g. "no model for all_to_all".
+std::string unpriced_reason(const std::vector<PricedStep>& steps) {
+  std::string r;
+  for (const PricedStep& ps : steps)
+    if (!ps.unpriced.empty() && r.find(ps.unpriced) == std::string::npos)
+      r += (r.empty() ? "" : "; ") + ps.unpriced;
+  return r;
 }
 
 json steps_json(const std::vector<PricedStep>& steps) {
@@ -81,9 +103,10 @@ json steps_json(const std::vector<PricedStep>& steps) {
                  {"concurrent_groups", ps.price.link.concurrent_groups},
                  {"bytes", ps.traffic.bytes},
                  {"counts_even", ps.traffic.uniform},
-                 {"cost_us", ps.price.time_us},
+                 {"cost_us", ps.unpriced.empty() ? json(ps.price.time_us) : json(nullptr)},
                  {"extrapolated", ps.price.prediction.extrapolated},
                  {"text", short_step(s)}});
+    if (!ps.unpriced.empty()) a.back()["unpriced"] = ps.unpriced;
   }
   return a;
 }
@@ -121,6 +144,10 @@ void print_steps(std::ostream& o, const std::vector<PricedStep>& steps) {
         << human_bytes(double(ps.traffic.bytes)) << (ps.traffic.uniform ? "" : " (uneven)") << "  ";
     else
       o << "local  ";
+    if (!ps.unpriced.empty()) {
+      o << "not priceable (" << ps.unpriced << ")\n";
+      continue;
+    }
     o << us(ps.price.time_us)
       << (ps.price.prediction.extrapolated ? "  (extrapolated: " + ps.price.prediction.note + ")"
                                            : "")
@@ -148,8 +175,11 @@ int run(const PlanArgs& a) {
   const SearchResult r = plan_cheapest(from, to, cost, SearchOptions{a.k, a.max_states});
   const Plan greedy = plan_redistribution(from, to);
   const CostedPlan g = price_plan(greedy, cost);
-  const std::vector<PricedStep> best = price_all(profile, r.best.plan, rph);
-  const std::vector<PricedStep> gsteps = price_all(profile, greedy, rph);
+  const std::vector<PricedStep> best = price_all(profile, r.best.plan, cost, rph);
+  const std::vector<PricedStep> gsteps = price_all(profile, greedy, cost, rph);
+  // The greedy plan may take a step the profile cannot price (+inf): shown, not priced.
+  const std::string greedy_unpriced = unpriced_reason(gsteps);
+  const bool greedy_priced = greedy_unpriced.empty() && std::isfinite(g.total);
   const bool is_nested = nested(from) || nested(to);
   const std::string sha = calib::sha256_file(a.profile);
 
@@ -167,12 +197,13 @@ int run(const PlanArgs& a) {
     j["to"] = placements_to_string(to.placements());
     j["total_us"] = r.best.total;
     j["steps"] = steps_json(best);
-    j["greedy_total_us"] = g.total;
+    j["greedy_total_us"] = greedy_priced ? json(g.total) : json(nullptr);
+    if (!greedy_priced) j["greedy_unpriced"] = greedy_unpriced;
     j["greedy_steps"] = steps_json(gsteps);
     json alts = json::array();
     for (const CostedPlan& cp : r.alternatives)
       alts.push_back(
-          {{"total_us", cp.total}, {"steps", steps_json(price_all(profile, cp.plan, rph))}});
+          {{"total_us", cp.total}, {"steps", steps_json(price_all(profile, cp.plan, cost, rph))}});
     j["alternatives"] = alts;
     j["states_explored"] = r.states_explored;
     if (is_nested) {
@@ -195,17 +226,23 @@ int run(const PlanArgs& a) {
     << (r.best.plan.steps.size() == 1 ? "" : "s") << " (" << r.states_explored
     << " states explored)\n";
   print_steps(o, best);
-  o << "\ngreedy plan (plan_redistribution): " << us(g.total);
-  if (r.best.total > 0 && g.total > r.best.total * (1 + 1e-12))
-    o << " = " << std::fixed << std::setprecision(2) << g.total / r.best.total << std::defaultfloat
-      << "x the cost-based plan";
-  else
-    o << " (same cost)";
+  o << "\ngreedy plan (plan_redistribution): ";
+  if (!greedy_priced) {
+    o << "not priceable (" << greedy_unpriced << ")";
+  } else {
+    o << us(g.total);
+    if (r.best.total > 0 && g.total > r.best.total * (1 + 1e-12))
+      o << " = " << std::fixed << std::setprecision(2) << g.total / r.best.total
+        << std::defaultfloat << "x the cost-based plan";
+    else
+      o << " (same cost)";
+  }
   o << "\n";
   print_steps(o, gsteps);
   o << "\n"
     << r.alternatives.size() << " cheapest distinct plan" << (r.alternatives.size() == 1 ? "" : "s")
-    << " (--k " << a.k << "):\n";
+    << " found (--k " << a.k << (a.k > 1 ? "; past the first, a cheaper plan can be missed" : "")
+    << "):\n";
   for (std::size_t i = 0; i < r.alternatives.size(); ++i) {
     const CostedPlan& cp = r.alternatives[i];
     o << "  #" << i + 1 << "  " << std::setw(16) << us(cp.total) << "  ";
@@ -235,7 +272,10 @@ Runner add_plan_command(CLI::App& app) {
       "(Dijkstra over placement states, each step priced by the profile for the bytes and counts "
       "it\n"
       "moves and the link class of its mesh dim), each step's predicted us, the greedy plan\n"
-      "(plan_redistribution, DTensor's order) with its cost, and the k cheapest distinct plans.\n"
+      "(plan_redistribution, DTensor's order) with its cost, and up to k distinct plans, cheapest\n"
+      "first (the first is the cheapest; past it, the k-label search can miss a cheaper loop-free\n"
+      "plan, see docs/PLANNER.md \"Search\"). A greedy step the profile cannot price (no model\n"
+      "for its collective) is shown as not priceable.\n"
       "Ranks are laid out row-major over the mesh, --ranks-per-host consecutive ranks per host.\n"
       "Local steps (slice, partial, embed) are priced as a memory copy at a stated bandwidth\n"
       "(host 10 GB/s, cuda 1000 GB/s, by the profile's memory); details in docs/PLANNER.md.\n"
@@ -252,7 +292,9 @@ Runner add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--from", args->from, "Source placements, e.g. \"S(0),S(1)\"")->required();
   cmd->add_option("--to", args->to, "Target placements, e.g. \"R,S(0)\"")->required();
-  cmd->add_option("--k", args->k, "How many cheapest distinct plans to list")
+  cmd->add_option("--k", args->k,
+                  "How many distinct plans to list, cheapest first (for k > 1 not guaranteed "
+                  "to be the k cheapest)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-states", args->max_states,

@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 
 
 def run(sb, *args):
@@ -69,6 +70,38 @@ def main():
     r = run(sb, *base, "--mesh", "2x2", "--shape", "64x64", "--from", "S(0),S(0)", "--to", "S(1),S(1)", "--json")
     j = json.loads(r.stdout)
     assert j["recv_bytes"]["max_lower_bound"] <= j["recv_bytes"]["max_received"], j["recv_bytes"]
+
+    # A Partial the target keeps is not new data: the bound is what the source block lacks
+    # (64 B here), never above what the cost plan receives.
+    r = run(sb, *base, "--mesh", "2x2x2", "--shape", "8x8", "--from", "P,S(0),S(0)", "--to", "P,S(0),R", "--json")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["recv_bytes"]["max_lower_bound"] == 64, j["recv_bytes"]
+    assert j["recv_bytes"]["max_lower_bound"] <= j["recv_bytes"]["max_received"], j["recv_bytes"]
+
+    # A profile without all_to_all models: the cost plan avoids it (all_gather + local slice);
+    # the greedy plan's all_to_all is shown as not priceable, not an error.
+    with open(prof) as f:
+        p = json.load(f)
+    p["models"] = [m for m in p["models"] if m["collective"] != "all_to_all"]
+    with tempfile.TemporaryDirectory() as tmp:
+        no_a2a = os.path.join(tmp, "no-a2a.json")
+        with open(no_a2a, "w") as f:
+            json.dump(p, f)
+        args = ["--profile", no_a2a, "--mesh", "4", "--shape", "8x8", "--from", "S(0)", "--to", "S(1)"]
+        r = run(sb, *args)
+        assert r.returncode == 0, r.stderr
+        assert "greedy plan (plan_redistribution): not priceable (no model for all_to_all)" in r.stdout, r.stdout
+        r = run(sb, *args, "--json")
+        assert r.returncode == 0, r.stderr
+        j = json.loads(r.stdout)
+        assert [s["collective"] for s in j["steps"]] == ["all_gather", "local_slice"], j["steps"]
+        assert math.isfinite(j["total_us"]), j
+        assert j["greedy_total_us"] is None and j["greedy_unpriced"] == "no model for all_to_all", j
+        a2a = [s for s in j["greedy_steps"] if s["collective"] == "all_to_all"]
+        assert a2a and all(s["cost_us"] is None and s["unpriced"] == "no model for all_to_all" for s in a2a), j
+        for key in ("mesh_dim", "from", "to", "group_size", "bytes", "cost_us", "extrapolated", "text"):
+            assert all(key in s for s in j["greedy_steps"]), (key, j["greedy_steps"])
 
     # Bad input: exit 2, one error line naming the problem, nothing on stdout.
     bad = [
