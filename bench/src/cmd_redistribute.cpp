@@ -14,6 +14,7 @@
 #include "shardcal/error.hpp"
 #include "shardcal/redistribute.hpp"
 #include "shardcal/topology.hpp"
+#include "sweep/sweep.hpp"
 
 namespace shardbench {
 
@@ -83,7 +84,26 @@ int run(const RedistributeArgs& a) {
     const int rph = planner.cost() && a.ranks_per_host == 0
                         ? planner.resolve_ranks_per_host(shardcal::discover_topology(world))
                         : a.ranks_per_host;
-    const sweep::PlannedTransition planned = planner.plan(from, to, rph);  // same on every rank
+    // Each rank plans from its own --profile file: ranks given different files (or linked with
+    // another libm) can choose different plans, which would hang or corrupt data. Planning errors
+    // and the plan itself are agreed on before any data moves.
+    std::string plan_error;
+    sweep::PlannedTransition planned;
+    try {
+      planned = planner.plan(from, to, rph);
+    } catch (const shardcal::Error& e) {
+      plan_error = e.what();
+    }
+    if (planner.cost() && !a.no_check) {
+      sweep::agree_on_input(world, plan_error);
+      std::string steps;
+      for (const shardcal::Step& s : planned.plan.steps)
+        steps += (steps.empty() ? "" : ", ") + sweep::step_short(s);
+      sweep::check_same_plans(world, "redistribute --profile",
+                              planned.plan.to_string(), "plan [" + steps + "]");
+    } else if (!plan_error.empty()) {
+      throw shardcal::Error(plan_error);
+    }
     const shardcal::Plan& plan = planned.plan;
     shardcal::MeshCommunicator mc(mesh, world);
     if (a.root < 0 || a.root >= world.size())
@@ -161,9 +181,10 @@ Runner add_redistribute_command(CLI::App& app) {
                 "Print one JSON object per rank per line: "
                 "{\"rank\",\"coord\",\"local_shape\",\"offset\",\"values\"} (values row-major)");
   cmd->add_flag("--plan", args->plan_only, "Only print the plan (steps, collectives, bytes); no communication");
-  cmd->add_flag("--no-check", args->no_check,
-                "Skip the cross-rank check that every rank was given the same mesh, shape, dtype and "
-                "placements (one hash all-gather; on by default)");
+  cmd->add_flag(
+      "--no-check", args->no_check,
+      "Skip the cross-rank check that every rank was given the same mesh, shape, dtype and "
+      "placements, and with --profile chose the same plan (hash all-gathers; on by default)");
   cmd->add_option("--profile", args->profile,
                   "Plan with the cost-based planner (cheapest plan under this calibrated profile, "
                   "e.g. configs/profiles/dtensor-default.json) instead of the greedy rule-based one");

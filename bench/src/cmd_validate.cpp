@@ -23,6 +23,7 @@
 #include "shardcal/placement.hpp"
 #include "shardcal/topology.hpp"
 #include "sweep/config.hpp"
+#include "sweep/regret.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/signals.hpp"
 #include "sweep/stats.hpp"
@@ -54,6 +55,7 @@ struct Candidate {
   shardcal::Plan plan;
   std::vector<double> step_us;
   double predicted_us = 0;
+  std::string unpriced;            // why the profile cannot price it ("" = priced): greedy only
   std::vector<std::string> roles;  // "chosen", "greedy", "alternative" (one plan may be several)
   int rank = 0;                    // position by predicted cost among the listed plans
   std::vector<double> samples;     // seconds, every round's samples
@@ -104,10 +106,25 @@ Planned plan_transition(const shardcal::TensorSpec& from, const shardcal::Tensor
   if (r.alternatives.empty()) throw shardcal::Error("the cost planner returned no plan");
   add(r.alternatives[0].plan, r.alternatives[0].step_cost, r.alternatives[0].total, "chosen");
   const shardcal::CostedPlan greedy = shardcal::price_plan(shardcal::plan_redistribution(from, to), cost);
+  // The greedy plan may take a step the profile prices +inf (no model for its collective): it is
+  // still measured, but has no prediction (left out of the MAPE, counted as unpriced).
+  std::string greedy_unpriced;
+  for (std::size_t i = 0; i < greedy.plan.steps.size(); ++i) {
+    if (std::isfinite(greedy.step_cost[i])) continue;
+    const shardcal::StepTraffic t = shardcal::describe_step(greedy.plan.steps[i]);
+    const std::string why =
+        t.collective
+            ? "no model for " + std::string(shardcal::collective_info(*t.collective).name)
+            : std::string("no price for ") + shardcal::step_kind_name(greedy.plan.steps[i].kind);
+    if (greedy_unpriced.find(why) == std::string::npos)
+      greedy_unpriced += (greedy_unpriced.empty() ? "" : "; ") + why;
+  }
   for (std::size_t i = 1; i < r.alternatives.size(); ++i)
     add(r.alternatives[i].plan, r.alternatives[i].step_cost, r.alternatives[i].total, "alternative");
   const std::size_t n_alternatives = out.plans.size();
   add(greedy.plan, greedy.step_cost, greedy.total, "greedy");
+  if (!greedy_unpriced.empty() && out.plans.size() > n_alternatives)
+    out.plans.back().unpriced = greedy_unpriced;
   // Rank: order by predicted cost; the alternatives come sorted, a greedy plan outside them
   // ranks after them.
   for (std::size_t i = 0; i < out.plans.size(); ++i) out.plans[i].rank = int(std::min(i, n_alternatives));
@@ -149,6 +166,8 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   const int rph = cli.ranks_per_host > 0 ? cli.ranks_per_host : std::max(1, topo.max_ranks_per_host);
   const shardcal::StepCostFn cost = shardcal::calib::profile_step_cost(profile.profile, rph);
   std::vector<Planned> planned;
+  // Agreed on below: a rank that failed alone must not leave the others waiting.
+  std::string plan_error;
   for (const sw::Point& p : points) {
     try {
       const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
@@ -157,8 +176,19 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                                         shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
                                         cost, cli.k));
     } catch (const shardcal::Error& e) {
-      throw sw::InputError("planning " + p.label() + ": " + e.what());
+      plan_error = "planning " + p.label() + ": " + e.what();
+      break;
     }
+  }
+  sw::agree_on_input(world, plan_error);
+  {  // every rank runs the same plans, in the same order (the profile's sha256 agreed already)
+    std::string text;
+    std::size_t n = 0;
+    for (const Planned& pl : planned)
+      for (const Candidate& c : pl.plans) text += c.plan.to_string() + "\n", ++n;
+    sw::check_same_plans(
+        world, "validate", text,
+        std::to_string(n) + " plan(s) of " + std::to_string(planned.size()) + " transition(s)");
   }
 
   // 2. The output: rank 0 checks the directory now (before minutes of measuring) and writes a
@@ -207,7 +237,8 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
 
   std::vector<double> regrets, speedups, rel_errors;
   std::uint64_t wrong_total = 0;
-  std::size_t n_significant = 0;
+  std::size_t n_significant = 0, n_plans = 0, n_unpriced = 0, n_left_out_wrong = 0;
+  std::string unpriced_why;  // distinct reasons, for the summary line
   double best_speedup = 0;
   std::string best_speedup_label;
   std::unique_ptr<shardcal::MeshCommunicator> mc;
@@ -231,12 +262,13 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
         c.checked = c.checked || m.checked;
       }
     }
-    // Statistics, regret.
+    // Statistics, regret. Plans that produced wrong data are no alternative: left out of the
+    // best measured time (sweep/regret.hpp; they are counted in "wrong").
     std::vector<sw::Stats> st;
-    double best = 0;
+    std::vector<sw::MeasuredPlan> measured;
     for (const Candidate& c : plans) {
       st.push_back(sw::compute_stats(c.samples, cfg.confidence));
-      best = best == 0 ? st.back().p50 : std::min(best, st.back().p50);
+      measured.push_back({st.back(), c.wrong > 0});
       wrong_total += c.wrong;
     }
     const double chosen_us = st[0].p50 * 1e6;
@@ -244,11 +276,12 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     for (std::size_t i = 0; i < plans.size(); ++i)
       for (const auto& role : plans[i].roles)
         if (role == "greedy") greedy_us = st[i].p50 * 1e6;
-    const double regret = best > 0 ? st[0].p50 / best : 1.0;
-    // Beyond noise: the chosen plan's median CI lies wholly above the fastest plan's.
-    bool significant = false;
-    for (const sw::Stats& s : st) significant = significant || st[0].ci_lo > s.ci_hi;
+    // Beyond noise: the chosen plan's median CI lies wholly above a (correct) plan's.
+    const sw::Regret rg = sw::regret_of(measured);
+    const double regret = rg.regret;
+    const bool significant = rg.significant;
     n_significant += significant ? 1 : 0;
+    n_left_out_wrong += rg.left_out_wrong;
     const double speedup = chosen_us > 0 ? greedy_us / chosen_us : 1.0;
     regrets.push_back(regret);
     speedups.push_back(speedup);
@@ -258,22 +291,35 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     for (std::size_t i = 0; i < plans.size(); ++i) {
       const Candidate& c = plans[i];
       const double meas_us = st[i].p50 * 1e6;
+      // A plan the profile cannot price (+inf) has no prediction: no rel_error, not in the MAPE.
+      const bool priced = std::isfinite(c.predicted_us);
       const double rel = meas_us > 0 ? (c.predicted_us - meas_us) / meas_us : 0.0;
-      rel_errors.push_back(std::abs(rel));
+      ++n_plans;
+      if (priced) {
+        rel_errors.push_back(std::abs(rel));
+      } else {
+        ++n_unpriced;
+        if (unpriced_why.find(c.unpriced) == std::string::npos)
+          unpriced_why += (unpriced_why.empty() ? "" : "; ") + c.unpriced;
+      }
       json steps = json::array();
       for (const auto& s : c.plan.steps) steps.push_back(sw::step_short(s));
-      for (const auto& role : c.roles)
+      json step_us = json::array();
+      for (double u : c.step_us) step_us.push_back(std::isfinite(u) ? json(u) : json(nullptr));
+      for (const auto& role : c.roles) {
         jplans.push_back({{"role", role},
                           {"rank", c.rank},
                           {"steps", steps},
-                          {"step_predicted_us", c.step_us},
-                          {"predicted_us", c.predicted_us},
+                          {"step_predicted_us", step_us},
+                          {"predicted_us", priced ? json(c.predicted_us) : json(nullptr)},
                           {"measured_us", {{"median", meas_us},
                                            {"ci_lo", st[i].ci_lo * 1e6},
                                            {"ci_hi", st[i].ci_hi * 1e6},
                                            {"samples", st[i].n}}},
-                          {"rel_error", rel},
+                          {"rel_error", priced ? json(rel) : json(nullptr)},
                           {"wrong", c.checked ? json(c.wrong) : json(nullptr)}});
+        if (!priced) jplans.back()["unpriced"] = c.unpriced.empty() ? "priced +inf" : c.unpriced;
+      }
     }
     json rec = {{"schema", kValidateSchema},
                 {"version", kValidateVersion},
@@ -302,13 +348,17 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
          << " (predicted " << fmt_us(plans[0].predicted_us) << ", " << plans[0].plan.steps.size() << " steps)";
       if (plans[0].roles.size() > 1) os << " = greedy";
       else os << ", greedy " << fmt_us(greedy_us);
+      for (const auto& c : plans)
+        if (!c.unpriced.empty()) os << " (greedy not priceable: " << c.unpriced << ")";
       char buf[96];
       std::snprintf(buf, sizeof buf, ", %zu plan(s), regret %.3f%s, greedy/chosen %.2fx", plans.size(), regret,
                     significant ? " (beyond the CIs)" : "", speedup);
       os << buf;
       std::uint64_t w = 0;
       for (const auto& c : plans) w += c.wrong;
-      if (w > 0) os << "  WRONG " << w;
+      if (w > 0)
+        os << "  WRONG " << w
+           << (rg.left_out_wrong > 0 ? " (plans with wrong data left out of the regret)" : "");
       std::cout << os.str() << std::endl;
     }
   }
@@ -321,7 +371,8 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   const json summary = {{"schema", kSummarySchema},
                         {"version", kValidateVersion},
                         {"transitions", points.size()},
-                        {"plans_measured", rel_errors.size()},
+                        {"plans_measured", n_plans},
+                        {"plans_unpriced", n_unpriced},
                         {"regret", {{"median", sw::percentile_sorted(sorted, 0.5)},
                                     {"p95", sw::percentile_sorted(sorted, 0.95)},
                                     {"max", sorted.back()},
@@ -347,6 +398,13 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                   points.size(), sw::percentile_sorted(sorted, 0.5), sw::percentile_sorted(sorted, 0.95),
                   sorted.back(), n_significant, mape * 100, rel_errors.size(), best_speedup);
     std::cout << buf << " (" << best_speedup_label << ")\n";
+    if (n_unpriced > 0)
+      std::cout << "validate: " << n_unpriced << " plan(s) the profile cannot price ("
+                << unpriced_why << ") were measured but left out of the MAPE\n";
+    if (n_left_out_wrong > 0)
+      std::cout
+          << "validate: " << n_left_out_wrong
+          << " plan(s) that produced wrong data were left out of the best time of the regret\n";
     if (status == "ok") std::cout << "validate: wrote " << cli.out << "\n";
     std::cout.flush();
   }
@@ -368,9 +426,12 @@ Runner add_validate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "validate",
       "Check the cost-based planner against measurement: for every transition of a sweep config,\n"
-      "measure the plan chosen under --profile, the greedy plan and the k cheapest distinct plans\n"
-      "with the sweep's transition timing (rounds interleave the plans), and report predicted vs\n"
-      "measured time, regret = measured(chosen) / best measured, and greedy/chosen.\n"
+      "measure the plan chosen under --profile, the greedy plan and up to k distinct plans found\n"
+      "by the search, cheapest first (past the chosen one not necessarily the k cheapest; see\n"
+      "docs/PLANNER.md \"Search\") with the sweep's transition timing (rounds interleave the\n"
+      "plans), and report predicted vs measured time, regret = measured(chosen) / best measured\n"
+      "(plans with wrong data left out), and greedy/chosen. A greedy plan the profile cannot\n"
+      "price (no model for a collective) is measured but left out of the MAPE.\n"
       "Output (JSON Lines, written atomically): one record per transition, then a summary;\n"
       "docs/RESULTS_FORMAT.md, section \"Validate file\". Config: the sweep's format (its\n"
       "\"transitions\", sizes, dtypes, transition_distributions, timing keys; collectives are\n"
@@ -387,7 +448,10 @@ Runner add_validate_command(CLI::App& app) {
                   "Calibrated profile that prices the plans (default: the config's \"profile\")");
   cmd->add_option("--config", cli->config, "Sweep config whose transitions are validated")->required();
   cmd->add_option("--out", cli->out, "Output file (JSON Lines), replaced at the end")->required();
-  cmd->add_option("--k", cli->k, "Cheapest distinct plans to measure (the chosen one included)")
+  cmd->add_option(
+         "--k", cli->k,
+         "Distinct plans of the search to measure, cheapest first (the chosen one included; "
+         "for k > 1 not necessarily the k cheapest)")
       ->capture_default_str()
       ->check(CLI::Range(1, 20));
   cmd->add_option("--rounds", cli->rounds,

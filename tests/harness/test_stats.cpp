@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "shardcal/collectives.hpp"
+#include "sweep/regret.hpp"
 #include "sweep/stats.hpp"
 
 using namespace shardbench;
@@ -98,4 +99,43 @@ TEST(CollectiveTable, SchemasListTheTable) {
     const auto list = nlohmann::json::parse(text.substr(open, close - open + 1));
     EXPECT_EQ(list.get<std::vector<std::string>>(), names) << path;
   }
+}
+
+namespace {
+MeasuredPlan measured(double p50, double lo, double hi, bool wrong = false) {
+  MeasuredPlan m;
+  m.stats.n = 10;
+  m.stats.p50 = p50, m.stats.ci_lo = lo, m.stats.ci_hi = hi;
+  m.wrong = wrong;
+  return m;
+}
+}  // namespace
+
+// validate's regret: a plan that produced wrong data is no alternative; a plan measured at 0 s
+// is (0 is a time, not "unset").
+TEST(Regret, WrongPlansAreLeftOutOfTheBest) {
+  // The fastest plan (index 2) produced wrong data: the regret compares with plan 1 only.
+  const Regret r = regret_of(
+      {measured(2.0, 1.9, 2.1), measured(1.6, 1.5, 1.7), measured(1.0, 0.9, 1.1, /*wrong=*/true)});
+  EXPECT_DOUBLE_EQ(r.regret, 2.0 / 1.6);
+  EXPECT_TRUE(r.significant);  // 1.9 > 1.7
+  EXPECT_EQ(r.left_out_wrong, 1u);
+  // Only a wrong plan was faster: regret 1, not significant.
+  const Regret w = regret_of({measured(2.0, 1.9, 2.1), measured(1.0, 0.9, 1.1, true)});
+  EXPECT_DOUBLE_EQ(w.regret, 1.0);
+  EXPECT_FALSE(w.significant);
+  // The chosen plan counts even when it is wrong (that is reported as wrong data).
+  const Regret c = regret_of({measured(1.0, 0.9, 1.1, true), measured(3.0, 2.9, 3.1)});
+  EXPECT_DOUBLE_EQ(c.regret, 1.0);
+  EXPECT_EQ(c.left_out_wrong, 0u);
+}
+
+TEST(Regret, ZeroMedianIsATimeNotUnset) {
+  // A plan measured at 0 (below the timer's resolution) is the best, not "no best yet".
+  const Regret r = regret_of({measured(0.0, 0.0, 0.0), measured(1.0, 0.9, 1.1)});
+  EXPECT_DOUBLE_EQ(r.regret, 1.0);
+  const Regret s =
+      regret_of({measured(1.0, 0.9, 1.1), measured(0.0, 0.0, 0.0), measured(0.5, 0.4, 0.6)});
+  EXPECT_DOUBLE_EQ(s.regret, 1.0);  // best 0: no finite ratio, reported as 1
+  EXPECT_TRUE(s.significant);
 }

@@ -9,6 +9,10 @@
              greedy_speedup, rel_error, the summary's median/p95 regret and MAPE recomputed
   badinput   no profile, an unreadable profile, a config without transitions, a missing --out
              directory: exit 2, one message, no output file
+  unpriced   a profile without all_to_all models: the greedy plan's prediction is null with a
+             reason, left out of the MAPE, counted in plans_unpriced
+  plan_agreement (MPI) ranks given different profile files: redistribute exits with one error
+             naming the ranks whose plans differ
   planned    `redistribute --profile` verifies against the reference and names the planner and
              profile; `sweep` with config key "profile" records the planner in the context, in
              every transition record and in its key; --resume with another profile is refused
@@ -203,6 +207,97 @@ def check_badinput(args):
                            missing, "missing --out directory", "does not exist")
 
 
+def write_profile_without(tmp, collective):
+    """dtensor-default without the models of one collective: the planner prices it +inf."""
+    p = json.load(open(PROFILE))
+    p["models"] = [m for m in p["models"] if m["collective"] != collective]
+    path = os.path.join(tmp, f"no-{collective}.json")
+    with open(path, "w") as f:
+        json.dump(p, f)
+    return path
+
+
+def check_unpriced(args):
+    """A greedy plan the profile cannot price (no all_to_all model): measured, its prediction
+    null with a reason, left out of the MAPE and counted in plans_unpriced; never an inf MAPE."""
+    cfg = {"name": "validate-test-unpriced", "meshes": ["4"],
+           "transitions": [{"mesh": "4", "from": "S(0)", "to": "S(1)"}, {"mesh": "4", "from": "P", "to": "R"}],
+           "sizes": [4096], "dtypes": ["f32"], "warmup": 1, "iterations": {"min": 4, "max": 12},
+           "time_budget_s": 0.02, "check": True}
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = write_profile_without(tmp, "all_to_all")
+        cfg_path = os.path.join(tmp, "cfg.json")
+        json.dump(cfg, open(cfg_path, "w"))
+        out = os.path.join(tmp, "v.jsonl")
+        r = run(cmd(args, "validate", ["--profile", prof, "--config", cfg_path, "--out", out, "--k", "2",
+                                       "--rounds", "2", "-q"]))
+        if r.returncode != 0:
+            fail(f"validate with a profile lacking all_to_all: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+        if "inf%" in r.stdout or "nan" in r.stdout.lower():
+            fail(f"non-finite MAPE printed:\n{r.stdout}")
+        if "cannot price (no model for all_to_all)" not in r.stdout:
+            fail(f"the summary must say which plans were left out of the MAPE and why:\n{r.stdout}")
+        recs = [json.loads(l) for l in open(out)]
+    try:
+        import jsonschema
+        v = jsonschema.Draft202012Validator(json.load(open(os.path.join(ROOT, "configs", "schema",
+                                                                        "validate.schema.json"))))
+        for i, rec in enumerate(recs, 1):
+            errs = sorted(v.iter_errors(rec), key=str)
+            if errs:
+                fail(f"line {i} does not match validate.schema.json: {errs[0].message}")
+    except ImportError:
+        print("note: jsonschema not available, output not schema-checked")
+    a2a = recs[0]
+    greedy = next(p for p in a2a["plans"] if p["role"] == "greedy")
+    if greedy["predicted_us"] is not None or greedy["rel_error"] is not None \
+            or greedy.get("unpriced") != "no model for all_to_all" or None not in greedy["step_predicted_us"]:
+        fail(f"greedy all_to_all plan: {greedy}")
+    if greedy["wrong"] != 0 or greedy["measured_us"]["samples"] < 1:
+        fail(f"the unpriced greedy plan must still be measured and checked: {greedy}")
+    chosen = a2a["plans"][0]
+    if chosen["predicted_us"] is None or any("all_to_all" in s for s in chosen["steps"]):
+        fail(f"chosen plan must avoid all_to_all and be priced: {chosen}")
+    errors = []
+    n_plans = n_unpriced = 0
+    for rec in recs[:-1]:
+        for p in {json.dumps(p["steps"]): p for p in rec["plans"]}.values():
+            n_plans += 1
+            if p["rel_error"] is None:
+                n_unpriced += 1
+            else:
+                errors.append(abs(p["rel_error"]))
+    s = recs[-1]
+    if s["plans_unpriced"] != n_unpriced or n_unpriced != 1 or s["plans_measured"] != n_plans:
+        fail(f"summary plans_measured {s['plans_measured']} / plans_unpriced {s['plans_unpriced']}, "
+             f"expected {n_plans} / {n_unpriced} (1)")
+    if s["mape"] is None or not close(s["mape"], sum(errors) / len(errors)):
+        fail(f"summary mape {s['mape']} != {sum(errors) / len(errors)} over the priced plans")
+    print(f"ok   unpriced greedy plan: measured, left out of the MAPE ({s['mape']:.3f} over {len(errors)} plans)")
+
+
+def check_plan_agreement(args):
+    """MPI only: ranks given different profile files choose different plans; redistribute must
+    stop with one error naming the ranks that differ (not hang or corrupt data)."""
+    if not args.mpiexec:
+        print("skip plan agreement: needs --mpiexec")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        # dtensor-default plans S(0) -> S(1) as all_gather + slice; without all_gather, all_to_all.
+        prof = write_profile_without(tmp, "all_gather")
+        mpi = args.mpiexec.split(";")
+        common = ["redistribute", "--backend", "mpi", "--mesh", "4", "--shape", "64x64", "--from", "S(0)",
+                  "--to", "S(1)"]
+        c = mpi + ["-np", "2", args.shardbench] + common + ["--profile", PROFILE] + \
+            [":", "-np", "2", args.shardbench] + common + ["--profile", prof]
+        r = run(c, timeout=120)
+        if r.returncode == 0 or "every rank must execute the same plans" not in r.stderr \
+                or "ranks 0,1" not in r.stderr or "ranks 2,3" not in r.stderr:
+            fail(f"redistribute with different profiles per rank: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+        print("ok   different plans per rank refused: " + next(
+            l for l in r.stderr.splitlines() if "same plans" in l)[:200])
+
+
 def check_planned(args):
     sb = args.shardbench
     # redistribute: the cost plan runs and is verified against the reference.
@@ -303,12 +398,13 @@ def check_planned(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=["validate", "badinput", "planned"])
+    ap.add_argument("check", choices=["validate", "badinput", "planned", "unpriced", "plan_agreement"])
     ap.add_argument("--shardbench", required=True)
     ap.add_argument("--backend", default="sim")
     ap.add_argument("--mpiexec", default="")
     args = ap.parse_args()
-    {"validate": check_validate, "badinput": check_badinput, "planned": check_planned}[args.check](args)
+    {"validate": check_validate, "badinput": check_badinput, "planned": check_planned,
+     "unpriced": check_unpriced, "plan_agreement": check_plan_agreement}[args.check](args)
 
 
 if __name__ == "__main__":

@@ -181,6 +181,23 @@ void check_same_job(Communicator& world, const std::string& config_hash, const s
   }
 }
 
+void check_same_plans(Communicator& world, const std::string& what, const std::string& plans_text,
+                      const std::string& summary) {
+  const std::uint64_t h = fnv1a64(plans_text);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  try {
+    shardcal::check_same_spec(world, what + ": every rank must execute the same plans", h,
+                              summary + " (plan hash " + hex + ")");
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError(std::string(e.what()) +
+                     "; give every rank the same profile file (and the same build), or plan "
+                     "without --profile");
+  }
+}
+
 int run_sweep_rank(Communicator& world, const SweepJob& job) {
   const SweepConfig& cfg = job.config;
   // 1. Pure validation and expansion: identical on every rank, no communication yet.
@@ -210,6 +227,8 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
   // is an input error before any file is touched; the planner is part of each point's key.
   const int rph = job.planner.resolve_ranks_per_host(topo);
   std::map<std::size_t, PlannedTransition> plans;
+  // Agreed on below: a rank that failed alone must not leave the others waiting.
+  std::string plan_error;
   for (Point& p : points) {
     if (!p.transition) continue;
     p.planner = job.planner.key(rph);
@@ -219,8 +238,17 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       plans.emplace(p.index, job.planner.plan(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
                                               shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta), rph));
     } catch (const Error& e) {
-      throw InputError("planning " + p.label() + " with the " + job.planner.name + " planner: " + e.what());
+      plan_error =
+          "planning " + p.label() + " with the " + job.planner.name + " planner: " + e.what();
+      break;
     }
+  }
+  agree_on_input(world, plan_error);
+  if (job.planner.cost()) {  // greedy plans are a pure function of the (checked) config
+    std::string text;
+    for (const auto& [index, pt] : plans)
+      text += std::to_string(index) + ":" + pt.plan.to_string() + "\n";
+    check_same_plans(world, "sweep", text, std::to_string(plans.size()) + " transition plan(s)");
   }
   ResultsFile file;
   std::string status;

@@ -58,6 +58,15 @@ void agree_on_input(shardcal::Communicator& world, const std::string& local_erro
 void check_same_job(shardcal::Communicator& world, const std::string& config_hash,
                     const std::string& mode, const std::string& description);
 
+// Collective over world: every rank must execute the same plans. `plans_text` is this rank's
+// plans (Plan::to_string of each, in order), hashed; `summary` a short description for the
+// message (e.g. the steps of one plan, or "7 transition plans"). Plans made by each rank from
+// its own --profile file (or with another libm) can differ even when the inputs agree, and
+// different plans on different ranks hang or corrupt data. Throws the same InputError on every
+// rank otherwise, naming which ranks hold which plans (shardcal::check_same_spec).
+void check_same_plans(shardcal::Communicator& world, const std::string& what,
+                      const std::string& plans_text, const std::string& summary);
+
 // Exit code, identical on every rank: 0 all points done and correct, 1 some point had wrong
 // elements, 128+signal when stopped by SIGINT/SIGTERM (the file stays valid for --resume).
 int run_sweep_rank(shardcal::Communicator& world, const SweepJob& job);
