@@ -68,6 +68,9 @@ class Segment:
     alpha_us: float
     alpha_step_us: float
     bandwidth_GBps: float
+    # Relative standard errors of alpha_us and bandwidth_GBps from the fit (None = unknown).
+    alpha_rel_se: Optional[float] = None
+    bandwidth_rel_se: Optional[float] = None
 
 
 @dataclass
@@ -179,7 +182,8 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
         if not isinstance(s, dict):
             _fail(origin, p, "expected an object", "fix the value")
         for k in s:
-            if k not in ("s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps"):
+            if k not in ("s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps", "alpha_rel_se",
+                         "bandwidth_rel_se"):
                 _fail(origin, f"{p}/{k}", f"unknown key '{k}'", "remove it")
         if "s_hi" not in s:
             _fail(origin, f"{p}/s_hi", "required field is missing", "add it (null = unbounded)")
@@ -187,6 +191,11 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
                       None if s["s_hi"] is None else _num(origin, s, p, "s_hi", 0.0),
                       _num(origin, s, p, "alpha_us", 0.0), _num(origin, s, p, "alpha_step_us", 0.0),
                       _num(origin, s, p, "bandwidth_GBps", 0.0, strict=True))
+        # Optional relative standard errors: absent = unknown; present = a finite number >= 0.
+        if "alpha_rel_se" in s:
+            seg.alpha_rel_se = _num(origin, s, p, "alpha_rel_se", 0.0)
+        if "bandwidth_rel_se" in s:
+            seg.bandwidth_rel_se = _num(origin, s, p, "bandwidth_rel_se", 0.0)
         if i == 0 and seg.s_lo != 0:
             _fail(origin, f"{p}/s_lo", "the first segment must start at 0 bytes", "set it to 0")
         if i > 0 and (out[-1].s_hi is None or seg.s_lo != out[-1].s_hi):

@@ -39,6 +39,9 @@ struct Obs {
 
 struct Coef {
   double a0 = 0, as = 0, inv = kInvFloor;  // inv: us per byte of S*f(n)
+  // Standard errors of a0 and inv from the final weighted fit; NaN = unknown (the coefficient
+  // is pinned at its bound, N <= free coefficients, or the design is rank-deficient).
+  double se_a0 = NAN, se_inv = NAN;
 };
 
 double feat(int j, const Obs& o, Collective c) {
@@ -81,6 +84,7 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
       b(Eigen::Index(i)) = target * sw;
     }
     double x[3] = {fixed[0], fixed[1], fixed[2]};
+    double se[3] = {NAN, NAN, NAN};
     if (!free_vars.empty()) {
       // Columns differ by orders of magnitude (1 vs S*f): scale them for the QR.
       Eigen::VectorXd scale(A.cols());
@@ -89,9 +93,29 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
         if (scale(q) <= 0) scale(q) = 1;
         A.col(q) /= scale(q);
       }
-      Eigen::VectorXd sol = A.colPivHouseholderQr().solve(b);
+      const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
+      Eigen::VectorXd sol = qr.solve(b);
       for (std::size_t q = 0; q < free_vars.size(); ++q)
         x[free_vars[q]] = sol(Eigen::Index(q)) / scale(Eigen::Index(q));
+      // Standard errors of the free coefficients: the weighted least-squares covariance
+      // Cov = s^2 (A^T W A)^-1, s^2 = sum w_i r_i^2 / (N - p) (Seber & Lee, "Linear Regression
+      // Analysis", 2nd ed., Wiley 2003, sections 3.3 and 3.10). A's rows already carry the
+      // weights sqrt(w_i)/y_i (relative residuals times the Huber weights of this IRLS step), so
+      // b - A sol are the weighted residuals. With A P = Q R, (A^T A)^-1 = P R^-1 R^-T P^T; the
+      // column scaling is undone by dividing by scale. Coefficients pinned at a bound are not
+      // estimated: they get no SE. Huber IRLS: the covariance of the final iteration, the usual
+      // approximation (Holland & Welsch 1977).
+      const Eigen::Index N = A.rows(), P = A.cols();
+      if (N > P && qr.rank() == P) {
+        const double s2 = (b - A * sol).squaredNorm() / double(N - P);
+        const Eigen::MatrixXd r_inv =
+            qr.matrixR().topLeftCorner(P, P).triangularView<Eigen::Upper>().solve(
+                Eigen::MatrixXd::Identity(P, P));
+        const Eigen::MatrixXd cov =
+            qr.colsPermutation() * (r_inv * r_inv.transpose()) * qr.colsPermutation().transpose();
+        for (Eigen::Index q = 0; q < P; ++q)
+          se[free_vars[std::size_t(q)]] = std::sqrt(s2 * cov(q, q)) / scale(q);
+      }
     }
     int worst = -1;
     double worst_v = 0;
@@ -103,7 +127,7 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
         worst_v = v;
       }
     }
-    out = Coef{x[0], x[1], x[2]};
+    out = Coef{x[0], x[1], x[2], se[0], se[2]};
     if (worst < 0) break;
     free_vars.erase(std::find(free_vars.begin(), free_vars.end(), worst));  // pinned at its bound
   }
@@ -184,6 +208,7 @@ void make_monotone(Piecewise& p, Collective c, int n_max) {
   for (std::size_t k = 1; k < p.coef.size(); ++k) {
     Coef& prev = p.coef[k - 1];
     Coef& cur = p.coef[k];
+    const Coef fitted = cur;
     if (cur.as < prev.as) cur.as = prev.as;
     const double b = p.lo[k];
     double deficit = prev.a0 - cur.a0;  // n = 1
@@ -194,6 +219,10 @@ void make_monotone(Piecewise& p, Collective c, int n_max) {
         A + B * info.ring_steps(hi + 1) + std::max(C * info.busbw_factor(hi + 1), C * f_inf);
     deficit = std::max(deficit, tail);
     if (deficit > 0) cur.a0 += deficit * (1 + 1e-12) + 1e-12;
+    // An alpha0 moved by more than its own SE (or one whose alpha_step was raised) is set by this
+    // constraint, not by the data: its SE would not describe it (as for a coefficient pinned at
+    // a bound). The slope is not touched, so its SE stays.
+    if (cur.as != fitted.as || cur.a0 - fitted.a0 > fitted.se_a0) cur.se_a0 = NAN;
   }
 }
 
@@ -291,6 +320,10 @@ std::vector<Segment> to_segments(const Piecewise& p) {
     s.alpha_us = p.coef[k].a0;
     s.alpha_step_us = p.coef[k].as;
     s.bandwidth_GBps = 1.0 / (p.coef[k].inv * 1e3);
+    // Relative SEs; B = 1/(inv 1e3), so SE(B)/B = SE(inv)/inv to first order (delta method).
+    const Coef& fit = p.coef[k];
+    if (std::isfinite(fit.se_a0) && fit.a0 > 0) s.alpha_rel_se = fit.se_a0 / fit.a0;
+    if (std::isfinite(fit.se_inv)) s.bandwidth_rel_se = fit.se_inv / fit.inv;
     out.push_back(s);
   }
   return out;
@@ -569,6 +602,8 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
   // planner's path, including its nearest-measured-class rule).
   Profile tmp;
   tmp.cluster = "calibration";
+  tmp.backend = rs.backend;
+  tmp.memory = rs.memory;
   tmp.models = cal.models;
   double tsum = 0;
   int tcnt = 0;
@@ -594,6 +629,8 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
             price_collective(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
         tp.extrapolated = tp.extrapolated || pr.extrapolated;
         tp.predicted_us += pr.time_us;
+        // Pack/unpack around the collective, as the planner prices it (step_cost.cpp).
+        if (prices_copies(tmp)) tp.predicted_us += s.copy_bytes / (local_copy_GBps(tmp) * 1e3);
       } catch (const Error&) {
         missing = true;  // no model for this collective
         break;

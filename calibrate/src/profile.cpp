@@ -136,7 +136,9 @@ struct Reader {
 
   Segment segment(const json& v, const std::string& ptr) const {
     object(v, ptr);
-    only_keys(v, ptr, {"s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps"});
+    only_keys(v, ptr,
+              {"s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps", "alpha_rel_se",
+               "bandwidth_rel_se"});
     Segment s;
     s.s_lo = number(member(v, ptr, "s_lo"), ptr + "/s_lo", 0.0, false, "segment start s_lo (bytes)");
     const json& hi = member(v, ptr, "s_hi");
@@ -146,6 +148,13 @@ struct Reader {
                              "per-step latency alpha_step_us");
     s.bandwidth_GBps = number(member(v, ptr, "bandwidth_GBps"), ptr + "/bandwidth_GBps", 0.0, true,
                               "bandwidth_GBps");
+    // Optional: absent = unknown. Present means a number (null is not "unknown": omit the key).
+    if (auto it = v.find("alpha_rel_se"); it != v.end())
+      s.alpha_rel_se =
+          number(*it, ptr + "/alpha_rel_se", 0.0, false, "relative standard error alpha_rel_se");
+    if (auto it = v.find("bandwidth_rel_se"); it != v.end())
+      s.bandwidth_rel_se = number(*it, ptr + "/bandwidth_rel_se", 0.0, false,
+                                  "relative standard error bandwidth_rel_se");
     return s;
   }
 
@@ -411,6 +420,8 @@ std::string profile_to_json(const Profile& p) {
       js["alpha_us"] = s.alpha_us;
       js["alpha_step_us"] = s.alpha_step_us;
       js["bandwidth_GBps"] = s.bandwidth_GBps;
+      if (s.alpha_rel_se) js["alpha_rel_se"] = *s.alpha_rel_se;  // NaN: refused by the self-check
+      if (s.bandwidth_rel_se) js["bandwidth_rel_se"] = *s.bandwidth_rel_se;
       segs.push_back(std::move(js));
     }
     jm["segments"] = std::move(segs);

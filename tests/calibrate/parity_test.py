@@ -62,6 +62,10 @@ def random_profile(rng):
         segs = [{"s_lo": bounds[i], "s_hi": bounds[i + 1], "alpha_us": rnum(rng, 0, 50),
                  "alpha_step_us": rnum(rng, 0, 5), "bandwidth_GBps": max(0.01, rnum(rng, 0.01, 400))}
                 for i in range(nseg)]
+        for seg in segs:  # optional relative standard errors (measured profiles carry them)
+            if rng.random() < 0.3:
+                seg["alpha_rel_se"] = rnum(rng, 0, 2)
+                seg["bandwidth_rel_se"] = rnum(rng, 0, 0.5)
         m = {"collective": coll, "hosts": hosts, "concurrent_groups": cg, "dtype": dtype, "group_sizes": sizes,
              "effective_size": rng.choice(["total", "n_times_max"]), "segments": segs,
              "quality": {"points": 10, "mape": 0.05, "max_rel_error": 0.2, "holdout_mape": None,
@@ -114,6 +118,12 @@ def parity(tool, repo):
             profiles.append(path)
         for path in profiles:
             prof = sp.load(path)
+            with open(path) as f:  # the optional relative SEs are read as written (absent: None)
+                raw = json.load(f)
+            for m, rm in zip(prof.models, raw["models"]):
+                for seg, rs in zip(m.segments, rm["segments"]):
+                    assert (seg.alpha_rel_se, seg.bandwidth_rel_se) == \
+                        (rs.get("alpha_rel_se"), rs.get("bandwidth_rel_se")), (path, rs)
             queries = [random_query(rng) for _ in range(200)]
             lines = []
             for (coll, n, hosts, rph, cg, nbytes, dtype, elem, counts) in queries:
@@ -201,7 +211,7 @@ def edge_parity(tool, sp):
             doc["extra"] = {"deep": inner}
             cases.append((f"depth {depth} leaf {json.dumps(leaf)}", json.dumps(doc)))
     cases.append(("depth 100000", json.dumps(base)[:-1] + ', "extra": ' + "[" * 100000 + "]" * 100000 + "}"))
-    for key in ("alpha_us", "bandwidth_GBps", "s_lo"):
+    for key in ("alpha_us", "bandwidth_GBps", "s_lo", "alpha_rel_se"):
         doc = json.loads(json.dumps(base))
         doc["models"][0]["segments"][0][key] = 10 ** 400
         cases.append((f"{key} = 1e400 (integer literal)", json.dumps(doc)))
@@ -357,6 +367,14 @@ def schema(repo):
     bad = json.loads(json.dumps(docs[0]))
     bad["models"][0]["colour"] = 1
     assert not v.is_valid(bad), "schema accepts an unknown key"
+    for key in ("alpha_rel_se", "bandwidth_rel_se"):
+        good = json.loads(json.dumps(docs[0]))
+        good["models"][0]["segments"][0][key] = 0.25
+        v.validate(good)
+        for value in (-0.1, None, "0.1"):
+            bad = json.loads(json.dumps(good))
+            bad["models"][0]["segments"][0][key] = value
+            assert not v.is_valid(bad), f"schema accepts {key} = {value!r}"
     print(f"schema: {len(docs)} profiles valid, bad ones rejected")
 
 

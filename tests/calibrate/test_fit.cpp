@@ -211,6 +211,127 @@ TEST(CalibrateFit, SegmentCountChosenByHoldout) {
   EXPECT_EQ(only_model(cal).segments.size(), 1u);
 }
 
+// Parameter standard errors (Segment::alpha_rel_se, bandwidth_rel_se) against known truth. On
+// data sets drawn from known parameters with 3% multiplicative Gaussian noise, z = (estimate -
+// truth) / SE must look like a standard normal: about 95% of |z| <= 2 and 68% of |z| <= 1. The
+// bands below are loose enough for 50 data sets (fixed seeds), yet a SE 10x too small or too
+// large fails them (checked on the same z values: a wrongly scaled SE cannot pass).
+std::vector<double> size_grid(double lo, double hi, double step) {
+  std::vector<double> v;
+  for (double s = lo; s <= hi * 1.0001; s *= step) v.push_back(std::round(s / 64) * 64);
+  return v;
+}
+
+struct Coverage {
+  std::vector<double> z;
+  double within(double k, double se_scale) const {
+    int in = 0;
+    for (double x : z) in += std::abs(x / se_scale) <= k;
+    return double(in) / double(z.size());
+  }
+  // The SEs, multiplied by se_scale, are calibrated: +-2 SE covers 80-100% and +-1 SE 45-90%.
+  bool calibrated(double se_scale) const {
+    const double c2 = within(2, se_scale), c1 = within(1, se_scale);
+    return c2 >= 0.8 && c2 <= 1.0 && c1 >= 0.45 && c1 <= 0.9;
+  }
+};
+
+TEST(CalibrateFit, ParameterStandardErrorsCoverTheTruth) {
+  struct Design {
+    const char* name;
+    std::vector<int> ns;
+    std::vector<double> sizes;
+    TrueSeg truth;
+  };
+  const std::vector<Design> designs = {
+      // Three group sizes, 64 B - 4 MiB: alpha0, alpha_step and B all determined.
+      {"three group sizes", {2, 4, 8}, size_grid(64, 4 << 20, 2), {20.0, 2.0, 5.0}},
+      // One group size on a slow link (400 Mbit/s) from 256 KiB: alpha is 30% of the smallest
+      // point's time and < 0.1% of the largest, so it trades off against B (the emulated
+      // two-host case of docs/PERFORMANCE.md) and its SE is several percent.
+      {"alpha a small share",
+       {8},
+       size_grid(256 << 10, 64 << 20, std::sqrt(2.0)),
+       {2000.0, 0.0, 0.05}},
+  };
+  FitOptions opt;
+  opt.max_segments = 1;  // one regime: the SE of that segment's fit is what is tested
+  for (const Design& d : designs) {
+    SCOPED_TRACE(d.name);
+    Coverage alpha, bw;
+    double alpha_se_sum = 0;
+    for (unsigned seed = 1; seed <= 50; ++seed) {
+      std::mt19937_64 rng(1000 + seed);
+      std::vector<json> recs{context()};
+      for (int n : d.ns)
+        for (double s : d.sizes) {
+          const auto& info = collective_info(Collective::AllGather);
+          const double t = d.truth.a0 + d.truth.as * info.ring_steps(n) +
+                           s * info.busbw_factor(n) / (d.truth.B * 1e3);
+          recs.push_back(
+              point(Collective::AllGather, n, s, noisy(t, rng, 0.03, 1), even_counts(n, s), s, s));
+        }
+      TempFile f("se.jsonl");
+      f.write(recs);
+      const Calibration cal = calibrate(read_results({f.path}), opt);
+      const Model& m = only_model(cal);
+      ASSERT_EQ(m.segments.size(), 1u);
+      const Segment& s = m.segments[0];
+      ASSERT_TRUE(s.alpha_rel_se && s.bandwidth_rel_se) << "seed " << seed;
+      ASSERT_TRUE(std::isfinite(*s.alpha_rel_se) && *s.alpha_rel_se > 0) << *s.alpha_rel_se;
+      ASSERT_TRUE(std::isfinite(*s.bandwidth_rel_se) && *s.bandwidth_rel_se > 0);
+      // alpha0 and 1/B are the coefficients the fit is linear in: z in those.
+      alpha.z.push_back((s.alpha_us - d.truth.a0) / (*s.alpha_rel_se * s.alpha_us));
+      bw.z.push_back((1.0 - s.bandwidth_GBps / d.truth.B) / *s.bandwidth_rel_se);
+      alpha_se_sum += *s.alpha_rel_se;
+    }
+    for (const Coverage* c : {&alpha, &bw}) {
+      const char* what = c == &alpha ? "alpha" : "bandwidth";
+      EXPECT_TRUE(c->calibrated(1.0))
+          << what << ": +-2 SE covers " << c->within(2, 1) << ", +-1 SE " << c->within(1, 1);
+      EXPECT_GE(c->within(3, 1.0), 0.96) << what;  // the truth within ~3 SE
+      EXPECT_FALSE(c->calibrated(0.1)) << what << ": a SE 10x too small would pass";
+      EXPECT_FALSE(c->calibrated(10.0)) << what << ": a SE 10x too large would pass";
+      std::printf("%s, %s: +-1 SE covers %.2f, +-2 SE %.2f, +-3 SE %.2f\n", d.name, what,
+                  c->within(1, 1), c->within(2, 1), c->within(3, 1));
+    }
+    std::printf("%s: mean alpha_rel_se %.3f\n", d.name, alpha_se_sum / 50);
+    if (std::string(d.name) == "alpha a small share") {  // the case the gate must not over-read
+      EXPECT_GT(alpha_se_sum / 50, 0.03);
+    }
+  }
+}
+
+// No SE where the data do not determine the parameter: a slope pinned at its floor (times that
+// do not grow with S) gets no bandwidth_rel_se; an alpha0 pinned at 0 no alpha_rel_se.
+TEST(CalibrateFit, ParameterStandardErrorsOmittedWhenPinned) {
+  FitOptions opt;
+  opt.max_segments = 1;
+  const auto& info = collective_info(Collective::AllGather);
+  std::vector<json> flat{context()}, no_alpha{context()};
+  for (double s : size_grid(64, 4 << 20, 2)) {
+    // Slightly falling with S: the unconstrained slope is negative.
+    flat.push_back(point(Collective::AllGather, 4, s, one(50.0 - 0.1 * std::log2(s)),
+                         even_counts(4, s), s, s));
+    // Exactly a line with a negative intercept (-0.004 us): alpha0 is pinned at 0.
+    no_alpha.push_back(point(Collective::AllGather, 4, s,
+                             one(s * info.busbw_factor(4) / 5e3 - 0.004), even_counts(4, s), s, s));
+  }
+  TempFile f("pinned.jsonl");
+  f.write(flat);
+  const Calibration cal_flat = calibrate(read_results({f.path}), opt);
+  const Segment& s_flat = only_model(cal_flat).segments.at(0);
+  EXPECT_NEAR(s_flat.bandwidth_GBps, 1e6, 1e-3);  // unresolved: 1/B at its floor
+  EXPECT_FALSE(s_flat.bandwidth_rel_se.has_value());
+  EXPECT_TRUE(s_flat.alpha_rel_se.has_value());
+  f.write(no_alpha);
+  const Calibration cal_bw = calibrate(read_results({f.path}), opt);
+  const Segment& s_bw = only_model(cal_bw).segments.at(0);
+  EXPECT_EQ(s_bw.alpha_us, 0.0);
+  EXPECT_FALSE(s_bw.alpha_rel_se.has_value());
+  EXPECT_TRUE(s_bw.bandwidth_rel_se.has_value());
+}
+
 TEST(CalibrateFit, UnevenShardsPacedByLargestShard) {
   std::vector<json> recs = synthetic(21);
   // v-form points whose true time follows n x the largest shard.

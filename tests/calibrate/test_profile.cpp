@@ -99,6 +99,75 @@ TEST(Profile, WriterRejectsBadExtraAndInvalidModels) {
   EXPECT_THROW(profile_to_json(p), Error);
 }
 
+// The optional per-segment relative standard errors: absent = unknown (nothing written; the
+// built-in profile has none), present = round-tripped exactly. Negative, null or non-numeric
+// values are refused by the reader with the JSON pointer, non-finite ones (not representable in
+// JSON) as invalid JSON, and the writer's self-check refuses NaN, infinity and negatives.
+TEST(Profile, RelativeStandardErrorsAreOptionalAndRoundTrip) {
+  const std::string plain = profile_to_json(sample());
+  EXPECT_EQ(plain.find("_rel_se"), std::string::npos);
+  const Profile back_plain = parse_profile(plain, "t.json");
+  EXPECT_FALSE(back_plain.models[0].segments[0].alpha_rel_se.has_value());
+  EXPECT_FALSE(back_plain.models[0].segments[0].bandwidth_rel_se.has_value());
+  for (const Model& m : read_profile(kDTensorPath).models)
+    for (const Segment& s : m.segments) EXPECT_FALSE(s.alpha_rel_se || s.bandwidth_rel_se);
+
+  Profile p = sample();
+  p.models[0].segments[0].alpha_rel_se = 0.3;
+  p.models[0].segments[0].bandwidth_rel_se = 0.0125;
+  p.models[0].segments[1].bandwidth_rel_se = 0.1 / 3;  // one without the other is fine
+  p.models[2].segments[0].alpha_rel_se = 0.0;          // 0 (an exact fit) is allowed
+  const std::string text = profile_to_json(p);
+  const Profile back = parse_profile(text, "t.json");
+  EXPECT_EQ(profile_to_json(back), text);
+  EXPECT_EQ(back.models[0].segments[0].alpha_rel_se, 0.3);
+  EXPECT_EQ(back.models[0].segments[0].bandwidth_rel_se, 0.0125);
+  EXPECT_EQ(back.models[0].segments[1].bandwidth_rel_se, 0.1 / 3);
+  EXPECT_FALSE(back.models[0].segments[1].alpha_rel_se.has_value());
+  EXPECT_EQ(back.models[2].segments[0].alpha_rel_se, 0.0);
+  EXPECT_FALSE(back.models[1].segments[0].alpha_rel_se.has_value());
+  // The other fields are written exactly as without them.
+  const json with = json::parse(text), without = json::parse(plain);
+  json stripped = with;
+  for (json& m : stripped["models"])
+    for (json& s : m["segments"]) {
+      s.erase("alpha_rel_se");
+      s.erase("bandwidth_rel_se");
+    }
+  EXPECT_EQ(stripped, without);
+
+  for (double v : {-0.1, double(NAN), double(INFINITY)}) {
+    Profile bad = p;
+    bad.models[0].segments[1].alpha_rel_se = v;
+    EXPECT_THROW(profile_to_json(bad), Error) << v;
+  }
+  struct Case {
+    const char* key;
+    json value;
+    const char* words;
+  };
+  for (const Case& c : {Case{"alpha_rel_se", -0.5, ">= 0"}, Case{"bandwidth_rel_se", -1, ">= 0"},
+                        Case{"alpha_rel_se", nullptr, "expected a number"},
+                        Case{"bandwidth_rel_se", "0.1", "expected a number"}}) {
+    json j = with;
+    j["models"][0]["segments"][1][c.key] = c.value;
+    const std::string msg = error_of(j.dump());
+    EXPECT_NE(msg.find(std::string("t.json: /models/0/segments/1/") + c.key), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(c.words), std::string::npos) << msg;
+  }
+  // Non-finite values cannot be written in JSON: NaN is no JSON literal, and an overflowing one
+  // (1e400) is refused by the parser too, so both are "not valid JSON" (the Python module reads
+  // 1e400 as infinity and refuses it as not finite: same outcome).
+  const std::string lit = "\"alpha_rel_se\": 0.3";
+  ASSERT_NE(text.find(lit), std::string::npos);
+  for (const char* bad : {"NaN", "1e400", "-Infinity"}) {
+    std::string t = text;
+    t.replace(text.find(lit), lit.size(), std::string("\"alpha_rel_se\": ") + bad);
+    EXPECT_NE(error_of(t).find("not valid JSON"), std::string::npos) << bad << ": " << error_of(t);
+  }
+}
+
 struct Bad {
   const char* name;
   std::function<void(json&)> mutate;
