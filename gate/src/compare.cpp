@@ -342,6 +342,8 @@ std::string link_name(const calib::Model& m) {
          " dtype=" + (m.dtype ? std::string(dtype_name(*m.dtype)) : std::string("pooled"));
 }
 
+// Fallback uncertainty of a side when a profile has no parameter SEs: its fit's relative time
+// error (a heuristic; it can understate alpha and B badly when they trade off in the fit).
 double rel_uncertainty(const calib::Model& m) {
   return std::max(m.quality.mape, m.quality.holdout_mape.value_or(0.0));
 }
@@ -388,15 +390,24 @@ std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib:
       out.push_back(r);
       continue;
     }
-    const double sigma = std::hypot(rel_uncertainty(bm), rel_uncertainty(cm));
+    const double sigma_fit = std::hypot(rel_uncertainty(bm), rel_uncertainty(cm));
     for (std::size_t s = 0; s < bm.segments.size(); ++s) {
       for (const char* param : {"bandwidth_GBps", "alpha_us"}) {
         const bool bw = std::string(param) == "bandwidth_GBps";
+        const calib::Segment &bs = bm.segments[s], &cs = cm.segments[s];
         ModelResult r = base;
         r.segment = int(s);
         r.param = param;
-        r.baseline = bw ? bm.segments[s].bandwidth_GBps : bm.segments[s].alpha_us;
-        r.candidate = bw ? cm.segments[s].bandwidth_GBps : cm.segments[s].alpha_us;
+        r.baseline = bw ? bs.bandwidth_GBps : bs.alpha_us;
+        r.candidate = bw ? cs.bandwidth_GBps : cs.alpha_us;
+        // sd of log(ratio): the two parameters' relative SEs in quadrature (independent fits;
+        // relative SE = sd of the log to first order) when both profiles carry them. alpha and B
+        // are fitted jointly and trade off, so a fit with a small time error can still leave
+        // alpha uncertain by tens of percent; the fit-error fallback would call that a change.
+        const std::optional<double> b_se = bw ? bs.bandwidth_rel_se : bs.alpha_rel_se;
+        const std::optional<double> c_se = bw ? cs.bandwidth_rel_se : cs.alpha_rel_se;
+        const bool from_se = b_se && c_se;
+        const double sigma = from_se ? std::hypot(*b_se, *c_se) : sigma_fit;
         if (!(r.baseline > 0) || !(r.candidate > 0)) {
           r.ratio = r.ci_lo = r.ci_hi = r.baseline == r.candidate ? 1.0 : NAN;
           r.verdict = r.baseline == r.candidate ? "pass" : "inconclusive";
@@ -411,7 +422,8 @@ std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib:
         const double worse_lo = bw ? 1 / r.ci_hi : r.ci_lo;  // slowdown factor's CI
         const double worse_hi = bw ? 1 / r.ci_lo : r.ci_hi;
         const std::string ci = "CI [" + fmt(r.ci_lo, "%.3f") + ", " + fmt(r.ci_hi, "%.3f") +
-                               "] from fit errors +-" + fmt(100 * sigma, "%.1f") + "%";
+                               "] from " + (from_se ? "parameter SEs" : "fit errors") + " +-" +
+                               fmt(100 * sigma, "%.1f") + "%";
         if (worse_lo > up) {
           r.verdict = "regression";
           r.reason = std::string(bw ? "bandwidth fell" : "latency rose") + ": " + ci;

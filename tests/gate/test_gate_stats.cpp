@@ -1,11 +1,16 @@
-// The gate's statistics (gate/src/stats.cpp) on hand-checked values; scipy_reference.py checks
-// Mann-Whitney U, BH and Holm against scipy on generated cases.
+// The gate's statistics (gate/src/stats.cpp) on hand-checked values, and the model level's
+// uncertainty rule (parameter SEs, else fit errors); scipy_reference.py checks Mann-Whitney U,
+// BH and Holm against scipy on generated cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "shardcal/error.hpp"
@@ -115,4 +120,80 @@ TEST(GateStats, NullFalseAlarmRate) {
       "regression point(s), %d inconclusive of %d points\n",
       repeats, runs_with_alarm, regressions, inconclusive, points);
   EXPECT_LE(runs_with_alarm, int(opt.alpha * repeats));
+}
+
+namespace {
+
+// Model level (compare_profiles). One all_gather model, one segment; the emulated-cluster case of
+// docs/PERFORMANCE.md: the candidate's link is 2x faster and its fitted alpha 1.7x higher, with
+// a time fit of 2% error on both sides.
+shardcal::calib::Profile one_model(double alpha_us, double bw_GBps, std::optional<double> alpha_se,
+                                   std::optional<double> bw_se) {
+  namespace calib = shardcal::calib;
+  calib::Segment s;
+  s.alpha_us = alpha_us;
+  s.bandwidth_GBps = bw_GBps;
+  s.alpha_rel_se = alpha_se;
+  s.bandwidth_rel_se = bw_se;
+  calib::Model m;
+  m.hosts = 2;
+  m.group_sizes = {2};
+  m.segments = {s};
+  m.quality.points = 20;
+  m.quality.mape = 0.02;
+  m.quality.holdout_mape = 0.02;
+  calib::Profile p;
+  p.cluster = "t";
+  p.models = {m};
+  return p;
+}
+
+const g::ModelResult& row(const std::vector<g::ModelResult>& rows, const std::string& param) {
+  for (const auto& r : rows)
+    if (r.param == param) return r;
+  throw std::runtime_error("no row " + param);
+}
+
+}  // namespace
+
+TEST(GateModels, ParameterStandardErrorsDecideTheModelLevel) {
+  const g::Options opt;  // alpha 0.01 (z = 2.5758), --max-slowdown 0.05
+  const double z = 2.5758293035489004;
+  auto has = [](const g::ModelResult& r, const char* words) {
+    return r.reason.find(words) != std::string::npos;
+  };
+  // alpha uncertain by 30% on each side: a 1.7x alpha is within it -> inconclusive, no alarm.
+  auto rows =
+      g::compare_profiles(one_model(2200, 0.025, 0.3, 0.01), one_model(3740, 0.05, 0.3, 0.01), opt);
+  const g::ModelResult& a_wide = row(rows, "alpha_us");
+  EXPECT_NEAR(a_wide.ratio, 1.7, 1e-12);
+  EXPECT_EQ(a_wide.verdict, "inconclusive") << a_wide.reason;
+  EXPECT_TRUE(has(a_wide, "from parameter SEs")) << a_wide.reason;
+  EXPECT_NEAR(a_wide.ci_lo, 1.7 * std::exp(-z * std::hypot(0.3, 0.3)), 1e-6);
+  EXPECT_NEAR(a_wide.ci_hi, 1.7 * std::exp(z * std::hypot(0.3, 0.3)), 1e-6);
+  EXPECT_EQ(row(rows, "bandwidth_GBps").verdict, "improvement");  // B 2x, SE 1%
+  // The same change with alpha known to 1%: a real rise -> regression.
+  rows = g::compare_profiles(one_model(2200, 0.025, 0.01, 0.01), one_model(3740, 0.05, 0.01, 0.01),
+                             opt);
+  EXPECT_EQ(row(rows, "alpha_us").verdict, "regression") << row(rows, "alpha_us").reason;
+  EXPECT_TRUE(has(row(rows, "alpha_us"), "latency rose"));
+  EXPECT_TRUE(has(row(rows, "alpha_us"), "from parameter SEs"));
+  // Without SEs (either side): today's fit-error rule, sigma = hypot of the two max(mape,
+  // holdout_mape) = hypot(0.02, 0.02): the 1.7x alpha is a regression.
+  using Ses = std::pair<std::optional<double>, std::optional<double>>;  // baseline, candidate
+  for (const auto& [b_se, c_se] :
+       std::vector<Ses>{{std::nullopt, std::nullopt}, {0.3, std::nullopt}, {std::nullopt, 0.3}}) {
+    rows = g::compare_profiles(one_model(2200, 0.025, b_se, b_se),
+                               one_model(3740, 0.05, c_se, c_se), opt);
+    const g::ModelResult& a = row(rows, "alpha_us");
+    EXPECT_EQ(a.verdict, "regression") << a.reason;
+    EXPECT_TRUE(has(a, "from fit errors")) << a.reason;
+    EXPECT_NEAR(a.ci_lo, 1.7 * std::exp(-z * std::hypot(0.02, 0.02)), 1e-6);
+    EXPECT_TRUE(has(row(rows, "bandwidth_GBps"), "from fit errors"));
+  }
+  // Equal parameters with small SEs pass.
+  rows = g::compare_profiles(one_model(2200, 0.025, 0.01, 0.01), one_model(2200, 0.025, 0.01, 0.01),
+                             opt);
+  EXPECT_EQ(row(rows, "alpha_us").verdict, "pass");
+  EXPECT_EQ(row(rows, "bandwidth_GBps").verdict, "pass");
 }

@@ -126,8 +126,10 @@ std::vector<EnvDifference> compare_env(const RunData& baseline, const RunData& c
 PointResult judge_point(const Series& baseline, const Series& candidate, const Options& opt);
 
 // Model-level comparison: models matched by (collective, hosts, concurrent_groups, dtype),
-// segments by index. Uncertainty: the profile stores no parameter errors, so each side's
-// relative uncertainty is its fit's max(mape, holdout_mape); docs/GATE.md "Model level".
+// segments by index. Uncertainty of a parameter: the two profiles' relative standard errors
+// (alpha_rel_se / bandwidth_rel_se) in quadrature when both carry them, else each side's fit
+// error max(mape, holdout_mape) (a heuristic); the row's reason says which. docs/GATE.md
+// "Model level".
 std::vector<ModelResult> compare_profiles(const calib::Profile& baseline,
                                           const calib::Profile& candidate, const Options& opt);
 
