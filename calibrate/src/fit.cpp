@@ -602,6 +602,8 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
   // planner's path, including its nearest-measured-class rule).
   Profile tmp;
   tmp.cluster = "calibration";
+  tmp.backend = rs.backend;
+  tmp.memory = rs.memory;
   tmp.models = cal.models;
   double tsum = 0;
   int tcnt = 0;
@@ -627,6 +629,8 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
             price_collective(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
         tp.extrapolated = tp.extrapolated || pr.extrapolated;
         tp.predicted_us += pr.time_us;
+        // Pack/unpack around the collective, as the planner prices it (step_cost.cpp).
+        if (prices_copies(tmp)) tp.predicted_us += s.copy_bytes / (local_copy_GBps(tmp) * 1e3);
       } catch (const Error&) {
         missing = true;  // no model for this collective
         break;

@@ -299,6 +299,7 @@ ResultSet read_results(const std::vector<std::string>& paths) {
             const json& b = field(st, "uniform", where);
             if (!b.is_boolean()) fail(where, "plan step field \"uniform\" is not a boolean");
             step.uniform = b.get<bool>();
+            if (st.contains("max_copy_bytes")) step.copy_bytes = num_field(st, "max_copy_bytes", where);
             const json& cs = field(st, "counts", where);
             if (!cs.is_array()) fail(where, "plan step field \"counts\" is not an array");
             for (const json& x : cs) {

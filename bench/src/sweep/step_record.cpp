@@ -31,6 +31,7 @@ nlohmann::json step_traffic_json(const shardcal::StepTraffic& t) {
   j["bytes"] = t.bytes;
   j["max_send_bytes"] = t.max_send_bytes;
   j["max_recv_bytes"] = t.max_recv_bytes;
+  j["max_copy_bytes"] = t.max_copy_bytes;
   return j;
 }
 

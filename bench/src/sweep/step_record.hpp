@@ -8,7 +8,7 @@
 namespace shardbench::sweep {
 
 // {"call", "groups", "group_size", "counts", "heaviest_group", "groups_identical", "uniform",
-//  "plain_groups", "heaviest_uniform", "elem_size", "bytes", "bytes_convention", "max_send_bytes", "max_recv_bytes"}
+//  "plain_groups", "heaviest_uniform", "elem_size", "bytes", "bytes_convention", "max_send_bytes", "max_recv_bytes", "max_copy_bytes"}
 nlohmann::json step_traffic_json(const shardcal::StepTraffic& t);
 
 }  // namespace shardbench::sweep

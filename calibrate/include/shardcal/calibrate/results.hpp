@@ -58,6 +58,9 @@ struct TransitionStep {
   std::vector<std::int64_t> counts;
   bool uniform = true;
   int elem_size = 1;
+  // Bytes the busiest rank packs + unpacks around the collective (StepTraffic::max_copy_bytes);
+  // 0 when the file predates the field.
+  double copy_bytes = 0;
 };
 
 struct TransitionPoint {
