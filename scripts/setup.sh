@@ -54,7 +54,7 @@ PACKAGES=(
 )
 # The emulated two-host cluster (scripts/emulate/two-hosts, test label `emulate`): ip, tc
 # (iproute2) and unshare (util-linux, essential in Debian).
-PACKAGES+=(iproute2 util-linux)
+PACKAGES+=(iproute2 util-linux procps)  # procps: pgrep/pkill in scripts/slurm
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
 [[ $WITH_SLURM == 1 ]] && PACKAGES+=(slurm-wlm munge)  # slurm: scripts/slurm/, docs/SLURM.md
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)

@@ -106,7 +106,13 @@ gate() {  # gate NAME BASELINE_RATE CANDIDATE_RATE BASE_FILES... -- CAND_FILES..
 }
 fwd_rc=$(gate forward "$BASE" "$CAND" "${base_files[@]}" -- "${cand_files[@]}")
 rev_rc=$(gate reverse "$CAND" "$BASE" "${cand_files[@]}" -- "${base_files[@]}")
-[[ $fwd_rc == 2 || $rev_rc == 2 ]] && die "shardbench gate: bad input or incomparable runs (see $OUT/forward.md, $OUT/reverse.md)"
+for r in "$fwd_rc" "$rev_rc"; do
+  case $r in
+    0 | 1 | 3) ;;  # verdicts: pass, regression, inconclusive
+    2) die "shardbench gate: bad input or incomparable runs (see $OUT/forward.md, $OUT/reverse.md)" ;;
+    *) die "shardbench gate failed (exit $r: internal error or signal; see its stderr above)" ;;
+  esac
+done
 
 rc=0
 /usr/bin/python3 - "$OUT" "$fwd_rc" "$rev_rc" "$BASE" "$CAND" >"$OUT/summary.txt" <<'EOF' || rc=$?

@@ -43,7 +43,7 @@ in_batch_shell early '
     until [[ -e $T/scancel.1 ]]; do sleep 0.05; done  # test fake: waits for the first scancel
     touch "$T/step"
     until [[ -e $T/term ]]; do sleep 0.05; done
-    exit 143
+    return 143  # a function, not exit: exit would end the wrapper subshell before it records the status
   }
   rc=0
   slurm_srun fake-sweep || rc=$?
@@ -62,7 +62,7 @@ for i in 1 2 3 4 5; do
   rc=0
   in_batch_shell "late$i" '
     scancel() { return 0; }
-    srun() { kill -USR1 $$; exit 0; }
+    srun() { kill -USR1 $$; return 0; }  # return: a real srun is a child process, exit would end the wrapper
     rc=0
     slurm_srun fake-sweep || rc=$?
     echo "rc=$rc"
