@@ -78,8 +78,9 @@ Runner add_gate_command(CLI::App& app) {
       "internal error (a bug). Details: docs/GATE.md");
   cmd->add_option("--baseline", args->baseline,
                   "Baseline run(s) (the reference). Several files (e.g. runs interleaved in time "
-                  "with the candidate's) are pooled: a key's samples are concatenated, so drift "
-                  "between runs widens the CI instead of faking a difference")
+                  "with the candidate's) are pooled: a key's samples are concatenated and the CI is "
+                  "bootstrapped over runs, then samples, so drift between runs widens the CI "
+                  "instead of faking a difference")
       ->required()
       ->expected(1, -1);
   cmd->add_option("--candidate", args->candidate, "Candidate run(s) (the change under test)")

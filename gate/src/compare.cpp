@@ -243,11 +243,14 @@ RunData pool_runs(const std::vector<RunData>& runs, const std::string& side) {
     out.runs += r.runs;
     for (const Series& s : r.points) {
       auto [it, fresh] = index.try_emplace(s.key, out.points.size());
-      if (fresh)
+      if (fresh) {
         out.points.push_back(s);
-      else
-        out.points[it->second].samples_s.insert(out.points[it->second].samples_s.end(),
-                                                s.samples_s.begin(), s.samples_s.end());
+        out.points.back().run_sizes = {s.samples_s.size()};
+      } else {
+        Series& p = out.points[it->second];
+        p.samples_s.insert(p.samples_s.end(), s.samples_s.begin(), s.samples_s.end());
+        p.run_sizes.push_back(s.samples_s.size());
+      }
     }
     for (const Skipped& k : r.skipped)
       out.skipped.push_back({k.key, k.reason + " [" + r.path + "]", k.wrong});
@@ -288,7 +291,7 @@ PointResult judge_point(const Series& b, const Series& c, const Options& opt) {
   r.p = exact ? exact->p : mann_whitney_u(b.samples_s, c.samples_s).p;
   r.p_method = exact ? "exact" : "asymptotic";
   const RatioCI ci = bootstrap_median_ratio(b.samples_s, c.samples_s, 1 - opt.alpha, opt.resamples,
-                                            opt.seed ^ fnv1a64(b.key));
+                                            opt.seed ^ fnv1a64(b.key), b.run_sizes, c.run_sizes);
   r.ratio = ci.ratio;
   r.ci_lo = ci.lo;
   r.ci_hi = ci.hi;

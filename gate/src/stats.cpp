@@ -144,10 +144,41 @@ double resampled_median(std::span<const double> v, std::mt19937_64& rng, std::ve
   for (double& x : buf) x = v[std::size_t(rng() % n)];
   return median(buf);
 }
+
+// Two-stage resample over runs (offsets[r] .. offsets[r+1] in v), or the plain one for < 2 runs.
+double resampled_median_runs(std::span<const double> v, const std::vector<std::size_t>& offsets,
+                             std::mt19937_64& rng, std::vector<double>& buf) {
+  const std::size_t runs = offsets.size() - 1;
+  if (runs < 2) return resampled_median(v, rng, buf);
+  buf.clear();
+  for (std::size_t k = 0; k < runs; ++k) {
+    const std::size_t r = std::size_t(rng() % runs);
+    const std::size_t lo = offsets[r], n = offsets[r + 1] - lo;
+    for (std::size_t i = 0; i < n; ++i) buf.push_back(v[lo + std::size_t(rng() % n)]);
+  }
+  return median(buf);
+}
+
+std::vector<std::size_t> run_offsets(std::span<const double> v, std::span<const std::size_t> runs,
+                                     const char* side) {
+  std::vector<std::size_t> off{0};
+  for (std::size_t n : runs) {
+    if (n == 0) continue;  // a run without samples of this point draws nothing
+    off.push_back(off.back() + n);
+  }
+  if (off.size() == 1) off.push_back(v.size());
+  if (off.back() != v.size())
+    throw Error(std::string("bootstrap: the ") + side + " run sizes sum to " +
+                std::to_string(off.back()) + ", not to its " + std::to_string(v.size()) +
+                " samples");
+  return off;
+}
 }  // namespace
 
 RatioCI bootstrap_median_ratio(std::span<const double> baseline, std::span<const double> candidate,
-                               double level, int resamples, std::uint64_t seed) {
+                               double level, int resamples, std::uint64_t seed,
+                               std::span<const std::size_t> baseline_runs,
+                               std::span<const std::size_t> candidate_runs) {
   if (baseline.empty() || candidate.empty())
     throw Error("bootstrap of a median ratio needs samples on both sides");
   if (!(level > 0 && level < 1)) throw Error("bootstrap CI level must lie in (0, 1)");
@@ -156,12 +187,14 @@ RatioCI bootstrap_median_ratio(std::span<const double> baseline, std::span<const
   const double mb = median(baseline);
   if (!(mb > 0)) throw Error("the baseline median is not positive; times must be > 0");
   r.ratio = median(candidate) / mb;
+  const std::vector<std::size_t> bo = run_offsets(baseline, baseline_runs, "baseline"),
+                                 co = run_offsets(candidate, candidate_runs, "candidate");
   std::mt19937_64 rng(seed);
   std::vector<double> ratios, buf;
   ratios.reserve(std::size_t(resamples));
   for (int i = 0; i < resamples; ++i) {
-    const double b = resampled_median(baseline, rng, buf);
-    const double c = resampled_median(candidate, rng, buf);
+    const double b = resampled_median_runs(baseline, bo, rng, buf);
+    const double c = resampled_median_runs(candidate, co, rng, buf);
     ratios.push_back(c / b);
   }
   std::sort(ratios.begin(), ratios.end());

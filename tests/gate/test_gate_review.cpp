@@ -213,3 +213,41 @@ TEST(GateReview, GoogleBenchmarkFieldTypes) {
   EXPECT_NE(r.skipped[0].reason.find("boom"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+// Pooled runs: a shift between launches (two of three candidate runs settle 60% slower, every run tight)
+// must widen the CI (two-stage bootstrap over runs), not look like a certain 30% slowdown.
+TEST(GateReview, PooledRunsBootstrapOverRuns) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  auto run = [&](double level, int n) {
+    std::vector<double> v;
+    for (int i = 0; i < n; ++i) v.push_back(level * (1 + noise(rng)));
+    return v;
+  };
+  std::vector<double> b, c;
+  for (double lv : {100e-6, 100e-6, 100e-6}) {
+    auto r = run(lv, 40);
+    b.insert(b.end(), r.begin(), r.end());
+  }
+  for (double lv : {160e-6, 100e-6, 160e-6}) {
+    auto r = run(lv, 40);
+    c.insert(c.end(), r.begin(), r.end());
+  }
+  const std::vector<std::size_t> runs{40, 40, 40};
+  using g::RatioCI;
+  using g::bootstrap_median_ratio;
+  const RatioCI flat = bootstrap_median_ratio(b, c, 0.99, 2000, 1);
+  const RatioCI hier = bootstrap_median_ratio(b, c, 0.99, 2000, 1, runs, runs);
+  // Pooled as one run the CI excludes 1 (a "certain" 60% slowdown); over runs it covers no change.
+  EXPECT_GT(flat.lo, 1.5);
+  EXPECT_LE(hier.lo, 1.01);
+  EXPECT_GE(hier.hi, 1.5);
+  // One run, or run sizes that are one run: the ordinary bootstrap, bit for bit.
+  const std::vector<std::size_t> one{120};
+  const RatioCI same = bootstrap_median_ratio(b, c, 0.99, 2000, 1, one, one);
+  EXPECT_EQ(same.lo, flat.lo);
+  EXPECT_EQ(same.hi, flat.hi);
+  // Run sizes that do not add up are an error, not a silent misread.
+  const std::vector<std::size_t> bad{40, 40, 39};
+  EXPECT_THROW(bootstrap_median_ratio(b, c, 0.99, 2000, 1, bad, runs), shardcal::Error);
+}

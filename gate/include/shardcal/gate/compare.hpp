@@ -23,6 +23,9 @@ struct Series {
   std::string key;    // sweep: the record's key; Google Benchmark: run_name
   std::string label;  // short human text
   std::vector<double> samples_s;
+  // Pooled runs (several files on one side): how many of samples_s came from each run, in order.
+  // Empty = one run. The bootstrap resamples runs, then samples within them (stats.hpp).
+  std::vector<std::size_t> run_sizes = {};
 };
 
 struct Skipped {

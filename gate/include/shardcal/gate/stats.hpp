@@ -55,8 +55,16 @@ struct RatioCI {
   double lo = 1;
   double hi = 1;
 };
+// Pooled runs (baseline_runs / candidate_runs: sample counts of consecutive runs, summing to the
+// side's size; empty or one entry = one run): a side with >= 2 runs is resampled in two stages,
+// runs with replacement and then samples within each drawn run (the hierarchical bootstrap;
+// Davison & Hinkley, "Bootstrap Methods and their Application", 1997, sec. 3.8), so a shift
+// between launches (this machine's oversubscribed ranks settle into a latency mode per launch)
+// widens the CI instead of being taken for a difference. One run: the ordinary bootstrap.
 RatioCI bootstrap_median_ratio(std::span<const double> baseline, std::span<const double> candidate,
-                               double level, int resamples, std::uint64_t seed);
+                               double level, int resamples, std::uint64_t seed,
+                               std::span<const std::size_t> baseline_runs = {},
+                               std::span<const std::size_t> candidate_runs = {});
 
 // Why a sample cannot support a verdict, or nothing. Rule (docs/GATE.md "Sample checks"):
 //  - too few: fewer than min_samples values;
