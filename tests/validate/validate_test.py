@@ -36,6 +36,21 @@ def fail(msg):
     print("FAIL: " + msg, file=sys.stderr)
     sys.exit(1)
 
+def check_schema(recs):
+    """Every validate output record matches configs/schema/validate.schema.json (when jsonschema is there)."""
+    try:
+        import jsonschema
+    except ImportError:
+        print("note: jsonschema not available, validate output not schema-checked")
+        return
+    v = jsonschema.Draft202012Validator(json.load(open(os.path.join(ROOT, "configs", "schema",
+                                                                    "validate.schema.json"))))
+    for i, rec in enumerate(recs, 1):
+        errs = sorted(v.iter_errors(rec), key=str)
+        if errs:
+            fail(f"validate output line {i} does not match validate.schema.json: {errs[0].message}")
+
+
 
 def cmd(args, sub, extra):
     base = [args.shardbench, sub, "--backend", args.backend] + extra
@@ -79,18 +94,7 @@ def check_validate(args):
             fail(f"temporary files left next to the output: {leftovers}")
         lines = open(out).read().splitlines()
         recs = [json.loads(l) for l in lines]
-    try:
-        import jsonschema
-    except ImportError:
-        jsonschema = None
-        print("note: jsonschema not available, validate output not schema-checked")
-    if jsonschema is not None:
-        v = jsonschema.Draft202012Validator(json.load(open(os.path.join(ROOT, "configs", "schema",
-                                                                        "validate.schema.json"))))
-        for i, rec in enumerate(recs, 1):
-            errs = sorted(v.iter_errors(rec), key=str)
-            if errs:
-                fail(f"validate output line {i} does not match validate.schema.json: {errs[0].message}")
+    check_schema(recs)
     n_trans = len(cfg["transitions"])  # one size and dtype; explicit shapes give one point each
     if len(recs) != n_trans + 1:
         fail(f"{len(recs)} records, expected {n_trans} transitions + 1 summary")
@@ -238,16 +242,7 @@ def check_unpriced(args):
         if "cannot price (no model for all_to_all)" not in r.stdout:
             fail(f"the summary must say which plans were left out of the MAPE and why:\n{r.stdout}")
         recs = [json.loads(l) for l in open(out)]
-    try:
-        import jsonschema
-        v = jsonschema.Draft202012Validator(json.load(open(os.path.join(ROOT, "configs", "schema",
-                                                                        "validate.schema.json"))))
-        for i, rec in enumerate(recs, 1):
-            errs = sorted(v.iter_errors(rec), key=str)
-            if errs:
-                fail(f"line {i} does not match validate.schema.json: {errs[0].message}")
-    except ImportError:
-        print("note: jsonschema not available, output not schema-checked")
+    check_schema(recs)
     a2a = recs[0]
     greedy = next(p for p in a2a["plans"] if p["role"] == "greedy")
     if greedy["predicted_us"] is not None or greedy["rel_error"] is not None \
