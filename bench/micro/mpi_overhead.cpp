@@ -9,11 +9,20 @@
 //   watch    the same call inside the backend's WatchScope (arming/disarming the watchdog)
 //   backend  Communicator::all_gather / all_reduce of the MPI backend (virtual call, argument and
 //            aliasing checks, WatchScope, the MPI call on the backend's duplicate of the world)
+//   sweep    one point of `shardbench sweep` itself: shardbench::sweep::measure_collective, the
+//            harness's own timed loop (untimed barrier, clock, backend call, clock; checkpoints;
+//            the correctness check run), with parity.sh's protocol: `iterations` samples after
+//            `skip` warm-up, no buffer rotation, mesh = the world. Its samples are already the
+//            slowest rank's; the median of them is compared as the other variants' is.
+// Comparing `sweep` with `raw` inside one process is the side-by-side parity measurement of
+// bench/scripts/parity.sh (table 2): same launch, same rank placement, same MPI thread level
+// (run it with SHARDCAL_MPI_THREAD_LEVEL=single for the OSU loop's MPI_Init level).
 // Statistic (as shardbench and osu_style report it): per iteration the slowest rank's time; the
 // median over iterations; then the median over rounds. Sizes follow shardbench's convention
 // (DESIGN §4): all_gather S is the whole output, all_reduce S one rank's buffer (f32).
 //
-//   mpi_overhead [--iterations N] [--skip K] [--rounds R] SIZE...   (JSON lines on rank 0)
+//   mpi_overhead [--iterations N] [--skip K] [--rounds R] [--variants raw,sweep,...] SIZE...
+//   (JSON lines on rank 0; default variants: raw,watch,backend,sweep)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -25,8 +34,17 @@
 #include "mpi/mpi_backend.hpp"
 #include "mpi/mpi_runtime.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/mesh_comm.hpp"
+#include "sweep/config.hpp"
+#include "sweep/runner.hpp"
 
 namespace {
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / double(v.size());
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -39,7 +57,12 @@ struct Args {
   int skip = 20;
   int rounds = 3;
   std::vector<long> sizes;
+  std::vector<int> variants;  // indices into kVariantNames
 };
+
+enum class Variant { Raw, Watch, Backend, Sweep };
+constexpr const char* kVariantNames[] = {"raw", "watch", "backend", "sweep"};
+constexpr int kVariants = 4;
 
 bool parse_int(const char* text, int lo, int& out) {
   char* end = nullptr;
@@ -63,7 +86,20 @@ std::string parse(int argc, char** argv, Args& a) {
     if (arg == "--iterations") err = value(1, a.iterations);
     else if (arg == "--skip") err = value(0, a.skip);
     else if (arg == "--rounds") err = value(1, a.rounds);
-    else {
+    else if (arg == "--variants") {
+      if (i + 1 >= argc) return arg + " needs a value";
+      std::string list = argv[++i];
+      a.variants.clear();
+      for (std::size_t b = 0; b <= list.size();) {
+        const std::size_t e = std::min(list.find(',', b), list.size());
+        const std::string name = list.substr(b, e - b);
+        int k = 0;
+        while (k < kVariants && name != kVariantNames[k]) ++k;
+        if (k == kVariants) return "--variants: '" + name + "' is not raw, watch, backend or sweep";
+        a.variants.push_back(k);
+        b = e + 1;
+      }
+    } else {
       int s = 0;
       if (!parse_int(argv[i], 4, s) || s % 4 != 0)
         return "size '" + arg + "' must be a multiple of 4 bytes, at least 4 (f32 elements)";
@@ -72,11 +108,25 @@ std::string parse(int argc, char** argv, Args& a) {
     if (!err.empty()) return err;
   }
   if (a.sizes.empty()) return "no sizes given";
+  if (a.variants.empty()) a.variants = {0, 1, 2, 3};
   return {};
 }
 
-enum class Variant { Raw, Watch, Backend };
-constexpr const char* kVariantNames[] = {"raw", "watch", "backend"};
+// The one-point sweep config parity.sh gives shardbench (bench/scripts/parity.sh): fixed
+// iteration count, no buffer rotation, per-iteration timing, the check on.
+shardbench::sweep::SweepConfig sweep_config(const char* op, long size, int n, const Args& a) {
+  const std::string text = std::string("{\"name\": \"mpi_overhead\", \"meshes\": [\"") +
+                           std::to_string(n) + "\"], \"collectives\": [\"" + op +
+                           "\"], \"sizes\": [" + std::to_string(size) +
+                           "], \"dtypes\": [\"f32\"], \"distributions\": [\"even\"], "
+                           "\"warmup\": " + std::to_string(a.skip) +
+                           ", \"iterations\": {\"min\": " + std::to_string(a.iterations) +
+                           ", \"max\": " + std::to_string(a.iterations) +
+                           "}, \"time_budget_s\": 1000000, \"adaptive\": {\"target_rel_ci\": 0}, "
+                           "\"check\": true, \"mode\": \"per_iteration\", "
+                           "\"buffer_rotation\": {\"bytes\": 0}}";
+  return shardbench::sweep::parse_config_text(text, "mpi_overhead sweep variant");
+}
 
 }  // namespace
 
@@ -85,7 +135,7 @@ int main(int argc, char** argv) {
   if (const std::string err = parse(argc, argv, a); !err.empty()) {
     std::fprintf(stderr,
                  "mpi_overhead: %s\nusage: mpi_overhead [--iterations N] [--skip K] [--rounds R] "
-                 "SIZE...\n",
+                 "[--variants raw,watch,backend,sweep] SIZE...\n",
                  err.c_str());
     return 2;
   }
@@ -95,6 +145,7 @@ int main(int argc, char** argv) {
       const int rank = world.rank(), n = world.size();
       const shardcal::mpi::ThreadLevel level = shardcal::mpi::thread_level();
       static const detail::InternedText group = detail::intern("mpi_overhead world");
+      shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse(std::to_string(n)), world);
       for (const char* op : {"all_gather", "all_reduce"}) {
         const bool gather = op[4] == 'g';
         for (long s : a.sizes) {
@@ -110,8 +161,19 @@ int main(int argc, char** argv) {
               MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM,
                             MPI_COMM_WORLD);
           };
+          const bool with_sweep = std::count(a.variants.begin(), a.variants.end(),
+                                             int(Variant::Sweep)) > 0;
+          shardbench::sweep::SweepConfig cfg;
+          std::vector<shardbench::sweep::Point> points;
+          if (with_sweep) {
+            cfg = sweep_config(op, s, n, a);
+            points = shardbench::sweep::expand_points(cfg, n);
+            if (points.size() != 1) throw shardcal::Error("internal: sweep variant expected one point");
+          }
           auto call = [&](Variant v) {
             switch (v) {
+              case Variant::Sweep:
+                break;  // measured by the harness itself below
               case Variant::Raw:
                 raw();
                 break;
@@ -130,12 +192,29 @@ int main(int argc, char** argv) {
                 break;
             }
           };
-          std::vector<std::vector<double>> per_round(3);
+          // Per round: the median and the mean over iterations of the slowest rank's time. The
+          // mean is reported too because MPI_Wtime ticks in 10 ns steps on the development VM:
+          // a median of ~250 ns calls moves in 4 % jumps, a mean averages the ticks out.
+          std::vector<std::vector<double>> per_round(kVariants), per_round_mean(kVariants);
           std::vector<double> mine(std::size_t(a.iterations)), slowest(std::size_t(a.iterations));
+          const int nv = int(a.variants.size());
           for (int r = 0; r < a.rounds; ++r) {
-            for (int k = 0; k < 3; ++k) {
-              const auto v = static_cast<Variant>((k + r) % 3);  // rotate who goes first
+            for (int k = 0; k < nv; ++k) {
+              // rotate who goes first
+              const auto v = static_cast<Variant>(a.variants[std::size_t((k + r) % nv)]);
               MPI_Barrier(MPI_COMM_WORLD);
+              if (v == Variant::Sweep) {
+                const auto m = shardbench::sweep::measure_collective(mc, points[0], cfg);
+                if (m.wrong != 0) throw shardcal::Error(std::string("sweep variant: wrong results in ") + op);
+                if (m.samples.size() != std::size_t(a.iterations))
+                  throw shardcal::Error("sweep variant: " + std::to_string(m.samples.size()) +
+                                        " samples, expected " + std::to_string(a.iterations));
+                if (rank == 0) {
+                  per_round[std::size_t(v)].push_back(median(m.samples));
+                  per_round_mean[std::size_t(v)].push_back(mean(m.samples));
+                }
+                continue;
+              }
               for (int i = 0; i < a.iterations + a.skip; ++i) {
                 const double t0 = MPI_Wtime();
                 call(v);
@@ -145,17 +224,21 @@ int main(int argc, char** argv) {
               }
               MPI_Reduce(mine.data(), slowest.data(), a.iterations, MPI_DOUBLE, MPI_MAX, 0,
                          MPI_COMM_WORLD);
-              if (rank == 0) per_round[std::size_t(v)].push_back(median(slowest));
+              if (rank == 0) {
+                per_round[std::size_t(v)].push_back(median(slowest));
+                per_round_mean[std::size_t(v)].push_back(mean(slowest));
+              }
             }
           }
           if (rank != 0) continue;
-          for (int v = 0; v < 3; ++v)
+          for (int v : a.variants)
             std::printf(
                 "{\"op\":\"%s\",\"size\":%ld,\"variant\":\"%s\",\"thread_level\":\"%s\","
                 "\"thread_level_requested\":\"%s\",\"ranks\":%d,\"iterations\":%d,\"rounds\":%d,"
-                "\"median_slowest_s\":%.9g}\n",
+                "\"median_slowest_s\":%.9g,\"mean_slowest_s\":%.9g}\n",
                 op, s, kVariantNames[v], level.provided.c_str(), level.requested.c_str(), n,
-                a.iterations, a.rounds, median(per_round[std::size_t(v)]));
+                a.iterations, a.rounds, median(per_round[std::size_t(v)]),
+                median(per_round_mean[std::size_t(v)]));
           std::fflush(stdout);
         }
       }

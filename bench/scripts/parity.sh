@@ -15,14 +15,29 @@
 #
 # Sizes follow shardbench's convention (DESIGN §4): all_gather counts the whole output
 # (n x per-rank), all_reduce one rank's buffer; both sides use the same element counts (f32).
+#
+# Two tables. (1) Across launches: shardbench sweep and osu_style are separate mpiruns. On this
+# 2-core VM every launch settles into one of two latency modes (for both programs alike; e.g.
+# 8 B all_reduce 0.25 or 0.5 us, 512 KiB 100 or 300 us), so a ratio of two launches mostly
+# measures which modes they drew. (2) Side by side in one launch (INPROC=1, the default):
+# bench/micro/mpi_overhead --variants raw,sweep at SHARDCAL_MPI_THREAD_LEVEL=single (the OSU
+# loop's MPI_Init level) times, interleaved round by round, the OSU loop (`raw`: MPI_Wtime
+# around MPI_Allgather/MPI_Allreduce, barrier between calls) and shardbench's own point
+# measurement (`sweep`: shardbench::sweep::measure_collective with this script's protocol):
+# same process, same rank placement, same mode. The ratio is taken per launch and the median
+# over the REPS launches is the parity figure; the goal (<= 1.05 at every size) is judged on it.
+#   env: ROUNDS=5 (rounds per in-process launch)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 NP=${NP:-4} REPS=${REPS:-5} ITERS=${ITERS:-200} SKIP=${SKIP:-20} MAX=${MAX:-4194304} MT=${MT:-0}
+INPROC=${INPROC:-1} ROUNDS=${ROUNDS:-5}
 out=${OUT:-$(mktemp -d /tmp/shardcal-parity.XXXXXX)}
 mkdir -p "$out"
-for bin in shardbench osu_style; do
+bins=(shardbench osu_style)
+[[ $INPROC == 1 ]] && bins+=(mpi_overhead)
+for bin in "${bins[@]}"; do
   [[ -x $build/bin/$bin ]] || { echo "parity.sh: $build/bin/$bin not built (cmake --build $build --target shardbench osu_style)" >&2; exit 2; }
 done
 py=/usr/bin/python3; [[ -x $py ]] || py=python3
@@ -73,12 +88,18 @@ for ((r = 1; r <= REPS; r++)); do
     "${mpirun[@]}" "$build/bin/osu_style" --iterations "$ITERS" --skip "$SKIP" --thread-multiple \
         "${sizes[@]}" </dev/null > "$out/osu_mt_$r.jsonl"
   fi
+  if [[ $INPROC == 1 ]]; then
+    echo "parity: repetition $r/$REPS: in one launch (OSU loop and shardbench's point measurement)" >&2
+    SHARDCAL_MPI_THREAD_LEVEL=single "${mpirun[@]}" "$build/bin/mpi_overhead" --variants raw,sweep \
+        --iterations "$ITERS" --skip "$SKIP" --rounds "$ROUNDS" "${sizes[@]}" \
+        </dev/null > "$out/inproc_$r.jsonl"
+  fi
 done
 echo "parity: load after: $(uptime)" | tee -a "$out/load.txt" >&2
 
-"$py" - "$out" "$REPS" "$MT" <<'PY'
+"$py" - "$out" "$REPS" "$MT" "$INPROC" <<'PY'
 import json, statistics, sys
-out, reps, mt = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+out, reps, mt, inproc = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1"
 ours, osu, osu_mt = {}, {}, {}
 levels = set()
 for r in range(1, reps + 1):
@@ -101,6 +122,7 @@ for r in range(1, reps + 1):
             rec = json.loads(line)
             osu_mt.setdefault((rec["op"], rec["size"]), {})[r] = rec["median_slowest_s"]
 print(f"shardbench MPI thread level: {', '.join(sorted(levels))}; osu-style: MPI_Init (single)")
+print("(1) across launches (separate mpiruns; each launch draws a latency mode, see the header)")
 print("median over repetitions of the median slowest-rank latency (us); ratio = shardbench / "
       "osu-style; rep range = min..max of the per-repetition ratios")
 head = f"| {'op':<10} | {'bytes':>7} | {'shardbench':>10} | {'osu-style':>9} | {'ratio':>7} | {'rep range':>11} |"
@@ -135,4 +157,41 @@ print(f"ratio vs osu-style: geometric mean {statistics.geometric_mean(ratios):.3
 if mt:
     print(f"ratio vs osu-style with MPI_THREAD_MULTIPLE: geometric mean "
           f"{statistics.geometric_mean(ratios_mt):.3f}, worst {max(ratios_mt):.3f}")
+if inproc:
+    t = {}  # (op, size) -> {(variant, stat): [value per launch]}
+    levels = set()
+    for r in range(1, reps + 1):
+        for line in open(f"{out}/inproc_{r}.jsonl"):
+            rec = json.loads(line)
+            levels.add(rec["thread_level"])
+            for stat in ("median", "mean"):
+                t.setdefault((rec["op"], rec["size"]), {}).setdefault((rec["variant"], stat), []).append(
+                    rec[f"{stat}_slowest_s"])
+    print()
+    print(f"(2) side by side in one launch (MPI thread level: {', '.join(sorted(levels))}): "
+          f"shardbench's point measurement (sweep) vs the OSU loop (raw), interleaved rounds. Per "
+          f"round the median and the mean over iterations of the slowest rank's time; ratio = "
+          f"sweep / raw per launch, median over {reps} launches (us: median over launches). The "
+          f"mean column is there because MPI_Wtime ticks in ~10 ns steps here, so the median of a "
+          f"~250 ns call moves in ~4 % jumps.")
+    print(f"| {'op':<10} | {'bytes':>7} | {'shardbench':>10} | {'osu loop':>9} | {'ratio':>7} | "
+          f"{'launch range':>12} | {'ratio of means':>14} |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    ratios2, ratios2m = [], []
+    for key in sorted(t):
+        v = t[key]
+        per = [a / b for a, b in zip(v[("sweep", "median")], v[("raw", "median")])]
+        perm = [a / b for a, b in zip(v[("sweep", "mean")], v[("raw", "mean")])]
+        x, xm = statistics.median(per), statistics.median(perm)
+        ratios2.append(x)
+        ratios2m.append(xm)
+        flag = " *" if x > 1.05 else "  "
+        flagm = " *" if xm > 1.05 else "  "
+        print(f"| {key[0]:<10} | {key[1]:>7} | {statistics.median(v[('sweep', 'median')]) * 1e6:>10.2f} | "
+              f"{statistics.median(v[('raw', 'median')]) * 1e6:>9.2f} | {x:>5.3f}{flag} | "
+              f"{min(per):>5.2f}..{max(per):<5.2f} | {xm:>12.3f}{flagm} |")
+    print(f"in one launch, ratio of medians: geometric mean {statistics.geometric_mean(ratios2):.3f}, "
+          f"worst {max(ratios2):.3f}, above 1.05 (*): {sum(r > 1.05 for r in ratios2)} of {len(ratios2)}; "
+          f"ratio of means: geometric mean {statistics.geometric_mean(ratios2m):.3f}, worst "
+          f"{max(ratios2m):.3f}, above 1.05: {sum(r > 1.05 for r in ratios2m)} of {len(ratios2m)} (goal: none)")
 PY
