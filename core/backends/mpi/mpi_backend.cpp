@@ -98,7 +98,7 @@ class MpiCommunicator final : public Communicator {
     Scratch tmp;
     const bool in_place = count > 0 && send == bytes(recv) + std::size_t(rank_) * block;
     if (!in_place) send = tmp.unalias(send, block, recv, block * std::size_t(size_));
-    ElemType et(t, count);
+    ElemType et(t, count, max_count_);
     WatchScope w("all_gather", desc_, timeout_s_);
     check("all_gather", MPI_Allgather(in_place ? MPI_IN_PLACE : send, et.count(), et.type(), recv,
                                       et.count(), et.type(), comm_));
@@ -128,7 +128,7 @@ class MpiCommunicator final : public Communicator {
     const std::size_t es = dtype_size(t);
     Scratch tmp;
     send = tmp.unalias(send, count * es * std::size_t(size_), recv, count * es);
-    ElemType et(t, count);
+    ElemType et(t, count, max_count_);
     WatchScope w("reduce_scatter", desc_, timeout_s_);
     check("reduce_scatter",
           MPI_Reduce_scatter_block(send, recv, et.count(), et.type(),
@@ -159,7 +159,7 @@ class MpiCommunicator final : public Communicator {
     const std::size_t total = count * dtype_size(t) * std::size_t(size_);
     Scratch tmp;
     send = tmp.unalias(send, total, recv, total);
-    ElemType et(t, count);
+    ElemType et(t, count, max_count_);
     WatchScope w("all_to_all", desc_, timeout_s_);
     check("all_to_all",
           MPI_Alltoall(send, et.count(), et.type(), recv, et.count(), et.type(), comm_));
@@ -194,7 +194,7 @@ class MpiCommunicator final : public Communicator {
       in_place = count > 0 && recv == bytes(send) + std::size_t(root) * block;
       if (!in_place) send = tmp.unalias(send, block * std::size_t(size_), recv, block);
     }
-    ElemType et(t, count);
+    ElemType et(t, count, max_count_);
     WatchScope w("scatter", desc_, timeout_s_);
     check("scatter", MPI_Scatter(send, et.count(), et.type(), in_place ? MPI_IN_PLACE : recv,
                                  et.count(), et.type(), root, comm_));
@@ -235,7 +235,7 @@ class MpiCommunicator final : public Communicator {
       in_place = count > 0 && send == bytes(recv) + std::size_t(root) * block;
       if (!in_place) send = tmp.unalias(send, block, recv, block * std::size_t(size_));
     }
-    ElemType et(t, count);
+    ElemType et(t, count, max_count_);
     WatchScope w("gather", desc_, timeout_s_);
     check("gather", MPI_Gather(in_place ? MPI_IN_PLACE : send, et.count(), et.type(), recv,
                                et.count(), et.type(), root, comm_));
@@ -343,7 +343,7 @@ class MpiCommunicator final : public Communicator {
   // once, so a zero-size operation still synchronizes like any other call.
   template <class F>
   void for_chunks(std::size_t count, std::size_t es, F&& f) {
-    const std::size_t limit = detail::max_count();
+    const std::size_t limit = max_count_;
     std::size_t off = 0;
     do {
       const std::size_t n = std::min(limit, count - off);
@@ -409,6 +409,9 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   int max_tag_ = 32767;
+  // detail::max_count() is fixed once MPI is initialised (before any communicator exists);
+  // cached so the per-call paths do not look it up.
+  std::size_t max_count_ = detail::max_count();
   std::vector<int> ints_[4];  // reused int copies of v-collective counts/displacements
 };
 

@@ -347,41 +347,13 @@ WatchScope::~WatchScope() {
 
 std::size_t max_count() { return rt().max_count; }
 
-MPI_Datatype base_type(DType t) {
-  switch (t) {
-    case DType::F32: return MPI_FLOAT;
-    case DType::F64: return MPI_DOUBLE;
-    case DType::F16:
-    case DType::BF16: return MPI_UINT16_T;
-    case DType::I32: return MPI_INT32_T;
-    case DType::I64: return MPI_INT64_T;
-    case DType::U8: return MPI_UINT8_T;
-  }
-  throw Error("internal: unknown dtype");
-}
+MPI_Datatype unknown_dtype_type() { throw Error("internal: unknown dtype"); }
 
-MPI_Op reduce_op(DType t, ReduceOp op, bool derived) {
-  const ReduceOp eff = op == ReduceOp::Avg ? ReduceOp::Sum : op;
-  // u8 always goes through our own op: Open MPI 4.1.4's op/avx saturates MPI_SUM on
-  // MPI_UINT8_T (127 + 130 gave 255; shardcal wraps like the sim, NCCL and C; cf.
-  // open-mpi/ompi#8045) and MPICH 4.0.2 compares MPI_UINT8_T as signed in MPI_MAX/MPI_MIN
-  // (max(100, 200) gave 100; pmodels/mpich#6083). Both verified on this machine.
-  const bool native_ok = t != DType::F16 && t != DType::BF16 && t != DType::U8;
-  if (!derived && native_ok) {
-    switch (eff) {
-      case ReduceOp::Sum: return MPI_SUM;
-      case ReduceOp::Max: return MPI_MAX;
-      case ReduceOp::Min: return MPI_MIN;
-      case ReduceOp::Avg: break;
-    }
-  }
+MPI_Op user_reduce_op(DType t, ReduceOp eff) {
   return rt().user_ops[std::size_t(int(t) * kNumOps + int(eff))];
 }
 
-ElemType::ElemType(DType t, std::size_t n)
-    : type_(base_type(t)), count_(int(std::min<std::size_t>(n, INT_MAX))) {
-  const std::size_t limit = max_count();
-  if (n <= limit) return;
+void ElemType::make_derived(DType t, std::size_t n, std::size_t limit) {
   // n elements as one item: q blocks of k elements, then the r leftover elements.
   const std::size_t k = std::min<std::size_t>(limit, std::size_t(1) << 20);
   const std::size_t q = n / k, r = n % k;
@@ -413,8 +385,7 @@ ElemType::ElemType(DType t, std::size_t n)
   rr.derived_types.emplace_back(type_, n);
 }
 
-ElemType::~ElemType() {
-  if (!derived_) return;
+void ElemType::release() {
   Runtime& r = rt();
   {
     std::lock_guard lk(r.types_m);

@@ -4,6 +4,7 @@
 // the datatype/op mapping including counts beyond INT_MAX.
 #include <mpi.h>
 
+#include <climits>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -65,21 +66,59 @@ class WatchScope {
 // Largest element count passed to one MPI call on the non-v paths: INT_MAX, or the value of
 // SHARDCAL_MPI_MAX_COUNT (a test knob that sends small messages through the large-count paths).
 std::size_t max_count();
+[[noreturn]] MPI_Datatype unknown_dtype_type();  // throws the internal error base_type needs
+MPI_Op user_reduce_op(DType t, ReduceOp eff);   // shardcal's own op for (t, Sum|Max|Min)
 
-MPI_Datatype base_type(DType t);  // f16/bf16 travel as MPI_UINT16_T
+// f16/bf16 travel as MPI_UINT16_T. Inline (as reduce_op's native branch and ElemType's
+// common case below): they run on every call, and parity.sh times ~250 ns calls.
+inline MPI_Datatype base_type(DType t) {
+  switch (t) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::F64: return MPI_DOUBLE;
+    case DType::F16:
+    case DType::BF16: return MPI_UINT16_T;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+    case DType::U8: return MPI_UINT8_T;
+  }
+  return unknown_dtype_type();
+}
 // The MPI_Op for op on t (Avg maps to Sum; the caller divides). Native MPI_SUM/MAX/MIN where MPI
 // reduces the type itself (f32, f64, i32, i64); a commutative user op over shardcal::reduce_into
 // for f16/bf16, for u8 (see the .cpp for the MPI bugs), and whenever `derived` is set
 // (predefined ops take predefined datatypes only).
-MPI_Op reduce_op(DType t, ReduceOp op, bool derived);
+inline MPI_Op reduce_op(DType t, ReduceOp op, bool derived) {
+  const ReduceOp eff = op == ReduceOp::Avg ? ReduceOp::Sum : op;
+  // u8 always goes through our own op: Open MPI 4.1.4's op/avx saturates MPI_SUM on
+  // MPI_UINT8_T (127 + 130 gave 255; shardcal wraps like the sim, NCCL and C; cf.
+  // open-mpi/ompi#8045) and MPICH 4.0.2 compares MPI_UINT8_T as signed in MPI_MAX/MPI_MIN
+  // (max(100, 200) gave 100; pmodels/mpich#6083). Both verified on this machine.
+  const bool native_ok = t != DType::F16 && t != DType::BF16 && t != DType::U8;
+  if (!derived && native_ok) {
+    switch (eff) {
+      case ReduceOp::Sum: return MPI_SUM;
+      case ReduceOp::Max: return MPI_MAX;
+      case ReduceOp::Min: return MPI_MIN;
+      case ReduceOp::Avg: break;
+    }
+  }
+  return user_reduce_op(t, eff);
+}
 
 // n elements of t as one (datatype, count) pair for a single MPI call: the predefined type when
 // n <= max_count(), else a committed struct type describing all n elements (count 1) that the
 // user ops know how to reduce. Frees the derived type when destroyed.
 class ElemType {
  public:
-  ElemType(DType t, std::size_t n);
-  ~ElemType();
+  ElemType(DType t, std::size_t n) : ElemType(t, n, max_count()) {}
+  // limit: max_count(), passed by callers that cached it (the common case stays inline).
+  ElemType(DType t, std::size_t n, std::size_t limit)
+      : type_(base_type(t)), count_(n < std::size_t(INT_MAX) ? int(n) : INT_MAX) {
+    if (n > limit) make_derived(t, n, limit);
+  }
+  ~ElemType() {
+    if (derived_) release();
+  }
   ElemType(const ElemType&) = delete;
   ElemType& operator=(const ElemType&) = delete;
   MPI_Datatype type() const { return type_; }
@@ -87,6 +126,8 @@ class ElemType {
   bool derived() const { return derived_; }
 
  private:
+  void make_derived(DType t, std::size_t n, std::size_t limit);
+  void release();
   MPI_Datatype type_;
   int count_;
   bool derived_ = false;
