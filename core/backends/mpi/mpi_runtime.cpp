@@ -44,16 +44,8 @@ struct Watchdog {
   std::thread thread;
   bool started = false;
   bool stop = false;
-  std::atomic<bool> running{false};  // fast-path check in WatchScope (thread started)
-  // The armed operation, published by the thread that calls MPI without a lock or a clock read
-  // (a sequence lock with a single writer): `seq` is odd while a scope is armed and changes with
-  // every arm and disarm; the fields are written only while it is even. The watchdog reads seq,
-  // the fields, then seq again, and trusts the fields only if seq did not change.
-  std::atomic<std::uint64_t> seq{0};
-  std::atomic<const char*> op{nullptr};
-  std::atomic<const std::string*> group{nullptr};
-  std::atomic<int> peer{-1};
-  std::atomic<double> timeout_s{0};
+  // The armed operation and the "thread started" flag live in g_watch (mpi_runtime.hpp), so
+  // that WatchScope inlines.
 };
 
 // Process-wide state. Heap-allocated and never freed: the exit handler and the watchdog thread
@@ -66,7 +58,6 @@ struct Runtime {
   std::thread::id init_thread;
   int world_rank = -1;
   std::size_t max_count = INT_MAX;
-  double last_timeout_s = 300;
   std::array<MPI_Op, kNumDTypes * kNumOps> user_ops{};
   std::mutex types_m;
   std::vector<std::pair<MPI_Datatype, std::size_t>> derived_types;  // type -> elements per item
@@ -94,20 +85,21 @@ bool mpi_usable() {
 // operation stuck for timeout_s is reported after at most timeout_s + 1 s.
 void watchdog_main() {
   Watchdog& w = rt().watchdog;
+  WatchSlot& slot = g_watch;
   std::uint64_t seen = 0;  // the armed scope being timed (its seq), 0 = none
   Clock::time_point since;
   std::unique_lock lk(w.m);
   while (!w.stop) {
     const auto now = Clock::now();
     auto wake = now + std::chrono::seconds(1);
-    const std::uint64_t s1 = w.seq.load(std::memory_order_acquire);
+    const std::uint64_t s1 = slot.seq.load(std::memory_order_acquire);
     if (s1 & 1) {
-      const char* op = w.op.load(std::memory_order_relaxed);
-      const std::string* group = w.group.load(std::memory_order_relaxed);
-      const int peer = w.peer.load(std::memory_order_relaxed);
-      const double timeout = std::min(w.timeout_s.load(std::memory_order_relaxed), 1e7);
+      const char* op = slot.op.load(std::memory_order_relaxed);
+      const std::string* group = slot.group.load(std::memory_order_relaxed);
+      const int peer = slot.peer.load(std::memory_order_relaxed);
+      const double timeout = std::min(slot.timeout_s.load(std::memory_order_relaxed), 1e7);
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (w.seq.load(std::memory_order_relaxed) == s1) {  // the fields belong to scope s1
+      if (slot.seq.load(std::memory_order_relaxed) == s1) {  // the fields belong to scope s1
         if (s1 != seen) {
           seen = s1;
           since = now;
@@ -123,7 +115,7 @@ void watchdog_main() {
           // The call may have returned just now (the group text is interned, so it is still
           // valid even if the communicator is gone); if so, it did not time out.
           std::atomic_thread_fence(std::memory_order_acquire);
-          if (w.seq.load(std::memory_order_relaxed) == s1) {
+          if (slot.seq.load(std::memory_order_relaxed) == s1) {
             lk.unlock();
             abort_job(msg, kTimeoutExitCode);
           }
@@ -149,7 +141,7 @@ void stop_watchdog() {
   w.thread.join();
   std::lock_guard lk(w.m);
   w.started = false;
-  w.running.store(false, std::memory_order_relaxed);
+  g_watch.running.store(false, std::memory_order_relaxed);
 }
 
 std::size_t elems_per_item(MPI_Datatype dt, DType t) {
@@ -182,7 +174,7 @@ void finalize_at_exit() {
     {
       // MPI_Finalize synchronizes with the other ranks; a rank that exits while its peers are
       // stuck must not hang here either.
-      WatchScope w("MPI_Finalize", intern("mpi world"), r.last_timeout_s);
+      WatchScope w("MPI_Finalize", intern("mpi world"), g_watch.last_timeout_s.load(std::memory_order_relaxed));
       for (MPI_Op& op : r.user_ops)
         if (op != MPI_OP_NULL) MPI_Op_free(&op);
       MPI_Finalize();
@@ -314,35 +306,14 @@ InternedText intern(std::string_view text) {
   return InternedText(&*it);
 }
 
-WatchScope::WatchScope(const char* op, InternedText group, double timeout_s, int peer) {
-  Runtime& r = rt();
-  Watchdog& w = r.watchdog;
-  if (!w.running.load(std::memory_order_relaxed)) {
-    std::lock_guard lk(w.m);
-    if (!w.started && !w.stop) {
-      w.thread = std::thread(watchdog_main);
-      w.started = true;
-      w.running.store(true, std::memory_order_relaxed);
-    }
-  }
-  r.last_timeout_s = timeout_s;
-  // Scopes do not nest (one blocking call at a time); if one did, it re-arms with its own fields.
-  const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
-  const std::uint64_t even = (s & 1) ? s + 1 : s;
-  if (s & 1) w.seq.store(even, std::memory_order_relaxed);
-  // Orders the disarm (seq even) before the field writes, for the watchdog's re-check of seq.
-  std::atomic_thread_fence(std::memory_order_release);
-  w.op.store(op, std::memory_order_relaxed);
-  w.group.store(&group.str(), std::memory_order_relaxed);
-  w.peer.store(peer, std::memory_order_relaxed);
-  w.timeout_s.store(timeout_s, std::memory_order_relaxed);
-  w.seq.store(even + 1, std::memory_order_release);  // armed
-}
-
-WatchScope::~WatchScope() {
+void start_watchdog() {
   Watchdog& w = rt().watchdog;
-  const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
-  if (s & 1) w.seq.store(s + 1, std::memory_order_release);  // disarmed
+  std::lock_guard lk(w.m);
+  if (!w.started && !w.stop) {
+    w.thread = std::thread(watchdog_main);
+    w.started = true;
+    g_watch.running.store(true, std::memory_order_relaxed);
+  }
 }
 
 std::size_t max_count() { return rt().max_count; }

@@ -4,7 +4,9 @@
 // the datatype/op mapping including counts beyond INT_MAX.
 #include <mpi.h>
 
+#include <atomic>
 #include <climits>
+#include <cstdint>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -55,10 +57,50 @@ InternedText intern(std::string_view text);
 // the process (a string literal); `group` is interned text (above) for the same reason: the
 // watchdog may still read the fields just after the scope ended and the communicator that named
 // the group was destroyed.
+//
+// The armed operation is published by the thread that calls MPI without a lock or a clock read
+// (a sequence lock with a single writer): `seq` is odd while a scope is armed and changes with
+// every arm and disarm; the fields are written only while it is even. The watchdog reads seq,
+// the fields, then seq again, and trusts the fields only if seq did not change. The slot is a
+// constant-initialised global (no destructor: the exit handler and the watchdog thread may use
+// it while static destructors run) and the scope is inline, so arming costs a few stores and no
+// call on every timed operation.
+struct WatchSlot {
+  std::atomic<bool> running{false};  // the watchdog thread was started
+  std::atomic<std::uint64_t> seq{0};
+  std::atomic<const char*> op{nullptr};
+  std::atomic<const std::string*> group{nullptr};
+  std::atomic<int> peer{-1};
+  std::atomic<double> timeout_s{0};
+  std::atomic<double> last_timeout_s{300};  // for MPI_Finalize's scope at exit
+};
+inline constinit WatchSlot g_watch{};
+void start_watchdog();  // starts the watchdog thread once (not after it was stopped)
+
 class WatchScope {
  public:
-  WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1);
-  ~WatchScope();
+  WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1) {
+    WatchSlot& w = g_watch;
+    if (!w.running.load(std::memory_order_relaxed)) start_watchdog();
+    w.last_timeout_s.store(timeout_s, std::memory_order_relaxed);
+    // Scopes do not nest (one blocking call at a time); if one did, it re-arms with its own
+    // fields.
+    const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
+    const std::uint64_t even = (s & 1) ? s + 1 : s;
+    if (s & 1) w.seq.store(even, std::memory_order_relaxed);
+    // Orders the disarm (seq even) before the field writes, for the watchdog's re-check of seq.
+    std::atomic_thread_fence(std::memory_order_release);
+    w.op.store(op, std::memory_order_relaxed);
+    w.group.store(&group.str(), std::memory_order_relaxed);
+    w.peer.store(peer, std::memory_order_relaxed);
+    w.timeout_s.store(timeout_s, std::memory_order_relaxed);
+    w.seq.store(even + 1, std::memory_order_release);  // armed
+  }
+  ~WatchScope() {
+    WatchSlot& w = g_watch;
+    const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
+    if (s & 1) w.seq.store(s + 1, std::memory_order_release);  // disarmed
+  }
   WatchScope(const WatchScope&) = delete;
   WatchScope& operator=(const WatchScope&) = delete;
 };
