@@ -26,7 +26,8 @@
 # measurement (`sweep`: shardbench::sweep::measure_collective with this script's protocol):
 # same process, same rank placement, same mode. The ratio is taken per launch and the median
 # over the REPS launches is the parity figure; the goal (<= 1.05 at every size) is judged on it.
-#   env: ROUNDS=5 (rounds per in-process launch)
+#   env: ROUNDS=5 (rounds per in-process launch); REPORT_ONLY=1 OUT=dir: print an earlier run's
+#        tables again (same REPS, MT and INPROC)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -66,8 +67,9 @@ cat > "$out/parity.json" <<JSON
 }
 JSON
 
+[[ ${REPORT_ONLY:-0} == 1 ]] && REPS_RUN=0 || REPS_RUN=$REPS
 echo "parity: NP=$NP REPS=$REPS ITERS=$ITERS SKIP=$SKIP sizes 8..$MAX, results in $out" >&2
-echo "parity: load before: $(uptime)" | tee "$out/load.txt" >&2
+((REPS_RUN == 0)) || echo "parity: load before: $(uptime)" | tee "$out/load.txt" >&2
 run_ours() {
   "${mpirun[@]}" "$build/bin/shardbench" sweep --backend mpi --config "$out/parity.json" \
       --out "$out/ours_$1.jsonl" -q </dev/null
@@ -76,7 +78,7 @@ run_osu() {
   "${mpirun[@]}" "$build/bin/osu_style" --iterations "$ITERS" --skip "$SKIP" "${sizes[@]}" \
       </dev/null > "$out/osu_$1.jsonl"
 }
-for ((r = 1; r <= REPS; r++)); do
+for ((r = 1; r <= REPS_RUN; r++)); do
   # Swap the order every repetition so a drift in machine load does not favour one side.
   if ((r % 2)); then order=(ours osu); else order=(osu ours); fi
   for side in "${order[@]}"; do
@@ -95,7 +97,7 @@ for ((r = 1; r <= REPS; r++)); do
         </dev/null > "$out/inproc_$r.jsonl"
   fi
 done
-echo "parity: load after: $(uptime)" | tee -a "$out/load.txt" >&2
+((REPS_RUN == 0)) || echo "parity: load after: $(uptime)" | tee -a "$out/load.txt" >&2
 
 "$py" - "$out" "$REPS" "$MT" "$INPROC" <<'PY'
 import json, statistics, sys
