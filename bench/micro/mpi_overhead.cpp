@@ -2,7 +2,7 @@
 // this once per level, interleaved, and prints the table in docs/PERFORMANCE.md).
 //
 // Within one process (one thread level, taken from SHARDCAL_MPI_THREAD_LEVEL by the backend's own
-// MPI_Init_thread) three ways of making the same call are timed the OSU way (MPI_Wtime around the
+// MPI_Init_thread) up to four ways of making the same call are timed the OSU way (MPI_Wtime around the
 // call, MPI_Barrier between calls, `skip` untimed warm-up calls), interleaved round by round in a
 // rotating order so that drift in machine load hits each alike:
 //   raw      MPI_Allgather / MPI_Allreduce on MPI_COMM_WORLD (what osu_style.cpp does)
@@ -16,13 +16,16 @@
 //            slowest rank's; the median of them is compared as the other variants' is.
 // Comparing `sweep` with `raw` inside one process is the side-by-side parity measurement of
 // bench/scripts/parity.sh (table 2): same launch, same rank placement, same MPI thread level
-// (run it with SHARDCAL_MPI_THREAD_LEVEL=single for the OSU loop's MPI_Init level).
+// (run it with SHARDCAL_MPI_THREAD_LEVEL=single for the OSU loop's MPI_Init level). Every
+// variant's buffers come from shardcal's host memory (64-byte aligned), as the sweep's do: with
+// std::vector buffers (malloc, 16 bytes past a page boundary at these sizes) raw was 5-15 %
+// slower than sweep at 2-4 MiB all_reduce, an allocation effect, not a harness one.
 // Statistic (as shardbench and osu_style report it): per iteration the slowest rank's time; the
 // median over iterations; then the median over rounds. Sizes follow shardbench's convention
 // (DESIGN §4): all_gather S is the whole output, all_reduce S one rank's buffer (f32).
 //
 //   mpi_overhead [--iterations N] [--skip K] [--rounds R] [--variants raw,sweep,...] SIZE...
-//   (JSON lines on rank 0; default variants: raw,watch,backend,sweep)
+//   (JSON lines on rank 0; default variants: raw,watch,backend; sweep needs >= 2 ranks)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +37,7 @@
 #include "mpi/mpi_backend.hpp"
 #include "mpi/mpi_runtime.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/memory.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "sweep/config.hpp"
 #include "sweep/runner.hpp"
@@ -108,7 +112,7 @@ std::string parse(int argc, char** argv, Args& a) {
     if (!err.empty()) return err;
   }
   if (a.sizes.empty()) return "no sizes given";
-  if (a.variants.empty()) a.variants = {0, 1, 2, 3};
+  if (a.variants.empty()) a.variants = {0, 1, 2};  // what mpi_overhead.sh tabulates
   return {};
 }
 
@@ -151,14 +155,19 @@ int main(int argc, char** argv) {
         for (long s : a.sizes) {
           const long elems = s / 4;
           const long count = gather ? std::max(1L, elems / n) : elems;
-          std::vector<float> send(std::size_t(count), 1.0f),
-              recv(std::size_t(gather ? count * n : count));
+          const long recv_count = gather ? count * n : count;
+          shardcal::Buffer send_buf(shardcal::host_memory(), std::size_t(count) * 4),
+              recv_buf(shardcal::host_memory(), std::size_t(recv_count) * 4);
+          auto* send = static_cast<float*>(send_buf.data());
+          auto* recv = static_cast<float*>(recv_buf.data());
+          std::fill(send, send + count, 1.0f);
+          std::fill(recv, recv + recv_count, 0.0f);
           auto raw = [&] {
             if (gather)
-              MPI_Allgather(send.data(), int(count), MPI_FLOAT, recv.data(), int(count), MPI_FLOAT,
+              MPI_Allgather(send, int(count), MPI_FLOAT, recv, int(count), MPI_FLOAT,
                             MPI_COMM_WORLD);
             else
-              MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM,
+              MPI_Allreduce(send, recv, int(count), MPI_FLOAT, MPI_SUM,
                             MPI_COMM_WORLD);
           };
           const bool with_sweep = std::count(a.variants.begin(), a.variants.end(),
@@ -166,6 +175,7 @@ int main(int argc, char** argv) {
           shardbench::sweep::SweepConfig cfg;
           std::vector<shardbench::sweep::Point> points;
           if (with_sweep) {
+            if (n < 2) throw shardcal::Error("the sweep variant needs at least 2 ranks (a mesh dim of size >= 2)");
             cfg = sweep_config(op, s, n, a);
             points = shardbench::sweep::expand_points(cfg, n);
             if (points.size() != 1) throw shardcal::Error("internal: sweep variant expected one point");
@@ -184,10 +194,10 @@ int main(int argc, char** argv) {
               }
               case Variant::Backend:
                 if (gather)
-                  world.all_gather(send.data(), recv.data(), std::size_t(count),
+                  world.all_gather(send, recv, std::size_t(count),
                                    shardcal::DType::F32);
                 else
-                  world.all_reduce(send.data(), recv.data(), std::size_t(count),
+                  world.all_reduce(send, recv, std::size_t(count),
                                    shardcal::DType::F32, shardcal::ReduceOp::Sum);
                 break;
             }

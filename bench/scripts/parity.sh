@@ -24,23 +24,47 @@
 # loop's MPI_Init level) times, interleaved round by round, the OSU loop (`raw`: MPI_Wtime
 # around MPI_Allgather/MPI_Allreduce, barrier between calls) and shardbench's own point
 # measurement (`sweep`: shardbench::sweep::measure_collective with this script's protocol):
-# same process, same rank placement, same mode. The ratio is taken per launch and the median
-# over the REPS launches is the parity figure; the goal (<= 1.05 at every size) is judged on it.
-#   env: ROUNDS=5 (rounds per in-process launch); REPORT_ONLY=1 OUT=dir: print an earlier run's
-#        tables again (same REPS, MT and INPROC)
+# same process, same rank placement, same mode, same buffer allocator (shardcal's host memory).
+# The ratio is taken per launch and the median over the REPS launches is the parity figure; the
+# goal (<= 1.05 at every size) is judged on it. What it covers: the harness's measurement loop
+# (measure_collective and the MPI backend's call path) at MPI_THREAD_SINGLE; the shardbench
+# binary's own launches are table 1.
+#   env: ROUNDS=6 (rounds per in-process launch; even, so each side goes first equally often);
+#        REPORT_ONLY=1 OUT=dir: print an earlier run's tables again (same REPS, MT and INPROC)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 NP=${NP:-4} REPS=${REPS:-5} ITERS=${ITERS:-200} SKIP=${SKIP:-20} MAX=${MAX:-4194304} MT=${MT:-0}
-INPROC=${INPROC:-1} ROUNDS=${ROUNDS:-5}
-out=${OUT:-$(mktemp -d /tmp/shardcal-parity.XXXXXX)}
-mkdir -p "$out"
-bins=(shardbench osu_style)
-[[ $INPROC == 1 ]] && bins+=(mpi_overhead)
-for bin in "${bins[@]}"; do
-  [[ -x $build/bin/$bin ]] || { echo "parity.sh: $build/bin/$bin not built (cmake --build $build --target shardbench osu_style)" >&2; exit 2; }
+INPROC=${INPROC:-1} ROUNDS=${ROUNDS:-6} REPORT_ONLY=${REPORT_ONLY:-0}
+die() { echo "parity.sh: $*" >&2; exit 2; }
+for v in NP REPS ITERS SKIP MAX ROUNDS; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v}: expected a non-negative integer"
 done
+((NP >= 2)) || die "NP=$NP: the collectives need at least 2 ranks"
+((REPS >= 1 && ITERS >= 1 && ROUNDS >= 1 && MAX >= 8)) || die "REPS, ITERS and ROUNDS must be >= 1, MAX >= 8"
+for v in MT INPROC REPORT_ONLY; do [[ ${!v} == 0 || ${!v} == 1 ]] || die "$v=${!v}: expected 0 or 1"; done
+if [[ $REPORT_ONLY == 1 ]]; then
+  # Re-print an earlier run: its files must all be there (same REPS, MT, INPROC as then).
+  [[ -n ${OUT:-} && -d $OUT ]] || die "REPORT_ONLY=1 needs OUT=<the earlier run's directory>"
+  out=$OUT
+  for ((r = 1; r <= REPS; r++)); do
+    need=("ours_$r.jsonl" "osu_$r.jsonl")
+    [[ $MT == 1 ]] && need+=("osu_mt_$r.jsonl")
+    [[ $INPROC == 1 ]] && need+=("inproc_$r.jsonl")
+    for f in "${need[@]}"; do
+      [[ -s $out/$f ]] || die "REPORT_ONLY=1: $out/$f is missing (was the run made with REPS=$REPS MT=$MT INPROC=$INPROC?)"
+    done
+  done
+else
+  out=${OUT:-$(mktemp -d /tmp/shardcal-parity.XXXXXX)}
+  mkdir -p "$out"
+  bins=(shardbench osu_style)
+  [[ $INPROC == 1 ]] && bins+=(mpi_overhead)
+  for bin in "${bins[@]}"; do
+    [[ -x $build/bin/$bin ]] || die "$build/bin/$bin not built (cmake --build $build --target ${bins[*]})"
+  done
+fi
 py=/usr/bin/python3; [[ -x $py ]] || py=python3
 mpirun=(mpirun -np "$NP")
 if mpirun --version 2>&1 | grep -q "Open MPI"; then mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$NP"); fi
@@ -48,7 +72,7 @@ if mpirun --version 2>&1 | grep -q "Open MPI"; then mpirun=(mpirun --allow-run-a
 sizes=()
 for ((s = 8; s <= MAX; s *= 2)); do sizes+=("$s"); done
 size_list=$(IFS=,; echo "${sizes[*]}")
-cat > "$out/parity.json" <<JSON
+[[ $REPORT_ONLY == 1 ]] || cat > "$out/parity.json" <<JSON
 {
   "name": "parity",
   "description": "bench/scripts/parity.sh: fixed iteration count, no buffer rotation (as OSU), mesh = the world.",
@@ -67,7 +91,7 @@ cat > "$out/parity.json" <<JSON
 }
 JSON
 
-[[ ${REPORT_ONLY:-0} == 1 ]] && REPS_RUN=0 || REPS_RUN=$REPS
+[[ $REPORT_ONLY == 1 ]] && REPS_RUN=0 || REPS_RUN=$REPS
 echo "parity: NP=$NP REPS=$REPS ITERS=$ITERS SKIP=$SKIP sizes 8..$MAX, results in $out" >&2
 ((REPS_RUN == 0)) || echo "parity: load before: $(uptime)" | tee "$out/load.txt" >&2
 run_ours() {

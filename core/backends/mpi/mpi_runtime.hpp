@@ -1,5 +1,6 @@
 #pragma once
-// Internals of the MPI backend (includes mpi.h; only the backend's own .cpp files include this):
+// Internals of the MPI backend (includes mpi.h; included by the MPI and NCCL backends' .cpp files
+// and by bench/micro/mpi_overhead.cpp, which times WatchScope on its own):
 // process-wide MPI init/finalize, the watchdog that bounds every blocking call, job abort, and
 // the datatype/op mapping including counts beyond INT_MAX.
 #include <mpi.h>
@@ -74,6 +75,9 @@ struct WatchSlot {
   std::atomic<double> timeout_s{0};
   std::atomic<double> last_timeout_s{300};  // for MPI_Finalize's scope at exit
 };
+// One object per program as long as the backends are static libraries (as built here). Were
+// they ever built as shared libraries with hidden visibility, each would get its own copy and
+// a scope armed in one would be invisible to the watchdog: give it default visibility then.
 inline constinit WatchSlot g_watch{};
 void start_watchdog();  // starts the watchdog thread once (not after it was stopped)
 
