@@ -16,7 +16,9 @@ namespace {
 // device backend left outstanding is inside the interval.
 class HostClockTimer final : public OpTimer {
  public:
-  explicit HostClockTimer(MemorySpace& mem) : mem_(mem) {}
+  // Host memory has nothing outstanding: skip its (virtual, empty) synchronize inside the timed
+  // interval, where parity.sh's 0.25 us calls see every call.
+  explicit HostClockTimer(MemorySpace& mem) : mem_(mem), sync_(mem.kind() != MemoryKind::Host) {}
 
   void start() override {
     started_ = true;
@@ -25,7 +27,7 @@ class HostClockTimer final : public OpTimer {
   }
   void stop() override {
     if (!started_) throw Error("internal: OpTimer::stop() without start()");
-    mem_.synchronize();
+    if (sync_) mem_.synchronize();
     t1_ = Clock::now();
     stopped_ = true;
   }
@@ -38,6 +40,7 @@ class HostClockTimer final : public OpTimer {
  private:
   using Clock = std::chrono::steady_clock;
   MemorySpace& mem_;
+  bool sync_;
   Clock::time_point t0_{}, t1_{};
   bool started_ = false;
   bool stopped_ = false;

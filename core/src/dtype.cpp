@@ -9,18 +9,7 @@
 
 namespace shardcal {
 
-std::size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
-    case DType::U8: return 1;
-  }
-  throw Error("internal: unknown dtype");
-}
+void throw_unknown_dtype() { throw Error("internal: unknown dtype"); }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
