@@ -11,8 +11,9 @@
 //            aliasing checks, WatchScope, the MPI call on the backend's duplicate of the world)
 //   sweep    one point of `shardbench sweep` itself: shardbench::sweep::measure_collective, the
 //            harness's own timed loop (untimed barrier, clock, backend call, clock; checkpoints;
-//            the correctness check run), with parity.sh's protocol: `iterations` samples after
-//            `skip` warm-up, no buffer rotation, mesh = the world. Its samples are already the
+//            the correctness check run), on the point of --sweep-config (the very config
+//            parity.sh gives shardbench: fixed iteration count equal to --iterations, warm-up
+//            equal to --skip, no buffer rotation, mesh = the world). Its samples are already the
 //            slowest rank's; the median of them is compared as the other variants' is.
 // Comparing `sweep` with `raw` inside one process is the side-by-side parity measurement of
 // bench/scripts/parity.sh (table 2): same launch, same rank placement, same MPI thread level
@@ -24,8 +25,10 @@
 // median over iterations; then the median over rounds. Sizes follow shardbench's convention
 // (DESIGN §4): all_gather S is the whole output, all_reduce S one rank's buffer (f32).
 //
-//   mpi_overhead [--iterations N] [--skip K] [--rounds R] [--variants raw,sweep,...] SIZE...
-//   (JSON lines on rank 0; default variants: raw,watch,backend; sweep needs >= 2 ranks)
+//   mpi_overhead [--iterations N] [--skip K] [--rounds R] [--variants raw,sweep,...]
+//                [--sweep-config FILE] SIZE...
+//   (JSON lines on rank 0; default variants: raw,watch,backend; sweep needs >= 2 ranks and
+//   --sweep-config)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +39,7 @@
 
 #include "mpi/mpi_backend.hpp"
 #include "mpi/mpi_runtime.hpp"
+#include "shardcal/collectives.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/memory.hpp"
 #include "shardcal/mesh_comm.hpp"
@@ -62,6 +66,7 @@ struct Args {
   int rounds = 3;
   std::vector<long> sizes;
   std::vector<int> variants;  // indices into kVariantNames
+  std::string sweep_config;   // sweep config file for the sweep variant
 };
 
 enum class Variant { Raw, Watch, Backend, Sweep };
@@ -90,7 +95,10 @@ std::string parse(int argc, char** argv, Args& a) {
     if (arg == "--iterations") err = value(1, a.iterations);
     else if (arg == "--skip") err = value(0, a.skip);
     else if (arg == "--rounds") err = value(1, a.rounds);
-    else if (arg == "--variants") {
+    else if (arg == "--sweep-config") {
+      if (i + 1 >= argc) return arg + " needs a value";
+      a.sweep_config = argv[++i];
+    } else if (arg == "--variants") {
       if (i + 1 >= argc) return arg + " needs a value";
       std::string list = argv[++i];
       a.variants.clear();
@@ -113,23 +121,10 @@ std::string parse(int argc, char** argv, Args& a) {
   }
   if (a.sizes.empty()) return "no sizes given";
   if (a.variants.empty()) a.variants = {0, 1, 2};  // what mpi_overhead.sh tabulates
+  const bool sweep = std::count(a.variants.begin(), a.variants.end(), 3) > 0;
+  if (sweep && a.sweep_config.empty())
+    return "the sweep variant needs --sweep-config FILE (parity.sh passes its parity.json)";
   return {};
-}
-
-// The one-point sweep config parity.sh gives shardbench (bench/scripts/parity.sh): fixed
-// iteration count, no buffer rotation, per-iteration timing, the check on.
-shardbench::sweep::SweepConfig sweep_config(const char* op, long size, int n, const Args& a) {
-  const std::string text = std::string("{\"name\": \"mpi_overhead\", \"meshes\": [\"") +
-                           std::to_string(n) + "\"], \"collectives\": [\"" + op +
-                           "\"], \"sizes\": [" + std::to_string(size) +
-                           "], \"dtypes\": [\"f32\"], \"distributions\": [\"even\"], "
-                           "\"warmup\": " + std::to_string(a.skip) +
-                           ", \"iterations\": {\"min\": " + std::to_string(a.iterations) +
-                           ", \"max\": " + std::to_string(a.iterations) +
-                           "}, \"time_budget_s\": 1000000, \"adaptive\": {\"target_rel_ci\": 0}, "
-                           "\"check\": true, \"mode\": \"per_iteration\", "
-                           "\"buffer_rotation\": {\"bytes\": 0}}";
-  return shardbench::sweep::parse_config_text(text, "mpi_overhead sweep variant");
 }
 
 }  // namespace
@@ -139,7 +134,7 @@ int main(int argc, char** argv) {
   if (const std::string err = parse(argc, argv, a); !err.empty()) {
     std::fprintf(stderr,
                  "mpi_overhead: %s\nusage: mpi_overhead [--iterations N] [--skip K] [--rounds R] "
-                 "[--variants raw,watch,backend,sweep] SIZE...\n",
+                 "[--variants raw,watch,backend,sweep] [--sweep-config FILE] SIZE...\n",
                  err.c_str());
     return 2;
   }
@@ -150,6 +145,21 @@ int main(int argc, char** argv) {
       const shardcal::mpi::ThreadLevel level = shardcal::mpi::thread_level();
       static const detail::InternedText group = detail::intern("mpi_overhead world");
       shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse(std::to_string(n)), world);
+      const bool with_sweep =
+          std::count(a.variants.begin(), a.variants.end(), int(Variant::Sweep)) > 0;
+      shardbench::sweep::SweepConfig cfg;
+      std::vector<shardbench::sweep::Point> points;
+      if (with_sweep) {
+        if (n < 2) throw shardcal::Error("the sweep variant needs at least 2 ranks (a mesh dim of size >= 2)");
+        cfg = shardbench::sweep::load_config(a.sweep_config);
+        // Same protocol on both sides, or the comparison means nothing.
+        if (cfg.warmup != a.skip || cfg.iterations_min != a.iterations ||
+            cfg.iterations_max != a.iterations)
+          throw shardcal::Error(a.sweep_config + ": warmup and iterations {min, max} must equal "
+                                "--skip and --iterations (" + std::to_string(a.skip) + ", " +
+                                std::to_string(a.iterations) + ")");
+        points = shardbench::sweep::expand_points(cfg, n);
+      }
       for (const char* op : {"all_gather", "all_reduce"}) {
         const bool gather = op[4] == 'g';
         for (long s : a.sizes) {
@@ -170,16 +180,13 @@ int main(int argc, char** argv) {
               MPI_Allreduce(send, recv, int(count), MPI_FLOAT, MPI_SUM,
                             MPI_COMM_WORLD);
           };
-          const bool with_sweep = std::count(a.variants.begin(), a.variants.end(),
-                                             int(Variant::Sweep)) > 0;
-          shardbench::sweep::SweepConfig cfg;
-          std::vector<shardbench::sweep::Point> points;
-          if (with_sweep) {
-            if (n < 2) throw shardcal::Error("the sweep variant needs at least 2 ranks (a mesh dim of size >= 2)");
-            cfg = sweep_config(op, s, n, a);
-            points = shardbench::sweep::expand_points(cfg, n);
-            if (points.size() != 1) throw shardcal::Error("internal: sweep variant expected one point");
-          }
+          // The config's point for this op and size.
+          const shardbench::sweep::Point* point = nullptr;
+          for (const auto& p : points)
+            if (!p.transition && p.size == s && shardcal::collective_info(p.op).name == op) point = &p;
+          if (with_sweep && point == nullptr)
+            throw shardcal::Error(a.sweep_config + " has no " + op + " point of " + std::to_string(s) +
+                                  " bytes on mesh " + std::to_string(n));
           auto call = [&](Variant v) {
             switch (v) {
               case Variant::Sweep:
@@ -217,7 +224,7 @@ int main(int argc, char** argv) {
               const auto v = static_cast<Variant>(a.variants[std::size_t((k + std::max(r, 0)) % nv)]);
               MPI_Barrier(MPI_COMM_WORLD);
               if (v == Variant::Sweep) {
-                const auto m = shardbench::sweep::measure_collective(mc, points[0], cfg);
+                const auto m = shardbench::sweep::measure_collective(mc, *point, cfg);
                 if (m.wrong != 0) throw shardcal::Error(std::string("sweep variant: wrong results in ") + op);
                 if (m.samples.size() != std::size_t(a.iterations))
                   throw shardcal::Error("sweep variant: " + std::to_string(m.samples.size()) +

@@ -117,7 +117,8 @@ for ((r = 1; r <= REPS_RUN; r++)); do
   if [[ $INPROC == 1 ]]; then
     echo "parity: repetition $r/$REPS: in one launch (OSU loop and shardbench's point measurement)" >&2
     SHARDCAL_MPI_THREAD_LEVEL=single "${mpirun[@]}" "$build/bin/mpi_overhead" --variants raw,sweep \
-        --iterations "$ITERS" --skip "$SKIP" --rounds "$ROUNDS" "${sizes[@]}" \
+        --sweep-config "$out/parity.json" --iterations "$ITERS" --skip "$SKIP" --rounds "$ROUNDS" \
+        "${sizes[@]}" \
         </dev/null > "$out/inproc_$r.jsonl"
   fi
 done

@@ -174,7 +174,9 @@ void finalize_at_exit() {
     {
       // MPI_Finalize synchronizes with the other ranks; a rank that exits while its peers are
       // stuck must not hang here either.
-      WatchScope w("MPI_Finalize", intern("mpi world"), g_watch.last_timeout_s.load(std::memory_order_relaxed));
+      // The timeout of the last operation (300 s if there was none).
+      const double last = g_watch.timeout_s.load(std::memory_order_relaxed);
+      WatchScope w("MPI_Finalize", intern("mpi world"), last > 0 ? last : 300);
       for (MPI_Op& op : r.user_ops)
         if (op != MPI_OP_NULL) MPI_Op_free(&op);
       MPI_Finalize();
@@ -317,8 +319,6 @@ void start_watchdog() {
 }
 
 std::size_t max_count() { return rt().max_count; }
-
-MPI_Datatype unknown_dtype_type() { throw Error("internal: unknown dtype"); }
 
 MPI_Op user_reduce_op(DType t, ReduceOp eff) {
   return rt().user_ops[std::size_t(int(t) * kNumOps + int(eff))];

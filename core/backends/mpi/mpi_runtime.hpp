@@ -72,8 +72,7 @@ struct WatchSlot {
   std::atomic<const char*> op{nullptr};
   std::atomic<const std::string*> group{nullptr};
   std::atomic<int> peer{-1};
-  std::atomic<double> timeout_s{0};
-  std::atomic<double> last_timeout_s{300};  // for MPI_Finalize's scope at exit
+  std::atomic<double> timeout_s{0};  // also what MPI_Finalize's scope at exit reuses (0: none yet)
 };
 // One object per program as long as the backends are static libraries (as built here). Were
 // they ever built as shared libraries with hidden visibility, each would get its own copy and
@@ -86,7 +85,6 @@ class WatchScope {
   WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1) {
     WatchSlot& w = g_watch;
     if (!w.running.load(std::memory_order_relaxed)) start_watchdog();
-    w.last_timeout_s.store(timeout_s, std::memory_order_relaxed);
     // Scopes do not nest (one blocking call at a time); if one did, it re-arms with its own
     // fields.
     const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
@@ -112,7 +110,6 @@ class WatchScope {
 // Largest element count passed to one MPI call on the non-v paths: INT_MAX, or the value of
 // SHARDCAL_MPI_MAX_COUNT (a test knob that sends small messages through the large-count paths).
 std::size_t max_count();
-[[noreturn]] MPI_Datatype unknown_dtype_type();  // throws the internal error base_type needs
 MPI_Op user_reduce_op(DType t, ReduceOp eff);   // shardcal's own op for (t, Sum|Max|Min)
 
 // f16/bf16 travel as MPI_UINT16_T. Inline (as reduce_op's native branch and ElemType's
@@ -127,7 +124,7 @@ inline MPI_Datatype base_type(DType t) {
     case DType::I64: return MPI_INT64_T;
     case DType::U8: return MPI_UINT8_T;
   }
-  return unknown_dtype_type();
+  throw_unknown_dtype();
 }
 // The MPI_Op for op on t (Avg maps to Sum; the caller divides). Native MPI_SUM/MAX/MIN where MPI
 // reduces the type itself (f32, f64, i32, i64); a commutative user op over shardcal::reduce_into
