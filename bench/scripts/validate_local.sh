@@ -7,10 +7,14 @@
 #   2. `shardbench validate` over configs/validate/local.json (chosen, greedy and the K cheapest
 #      plans of every transition, measured in interleaved rounds), REPS times;
 #   3. per repetition the summary (median/p95 regret, MAPE, best greedy/chosen), and the
-#      transitions where greedy/chosen >= 1.3 in every repetition.
+#      transitions where greedy/chosen >= 1.3 in every repetition;
+#   4. with REPS >= 2, the noise floor (bench/scripts/regret_floor.py): the p95 regret that a
+#      planner knowing one launch's measurements gets in another launch of the same plans.
 #
 #   bench/scripts/validate_local.sh [BUILD_DIR]    env: NP=4 REPS=1 K=3 ROUNDS=5 PROFILE= OUT=dir
 #                                                       CONFIG=configs/validate/local.json
+#                                                       MPIRUN_ARGS= (extra mpirun flags, e.g.
+#                                                       "--bind-to core:overload-allowed")
 #
 # BUILD_DIR defaults to ./build (cmake --build BUILD_DIR --target shardbench). Outputs under OUT:
 # sweep.jsonl + profile.json (step 1), validate_<r>.jsonl + validate_<r>.txt (step 2).
@@ -28,6 +32,8 @@ bin=$build/bin/shardbench
 py=/usr/bin/python3; [[ -x $py ]] || py=python3
 mpirun=(mpirun -np "$NP")
 if mpirun --version 2>&1 | grep -q "Open MPI"; then mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$NP"); fi
+# shellcheck disable=SC2206  # word splitting intended: extra launcher flags, e.g. binding
+mpirun+=(${MPIRUN_ARGS:-})
 
 echo "validate_local: NP=$NP REPS=$REPS K=$K ROUNDS=$ROUNDS build=$build, outputs in $out" >&2
 echo "validate_local: load: $(uptime)" >&2
@@ -75,3 +81,9 @@ for label, (sp, ch, gr) in sorted(wins.items(), key=lambda kv: -kv[1][0]):
 if not wins:
     print("  (none)")
 PY
+if ((REPS >= 2)); then
+  echo
+  files=()
+  for ((r = 1; r <= REPS; r++)); do files+=("$out/validate_$r.jsonl"); done
+  "$py" "$here/regret_floor.py" "${files[@]}"
+fi
