@@ -1,28 +1,34 @@
 #!/usr/bin/env python3
-"""How much regret does launch-to-launch noise alone cause? (issue 9, p95 regret <= 1.20)
+"""How much of the p95 regret is launch-to-launch noise? (issue 9, p95 regret <= 1.20)
 
 Input: two or more `shardbench validate` output files from separate launches with the same
 profile and config, so every launch measured the same plans of the same transitions (the
-validate_local.sh repetitions). Regret, as validate defines it: measured median of a plan /
-the smallest measured median among the plans of that transition in that launch.
+validate_local.sh repetitions). Regret as validate computes it (bench/src/sweep/regret.cpp):
+measured median of a plan / the smallest median among the transition's plans in that launch
+(1 when that is 0); plans that produced wrong data are left out (here: in every launch).
 
-Two planners that no cost model can beat on the launch they are scored on:
-  * previous-launch oracle: for launch y, pick per transition the plan that was fastest in
-    launch x (perfect knowledge of one earlier measurement); its regret p95 in y, for every
-    ordered pair (x, y). If this exceeds a goal, a planner that decides before measuring
-    cannot meet the goal reliably on this machine.
-  * hindsight minimax: per transition the one plan whose worst regret over all launches is
-    smallest (chosen knowing every launch); its regret p95 per launch. A lower bound on what
-    any fixed choice gets in its worst launch, transition by transition.
+Three choosers that pick from *measurements of the plans themselves*, not from a profile:
+  * one-launch oracle: per transition the plan that measured fastest in launch x, scored in
+    launch y (every ordered pair). How reliably one launch's measurements pick the plan that is
+    fastest in another launch: when this misses the goal often, one launch of information is
+    not enough to meet it reliably (it is not a bound: a chooser that knows more can do better).
+  * leave-one-out (3+ launches): per transition the plan with the smallest mean regret over the
+    other launches, scored on the held-out launch: what several launches of measurements buy.
+  * hindsight minimax: per transition the plan whose worst regret over all launches is
+    smallest (chosen knowing every launch). Per transition, a lower bound on any fixed choice's
+    worst-launch regret; its p95 per launch is shown for reference, not a bound.
+With T transitions the p95 is interpolated between the 2nd and 3rd largest regret (T = 28), so
+two or three transitions decide it.
 
   regret_floor.py [--goal 1.2] [--json] validate_1.jsonl validate_2.jsonl [...]
 
-Exit 0 on success (whatever the numbers), 2 on bad input (unreadable files, different
-profiles or transitions or plan sets between files).
+Ties go to the plan listed first in the file (the chosen one). Exit 0 on success (whatever the
+numbers), 2 on bad input (unreadable files, different profiles, transitions or plan sets).
 """
 import argparse
 import itertools
 import json
+import statistics
 import sys
 
 
@@ -41,77 +47,124 @@ def percentile(sorted_vals, q):
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
 
 
+def p95(vals):
+    return percentile(sorted(vals), 0.95)
+
+
 def load(path):
-    """{transition key: {plan text: measured median us}} and the profile's sha256."""
+    """({transition key: {plan id: (median us, wrong)}}, {key: label}, profile sha256).
+
+    A plan id is its rank (position by predicted cost) and its steps: a plan listed twice (one
+    plan holding two roles) has one id and the same numbers; two plans whose steps print alike
+    have different ranks.
+    """
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             lines = [ln for ln in f if ln.strip()]
-    except OSError as e:
-        die(f"{path}: cannot read ({e.strerror})")
-    out, sha = {}, None
+    except (OSError, UnicodeDecodeError) as e:
+        die(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})")
+    out, labels, sha = {}, {}, None
     for i, ln in enumerate(lines, 1):
+        where = f"{path}:{i}"
         try:
             r = json.loads(ln)
         except json.JSONDecodeError as e:
-            die(f"{path}:{i}: not JSON ({e.msg}); give shardbench validate output files")
+            die(f"{where}: not JSON ({e.msg}); give shardbench validate output files")
+        if not isinstance(r, dict):
+            die(f"{where}: not a JSON object; give shardbench validate output files")
         if r.get("schema") != "shardcal.validate":
             continue
         try:
             key = r["transition"]["key"]
-            plans = {" ; ".join(p["steps"]): float(p["measured_us"]["median"]) for p in r["plans"]}
+            t = r["transition"]
+            label = f"{t['from']} -> {t['to']} mesh {t['mesh']} {t.get('shape', '')} {t['size']} B"
             this_sha = r["profile"]["sha256"]
+            plans = {}
+            for p in r["plans"]:
+                pid = f"{int(p['rank'])}: " + " ; ".join(str(s) for s in p["steps"])
+                val = (float(p["measured_us"]["median"]), bool(p.get("wrong") or 0))
+                if pid in plans and plans[pid] != val:
+                    die(f"{where}: two different plans with the id '{pid}'")
+                plans[pid] = val
         except (KeyError, TypeError, ValueError) as e:
-            die(f"{path}:{i}: a validate record without {e}; give shardbench validate output files")
-        if any(v <= 0 for v in plans.values()):
-            die(f"{path}:{i}: a plan with a measured median <= 0")
+            die(f"{where}: a validate record without a readable {e}; give shardbench validate output files")
+        if not plans:
+            die(f"{where}: a transition without plans")
+        if any(v[0] < 0 for v in plans.values()):
+            die(f"{where}: a plan with a negative measured median")
         if sha not in (None, this_sha):
-            die(f"{path}:{i}: records from two profiles in one file")
+            die(f"{where}: records from two profiles in one file")
+        if key in out:
+            die(f"{where}: the transition {label} appears twice in one file")
         sha = this_sha
-        out[key] = plans
+        out[key], labels[key] = plans, label
     if not out:
         die(f"{path}: no validate records (schema shardcal.validate)")
-    return out, sha
+    return out, labels, sha
 
 
-def regrets(plans):
-    best = min(plans.values())
-    return {p: t / best for p, t in plans.items()}
+def regret_table(launches, key, candidates):
+    """[launch][plan] regret, over the candidates (plans with correct data)."""
+    rows = []
+    for launch in launches:
+        best = min(launch[key][p][0] for p in candidates)
+        rows.append({p: (launch[key][p][0] / best if best > 0 else 1.0) for p in candidates})
+    return rows
 
 
-def analyse(launches):
+def analyse(launches, goal):
     keys = list(launches[0])
-    per_launch_regret = [{k: regrets(l[k]) for k in keys} for l in launches]
-    pairs = []
-    for x, y in itertools.permutations(range(len(launches)), 2):
-        vals = []
-        for k in keys:
-            pick = min(launches[x][k], key=launches[x][k].get)
-            vals.append(per_launch_regret[y][k][pick])
-        vals.sort()
-        pairs.append({"from": x + 1, "to": y + 1, "p95": percentile(vals, 0.95),
-                      "median": percentile(vals, 0.5), "max": vals[-1]})
-    minimax = [[] for _ in launches]
-    worst = []
+    n = len(launches)
+    tables, skipped = {}, []
     for k in keys:
-        pick = min(launches[0][k], key=lambda p: max(r[k][p] for r in per_launch_regret))
-        rs = [r[k][pick] for r in per_launch_regret]
-        for i, v in enumerate(rs):
-            minimax[i].append(v)
-        worst.append((max(rs), json.loads(k) if k.startswith("{") else k))
-    minimax_p95 = [percentile(sorted(v), 0.95) for v in minimax]
-    worst.sort(key=lambda w: -w[0])
-    return pairs, minimax_p95, worst
-
-
-def label(t):
-    if not isinstance(t, dict):
-        return str(t)
-    return f"{t.get('from')} -> {t.get('to')} mesh {t.get('mesh')} {t.get('shape', '')} {t.get('size')} B"
+        order = list(launches[0][k])  # file order: ties go to the first listed (the chosen plan)
+        cand = [p for p in order if not any(l[k][p][1] for l in launches)]
+        if cand:
+            tables[k] = (cand, regret_table(launches, k, cand))
+        else:
+            skipped.append(k)
+    pairs = []
+    for x, y in itertools.permutations(range(n), 2):
+        vals = []
+        for k, (cand, reg) in tables.items():
+            pick = min(cand, key=lambda p: reg[x][p])
+            vals.append(reg[y][pick])
+        pairs.append({"from": x + 1, "to": y + 1, "p95": p95(vals), "median": percentile(sorted(vals), 0.5),
+                      "max": max(vals)})
+    loo = None
+    if n >= 3:
+        loo = []
+        for y in range(n):
+            vals = []
+            for k, (cand, reg) in tables.items():
+                pick = min(cand, key=lambda p: statistics.fmean(reg[x][p] for x in range(n) if x != y))
+                vals.append(reg[y][pick])
+            loo.append(p95(vals))
+    minimax = [[] for _ in range(n)]
+    worst = []
+    for k, (cand, reg) in tables.items():
+        pick = min(cand, key=lambda p: max(r[p] for r in reg))
+        for i in range(n):
+            minimax[i].append(reg[i][pick])
+        worst.append({"transition": k, "worst_regret": max(r[pick] for r in reg)})
+    worst.sort(key=lambda w: -w["worst_regret"])
+    return {
+        "launches": n,
+        "transitions": len(tables),
+        "skipped_all_wrong": skipped,
+        "goal": goal,
+        "one_launch_oracle": pairs,
+        "oracle_pairs_over_goal": sum(p["p95"] > goal for p in pairs),
+        "leave_one_out_p95": loo,
+        "leave_one_out_over_goal": None if loo is None else sum(v > goal for v in loo),
+        "hindsight_minimax_p95": [p95(v) for v in minimax],
+        "minimax_worst": worst,
+    }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="See docs/PERFORMANCE.md, 'Planner p95: the noise floor'.")
+                                 epilog="See docs/PERFORMANCE.md, 'Planner p95: how much is launch-to-launch noise'.")
     ap.add_argument("files", nargs="+", help="shardbench validate outputs, one per launch (>= 2)")
     ap.add_argument("--goal", type=float, default=1.2, help="p95 regret goal to count against (1.2)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -119,34 +172,39 @@ def main():
     if len(a.files) < 2:
         die("give at least two validate files from separate launches (validate_local.sh REPS>=2)")
     loaded = [load(f) for f in a.files]
-    if len({sha for _, sha in loaded}) != 1:
-        die("the files were validated with different profiles; the noise floor needs the same "
+    if len({sha for _, _, sha in loaded}) != 1:
+        die("the files were validated with different profiles; the comparison needs the same "
             "plans in every launch (validate_local.sh with one PROFILE, REPS>=2)")
-    launches = [l for l, _ in loaded]
-    keys = set(launches[0])
+    launches = [l for l, _, _ in loaded]
+    labels = loaded[0][1]
     for f, l in zip(a.files[1:], launches[1:]):
-        if set(l) != keys:
+        if set(l) != set(launches[0]):
             die(f"{f}: other transitions than {a.files[0]}; validate the same config in every launch")
-        for k in keys:
+        for k in launches[0]:
             if set(l[k]) != set(launches[0][k]):
-                die(f"{f}: other plans than {a.files[0]} for {label(json.loads(k))}")
-    pairs, minimax_p95, worst = analyse(launches)
-    over = sum(p["p95"] > a.goal for p in pairs)
+                die(f"{f}: other plans than {a.files[0]} for {labels[k]}")
+    res = analyse(launches, a.goal)
     if a.json:
-        print(json.dumps({"launches": len(launches), "transitions": len(keys), "goal": a.goal,
-                          "previous_launch_oracle": pairs, "oracle_pairs_over_goal": over,
-                          "hindsight_minimax_p95": minimax_p95}))
+        print(json.dumps(res))
         return
-    print(f"noise floor over {len(launches)} launches, {len(keys)} transitions (same profile and plans):")
-    print("  previous-launch oracle (plan fastest in launch x, scored in launch y), regret p95:")
+    n, pairs = res["launches"], res["one_launch_oracle"]
+    print(f"regret from measurements of the plans themselves, {n} launches, {res['transitions']} "
+          f"transitions (same profile and plans), goal p95 <= {a.goal:g}:")
+    if res["skipped_all_wrong"]:
+        print(f"  ({len(res['skipped_all_wrong'])} transition(s) left out: every plan produced wrong data)")
+    print("  one-launch oracle (plan fastest in launch x, scored in launch y), p95:")
     print("    " + "  ".join(f"{p['from']}->{p['to']} {p['p95']:.3f}" for p in pairs))
-    print(f"    above {a.goal:g} in {over} of {len(pairs)} ordered pairs")
-    print("  hindsight minimax (one plan per transition, best worst case over all launches), p95 per launch:")
-    print("    " + "  ".join(f"{i + 1}: {v:.3f}" for i, v in enumerate(minimax_p95)))
-    print("  transitions whose best fixed plan still has worst-launch regret > 1.1:")
-    shown = [w for w in worst if w[0] > 1.1]
-    for r, t in shown:
-        print(f"    {r:.3f}  {label(t)}")
+    print(f"    above {a.goal:g} in {res['oracle_pairs_over_goal']} of {len(pairs)} ordered pairs")
+    if res["leave_one_out_p95"] is not None:
+        print("  leave-one-out (lowest mean regret over the other launches), p95 of the held-out launch:")
+        print("    " + "  ".join(f"{i + 1}: {v:.3f}" for i, v in enumerate(res["leave_one_out_p95"])))
+        print(f"    above {a.goal:g} in {res['leave_one_out_over_goal']} of {n} launches")
+    print("  hindsight minimax (per transition the plan with the best worst launch), p95 per launch:")
+    print("    " + "  ".join(f"{i + 1}: {v:.3f}" for i, v in enumerate(res["hindsight_minimax_p95"])))
+    shown = [w for w in res["minimax_worst"] if w["worst_regret"] > 1.1]
+    print("  transitions whose minimax plan still has a worst-launch regret > 1.1:")
+    for w in shown:
+        print(f"    {w['worst_regret']:.3f}  {labels[w['transition']]}")
     if not shown:
         print("    (none)")
 

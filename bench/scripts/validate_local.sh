@@ -8,13 +8,14 @@
 #      plans of every transition, measured in interleaved rounds), REPS times;
 #   3. per repetition the summary (median/p95 regret, MAPE, best greedy/chosen), and the
 #      transitions where greedy/chosen >= 1.3 in every repetition;
-#   4. with REPS >= 2, the noise floor (bench/scripts/regret_floor.py): the p95 regret that a
-#      planner knowing one launch's measurements gets in another launch of the same plans.
+#   4. with REPS >= 2, bench/scripts/regret_floor.py: how well choosers that pick from the
+#      repetitions' own measurements of the plans do in another launch (launch-to-launch noise).
 #
 #   bench/scripts/validate_local.sh [BUILD_DIR]    env: NP=4 REPS=1 K=3 ROUNDS=5 PROFILE= OUT=dir
 #                                                       CONFIG=configs/validate/local.json
-#                                                       MPIRUN_ARGS= (extra mpirun flags, e.g.
-#                                                       "--bind-to core:overload-allowed")
+#                                                       MPIRUN_ARGS= (extra mpirun flags for the
+#                                                       sweep and validate, whitespace-separated,
+#                                                       e.g. "--bind-to core:overload-allowed")
 #
 # BUILD_DIR defaults to ./build (cmake --build BUILD_DIR --target shardbench). Outputs under OUT:
 # sweep.jsonl + profile.json (step 1), validate_<r>.jsonl + validate_<r>.txt (step 2).
@@ -32,10 +33,12 @@ bin=$build/bin/shardbench
 py=/usr/bin/python3; [[ -x $py ]] || py=python3
 mpirun=(mpirun -np "$NP")
 if mpirun --version 2>&1 | grep -q "Open MPI"; then mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$NP"); fi
-# shellcheck disable=SC2206  # word splitting intended: extra launcher flags, e.g. binding
-mpirun+=(${MPIRUN_ARGS:-})
+# Extra launcher flags (whitespace-separated, no globbing), for the calibration sweep and validate.
+read -r -a extra_mpirun_args <<<"${MPIRUN_ARGS:-}"
+mpirun+=("${extra_mpirun_args[@]}")
 
 echo "validate_local: NP=$NP REPS=$REPS K=$K ROUNDS=$ROUNDS build=$build, outputs in $out" >&2
+echo "validate_local: launcher: ${mpirun[*]}" | tee "$out/launcher.txt" >&2
 echo "validate_local: load: $(uptime)" >&2
 profile=${PROFILE:-}
 if [[ -z $profile ]]; then

@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
 """bench/scripts/regret_floor.py against hand-computed values (ctest validate.regret_floor).
 
-Three launches of two transitions with two plans each (A, B), measured medians in us:
+Three launches of three transitions, measured medians in us (regret = median / best, >= 1):
 
-            launch 1    launch 2    launch 3
-  t1   A    100         150         100
+            launch 1    launch 2    launch 3     regrets
+  t1   A    100         150         100          A (1, 1.5, 1)     B (1.2, 1, 1.1)
        B    120         100         110
-  t2   A    200         200         200
+  t2   A    200         200         200          A (1, 1, 1)       B (1.5, 1.5, 1.5)
        B    300         300         300
+  t3   X    100         100         160          X (1, 1, 1.6)     Y (1.35, 1.5, 1)
+       Y    135         150         100
 
-Previous-launch oracle, t1: fastest in 1 is A -> regret in 2 = 150/100 = 1.5, in 3 = 1.0;
-fastest in 2 is B -> in 1 1.2, in 3 1.1; fastest in 3 is A -> in 1 1.0, in 2 1.5. t2 always 1.0.
-p95 over two transitions (linear): 1 + 0.95 * (r_t1 - 1) for r_t1 >= 1 (t2 = 1.0 sorts first).
-Hindsight minimax, t1: worst regret A = 1.5, B = 1.2 -> B, regrets (1.2, 1.0, 1.1); t2: A.
-Bad input: fewer than two files, different plan sets, different profiles -> exit 2, one line.
+One-launch oracle (fastest in x, scored in y); p95 of three values [a <= b <= c] = b + 0.9 (c - b):
+  1->2: A 1.5, X 1 -> [1, 1, 1.5] 1.45      1->3: A 1, X 1.6 -> 1.54    2->1: B 1.2, X 1 -> 1.18
+  2->3: B 1.1, X 1.6 -> [1, 1.1, 1.6] 1.55  3->1: A 1, Y 1.35 -> 1.315  3->2: A 1.5, Y 1.5 -> 1.5
+  above 1.2: 5 of 6; above 1.5: 2 (1.5 itself is not above).
+Leave-one-out (lowest mean regret over the other two launches): held out 1: t1 B 1.2, t3 Y 1.35
+  -> 1.335; held out 2: t1 A 1.5, t3 Y 1.5 -> 1.5; held out 3: t1 B 1.1, t3 X 1.6 -> 1.55.
+Hindsight minimax: t1 B, t2 A, t3 Y (lowest worst case; the lowest mean over all launches would
+  be X) -> per launch [1, 1.2, 1.35] 1.335, [1, 1, 1.5] 1.45, [1, 1, 1.1] 1.09; worst list
+  t3 1.5, t1 1.2, t2 1.0.
+A plan with wrong data is no candidate: W fastest but wrong in launch 1 -> the oracle picks A.
+Bad input: one line "regret_floor: ...", exit 2, nothing on stdout, for every refusal.
 """
 import json
 import os
@@ -24,10 +32,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench", "scripts", "regret_floor.py")
 TIMES = {  # launch -> transition -> plan -> us
-    1: {"t1": {"A": 100, "B": 120}, "t2": {"A": 200, "B": 300}},
-    2: {"t1": {"A": 150, "B": 100}, "t2": {"A": 200, "B": 300}},
-    3: {"t1": {"A": 100, "B": 110}, "t2": {"A": 200, "B": 300}},
+    1: {"t1": {"A": 100, "B": 120}, "t2": {"A": 200, "B": 300}, "t3": {"X": 100, "Y": 135}},
+    2: {"t1": {"A": 150, "B": 100}, "t2": {"A": 200, "B": 300}, "t3": {"X": 100, "Y": 150}},
+    3: {"t1": {"A": 100, "B": 110}, "t2": {"A": 200, "B": 300}, "t3": {"X": 160, "Y": 100}},
 }
+_n = [0]
 
 
 def fail(msg):
@@ -35,18 +44,26 @@ def fail(msg):
     sys.exit(1)
 
 
-def write(tmp, launch, times, sha="aa", extra_plan=False):
-    path = os.path.join(tmp, f"v{launch}_{sha}_{int(extra_plan)}.jsonl")
+def record(t, plans, sha="aa", wrong=()):
+    ps = [{"role": "chosen" if i == 0 else "alternative", "rank": i, "steps": [p],
+           "measured_us": {"median": us}, "wrong": 1 if p in wrong else 0}
+          for i, (p, us) in enumerate(plans.items())]
+    return {"schema": "shardcal.validate", "profile": {"sha256": sha},
+            "transition": {"key": json.dumps({"t": t}), "from": t, "to": "R", "mesh": "4", "size": 8},
+            "plans": ps}
+
+
+def write(tmp, lines):
+    _n[0] += 1
+    path = os.path.join(tmp, f"f{_n[0]}.jsonl")
     with open(path, "w") as f:
-        for t, plans in times.items():
-            ps = [{"steps": [p], "measured_us": {"median": us}} for p, us in plans.items()]
-            if extra_plan:
-                ps.append({"steps": ["C"], "measured_us": {"median": 1.0}})
-            f.write(json.dumps({"schema": "shardcal.validate", "profile": {"sha256": sha},
-                                "transition": {"key": json.dumps({"from": t, "to": "R", "mesh": "4", "size": 8})},
-                                "plans": ps}) + "\n")
-        f.write(json.dumps({"schema": "shardcal.validate.summary"}) + "\n")
+        for ln in lines:
+            f.write((ln if isinstance(ln, str) else json.dumps(ln)) + "\n")
     return path
+
+
+def launch_file(tmp, times, **kw):
+    return write(tmp, [record(t, p, **kw) for t, p in times.items()] + [{"schema": "shardcal.validate.summary"}])
 
 
 def run(files, *flags):
@@ -54,43 +71,118 @@ def run(files, *flags):
                           stdin=subprocess.DEVNULL, timeout=60)
 
 
+def close(a, b):
+    return abs(a - b) <= 1e-12
+
+
+def check_values(tmp):
+    files = [launch_file(tmp, TIMES[l]) for l in (1, 2, 3)]
+    r = run(files, "--json")
+    if r.returncode != 0:
+        fail(f"exit {r.returncode}: {r.stderr}")
+    got = json.loads(r.stdout)
+    want = {(1, 2): (1.45, 1.5, 1.0), (1, 3): (1.54, 1.6, 1.0), (2, 1): (1.18, 1.2, 1.0),
+            (2, 3): (1.55, 1.6, 1.1), (3, 1): (1.315, 1.35, 1.0), (3, 2): (1.5, 1.5, 1.5)}
+    pairs = {(p["from"], p["to"]): p for p in got["one_launch_oracle"]}
+    if set(pairs) != set(want):
+        fail(f"ordered pairs {sorted(pairs)}, expected {sorted(want)}")
+    for k, (p95, mx, med) in want.items():
+        g = pairs[k]
+        if not (close(g["p95"], p95) and close(g["max"], mx) and close(g["median"], med)):
+            fail(f"pair {k}: p95/max/median {g['p95']}/{g['max']}/{g['median']}, expected {p95}/{mx}/{med}")
+    if got["oracle_pairs_over_goal"] != 5:
+        fail(f"oracle_pairs_over_goal {got['oracle_pairs_over_goal']}, expected 5")
+    for name, want_v in (("leave_one_out_p95", [1.335, 1.5, 1.55]), ("hindsight_minimax_p95", [1.335, 1.45, 1.09])):
+        if len(got[name]) != 3 or any(not close(a, b) for a, b in zip(got[name], want_v)):
+            fail(f"{name} {got[name]}, expected {want_v}")
+    if got["leave_one_out_over_goal"] != 3:
+        fail(f"leave_one_out_over_goal {got['leave_one_out_over_goal']}, expected 3")
+    worst = [(json.loads(w["transition"])["t"], w["worst_regret"]) for w in got["minimax_worst"]]
+    if [w[0] for w in worst] != ["t3", "t1", "t2"] or not all(close(a, b) for (_, a), b in zip(worst, [1.5, 1.2, 1.0])):
+        fail(f"minimax worst list {worst}, expected t3 1.5, t1 1.2, t2 1.0")
+    if got["launches"] != 3 or got["transitions"] != 3:
+        fail(f"launches/transitions {got['launches']}/{got['transitions']}")
+    r = run(files, "--json", "--goal", "1.5")
+    if (r.returncode != 0 or json.loads(r.stdout)["oracle_pairs_over_goal"] != 2
+            or json.loads(r.stdout)["leave_one_out_over_goal"] != 1):
+        fail(f"--goal 1.5: expected 2 pairs and 1 held-out launch above (1.5 itself is not above): {r.stdout}{r.stderr}")
+    r = run(files)
+    out = r.stdout
+    if (r.returncode != 0 or "above 1.2 in 5 of 6 ordered pairs" not in out
+            or "above 1.2 in 3 of 3 launches" not in out
+            or not (0 <= out.find("1.500  t3") < out.find("1.200  t1")) or "t2 -> " in out.split("1.1:")[-1]):
+        fail(f"text output: exit {r.returncode}\n{out}{r.stderr}")
+    # Two launches: no leave-one-out.
+    r = run(files[:2], "--json")
+    if r.returncode != 0 or json.loads(r.stdout)["leave_one_out_p95"] is not None:
+        fail(f"two launches: leave_one_out_p95 should be null: {r.stdout}{r.stderr}")
+
+
+def check_wrong(tmp):
+    l1 = launch_file(tmp, {"t": {"W": 50, "A": 100, "B": 120}}, wrong=("W",))
+    l2 = launch_file(tmp, {"t": {"W": 50, "A": 150, "B": 100}})
+    r = run([l1, l2], "--json")
+    if r.returncode != 0:
+        fail(f"wrong plans: exit {r.returncode}: {r.stderr}")
+    pairs = {(p["from"], p["to"]): p["max"] for p in json.loads(r.stdout)["one_launch_oracle"]}
+    if not close(pairs[(1, 2)], 1.5):  # W left out: A is fastest in launch 1, 150/100 in launch 2
+        fail(f"a plan with wrong data was a candidate: pair 1->2 regret {pairs[(1, 2)]}, expected 1.5")
+
+
+def check_leave_one_out_uses_the_mean(tmp):
+    # Over launches 1-2: P (1, 1.5) mean 1.25, Q (1.3, 1.3) mean 1.3 (S is the best in launch 2
+    # only): the lowest mean picks P, which is best in launch 3 (the lowest max would pick Q: 2.0).
+    ts = {1: {"P": 100, "Q": 130, "S": 200}, 2: {"P": 150, "Q": 130, "S": 100}, 3: {"P": 100, "Q": 200, "S": 300}}
+    r = run([launch_file(tmp, {"t": ts[l]}) for l in (1, 2, 3)], "--json")
+    if r.returncode != 0 or not close(json.loads(r.stdout)["leave_one_out_p95"][2], 1.0):
+        fail(f"leave-one-out does not pick by the mean over the other launches: {r.stdout}{r.stderr}")
+
+
+def check_bad_input(tmp):
+    good = launch_file(tmp, TIMES[1])
+    bad_utf8 = os.path.join(tmp, "latin1.jsonl")
+    with open(bad_utf8, "wb") as f:
+        f.write(b"\xff\xfe{not utf-8}\n")
+    # Each bad file is launch 1 with one defect, so only the check named can refuse it.
+    recs = [record(t, p) for t, p in TIMES[1].items()]
+    t1 = recs[0]
+
+    def bad(first, extra=()):
+        return [good, write(tmp, [first] + recs[1:] + list(extra))]
+
+    cases = {  # what -> (files, a word the message must contain)
+        "one file": ([good], "at least two"),
+        "missing file": ([good, os.path.join(tmp, "nope.jsonl")], "cannot read"),
+        "not UTF-8": ([good, bad_utf8], "cannot read"),
+        "not JSON": (bad(t1, ["{oops"]), "not JSON"),
+        "not an object": (bad(t1, ["[1, 2]"]), "not a JSON object"),
+        "no plans key": (bad({k: v for k, v in t1.items() if k != "plans"}), "plans"),
+        "empty plans": (bad(dict(t1, plans=[])), "without plans"),
+        "one id, two plans": (bad(dict(t1, plans=t1["plans"] + [dict(t1["plans"][0], measured_us={"median": 300})])),
+                              "two different plans"),
+        "negative median": (bad(dict(t1, plans=[dict(t1["plans"][0], measured_us={"median": -1})] + t1["plans"][1:])),
+                            "negative"),
+        "two profiles in a file": (bad(t1, [dict(record("t9", TIMES[1]["t1"]), profile={"sha256": "bb"})]), "two profiles"),
+        "a transition twice": (bad(t1, [t1]), "appears twice"),
+        "no validate records": ([good, write(tmp, [{"schema": "shardcal.validate.summary"}])], "no validate records"),
+        "other profile": ([good, launch_file(tmp, TIMES[2], sha="bb")], "different profiles"),
+        "other transitions": ([good, launch_file(tmp, {"t1": TIMES[2]["t1"]})], "other transitions"),
+        "other plans": ([good, launch_file(tmp, dict(TIMES[2], t1={"A": 1, "C": 2}))], "other plans"),
+    }
+    for what, (fs, word) in cases.items():
+        r = run(fs)
+        lines = r.stderr.strip().splitlines()
+        if (r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("regret_floor: ")
+                or word not in lines[0] or r.stdout):
+            fail(f"{what}: exit {r.returncode}, stdout {r.stdout!r}, stderr {r.stderr!r} (expected {word!r})")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        files = [write(tmp, l, TIMES[l]) for l in (1, 2, 3)]
-        r = run(files, "--json")
-        if r.returncode != 0:
-            fail(f"exit {r.returncode}: {r.stderr}")
-        got = json.loads(r.stdout)
-        t1 = {(1, 2): 1.5, (1, 3): 1.0, (2, 1): 1.2, (2, 3): 1.1, (3, 1): 1.0, (3, 2): 1.5}
-        pairs = {(p["from"], p["to"]): p for p in got["previous_launch_oracle"]}
-        if set(pairs) != set(t1):
-            fail(f"ordered pairs {sorted(pairs)}, expected {sorted(t1)}")
-        for k, r1 in t1.items():
-            want = 1 + 0.95 * (r1 - 1)
-            if abs(pairs[k]["p95"] - want) > 1e-12 or abs(pairs[k]["max"] - r1) > 1e-12:
-                fail(f"pair {k}: p95 {pairs[k]['p95']} max {pairs[k]['max']}, expected {want} and {r1}")
-        if got["oracle_pairs_over_goal"] != 2:  # 1.475 twice > 1.2; 1.19 and 1.095 are not
-            fail(f"oracle_pairs_over_goal {got['oracle_pairs_over_goal']}, expected 2")
-        want_mm = [1 + 0.95 * 0.2, 1.0, 1 + 0.95 * 0.1]
-        if any(abs(a - b) > 1e-12 for a, b in zip(got["hindsight_minimax_p95"], want_mm)):
-            fail(f"hindsight minimax {got['hindsight_minimax_p95']}, expected {want_mm}")
-        if got["launches"] != 3 or got["transitions"] != 2:
-            fail(f"launches/transitions {got['launches']}/{got['transitions']}")
-        r = run(files)
-        if r.returncode != 0 or "above 1.2 in 2 of 6 ordered pairs" not in r.stdout:
-            fail(f"text output: exit {r.returncode}\n{r.stdout}{r.stderr}")
-
-        bad = {
-            "one file": [files[0]],
-            "other plans": [files[0], write(tmp, 2, TIMES[2], extra_plan=True)],
-            "other profile": [files[0], write(tmp, 2, TIMES[2], sha="bb")],
-            "missing file": [files[0], os.path.join(tmp, "nope.jsonl")],
-        }
-        for what, fs in bad.items():
-            r = run(fs)
-            lines = r.stderr.strip().splitlines()
-            if r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("regret_floor: ") or r.stdout:
-                fail(f"{what}: exit {r.returncode}, stdout {r.stdout!r}, stderr {r.stderr!r}")
+        check_values(tmp)
+        check_wrong(tmp)
+        check_leave_one_out_uses_the_mean(tmp)
+        check_bad_input(tmp)
     print("regret_floor: all checks passed")
 
 
