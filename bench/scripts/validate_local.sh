@@ -8,8 +8,8 @@
 #      plans of every transition, measured in interleaved rounds), REPS times;
 #   3. per repetition the summary (median/p95 regret, MAPE, best greedy/chosen), and the
 #      transitions where greedy/chosen >= 1.3 in every repetition;
-#   4. with REPS >= 2, bench/scripts/regret_floor.py: how well choosers that pick from the
-#      repetitions' own measurements of the plans do in another launch (launch-to-launch noise).
+#   4. with REPS >= 2, bench/scripts/regret_from_measurements.py: the regret of choosers that
+#      pick from the other repetitions' measurements of the same plans.
 #
 #   bench/scripts/validate_local.sh [BUILD_DIR]    env: NP=4 REPS=1 K=3 ROUNDS=5 PROFILE= OUT=dir
 #                                                       CONFIG=configs/validate/local.json
@@ -35,7 +35,7 @@ mpirun=(mpirun -np "$NP")
 if mpirun --version 2>&1 | grep -q "Open MPI"; then mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$NP"); fi
 # Extra launcher flags (whitespace-separated, no globbing), for the calibration sweep and validate.
 read -r -a extra_mpirun_args <<<"${MPIRUN_ARGS:-}"
-mpirun+=("${extra_mpirun_args[@]}")
+mpirun+=(${extra_mpirun_args[@]+"${extra_mpirun_args[@]}"})  # empty-array safe under set -u (bash < 4.4)
 
 echo "validate_local: NP=$NP REPS=$REPS K=$K ROUNDS=$ROUNDS build=$build, outputs in $out" >&2
 echo "validate_local: launcher: ${mpirun[*]}" | tee "$out/launcher.txt" >&2
@@ -88,5 +88,5 @@ if ((REPS >= 2)); then
   echo
   files=()
   for ((r = 1; r <= REPS; r++)); do files+=("$out/validate_$r.jsonl"); done
-  "$py" "$here/regret_floor.py" "${files[@]}"
+  "$py" "$here/regret_from_measurements.py" "${files[@]}"
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/scripts/regret_floor.py against hand-computed values (ctest validate.regret_floor).
+"""bench/scripts/regret_from_measurements.py against hand-computed values (ctest validate.regret_from_measurements).
 
 Three launches of three transitions, measured medians in us (regret = median / best, >= 1):
 
@@ -21,7 +21,7 @@ Hindsight minimax: t1 B, t2 A, t3 Y (lowest worst case; the lowest mean over all
   be X) -> per launch [1, 1.2, 1.35] 1.335, [1, 1, 1.5] 1.45, [1, 1, 1.1] 1.09; worst list
   t3 1.5, t1 1.2, t2 1.0.
 A plan with wrong data is no candidate: W fastest but wrong in launch 1 -> the oracle picks A.
-Bad input: one line "regret_floor: ...", exit 2, nothing on stdout, for every refusal.
+Bad input: one line "regret_from_measurements: ...", exit 2, nothing on stdout, for every refusal.
 """
 import json
 import os
@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench", "scripts", "regret_floor.py")
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench", "scripts", "regret_from_measurements.py")
 TIMES = {  # launch -> transition -> plan -> us
     1: {"t1": {"A": 100, "B": 120}, "t2": {"A": 200, "B": 300}, "t3": {"X": 100, "Y": 135}},
     2: {"t1": {"A": 150, "B": 100}, "t2": {"A": 200, "B": 300}, "t3": {"X": 100, "Y": 150}},
@@ -138,6 +138,42 @@ def check_leave_one_out_uses_the_mean(tmp):
         fail(f"leave-one-out does not pick by the mean over the other launches: {r.stdout}{r.stderr}")
 
 
+def check_edges(tmp):
+    # A plan listed twice (chosen and greedy: same rank, same numbers) is one plan; a plan wrong
+    # only in launch 2 is no candidate in launch 1 either; a median of 0 makes every regret 1 (as
+    # validate); a plan without samples is no candidate (its median 1 is not the best); ties go
+    # to the plan listed first.
+    def rec(t, plans, wrong=(), samples=None):
+        r = record(t, plans, wrong=wrong)
+        if samples:
+            for p in r["plans"]:
+                if p["steps"][0] in samples:
+                    p["measured_us"]["samples"] = 0
+        return r
+
+    l1 = [rec("dup", {"A": 100, "B": 120}), rec("w2", {"W": 50, "A": 100, "B": 120}),
+          rec("zero", {"A": 0, "B": 10}), rec("nos", {"N": 1, "A": 100, "B": 200}, samples=("N",)),
+          rec("tie", {"A": 100, "B": 100})]
+    l2 = [rec("dup", {"A": 150, "B": 100}), rec("w2", {"W": 50, "A": 150, "B": 100}, wrong=("W",)),
+          rec("zero", {"A": 0, "B": 10}), rec("nos", {"N": 1000, "A": 100, "B": 200}, samples=("N",)),
+          rec("tie", {"A": 100, "B": 200})]
+    l1[0]["plans"].append(dict(l1[0]["plans"][0], role="greedy"))  # A is chosen and greedy
+    l2[0]["plans"].append(dict(l2[0]["plans"][0], role="greedy"))
+    r = run([write(tmp, l1), write(tmp, l2)], "--json")
+    if r.returncode != 0:
+        fail(f"edges: exit {r.returncode}: {r.stderr}")
+    got = json.loads(r.stdout)
+    worst = {json.loads(w["transition"])["t"]: w["worst_regret"] for w in got["minimax_worst"]}
+    # minimax: dup B (1.2 vs A 1.5); w2 like dup without W; zero 1; nos A (1, 1); tie A (1, 1)
+    want = {"dup": 1.2, "w2": 1.2, "zero": 1.0, "nos": 1.0, "tie": 1.0}
+    if set(worst) != set(want) or any(not close(worst[k], v) for k, v in want.items()):
+        fail(f"edges: minimax worst {worst}, expected {want}")
+    # oracle 1->2: dup A 1.5, w2 A 1.5 (W left out), zero 1, nos A 1 (N has no samples), tie A 1
+    p12 = next(p for p in got["one_launch_oracle"] if (p["from"], p["to"]) == (1, 2))
+    if not (close(p12["max"], 1.5) and close(p12["median"], 1.0) and close(p12["p95"], 1.5)):
+        fail(f"edges: pair 1->2 {p12}, expected max 1.5, median 1.0, p95 1.5")
+
+
 def check_bad_input(tmp):
     good = launch_file(tmp, TIMES[1])
     bad_utf8 = os.path.join(tmp, "latin1.jsonl")
@@ -161,7 +197,18 @@ def check_bad_input(tmp):
         "one id, two plans": (bad(dict(t1, plans=t1["plans"] + [dict(t1["plans"][0], measured_us={"median": 300})])),
                               "two different plans"),
         "negative median": (bad(dict(t1, plans=[dict(t1["plans"][0], measured_us={"median": -1})] + t1["plans"][1:])),
-                            "negative"),
+                            "not a finite time"),
+        "NaN median": (bad(t1, ['{"schema": "shardcal.validate", "profile": {"sha256": "aa"}, "transition": '
+                                '{"key": "{}", "from": "x", "to": "R", "mesh": "4", "size": 8}, "plans": '
+                                '[{"rank": 0, "steps": ["A"], "measured_us": {"median": NaN}}]}']), "not a finite time"),
+        "rank not an integer": (bad(dict(t1, plans=[dict(t1["plans"][0], rank=1.5)] + t1["plans"][1:])), "rank"),
+        "key not a string": (bad(dict(t1, transition=dict(t1["transition"], key={"t": 1}))), "not a string"),
+        "huge number": (bad(t1, ['{"x": ' + "9" * 5000 + "}"]), "not JSON"),
+        "same file twice": ([good, good], "twice"),
+        "goal not a number": ([good, good, "--goal", "x"], "--goal"),
+        "goal below 1": ([good, good, "--goal", "0.5"], "--goal"),
+        "every plan wrong": ([launch_file(tmp, {"t": {"A": 1}}, wrong=("A",)), launch_file(tmp, {"t": {"A": 1}})],
+                             "wrong data"),
         "two profiles in a file": (bad(t1, [dict(record("t9", TIMES[1]["t1"]), profile={"sha256": "bb"})]), "two profiles"),
         "a transition twice": (bad(t1, [t1]), "appears twice"),
         "no validate records": ([good, write(tmp, [{"schema": "shardcal.validate.summary"}])], "no validate records"),
@@ -172,7 +219,7 @@ def check_bad_input(tmp):
     for what, (fs, word) in cases.items():
         r = run(fs)
         lines = r.stderr.strip().splitlines()
-        if (r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("regret_floor: ")
+        if (r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("regret_from_measurements: ")
                 or word not in lines[0] or r.stdout):
             fail(f"{what}: exit {r.returncode}, stdout {r.stdout!r}, stderr {r.stderr!r} (expected {word!r})")
 
@@ -182,8 +229,9 @@ def main():
         check_values(tmp)
         check_wrong(tmp)
         check_leave_one_out_uses_the_mean(tmp)
+        check_edges(tmp)
         check_bad_input(tmp)
-    print("regret_floor: all checks passed")
+    print("regret_from_measurements: all checks passed")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""How much of the p95 regret is launch-to-launch noise? (issue 9, p95 regret <= 1.20)
+"""Regret of choosers that pick from other launches' measurements (issue 9, p95 regret <= 1.20)
 
 Input: two or more `shardbench validate` output files from separate launches with the same
 profile and config, so every launch measured the same plans of the same transitions (the
 validate_local.sh repetitions). Regret as validate computes it (bench/src/sweep/regret.cpp):
 measured median of a plan / the smallest median among the transition's plans in that launch
-(1 when that is 0); plans that produced wrong data are left out (here: in every launch).
+(1 when that is 0). Plans that produced wrong data or have no samples are left out of the best
+time (as validate does) and, here, are no candidate: a plan wrong or unmeasured in any launch
+is left out of every launch.
 
 Three choosers that pick from *measurements of the plans themselves*, not from a profile:
   * one-launch oracle: per transition the plan that measured fastest in launch x, scored in
@@ -20,7 +22,7 @@ Three choosers that pick from *measurements of the plans themselves*, not from a
 With T transitions the p95 is interpolated between the 2nd and 3rd largest regret (T = 28), so
 two or three transitions decide it.
 
-  regret_floor.py [--goal 1.2] [--json] validate_1.jsonl validate_2.jsonl [...]
+  regret_from_measurements.py [--goal 1.2] [--json] validate_1.jsonl validate_2.jsonl [...]
 
 Ties go to the plan listed first in the file (the chosen one). Exit 0 on success (whatever the
 numbers), 2 on bad input (unreadable files, different profiles, transitions or plan sets).
@@ -28,17 +30,22 @@ numbers), 2 on bad input (unreadable files, different profiles, transitions or p
 import argparse
 import itertools
 import json
+import math
+import os
+import signal
 import statistics
 import sys
 
 
 def die(msg):
-    print(f"regret_floor: {msg}", file=sys.stderr)
+    print(f"regret_from_measurements: {msg}", file=sys.stderr)
     sys.exit(2)
 
 
 def percentile(sorted_vals, q):
     """numpy's default (linear) percentile, as shardbench validate computes its p95."""
+    if not sorted_vals:
+        raise ValueError("percentile of no values")
     if len(sorted_vals) == 1:
         return sorted_vals[0]
     pos = q * (len(sorted_vals) - 1)
@@ -52,7 +59,7 @@ def p95(vals):
 
 
 def load(path):
-    """({transition key: {plan id: (median us, wrong)}}, {key: label}, profile sha256).
+    """({transition key: {plan id: (median us, wrong, samples)}}, {key: label}, profile sha256).
 
     A plan id is its rank (position by predicted cost) and its steps: a plan listed twice (one
     plan holding two roles) has one id and the same numbers; two plans whose steps print alike
@@ -68,8 +75,8 @@ def load(path):
         where = f"{path}:{i}"
         try:
             r = json.loads(ln)
-        except json.JSONDecodeError as e:
-            die(f"{where}: not JSON ({e.msg}); give shardbench validate output files")
+        except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
+            die(f"{where}: not JSON ({getattr(e, 'msg', None) or type(e).__name__}); give shardbench validate output files")
         if not isinstance(r, dict):
             die(f"{where}: not a JSON object; give shardbench validate output files")
         if r.get("schema") != "shardcal.validate":
@@ -79,19 +86,25 @@ def load(path):
             t = r["transition"]
             label = f"{t['from']} -> {t['to']} mesh {t['mesh']} {t.get('shape', '')} {t['size']} B"
             this_sha = r["profile"]["sha256"]
+            if not isinstance(key, str) or not isinstance(this_sha, str):
+                raise TypeError("transition key or profile sha256 (not a string)")
             plans = {}
             for p in r["plans"]:
-                pid = f"{int(p['rank'])}: " + " ; ".join(str(s) for s in p["steps"])
-                val = (float(p["measured_us"]["median"]), bool(p.get("wrong") or 0))
+                rank = p["rank"]
+                if not isinstance(rank, int) or isinstance(rank, bool):
+                    raise TypeError("plan rank (not an integer)")
+                pid = f"{rank}: " + " ; ".join(str(s) for s in p["steps"])
+                m = p["measured_us"]
+                val = (float(m["median"]), bool(p.get("wrong") or 0), int(m.get("samples", 1)))
+                if not math.isfinite(val[0]) or val[0] < 0:
+                    die(f"{where}: plan '{pid}' has a measured median of {m['median']}, not a finite time >= 0")
                 if pid in plans and plans[pid] != val:
                     die(f"{where}: two different plans with the id '{pid}'")
                 plans[pid] = val
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             die(f"{where}: a validate record without a readable {e}; give shardbench validate output files")
         if not plans:
             die(f"{where}: a transition without plans")
-        if any(v[0] < 0 for v in plans.values()):
-            die(f"{where}: a plan with a negative measured median")
         if sha not in (None, this_sha):
             die(f"{where}: records from two profiles in one file")
         if key in out:
@@ -104,7 +117,7 @@ def load(path):
 
 
 def regret_table(launches, key, candidates):
-    """[launch][plan] regret, over the candidates (plans with correct data)."""
+    """[launch][plan] regret over the candidates (correct data, samples in every launch)."""
     rows = []
     for launch in launches:
         best = min(launch[key][p][0] for p in candidates)
@@ -118,11 +131,15 @@ def analyse(launches, goal):
     tables, skipped = {}, []
     for k in keys:
         order = list(launches[0][k])  # file order: ties go to the first listed (the chosen plan)
-        cand = [p for p in order if not any(l[k][p][1] for l in launches)]
+        # No candidate: a plan with wrong data, or without samples, in any launch.
+        cand = [p for p in order if not any(l[k][p][1] or l[k][p][2] <= 0 for l in launches)]
         if cand:
             tables[k] = (cand, regret_table(launches, k, cand))
         else:
             skipped.append(k)
+    if not tables:
+        die("every plan of every transition produced wrong data (or has no samples) in some "
+            "launch; nothing to compare (see \"wrong\" in the validate files)")
     pairs = []
     for x, y in itertools.permutations(range(n), 2):
         vals = []
@@ -162,15 +179,28 @@ def analyse(launches, goal):
     }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line and exit 2, like every other refusal."""
+
+    def error(self, message):
+        die(f"{message} (see --help)")
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `... | head` ends quietly
+    ap = OneLineParser(description=__doc__.split("\n\n")[0],
                                  epilog="See docs/PERFORMANCE.md, 'Planner p95: how much is launch-to-launch noise'.")
     ap.add_argument("files", nargs="+", help="shardbench validate outputs, one per launch (>= 2)")
     ap.add_argument("--goal", type=float, default=1.2, help="p95 regret goal to count against (1.2)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     a = ap.parse_args()
+    if not math.isfinite(a.goal) or a.goal < 1:
+        die(f"--goal {a.goal}: give a regret goal >= 1 (e.g. 1.2)")
     if len(a.files) < 2:
         die("give at least two validate files from separate launches (validate_local.sh REPS>=2)")
+    real = [os.path.realpath(f) for f in a.files]
+    if len(set(real)) != len(real):
+        die("the same file is given twice; give one validate file per launch")
     loaded = [load(f) for f in a.files]
     if len({sha for _, _, sha in loaded}) != 1:
         die("the files were validated with different profiles; the comparison needs the same "
@@ -191,7 +221,7 @@ def main():
     print(f"regret from measurements of the plans themselves, {n} launches, {res['transitions']} "
           f"transitions (same profile and plans), goal p95 <= {a.goal:g}:")
     if res["skipped_all_wrong"]:
-        print(f"  ({len(res['skipped_all_wrong'])} transition(s) left out: every plan produced wrong data)")
+        print(f"  ({len(res['skipped_all_wrong'])} transition(s) left out: every plan produced wrong data or has no samples)")
     print("  one-launch oracle (plan fastest in launch x, scored in launch y), p95:")
     print("    " + "  ".join(f"{p['from']}->{p['to']} {p['p95']:.3f}" for p in pairs))
     print(f"    above {a.goal:g} in {res['oracle_pairs_over_goal']} of {len(pairs)} ordered pairs")
