@@ -42,20 +42,12 @@ def die(msg):
     sys.exit(2)
 
 
-def percentile(sorted_vals, q):
-    """numpy's default (linear) percentile, as shardbench validate computes its p95."""
-    if not sorted_vals:
-        raise ValueError("percentile of no values")
-    if len(sorted_vals) == 1:
-        return sorted_vals[0]
-    pos = q * (len(sorted_vals) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
-
-
 def p95(vals):
-    return percentile(sorted(vals), 0.95)
+    """numpy's default (linear) percentile, as shardbench validate computes its p95: the
+    standard library's "inclusive" quantiles are the same interpolation."""
+    if len(vals) == 1:
+        return vals[0]
+    return statistics.quantiles(vals, n=100, method="inclusive")[94]
 
 
 def load(path):
@@ -146,7 +138,7 @@ def analyse(launches, goal):
         for k, (cand, reg) in tables.items():
             pick = min(cand, key=lambda p: reg[x][p])
             vals.append(reg[y][pick])
-        pairs.append({"from": x + 1, "to": y + 1, "p95": p95(vals), "median": percentile(sorted(vals), 0.5),
+        pairs.append({"from": x + 1, "to": y + 1, "p95": p95(vals), "median": statistics.median(vals),
                       "max": max(vals)})
     loo = None
     if n >= 3:
