@@ -250,7 +250,8 @@ ResultSet read_results(const std::vector<std::string>& paths) {
         p.uneven = !p.counts.empty() &&
                    std::adjacent_find(p.counts.begin(), p.counts.end(),
                                       std::not_equal_to<>()) != p.counts.end();
-        p.label = op + " mesh=" + str_field(params, "mesh", where) +
+        p.mesh = str_field(params, "mesh", where);
+        p.label = op + " mesh=" + p.mesh +
                   " dim=" + std::to_string(int_field(params, "mesh_dim", where)) + " " +
                   std::string(dtype_name(dtype)) + " " + p.distribution + " " + mode + " " +
                   std::to_string(std::llround(p.bytes)) + " B";
