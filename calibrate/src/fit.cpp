@@ -866,6 +866,28 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                    {"detail", d.detail}});
   }
   more["dtype_pooling"] = dts;
+  json cls = json::array();
+  for (const auto& d : cal.class_pooling) {
+    json res = json::array();
+    for (const auto& r : d.class_residuals)
+      res.push_back({{"group_size", r.group_size},
+                     {"concurrent_groups", r.concurrent_groups},
+                     {"mean_rel_residual", r.mean},
+                     {"se", std::isfinite(r.se) ? json(r.se) : json(nullptr)},
+                     {"differs", r.differs}});
+    cls.push_back({{"collective", collective_info(d.collective).name},
+                   {"hosts", d.hosts},
+                   {"test", "per class (group size, concurrent groups): winsorised mean relative "
+                            "residual under the pooled fit; split when > " +
+                                fmt("%.0f%%", o.class_bias_min * 100) + " and > 3 SE"},
+                   {"pooled", d.pooled},
+                   {"contention", d.contention},
+                   {"contention_z", d.contention_z},
+                   {"contention_effect", d.contention_effect},
+                   {"classes", res},
+                   {"detail", d.detail}});
+  }
+  more["class_pooling"] = cls;
   json unf = json::array();
   for (const auto& u : cal.unfitted)
     unf.push_back({{"collective", collective_info(u.collective).name},
@@ -903,9 +925,10 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
                 cal.points_used, rs.skipped_wrong, rs.skipped_failed, cal.points_other_mode,
                 cal.options.mode.c_str());
   out += buf;
-  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %7s %7s %8s %8s  %s\n",
+  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %7s %7s %8s %7s %7s %7s  %s\n",
                 "collective", "hosts", "conc", "dtype", "n", "pts", "segs", "MAPE",
-                "max", "holdout", "LOGO", "segments: [from) alpha+step us, B GB/s");
+                "max", "holdout", "LOGO", "LOMO", "LOCO",
+                "segments: [from) alpha+step us, B GB/s[, contention]");
   out += buf;
   for (const Model& m : cal.models) {
     std::string ns;
@@ -913,19 +936,41 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
     std::string segs;
     for (const Segment& s : m.segments)
       segs += (segs.empty() ? "" : " | ") + fmt("%.0f:", s.s_lo) + fmt(" %.2f", s.alpha_us) +
-              fmt("+%.3f", s.alpha_step_us) + fmt(" %.3g", s.bandwidth_GBps);
-    std::snprintf(buf, sizeof buf, "%-15s %5d %4d %-6s %-10s %4d %4zu %7s %7s %8s %8s  %s\n",
+              fmt("+%.3f", s.alpha_step_us) + fmt(" %.3g", s.bandwidth_GBps) +
+              (s.contention ? fmt(" c%.3f", *s.contention) : "");
+    const Domain dom = effective_domain(m);
+    const std::string conc = dom.concurrent_groups.hi && *dom.concurrent_groups.hi > dom.concurrent_groups.lo
+                                 ? fmt("%.0f-", dom.concurrent_groups.lo) + fmt("%.0f", *dom.concurrent_groups.hi)
+                                 : std::to_string(m.concurrent_groups);
+    std::snprintf(buf, sizeof buf, "%-15s %5d %4s %-6s %-10s %4d %4zu %7s %7s %8s %7s %7s %7s  %s\n",
                   std::string(collective_info(m.collective).name).c_str(), m.hosts,
-                  m.concurrent_groups,
+                  conc.c_str(),
                   m.dtype ? std::string(dtype_name(*m.dtype)).c_str() : "pooled", ns.c_str(),
                   m.quality.points, m.segments.size(), pct(m.quality.mape).c_str(),
                   pct(m.quality.max_rel_error).c_str(), pct(m.quality.holdout_mape).c_str(),
-                  pct(m.quality.leave_group_out_mape).c_str(), segs.c_str());
+                  pct(m.quality.leave_group_out_mape).c_str(),
+                  pct(m.quality.leave_mesh_out_mape).c_str(),
+                  pct(m.quality.leave_concurrency_out_mape).c_str(), segs.c_str());
     out += buf;
   }
   for (const auto& u : cal.unfitted)
     out += "not fitted: " + key_name(u.collective, u.hosts, u.concurrent_groups, u.dtype) + ": " +
            u.reason + "\n";
+  for (const auto& d : cal.class_pooling) {
+    std::string res;
+    for (const auto& r : d.class_residuals)
+      res += (res.empty() ? "" : ", ") + std::string("n=") + std::to_string(r.group_size) +
+             "/c=" + std::to_string(r.concurrent_groups) + " " + fmt("%+.1f%%", r.mean * 100) +
+             " (se " + fmt("%.1f%%", r.se * 100) + ")" + (r.differs ? " differs" : "");
+    out += "classes " + std::string(collective_info(d.collective).name) +
+           " hosts=" + std::to_string(d.hosts) + ": " +
+           (d.pooled ? "pooled" : "not pooled, one model per concurrency") +
+           (d.pooled && d.contention ? " with contention" : "") + " (contention z " +
+           fmt("%.1f", d.contention_z) + ", effect " + fmt("%.1f%%", d.contention_effect * 100) +
+           "; winsorised mean residual per class, split at > " +
+           fmt("%.0f%%", cal.options.class_bias_min * 100) + " and > 3 SE: " +
+           (d.detail.empty() ? res : d.detail) + ")\n";
+  }
   for (const auto& d : cal.dtypes)
     if (d.dtypes.size() >= 2)
       out += "dtypes " + key_name(d.collective, d.hosts, d.concurrent_groups, std::nullopt) + ": " +
