@@ -66,6 +66,8 @@ def random_profile(rng):
             if rng.random() < 0.3:
                 seg["alpha_rel_se"] = rnum(rng, 0, 2)
                 seg["bandwidth_rel_se"] = rnum(rng, 0, 0.5)
+            if rng.random() < 0.3:  # contention between concurrent groups (pooled models)
+                seg["contention"] = rnum(rng, 0, 1.5)
         m = {"collective": coll, "hosts": hosts, "concurrent_groups": cg, "dtype": dtype, "group_sizes": sizes,
              "effective_size": rng.choice(["total", "n_times_max"]), "segments": segs,
              "quality": {"points": 10, "mape": 0.05, "max_rel_error": 0.2, "holdout_mape": None,
@@ -122,8 +124,8 @@ def parity(tool, repo):
                 raw = json.load(f)
             for m, rm in zip(prof.models, raw["models"]):
                 for seg, rs in zip(m.segments, rm["segments"]):
-                    assert (seg.alpha_rel_se, seg.bandwidth_rel_se) == \
-                        (rs.get("alpha_rel_se"), rs.get("bandwidth_rel_se")), (path, rs)
+                    assert (seg.alpha_rel_se, seg.bandwidth_rel_se, seg.contention) == \
+                        (rs.get("alpha_rel_se"), rs.get("bandwidth_rel_se"), rs.get("contention")), (path, rs)
             queries = [random_query(rng) for _ in range(200)]
             lines = []
             for (coll, n, hosts, rph, cg, nbytes, dtype, elem, counts) in queries:
@@ -367,7 +369,7 @@ def schema(repo):
     bad = json.loads(json.dumps(docs[0]))
     bad["models"][0]["colour"] = 1
     assert not v.is_valid(bad), "schema accepts an unknown key"
-    for key in ("alpha_rel_se", "bandwidth_rel_se"):
+    for key in ("alpha_rel_se", "bandwidth_rel_se", "contention"):
         good = json.loads(json.dumps(docs[0]))
         good["models"][0]["segments"][0][key] = 0.25
         v.validate(good)
