@@ -12,7 +12,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shardcal/collectives.hpp"
+
 namespace shardcal::calib::testing {
+
+struct TrueSeg {
+  double a0, as, B;  // us, us, GB/s
+};
+
+// A two-regime ring model with its break at `brk` bytes; gamma: each of `conc` concurrent groups
+// gets B / (1 + gamma (conc - 1)).
+inline double two_regime_us(Collective c, double s, int n, const TrueSeg& small,
+                            const TrueSeg& large, double brk, int conc = 1, double gamma = 0) {
+  const TrueSeg& t = s < brk ? small : large;
+  const auto& info = collective_info(c);
+  return t.a0 + t.as * info.ring_steps(n) +
+         s * info.busbw_factor(n) / (t.B * 1e3) * (1.0 + gamma * (conc - 1));
+}
 
 // One host with 8 ranks (the world every synthetic sweep here runs on).
 inline nlohmann::json context(const std::string& backend = "sim") {

@@ -30,9 +30,6 @@ using shardcal::collective_info;
 using namespace shardcal::calib;
 using namespace shardcal::calib::testing;
 
-struct TrueSeg {
-  double a0, as, B;  // us, us, GB/s
-};
 // Two regimes with a break at 64 KiB (an eager -> rendezvous switch: more latency, more
 // bandwidth; the time jumps up at the break for every n, so the truth is monotone in S).
 constexpr double kBreak = 65536;
@@ -40,9 +37,7 @@ const TrueSeg kSmall{5.0, 1.0, 1.0};
 const TrueSeg kLarge{40.0, 5.0, 10.0};
 
 double truth_us(Collective c, double s, int n) {
-  const TrueSeg& t = s < kBreak ? kSmall : kLarge;
-  const auto& info = collective_info(c);
-  return t.a0 + t.as * info.ring_steps(n) + s * info.busbw_factor(n) / (t.B * 1e3);
+  return two_regime_us(c, s, n, kSmall, kLarge, kBreak);
 }
 
 std::vector<double> sizes() {

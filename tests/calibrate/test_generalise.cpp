@@ -26,9 +26,6 @@ using shardcal::collective_info;
 using namespace shardcal::calib;
 using namespace shardcal::calib::testing;
 
-struct TrueSeg {
-  double a0, as, B;  // us, us, GB/s
-};
 // Two regimes, a break at 64 KiB where the time jumps up for every n and collective (the fitter
 // keeps predictions non-decreasing in size, so the truth must be too; all_reduce's f(n) = 2(n-1)/n
 // needs the larger alpha0 of the second regime for that).
@@ -36,12 +33,8 @@ constexpr double kBreak = 65536;
 const TrueSeg kSmall{5.0, 1.0, 5.0};
 const TrueSeg kLarge{30.0, 3.0, 10.0};
 
-// gamma: each of c concurrent groups gets B / (1 + gamma (c - 1)).
 double truth_us(Collective c, double s, int n, int conc, double gamma) {
-  const TrueSeg& t = s < kBreak ? kSmall : kLarge;
-  const auto& info = collective_info(c);
-  return t.a0 + t.as * info.ring_steps(n) +
-         s * info.busbw_factor(n) / (t.B * 1e3) * (1.0 + gamma * (conc - 1));
+  return two_regime_us(c, s, n, kSmall, kLarge, kBreak, conc, gamma);
 }
 
 std::vector<double> all_sizes() {
@@ -118,6 +111,17 @@ Fitted fit(const std::vector<json>& recs, const std::string& name) {
   return out;
 }
 
+// The one model of a sweep whose classes must pool (with or without contention).
+const Model& pooled_model(const Fitted& f, bool contention, const std::string& table) {
+  EXPECT_EQ(f.cal.models.size(), 1u) << table;
+  EXPECT_EQ(f.cal.class_pooling.size(), 1u) << table;
+  if (!f.cal.class_pooling.empty()) {
+    EXPECT_TRUE(f.cal.class_pooling[0].pooled) << table;
+    EXPECT_EQ(f.cal.class_pooling[0].contention, contention) << table;
+  }
+  return f.cal.models.at(0);
+}
+
 const std::vector<Collective> kOps = {Collective::AllGather, Collective::ReduceScatter,
                                       Collective::AllReduce, Collective::Broadcast};
 
@@ -128,10 +132,7 @@ TEST(CalibrateGeneralise, PoolsClassesWithoutContention) {
       const Fitted f = fit(sweep(seed, op, kWithout4, 0.0), "nocont.jsonl");
       const std::string table = quality_report(f.rs, f.cal);
       ASSERT_EQ(f.cal.models.size(), 1u) << table;
-      const Model& m = f.cal.models[0];
-      ASSERT_EQ(f.cal.class_pooling.size(), 1u);
-      EXPECT_TRUE(f.cal.class_pooling[0].pooled) << table;
-      EXPECT_FALSE(f.cal.class_pooling[0].contention) << table;
+      const Model& m = pooled_model(f, false, table);
       EXPECT_EQ(m.group_sizes, (std::vector<int>{2, 8}));
       ASSERT_EQ(m.segments.size(), 2u) << table;
       const TrueSeg* truth[2] = {&kSmall, &kLarge};
@@ -180,10 +181,7 @@ TEST(CalibrateGeneralise, RecoversContentionRule) {
       const Fitted f = fit(sweep(seed, op, kAll, kGamma), "cont.jsonl");
       const std::string table = quality_report(f.rs, f.cal);
       ASSERT_EQ(f.cal.models.size(), 1u) << table;
-      const Model& m = f.cal.models[0];
-      ASSERT_EQ(f.cal.class_pooling.size(), 1u);
-      EXPECT_TRUE(f.cal.class_pooling[0].pooled) << table;
-      EXPECT_TRUE(f.cal.class_pooling[0].contention) << table;
+      const Model& m = pooled_model(f, true, table);
       ASSERT_EQ(m.segments.size(), 2u) << table;
       // The rule: gamma within 15% where bandwidth carries the time (the large segment), and
       // present in the small one.
