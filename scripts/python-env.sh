@@ -19,8 +19,10 @@ with --system-site-packages when it does not exist, and installs calibrate/pytho
 Tests and reports run with DIR/bin/python.
 
   --venv DIR  the venv directory
-  --torch     also install the package's `torch` extra (torch from PyPI, several GB; kept in
-              pip's cache, ~/.cache/pip): needed by the DTensor adapter's tests
+  --torch     also install the package's `torch` extra (torch from PyPI with its nvidia-* wheels,
+              several GB): needed by the DTensor adapter's tests. The wheels are downloaded once
+              into SHARDCAL_WHEELS (default ~/.cache/shardcal/wheels; pip's own HTTP cache is not
+              reliably filled) and installed from there offline on later runs
   --help      show this help
 USAGE
 }
@@ -56,8 +58,15 @@ if [[ $TORCH == 1 ]]; then
   # The version range is the package's `torch` extra (calibrate/python/pyproject.toml); pip
   # leaves an installed torch alone when it satisfies it.
   spec=$("$PY" -c 'import tomllib; print(tomllib.load(open("calibrate/python/pyproject.toml", "rb"))["project"]["optional-dependencies"]["torch"][0])')
+  wheels=${SHARDCAL_WHEELS:-$HOME/.cache/shardcal/wheels}
   t=$SECONDS
-  "${PIP[@]}" install -q "$spec"
+  # Offline first (also a no-op when an installed torch satisfies the range); else download.
+  if ! "${PIP[@]}" install -q --no-index --find-links "$wheels" "$spec" 2>/dev/null; then
+    mkdir -p "$wheels"
+    echo "python-env.sh: downloading $spec and its dependencies from PyPI into $wheels"
+    "${PIP[@]}" download -q -d "$wheels" "$spec"
+    "${PIP[@]}" install -q --no-index --find-links "$wheels" "$spec"
+  fi
   echo "python-env.sh: $("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null) ($((SECONDS - t))s)"
 fi
 echo "python-env.sh: $PY has shardcal $("$PY" -c 'import shardcal; print(shardcal.__version__)')"

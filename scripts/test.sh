@@ -3,7 +3,8 @@
 #
 # Stages (each in its own build directory <prefix>-<stage>, Ninja generator):
 #   setup    scripts/setup.sh --with-mpich (apt-get; skip with --no-setup), then
-#            scripts/python-env.sh (the venv .venv with the shardcal package; always)
+#            scripts/python-env.sh [--torch] (the venv .venv with the shardcal package, and torch
+#            from PyPI when the release stage runs; always)
 #   release  Release, -Werror, every backend that is available; ctest, all labels
 #   asan     ASan+UBSan, sim backend only; builds only what the tests need; ctest -L 'unit|sim|cli'
 #   tsan     TSan, sim backend only; builds only what the tests need; ctest -L 'sim' (conformance + sweep harness on sim threads)
@@ -320,9 +321,13 @@ else
   banner "[setup] skipped (--no-setup)"
 fi
 # The venv is the project's, like a build directory: made or refreshed even with --no-setup.
-banner "[setup] bash scripts/python-env.sh"
+# The release stage runs the DTensor adapter's tests (label torch) against torch from PyPI: a
+# missing torch fails the run. pip keeps the wheels in its cache (~/.cache/pip) for the next run.
+venv_args=()
+wanted release && venv_args+=(--torch)
+banner "[setup] bash scripts/python-env.sh ${venv_args[*]}"
 t0=$SECONDS
-if ! bash scripts/python-env.sh; then
+if ! bash scripts/python-env.sh "${venv_args[@]}"; then
   echo "test.sh: step 'python-env' failed (scripts/python-env.sh); nothing was built" >&2
   echo "0 passed, 1 failed"
   exit 1
