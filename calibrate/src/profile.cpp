@@ -1,6 +1,6 @@
 // Reader, writer and predictor of calibrated cost-model profiles (shardcal.profile v1).
 // Format: docs/PROFILE_FORMAT.md; JSON Schema: configs/schema/profile.schema.json. The Python
-// module calibrate/python/shardcal_profile.py implements the same predict() rule, operation for
+// module calibrate/python/shardcal/profile.py implements the same predict() rule, operation for
 // operation, and a ctest compares the two.
 #include "shardcal/calibrate/profile.hpp"
 

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Checks of the profile readers run by ctest with /usr/bin/python3 (the module needs only the
+"""Checks of the profile readers run by ctest with the project's venv python (the module needs only the
 standard library; the schema check needs jsonschema and skips without it).
 
   schema REPO       configs/schema/profile.schema.json accepts valid profiles, rejects bad ones.
   parity TOOL REPO   C++ predict (tests/calibrate/profile_predict_tool) and the Python module
-                     (calibrate/python/shardcal_profile.py) agree on >= 1000 random queries over
+                     (shardcal.profile, installed from calibrate/python) agree on >= 1000 random queries over
                      random profiles and configs/profiles/dtensor-default.json: same model, same
                      segment, same extrapolation flag, times within 1e-9 relative; same queries
                      rejected.
@@ -32,10 +32,9 @@ DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8"]
 
 
 def load_module(repo):
-    sys.path.insert(0, os.path.join(repo, "calibrate", "python"))
-    import shardcal_profile  # noqa: E402
+    import shardcal.profile
 
-    return shardcal_profile
+    return shardcal.profile
 
 
 def rnum(rng, lo, hi):

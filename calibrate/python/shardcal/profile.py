@@ -10,7 +10,7 @@ on one link class per size segment as
 model choice (nearest measured class), the same segment and the same floating-point operations in
 the same order; tests/calibrate/parity_test.py checks it on random queries.
 
-    import shardcal_profile as sp
+    import shardcal.profile as sp
     prof = sp.load("configs/profiles/dtensor-default.json")
     p = prof.predict("all_gather", group_size=8, hosts=2, nbytes=1 << 20)
     print(p.time_us, p.extrapolated, p.note)
@@ -538,11 +538,11 @@ def load(path: str) -> Profile:
     return loads(text, path)
 
 
-if __name__ == "__main__":  # tiny CLI: python3 shardcal_profile.py PROFILE COLLECTIVE N HOSTS BYTES
+if __name__ == "__main__":  # tiny CLI: python -m shardcal.profile PROFILE COLLECTIVE N HOSTS BYTES
     import sys
 
     if len(sys.argv) != 6:
-        sys.exit("usage: shardcal_profile.py PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES")
+        sys.exit("usage: python -m shardcal.profile PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES")
     pr = load(sys.argv[1]).predict(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), nbytes=float(sys.argv[5]))
     print(f"{pr.time_us:.6g} us (model /models/{pr.model.index}, segment {pr.segment}"
           f"{', extrapolated: ' + pr.note if pr.extrapolated else ''})")
