@@ -129,7 +129,12 @@ struct StepTraffic {
   // from a receive buffer (step_copy_bytes). Host memory traffic on top of the communication;
   // 0 for local steps (their copy is the step itself).
   std::int64_t max_copy_bytes = 0;
+  // Largest block any rank holds after the step, in bytes (local steps too: what a local step
+  // writes).
+  std::int64_t max_out_bytes = 0;
 };
+// Computed per distinct group shape, not per rank: the time does not grow with the mesh size
+// (docs/PLANNER.md "Step descriptions at scale").
 StepTraffic describe_step(const Step& step);
 
 // The executor's pack/unpack rule (core/src/execute.cpp uses these, the planner's prices use
