@@ -172,12 +172,10 @@ std::string step_problem(const Step& step) {
   // A collective along mesh dim i combines the pieces its group holds; they are the pieces of
   // tensor dim d only when no inner mesh dim splits d further (else each member holds a
   // sub-piece and the group's union is not the block the step assumes).
-  std::set<int> touched;
-  if (pa.is_shard()) touched.insert(pa.dim);
-  if (pb.is_shard()) touched.insert(pb.dim);
+  const int ta = pa.is_shard() ? pa.dim : -1, tb = pb.is_shard() ? pb.dim : -1;
   for (int j = i + 1; j < a.mesh().ndim(); ++j) {
     const Placement& pj = ca[std::size_t(j)];
-    if (pj.is_shard() && touched.count(pj.dim))
+    if (pj.is_shard() && (pj.dim == ta || pj.dim == tb))
       return "inner mesh dim " + std::to_string(j) + " (" + pj.to_string() +
              ") shards tensor dim " + std::to_string(pj.dim) + ", which this step " +
              (pa.is_shard(pj.dim) ? "gathers" : "splits") +

@@ -245,7 +245,7 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
       std::vector<Edge> edges;
       edges.reserve(steps.size());
       for (Step& st : steps) {
-        const double c = checked_cost(cost, st, describe_step(st));
+        const double c = checked_cost(cost, st, describe_legal_step(st));  // legal by construction
         if (std::isinf(c)) continue;
         const int t = intern(st.after);
         edges.push_back(Edge{std::move(st), t, c});

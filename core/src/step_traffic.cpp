@@ -141,6 +141,10 @@ StepTraffic describe_step(const Step& step) {
   if (const std::string why = step_problem(step); !why.empty())
     throw Error("cannot describe step on mesh dim " + std::to_string(step.mesh_dim) + " (" +
                 step_kind_name(step.kind) + "): " + why);
+  return describe_legal_step(step);
+}
+
+StepTraffic describe_legal_step(const Step& step) {
   const DeviceMesh& mesh = step.before.mesh();
   const int i = step.mesh_dim;
   const int nd = mesh.ndim();

@@ -136,6 +136,9 @@ struct StepTraffic {
 // Computed per distinct group shape, not per rank: the time does not grow with the mesh size
 // (docs/PLANNER.md "Step descriptions at scale").
 StepTraffic describe_step(const Step& step);
+// describe_step without the step_problem check, for steps already known legal (the planner's
+// candidates come from legal_steps); an illegal step gives meaningless numbers.
+StepTraffic describe_legal_step(const Step& step);
 
 // The executor's pack/unpack rule (core/src/execute.cpp uses these, the planner's prices use
 // them through StepTraffic::max_copy_bytes). A collective reads or writes a block in place when
