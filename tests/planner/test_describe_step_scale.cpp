@@ -1,7 +1,8 @@
 // describe_step computes a step's traffic per distinct group shape (core/src/step_traffic.cpp);
 // this checks every field against the per-rank computation it replaced (kept here as the
 // reference: one group per rank of group position 0, every rank's block from local_box) over
-// random specs on 1-4-D meshes of up to 96 ranks: uneven and empty shards, explicit sizes,
+// random specs on 1-4-D meshes of up to 96 ranks (and legal_steps against building and checking
+// every candidate with step_problem): uneven and empty shards, explicit sizes,
 // nested sharding, every legal step plus steps onto explicit-size targets.
 #include <gtest/gtest.h>
 
@@ -90,6 +91,33 @@ StepTraffic describe_step_per_rank(const Step& step) {
   return t;
 }
 
+// The legal_steps that built every candidate and asked step_problem, as it was before the
+// checks moved onto the canonical placements.
+std::vector<Step> legal_steps_by_step_problem(const TensorSpec& spec) {
+  std::vector<Step> out;
+  const TensorSpec canon(spec.mesh(), canonical_placements(spec), spec.meta());
+  for (int i = 0; i < spec.mesh().ndim(); ++i) {
+    if (spec.mesh().extent(i) == 1) continue;
+    std::vector<Placement> targets{Placement::replicate()};
+    for (ReduceOp op : kAllReduceOps) targets.push_back(Placement::partial(op));
+    for (int d = 0; d < spec.ndim(); ++d) targets.push_back(Placement::shard(d));
+    for (const Placement& t : targets)
+      for (StepKind k : {StepKind::AllGather, StepKind::AllReduce, StepKind::ReduceScatter,
+                         StepKind::AllToAll, StepKind::LocalSlice, StepKind::LocalPartial,
+                         StepKind::LocalEmbedPartial}) {
+        std::optional<TensorSpec> after;
+        try {
+          after = canon.with_placement(i, t);
+        } catch (const Error&) {
+          continue;
+        }
+        Step st{i, k, spec, *after};
+        if (step_problem(st).empty()) out.push_back(std::move(st));
+      }
+  }
+  return out;
+}
+
 std::vector<std::int64_t> composition(std::mt19937_64& rng, std::int64_t total, int parts) {
   std::vector<std::int64_t> s(std::size_t(parts), 0);
   for (std::int64_t k = 0; k < total; ++k)
@@ -170,6 +198,16 @@ TEST(DescribeStepAtScale, EqualsThePerRankComputation) {
     const TensorMeta meta{tshape, dtypes[std::uniform_int_distribution<int>(0, 3)(rng)]};
     const TensorSpec from = random_spec(rng, mesh, meta);
     std::vector<Step> cands = legal_steps(from);
+    {
+      const std::vector<Step> want = legal_steps_by_step_problem(from);
+      ASSERT_EQ(cands.size(), want.size()) << from.serialize();
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        EXPECT_EQ(cands[k].mesh_dim, want[k].mesh_dim) << from.serialize();
+        EXPECT_EQ(cands[k].kind, want[k].kind) << from.serialize();
+        EXPECT_EQ(cands[k].after.serialize(), want[k].after.serialize()) << from.serialize();
+        EXPECT_EQ(cands[k].before.serialize(), want[k].before.serialize()) << from.serialize();
+      }
+    }
     // Steps onto explicit-size targets (the cost-based planner offers them; legal_steps does not).
     for (int i = 0; i < mesh.ndim() && nd > 0; ++i) {
       if (mesh.extent(i) == 1) continue;
