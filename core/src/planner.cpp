@@ -96,6 +96,20 @@ std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
   return out;
 }
 
+// A state's id key: canonical placements as bytes (kind, dim, op, explicit sizes). Equal iff the
+// placements are equal, like their text, without formatting numbers.
+void state_bytes(std::string& key, const std::vector<Placement>& ps) {
+  key.clear();
+  auto put = [&](std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const Placement& p : ps) {
+    key.push_back(char(p.kind));
+    key.push_back(char(p.op));
+    put(p.dim);
+    put(std::int64_t(p.sizes.size()));
+    for (std::int64_t x : p.sizes) put(x);
+  }
+}
+
 void check_specs(const TensorSpec& from, const TensorSpec& to) {
   if (!(from.mesh() == to.mesh()))
     throw Error("cannot plan between meshes " + from.mesh().to_string() + " and " +
@@ -166,14 +180,15 @@ namespace {
 SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to,
                     const StepCostFn& cost, const SearchOptions& opt) {
   const std::size_t k = std::size_t(opt.k);
+  std::string key;  // reused: no allocation per lookup once it has grown
   auto intern = [&](const TensorSpec& spec) -> int {
-    std::string key = placements_to_string(canonical_placements(spec));
+    std::vector<Placement> canon = canonical_placements(spec);
+    state_bytes(key, canon);
     auto it = g.ids.find(key);
     if (it != g.ids.end()) return it->second;
     const int id = int(g.states.size());
-    g.ids.emplace(std::move(key), id);
-    g.states.push_back(
-        State{TensorSpec(spec.mesh(), canonical_placements(spec), spec.meta()), false, {}});
+    g.ids.emplace(key, id);
+    g.states.push_back(State{TensorSpec(spec.mesh(), std::move(canon), spec.meta()), false, {}});
     return id;
   };
   // The max_states bound counts the states *this search* reaches (its endpoints and the targets
