@@ -76,6 +76,23 @@ std::vector<Piece> split_extent(std::int64_t extent, int parts,
   return out;
 }
 
+namespace {
+
+// Piece k of split_extent(extent, parts, explicit_sizes), without building the others.
+Piece split_piece(std::int64_t extent, int parts, const std::vector<std::int64_t>& explicit_sizes,
+                  int k) {
+  if (!explicit_sizes.empty()) {
+    std::int64_t start = 0;
+    for (int j = 0; j < k; ++j) start += explicit_sizes[std::size_t(j)];
+    return {start, explicit_sizes[std::size_t(k)]};
+  }
+  const std::int64_t chunk = (extent + parts - 1) / parts;
+  const std::int64_t start = std::min(extent, chunk * k);
+  return {start, std::min(chunk, extent - start)};
+}
+
+}  // namespace
+
 TensorSpec::TensorSpec(DeviceMesh mesh, std::vector<Placement> placements, TensorMeta meta)
     : mesh_(std::move(mesh)), placements_(std::move(placements)), meta_(std::move(meta)) {
   validate();
@@ -154,7 +171,7 @@ Piece TensorSpec::parent_extent(int rank, int mesh_dim, int tdim) const {
   for (int i = 0; i < mesh_dim; ++i) {
     const Placement& p = placements_[std::size_t(i)];
     if (!p.is_shard(tdim)) continue;
-    const Piece k = split_extent(cur.size, mesh_.extent(i), p.sizes)[std::size_t(c[std::size_t(i)])];
+    const Piece k = split_piece(cur.size, mesh_.extent(i), p.sizes, c[std::size_t(i)]);
     cur = {cur.start + k.start, k.size};
   }
   return cur;
@@ -176,7 +193,7 @@ Box TensorSpec::local_box(int rank) const {
     const Placement& p = placements_[std::size_t(i)];
     if (!p.is_shard()) continue;
     const std::size_t d = std::size_t(p.dim);
-    const Piece k = split_extent(b.shape[d], mesh_.extent(i), p.sizes)[std::size_t(c[std::size_t(i)])];
+    const Piece k = split_piece(b.shape[d], mesh_.extent(i), p.sizes, c[std::size_t(i)]);
     b.offset[d] += k.start;
     b.shape[d] = k.size;
   }
