@@ -28,10 +28,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 for b in d["benchmarks"]:
     if b["name"] == "BM_CostPlan/" + sys.argv[2] + "_median":
-        print(f"{b[\"cpu_time\"]:.0f} us")
+        print("%.0f us" % b["cpu_time"])
 ' "$tmp" "$name")
   theirs=$("$py" "$here/dtensor_plan_time.py" "$mesh" "$from" "$to" --repeats $((reps * 3)) 2>/dev/null |
-    /usr/bin/python3 -c 'import json,sys; print(f"{json.load(sys.stdin)[\"cold_cpu_us\"]:.0f} us")')
+    /usr/bin/python3 -c 'import json,sys; print("%.0f us" % json.load(sys.stdin)["cold_cpu_us"])')
   echo "| $mesh | \`$from → $to\` | $ours | $theirs |"
 done <<'CASES'
 s0s1r_to_rs0s1_2x2x2|2x2x2|S(0),S(1),R|R,S(0),S(1)
