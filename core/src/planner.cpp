@@ -36,7 +36,9 @@ struct Label {
   int state = -1;
   int parent = -1;                  // label index, -1 for the root
   int edge = -1;                    // edge index in parent's state
-  std::vector<std::int64_t> order;  // tie-break key: per step (mesh dim, kind, edge index)
+  // Tie-break key: the sequence of per-step codes (mesh dim, kind, edge index) from the root,
+  // stored as this step's code; the sequence is the parent chain's (no vector per label).
+  std::int64_t code = 0;
 };
 
 // Lexicographic tie-break sequence element.
@@ -231,13 +233,22 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
   };
   grow();
   std::vector<Label> pool;
-  pool.push_back(Label{0, 0, src, -1, -1, {}});
+  pool.push_back(Label{0, 0, src, -1, -1, 0});
+  // Lexicographic comparison of two labels' code sequences of equal length (worse() compares
+  // step counts first): the prefixes (parents) first, then the last codes.
+  auto order_cmp = [&](auto&& self, int a, int b) -> int {
+    if (a == b) return 0;  // also the root: equal lengths reach it together
+    const Label& x = pool[std::size_t(a)];
+    const Label& y = pool[std::size_t(b)];
+    if (const int c = self(self, x.parent, y.parent); c != 0) return c;
+    return x.code < y.code ? -1 : x.code > y.code ? 1 : 0;
+  };
   auto worse = [&](int a, int b) {  // priority_queue: top = least
     const Label& x = pool[std::size_t(a)];
     const Label& y = pool[std::size_t(b)];
     if (x.cost != y.cost) return x.cost > y.cost;
     if (x.steps != y.steps) return x.steps > y.steps;
-    return x.order > y.order;
+    return order_cmp(order_cmp, a, b) > 0;
   };
   std::priority_queue<int, std::vector<int>, decltype(worse)> queue(worse);
   queue.push(0);
@@ -293,8 +304,7 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
       nl.state = ed.to;
       nl.parent = li;
       nl.edge = int(e);
-      nl.order = pool[std::size_t(li)].order;
-      nl.order.push_back(order_code(ed.step, int(e)));
+      nl.code = order_code(ed.step, int(e));
       // Only the k best labels per state can become one of the k cheapest plans through it.
       pool.push_back(std::move(nl));
       const int ni = int(pool.size() - 1);
