@@ -185,7 +185,9 @@ std::string step_problem(const Step& step) {
   return {};
 }
 
-std::vector<Step> legal_steps(const TensorSpec& spec) {
+std::vector<Step> legal_steps(const TensorSpec& spec) { return legal_steps(spec, {}); }
+
+std::vector<Step> legal_steps(const TensorSpec& spec, const std::vector<bool>& partial_ops) {
   std::vector<Step> out;
   const std::vector<Placement> c = canonical_placements(spec);
   // Targets are built on the canonical spec: explicit sizes on a size-1 mesh dim would otherwise
@@ -216,7 +218,8 @@ std::vector<Step> legal_steps(const TensorSpec& spec) {
       out.push_back(Step{i, *k, spec, canon.with_placement(i, std::move(t))});
     };
     consider(Placement::replicate());
-    for (ReduceOp op : kAllReduceOps) consider(Placement::partial(op));
+    for (ReduceOp op : kAllReduceOps)
+      if (partial_ops.empty() || partial_ops[std::size_t(op)]) consider(Placement::partial(op));
     for (int d = 0; d < spec.ndim(); ++d) consider(Placement::shard(d));
   }
   return out;

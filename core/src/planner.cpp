@@ -59,7 +59,7 @@ bool is_integer(DType t) { return t == DType::I32 || t == DType::I64 || t == DTy
 
 std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
                                   const std::vector<bool>& ops_used) {
-  std::vector<Step> out = legal_steps(spec);
+  std::vector<Step> out = legal_steps(spec, ops_used);
   // Partial ops other than sum and those of the endpoints never help: drop them (a P(max)
   // intermediate costs what P(sum) costs and is only reduced away again).
   out.erase(std::remove_if(out.begin(), out.end(),

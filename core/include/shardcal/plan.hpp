@@ -82,6 +82,9 @@ std::string step_problem(const Step& step);
 // Targets with explicit sizes (all_to_all / local_slice / reduce_scatter onto uneven shards) are
 // legal too (step_problem accepts them) but are not enumerated: there are infinitely many.
 std::vector<Step> legal_steps(const TensorSpec& spec);
+// The same steps without those onto P(op) for ops where partial_ops[op] is false (indexed by
+// ReduceOp; empty = every op): the planner never builds targets it would drop.
+std::vector<Step> legal_steps(const TensorSpec& spec, const std::vector<bool>& partial_ops);
 
 // Throws Error naming the step and what is wrong (plans from other meshes or tensors, a broken
 // chain, an illegal step, a step on a mesh dim of size 1, a last state that is not the target).
