@@ -40,7 +40,7 @@ mv "$csv.tmp" "$csv"
   echo "|---|---|---|---|---|"
   tail -n +2 "$csv" | while IFS=, read -r m r w k res; do echo "| $m | $r | $w | $k | $res |"; done
 } > "$out/sim_scale.md"
-/usr/bin/python3 - "$csv" "$out/sim_scale.png" <<'PY' || echo "$0: no plot (needs matplotlib for /usr/bin/python3)" >&2
+/usr/bin/python3 - "$csv" "$out/sim_scale.png" "$shape" <<'PY' || echo "$0: no plot (needs matplotlib for /usr/bin/python3)" >&2
 import csv, sys
 import matplotlib
 matplotlib.use("Agg")
@@ -51,7 +51,7 @@ fig, ax = plt.subplots(figsize=(6, 4))
 ax.loglog(r, [float(x["wall_s"]) for x in rows], "o-", label="wall time (s)")
 ax.loglog(r, [float(x["max_rss_mib"]) / 1024 for x in rows], "s-", label="peak RSS (GiB)")
 ax.set_xlabel("simulated ranks")
-ax.set_title("shardbench redistribute --backend sim, 1024x1024 f32")
+ax.set_title(f"shardbench redistribute --backend sim, {sys.argv[3]} f32")
 ax.grid(True, which="both", alpha=0.3)
 ax.legend()
 fig.tight_layout()
