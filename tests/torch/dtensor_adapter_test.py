@@ -6,6 +6,9 @@
   calibrated  a profile from `shardbench calibrate` (a sim sweep) and dtensor-default: every edge
               equals `shardbench predict` for the collective DTensor runs, its padded bytes and
               the mesh dim's link class (1e-6 rel); redistribute_cost is the sum of its plan's steps
+  ranks       ranks 0, 3, 5 and 7 (separate processes) price every edge and redistribute_cost the
+              same and choose the same plans, with uneven nested shards (a rank's own shard sizes
+              differ)
   errors      bad profiles, ranks per host, an unsupported torch and an unpriceable mesh raise one
               ShardcalTorchError with DTensor untouched; exit restores everything (also after an
               exception) and clears the plan caches
@@ -239,6 +242,51 @@ def case_calibrated(sb, repo):
               f"difference {worst:.3g}")
 
 
+def case_dump(repo, rank):
+    """Prints (as JSON) every edge price, plan and redistribute_cost this rank computes."""
+    prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
+    out = {}
+    pairs = 0
+    with st.use_profile(prof, ranks_per_host=4):
+        for shape in ((2, 4), (2, 2, 2)):
+            mesh = init_device_mesh("cpu", shape)
+            for tshape in ((1001, 1000), (37, 10)):
+                m = meta(tshape, torch.float32)
+                planner = fresh_planner(mesh, m)
+                for src in states(len(shape), len(tshape)):
+                    for dst, c in edges(planner, src).items():
+                        out[f"{shape} {tshape} {src} -> {dst}"] = c
+                    for dst in states(len(shape), len(tshape)):
+                        pairs += 1
+                        if pairs % 4:  # a quarter of the pairs: enough, and quick
+                            continue
+                        a = DTensorSpec(mesh, src.placements, tensor_meta=m)
+                        b = DTensorSpec(mesh, dst.placements, tensor_meta=m)
+                        plan = [(i.mesh_dim, str(i.src_dst_placements)) for i in rd._gen_transform_infos(a, b)]
+                        out[f"{shape} {tshape} plan {src} -> {dst}"] = [plan, cu.redistribute_cost(a, b)]
+    print(json.dumps(out))
+
+
+def case_ranks(repo):
+    runs = {}
+    procs = {rank: subprocess.Popen([sys.executable, __file__, "-", repo, f"dump{rank}"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True) for rank in (0, 3, 5, 7)}
+    for rank, p in procs.items():
+        out, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            fail(f"rank {rank}: exit {p.returncode}: {err[-2000:]}")
+        runs[rank] = json.loads(out)
+    base = runs[0]
+    plans = sum(1 for k in base if " plan " in k)
+    if plans < 500 or len(base) - plans < 500:
+        fail(f"too few checked: {len(base) - plans} edges, {plans} plans")
+    for rank, got in runs.items():
+        for k, v in base.items():
+            if got.get(k) != v:
+                fail(f"rank {rank} differs from rank 0 on {k}: {got.get(k)} vs {v}")
+    print(f"ranks: {len(base) - plans} edge prices, {plans} plans and their costs identical on ranks 0, 3, 5, 7")
+
+
 PATCHED = [(rd.DTensorRedistributePlanner, "setup_cost_callbacks"), (rd, "_FORCE_MIN_COST_REDISTRIBUTION_PLAN"),
            (cu, "redistribute_cost"), (tutils, "redistribute_cost"), (ops_utils, "redistribute_cost")]
 
@@ -315,9 +363,12 @@ def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     sb, repo, case = sys.argv[1:]
-    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=WORLD)
+    rank = int(case[4:]) if case.startswith("dump") else 0
+    dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=WORLD)
+    if case.startswith("dump"):
+        return case_dump(repo, rank)
     {"default": lambda: case_default(repo), "calibrated": lambda: case_calibrated(sb, repo),
-     "errors": lambda: case_errors(repo)}[case]()
+     "ranks": lambda: case_ranks(repo), "errors": lambda: case_errors(repo)}[case]()
 
 
 if __name__ == "__main__":

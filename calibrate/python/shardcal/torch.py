@@ -95,6 +95,23 @@ def _numel(shape) -> int:
     return math.prod(int(s) for s in shape)
 
 
+def _largest_logical(full, placements, d: int, mesh_shape) -> list:
+    """The tensor as mesh dim d sees it in its largest group: every other mesh dim's shard is the
+    largest one. DTensor's own logical shape uses this rank's coordinate, so ranks with smaller
+    (uneven) shards would price other costs and could choose other plans; the largest shard is
+    what the slowest group moves, the same on every rank. Nested chunks compose exactly:
+    ceil(ceil(x / a) / b) = ceil(x / (a b))."""
+    ls = [int(x) for x in full]
+    for m, p in enumerate(placements):
+        if m != d and p.is_shard():
+            n = int(mesh_shape[m])
+            if type(p).__name__ == "Shard":
+                ls[p.dim] = -(-ls[p.dim] // n)
+            else:  # _StridedShard: the largest of its local sizes
+                ls[p.dim] = max(int(p.local_shard_size_and_offset(ls[p.dim], n, k)[0]) for k in range(n))
+    return ls
+
+
 class Pricer:
     """Prices one DTensor step (a placement change on one mesh dim) from a profile, in us."""
 
@@ -231,10 +248,12 @@ class _Adapter:
             edges: dict = {}
             shapes: dict = {}
 
+            mesh_shape = tuple(int(x) for x in mesh.shape)
+
             def logical(state, d):  # a state's edges on one mesh dim share it
                 ls = shapes.get((state, d))
                 if ls is None:
-                    ls = shapes[(state, d)] = planner.get_logical_shape(state, d, full)
+                    ls = shapes[(state, d)] = _largest_logical(full, state.placements, d, mesh_shape)
                 return ls
 
             def cost_function(src_state, dst_state):
@@ -287,12 +306,17 @@ class _Adapter:
             itemsize = meta.dtype.itemsize
             dtype = _DTYPES.get(str(meta.dtype).replace("torch.", ""))
             cost = 0.0
+            mesh = current_spec.mesh
+            mesh_shape = tuple(int(x) for x in mesh.shape)
+            placements = list(current_spec.placements)  # the state before each step
             for info in gen(current_spec, target_spec):
                 src, dst = info.src_dst_placements
-                c = pricer.step_us(current_spec.mesh, info.mesh_dim, src, dst, info.logical_shape, itemsize, dtype)
+                ls = _largest_logical(meta.shape, placements, info.mesh_dim, mesh_shape)
+                c = pricer.step_us(mesh, info.mesh_dim, src, dst, ls, itemsize, dtype)
                 if c == float("inf"):
                     return c
                 cost += c
+                placements[info.mesh_dim] = dst
             return cost
 
         targets = [(rd.DTensorRedistributePlanner, "setup_cost_callbacks", setup_cost_callbacks),
