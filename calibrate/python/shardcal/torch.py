@@ -4,7 +4,8 @@
     with shardcal.torch.use_profile("profile.json", ranks_per_host=8):
         y = x.redistribute(mesh, [Replicate(), Shard(0)])
 
-While active, DTensor's graph planner (Dijkstra over placement states) is forced, and both its
+While active, DTensor's graph planner (Dijkstra over placement states) plans every redistribution
+whose placements are all plain Shard/Replicate/Partial (others keep DTensor's greedy path), and its
 edges and `redistribute_cost` (which sharding propagation uses to choose op strategies) are
 priced from the profile instead of DTensor's hard-coded constants: the collective DTensor will
 actually run for the step on the mesh's backend, with the bytes it actually moves (shards padded
@@ -221,7 +222,9 @@ class Pricer:
 
 
 def _is_plain(p) -> bool:
-    return p.is_shard() and type(p).__name__ == "Shard" or p.is_replicate() or p.is_partial()
+    # Exact types: subclasses (_MaskPartial of vocab-parallel embedding, _StridedShard, ...) have
+    # their own reductions and layouts that DTensor's graph planner does not model.
+    return type(p).__name__ in ("Shard", "Replicate", "Partial")
 
 
 class _Adapter:
@@ -236,6 +239,15 @@ class _Adapter:
         pricer = self.pricer
         orig_setup = rd.DTensorRedistributePlanner.setup_cost_callbacks
         orig_redistribute_cost = cu.redistribute_cost
+        orig_gen = rd._gen_transform_infos_non_cached
+
+        def gen_transform_infos(src_spec, dst_spec, use_graph_based_transform=None):
+            # The graph planner (the priced one) for plain placements only: DTensor's greedy path
+            # handles the rest (the graph planner finds no path to a _MaskPartial).
+            if use_graph_based_transform is None and \
+                    all(_is_plain(p) for p in (*src_spec.placements, *dst_spec.placements)):
+                use_graph_based_transform = True
+            return orig_gen(src_spec, dst_spec, use_graph_based_transform)
 
         def setup_cost_callbacks(planner):
             orig_setup(planner)
@@ -320,7 +332,7 @@ class _Adapter:
             return cost
 
         targets = [(rd.DTensorRedistributePlanner, "setup_cost_callbacks", setup_cost_callbacks),
-                   (rd, "_FORCE_MIN_COST_REDISTRIBUTION_PLAN", True),
+                   (rd, "_gen_transform_infos_non_cached", gen_transform_infos),
                    (cu, "redistribute_cost", redistribute_cost),
                    (tutils, "redistribute_cost", redistribute_cost),
                    (ops_utils, "redistribute_cost", redistribute_cost)]
