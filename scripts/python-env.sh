@@ -53,6 +53,15 @@ if [[ ! -x $PY ]] || ! "$PY" -c 'import sys' >/dev/null 2>&1; then
   "$BASE" -m venv --system-site-packages "$VENV"
 fi
 PIP=("$PY" -m pip --disable-pip-version-check)
+# The offline editable install builds with the venv's setuptools (Debian's 66 needs wheel too).
+if ! missing=$("$PY" -c '
+import importlib.util
+print(" ".join(m for m in ("pip", "setuptools", "wheel") if importlib.util.find_spec(m) is None))') || [[ -n $missing ]]; then
+  echo "python-env.sh: $PY cannot import: ${missing:-pip/setuptools/wheel (python failed)}; the offline install of" \
+       "calibrate/python needs them: apt-get install python3-setuptools python3-wheel (bash scripts/setup.sh does)," \
+       "or remove $VENV if it was not made with --system-site-packages" >&2
+  exit 1
+fi
 "${PIP[@]}" install -q --no-build-isolation --no-deps --no-index -e ./calibrate/python
 if [[ $TORCH == 1 ]]; then
   # The version range is the package's `torch` extra (calibrate/python/pyproject.toml); pip
