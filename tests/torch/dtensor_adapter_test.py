@@ -9,6 +9,8 @@
   ranks       ranks 0, 3, 5 and 7 (separate processes) price every edge and redistribute_cost the
               same and choose the same plans, with uneven nested shards (a rank's own shard sizes
               differ)
+  links       link classes from the mesh's global ranks (world 12, 4 ranks per host): submeshes
+              of a 2x4 mesh, a transposed (column-major) mesh, a 4x3 mesh not aligned with hosts
   errors      bad profiles, ranks per host, an unsupported torch and an unpriceable mesh raise one
               ShardcalTorchError with DTensor untouched; exit restores everything (also after an
               exception) and clears the plan caches
@@ -287,6 +289,36 @@ def case_ranks(repo):
     print(f"ranks: {len(base) - plans} edge prices, {plans} plans and their costs identical on ranks 0, 3, 5, 7")
 
 
+def case_links(repo):
+    """Expected values worked out by hand from the rank lists (host = rank // 4)."""
+    from torch.distributed.device_mesh import DeviceMesh
+    prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
+    pricer = st.Pricer(st._load_profile(prof), 4, None)
+    m24 = DeviceMesh("cpu", torch.arange(8).reshape(2, 4), mesh_dim_names=("dp", "tp"))
+    cases = [  # mesh, [(group size, hosts, ranks per host, concurrent groups) per mesh dim]
+        ("2x4", m24, [(2, 2, 1, 4), (4, 1, 4, 1)]),
+        ("2x4['dp'] = ranks [0, 4]", m24["dp"], [(2, 2, 1, 4)]),
+        ("2x4['tp']", m24["tp"], [(4, 1, 4, 1)]),
+        ("transposed [[0,2,4,6],[1,3,5,7]]", DeviceMesh("cpu", torch.arange(8).reshape(4, 2).T), [(2, 1, 2, 2), (4, 2, 2, 2)]),
+        ("4x3 (groups of 3 on 4-rank hosts)", DeviceMesh("cpu", torch.arange(12).reshape(4, 3)), [(4, 3, 2, 3), (3, 2, 2, 2)]),
+    ]
+    for what, mesh, want in cases:
+        for d, w in enumerate(want):
+            lc = pricer.link(mesh, d)
+            got = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"])
+            if got != w:
+                fail(f"{what}, mesh dim {d}: link class {got}, want {w}")
+    # The edge price uses it: S(0) -> R on 2x4['dp'] is an inter-host all-gather.
+    m = meta((64, 32), torch.float32)
+    with st.use_profile(prof, ranks_per_host=4):
+        sub = m24["dp"]
+        c = cu.redistribute_cost(DTensorSpec(sub, (Shard(0),), tensor_meta=m), DTensorSpec(sub, (Replicate(),), tensor_meta=m))
+    want = st._load_profile(prof).predict("all_gather", 2, 2, 1, nbytes=64 * 32 * 4, dtype="f32", concurrent_groups=4).time_us
+    if abs(c - want) > 1e-9 * want:
+        fail(f"2x4['dp'] S(0)->R priced {c} us, the inter-host all-gather is {want} us")
+    print(f"links: {sum(len(w) for _, _, w in cases)} mesh dims' link classes as their rank lists say")
+
+
 PATCHED = [(rd.DTensorRedistributePlanner, "setup_cost_callbacks"), (rd, "_gen_transform_infos_non_cached"),
            (cu, "redistribute_cost"), (tutils, "redistribute_cost"), (ops_utils, "redistribute_cost")]
 
@@ -350,6 +382,7 @@ def case_errors(repo):
         fail("DTensor left patched after an exception in the block")
     if rd._gen_transform_infos.cache_info().currsize != 0 or rd._planner_cache:
         fail("plan caches not cleared on exit")
+    from torch.distributed.tensor import distribute_tensor
     # Vocab-parallel embedding (a _MaskPartial target) keeps DTensor's greedy path and works.
     import torch.nn.functional as F
     from torch.distributed.tensor import distribute_tensor
@@ -378,11 +411,11 @@ def main():
         sys.exit(__doc__)
     sb, repo, case = sys.argv[1:]
     rank = int(case[4:]) if case.startswith("dump") else 0
-    dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=WORLD)
+    dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=12 if case == "links" else WORLD)
     if case.startswith("dump"):
         return case_dump(repo, rank)
     {"default": lambda: case_default(repo), "calibrated": lambda: case_calibrated(sb, repo),
-     "ranks": lambda: case_ranks(repo), "errors": lambda: case_errors(repo)}[case]()
+     "ranks": lambda: case_ranks(repo), "links": lambda: case_links(repo), "errors": lambda: case_errors(repo)}[case]()
 
 
 if __name__ == "__main__":

@@ -10,8 +10,7 @@ edges and `redistribute_cost` (which sharding propagation uses to choose op stra
 priced from the profile instead of DTensor's hard-coded constants: the collective DTensor will
 actually run for the step on the mesh's backend, with the bytes it actually moves (shards padded
 to the largest, as DTensor pads them), in the link class of that mesh dim (hosts its groups span,
-ranks per host, groups at once; ranks are numbered row-major and host = rank // ranks_per_host,
-DTensor's assumption). `install()` / `uninstall()` do the same for long-running programs.
+ranks per host, groups at once, from the mesh's global ranks with host = rank // ranks_per_host). `install()` / `uninstall()` do the same for long-running programs.
 
 Everything patched is restored on exit (also after an exception) and DTensor's plan caches are
 cleared on enter and exit. Supported: the torch releases in SUPPORTED_TORCH; other versions get
@@ -113,6 +112,31 @@ def _largest_logical(full, placements, d: int, mesh_shape) -> list:
     return ls
 
 
+def _dim_groups(mesh, d: int) -> list:
+    """Every process group of mesh dim d as global ranks, across the whole root mesh (a
+    submesh's sibling groups run at the same time as its own)."""
+    try:
+        from torch.distributed._mesh_layout import _MeshLayout
+        return _MeshLayout([mesh._layout[d]]).remap_to_tensor(mesh._rank_map).tolist()
+    except (ImportError, AttributeError):  # this rank's mesh only
+        n = int(mesh.shape[d])
+        return mesh.mesh.movedim(d, -1).reshape(-1, n).tolist()
+
+
+def _link_class(groups, rph: int) -> dict:
+    """The link class of groups of global ranks, host = rank // rph. Groups not aligned with
+    hosts (e.g. groups of 3 on 4-rank hosts) are priced as the slowest: the most hosts any group
+    spans, its ranks spread evenly over them, and the most groups sharing one host."""
+    n = len(groups[0])
+    hosts = max(len({r // rph for r in g}) for g in groups)
+    per_host: dict = {}
+    for g in groups:
+        for h in {r // rph for r in g}:
+            per_host[h] = per_host.get(h, 0) + 1
+    return {"group_size": n, "hosts": hosts, "ranks_per_host": -(-n // hosts),
+            "concurrent_groups": max(per_host.values())}
+
+
 class Pricer:
     """Prices one DTensor step (a placement change on one mesh dim) from a profile, in us."""
 
@@ -122,11 +146,10 @@ class Pricer:
         self.ranks_per_host = ranks_per_host
         self.backend = backend
         self.device_type = device_type
-        self._links: dict = {}
         self._times: dict = {}
         self._mesh_info: dict = {}
 
-    # -- the mesh: shape, device type, backend per dim, ranks per host ---------------------
+    # -- the mesh: shape, device type, backend and link class per dim ---------------------
     def mesh_info(self, mesh):
         key = id(mesh)
         info = self._mesh_info.get(key)
@@ -143,39 +166,29 @@ class Pricer:
                     except Exception:  # no process group for this dim: price the real collectives
                         b = "unknown"
                 backends.append(b)
-            info = (mesh, shape, self.device_type or mesh.device_type, tuple(backends), rph)
+            links = tuple(_link_class(_dim_groups(mesh, d), rph) for d in range(len(shape)))
+            info = (mesh, shape, self.device_type or mesh.device_type, tuple(backends), rph, links)
             self._mesh_info[key] = info
         return info
 
-    def link(self, shape, rph: int, d: int):
-        """The link class of mesh dim d (Profile.mesh_topo's, which needs one priceable collective)."""
-        lcs = self._links.get((shape, rph))
-        if lcs is None:
-            first = None
-            for coll in ("all_gather", "all_reduce", "reduce_scatter", "all_to_all"):
-                try:
-                    lcs = self.profile.mesh_topo(list(shape), rph, collective=coll)["link_class"]
-                    break
-                except _profile.ProfileError as e:
-                    first = first or e
-            if lcs is None:
-                raise ShardcalTorchError(f"mesh {list(shape)} with {rph} ranks per host: the profile cannot price "
-                                         f"it: {first}")
-            self._links[(shape, rph)] = lcs
-        return lcs[d]
+    def link(self, mesh, d: int) -> dict:
+        """The link class of mesh dim d: group size, hosts a group spans, its ranks per host and
+        the groups of this dim sharing a host (from the mesh's global ranks)."""
+        return self.mesh_info(mesh)[5][d]
 
-    def time_us(self, shape, rph: int, d: int, collective: str, nbytes: int, dtype: Optional[str]) -> float:
-        key = (shape, rph, d, collective, nbytes, dtype)
+    def time_us(self, mesh, d: int, collective: str, nbytes: int, dtype: Optional[str]) -> float:
+        lc = self.link(mesh, d)
+        key = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], collective, nbytes,
+               dtype)
         t = self._times.get(key)
         if t is None:
-            lc = self.link(shape, rph, d)
             try:
                 t = self.profile.predict(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"],
                                          nbytes=float(nbytes), dtype=dtype,
                                          concurrent_groups=lc["concurrent_groups"], _check_class=False).time_us
             except _profile.ProfileError as e:
-                raise ShardcalTorchError(f"mesh {list(shape)}, mesh dim {d}: the profile cannot price {collective} "
-                                         f"of {nbytes} B: {e}") from None
+                raise ShardcalTorchError(f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price "
+                                         f"{collective} of {nbytes} B: {e}") from None
             self._times[key] = t
         return t
 
@@ -186,7 +199,7 @@ class Pricer:
         planner must not take."""
         if src == dst or src.is_replicate():  # R -> S, R -> P: local
             return None
-        _, shape, device_type, backends, _ = self.mesh_info(mesh)
+        _, shape, device_type, backends, _, _ = self.mesh_info(mesh)
         n = shape[d]
         if src.is_partial() and dst.is_partial() or src.is_shard() and dst.is_partial():
             return "inf"  # P -> P of another reduce op; S -> P is explicit-only (DTensor's rule)
@@ -217,8 +230,7 @@ class Pricer:
             return 0.0
         if q == "inf":
             return float("inf")
-        _, shape, _, _, rph = self.mesh_info(mesh)
-        return self.time_us(shape, rph, d, q[0], q[1], dtype)
+        return self.time_us(mesh, d, q[0], q[1], dtype)
 
 
 def _is_plain(p) -> bool:
@@ -383,12 +395,12 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
     _torch_modules()
     pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type)
     if mesh is not None:
-        _, shape, device_type, backends, rph = pricer.mesh_info(mesh)
+        _, shape, device_type, backends, _, _ = pricer.mesh_info(mesh)
         for d in range(len(shape)):  # the collectives DTensor runs on this dim's backend
             colls = ["all_gather", "all_reduce"] + (["reduce_scatter"] if backends[d] != "gloo" else []) + \
                 (["all_to_all"] if device_type != "cpu" else [])
             for coll in colls:
-                pricer.time_us(shape, rph, d, coll, 1 << 20, None)
+                pricer.time_us(mesh, d, coll, 1 << 20, None)
     with _lock:
         if _active is not None:
             raise ShardcalTorchError("a profile is already installed; call shardcal.torch.uninstall() first")
