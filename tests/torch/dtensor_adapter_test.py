@@ -382,7 +382,21 @@ def case_errors(repo):
         fail("DTensor left patched after an exception in the block")
     if rd._gen_transform_infos.cache_info().currsize != 0 or rd._planner_cache:
         fail("plan caches not cleared on exit")
+    # An op's strategy chosen before install (cached in C++ and in Python) is priced again inside.
     from torch.distributed.tensor import distribute_tensor
+    a = distribute_tensor(torch.randn(64, 64), mesh, [Shard(0), Shard(1)])
+    b = distribute_tensor(torch.randn(64, 64), mesh, [Shard(1), Shard(0)])
+    a @ b
+    with st.use_profile(prof, ranks_per_host=4) as pricer:
+        calls = []
+        orig_step = pricer.step_us
+        pricer.step_us = lambda *args: calls.append(args) or orig_step(*args)
+        hits = torch._C._get_DTensor_sharding_propagator_cache_stats()[0]
+        a @ b
+        if torch._C._get_DTensor_sharding_propagator_cache_stats()[0] > hits:
+            fail("a @ b inside the block reused the strategy chosen before install (a C++ sharding cache hit)")
+    if not calls:
+        fail("a @ b inside the block priced no step with the profile")
     # Vocab-parallel embedding (a _MaskPartial target) keeps DTensor's greedy path and works.
     import torch.nn.functional as F
     from torch.distributed.tensor import distribute_tensor

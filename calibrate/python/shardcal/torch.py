@@ -12,8 +12,10 @@ actually run for the step on the mesh's backend, with the bytes it actually move
 to the largest, as DTensor pads them), in the link class of that mesh dim (hosts its groups span,
 ranks per host, groups at once, from the mesh's global ranks with host = rank // ranks_per_host). `install()` / `uninstall()` do the same for long-running programs.
 
-Everything patched is restored on exit (also after an exception) and DTensor's plan caches are
-cleared on enter and exit. Supported: the torch releases in SUPPORTED_TORCH; other versions get
+Everything patched is restored on exit (also after an exception) and DTensor's plan and sharding
+propagation caches are cleared on enter and exit (sharding propagation's Python cache is per thread:
+only the thread that enters and exits has its cache cleared; other threads should install before
+their first DTensor op). Supported: the torch releases in SUPPORTED_TORCH; other versions get
 one ShardcalTorchError naming the range, and nothing is patched.
 """
 
@@ -369,8 +371,14 @@ class _Adapter:
 
 
 def _clear_caches(rd, DTensor) -> None:
+    import torch
     rd._gen_transform_infos.cache_clear()
     rd.clear_redistribute_planner_cache()
+    # Op strategies chosen with the old prices live in two caches: the C++ dispatch cache and a
+    # Python LRU that is per thread (threading.local), so only the calling thread's is cleared.
+    clear_cpp = getattr(torch._C, "_clear_DTensor_sharding_propagator_cache", None)
+    if clear_cpp is not None:
+        clear_cpp()
     prop = DTensor._op_dispatcher.sharding_propagator
     prop.propagate_op_sharding.cache_clear()
 
