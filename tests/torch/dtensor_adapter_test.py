@@ -11,6 +11,8 @@
               differ)
   links       link classes from the mesh's global ranks (world 12, 4 ranks per host): submeshes
               of a 2x4 mesh, a transposed (column-major) mesh, a 4x3 mesh not aligned with hosts
+  gloo        a real process group made without a backend (world 1: "undefined", gloo for cpu)
+              prices P->S as gloo runs it (an all-reduce)
   errors      bad profiles, ranks per host, an unsupported torch and an unpriceable mesh raise one
               ShardcalTorchError with DTensor untouched; exit restores everything (also after an
               exception) and clears the plan caches
@@ -319,6 +321,19 @@ def case_links(repo):
     print(f"links: {sum(len(w) for _, _, w in cases)} mesh dims' link classes as their rank lists say")
 
 
+def case_gloo(repo):
+    prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
+    mesh = init_device_mesh("cpu", (1,))
+    pricer = st.Pricer(st._load_profile(prof), 1, None)
+    backends = pricer.mesh_info(mesh)[3]
+    q = pricer.step_query(mesh, 0, Partial(), Shard(0), [8, 8], 4)
+    if backends != ("gloo",) or q != ("all_reduce", 256):
+        fail(f"default backend ({dist.get_backend(mesh.get_group(0))!r}, {dist.get_backend_config(mesh.get_group(0))!r}): "
+             f"priced as {backends}, P->S as {q}; gloo runs an all-reduce of 256 B")
+    print(f"gloo: backend {dist.get_backend(mesh.get_group(0))!r} ({dist.get_backend_config(mesh.get_group(0))}) "
+          f"priced as {backends[0]}: P->S = {q}")
+
+
 PATCHED = [(rd.DTensorRedistributePlanner, "setup_cost_callbacks"), (rd, "_gen_transform_infos_non_cached"),
            (cu, "redistribute_cost"), (tutils, "redistribute_cost"), (ops_utils, "redistribute_cost")]
 
@@ -425,6 +440,13 @@ def main():
         sys.exit(__doc__)
     sb, repo, case = sys.argv[1:]
     rank = int(case[4:]) if case.startswith("dump") else 0
+    if case == "gloo":
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group(init_method=f"file://{tmp}/store", rank=0, world_size=1)
+            try:
+                return case_gloo(repo)
+            finally:
+                dist.destroy_process_group()
     dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=12 if case == "links" else WORLD)
     if case.startswith("dump"):
         return case_dump(repo, rank)

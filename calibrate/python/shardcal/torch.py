@@ -114,6 +114,20 @@ def _largest_logical(full, placements, d: int, mesh_shape) -> list:
     return ls
 
 
+def _dim_backend(dist, mesh, d: int) -> str:
+    """The backend that runs mesh dim d's collectives on the mesh's device type: a process group
+    made without a backend reports "undefined" and holds one per device ("cpu:gloo,cuda:nccl")."""
+    try:
+        group = mesh.get_group(d)
+        config = str(dist.get_backend_config(group))
+    except Exception:  # no process group for this dim: price the real collectives
+        return "unknown"
+    per_device = dict(item.split(":", 1) for item in config.split(",") if ":" in item)
+    if mesh.device_type in per_device:
+        return per_device[mesh.device_type]
+    return config if ":" not in config else "unknown"
+
+
 def _dim_groups(mesh, d: int) -> list:
     """Every process group of mesh dim d as global ranks, across the whole root mesh (a
     submesh's sibling groups run at the same time as its own)."""
@@ -159,17 +173,9 @@ class Pricer:
             import torch.distributed as dist
             shape = tuple(int(s) for s in mesh.shape)
             rph = self.ranks_per_host or _default_ranks_per_host(mesh.device_type)
-            backends = []
-            for d in range(len(shape)):
-                b = self.backend
-                if b is None:
-                    try:
-                        b = str(dist.get_backend(mesh.get_group(d)))
-                    except Exception:  # no process group for this dim: price the real collectives
-                        b = "unknown"
-                backends.append(b)
+            backends = tuple(self.backend or _dim_backend(dist, mesh, d) for d in range(len(shape)))
             links = tuple(_link_class(_dim_groups(mesh, d), rph) for d in range(len(shape)))
-            info = (mesh, shape, self.device_type or mesh.device_type, tuple(backends), rph, links)
+            info = (mesh, shape, self.device_type or mesh.device_type, backends, rph, links)
             self._mesh_info[key] = info
         return info
 
@@ -391,7 +397,7 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
             backend: Optional[str] = None, mesh=None, device_type: Optional[str] = None) -> None:
     """Price DTensor's planning from `profile` until uninstall(). ranks_per_host: devices per host
     (default: torchrun's LOCAL_WORLD_SIZE, else DTensor's device count per host); backend: the
-    process group's backend ("nccl", "gloo", ...; default: asked per mesh dim); mesh: a DeviceMesh
+    process group's backend ("nccl", "gloo", ...; default: each mesh dim's group's backend for the mesh's device type); mesh: a DeviceMesh
     to check now that the profile can price every collective on every dim (otherwise a mesh the
     profile cannot price raises ShardcalTorchError at its first redistribution); device_type: price
     as if meshes were on this device type ("cuda": all-to-all for S(a)->S(b); for planning offline
