@@ -397,6 +397,29 @@ def case_errors(repo):
         fail("DTensor left patched after an exception in the block")
     if rd._gen_transform_infos.cache_info().currsize != 0 or rd._planner_cache:
         fail("plan caches not cleared on exit")
+    # A collective the profile lacks: plans avoid it (one warning); an error only when none can.
+    import warnings
+    mesh8 = init_device_mesh("cpu", (8,))
+    no_a2a = dict(doc, models=[x for x in json.load(open(prof))["models"] if x["collective"] != "all_to_all"])
+    s0, s1 = (DTensorSpec(mesh8, (p,), tensor_meta=m) for p in (Shard(0), Shard(1)))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with st.use_profile(no_a2a, ranks_per_host=4, device_type="cuda", backend="nccl"):
+            rd._gen_transform_infos(s0, s1)
+            plan = [str(i.src_dst_placements) for i in rd._gen_transform_infos(s0, s1)]
+            cost = cu.redistribute_cost(s0, s1)
+            cu.redistribute_cost(s1, s0)
+    ours = [x for x in w if "shardcal.torch" in str(x.message)]
+    if len(ours) != 1 or "all_to_all" not in str(ours[0].message) or not math.isfinite(cost) or len(plan) != 2:
+        fail(f"profile without all_to_all: S(0)->S(1) plan {plan}, cost {cost}, warnings {[str(x.message) for x in ours]}")
+    no_ag = dict(doc, models=[x for x in json.load(open(prof))["models"] if x["collective"] != "all_gather"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with st.use_profile(no_ag, ranks_per_host=4):
+            expect_error("no plan avoids an unpriceable collective",
+                         lambda: rd._gen_transform_infos(s0, DTensorSpec(mesh8, (Replicate(),), tensor_meta=m)),
+                         "no redistribution plan avoids it", snapshot())
+    print(f"  ok profile without all_to_all: S(0)->S(1) planned as {plan} ({cost:.3g} us), one warning")
     # An op's strategy chosen before install (cached in C++ and in Python) is priced again inside.
     from torch.distributed.tensor import distribute_tensor
     a = distribute_tensor(torch.randn(64, 64), mesh, [Shard(0), Shard(1)])

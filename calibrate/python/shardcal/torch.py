@@ -25,6 +25,7 @@ import contextlib
 import math
 import os
 import threading
+import warnings
 from typing import Any, Optional, Union
 
 from . import profile as _profile
@@ -164,6 +165,7 @@ class Pricer:
         self.device_type = device_type
         self._times: dict = {}
         self._mesh_info: dict = {}
+        self.unpriceable: dict = {}  # (link class, collective) -> why
 
     # -- the mesh: shape, device type, backend and link class per dim ---------------------
     def mesh_info(self, mesh):
@@ -184,7 +186,10 @@ class Pricer:
         the groups of this dim sharing a host (from the mesh's global ranks)."""
         return self.mesh_info(mesh)[5][d]
 
-    def time_us(self, mesh, d: int, collective: str, nbytes: int, dtype: Optional[str]) -> float:
+    def time_us(self, mesh, d: int, collective: str, nbytes: int, dtype: Optional[str],
+                strict: bool = False) -> float:
+        """The profile's time; a collective it cannot price is +inf (so the planner avoids it) with
+        one warning per collective and link class, or ShardcalTorchError when strict."""
         lc = self.link(mesh, d)
         key = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], collective, nbytes,
                dtype)
@@ -195,10 +200,32 @@ class Pricer:
                                          nbytes=float(nbytes), dtype=dtype,
                                          concurrent_groups=lc["concurrent_groups"], _check_class=False).time_us
             except _profile.ProfileError as e:
-                raise ShardcalTorchError(f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price "
-                                         f"{collective} of {nbytes} B: {e}") from None
+                msg = (f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price {collective} of {nbytes} B: "
+                       f"{e}")
+                if strict:
+                    raise ShardcalTorchError(msg) from None
+                cls = key[:5]
+                if cls not in self.unpriceable:
+                    self.unpriceable[cls] = msg
+                    warnings.warn(f"shardcal.torch: {msg}; plans avoid it", RuntimeWarning, stacklevel=2)
+                t = float("inf")
             self._times[key] = t
         return t
+
+    def check_plan(self, mesh, infos, itemsize: int) -> None:
+        """ShardcalTorchError when a planned step runs a collective the profile could not price
+        on that dim's link class (no plan avoided it)."""
+        for info in infos:
+            src, dst = info.src_dst_placements
+            q = self.step_query(mesh, info.mesh_dim, src, dst, info.logical_shape, itemsize)
+            if q is None or q == "inf":
+                continue
+            lc = self.link(mesh, info.mesh_dim)
+            why = self.unpriceable.get((lc["group_size"], lc["hosts"], lc["ranks_per_host"],
+                                        lc["concurrent_groups"], q[0]))
+            if why is not None:
+                raise ShardcalTorchError(f"{why}; no redistribution plan avoids it (step {src} -> {dst} on mesh dim "
+                                         f"{info.mesh_dim}): add {q[0]} for this link class to the profile")
 
     def step_query(self, mesh, d: int, src, dst, logical_shape, itemsize: int):
         """(collective, bytes in the profile's convention) DTensor runs for src -> dst on mesh dim d
@@ -267,7 +294,10 @@ class _Adapter:
             if use_graph_based_transform is None and \
                     all(_is_plain(p) for p in (*src_spec.placements, *dst_spec.placements)):
                 use_graph_based_transform = True
-            return orig_gen(src_spec, dst_spec, use_graph_based_transform)
+            infos = orig_gen(src_spec, dst_spec, use_graph_based_transform)
+            if pricer.unpriceable and use_graph_based_transform:
+                pricer.check_plan(src_spec.mesh, infos, src_spec.tensor_meta.dtype.itemsize)
+            return infos
 
         def setup_cost_callbacks(planner):
             orig_setup(planner)
@@ -414,7 +444,7 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
             colls = ["all_gather", "all_reduce"] + (["reduce_scatter"] if backends[d] != "gloo" else []) + \
                 (["all_to_all"] if device_type != "cpu" else [])
             for coll in colls:
-                pricer.time_us(mesh, d, coll, 1 << 20, None)
+                pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
     with _lock:
         if _active is not None:
             raise ShardcalTorchError("a profile is already installed; call shardcal.torch.uninstall() first")
