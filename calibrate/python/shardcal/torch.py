@@ -460,10 +460,10 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
 def uninstall() -> None:
     """Restore DTensor's own pricing (a no-op when nothing is installed)."""
     global _active
-    with _lock:
+    with _lock:  # restored before another install can patch: no interleaving of the two
         adapter, _active = _active, None
-    if adapter is not None:
-        adapter.restore()
+        if adapter is not None:
+            adapter.restore()
 
 
 @contextlib.contextmanager
