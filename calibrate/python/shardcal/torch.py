@@ -10,7 +10,8 @@ edges and `redistribute_cost` (which sharding propagation uses to choose op stra
 priced from the profile instead of DTensor's hard-coded constants: the collective DTensor will
 actually run for the step on the mesh's backend, with the bytes it actually moves (shards padded
 to the largest, as DTensor pads them), in the link class of that mesh dim (hosts its groups span,
-ranks per host, groups at once, from the mesh's global ranks with host = rank // ranks_per_host). `install()` / `uninstall()` do the same for long-running programs.
+ranks per host, groups at once, from the mesh's global ranks with host = rank // ranks_per_host).
+`install()` / `uninstall()` do the same for long-running programs.
 
 Everything patched is restored on exit (also after an exception) and DTensor's plan and sharding
 propagation caches are cleared on enter and exit (sharding propagation's Python cache is per thread:
@@ -427,9 +428,10 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
             backend: Optional[str] = None, mesh=None, device_type: Optional[str] = None) -> None:
     """Price DTensor's planning from `profile` until uninstall(). ranks_per_host: devices per host
     (default: torchrun's LOCAL_WORLD_SIZE, else DTensor's device count per host); backend: the
-    process group's backend ("nccl", "gloo", ...; default: each mesh dim's group's backend for the mesh's device type); mesh: a DeviceMesh
-    to check now that the profile can price every collective on every dim (otherwise a mesh the
-    profile cannot price raises ShardcalTorchError at its first redistribution); device_type: price
+    process group's backend ("nccl", "gloo", ...; default: each mesh dim's group's backend for the
+    mesh's device type); mesh: a DeviceMesh to check now that the profile can price every
+    collective on every dim (otherwise a step the profile cannot price is avoided by the planner,
+    with a warning, and ShardcalTorchError comes only if no plan avoids it); device_type: price
     as if meshes were on this device type ("cuda": all-to-all for S(a)->S(b); for planning offline
     on a fake process group)."""
     global _active
