@@ -53,6 +53,15 @@ if [[ ! -x $PY ]] || ! "$PY" -c 'import sys' >/dev/null 2>&1; then
   "$BASE" -m venv --system-site-packages "$VENV"
 fi
 PIP=("$PY" -m pip --disable-pip-version-check)
+# The offline editable install builds with the venv's setuptools (Debian's 66 needs wheel too).
+if ! missing=$("$PY" -c '
+import importlib.util
+print(" ".join(m for m in ("pip", "setuptools", "wheel") if importlib.util.find_spec(m) is None))') || [[ -n $missing ]]; then
+  echo "python-env.sh: $PY cannot import: ${missing:-pip/setuptools/wheel (python failed)}; the offline install of" \
+       "calibrate/python needs them: apt-get install python3-setuptools python3-wheel (bash scripts/setup.sh does)," \
+       "or remove $VENV if it was not made with --system-site-packages" >&2
+  exit 1
+fi
 "${PIP[@]}" install -q --no-build-isolation --no-deps --no-index -e ./calibrate/python
 if [[ $TORCH == 1 ]]; then
   # The version range is the package's `torch` extra (calibrate/python/pyproject.toml); pip
@@ -61,12 +70,32 @@ if [[ $TORCH == 1 ]]; then
   wheels=${SHARDCAL_WHEELS:-$HOME/.cache/shardcal/wheels}
   t=$SECONDS
   # Offline first (also a no-op when an installed torch satisfies the range); else download.
-  if ! "${PIP[@]}" install -q --no-index --find-links "$wheels" "$spec" 2>/dev/null; then
-    mkdir -p "$wheels"
-    echo "python-env.sh: downloading $spec and its dependencies from PyPI into $wheels"
-    "${PIP[@]}" download -q -d "$wheels" "$spec"
-    "${PIP[@]}" install -q --no-index --find-links "$wheels" "$spec"
+  err=$(mktemp)
+  trap 'rm -f "$err"' EXIT
+  if ! "${PIP[@]}" install -q --no-index --find-links "$wheels" "$spec" 2>"$err"; then
+    if compgen -G "$wheels/*.whl" >/dev/null; then
+      # Cached wheels that do not install (a truncated download, a corrupt file, a missing
+      # dependency): say why, then fetch them again once, past every cache, and replace them.
+      echo "python-env.sh: installing $spec from the cached wheels in $wheels failed:" >&2
+      cat "$err" >&2
+      echo "python-env.sh: downloading them again from PyPI (bypassing pip's cache) to replace the cache" >&2
+      fresh="$wheels.new"
+      rm -rf "$fresh"
+      mkdir -p "$fresh"
+      if ! "${PIP[@]}" download -q --no-cache-dir -d "$fresh" "$spec" ||
+         ! "${PIP[@]}" install -q --no-index --find-links "$fresh" "$spec"; then
+        echo "python-env.sh: installing $spec failed even from freshly downloaded wheels ($fresh, errors above)" >&2
+        exit 1
+      fi
+      rm -rf "$wheels"
+      mv "$fresh" "$wheels"
+    else
+      mkdir -p "$wheels"
+      echo "python-env.sh: downloading $spec and its dependencies from PyPI into $wheels"
+      "${PIP[@]}" download -q -d "$wheels" "$spec"
+      "${PIP[@]}" install -q --no-index --find-links "$wheels" "$spec"
+    fi
   fi
-  echo "python-env.sh: $("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null) ($((SECONDS - t))s)"
+  echo "python-env.sh: $("$PY" -c 'import torch; print("torch", torch.__version__)') ($((SECONDS - t))s)"
 fi
 echo "python-env.sh: $PY has shardcal $("$PY" -c 'import shardcal; print(shardcal.__version__)')"

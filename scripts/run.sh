@@ -83,7 +83,7 @@ if nvcc_path=$(command -v nvcc) && "$nvcc_path" --version >/dev/null 2>&1; then
 fi
 # The project's venv (scripts/python-env.sh): Debian's python3 (matplotlib, numpy, jsonschema) plus
 # the shardcal package the report reads profiles with.
-PYTHON=$ROOT/.venv/bin/python
+PYTHON=${SHARDCAL_VENV:-$ROOT/.venv}/bin/python
 
 # ------------------------------------------------------------------------------------------------
 step 1 "setup"

@@ -52,8 +52,8 @@ PACKAGES=(
   python3 python3-matplotlib python3-numpy python3-jsonschema
   python3-scipy  # gate tests: reference Mann-Whitney U (tests/gate/scipy_reference.py)
   # scripts/python-env.sh: the venv (.venv) with the shardcal package, installed offline with
-  # Debian's setuptools (--no-build-isolation)
-  python3-venv python3-setuptools
+  # Debian's setuptools (--no-build-isolation), which needs wheel for an editable install
+  python3-venv python3-setuptools python3-wheel
 )
 # The emulated two-host cluster (scripts/emulate/two-hosts, test label `emulate`): ip, tc
 # (iproute2) and unshare (util-linux, essential in Debian).

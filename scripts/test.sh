@@ -124,7 +124,7 @@ fi
 PYTHON=/usr/bin/python3
 # The project's venv (scripts/python-env.sh): Debian's python3 plus the shardcal package; the
 # Python tests that import shardcal run with it.
-VENV_PYTHON=$ROOT/.venv/bin/python
+VENV_PYTHON=${SHARDCAL_VENV:-$ROOT/.venv}/bin/python
 COMMON_CMAKE=(-G Ninja --no-warn-unused-cli "-DPython3_EXECUTABLE=$PYTHON"
               "-DSHARDCAL_PYTHON=$VENV_PYTHON")
 if command -v ccache >/dev/null; then
@@ -322,7 +322,8 @@ else
 fi
 # The venv is the project's, like a build directory: made or refreshed even with --no-setup.
 # The release stage runs the DTensor adapter's tests (label torch) against torch from PyPI: a
-# missing torch fails the run. pip keeps the wheels in its cache (~/.cache/pip) for the next run.
+# missing torch fails the run. python-env.sh keeps the wheels in ~/.cache/shardcal/wheels
+# (SHARDCAL_WHEELS) for the next run.
 venv_args=()
 wanted release && venv_args+=(--torch)
 banner "[setup] bash scripts/python-env.sh ${venv_args[*]}"

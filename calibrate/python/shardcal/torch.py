@@ -4,16 +4,19 @@
     with shardcal.torch.use_profile("profile.json", ranks_per_host=8):
         y = x.redistribute(mesh, [Replicate(), Shard(0)])
 
-While active, DTensor's graph planner (Dijkstra over placement states) is forced, and both its
+While active, DTensor's graph planner (Dijkstra over placement states) plans every redistribution
+whose placements are all plain Shard/Replicate/Partial (others keep DTensor's greedy path), and its
 edges and `redistribute_cost` (which sharding propagation uses to choose op strategies) are
 priced from the profile instead of DTensor's hard-coded constants: the collective DTensor will
 actually run for the step on the mesh's backend, with the bytes it actually moves (shards padded
 to the largest, as DTensor pads them), in the link class of that mesh dim (hosts its groups span,
-ranks per host, groups at once; ranks are numbered row-major and host = rank // ranks_per_host,
-DTensor's assumption). `install()` / `uninstall()` do the same for long-running programs.
+ranks per host, groups at once, from the mesh's global ranks with host = rank // ranks_per_host).
+`install()` / `uninstall()` do the same for long-running programs.
 
-Everything patched is restored on exit (also after an exception) and DTensor's plan caches are
-cleared on enter and exit. Supported: the torch releases in SUPPORTED_TORCH; other versions get
+Everything patched is restored on exit (also after an exception) and DTensor's plan and sharding
+propagation caches are cleared on enter and exit (sharding propagation's Python cache is per thread:
+only the thread that enters and exits has its cache cleared; other threads should install before
+their first DTensor op). Supported: the torch releases in SUPPORTED_TORCH; other versions get
 one ShardcalTorchError naming the range, and nothing is patched.
 """
 
@@ -23,6 +26,7 @@ import contextlib
 import math
 import os
 import threading
+import warnings
 from typing import Any, Optional, Union
 
 from . import profile as _profile
@@ -95,6 +99,62 @@ def _numel(shape) -> int:
     return math.prod(int(s) for s in shape)
 
 
+def _largest_logical(full, placements, d: int, mesh_shape) -> list:
+    """The tensor as mesh dim d sees it in its largest group: every other mesh dim's shard is the
+    largest one. DTensor's own logical shape uses this rank's coordinate, so ranks with smaller
+    (uneven) shards would price other costs and could choose other plans; the largest shard is
+    what the slowest group moves, the same on every rank. Nested chunks compose exactly:
+    ceil(ceil(x / a) / b) = ceil(x / (a b))."""
+    ls = [int(x) for x in full]
+    for m, p in enumerate(placements):
+        if m != d and p.is_shard():
+            n = int(mesh_shape[m])
+            if type(p).__name__ == "Shard":
+                ls[p.dim] = -(-ls[p.dim] // n)
+            else:  # _StridedShard: the largest of its local sizes
+                ls[p.dim] = max(int(p.local_shard_size_and_offset(ls[p.dim], n, k)[0]) for k in range(n))
+    return ls
+
+
+def _dim_backend(dist, mesh, d: int) -> str:
+    """The backend that runs mesh dim d's collectives on the mesh's device type: a process group
+    made without a backend reports "undefined" and holds one per device ("cpu:gloo,cuda:nccl")."""
+    try:
+        group = mesh.get_group(d)
+        config = str(dist.get_backend_config(group))
+    except Exception:  # no process group for this dim: price the real collectives
+        return "unknown"
+    per_device = dict(item.split(":", 1) for item in config.split(",") if ":" in item)
+    if mesh.device_type in per_device:
+        return per_device[mesh.device_type]
+    return config if ":" not in config else "unknown"
+
+
+def _dim_groups(mesh, d: int) -> list:
+    """Every process group of mesh dim d as global ranks, across the whole root mesh (a
+    submesh's sibling groups run at the same time as its own)."""
+    try:
+        from torch.distributed._mesh_layout import _MeshLayout
+        return _MeshLayout([mesh._layout[d]]).remap_to_tensor(mesh._rank_map).tolist()
+    except (ImportError, AttributeError):  # this rank's mesh only
+        n = int(mesh.shape[d])
+        return mesh.mesh.movedim(d, -1).reshape(-1, n).tolist()
+
+
+def _link_class(groups, rph: int) -> dict:
+    """The link class of groups of global ranks, host = rank // rph. Groups not aligned with
+    hosts (e.g. groups of 3 on 4-rank hosts) are priced as the slowest: the most hosts any group
+    spans, its ranks spread evenly over them, and the most groups sharing one host."""
+    n = len(groups[0])
+    hosts = max(len({r // rph for r in g}) for g in groups)
+    per_host: dict = {}
+    for g in groups:
+        for h in {r // rph for r in g}:
+            per_host[h] = per_host.get(h, 0) + 1
+    return {"group_size": n, "hosts": hosts, "ranks_per_host": -(-n // hosts),
+            "concurrent_groups": max(per_host.values())}
+
+
 class Pricer:
     """Prices one DTensor step (a placement change on one mesh dim) from a profile, in us."""
 
@@ -104,11 +164,11 @@ class Pricer:
         self.ranks_per_host = ranks_per_host
         self.backend = backend
         self.device_type = device_type
-        self._links: dict = {}
         self._times: dict = {}
         self._mesh_info: dict = {}
+        self.unpriceable: dict = {}  # (link class, collective) -> why
 
-    # -- the mesh: shape, device type, backend per dim, ranks per host ---------------------
+    # -- the mesh: shape, device type, backend and link class per dim ---------------------
     def mesh_info(self, mesh):
         key = id(mesh)
         info = self._mesh_info.get(key)
@@ -116,50 +176,57 @@ class Pricer:
             import torch.distributed as dist
             shape = tuple(int(s) for s in mesh.shape)
             rph = self.ranks_per_host or _default_ranks_per_host(mesh.device_type)
-            backends = []
-            for d in range(len(shape)):
-                b = self.backend
-                if b is None:
-                    try:
-                        b = str(dist.get_backend(mesh.get_group(d)))
-                    except Exception:  # no process group for this dim: price the real collectives
-                        b = "unknown"
-                backends.append(b)
-            info = (mesh, shape, self.device_type or mesh.device_type, tuple(backends), rph)
+            backends = tuple(self.backend or _dim_backend(dist, mesh, d) for d in range(len(shape)))
+            links = tuple(_link_class(_dim_groups(mesh, d), rph) for d in range(len(shape)))
+            info = (mesh, shape, self.device_type or mesh.device_type, backends, rph, links)
             self._mesh_info[key] = info
         return info
 
-    def link(self, shape, rph: int, d: int):
-        """The link class of mesh dim d (Profile.mesh_topo's, which needs one priceable collective)."""
-        lcs = self._links.get((shape, rph))
-        if lcs is None:
-            first = None
-            for coll in ("all_gather", "all_reduce", "reduce_scatter", "all_to_all"):
-                try:
-                    lcs = self.profile.mesh_topo(list(shape), rph, collective=coll)["link_class"]
-                    break
-                except _profile.ProfileError as e:
-                    first = first or e
-            if lcs is None:
-                raise ShardcalTorchError(f"mesh {list(shape)} with {rph} ranks per host: the profile cannot price "
-                                         f"it: {first}")
-            self._links[(shape, rph)] = lcs
-        return lcs[d]
+    def link(self, mesh, d: int) -> dict:
+        """The link class of mesh dim d: group size, hosts a group spans, its ranks per host and
+        the groups of this dim sharing a host (from the mesh's global ranks)."""
+        return self.mesh_info(mesh)[5][d]
 
-    def time_us(self, shape, rph: int, d: int, collective: str, nbytes: int, dtype: Optional[str]) -> float:
-        key = (shape, rph, d, collective, nbytes, dtype)
+    def time_us(self, mesh, d: int, collective: str, nbytes: int, dtype: Optional[str],
+                strict: bool = False) -> float:
+        """The profile's time; a collective it cannot price is +inf (so the planner avoids it) with
+        one warning per collective and link class, or ShardcalTorchError when strict."""
+        lc = self.link(mesh, d)
+        key = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], collective, nbytes,
+               dtype)
         t = self._times.get(key)
         if t is None:
-            lc = self.link(shape, rph, d)
             try:
                 t = self.profile.predict(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"],
                                          nbytes=float(nbytes), dtype=dtype,
                                          concurrent_groups=lc["concurrent_groups"], _check_class=False).time_us
             except _profile.ProfileError as e:
-                raise ShardcalTorchError(f"mesh {list(shape)}, mesh dim {d}: the profile cannot price {collective} "
-                                         f"of {nbytes} B: {e}") from None
+                msg = (f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price {collective} of {nbytes} B: "
+                       f"{e}")
+                if strict:
+                    raise ShardcalTorchError(msg) from None
+                cls = key[:5]
+                if cls not in self.unpriceable:
+                    self.unpriceable[cls] = msg
+                    warnings.warn(f"shardcal.torch: {msg}; plans avoid it", RuntimeWarning, stacklevel=2)
+                t = float("inf")
             self._times[key] = t
         return t
+
+    def check_plan(self, mesh, infos, itemsize: int) -> None:
+        """ShardcalTorchError when a planned step runs a collective the profile could not price
+        on that dim's link class (no plan avoided it)."""
+        for info in infos:
+            src, dst = info.src_dst_placements
+            q = self.step_query(mesh, info.mesh_dim, src, dst, info.logical_shape, itemsize)
+            if q is None or q == "inf":
+                continue
+            lc = self.link(mesh, info.mesh_dim)
+            why = self.unpriceable.get((lc["group_size"], lc["hosts"], lc["ranks_per_host"],
+                                        lc["concurrent_groups"], q[0]))
+            if why is not None:
+                raise ShardcalTorchError(f"{why}; no redistribution plan avoids it (step {src} -> {dst} on mesh dim "
+                                         f"{info.mesh_dim}): add {q[0]} for this link class to the profile")
 
     def step_query(self, mesh, d: int, src, dst, logical_shape, itemsize: int):
         """(collective, bytes in the profile's convention) DTensor runs for src -> dst on mesh dim d
@@ -168,7 +235,7 @@ class Pricer:
         planner must not take."""
         if src == dst or src.is_replicate():  # R -> S, R -> P: local
             return None
-        _, shape, device_type, backends, _ = self.mesh_info(mesh)
+        _, shape, device_type, backends, _, _ = self.mesh_info(mesh)
         n = shape[d]
         if src.is_partial() and dst.is_partial() or src.is_shard() and dst.is_partial():
             return "inf"  # P -> P of another reduce op; S -> P is explicit-only (DTensor's rule)
@@ -199,12 +266,13 @@ class Pricer:
             return 0.0
         if q == "inf":
             return float("inf")
-        _, shape, _, _, rph = self.mesh_info(mesh)
-        return self.time_us(shape, rph, d, q[0], q[1], dtype)
+        return self.time_us(mesh, d, q[0], q[1], dtype)
 
 
 def _is_plain(p) -> bool:
-    return p.is_shard() and type(p).__name__ == "Shard" or p.is_replicate() or p.is_partial()
+    # Exact types: subclasses (_MaskPartial of vocab-parallel embedding, _StridedShard, ...) have
+    # their own reductions and layouts that DTensor's graph planner does not model.
+    return type(p).__name__ in ("Shard", "Replicate", "Partial")
 
 
 class _Adapter:
@@ -219,6 +287,18 @@ class _Adapter:
         pricer = self.pricer
         orig_setup = rd.DTensorRedistributePlanner.setup_cost_callbacks
         orig_redistribute_cost = cu.redistribute_cost
+        orig_gen = rd._gen_transform_infos_non_cached
+
+        def gen_transform_infos(src_spec, dst_spec, use_graph_based_transform=None):
+            # The graph planner (the priced one) for plain placements only: DTensor's greedy path
+            # handles the rest (the graph planner finds no path to a _MaskPartial).
+            if use_graph_based_transform is None and \
+                    all(_is_plain(p) for p in (*src_spec.placements, *dst_spec.placements)):
+                use_graph_based_transform = True
+            infos = orig_gen(src_spec, dst_spec, use_graph_based_transform)
+            if pricer.unpriceable and use_graph_based_transform:
+                pricer.check_plan(src_spec.mesh, infos, src_spec.tensor_meta.dtype.itemsize)
+            return infos
 
         def setup_cost_callbacks(planner):
             orig_setup(planner)
@@ -231,10 +311,12 @@ class _Adapter:
             edges: dict = {}
             shapes: dict = {}
 
+            mesh_shape = tuple(int(x) for x in mesh.shape)
+
             def logical(state, d):  # a state's edges on one mesh dim share it
                 ls = shapes.get((state, d))
                 if ls is None:
-                    ls = shapes[(state, d)] = planner.get_logical_shape(state, d, full)
+                    ls = shapes[(state, d)] = _largest_logical(full, state.placements, d, mesh_shape)
                 return ls
 
             def cost_function(src_state, dst_state):
@@ -287,16 +369,21 @@ class _Adapter:
             itemsize = meta.dtype.itemsize
             dtype = _DTYPES.get(str(meta.dtype).replace("torch.", ""))
             cost = 0.0
+            mesh = current_spec.mesh
+            mesh_shape = tuple(int(x) for x in mesh.shape)
+            placements = list(current_spec.placements)  # the state before each step
             for info in gen(current_spec, target_spec):
                 src, dst = info.src_dst_placements
-                c = pricer.step_us(current_spec.mesh, info.mesh_dim, src, dst, info.logical_shape, itemsize, dtype)
+                ls = _largest_logical(meta.shape, placements, info.mesh_dim, mesh_shape)
+                c = pricer.step_us(mesh, info.mesh_dim, src, dst, ls, itemsize, dtype)
                 if c == float("inf"):
                     return c
                 cost += c
+                placements[info.mesh_dim] = dst
             return cost
 
         targets = [(rd.DTensorRedistributePlanner, "setup_cost_callbacks", setup_cost_callbacks),
-                   (rd, "_FORCE_MIN_COST_REDISTRIBUTION_PLAN", True),
+                   (rd, "_gen_transform_infos_non_cached", gen_transform_infos),
                    (cu, "redistribute_cost", redistribute_cost),
                    (tutils, "redistribute_cost", redistribute_cost),
                    (ops_utils, "redistribute_cost", redistribute_cost)]
@@ -321,8 +408,14 @@ class _Adapter:
 
 
 def _clear_caches(rd, DTensor) -> None:
+    import torch
     rd._gen_transform_infos.cache_clear()
     rd.clear_redistribute_planner_cache()
+    # Op strategies chosen with the old prices live in two caches: the C++ dispatch cache and a
+    # Python LRU that is per thread (threading.local), so only the calling thread's is cleared.
+    clear_cpp = getattr(torch._C, "_clear_DTensor_sharding_propagator_cache", None)
+    if clear_cpp is not None:
+        clear_cpp()
     prop = DTensor._op_dispatcher.sharding_propagator
     prop.propagate_op_sharding.cache_clear()
 
@@ -335,9 +428,10 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
             backend: Optional[str] = None, mesh=None, device_type: Optional[str] = None) -> None:
     """Price DTensor's planning from `profile` until uninstall(). ranks_per_host: devices per host
     (default: torchrun's LOCAL_WORLD_SIZE, else DTensor's device count per host); backend: the
-    process group's backend ("nccl", "gloo", ...; default: asked per mesh dim); mesh: a DeviceMesh
-    to check now that the profile can price every collective on every dim (otherwise a mesh the
-    profile cannot price raises ShardcalTorchError at its first redistribution); device_type: price
+    process group's backend ("nccl", "gloo", ...; default: each mesh dim's group's backend for the
+    mesh's device type); mesh: a DeviceMesh to check now that the profile can price every
+    collective on every dim (otherwise a step the profile cannot price is avoided by the planner,
+    with a warning, and ShardcalTorchError comes only if no plan avoids it); device_type: price
     as if meshes were on this device type ("cuda": all-to-all for S(a)->S(b); for planning offline
     on a fake process group)."""
     global _active
@@ -347,12 +441,12 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
     _torch_modules()
     pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type)
     if mesh is not None:
-        _, shape, device_type, backends, rph = pricer.mesh_info(mesh)
+        _, shape, device_type, backends, _, _ = pricer.mesh_info(mesh)
         for d in range(len(shape)):  # the collectives DTensor runs on this dim's backend
             colls = ["all_gather", "all_reduce"] + (["reduce_scatter"] if backends[d] != "gloo" else []) + \
                 (["all_to_all"] if device_type != "cpu" else [])
             for coll in colls:
-                pricer.time_us(shape, rph, d, coll, 1 << 20, None)
+                pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
     with _lock:
         if _active is not None:
             raise ShardcalTorchError("a profile is already installed; call shardcal.torch.uninstall() first")
@@ -368,10 +462,10 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
 def uninstall() -> None:
     """Restore DTensor's own pricing (a no-op when nothing is installed)."""
     global _active
-    with _lock:
+    with _lock:  # restored before another install can patch: no interleaving of the two
         adapter, _active = _active, None
-    if adapter is not None:
-        adapter.restore()
+        if adapter is not None:
+            adapter.restore()
 
 
 @contextlib.contextmanager
