@@ -36,6 +36,31 @@ std::size_t span_of(Counts counts, Counts displs) {
   return end;
 }
 
+// MPI_Wtime around the operations: the simulated clock under SMPI (see make_op_timer).
+class WtimeTimer final : public OpTimer {
+ public:
+  void start() override {
+    stopped_ = false;
+    started_ = true;
+    t0_ = MPI_Wtime();
+  }
+  void stop() override {
+    if (!started_) throw Error("internal: OpTimer::stop() without start()");
+    t1_ = MPI_Wtime();
+    stopped_ = true;
+  }
+  double elapsed_s() override {
+    if (!stopped_) throw Error("internal: OpTimer::elapsed_s() before start() and stop()");
+    return t1_ - t0_;
+  }
+  std::string method() const override { return "mpi_wtime"; }
+
+ private:
+  double t0_ = 0, t1_ = 0;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, std::string desc, double timeout_s)
@@ -63,6 +88,11 @@ class MpiCommunicator final : public Communicator {
   std::string describe() const override { return desc_.str(); }
   MemorySpace& memory() override { return host_memory(); }
   double now() const override { return MPI_Wtime(); }
+  std::unique_ptr<OpTimer> make_op_timer() override {
+    // Under SMPI only MPI_Wtime runs on the simulated clock; real MPI keeps the host clock.
+    if constexpr (detail::kSimulatedTime) return std::make_unique<WtimeTimer>();
+    return Communicator::make_op_timer();
+  }
 
   void barrier() override {
     WatchScope w("barrier", desc_, timeout_s_);
@@ -418,6 +448,14 @@ class MpiCommunicator final : public Communicator {
 // Waits for a non-blocking request without blocking forever; polls with a growing sleep so that
 // oversubscribed ranks still get the CPU.
 bool wait_until_done(MPI_Request& req, double seconds) {
+  if constexpr (detail::kSimulatedTime) {
+    // Simulated time: host seconds mean nothing, and SimGrid reports a deadlock itself.
+    const int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+      detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc),
+                        detail::kErrorExitCode);
+    return true;
+  }
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(std::min(seconds, 1e7)));
