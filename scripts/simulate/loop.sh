@@ -84,4 +84,11 @@ done
   tail -n +2 "$out/times.tsv" | awk -F'\t' '{printf "| %s | %s | %s |\n", $1, $2, $3}'
   awk -F'\t' 'NR > 1 && $1 != "validate-dtensor" {s += $2} END {printf "\nsweep -> calibrate -> validate: %.1f s\n", s}' "$out/times.tsv"
 } > "$out/summary.md"
+{
+  echo
+  echo "## Calibrated profile vs dtensor-default (scripts/simulate/compare_validate.py)"
+  echo
+  /usr/bin/env python3 "$root/scripts/simulate/compare_validate.py" "$out/validate.jsonl" \
+    "$out/validate-dtensor.jsonl"
+} >> "$out/summary.md"
 cat "$out/summary.md"
