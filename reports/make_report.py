@@ -15,9 +15,6 @@ import shutil
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "calibrate", "python"))
 
 MARKER = ".shardcal-report"  # marks a directory this tool wrote, so a rerun may replace it
 
@@ -290,6 +287,13 @@ def _b(x) -> str:
 
 
 def main(argv=None) -> int:
+    try:
+        import shardcal.profile  # noqa: F401  (the installed package, calibrate/python)
+    except ImportError:
+        print(f"make_report.py: the shardcal package is not installed for {sys.executable}: run "
+              "`bash scripts/python-env.sh` and use .venv/bin/python (or pip install ./calibrate/python)",
+              file=sys.stderr)
+        return 2
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         out = os.path.abspath(args.out)

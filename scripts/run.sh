@@ -81,7 +81,9 @@ if [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH=/usr/local/cuda/bin:$PATH
 if nvcc_path=$(command -v nvcc) && "$nvcc_path" --version >/dev/null 2>&1; then
   export CUDACXX=${CUDACXX:-$nvcc_path}
 fi
-PYTHON=/usr/bin/python3  # Debian's python3 (matplotlib, numpy, jsonschema), not pyenv's
+# The project's venv (scripts/python-env.sh): Debian's python3 (matplotlib, numpy, jsonschema) plus
+# the shardcal package the report reads profiles with.
+PYTHON=$ROOT/.venv/bin/python
 
 # ------------------------------------------------------------------------------------------------
 step 1 "setup"
@@ -90,12 +92,13 @@ if [[ $DO_SETUP == 1 ]]; then
 else
   echo "skipped (--no-setup)"
 fi
+bash scripts/python-env.sh  # offline and seconds when the venv exists
 
 step 2 "build (Release) in $BUILD_DIR"
 gen=(-G Ninja)  # an existing build dir keeps the generator it was made with
 [[ -f $BUILD_DIR/CMakeCache.txt ]] && gen=()
 cmake -S . -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release --no-warn-unused-cli \
-  "-DPython3_EXECUTABLE=$PYTHON"
+  -DPython3_EXECUTABLE=/usr/bin/python3 "-DSHARDCAL_PYTHON=$PYTHON"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 SB="$BUILD_DIR/bin/shardbench"
 [[ -x $SB ]] || { echo "run.sh: $SB was not built" >&2; false; }

@@ -51,6 +51,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib python3-numpy python3-jsonschema
   python3-scipy  # gate tests: reference Mann-Whitney U (tests/gate/scipy_reference.py)
+  # scripts/python-env.sh: the venv (.venv) with the shardcal package, installed offline with
+  # Debian's setuptools (--no-build-isolation)
+  python3-venv python3-setuptools
 )
 # The emulated two-host cluster (scripts/emulate/two-hosts, test label `emulate`): ip, tc
 # (iproute2) and unshare (util-linux, essential in Debian).

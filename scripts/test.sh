@@ -2,7 +2,9 @@
 # scripts/test.sh - build shardcal and pass every test. This is the command CI runs (.ci/run).
 #
 # Stages (each in its own build directory <prefix>-<stage>, Ninja generator):
-#   setup    scripts/setup.sh --with-mpich (apt-get; skip with --no-setup)
+#   setup    scripts/setup.sh --with-mpich (apt-get; skip with --no-setup), then
+#            scripts/python-env.sh [--torch] (the venv .venv with the shardcal package, and torch
+#            from PyPI when the release stage runs; always)
 #   release  Release, -Werror, every backend that is available; ctest, all labels
 #   asan     ASan+UBSan, sim backend only; builds only what the tests need; ctest -L 'unit|sim|cli'
 #   tsan     TSan, sim backend only; builds only what the tests need; ctest -L 'sim' (conformance + sweep harness on sim threads)
@@ -123,7 +125,11 @@ if nvcc_path=$(command -v nvcc) && "$nvcc_path" --version >/dev/null 2>&1; then
 fi
 # Debian's python3 (with matplotlib/numpy/jsonschema), not a pyenv python3 earlier on PATH.
 PYTHON=/usr/bin/python3
-COMMON_CMAKE=(-G Ninja --no-warn-unused-cli "-DPython3_EXECUTABLE=$PYTHON")
+# The project's venv (scripts/python-env.sh): Debian's python3 plus the shardcal package; the
+# Python tests that import shardcal run with it.
+VENV_PYTHON=$ROOT/.venv/bin/python
+COMMON_CMAKE=(-G Ninja --no-warn-unused-cli "-DPython3_EXECUTABLE=$PYTHON"
+              "-DSHARDCAL_PYTHON=$VENV_PYTHON")
 if command -v ccache >/dev/null; then
   COMMON_CMAKE+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
@@ -317,6 +323,19 @@ if [[ $DO_SETUP == 1 ]]; then
 else
   banner "[setup] skipped (--no-setup)"
 fi
+# The venv is the project's, like a build directory: made or refreshed even with --no-setup.
+# The release stage runs the DTensor adapter's tests (label torch) against torch from PyPI: a
+# missing torch fails the run. pip keeps the wheels in its cache (~/.cache/pip) for the next run.
+venv_args=()
+wanted release && venv_args+=(--torch)
+banner "[setup] bash scripts/python-env.sh ${venv_args[*]}"
+t0=$SECONDS
+if ! bash scripts/python-env.sh "${venv_args[@]}"; then
+  echo "test.sh: step 'python-env' failed (scripts/python-env.sh); nothing was built" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+echo "    python-env took $(fmt_secs $((SECONDS - t0)))"
 echo "    $(cmake --version | head -1), $(g++ --version | head -1), ninja $(ninja --version)"
 if [[ $HAVE_NVCC == 1 ]]; then
   echo "    nvcc: $("$CUDACXX" --version | tail -1); NCCL backend: $NCCL_MODE"

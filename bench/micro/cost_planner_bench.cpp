@@ -1,6 +1,6 @@
-// The cost-based planner (plan_cheapest, docs/PLANNER.md): a 3-D mesh transition (goal <= 50 us)
-// and a 2x2x2x2 mesh (goal <= 1 ms) under the dtensor-default profile, uncached and through
-// PlanCache. Counters: states = canonical placement states the search created, steps = plan
+// The cost-based planner (plan_cheapest, docs/PLANNER.md): a 3-D mesh transition (goal <= 50 us),
+// a 2x2x2x2 mesh and an 8x16x8 mesh of 1024 ranks (goals <= 1 ms) under the dtensor-default
+// profile, uncached and through PlanCache. Counters: states = canonical placement states the search created, steps = plan
 // length. The greedy planner on the same transitions for scale.
 #include <benchmark/benchmark.h>
 
@@ -53,6 +53,9 @@ BENCHMARK_CAPTURE(BM_CostPlan, pss_to_s1rs0_2x2x2, "2x2x2", "P,S(0),S(1)", "S(1)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CostPlan, nested_2x2x2x2, "2x2x2x2", "S(0),S(0),S(1),R", "R,S(1),S(1),S(0)")
     ->Unit(benchmark::kMicrosecond);
+// 1024 ranks: step descriptions walk group shapes, not ranks (goal <= 1 ms).
+BENCHMARK_CAPTURE(BM_CostPlan, s0s1r_to_rs0s1_8x16x8, "8x16x8", "S(0),S(1),R", "R,S(0),S(1)")
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_CostPlanCached(benchmark::State& state, const char* mesh, const char* from,
                        const char* to) {
@@ -90,6 +93,9 @@ BENCHMARK_CAPTURE(BM_CostPlanWarmGraph, s0s1r_to_rs0s1_2x2x2, "2x2x2", "S(0),S(1
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CostPlanWarmGraph, nested_2x2x2x2, "2x2x2x2", "S(0),S(0),S(1),R",
                   "R,S(1),S(1),S(0)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CostPlanWarmGraph, s0s1r_to_rs0s1_8x16x8, "8x16x8", "S(0),S(1),R",
+                  "R,S(0),S(1)")
     ->Unit(benchmark::kMicrosecond);
 
 void BM_GreedyPlan(benchmark::State& state, const char* mesh, const char* from, const char* to) {

@@ -136,6 +136,7 @@ int run(const PredictArgs& a) {
                     {"alpha_us", seg.alpha_us},
                     {"alpha_step_us", seg.alpha_step_us},
                     {"bandwidth_GBps", seg.bandwidth_GBps}};
+    if (seg.contention) j["segment"]["contention"] = *seg.contention;
     j["extrapolated"] = p.extrapolated;
     j["note"] = p.note;
     std::cout << j.dump(2) << "\n";
@@ -151,7 +152,10 @@ int run(const PredictArgs& a) {
     << ", effective size " << calib::effective_size_name(m.effective_size) << ")\n";
   o << "  segment " << p.segment << " [" << seg.s_lo << ", " << (seg.s_hi ? std::to_string(std::int64_t(*seg.s_hi)) : "inf")
     << ") B: alpha " << seg.alpha_us << " us + alpha_step " << seg.alpha_step_us << " us x steps, B "
-    << seg.bandwidth_GBps << " GB/s\n";
+    << seg.bandwidth_GBps << " GB/s";
+  if (seg.contention)
+    o << " / (1 + contention " << *seg.contention << " x (concurrent - 1))";
+  o << "\n";
   o << "  extrapolated: " << (p.extrapolated ? "yes (" + p.note + ")" : std::string("no")) << "\n";
   std::cout << o.str();
   return 0;

@@ -109,7 +109,9 @@ int run(const RedistributeArgs& a) {
     if (a.root < 0 || a.root >= world.size())
       throw shardcal::Error("--root " + std::to_string(a.root) + " outside the world of " +
                             std::to_string(world.size()) + " ranks");
-    const std::vector<std::byte> global = make_reference_tensor(meta);
+    // Only the root holds the global tensor (a simulated world shares one process's memory).
+    const std::vector<std::byte> global =
+        world.rank() == a.root ? make_reference_tensor(meta) : std::vector<std::byte>{};
     // Scatter from the root: the other ranks pass only the root id and receive spec + data.
     shardcal::ShardedTensor t = shardcal::ShardedTensor::scatter_from_root(
         mc, a.root, world.rank() == a.root ? &from : nullptr,
@@ -128,7 +130,7 @@ int run(const RedistributeArgs& a) {
       std::cout.flush();
       return;
     }
-    const std::vector<std::byte> want = shardcal::expected_local(to, global.data(), world.rank());
+    const std::vector<std::byte> want = shardcal::expected_reference_local(to, world.rank());
     std::uint64_t wrong = 0;
     const std::size_t es = shardcal::dtype_size(meta.dtype);
     if (want.size() != local.size()) wrong = std::max(want.size(), local.size()) / es;

@@ -35,26 +35,35 @@ struct Obs {
   int n = 1;      // group size
   double y = 0;   // median time, us
   DType dtype = DType::F32;
+  int c = 1;      // concurrent groups per host
+  std::string mesh;  // the measured mesh (leave-one-mesh-out)
 };
 
 struct Coef {
   double a0 = 0, as = 0, inv = kInvFloor;  // inv: us per byte of S*f(n)
-  // Standard errors of a0 and inv from the final weighted fit; NaN = unknown (the coefficient
-  // is pinned at its bound, N <= free coefficients, or the design is rank-deficient).
-  double se_a0 = NAN, se_inv = NAN;
+  double kap = 0;  // contention: us per byte of S*f(n) per extra concurrent group
+  // Standard errors of a0, inv and kap from the final weighted fit; NaN = unknown (the
+  // coefficient is pinned at its bound, N <= free coefficients, or the design is rank-deficient).
+  double se_a0 = NAN, se_inv = NAN, se_kap = NAN;
 };
+
+// Columns of the linear model: alpha0, alpha_step, 1/B, contention.
+constexpr int kCols = 4;
 
 double feat(int j, const Obs& o, Collective c) {
   const auto& info = collective_info(c);
   if (j == 0) return 1.0;
   if (j == 1) return double(info.ring_steps(o.n));
-  return o.s * info.busbw_factor(o.n);
+  if (j == 2) return o.s * info.busbw_factor(o.n);
+  return o.s * info.busbw_factor(o.n) * double(o.c - 1);
 }
 
-double eval_coef(const Coef& k, double s, int n, Collective c) {
+double eval_coef(const Coef& k, double s, int n, Collective c, int conc = 1) {
   const auto& info = collective_info(c);
-  return k.a0 + k.as * info.ring_steps(n) + s * info.busbw_factor(n) * k.inv;
+  return k.a0 + k.as * info.ring_steps(n) + s * info.busbw_factor(n) * (k.inv + k.kap * (conc - 1));
 }
+
+double eval_obs(const Coef& k, const Obs& o, Collective c) { return eval_coef(k, o.s, o.n, c, o.c); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -66,9 +75,13 @@ double median(std::vector<double> v) {
 // Weighted least squares of relative residuals, with an active set keeping alpha0, alpha_step
 // >= 0 and the slope >= kInvFloor (non-negative latencies, positive finite bandwidth; a
 // non-negative slope also makes each segment non-decreasing in S).
-Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool joint, Collective c) {
-  std::vector<int> free_vars = joint ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 2};
-  double fixed[3] = {0, 0, kInvFloor};
+Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool joint,
+         bool contention, Collective c) {
+  std::vector<int> free_vars{0};
+  if (joint) free_vars.push_back(1);
+  free_vars.push_back(2);
+  if (contention) free_vars.push_back(3);
+  double fixed[kCols] = {0, 0, kInvFloor, 0};
   Coef out;
   for (int attempt = 0; attempt < 4; ++attempt) {
     Eigen::MatrixXd A(Eigen::Index(o.size()), Eigen::Index(free_vars.size()));
@@ -76,15 +89,15 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
     for (std::size_t i = 0; i < o.size(); ++i) {
       const double sw = std::sqrt(w[i]) / o[i]->y;
       double target = o[i]->y;
-      for (int j = 0; j < 3; ++j)
+      for (int j = 0; j < kCols; ++j)
         if (std::find(free_vars.begin(), free_vars.end(), j) == free_vars.end())
           target -= fixed[j] * feat(j, *o[i], c);
       for (std::size_t q = 0; q < free_vars.size(); ++q)
         A(Eigen::Index(i), Eigen::Index(q)) = feat(free_vars[q], *o[i], c) * sw;
       b(Eigen::Index(i)) = target * sw;
     }
-    double x[3] = {fixed[0], fixed[1], fixed[2]};
-    double se[3] = {NAN, NAN, NAN};
+    double x[kCols] = {fixed[0], fixed[1], fixed[2], fixed[3]};
+    double se[kCols] = {NAN, NAN, NAN, NAN};
     if (!free_vars.empty()) {
       // Columns differ by orders of magnitude (1 vs S*f): scale them for the QR.
       Eigen::VectorXd scale(A.cols());
@@ -127,29 +140,32 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
         worst_v = v;
       }
     }
-    out = Coef{x[0], x[1], x[2], se[0], se[2]};
+    out = Coef{x[0], x[1], x[2], x[3], se[0], se[2], se[3]};
     if (worst < 0) break;
     free_vars.erase(std::find(free_vars.begin(), free_vars.end(), worst));  // pinned at its bound
   }
   out.a0 = std::max(out.a0, 0.0);
   out.as = std::max(out.as, 0.0);
   out.inv = std::max(out.inv, kInvFloor);
+  out.kap = std::max(out.kap, 0.0);
   return out;
 }
 
 // Huber M-estimate by iteratively reweighted least squares (Huber 1964; Holland & Welsch 1977),
 // scale from the median absolute relative residual.
-Coef irls(const std::vector<const Obs*>& o, Collective c, double k) {
-  std::set<int> ns;
-  for (const Obs* p : o) ns.insert(p->n);
+// contention: fit the contention column where the data hold >= 2 concurrencies.
+Coef irls(const std::vector<const Obs*>& o, Collective c, double k, bool contention) {
+  std::set<int> ns, cs;
+  for (const Obs* p : o) ns.insert(p->n), cs.insert(p->c);
   const bool joint = ns.size() >= 2;
+  contention = contention && cs.size() >= 2;
   std::vector<double> w(o.size(), 1.0);
   Coef coef;
   for (int it = 0; it < 40; ++it) {
-    coef = wls(o, w, joint, c);
+    coef = wls(o, w, joint, contention, c);
     std::vector<double> r(o.size());
     for (std::size_t i = 0; i < o.size(); ++i)
-      r[i] = (o[i]->y - eval_coef(coef, o[i]->s, o[i]->n, c)) / o[i]->y;
+      r[i] = (o[i]->y - eval_obs(coef, *o[i], c)) / o[i]->y;
     std::vector<double> ar(r.size());
     for (std::size_t i = 0; i < r.size(); ++i) ar[i] = std::abs(r[i]);
     const double scale = std::max(median(ar) / 0.6745, 1e-3);
@@ -182,6 +198,12 @@ std::vector<int> distinct_ns(const std::vector<Obs>& obs) {
   return {s.begin(), s.end()};
 }
 
+std::vector<int> distinct_cs(const std::vector<Obs>& obs) {
+  std::set<int> s;
+  for (const Obs& o : obs) s.insert(o.c);
+  return {s.begin(), s.end()};
+}
+
 struct Piecewise {
   std::vector<double> lo;  // segment starts (lo[0] = 0)
   std::vector<Coef> coef;
@@ -201,7 +223,10 @@ int seg_of(const Piecewise& p, double s) {
 // earlier's (B = 0). Then for n > hi, D(n) <= A + B steps(hi+1) + max(C f(hi+1), C f(inf)) (B <= 0;
 // f is monotone in n and tends to f(inf)); with the exact values on 1..hi this bounds D on the
 // whole range, and alpha0 is raised by it.
-void make_monotone(Piecewise& p, Collective c, int n_max) {
+// With contention the bandwidth slope is inv + kap (conc - 1); the guarantee holds for every
+// concurrency in [1, c_max] (the measured range: beyond it the contention term extrapolates and
+// the prediction is flagged as such).
+void make_monotone(Piecewise& p, Collective c, int n_max, int c_max) {
   const auto& info = collective_info(c);
   const int hi = std::max(64, 2 * n_max);
   const double f_inf = info.busbw(1e15);
@@ -212,12 +237,15 @@ void make_monotone(Piecewise& p, Collective c, int n_max) {
     if (cur.as < prev.as) cur.as = prev.as;
     const double b = p.lo[k];
     double deficit = prev.a0 - cur.a0;  // n = 1
-    for (int n = 2; n <= hi; ++n)
-      deficit = std::max(deficit, eval_coef(prev, b, n, c) - eval_coef(cur, b, n, c));
-    const double A = prev.a0 - cur.a0, B = prev.as - cur.as, C = b * (prev.inv - cur.inv);
-    const double tail =
-        A + B * info.ring_steps(hi + 1) + std::max(C * info.busbw_factor(hi + 1), C * f_inf);
-    deficit = std::max(deficit, tail);
+    for (int conc = 1; conc <= std::max(1, c_max); ++conc) {
+      for (int n = 2; n <= hi; ++n)
+        deficit = std::max(deficit, eval_coef(prev, b, n, c, conc) - eval_coef(cur, b, n, c, conc));
+      const double A = prev.a0 - cur.a0, B = prev.as - cur.as,
+                   C = b * (prev.inv + prev.kap * (conc - 1) - cur.inv - cur.kap * (conc - 1));
+      const double tail =
+          A + B * info.ring_steps(hi + 1) + std::max(C * info.busbw_factor(hi + 1), C * f_inf);
+      deficit = std::max(deficit, tail);
+    }
     if (deficit > 0) cur.a0 += deficit * (1 + 1e-12) + 1e-12;
     // An alpha0 moved by more than its own SE (or one whose alpha_step was raised) is set by this
     // constraint, not by the data: its SE would not describe it (as for a coefficient pinned at
@@ -229,7 +257,7 @@ void make_monotone(Piecewise& p, Collective c, int n_max) {
 // Best K-segment fit: every split of the distinct sizes into K runs of >= min_per sizes is
 // fitted (robustly) and scored with the Huber loss of relative residuals.
 std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Collective c,
-                                       const FitOptions& opt) {
+                                       const FitOptions& opt, bool contention) {
   const std::vector<double> u = distinct_sizes(obs);
   const int m = int(u.size());
   const int min_per = K == 1 ? 2 : opt.min_sizes_per_segment;
@@ -249,9 +277,9 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
     std::vector<const Obs*> sub;
     for (const Obs& o : obs)
       if (o.s >= u[std::size_t(i)] && o.s <= u[std::size_t(j - 1)]) sub.push_back(&o);
-    const Coef k = irls(sub, c, opt.huber_k);
+    const Coef k = irls(sub, c, opt.huber_k, contention);
     double score = 0;
-    for (const Obs* o : sub) score += huber((o->y - eval_coef(k, o->s, o->n, c)) / o->y, opt.score_delta);
+    for (const Obs* o : sub) score += huber((o->y - eval_obs(k, *o, c)) / o->y, opt.score_delta);
     return cache[key] = {k, score};
   };
 
@@ -307,7 +335,8 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
     }
     p.lo.push_back(bound);
   }
-  make_monotone(p, c, ns.empty() ? 2 : ns.back());
+  const std::vector<int> cs = distinct_cs(obs);
+  make_monotone(p, c, ns.empty() ? 2 : ns.back(), cs.empty() ? 1 : cs.back());
   return p;
 }
 
@@ -324,18 +353,19 @@ std::vector<Segment> to_segments(const Piecewise& p) {
     const Coef& fit = p.coef[k];
     if (std::isfinite(fit.se_a0) && fit.a0 > 0) s.alpha_rel_se = fit.se_a0 / fit.a0;
     if (std::isfinite(fit.se_inv)) s.bandwidth_rel_se = fit.se_inv / fit.inv;
+    if (fit.kap > 0) s.contention = fit.kap / fit.inv;
     out.push_back(s);
   }
   return out;
 }
 
-double pw_eval(const Piecewise& p, double s, int n, Collective c) {
-  return eval_coef(p.coef[std::size_t(seg_of(p, s))], s, n, c);
+double pw_eval(const Piecewise& p, const Obs& o, Collective c) {
+  return eval_obs(p.coef[std::size_t(seg_of(p, o.s))], o, c);
 }
 
 // Mean |relative error| on held-out sizes, k-fold (fold of a size = its rank mod k).
 std::optional<double> holdout_sizes(const std::vector<Obs>& obs, int K, Collective c,
-                                    const FitOptions& opt) {
+                                    const FitOptions& opt, bool contention) {
   const std::vector<double> u = distinct_sizes(obs);
   const int folds = std::min<int>(opt.folds, int(u.size()));
   if (folds < 2) return std::nullopt;
@@ -347,10 +377,10 @@ std::optional<double> holdout_sizes(const std::vector<Obs>& obs, int K, Collecti
       const int idx = int(std::lower_bound(u.begin(), u.end(), o.s) - u.begin());
       (idx % folds == f ? test : train).push_back(o);
     }
-    auto p = fit_piecewise(train, K, c, opt);
+    auto p = fit_piecewise(train, K, c, opt, contention);
     if (!p) return std::nullopt;
     for (const Obs& o : test) {
-      sum += std::abs(pw_eval(*p, o.s, o.n, c) - o.y) / o.y;
+      sum += std::abs(pw_eval(*p, o, c) - o.y) / o.y;
       ++cnt;
     }
   }
@@ -370,70 +400,171 @@ std::string key_name(Collective op, int hosts, int conc, std::optional<DType> dt
   return s;
 }
 
+// Mean |relative error| of each value of `key` predicted from a fit to the others (the chosen
+// K, or fewer segments where the rest has too few sizes). None when fewer than two values, or
+// when some value's complement cannot be fitted (the data do not allow the measurement).
+std::optional<double> leave_one_out(const std::vector<Obs>& obs, int K, Collective c,
+                                    const FitOptions& opt, bool contention,
+                                    const std::function<std::string(const Obs&)>& key) {
+  std::set<std::string> values;
+  for (const Obs& o : obs) values.insert(key(o));
+  if (values.size() < 2) return std::nullopt;
+  double sum = 0;
+  int cnt = 0;
+  for (const std::string& v : values) {
+    std::vector<Obs> train, test;
+    for (const Obs& o : obs) (key(o) == v ? test : train).push_back(o);
+    if (int(distinct_sizes(train).size()) < opt.min_sizes) return std::nullopt;
+    std::optional<Piecewise> q;
+    for (int k = K; k >= 1 && !q; --k) q = fit_piecewise(train, k, c, opt, contention);
+    if (!q) return std::nullopt;
+    for (const Obs& o : test) {
+      sum += std::abs(pw_eval(*q, o, c) - o.y) / o.y;
+      ++cnt;
+    }
+  }
+  return cnt ? std::optional<double>(sum / cnt) : std::nullopt;
+}
+
+struct FamilyFit {
+  Piecewise p;
+  int K = 1;
+  std::optional<double> holdout;
+};
+
+// Segment count by held-out error: K+1 only if it cuts the holdout MAPE by the gain margin.
+std::optional<FamilyFit> fit_best(const std::vector<Obs>& obs, Collective op, const FitOptions& opt,
+                                  bool contention) {
+  FamilyFit f;
+  f.holdout = holdout_sizes(obs, 1, op, opt, contention);
+  for (int K = 2; K <= opt.max_segments; ++K) {
+    auto cv = holdout_sizes(obs, K, op, opt, contention);
+    if (!cv) break;
+    if (!f.holdout || *cv < *f.holdout * (1.0 - opt.more_segments_gain)) {
+      f.K = K;
+      f.holdout = cv;
+    }
+  }
+  auto p = fit_piecewise(obs, f.K, op, opt, contention);
+  if (!p) return std::nullopt;
+  f.p = *p;
+  return f;
+}
+
 std::variant<Model, UnfittedModel> fit_family(const std::vector<Obs>& obs, const FamilyKey& key,
-                                              std::optional<DType> dt, const FitOptions& opt) {
+                                              std::optional<DType> dt, const FitOptions& opt,
+                                              bool contention) {
   const std::vector<double> u = distinct_sizes(obs);
   const std::vector<int> ns = distinct_ns(obs);
+  const std::vector<int> cs = distinct_cs(obs);
   if (int(u.size()) < opt.min_sizes) {
     UnfittedModel um{key.op, key.hosts, key.conc, dt, ns, int(u.size()),
                      std::to_string(u.size()) + " distinct size(s), need >= " +
                          std::to_string(opt.min_sizes)};
     return um;
   }
-  // Segment count by held-out error: K+1 only if it cuts the holdout MAPE by the gain margin.
-  int bestK = 1;
-  std::optional<double> best_cv = holdout_sizes(obs, 1, key.op, opt);
-  for (int K = 2; K <= opt.max_segments; ++K) {
-    auto cv = holdout_sizes(obs, K, key.op, opt);
-    if (!cv) break;
-    if (!best_cv || *cv < *best_cv * (1.0 - opt.more_segments_gain)) {
-      bestK = K;
-      best_cv = cv;
-    }
-  }
-  auto p = fit_piecewise(obs, bestK, key.op, opt);
-  if (!p) {
+  auto fit = fit_best(obs, key.op, opt, contention);
+  if (!fit) {
     UnfittedModel um{key.op, key.hosts, key.conc, dt, ns, int(u.size()), "fit failed"};
     return um;
   }
   Model m;
   m.collective = key.op;
   m.hosts = key.hosts;
-  m.concurrent_groups = key.conc;
+  m.concurrent_groups = cs.empty() ? key.conc : cs.front();
   m.dtype = dt;
   m.group_sizes = ns;
-  m.segments = to_segments(*p);
+  m.segments = to_segments(fit->p);
+  if (cs.size() >= 2) {
+    // Pooled across concurrencies: the measured range is stated, so a query inside it is not
+    // flagged and one outside is (the contention term then extrapolates).
+    Domain d;
+    d.hosts = {double(key.hosts), double(key.hosts)};
+    d.concurrent_groups = {double(cs.front()), double(cs.back())};
+    if (!ns.empty()) d.group_size = {double(ns.front()), double(ns.back())};
+    m.domain = d;
+  }
   m.quality.points = int(obs.size());
   double sum = 0, mx = 0;
   for (const Obs& o : obs) {
-    const double e = std::abs(model_time_us(m, o.s, o.n) - o.y) / o.y;
+    const double e = std::abs(pw_eval(fit->p, o, key.op) - o.y) / o.y;
     sum += e;
     mx = std::max(mx, e);
   }
   m.quality.mape = sum / double(obs.size());
   m.quality.max_rel_error = mx;
-  m.quality.holdout_mape = best_cv;
-  if (ns.size() >= 3) {
-    double s2 = 0;
-    int c2 = 0;
-    bool ok = true;
-    for (int n : ns) {
-      std::vector<Obs> train, test;
-      for (const Obs& o : obs) (o.n == n ? test : train).push_back(o);
-      std::optional<Piecewise> q;
-      for (int K = bestK; K >= 1 && !q; --K) q = fit_piecewise(train, K, key.op, opt);
-      if (!q) {
-        ok = false;
-        break;
-      }
-      for (const Obs& o : test) {
-        s2 += std::abs(pw_eval(*q, o.s, o.n, key.op) - o.y) / o.y;
-        ++c2;
-      }
-    }
-    if (ok && c2) m.quality.leave_group_out_mape = s2 / c2;
-  }
+  m.quality.holdout_mape = fit->holdout;
+  if (ns.size() >= 3)
+    m.quality.leave_group_out_mape = leave_one_out(
+        obs, fit->K, key.op, opt, contention, [](const Obs& o) { return std::to_string(o.n); });
+  std::set<std::string> meshes;
+  for (const Obs& o : obs) meshes.insert(o.mesh);
+  // A mesh whose dims are all one class is the same held-out set as that class: still reported.
+  if (meshes.size() >= 2)
+    m.quality.leave_mesh_out_mape =
+        leave_one_out(obs, fit->K, key.op, opt, contention, [](const Obs& o) { return o.mesh; });
+  if (cs.size() >= 2)
+    m.quality.leave_concurrency_out_mape = leave_one_out(
+        obs, fit->K, key.op, opt, contention, [](const Obs& o) { return std::to_string(o.c); });
   return m;
+}
+
+// Whether the classes (group size, concurrency) of one collective and hosts pattern can share
+// one model (docs/CALIBRATION.md "Pooling link classes"). *contention says whether the pooled
+// model carries the contention term.
+ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, int hosts,
+                                    const FitOptions& opt, bool* contention) {
+  ClassPoolingDecision d;
+  d.collective = op;
+  d.hosts = hosts;
+  std::set<std::pair<int, int>> classes;
+  for (const Obs& o : obs) classes.insert({o.n, o.c});
+  d.classes.assign(classes.begin(), classes.end());
+  *contention = false;
+  if (int(distinct_sizes(obs).size()) < opt.min_sizes) {
+    d.detail = "too few sizes to test; pooled";
+    return d;
+  }
+  const std::vector<int> cs = distinct_cs(obs);
+  auto with = fit_best(obs, op, opt, true);
+  if (!with) {
+    d.detail = "fit failed; pooled";
+    return d;
+  }
+  // Contention: kept when some segment's term is > 3 standard errors from 0 and slows the
+  // bandwidth term by more than the minimum effect at the largest measured concurrency.
+  for (const Coef& k : with->p.coef) {
+    const double z = std::isfinite(k.se_kap) && k.se_kap > 0 ? k.kap / k.se_kap : 0.0;
+    const double effect = k.kap / k.inv * double(cs.back() - 1);
+    d.contention_z = std::max(d.contention_z, z);
+    d.contention_effect = std::max(d.contention_effect, effect);
+  }
+  *contention = d.contention_z > 3 && d.contention_effect > opt.class_bias_min;
+  d.contention = *contention;
+  std::optional<FamilyFit> fit = *contention ? with : fit_best(obs, op, opt, false);
+  if (!fit) fit = with;
+  // Per class: the winsorised mean relative residual under the pooled fit (residuals clipped at
+  // 3 robust scales, so a few 2-3x outliers do not decide) and its standard error.
+  std::vector<double> r(obs.size()), ar(obs.size());
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    r[i] = (obs[i].y - pw_eval(fit->p, obs[i], op)) / obs[i].y;
+    ar[i] = std::abs(r[i]);
+  }
+  const double clip = 3 * std::max(median(ar) / 0.6745, 1e-3);
+  for (const auto& [n, c] : classes) {
+    std::vector<double> v;
+    for (std::size_t i = 0; i < obs.size(); ++i)
+      if (obs[i].n == n && obs[i].c == c) v.push_back(std::clamp(r[i], -clip, clip));
+    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+    double var = 0;
+    for (double x : v) var += (x - mean) * (x - mean);
+    const double se =
+        v.size() > 1 ? std::sqrt(var / double(v.size() - 1) / double(v.size())) : INFINITY;
+    const bool differs = std::abs(mean) > opt.class_bias_min && std::abs(mean) > 3 * se;
+    d.pooled = d.pooled && !differs;
+    d.class_residuals.push_back({n, c, mean, se, differs});
+  }
+  return d;
 }
 
 const Model* find_model(const std::vector<Model>& models, Collective op, int hosts, int conc,
@@ -443,8 +574,12 @@ const Model* find_model(const std::vector<Model>& models, Collective op, int hos
   for (const Model& m : models) {
     if (m.collective != op) continue;
     if (m.dtype && *m.dtype != dt) continue;
-    const double d = 10.0 * std::abs(std::log2(double(m.hosts) / hosts)) +
-                     std::abs(std::log2(double(m.concurrent_groups) / conc));
+    // A model pooled over concurrencies covers its measured range.
+    const Range cr = effective_domain(m).concurrent_groups;
+    const double cd = cr.contains(conc) ? 0.0
+                      : conc < cr.lo   ? std::log2(cr.lo / conc)
+                                       : std::log2(conc / cr.hi.value_or(conc));
+    const double d = 10.0 * std::abs(std::log2(double(m.hosts) / hosts)) + cd;
     if (d < best_d) {
       best_d = d;
       best = &m;
@@ -477,23 +612,20 @@ std::string now_iso() {
 
 }  // namespace
 
-double model_time_us(const Model& m, double s_eff, int n, int* segment) {
+double model_time_us(const Model& m, double s_eff, int n, int* segment, int concurrent_groups) {
   if (m.segments.empty()) throw Error("model has no segments");
   std::size_t k = 0;
   for (std::size_t i = 1; i < m.segments.size(); ++i)
     if (s_eff >= m.segments[i].s_lo) k = i;
   if (segment) *segment = int(k);
-  const Segment& s = m.segments[k];
-  const auto& info = collective_info(m.collective);
-  return s.alpha_us + s.alpha_step_us * info.ring_steps(n) +
-         s_eff * info.busbw_factor(n) / (s.bandwidth_GBps * 1e3);
+  return segment_time_us(m, k, n, s_eff, concurrent_groups);
 }
 
 Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
   Calibration cal;
   cal.options = opt;
   // Even points -> fit observations per family; uneven points kept for the S_eff comparison.
-  std::map<FamilyKey, std::vector<Obs>> fam;
+  std::map<std::pair<Collective, int>, std::vector<Obs>> by_hosts;  // (collective, hosts)
   std::vector<const CollectivePoint*> uneven;
   for (const CollectivePoint& p : rs.collectives) {
     if (p.mode != opt.mode) {
@@ -505,8 +637,8 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
       uneven.push_back(&p);
       continue;
     }
-    fam[{p.op, p.hosts_spanned, p.concurrent_groups}].push_back(
-        Obs{p.bytes, p.group_size, p.median_s * 1e6, p.dtype});
+    by_hosts[{p.op, p.hosts_spanned}].push_back(
+        Obs{p.bytes, p.group_size, p.median_s * 1e6, p.dtype, p.concurrent_groups, p.mesh});
   }
   for (const TransitionPoint& t : rs.transitions)
     if (t.mode == opt.mode) ++cal.points_used;
@@ -518,18 +650,44 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
                 std::to_string(cal.points_other_mode) + " in a timing mode other than " +
                 opt.mode + "; rerun the sweep (with check on, every point correct)");
 
-  for (const auto& [key, obs] : fam) {
+  // Families: one per (collective, hosts) where its classes pool (with the contention term where
+  // the data show one), else one per concurrency as well.
+  struct Family {
+    FamilyKey key;
+    std::vector<Obs> obs;
+    bool contention = false;
+  };
+  std::vector<Family> fams;
+  for (auto& [hk, all] : by_hosts) {
+    const std::vector<int> cs = distinct_cs(all);
+    bool contention = false;
+    if (cs.size() >= 2) {
+      ClassPoolingDecision d = decide_pooling(all, hk.first, hk.second, opt, &contention);
+      cal.class_pooling.push_back(d);
+      if (d.pooled) {
+        fams.push_back({{hk.first, hk.second, cs.front()}, all, contention});
+        continue;
+      }
+    }
+    for (int c : cs) {
+      Family f{{hk.first, hk.second, c}, {}, false};
+      for (const Obs& o : all)
+        if (o.c == c) f.obs.push_back(o);
+      fams.push_back(std::move(f));
+    }
+  }
+  for (const auto& [key, obs, contention] : fams) {
     std::set<DType> dts;
     for (const Obs& o : obs) dts.insert(o.dtype);
     DtypeDecision dd{key.op, key.hosts, key.conc, {dts.begin(), dts.end()}, true, ""};
-    auto pooled = fit_family(obs, key, std::nullopt, opt);
+    auto pooled = fit_family(obs, key, std::nullopt, opt, contention);
     if (dts.size() >= 2 && std::holds_alternative<Model>(pooled)) {
       const Model& pm = std::get<Model>(pooled);
       bool split = false;
       for (DType d : dts) {
         std::vector<double> r;
         for (const Obs& o : obs)
-          if (o.dtype == d) r.push_back((o.y - model_time_us(pm, o.s, o.n)) / o.y);
+          if (o.dtype == d) r.push_back((o.y - model_time_us(pm, o.s, o.n, nullptr, o.c)) / o.y);
         const double mean = std::accumulate(r.begin(), r.end(), 0.0) / double(r.size());
         double var = 0;
         for (double x : r) var += (x - mean) * (x - mean);
@@ -546,7 +704,7 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
           std::vector<Obs> sub;
           for (const Obs& o : obs)
             if (o.dtype == d) sub.push_back(o);
-          auto r = fit_family(sub, key, d, opt);
+          auto r = fit_family(sub, key, d, opt, contention);
           if (auto* m = std::get_if<Model>(&r)) cal.models.push_back(*m);
           else cal.unfitted.push_back(std::get<UnfittedModel>(r));
         }
@@ -581,8 +739,9 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
       const Model* m = find_model(cal.models, p->op, p->hosts_spanned, p->concurrent_groups, p->dtype, &exact);
       if (!m || !exact) continue;
       const double y = p->median_s * 1e6;
-      st += std::abs(model_time_us(*m, p->bytes_total, p->group_size) - y) / y;
-      sn += std::abs(model_time_us(*m, p->bytes_eff, p->group_size) - y) / y;
+      const int conc = p->concurrent_groups;
+      st += std::abs(model_time_us(*m, p->bytes_total, p->group_size, nullptr, conc) - y) / y;
+      sn += std::abs(model_time_us(*m, p->bytes_eff, p->group_size, nullptr, conc) - y) / y;
       ++e.points;
     }
     if (e.points > 0) {
@@ -707,6 +866,28 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                    {"detail", d.detail}});
   }
   more["dtype_pooling"] = dts;
+  json cls = json::array();
+  for (const auto& d : cal.class_pooling) {
+    json res = json::array();
+    for (const auto& r : d.class_residuals)
+      res.push_back({{"group_size", r.group_size},
+                     {"concurrent_groups", r.concurrent_groups},
+                     {"mean_rel_residual", r.mean},
+                     {"se", std::isfinite(r.se) ? json(r.se) : json(nullptr)},
+                     {"differs", r.differs}});
+    cls.push_back({{"collective", collective_info(d.collective).name},
+                   {"hosts", d.hosts},
+                   {"test", "per class (group size, concurrent groups): winsorised mean relative "
+                            "residual under the pooled fit; split when > " +
+                                fmt("%.0f%%", o.class_bias_min * 100) + " and > 3 SE"},
+                   {"pooled", d.pooled},
+                   {"contention", d.contention},
+                   {"contention_z", d.contention_z},
+                   {"contention_effect", d.contention_effect},
+                   {"classes", res},
+                   {"detail", d.detail}});
+  }
+  more["class_pooling"] = cls;
   json unf = json::array();
   for (const auto& u : cal.unfitted)
     unf.push_back({{"collective", collective_info(u.collective).name},
@@ -744,9 +925,10 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
                 cal.points_used, rs.skipped_wrong, rs.skipped_failed, cal.points_other_mode,
                 cal.options.mode.c_str());
   out += buf;
-  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %7s %7s %8s %8s  %s\n",
+  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %7s %7s %8s %7s %7s %7s  %s\n",
                 "collective", "hosts", "conc", "dtype", "n", "pts", "segs", "MAPE",
-                "max", "holdout", "LOGO", "segments: [from) alpha+step us, B GB/s");
+                "max", "holdout", "LOGO", "LOMO", "LOCO",
+                "segments: [from) alpha+step us, B GB/s[, contention]");
   out += buf;
   for (const Model& m : cal.models) {
     std::string ns;
@@ -754,19 +936,41 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
     std::string segs;
     for (const Segment& s : m.segments)
       segs += (segs.empty() ? "" : " | ") + fmt("%.0f:", s.s_lo) + fmt(" %.2f", s.alpha_us) +
-              fmt("+%.3f", s.alpha_step_us) + fmt(" %.3g", s.bandwidth_GBps);
-    std::snprintf(buf, sizeof buf, "%-15s %5d %4d %-6s %-10s %4d %4zu %7s %7s %8s %8s  %s\n",
+              fmt("+%.3f", s.alpha_step_us) + fmt(" %.3g", s.bandwidth_GBps) +
+              (s.contention ? fmt(" c%.3f", *s.contention) : "");
+    const Domain dom = effective_domain(m);
+    const std::string conc = dom.concurrent_groups.hi && *dom.concurrent_groups.hi > dom.concurrent_groups.lo
+                                 ? fmt("%.0f-", dom.concurrent_groups.lo) + fmt("%.0f", *dom.concurrent_groups.hi)
+                                 : std::to_string(m.concurrent_groups);
+    std::snprintf(buf, sizeof buf, "%-15s %5d %4s %-6s %-10s %4d %4zu %7s %7s %8s %7s %7s %7s  %s\n",
                   std::string(collective_info(m.collective).name).c_str(), m.hosts,
-                  m.concurrent_groups,
+                  conc.c_str(),
                   m.dtype ? std::string(dtype_name(*m.dtype)).c_str() : "pooled", ns.c_str(),
                   m.quality.points, m.segments.size(), pct(m.quality.mape).c_str(),
                   pct(m.quality.max_rel_error).c_str(), pct(m.quality.holdout_mape).c_str(),
-                  pct(m.quality.leave_group_out_mape).c_str(), segs.c_str());
+                  pct(m.quality.leave_group_out_mape).c_str(),
+                  pct(m.quality.leave_mesh_out_mape).c_str(),
+                  pct(m.quality.leave_concurrency_out_mape).c_str(), segs.c_str());
     out += buf;
   }
   for (const auto& u : cal.unfitted)
     out += "not fitted: " + key_name(u.collective, u.hosts, u.concurrent_groups, u.dtype) + ": " +
            u.reason + "\n";
+  for (const auto& d : cal.class_pooling) {
+    std::string res;
+    for (const auto& r : d.class_residuals)
+      res += (res.empty() ? "" : ", ") + std::string("n=") + std::to_string(r.group_size) +
+             "/c=" + std::to_string(r.concurrent_groups) + " " + fmt("%+.1f%%", r.mean * 100) +
+             " (se " + fmt("%.1f%%", r.se * 100) + ")" + (r.differs ? " differs" : "");
+    out += "classes " + std::string(collective_info(d.collective).name) +
+           " hosts=" + std::to_string(d.hosts) + ": " +
+           (d.pooled ? "pooled" : "not pooled, one model per concurrency") +
+           (d.pooled && d.contention ? " with contention" : "") + " (contention z " +
+           fmt("%.1f", d.contention_z) + ", effect " + fmt("%.1f%%", d.contention_effect * 100) +
+           "; winsorised mean residual per class, split at > " +
+           fmt("%.0f%%", cal.options.class_bias_min * 100) + " and > 3 SE: " +
+           (d.detail.empty() ? res : d.detail) + ")\n";
+  }
   for (const auto& d : cal.dtypes)
     if (d.dtypes.size() >= 2)
       out += "dtypes " + key_name(d.collective, d.hosts, d.concurrent_groups, std::nullopt) + ": " +

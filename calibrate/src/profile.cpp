@@ -1,6 +1,6 @@
 // Reader, writer and predictor of calibrated cost-model profiles (shardcal.profile v1).
 // Format: docs/PROFILE_FORMAT.md; JSON Schema: configs/schema/profile.schema.json. The Python
-// module calibrate/python/shardcal_profile.py implements the same predict() rule, operation for
+// module calibrate/python/shardcal/profile.py implements the same predict() rule, operation for
 // operation, and a ctest compares the two.
 #include "shardcal/calibrate/profile.hpp"
 
@@ -138,7 +138,7 @@ struct Reader {
     object(v, ptr);
     only_keys(v, ptr,
               {"s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps", "alpha_rel_se",
-               "bandwidth_rel_se"});
+               "bandwidth_rel_se", "contention"});
     Segment s;
     s.s_lo = number(member(v, ptr, "s_lo"), ptr + "/s_lo", 0.0, false, "segment start s_lo (bytes)");
     const json& hi = member(v, ptr, "s_hi");
@@ -155,12 +155,16 @@ struct Reader {
     if (auto it = v.find("bandwidth_rel_se"); it != v.end())
       s.bandwidth_rel_se = number(*it, ptr + "/bandwidth_rel_se", 0.0, false,
                                   "relative standard error bandwidth_rel_se");
+    if (auto it = v.find("contention"); it != v.end())
+      s.contention = number(*it, ptr + "/contention", 0.0, false,
+                            "contention (bandwidth slowdown per extra concurrent group)");
     return s;
   }
 
   FitQuality quality(const json& v, const std::string& ptr) const {
     object(v, ptr);
-    only_keys(v, ptr, {"points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape"});
+    only_keys(v, ptr, {"points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape",
+                       "leave_mesh_out_mape", "leave_concurrency_out_mape"});
     FitQuality q;
     q.points = int(integer(member(v, ptr, "points"), ptr + "/points", 0, kMaxInt));
     q.mape = number(member(v, ptr, "mape"), ptr + "/mape", 0.0, false, "mape");
@@ -169,6 +173,12 @@ struct Reader {
     member(v, ptr, "leave_group_out_mape");
     q.holdout_mape = optional_number(v, ptr, "holdout_mape", "holdout_mape");
     q.leave_group_out_mape = optional_number(v, ptr, "leave_group_out_mape", "leave_group_out_mape");
+    // Optional keys (absent = not measured).
+    if (v.contains("leave_mesh_out_mape"))
+      q.leave_mesh_out_mape = optional_number(v, ptr, "leave_mesh_out_mape", "leave_mesh_out_mape");
+    if (v.contains("leave_concurrency_out_mape"))
+      q.leave_concurrency_out_mape =
+          optional_number(v, ptr, "leave_concurrency_out_mape", "leave_concurrency_out_mape");
     return q;
   }
 
@@ -422,6 +432,7 @@ std::string profile_to_json(const Profile& p) {
       js["bandwidth_GBps"] = s.bandwidth_GBps;
       if (s.alpha_rel_se) js["alpha_rel_se"] = *s.alpha_rel_se;  // NaN: refused by the self-check
       if (s.bandwidth_rel_se) js["bandwidth_rel_se"] = *s.bandwidth_rel_se;
+      if (s.contention) js["contention"] = *s.contention;
       segs.push_back(std::move(js));
     }
     jm["segments"] = std::move(segs);
@@ -431,6 +442,9 @@ std::string profile_to_json(const Profile& p) {
     q["max_rel_error"] = m.quality.max_rel_error;
     q["holdout_mape"] = opt(m.quality.holdout_mape);
     q["leave_group_out_mape"] = opt(m.quality.leave_group_out_mape);
+    if (m.quality.leave_mesh_out_mape) q["leave_mesh_out_mape"] = *m.quality.leave_mesh_out_mape;
+    if (m.quality.leave_concurrency_out_mape)
+      q["leave_concurrency_out_mape"] = *m.quality.leave_concurrency_out_mape;
     jm["quality"] = std::move(q);
     if (m.domain) {
       ojson d;
@@ -551,12 +565,16 @@ double effective_bytes(Collective c, EffectiveSize rule, double bytes,
   return best;
 }
 
-double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff) {
+double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
+                       int concurrent_groups) {
   const Segment& s = m.segments.at(segment);
   const CollectiveInfo& info = collective_info(m.collective);
   const double steps = info.ring_steps(n);
   const double factor = info.busbw_factor(n);
-  return s.alpha_us + s.alpha_step_us * steps + s_eff * factor / (s.bandwidth_GBps * 1e3);
+  const double bw_term = s_eff * factor / (s.bandwidth_GBps * 1e3);
+  if (!s.contention) return s.alpha_us + s.alpha_step_us * steps + bw_term;
+  return s.alpha_us + s.alpha_step_us * steps +
+         bw_term * (1.0 + *s.contention * double(concurrent_groups - 1));
 }
 
 bool non_decreasing_in_size(const Model& m, int n, double rel_tol) {
@@ -612,7 +630,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   std::size_t seg = 0;
   while (seg + 1 < best->segments.size() && s_eff >= *best->segments[seg].s_hi) ++seg;
   out.segment = int(seg);
-  out.time_us = segment_time_us(*best, seg, lc.group_size, s_eff);
+  out.time_us = segment_time_us(*best, seg, lc.group_size, s_eff, lc.concurrent_groups);
 
   const Domain d = effective_domain(*best);
   std::string note;

@@ -163,6 +163,10 @@ ResultSet read_results(const std::vector<std::string>& paths) {
         if (in.peek() == std::char_traits<char>::eof() && have_ctx) break;
         fail(where, std::string("not valid JSON (") + e.what() +
                         "); the file is corrupt or not a sweep results file");
+      } catch (const json::out_of_range& e) {
+        // A number outside a double's range (1e999): valid JSON syntax, but no sweep writes it.
+        fail(where, std::string("a number is out of range (") + e.what() +
+                        "); the file is corrupt or not a sweep results file");
       }
       if (!rec.is_object()) fail(where, "the record is not a JSON object");
       const std::string type = str_field(rec, "type", where);
@@ -250,7 +254,8 @@ ResultSet read_results(const std::vector<std::string>& paths) {
         p.uneven = !p.counts.empty() &&
                    std::adjacent_find(p.counts.begin(), p.counts.end(),
                                       std::not_equal_to<>()) != p.counts.end();
-        p.label = op + " mesh=" + str_field(params, "mesh", where) +
+        p.mesh = str_field(params, "mesh", where);
+        p.label = op + " mesh=" + p.mesh +
                   " dim=" + std::to_string(int_field(params, "mesh_dim", where)) + " " +
                   std::string(dtype_name(dtype)) + " " + p.distribution + " " + mode + " " +
                   std::to_string(std::llround(p.bytes)) + " B";

@@ -56,17 +56,6 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
   return lc;
 }
 
-namespace {
-
-// Largest bytes a local step writes on any rank (its output buffer).
-std::int64_t local_step_bytes(const Step& s) {
-  std::int64_t b = 0;
-  for (int r = 0; r < s.after.mesh().size(); ++r) b = std::max(b, s.after.local_nbytes(r));
-  return b;
-}
-
-}  // namespace
-
 double local_copy_GBps(const Profile& p) {
   return p.memory == "cuda" ? kLocalCopyGBpsCuda : kLocalCopyGBpsHost;
 }
@@ -80,7 +69,7 @@ StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t,
   StepPrice out;
   out.link = lc;
   if (!t.collective) {
-    const double bytes = double(local_step_bytes(s));
+    const double bytes = double(t.max_out_bytes);  // what the local step writes
     const double bw = local_copy_GBps(p);
     out.time_us = bytes / (bw * 1e3) + kLocalStepUs;
     out.prediction.time_us = out.time_us;

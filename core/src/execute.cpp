@@ -192,12 +192,21 @@ StepExec prepare(const Step& st, const DeviceMesh& mesh, int rank, MemorySpace& 
       e.rd = displs_of(e.rc);
       // Plain all_to_all needs one count for every pair of the group: check the whole matrix,
       // which every member computes identically (pure layout arithmetic).
+      // Boxes once per member and overlap sizes without building boxes: O(m^2), not O(m^3).
       e.uniform = true;
       const std::size_t c0 = e.sc.empty() ? 0 : e.sc[0];
-      for (int s : group)
-        for (int d : group)
-          if (std::size_t(intersect(st.before.local_box(s), st.after.local_box(d)).numel()) != c0)
-            e.uniform = false;
+      std::vector<Box> from_boxes, to_boxes;
+      for (int r : group) from_boxes.push_back(st.before.local_box(r)), to_boxes.push_back(st.after.local_box(r));
+      for (std::size_t s = 0; s < m && e.uniform; ++s)
+        for (std::size_t d = 0; d < m && e.uniform; ++d) {
+          const Box& a = from_boxes[s];
+          const Box& b = to_boxes[d];
+          std::int64_t n = 1;
+          for (std::size_t x = 0; x < a.shape.size() && n > 0; ++x)
+            n *= std::max<std::int64_t>(0, std::min(a.offset[x] + a.shape[x], b.offset[x] + b.shape[x]) -
+                                               std::max(a.offset[x], b.offset[x]));
+          if (std::size_t(n) != c0) e.uniform = false;
+        }
       e.send = Buffer(mem, total_of(e.sc) * es);
       e.recv = Buffer(mem, total_of(e.rc) * es);
       for (std::size_t h = 0; h < m; ++h) {

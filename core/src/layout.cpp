@@ -76,6 +76,23 @@ std::vector<Piece> split_extent(std::int64_t extent, int parts,
   return out;
 }
 
+namespace {
+
+// Piece k of split_extent(extent, parts, explicit_sizes), without building the others.
+Piece split_piece(std::int64_t extent, int parts, const std::vector<std::int64_t>& explicit_sizes,
+                  int k) {
+  if (!explicit_sizes.empty()) {
+    std::int64_t start = 0;
+    for (int j = 0; j < k; ++j) start += explicit_sizes[std::size_t(j)];
+    return {start, explicit_sizes[std::size_t(k)]};
+  }
+  const std::int64_t chunk = (extent + parts - 1) / parts;
+  const std::int64_t start = std::min(extent, chunk * k);
+  return {start, std::min(chunk, extent - start)};
+}
+
+}  // namespace
+
 TensorSpec::TensorSpec(DeviceMesh mesh, std::vector<Placement> placements, TensorMeta meta)
     : mesh_(std::move(mesh)), placements_(std::move(placements)), meta_(std::move(meta)) {
   validate();
@@ -90,32 +107,33 @@ void TensorSpec::validate() const {
       throw Error("tensor shape [" + shape_to_string(meta_.shape) + "] has more than 2^50 elements");
     total *= e;
   }
-  const std::string where = "placements \"" + placements_to_string(placements_) + "\"";
+  // Built only on error: specs are constructed in the planner's inner loop.
+  auto where = [&] { return "placements \"" + placements_to_string(placements_) + "\""; };
   if (int(placements_.size()) != mesh_.ndim())
-    throw Error(where + " give " + std::to_string(placements_.size()) + " placement(s) but mesh " +
+    throw Error(where() + " give " + std::to_string(placements_.size()) + " placement(s) but mesh " +
                 mesh_.to_string() + " has " + std::to_string(mesh_.ndim()) +
                 " dim(s): give one placement per mesh dim, comma separated (e.g. \"S(0),R\")");
   for (int i = 0; i < mesh_.ndim(); ++i) {
     const Placement& p = placements_[std::size_t(i)];
     if (!p.is_shard()) continue;
-    const std::string item = "placement " + std::to_string(i) + " \"" + p.to_string() + "\"";
+    auto item = [&] { return "placement " + std::to_string(i) + " \"" + p.to_string() + "\""; };
     if (ndim() == 0)
-      throw Error(where + ": " + item + " shards a 0-d tensor (a scalar): use R or P for it");
+      throw Error(where() + ": " + item() + " shards a 0-d tensor (a scalar): use R or P for it");
     if (p.dim < 0 || p.dim >= ndim())
-      throw Error(where + ": " + item + " shards tensor dim " + std::to_string(p.dim) +
+      throw Error(where() + ": " + item() + " shards tensor dim " + std::to_string(p.dim) +
                   ", out of range for a " + std::to_string(ndim()) + "-d tensor of shape [" +
                   shape_to_string(meta_.shape) + "] (valid dims: 0.." + std::to_string(ndim() - 1) + ")");
     if (p.sizes.empty()) continue;
     if (int(p.sizes.size()) != mesh_.extent(i))
-      throw Error(where + ": " + item + " lists " + std::to_string(p.sizes.size()) +
+      throw Error(where() + ": " + item() + " lists " + std::to_string(p.sizes.size()) +
                   " shard sizes but mesh dim " + std::to_string(i) + " has " +
                   std::to_string(mesh_.extent(i)) + " ranks: give one size per rank of that mesh dim");
     std::int64_t sum = 0;
     for (std::int64_t s : p.sizes) {
       if (s < 0)
-        throw Error(where + ": " + item + " has a negative shard size " + std::to_string(s));
+        throw Error(where() + ": " + item() + " has a negative shard size " + std::to_string(s));
       if (s > meta_.shape[std::size_t(p.dim)] || sum > meta_.shape[std::size_t(p.dim)])
-        throw Error(where + ": " + item + " has shard sizes larger than tensor dim " +
+        throw Error(where() + ": " + item() + " has shard sizes larger than tensor dim " +
                     std::to_string(p.dim) + " (extent " +
                     std::to_string(meta_.shape[std::size_t(p.dim)]) + ")");
       sum += s;
@@ -136,7 +154,7 @@ void TensorSpec::validate() const {
       for (int d = 0; d < mesh_.ndim(); ++d)
         coord += (d ? "," : "") + (d < i ? std::to_string(c[std::size_t(d)]) : std::string("*"));
       coord += "]";
-      throw Error(where + ": " + "placement " + std::to_string(i) + " \"" + p.to_string() +
+      throw Error(where() + ": " + "placement " + std::to_string(i) + " \"" + p.to_string() +
                   "\" sizes sum to " + std::to_string(sum) + " but " +
                   (nested ? "the piece of tensor dim " + std::to_string(p.dim) +
                                 " it splits (outer mesh dims shard it first; mesh coordinate " +
@@ -153,7 +171,7 @@ Piece TensorSpec::parent_extent(int rank, int mesh_dim, int tdim) const {
   for (int i = 0; i < mesh_dim; ++i) {
     const Placement& p = placements_[std::size_t(i)];
     if (!p.is_shard(tdim)) continue;
-    const Piece k = split_extent(cur.size, mesh_.extent(i), p.sizes)[std::size_t(c[std::size_t(i)])];
+    const Piece k = split_piece(cur.size, mesh_.extent(i), p.sizes, c[std::size_t(i)]);
     cur = {cur.start + k.start, k.size};
   }
   return cur;
@@ -175,7 +193,7 @@ Box TensorSpec::local_box(int rank) const {
     const Placement& p = placements_[std::size_t(i)];
     if (!p.is_shard()) continue;
     const std::size_t d = std::size_t(p.dim);
-    const Piece k = split_extent(b.shape[d], mesh_.extent(i), p.sizes)[std::size_t(c[std::size_t(i)])];
+    const Piece k = split_piece(b.shape[d], mesh_.extent(i), p.sizes, c[std::size_t(i)]);
     b.offset[d] += k.start;
     b.shape[d] = k.size;
   }

@@ -172,12 +172,10 @@ std::string step_problem(const Step& step) {
   // A collective along mesh dim i combines the pieces its group holds; they are the pieces of
   // tensor dim d only when no inner mesh dim splits d further (else each member holds a
   // sub-piece and the group's union is not the block the step assumes).
-  std::set<int> touched;
-  if (pa.is_shard()) touched.insert(pa.dim);
-  if (pb.is_shard()) touched.insert(pb.dim);
+  const int ta = pa.is_shard() ? pa.dim : -1, tb = pb.is_shard() ? pb.dim : -1;
   for (int j = i + 1; j < a.mesh().ndim(); ++j) {
     const Placement& pj = ca[std::size_t(j)];
-    if (pj.is_shard() && touched.count(pj.dim))
+    if (pj.is_shard() && (pj.dim == ta || pj.dim == tb))
       return "inner mesh dim " + std::to_string(j) + " (" + pj.to_string() +
              ") shards tensor dim " + std::to_string(pj.dim) + ", which this step " +
              (pa.is_shard(pj.dim) ? "gathers" : "splits") +
@@ -187,30 +185,42 @@ std::string step_problem(const Step& step) {
   return {};
 }
 
-std::vector<Step> legal_steps(const TensorSpec& spec) {
+std::vector<Step> legal_steps(const TensorSpec& spec) { return legal_steps(spec, {}); }
+
+std::vector<Step> legal_steps(const TensorSpec& spec, const std::vector<bool>& partial_ops) {
   std::vector<Step> out;
   const std::vector<Placement> c = canonical_placements(spec);
   // Targets are built on the canonical spec: explicit sizes on a size-1 mesh dim would otherwise
   // stop summing to their parent piece once an outer dim re-splits it.
   const TensorSpec canon(spec.mesh(), c, spec.meta());
-  for (int i = 0; i < spec.mesh().ndim(); ++i) {
+  const int nd = spec.mesh().ndim();
+  // step_problem's checks, decided on the canonical placements before any spec is built (the
+  // search calls this for every state): the targets are canonical chunk/R/P placements on a mesh
+  // dim of size > 1, other mesh dims keep their placements, so a step is legal iff a kind goes
+  // there, it changes the placement, and no inner mesh dim shards a tensor dim it splits or
+  // joins. The latter also guarantees with_placement succeeds (no inner explicit sizes sharding a
+  // re-split dim). tests/planner/test_describe_step_scale.cpp checks this against step_problem.
+  auto inner_shards = [&](int i, int d) {
+    if (d < 0) return false;
+    for (int j = i + 1; j < nd; ++j)
+      if (c[std::size_t(j)].is_shard(d) && spec.mesh().extent(j) > 1) return true;
+    return false;
+  };
+  for (int i = 0; i < nd; ++i) {
     if (spec.mesh().extent(i) == 1) continue;
-    std::vector<Placement> targets{Placement::replicate()};
-    for (ReduceOp op : kAllReduceOps) targets.push_back(Placement::partial(op));
-    for (int d = 0; d < spec.ndim(); ++d) targets.push_back(Placement::shard(d));
-    for (Placement& t : targets) {
-      const std::optional<StepKind> k = kind_for(c[std::size_t(i)], t);
-      if (!k) continue;
-      if (c[std::size_t(i)] == t) continue;
-      std::optional<TensorSpec> after;
-      try {
-        after = canon.with_placement(i, std::move(t));
-      } catch (const Error&) {
-        continue;  // an inner dim's explicit sizes no longer fit: that step is illegal anyway
-      }
-      Step st{i, *k, spec, std::move(*after)};
-      if (step_problem(st).empty()) out.push_back(std::move(st));
-    }
+    const Placement& cur = c[std::size_t(i)];
+    const int cur_dim = cur.is_shard() ? cur.dim : -1;
+    if (inner_shards(i, cur_dim)) continue;  // every step on i joins cur_dim (or splits it again)
+    auto consider = [&](Placement t) {
+      const std::optional<StepKind> k = kind_for(cur, t);
+      if (!k || cur == t) return;
+      if (t.is_shard() && inner_shards(i, t.dim)) return;
+      out.push_back(Step{i, *k, spec, canon.with_placement(i, std::move(t))});
+    };
+    consider(Placement::replicate());
+    for (ReduceOp op : kAllReduceOps)
+      if (partial_ops.empty() || partial_ops[std::size_t(op)]) consider(Placement::partial(op));
+    for (int d = 0; d < spec.ndim(); ++d) consider(Placement::shard(d));
   }
   return out;
 }

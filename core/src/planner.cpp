@@ -36,7 +36,9 @@ struct Label {
   int state = -1;
   int parent = -1;                  // label index, -1 for the root
   int edge = -1;                    // edge index in parent's state
-  std::vector<std::int64_t> order;  // tie-break key: per step (mesh dim, kind, edge index)
+  // Tie-break key: the sequence of per-step codes (mesh dim, kind, edge index) from the root,
+  // stored as this step's code; the sequence is the parent chain's (no vector per label).
+  std::int64_t code = 0;
 };
 
 // Lexicographic tie-break sequence element.
@@ -57,7 +59,7 @@ bool is_integer(DType t) { return t == DType::I32 || t == DType::I64 || t == DTy
 
 std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
                                   const std::vector<bool>& ops_used) {
-  std::vector<Step> out = legal_steps(spec);
+  std::vector<Step> out = legal_steps(spec, ops_used);
   // Partial ops other than sum and those of the endpoints never help: drop them (a P(max)
   // intermediate costs what P(sum) costs and is only reduced away again).
   out.erase(std::remove_if(out.begin(), out.end(),
@@ -94,6 +96,20 @@ std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
     if (!dup) out.push_back(std::move(st));
   }
   return out;
+}
+
+// A state's id key: canonical placements as bytes (kind, dim, op, explicit sizes). Equal iff the
+// placements are equal, like their text, without formatting numbers.
+void state_bytes(std::string& key, const std::vector<Placement>& ps) {
+  key.clear();
+  auto put = [&](std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const Placement& p : ps) {
+    key.push_back(char(p.kind));
+    key.push_back(char(p.op));
+    put(p.dim);
+    put(std::int64_t(p.sizes.size()));
+    for (std::int64_t x : p.sizes) put(x);
+  }
 }
 
 void check_specs(const TensorSpec& from, const TensorSpec& to) {
@@ -166,14 +182,15 @@ namespace {
 SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to,
                     const StepCostFn& cost, const SearchOptions& opt) {
   const std::size_t k = std::size_t(opt.k);
+  std::string key;  // reused: no allocation per lookup once it has grown
   auto intern = [&](const TensorSpec& spec) -> int {
-    std::string key = placements_to_string(canonical_placements(spec));
+    std::vector<Placement> canon = canonical_placements(spec);
+    state_bytes(key, canon);
     auto it = g.ids.find(key);
     if (it != g.ids.end()) return it->second;
     const int id = int(g.states.size());
-    g.ids.emplace(std::move(key), id);
-    g.states.push_back(
-        State{TensorSpec(spec.mesh(), canonical_placements(spec), spec.meta()), false, {}});
+    g.ids.emplace(key, id);
+    g.states.push_back(State{TensorSpec(spec.mesh(), std::move(canon), spec.meta()), false, {}});
     return id;
   };
   // The max_states bound counts the states *this search* reaches (its endpoints and the targets
@@ -216,13 +233,22 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
   };
   grow();
   std::vector<Label> pool;
-  pool.push_back(Label{0, 0, src, -1, -1, {}});
+  pool.push_back(Label{0, 0, src, -1, -1, 0});
+  // Lexicographic comparison of two labels' code sequences of equal length (worse() compares
+  // step counts first): the prefixes (parents) first, then the last codes.
+  auto order_cmp = [&](auto&& self, int a, int b) -> int {
+    if (a == b) return 0;  // also the root: equal lengths reach it together
+    const Label& x = pool[std::size_t(a)];
+    const Label& y = pool[std::size_t(b)];
+    if (const int c = self(self, x.parent, y.parent); c != 0) return c;
+    return x.code < y.code ? -1 : x.code > y.code ? 1 : 0;
+  };
   auto worse = [&](int a, int b) {  // priority_queue: top = least
     const Label& x = pool[std::size_t(a)];
     const Label& y = pool[std::size_t(b)];
     if (x.cost != y.cost) return x.cost > y.cost;
     if (x.steps != y.steps) return x.steps > y.steps;
-    return x.order > y.order;
+    return order_cmp(order_cmp, a, b) > 0;
   };
   std::priority_queue<int, std::vector<int>, decltype(worse)> queue(worse);
   queue.push(0);
@@ -245,7 +271,7 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
       std::vector<Edge> edges;
       edges.reserve(steps.size());
       for (Step& st : steps) {
-        const double c = checked_cost(cost, st, describe_step(st));
+        const double c = checked_cost(cost, st, describe_legal_step(st));  // legal by construction
         if (std::isinf(c)) continue;
         const int t = intern(st.after);
         edges.push_back(Edge{std::move(st), t, c});
@@ -278,8 +304,7 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
       nl.state = ed.to;
       nl.parent = li;
       nl.edge = int(e);
-      nl.order = pool[std::size_t(li)].order;
-      nl.order.push_back(order_code(ed.step, int(e)));
+      nl.code = order_code(ed.step, int(e));
       // Only the k best labels per state can become one of the k cheapest plans through it.
       pool.push_back(std::move(nl));
       const int ni = int(pool.size() - 1);

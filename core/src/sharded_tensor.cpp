@@ -1,5 +1,6 @@
 #include "shardcal/sharded_tensor.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "shardcal/error.hpp"
@@ -93,6 +94,38 @@ std::vector<std::byte> expected_local(const TensorSpec& spec, const void* global
     if (p.is_partial() && p.op == ReduceOp::Sum && c[std::size_t(i)] != 0) {
       if (!out.empty()) std::memset(out.data(), 0, out.size());  // sum-partial: coordinate 0 holds values
       break;
+    }
+  }
+  return out;
+}
+
+std::vector<std::byte> expected_reference_local(const TensorSpec& spec, int rank) {
+  const TensorMeta& meta = spec.meta();
+  const std::size_t es = dtype_size(meta.dtype);
+  const Box box = spec.local_box(rank);
+  std::vector<std::byte> out(std::size_t(box.numel()) * es);
+  if (out.empty()) return out;
+  const std::vector<int> c = spec.mesh().coord(rank);
+  for (int i = 0; i < spec.mesh().ndim(); ++i) {
+    const Placement& p = spec.placement(i);
+    if (p.is_partial() && p.op == ReduceOp::Sum && c[std::size_t(i)] != 0) {
+      std::memset(out.data(), 0, out.size());  // sum-partial: coordinate 0 holds values
+      return out;
+    }
+  }
+  // Walk the block row by row (last dim contiguous); idx = the row's global multi-index.
+  const std::size_t nd = box.shape.size();
+  const std::int64_t inner = nd ? box.shape[nd - 1] : 1;
+  Shape idx(nd, 0);
+  std::size_t o = 0;
+  for (std::int64_t row = 0, rows = box.numel() / std::max<std::int64_t>(inner, 1); row < rows; ++row) {
+    std::int64_t lin = 0;
+    for (std::size_t d = 0; d < nd; ++d) lin = lin * meta.shape[d] + box.offset[d] + idx[d];
+    for (std::int64_t k = 0; k < inner; ++k, ++o)
+      store_from_double(meta.dtype, out.data() + o * es, double((lin + k) % 251));
+    for (std::size_t d = nd ? nd - 1 : 0; d-- > 0;) {  // next row: odometer over all dims but the last
+      if (++idx[d] < box.shape[d]) break;
+      idx[d] = 0;
     }
   }
   return out;

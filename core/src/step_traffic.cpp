@@ -3,6 +3,8 @@
 // arithmetic); tests/unit/test_step_traffic.cpp checks them against an element-by-element count.
 #include <algorithm>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "shardcal/error.hpp"
 #include "shardcal/plan.hpp"
@@ -64,12 +66,88 @@ std::int64_t step_copy_bytes(const Step& step, int rank) {
   return 0;
 }
 
+namespace {
+
+// Describing a step per distinct group shape. A rank's block is a product over tensor dims of
+// one interval each; mesh dim j (j != the step's dim i) moves only the interval of the tensor dim
+// it shards, so the groups along i differ only through (a) the extents the other mesh dims leave
+// on tensor dims the step does not touch, whose product F scales every count, and (b) the parent
+// extent the outer mesh dims leave on the (at most two) tensor dims the step splits or joins
+// (step_problem forbids inner mesh dims there). Each of these is a histogram over coordinates:
+// value -> (how many coordinate tuples give it, the smallest row-major group color among them).
+// Coordinates of different tensor dims are independent, so the groups are the product of the
+// histograms, and the smallest color of a product class is the sum of the smallest colors.
+struct Bin {
+  std::int64_t value = 0;
+  bool ones = true;  // untouched dims before the step's contiguity dim all have extent 1
+  std::int64_t count = 0;
+  std::int64_t color = 0;
+};
+
+void add_bin(std::vector<Bin>& h, const Bin& b) {
+  for (Bin& x : h)
+    if (x.value == b.value && x.ones == b.ones) {
+      x.count += b.count;
+      x.color = std::min(x.color, b.color);
+      return;
+    }
+  h.push_back(b);
+}
+
+// Replaces `h` by its split over mesh dim j (extent m, stride = group-color stride of j).
+void split_bins(std::vector<Bin>& h, std::vector<Bin>& tmp, const Placement& p, int m,
+                std::int64_t stride, bool ones_dim) {
+  tmp.clear();
+  for (const Bin& b : h) {
+    if (p.sizes.empty()) {
+      const std::int64_t chunk = (b.value + m - 1) / m;
+      for (int k = 0; k < m; ++k) {
+        const std::int64_t start = std::min(b.value, chunk * k);
+        const std::int64_t size = std::min(chunk, b.value - start);
+        add_bin(tmp, Bin{size, b.ones && (!ones_dim || size == 1), b.count, b.color + k * stride});
+      }
+    } else {
+      for (int k = 0; k < m; ++k) {
+        const std::int64_t size = p.sizes[std::size_t(k)];
+        add_bin(tmp, Bin{size, b.ones && (!ones_dim || size == 1), b.count, b.color + k * stride});
+      }
+    }
+  }
+  h.swap(tmp);
+}
+
+// Piece sizes of `parent` split m ways by placement p (torch.chunk or explicit sizes).
+void piece_sizes(std::int64_t parent, int m, const Placement& p, std::vector<std::int64_t>& out) {
+  out.resize(std::size_t(m));
+  if (!p.sizes.empty()) {
+    for (int k = 0; k < m; ++k) out[std::size_t(k)] = p.sizes[std::size_t(k)];
+    return;
+  }
+  const std::int64_t chunk = (parent + m - 1) / m;
+  for (int k = 0; k < m; ++k) {
+    const std::int64_t start = std::min(parent, chunk * k);
+    out[std::size_t(k)] = std::min(chunk, parent - start);
+  }
+}
+
+struct Scratch {
+  std::vector<Bin> untouched, dim_hist, tmp, pa, pb, combined;
+  std::vector<std::int64_t> c, first, before_a, after_b, rows, cols;
+};
+
+}  // namespace
+
 StepTraffic describe_step(const Step& step) {
   if (const std::string why = step_problem(step); !why.empty())
     throw Error("cannot describe step on mesh dim " + std::to_string(step.mesh_dim) + " (" +
                 step_kind_name(step.kind) + "): " + why);
+  return describe_legal_step(step);
+}
+
+StepTraffic describe_legal_step(const Step& step) {
   const DeviceMesh& mesh = step.before.mesh();
   const int i = step.mesh_dim;
+  const int nd = mesh.ndim();
   StepTraffic t;
   t.kind = step.kind;
   t.collective = step_collective(step.kind);
@@ -77,66 +155,184 @@ StepTraffic describe_step(const Step& step) {
   t.group_size = mesh.extent(i);
   t.groups = mesh.size() / t.group_size;
   t.elem_size = dtype_size(step.before.meta().dtype);
-  if (!t.collective) return t;
-  for (int r = 0; r < mesh.size(); ++r)
-    t.max_copy_bytes = std::max(t.max_copy_bytes, step_copy_bytes(step, r));
   const std::int64_t es = std::int64_t(t.elem_size);
   const std::size_t m = std::size_t(t.group_size);
-  bool first = true;
-  std::vector<std::int64_t> first_counts;
-  std::int64_t best = -1;
-  t.plain_groups = 0;
-  for (int r = 0; r < mesh.size(); ++r) {
-    if (mesh.group_position(r, {i}) != 0) continue;  // one representative per group
-    const std::vector<std::int64_t> c = step_group_counts(step, r);
-    if (first) first_counts = c, first = false;
-    else if (c != first_counts) t.groups_identical = false;
-    // The executor's per-group choice: plain call iff this group's counts are all equal (for
-    // all_to_all the whole m x m matrix, as execute.cpp checks it).
-    const bool even = std::adjacent_find(c.begin(), c.end(), std::not_equal_to<>()) == c.end();
-    if (even) ++t.plain_groups;
-    else t.uniform = false;
-    std::int64_t sum = 0;
-    for (std::int64_t x : c) sum += x;
-    std::int64_t bytes = 0;
-    switch (step.kind) {
-      case StepKind::AllGather:
-      case StepKind::ReduceScatter: bytes = sum * es; break;
-      case StepKind::AllReduce: bytes = c[0] * es; break;
-      case StepKind::AllToAll:
-        for (std::size_t s = 0; s < m; ++s) {
-          std::int64_t row = 0;
-          for (std::size_t d = 0; d < m; ++d) row += c[s * m + d];
-          bytes = std::max(bytes, row * es);
-        }
-        break;
-      default: break;
-    }
-    const int color = mesh.group_color(r, {i});
-    if (bytes > best || (bytes == best && color < t.heaviest_group)) {
-      best = bytes;
-      t.bytes = bytes;
-      t.counts = c;
-      t.heaviest_group = color;
-      t.heaviest_uniform = even;
-    }
-    const std::int64_t mm = std::int64_t(m);
-    for (std::size_t p = 0; p < m; ++p) {
-      std::int64_t send = 0, recv = 0;
-      switch (step.kind) {
-        case StepKind::AllGather: send = c[p] * (mm - 1), recv = sum - c[p]; break;
-        case StepKind::ReduceScatter: send = sum - c[p], recv = c[p] * (mm - 1); break;
-        case StepKind::AllReduce: send = recv = c[p] * (mm - 1); break;
-        case StepKind::AllToAll:
-          for (std::size_t q = 0; q < m; ++q)
-            if (q != p) send += c[p * m + q], recv += c[q * m + p];
-          break;
-        default: break;
-      }
-      t.max_send_bytes = std::max(t.max_send_bytes, send * es);
-      t.max_recv_bytes = std::max(t.max_recv_bytes, recv * es);
+  const Placement& pi_before = step.before.placement(i);
+  const Placement& pi_after = step.after.placement(i);
+  const int a = pi_before.is_shard() ? pi_before.dim : -1;  // tensor dim the step joins
+  const int b = pi_after.is_shard() ? pi_after.dim : -1;    // tensor dim the step splits
+  // pieces_contiguous's dim for the executor's pack rule (step_copy_bytes).
+  const int cdim = step.kind == StepKind::AllGather       ? a
+                   : step.kind == StepKind::ReduceScatter ? b
+                                                          : -1;
+  thread_local Scratch s;
+  const Shape& shape = step.before.meta().shape;
+  // Group-color strides: row-major over the mesh dims other than i.
+  std::int64_t stride[16];
+  std::vector<std::int64_t> stride_vec;
+  std::int64_t* st = stride;
+  if (nd > 16) stride_vec.resize(std::size_t(nd)), st = stride_vec.data();
+  {
+    std::int64_t acc = 1;
+    for (int j = nd - 1; j >= 0; --j) {
+      st[j] = j == i ? 0 : acc;
+      if (j != i) acc *= mesh.extent(j);
     }
   }
+  // Untouched tensor dims, folded into one histogram of (product, ones) values.
+  s.untouched.assign(1, Bin{1, true, 1, 0});
+  std::int64_t free_mult = 1;  // mesh dims != i that shard nothing: every coordinate alike
+  for (int j = 0; j < nd; ++j) {
+    if (j == i) continue;
+    const Placement& pj = step.before.placement(j);
+    if (!pj.is_shard()) free_mult *= mesh.extent(j);
+  }
+  for (int d = 0; d < int(shape.size()); ++d) {
+    if (d == a || d == b) continue;
+    s.dim_hist.assign(1, Bin{shape[std::size_t(d)], true, 1, 0});
+    bool split = false;
+    for (int j = 0; j < nd; ++j) {
+      if (j == i || !step.before.placement(j).is_shard(d)) continue;
+      split_bins(s.dim_hist, s.tmp, step.before.placement(j), mesh.extent(j), st[j], false);
+      split = true;
+    }
+    const bool ones_dim = d < cdim;
+    if (!split) {  // one value: scale in place
+      const std::int64_t v = shape[std::size_t(d)];
+      for (Bin& u : s.untouched) u.value *= v, u.ones = u.ones && (!ones_dim || v == 1);
+      continue;
+    }
+    s.tmp.clear();
+    for (const Bin& u : s.untouched)
+      for (const Bin& h : s.dim_hist)
+        add_bin(s.tmp, Bin{u.value * h.value, u.ones && (!ones_dim || h.value == 1),
+                           u.count * h.count, u.color + h.color});
+    s.untouched.swap(s.tmp);
+  }
+  // Parent extents of the touched dims (outer mesh dims only).
+  auto parent_hist = [&](int d, std::vector<Bin>& h) {
+    h.assign(1, Bin{d >= 0 ? shape[std::size_t(d)] : 1, true, 1, 0});
+    if (d < 0) return;
+    for (int j = 0; j < i; ++j)
+      if (step.before.placement(j).is_shard(d))
+        split_bins(h, s.tmp, step.before.placement(j), mesh.extent(j), st[j], false);
+  };
+  parent_hist(a, s.pa);
+  parent_hist(a == b ? -1 : b, s.pb);
+
+  bool first = true;
+  std::int64_t best = -1;
+  t.plain_groups = 0;
+  const std::int64_t mm = std::int64_t(m);
+  for (const Bin& u : s.untouched)
+    for (const Bin& ba : s.pa)
+      for (const Bin& bb : s.pb) {
+        const std::int64_t count = u.count * ba.count * bb.count * free_mult;
+        const std::int64_t color = u.color + ba.color + bb.color;
+        const std::int64_t F = u.value;
+        const std::int64_t pa = ba.value, pb = a == b ? ba.value : bb.value;
+        // Largest output block of any member.
+        std::int64_t out_numel = 0;
+        switch (step.kind) {
+          case StepKind::AllGather:
+          case StepKind::LocalEmbedPartial: out_numel = F * pa; break;
+          case StepKind::AllReduce:
+          case StepKind::LocalPartial: out_numel = F; break;
+          case StepKind::ReduceScatter:
+          case StepKind::LocalSlice:
+          case StepKind::AllToAll:
+            piece_sizes(pb, int(m), pi_after, s.after_b);
+            for (std::int64_t x : s.after_b) out_numel = std::max(out_numel, F * x);
+            if (a >= 0 && a != b) out_numel *= pa;  // all_to_all S(a) -> S(b): a whole
+            break;
+        }
+        t.max_out_bytes = std::max(t.max_out_bytes, out_numel * es);
+        if (!t.collective) continue;
+        std::vector<std::int64_t>& c = s.c;
+        switch (step.kind) {
+          case StepKind::AllGather:
+            piece_sizes(pa, int(m), pi_before, c);
+            for (std::int64_t& x : c) x *= F;
+            if (!u.ones) t.max_copy_bytes = std::max(t.max_copy_bytes, F * pa * es);
+            break;
+          case StepKind::ReduceScatter:
+            piece_sizes(pb, int(m), pi_after, c);
+            for (std::int64_t& x : c) x *= F;
+            if (!u.ones) t.max_copy_bytes = std::max(t.max_copy_bytes, F * pb * es);
+            break;
+          case StepKind::AllReduce: c.assign(m, F); break;
+          case StepKind::AllToAll: {
+            piece_sizes(pa, int(m), pi_before, s.before_a);
+            // s.after_b holds the after pieces (computed above).
+            c.resize(m * m);
+            if (a == b) {
+              std::int64_t sa = 0;
+              for (std::size_t x = 0; x < m; ++x) {
+                std::int64_t sb = 0;
+                for (std::size_t y = 0; y < m; ++y) {
+                  const std::int64_t lo = std::max(sa, sb);
+                  const std::int64_t hi = std::min(sa + s.before_a[x], sb + s.after_b[y]);
+                  c[x * m + y] = F * std::max<std::int64_t>(0, hi - lo);
+                  sb += s.after_b[y];
+                }
+                sa += s.before_a[x];
+              }
+            } else {
+              for (std::size_t x = 0; x < m; ++x)
+                for (std::size_t y = 0; y < m; ++y)
+                  c[x * m + y] = F * s.before_a[x] * s.after_b[y];
+            }
+            s.rows.assign(m, 0);
+            s.cols.assign(m, 0);
+            for (std::size_t x = 0; x < m; ++x)
+              for (std::size_t y = 0; y < m; ++y) s.rows[x] += c[x * m + y], s.cols[y] += c[x * m + y];
+            for (std::size_t x = 0; x < m; ++x)
+              t.max_copy_bytes = std::max(t.max_copy_bytes, (s.rows[x] + s.cols[x]) * es);
+            break;
+          }
+          default: break;
+        }
+        if (first) s.first.assign(c.begin(), c.end()), first = false;
+        else if (t.groups_identical && c != s.first) t.groups_identical = false;
+        // The executor's per-group choice: plain call iff this group's counts are all equal
+        // (for all_to_all the whole m x m matrix, as execute.cpp checks it).
+        const bool even = std::adjacent_find(c.begin(), c.end(), std::not_equal_to<>()) == c.end();
+        if (even) t.plain_groups += int(count);
+        else t.uniform = false;
+        std::int64_t sum = 0;
+        for (std::int64_t x : c) sum += x;
+        std::int64_t bytes = 0;
+        switch (step.kind) {
+          case StepKind::AllGather:
+          case StepKind::ReduceScatter: bytes = sum * es; break;
+          case StepKind::AllReduce: bytes = c[0] * es; break;
+          case StepKind::AllToAll:
+            for (std::size_t x = 0; x < m; ++x) bytes = std::max(bytes, s.rows[x] * es);
+            break;
+          default: break;
+        }
+        if (bytes > best || (bytes == best && color < t.heaviest_group)) {
+          best = bytes;
+          t.bytes = bytes;
+          t.counts.assign(c.begin(), c.end());
+          t.heaviest_group = int(color);
+          t.heaviest_uniform = even;
+        }
+        for (std::size_t p = 0; p < m; ++p) {
+          std::int64_t send = 0, recv = 0;
+          switch (step.kind) {
+            case StepKind::AllGather: send = c[p] * (mm - 1), recv = sum - c[p]; break;
+            case StepKind::ReduceScatter: send = sum - c[p], recv = c[p] * (mm - 1); break;
+            case StepKind::AllReduce: send = recv = c[p] * (mm - 1); break;
+            case StepKind::AllToAll:
+              send = s.rows[p] - c[p * m + p], recv = s.cols[p] - c[p * m + p];
+              break;
+            default: break;
+          }
+          t.max_send_bytes = std::max(t.max_send_bytes, send * es);
+          t.max_recv_bytes = std::max(t.max_recv_bytes, recv * es);
+        }
+      }
   return t;
 }
 

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from matplotlib.lines import Line2D
 
-import shardcal_profile as sp
+import shardcal.profile as sp
 
 from . import style
 from .style import plt

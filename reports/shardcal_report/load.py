@@ -2,7 +2,7 @@
 
 Every defect raises InputError with one message naming the file, the line (JSON Lines) and the
 field, and saying how to fix it. Formats: sweep results (docs/RESULTS_FORMAT.md), profiles
-(docs/PROFILE_FORMAT.md, read by calibrate/python/shardcal_profile.py), `shardbench validate`
+(docs/PROFILE_FORMAT.md, read by the shardcal package, calibrate/python), `shardbench validate`
 JSON Lines and `shardbench gate` JSON reports (INTERFACES: docs/REPORTS.md "Inputs").
 """
 
@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import shardcal_profile as sp
+import shardcal.profile as sp
 
 RESULTS_SCHEMA = "shardcal.sweep.results"
 RESULTS_VERSION = 2

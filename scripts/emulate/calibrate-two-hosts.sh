@@ -122,7 +122,7 @@ cat "$OUT/summary.md"
 if [[ -f reports/make_report.py ]]; then
   results=()
   for r in "${rates[@]}"; do results+=("$OUT/$r/sweep.jsonl"); done
-  /usr/bin/python3 reports/make_report.py --out "$OUT/report" "${results[@]}" \
+  "${SHARDCAL_PYTHON:-.venv/bin/python}" reports/make_report.py --out "$OUT/report" "${results[@]}" \
     --profile "$OUT/${rates[-1]}/profile.json" --title "Emulated two-host cluster (${rates[*]})" ||
     echo "calibrate-two-hosts: report failed (results stay in $OUT)" >&2
 else

@@ -161,7 +161,7 @@ sys.exit(0 if ok else 1)
 EOF
 cat "$OUT/summary.txt"
 if [[ -f reports/make_report.py ]]; then
-  /usr/bin/python3 reports/make_report.py --out "$OUT/report" "${cand_files[@]}" \
+  "${SHARDCAL_PYTHON:-.venv/bin/python}" reports/make_report.py --out "$OUT/report" "${cand_files[@]}" \
     --profile "$OUT/$CAND.profile.json" --gate "$OUT/forward.json" \
     --title "Emulated two-host cluster: gate, baseline $BASE vs candidate $CAND" ||
     echo "gate-two-hosts: report failed (results stay in $OUT)" >&2

@@ -100,7 +100,7 @@ rc=0
   --profile "$PROFILE" --max-regret "$MAX_REGRET" --out "$OUT/summary.json" >"$OUT/summary.txt" || rc=$?
 cat "$OUT/summary.txt"
 if [[ -f reports/make_report.py && -f $OUT/sweep.jsonl ]]; then
-  /usr/bin/python3 reports/make_report.py --out "$OUT/report" "$OUT/sweep.jsonl" --profile "$PROFILE" \
+  "${SHARDCAL_PYTHON:-.venv/bin/python}" reports/make_report.py --out "$OUT/report" "$OUT/sweep.jsonl" --profile "$PROFILE" \
     --validate "$OUT/validate.jsonl" --title "Emulated two-host cluster: planner validation ($RATE)" ||
     echo "validate-two-hosts: report failed (results stay in $OUT)" >&2
 elif [[ ! -f reports/make_report.py ]]; then

@@ -207,12 +207,12 @@ slurm_calibrate_and_report() {  # dir results...
   if [[ $SC_REPORT == 0 ]]; then
     slurm_log "report skipped (--no-report)"
   elif [[ -f reports/make_report.py ]]; then
-    local py=${PYTHON:-/usr/bin/python3}
+    local py=${PYTHON:-$PWD/.venv/bin/python}  # the project's venv (scripts/python-env.sh)
     slurm_log "$py reports/make_report.py --out $dir/report $* --profile $dir/profile.json"
     # The profile is written: a report that fails (e.g. no matplotlib on the node) is a warning.
     if ! "$py" reports/make_report.py --out "$dir/report" "$@" --profile "$dir/profile.json" \
       --title "shardcal calibration, Slurm job ${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}"; then
-      slurm_log "warning: the report failed (see above); results and profile are in $dir; make it elsewhere with: python3 reports/make_report.py --out $dir/report $* --profile $dir/profile.json (PYTHON=... picks the interpreter here)"
+      slurm_log "warning: the report failed (see above); results and profile are in $dir; make it elsewhere with: .venv/bin/python reports/make_report.py --out $dir/report $* --profile $dir/profile.json (PYTHON=... picks the interpreter here)"
       slurm_log "done: outputs in $dir (profile.json, calibration.txt; no report)"
       return 0
     fi

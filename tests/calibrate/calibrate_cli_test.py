@@ -94,6 +94,15 @@ def main():
             f.write("{not json\n")
             f.write(open(res).readlines()[1])
         expect_bad(sb, [garbage], prof, "not valid JSON", "corrupt line")
+
+        # Valid JSON syntax, but a number no double holds: a clean error, not an internal one.
+        huge = os.path.join(d, "huge.jsonl")
+        with open(huge, "w") as f:
+            first, second = open(res).readlines()[:2]
+            f.write(first)
+            f.write(second.replace('"samples_s":[', '"samples_s":[1e999,', 1))
+            f.write(second)
+        expect_bad(sb, [huge], prof, "huge.jsonl:2: a number is out of range", "number 1e999")
     print("PASS")
 
 

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Checks of the profile readers run by ctest with /usr/bin/python3 (the module needs only the
+"""Checks of the profile readers run by ctest with the project's venv python (the module needs only the
 standard library; the schema check needs jsonschema and skips without it).
 
   schema REPO       configs/schema/profile.schema.json accepts valid profiles, rejects bad ones.
   parity TOOL REPO   C++ predict (tests/calibrate/profile_predict_tool) and the Python module
-                     (calibrate/python/shardcal_profile.py) agree on >= 1000 random queries over
+                     (shardcal.profile, installed from calibrate/python) agree on >= 1000 random queries over
                      random profiles and configs/profiles/dtensor-default.json: same model, same
                      segment, same extrapolation flag, times within 1e-9 relative; same queries
                      rejected.
@@ -32,10 +32,9 @@ DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8"]
 
 
 def load_module(repo):
-    sys.path.insert(0, os.path.join(repo, "calibrate", "python"))
-    import shardcal_profile  # noqa: E402
+    import shardcal.profile
 
-    return shardcal_profile
+    return shardcal.profile
 
 
 def rnum(rng, lo, hi):
@@ -66,6 +65,8 @@ def random_profile(rng):
             if rng.random() < 0.3:
                 seg["alpha_rel_se"] = rnum(rng, 0, 2)
                 seg["bandwidth_rel_se"] = rnum(rng, 0, 0.5)
+            if rng.random() < 0.3:  # contention between concurrent groups (pooled models)
+                seg["contention"] = rnum(rng, 0, 1.5)
         m = {"collective": coll, "hosts": hosts, "concurrent_groups": cg, "dtype": dtype, "group_sizes": sizes,
              "effective_size": rng.choice(["total", "n_times_max"]), "segments": segs,
              "quality": {"points": 10, "mape": 0.05, "max_rel_error": 0.2, "holdout_mape": None,
@@ -122,8 +123,8 @@ def parity(tool, repo):
                 raw = json.load(f)
             for m, rm in zip(prof.models, raw["models"]):
                 for seg, rs in zip(m.segments, rm["segments"]):
-                    assert (seg.alpha_rel_se, seg.bandwidth_rel_se) == \
-                        (rs.get("alpha_rel_se"), rs.get("bandwidth_rel_se")), (path, rs)
+                    assert (seg.alpha_rel_se, seg.bandwidth_rel_se, seg.contention) == \
+                        (rs.get("alpha_rel_se"), rs.get("bandwidth_rel_se"), rs.get("contention")), (path, rs)
             queries = [random_query(rng) for _ in range(200)]
             lines = []
             for (coll, n, hosts, rph, cg, nbytes, dtype, elem, counts) in queries:
@@ -367,7 +368,7 @@ def schema(repo):
     bad = json.loads(json.dumps(docs[0]))
     bad["models"][0]["colour"] = 1
     assert not v.is_valid(bad), "schema accepts an unknown key"
-    for key in ("alpha_rel_se", "bandwidth_rel_se"):
+    for key in ("alpha_rel_se", "bandwidth_rel_se", "contention"):
         good = json.loads(json.dumps(docs[0]))
         good["models"][0]["segments"][0][key] = 0.25
         v.validate(good)

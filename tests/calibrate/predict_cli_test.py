@@ -14,8 +14,7 @@ def run(sb, *args):
 
 
 def main(sb, repo):
-    sys.path.insert(0, os.path.join(repo, "calibrate", "python"))
-    import shardcal_profile as sp
+    import shardcal.profile as sp
 
     dt = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
     prof = sp.load(dt)

@@ -20,6 +20,7 @@
 #include "shardcal/calibrate/fit.hpp"
 #include "shardcal/calibrate/results.hpp"
 #include "shardcal/error.hpp"
+#include "synthetic_results.hpp"
 
 namespace {
 
@@ -27,10 +28,8 @@ using nlohmann::json;
 using shardcal::Collective;
 using shardcal::collective_info;
 using namespace shardcal::calib;
+using namespace shardcal::calib::testing;
 
-struct TrueSeg {
-  double a0, as, B;  // us, us, GB/s
-};
 // Two regimes with a break at 64 KiB (an eager -> rendezvous switch: more latency, more
 // bandwidth; the time jumps up at the break for every n, so the truth is monotone in S).
 constexpr double kBreak = 65536;
@@ -38,30 +37,13 @@ const TrueSeg kSmall{5.0, 1.0, 1.0};
 const TrueSeg kLarge{40.0, 5.0, 10.0};
 
 double truth_us(Collective c, double s, int n) {
-  const TrueSeg& t = s < kBreak ? kSmall : kLarge;
-  const auto& info = collective_info(c);
-  return t.a0 + t.as * info.ring_steps(n) + s * info.busbw_factor(n) / (t.B * 1e3);
+  return two_regime_us(c, s, n, kSmall, kLarge, kBreak);
 }
 
 std::vector<double> sizes() {
   std::vector<double> v;
   for (double s = 8; s <= 4 * 1048576; s *= 2) v.push_back(s);  // 8 B .. 4 MiB, 20 sizes
   return v;
-}
-
-json context(const std::string& backend = "sim") {
-  return {{"type", "context"},
-          {"schema", "shardcal.sweep.results"},
-          {"version", 2},
-          {"backend", backend},
-          {"memory", "host"},
-          {"world", 8},
-          {"n_hosts", 1},
-          {"hosts", json::array({{{"name", "synthetic"}, {"ranks", {0, 1, 2, 3, 4, 5, 6, 7}}}})},
-          {"ranks_per_host", 8},
-          {"shardcal_version", "0.1.0"},
-          {"git_revision", "test"},
-          {"config_hash", "0"}};
 }
 
 json point(Collective c, int n, double bytes, const json& samples_s, const std::vector<std::int64_t>& counts,
@@ -82,31 +64,9 @@ json point(Collective c, int n, double bytes, const json& samples_s, const std::
 
 json one(double t_us) { return json::array({t_us * 1e-6}); }
 
-// The sweep's view of one point: 21 samples, each with 5% multiplicative Gaussian noise (what the
-// record's samples_s holds); the fitter's y is their median.
-json noisy(double t_us, std::mt19937_64& rng, double rel = 0.05, int count = 21) {
-  std::normal_distribution<double> noise(0.0, rel);
-  json s = json::array();
-  for (int i = 0; i < count; ++i) s.push_back(t_us * 1e-6 * std::max(0.5, 1.0 + noise(rng)));
-  return s;
-}
-
 std::vector<std::int64_t> even_counts(int n, double bytes) {
   return std::vector<std::int64_t>(std::size_t(n), std::int64_t(bytes) / n);
 }
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& name)
-      : path((std::filesystem::temp_directory_path() /
-              ("shardcal_calib_" + std::to_string(::getpid()) + "_" + name))
-                 .string()) {}
-  ~TempFile() { std::filesystem::remove(path); }
-  void write(const std::vector<json>& recs) const {
-    std::ofstream out(path);
-    for (const json& r : recs) out << r.dump() << "\n";
-  }
-};
 
 // Three group sizes (2, 4, 8) of all_gather, 5% multiplicative noise on every sample, four
 // points made 2-3x slow as a whole (a daemon woke up during the point).

@@ -377,6 +377,8 @@ def cmd_resumecheck(args):
              ': line 1: field "config_hash" of the context record is a number, expected a string'),
             ("wrong-typed point key", None,
              ': line 2: field "key" of the point record is a number, expected a string'),
+            ("a number outside a double's range", '{"type":"context","n_hosts":1e999}\n[1]\n',
+             ": line 1: a number is out of range"),
         ]:
             path = os.path.join(d, "bad.jsonl")
             if content is None:  # a real context line, then a broken point record
@@ -494,6 +496,8 @@ BAD_CONFIGS = [
      {"meshes": ["2x2"], "transitions": [{"mesh": "2x2", "from": "S(3),R", "to": "R,R"}], "sizes": [64]},
      'x.json: /transitions/0/from: bad placement "S(3),R" on mesh 2x2'),
     ("invalid JSON", '{"meshes": ["4"],\n "sizes": [8,]}', "x.json: line 2, column 14: invalid JSON"),
+    ("number out of double range", '{"meshes": ["4"],\n "collectives": ["all_gather"],\n "sizes": [1e999]}',
+     "x.json: line 3: a number is outside the range of a double"),
 ]
 
 

@@ -5,7 +5,7 @@ docs/REPORTS.md "Inputs"): files exist, every PNG decodes, index.html references
 nothing else, summary.md has its sections and key numbers; bad input exits 2 naming the file,
 line and field, and leaves no output directory (and no temporary one).
 
-    /usr/bin/python3 tests/reports/report_test.py SHARDBENCH SOURCE_DIR
+    .venv/bin/python tests/reports/report_test.py SHARDBENCH SOURCE_DIR
 """
 
 import json
@@ -23,7 +23,7 @@ import matplotlib.image as mpimg  # noqa: E402
 SB, SRC = sys.argv[1], sys.argv[2]
 MAKE = os.path.join(SRC, "reports", "make_report.py")
 FIX = os.path.join(SRC, "tests", "reports", "fixtures")
-PY = "/usr/bin/python3"
+PY = sys.executable  # the project venv's python: it has the shardcal package
 failures = []
 
 TINY = {

@@ -414,6 +414,19 @@ SweepConfig parse_config_text(const std::string& text, const std::string& source
     const auto pos = what.find("syntax error");
     throw Error(source + ": line " + std::to_string(line) + ", column " + std::to_string(col) +
                 ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+  } catch (const json::out_of_range& e) {
+    // Overflow ("number overflow parsing '1e999'") carries no offset: find the literal's line.
+    const std::string what = e.what();
+    const auto q = what.find('\'');
+    const auto q2 = q == std::string::npos ? q : what.find('\'', q + 1);
+    std::string where = source;
+    if (q2 != std::string::npos) {
+      const auto at = text.find(what.substr(q + 1, q2 - q - 1));
+      if (at != std::string::npos)
+        where += ": line " + std::to_string(1 + std::count(text.begin(), text.begin() + at, '\n'));
+    }
+    throw Error(where + ": a number is outside the range of a double (" + what +
+                "); use a finite value");
   }
   return parse_config(j, source);
 }

@@ -207,6 +207,9 @@ ResumeState read_for_resume(const std::string& path, const std::string& config_h
       }
       throw Error(where + ": not valid JSON (" + e.what() +
                   "); the file is corrupt before its last line, so it cannot be resumed safely");
+    } catch (const json::out_of_range& e) {  // a number outside a double's range (1e999)
+      throw Error(where + ": a number is out of range (" + e.what() +
+                  "); the file is corrupt, so it cannot be resumed safely");
     }
     // Every line of a results file is a JSON object with a string "type"; anything else (a
     // number, a list, a wrong-typed field) is reported with its line, never as an internal error.

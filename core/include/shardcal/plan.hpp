@@ -82,6 +82,9 @@ std::string step_problem(const Step& step);
 // Targets with explicit sizes (all_to_all / local_slice / reduce_scatter onto uneven shards) are
 // legal too (step_problem accepts them) but are not enumerated: there are infinitely many.
 std::vector<Step> legal_steps(const TensorSpec& spec);
+// The same steps without those onto P(op) for ops where partial_ops[op] is false (indexed by
+// ReduceOp; empty = every op): the planner never builds targets it would drop.
+std::vector<Step> legal_steps(const TensorSpec& spec, const std::vector<bool>& partial_ops);
 
 // Throws Error naming the step and what is wrong (plans from other meshes or tensors, a broken
 // chain, an illegal step, a step on a mesh dim of size 1, a last state that is not the target).
@@ -129,8 +132,16 @@ struct StepTraffic {
   // from a receive buffer (step_copy_bytes). Host memory traffic on top of the communication;
   // 0 for local steps (their copy is the step itself).
   std::int64_t max_copy_bytes = 0;
+  // Largest block any rank holds after the step, in bytes (local steps too: what a local step
+  // writes).
+  std::int64_t max_out_bytes = 0;
 };
+// Computed per distinct group shape, not per rank: the time does not grow with the mesh size
+// (docs/PLANNER.md "Step descriptions at scale").
 StepTraffic describe_step(const Step& step);
+// describe_step without the step_problem check, for steps already known legal (the planner's
+// candidates come from legal_steps); an illegal step gives meaningless numbers.
+StepTraffic describe_legal_step(const Step& step);
 
 // The executor's pack/unpack rule (core/src/execute.cpp uses these, the planner's prices use
 // them through StepTraffic::max_copy_bytes). A collective reads or writes a block in place when

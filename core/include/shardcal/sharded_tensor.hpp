@@ -52,5 +52,8 @@ std::vector<std::byte> make_reference_tensor(const TensorMeta& meta);
 std::vector<std::byte> slice_global(const TensorMeta& meta, const void* global, const Box& box);
 // The block `rank` holds in the reference form of `spec` (see scatter_from_root).
 std::vector<std::byte> expected_local(const TensorSpec& spec, const void* global, int rank);
+// The same block of make_reference_tensor(spec.meta()), computed from the formula: no global
+// tensor needed, so every rank of a large simulated world can verify its block in O(block).
+std::vector<std::byte> expected_reference_local(const TensorSpec& spec, int rank);
 
 }  // namespace shardcal

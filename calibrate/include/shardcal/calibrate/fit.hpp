@@ -23,6 +23,31 @@ struct FitOptions {
   double more_segments_gain = 0.05;  // a larger count must cut holdout MAPE by this fraction
   double dtype_bias_min = 0.05;   // dtypes split when a dtype's mean relative residual under the
                                   // pooled fit exceeds this and 3 standard errors
+  double class_bias_min = 0.05;   // link classes (group size, concurrency) split likewise; also
+                                  // the least contention effect (at the largest concurrency) kept
+};
+
+// Pooling of the link classes of one collective and hosts pattern (docs/CALIBRATION.md "Pooling
+// link classes"): per class (group size, concurrent groups) the winsorised mean relative residual
+// under the pooled fit and its standard error; any class beyond class_bias_min and 3 SE splits
+// the family by concurrency.
+struct ClassResidual {
+  int group_size = 1;
+  int concurrent_groups = 1;
+  double mean = 0;
+  double se = 0;
+  bool differs = false;
+};
+struct ClassPoolingDecision {
+  Collective collective = Collective::AllGather;
+  int hosts = 1;
+  std::vector<std::pair<int, int>> classes;  // (n, concurrent groups) measured
+  bool pooled = true;
+  bool contention = false;        // the pooled model carries the fitted contention term
+  double contention_z = 0;        // largest segment contention / its SE
+  double contention_effect = 0;   // largest slowdown of the bandwidth term at the largest concurrency
+  std::vector<ClassResidual> class_residuals;
+  std::string detail;             // why no test was made ("" = tested)
 };
 
 struct UnfittedModel {
@@ -68,6 +93,7 @@ struct Calibration {
   std::vector<UnfittedModel> unfitted;
   std::vector<EffectiveSizeComparison> effective_size;
   std::vector<DtypeDecision> dtypes;
+  std::vector<ClassPoolingDecision> class_pooling;  // families with >= 2 concurrencies
   std::vector<TransitionPrediction> transitions;
   std::optional<double> composition_mape;
   int points_used = 0;
@@ -79,7 +105,8 @@ Calibration calibrate(const ResultSet& results, const FitOptions& opt = {});
 
 // Time (us) of one model at effective size s_eff (bytes) and group size n: the segment holding
 // s_eff (its index in *segment when given).
-double model_time_us(const Model& m, double s_eff, int n, int* segment = nullptr);
+double model_time_us(const Model& m, double s_eff, int n, int* segment = nullptr,
+                     int concurrent_groups = 1);
 
 // The profile (json_extra carries provenance, fit method, decisions and comparisons).
 Profile make_profile(const ResultSet& results, const Calibration& cal, const std::string& cluster);

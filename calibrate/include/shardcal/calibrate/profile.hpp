@@ -51,6 +51,11 @@ struct Segment {
   // (Initialised here so aggregate initialisers that stop at bandwidth_GBps stay warning-free.)
   std::optional<double> alpha_rel_se = std::nullopt;
   std::optional<double> bandwidth_rel_se = std::nullopt;
+  // Contention between concurrent groups, gamma >= 0: with c groups at once on a host the
+  // bandwidth term is multiplied by (1 + gamma (c - 1)), i.e. each group gets B / (1 + gamma
+  // (c - 1)) (gamma = 1: c groups share B equally). None = 0: the model is one concurrency's, or
+  // the fit found no contention beyond noise (docs/CALIBRATION.md "Pooling link classes").
+  std::optional<double> contention = std::nullopt;
 };
 
 // Where a model applies without extrapolation (inclusive ranges; none = unbounded above). Absent
@@ -75,6 +80,10 @@ struct FitQuality {
   double max_rel_error = 0;
   std::optional<double> holdout_mape;             // k-fold over sizes
   std::optional<double> leave_group_out_mape;     // where >= 3 group sizes were measured
+  // Each measured mesh / concurrency predicted from a fit to the others (models pooled over
+  // several meshes / concurrencies; none = not measured, omitted from the file).
+  std::optional<double> leave_mesh_out_mape = std::nullopt;
+  std::optional<double> leave_concurrency_out_mape = std::nullopt;
 };
 
 struct Model {
@@ -147,7 +156,9 @@ double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_
                    int group_size);
 
 // The model's time for group size n at S_eff in segment `segment` (no model choice, no checks).
-double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff);
+// concurrent_groups applies the segment's contention (no effect without one).
+double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
+                       int concurrent_groups = 1);
 // True when the model's predictions for group size n never decrease as S_eff grows: each
 // segment is linear with slope >= 0, so this checks every breakpoint (the time just below it
 // vs at it, relative tolerance rel_tol). For the fitter's tests and `shardbench calibrate`.

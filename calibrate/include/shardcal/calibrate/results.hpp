@@ -27,6 +27,7 @@ struct CollectivePoint {
   DType dtype = DType::F32;
   std::string distribution;  // "even", "zipf(1.2)", ...
   std::string mode;          // "per_iteration" | "pipelined"
+  std::string mesh;          // the measured mesh ("2x4"; leave-one-mesh-out)
   int group_size = 1;        // n
   int groups = 1;            // groups of this mesh dim in the world
   int hosts_spanned = 1;

@@ -4,12 +4,13 @@ A profile (schema "shardcal.profile", version 1; docs/PROFILE_FORMAT.md) prices 
 on one link class per size segment as
 
     t_us = alpha_us + alpha_step_us * steps(n) + S_eff * f(n) / (bandwidth_GBps * 1e3)
+                                                 * (1 + contention * (concurrent_groups - 1))
 
-This module predicts exactly what the C++ reader (calibrate/src/profile.cpp) predicts: the same
+(contention absent = 0). This module predicts exactly what the C++ reader (calibrate/src/profile.cpp) predicts: the same
 model choice (nearest measured class), the same segment and the same floating-point operations in
 the same order; tests/calibrate/parity_test.py checks it on random queries.
 
-    import shardcal_profile as sp
+    import shardcal.profile as sp
     prof = sp.load("configs/profiles/dtensor-default.json")
     p = prof.predict("all_gather", group_size=8, hosts=2, nbytes=1 << 20)
     print(p.time_us, p.extrapolated, p.note)
@@ -71,6 +72,9 @@ class Segment:
     # Relative standard errors of alpha_us and bandwidth_GBps from the fit (None = unknown).
     alpha_rel_se: Optional[float] = None
     bandwidth_rel_se: Optional[float] = None
+    # Contention gamma: with c groups at once per host the bandwidth term is multiplied by
+    # 1 + gamma (c - 1) (None = 0).
+    contention: Optional[float] = None
 
 
 @dataclass
@@ -183,7 +187,7 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
             _fail(origin, p, "expected an object", "fix the value")
         for k in s:
             if k not in ("s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps", "alpha_rel_se",
-                         "bandwidth_rel_se"):
+                         "bandwidth_rel_se", "contention"):
                 _fail(origin, f"{p}/{k}", f"unknown key '{k}'", "remove it")
         if "s_hi" not in s:
             _fail(origin, f"{p}/s_hi", "required field is missing", "add it (null = unbounded)")
@@ -196,6 +200,8 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
             seg.alpha_rel_se = _num(origin, s, p, "alpha_rel_se", 0.0)
         if "bandwidth_rel_se" in s:
             seg.bandwidth_rel_se = _num(origin, s, p, "bandwidth_rel_se", 0.0)
+        if "contention" in s:
+            seg.contention = _num(origin, s, p, "contention", 0.0)
         if i == 0 and seg.s_lo != 0:
             _fail(origin, f"{p}/s_lo", "the first segment must start at 0 bytes", "set it to 0")
         if i > 0 and (out[-1].s_hi is None or seg.s_lo != out[-1].s_hi):
@@ -211,7 +217,8 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
     if not isinstance(q, dict):
         _fail(origin, f"{ptr}/quality", "expected an object", "fix the value")
     for k in q:
-        if k not in ("points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape"):
+        if k not in ("points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape",
+                     "leave_mesh_out_mape", "leave_concurrency_out_mape"):
             _fail(origin, f"{ptr}/quality/{k}", f"unknown key '{k}'", "remove it")
     _int(origin, q, f"{ptr}/quality", "points", 0)
     _num(origin, q, f"{ptr}/quality", "mape", 0.0)
@@ -220,6 +227,9 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
         if k not in q:
             _fail(origin, f"{ptr}/quality/{k}", "required field is missing", "add it (null = not measured)")
         if q[k] is not None:
+            _num(origin, q, f"{ptr}/quality", k, 0.0)
+    for k in ("leave_mesh_out_mape", "leave_concurrency_out_mape"):  # optional: absent = not measured
+        if q.get(k) is not None:
             _num(origin, q, f"{ptr}/quality", k, 0.0)
     if "extra" in m and not isinstance(m["extra"], dict):
         _fail(origin, f"{ptr}/extra", "expected an object", "fix the value")
@@ -438,7 +448,11 @@ class Profile:
         s = m.segments[seg]
         steps = float(ring_steps(collective, group_size))
         factor = busbw_factor(collective, group_size)
-        t = s.alpha_us + s.alpha_step_us * steps + s_eff * factor / (s.bandwidth_GBps * 1e3)
+        bw_term = s_eff * factor / (s.bandwidth_GBps * 1e3)
+        if s.contention is None:
+            t = s.alpha_us + s.alpha_step_us * steps + bw_term
+        else:
+            t = s.alpha_us + s.alpha_step_us * steps + bw_term * (1.0 + s.contention * float(concurrent_groups - 1))
         side, dh, dc, dn, ds = key
         notes = []
         if side != 0 or dh != 1.0 or dc != 1.0:
@@ -524,11 +538,11 @@ def load(path: str) -> Profile:
     return loads(text, path)
 
 
-if __name__ == "__main__":  # tiny CLI: python3 shardcal_profile.py PROFILE COLLECTIVE N HOSTS BYTES
+if __name__ == "__main__":  # tiny CLI: python -m shardcal.profile PROFILE COLLECTIVE N HOSTS BYTES
     import sys
 
     if len(sys.argv) != 6:
-        sys.exit("usage: shardcal_profile.py PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES")
+        sys.exit("usage: python -m shardcal.profile PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES")
     pr = load(sys.argv[1]).predict(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), nbytes=float(sys.argv[5]))
     print(f"{pr.time_us:.6g} us (model /models/{pr.model.index}, segment {pr.segment}"
           f"{', extrapolated: ' + pr.note if pr.extrapolated else ''})")

@@ -1,0 +1,385 @@
+"""Price PyTorch DTensor's redistribution planning with a shardcal calibration profile.
+
+    import shardcal.torch
+    with shardcal.torch.use_profile("profile.json", ranks_per_host=8):
+        y = x.redistribute(mesh, [Replicate(), Shard(0)])
+
+While active, DTensor's graph planner (Dijkstra over placement states) is forced, and both its
+edges and `redistribute_cost` (which sharding propagation uses to choose op strategies) are
+priced from the profile instead of DTensor's hard-coded constants: the collective DTensor will
+actually run for the step on the mesh's backend, with the bytes it actually moves (shards padded
+to the largest, as DTensor pads them), in the link class of that mesh dim (hosts its groups span,
+ranks per host, groups at once; ranks are numbered row-major and host = rank // ranks_per_host,
+DTensor's assumption). `install()` / `uninstall()` do the same for long-running programs.
+
+Everything patched is restored on exit (also after an exception) and DTensor's plan caches are
+cleared on enter and exit. Supported: the torch releases in SUPPORTED_TORCH; other versions get
+one ShardcalTorchError naming the range, and nothing is patched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+from typing import Any, Optional, Union
+
+from . import profile as _profile
+
+SUPPORTED_TORCH = ((2, 15), (2, 15))  # (major, minor) inclusive: the releases this was verified on
+SUPPORTED_TEXT = "torch >= 2.15, < 2.16"
+
+# torch dtype -> the profile's dtype names (docs/PROFILE_FORMAT.md); others price pooled models.
+_DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+           "int32": "i32", "int64": "i64", "uint8": "u8"}
+
+
+class ShardcalTorchError(RuntimeError):
+    """Bad input to the adapter (profile, ranks per host, torch version, a mesh it cannot price)."""
+
+
+def _torch_modules():
+    try:
+        import torch
+    except ImportError as e:
+        raise ShardcalTorchError(f"shardcal.torch needs PyTorch ({SUPPORTED_TEXT}): pip install "
+                                 f"'shardcal[torch]' ({e})") from None
+    ver = torch.__version__.split("+")[0].split(".")
+    try:
+        mm = (int(ver[0]), int(ver[1]))
+    except (IndexError, ValueError):
+        mm = None
+    if mm is None or not SUPPORTED_TORCH[0] <= mm <= SUPPORTED_TORCH[1]:
+        raise ShardcalTorchError(f"shardcal.torch supports {SUPPORTED_TEXT}; this is torch {torch.__version__} "
+                                 "(its DTensor planner internals differ): install a supported torch")
+    import torch.distributed.tensor._collective_utils as cu
+    import torch.distributed.tensor._ops.utils as ops_utils
+    import torch.distributed.tensor._redistribute as rd
+    import torch.distributed.tensor._utils as tutils
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.placement_types import Partial, Replicate, Shard
+    return torch, cu, rd, tutils, ops_utils, DTensor, (Shard, Replicate, Partial)
+
+
+def _load_profile(profile) -> _profile.Profile:
+    if isinstance(profile, _profile.Profile):
+        return profile
+    if isinstance(profile, (str, os.PathLike)):
+        try:
+            return _profile.load(os.fspath(profile))
+        except OSError as e:
+            raise ShardcalTorchError(f"profile {os.fspath(profile)!r}: cannot read it ({e.strerror or e}); "
+                                     "give the path of a profile from shardbench calibrate") from None
+        except _profile.ProfileError as e:
+            raise ShardcalTorchError(f"profile: {e}") from None
+    if isinstance(profile, dict):
+        try:
+            return _profile.Profile(profile, "<dict>")
+        except _profile.ProfileError as e:
+            raise ShardcalTorchError(f"profile: {e}") from None
+    raise ShardcalTorchError(f"profile must be a path, a loaded shardcal.profile.Profile or its JSON as a dict, "
+                             f"not {type(profile).__name__}")
+
+
+def _default_ranks_per_host(device_type: str) -> int:
+    # torchrun's LOCAL_WORLD_SIZE when set, else what DTensor itself assumes (device count).
+    env = os.environ.get("LOCAL_WORLD_SIZE")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    from torch.distributed.device_mesh import _mesh_resources
+    return max(1, _mesh_resources.num_devices_per_host(device_type))
+
+
+def _numel(shape) -> int:
+    return math.prod(int(s) for s in shape)
+
+
+class Pricer:
+    """Prices one DTensor step (a placement change on one mesh dim) from a profile, in us."""
+
+    def __init__(self, prof: _profile.Profile, ranks_per_host: Optional[int], backend: Optional[str],
+                 device_type: Optional[str] = None):
+        self.profile = prof
+        self.ranks_per_host = ranks_per_host
+        self.backend = backend
+        self.device_type = device_type
+        self._links: dict = {}
+        self._times: dict = {}
+        self._mesh_info: dict = {}
+
+    # -- the mesh: shape, device type, backend per dim, ranks per host ---------------------
+    def mesh_info(self, mesh):
+        key = id(mesh)
+        info = self._mesh_info.get(key)
+        if info is None or info[0] is not mesh:
+            import torch.distributed as dist
+            shape = tuple(int(s) for s in mesh.shape)
+            rph = self.ranks_per_host or _default_ranks_per_host(mesh.device_type)
+            backends = []
+            for d in range(len(shape)):
+                b = self.backend
+                if b is None:
+                    try:
+                        b = str(dist.get_backend(mesh.get_group(d)))
+                    except Exception:  # no process group for this dim: price the real collectives
+                        b = "unknown"
+                backends.append(b)
+            info = (mesh, shape, self.device_type or mesh.device_type, tuple(backends), rph)
+            self._mesh_info[key] = info
+        return info
+
+    def link(self, shape, rph: int, d: int):
+        """The link class of mesh dim d (Profile.mesh_topo's, which needs one priceable collective)."""
+        lcs = self._links.get((shape, rph))
+        if lcs is None:
+            first = None
+            for coll in ("all_gather", "all_reduce", "reduce_scatter", "all_to_all"):
+                try:
+                    lcs = self.profile.mesh_topo(list(shape), rph, collective=coll)["link_class"]
+                    break
+                except _profile.ProfileError as e:
+                    first = first or e
+            if lcs is None:
+                raise ShardcalTorchError(f"mesh {list(shape)} with {rph} ranks per host: the profile cannot price "
+                                         f"it: {first}")
+            self._links[(shape, rph)] = lcs
+        return lcs[d]
+
+    def time_us(self, shape, rph: int, d: int, collective: str, nbytes: int, dtype: Optional[str]) -> float:
+        key = (shape, rph, d, collective, nbytes, dtype)
+        t = self._times.get(key)
+        if t is None:
+            lc = self.link(shape, rph, d)
+            try:
+                t = self.profile.predict(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"],
+                                         nbytes=float(nbytes), dtype=dtype,
+                                         concurrent_groups=lc["concurrent_groups"], _check_class=False).time_us
+            except _profile.ProfileError as e:
+                raise ShardcalTorchError(f"mesh {list(shape)}, mesh dim {d}: the profile cannot price {collective} "
+                                         f"of {nbytes} B: {e}") from None
+            self._times[key] = t
+        return t
+
+    def step_query(self, mesh, d: int, src, dst, logical_shape, itemsize: int):
+        """(collective, bytes in the profile's convention) DTensor runs for src -> dst on mesh dim d
+        with this logical shape (the tensor as mesh dim d splits it; a callable is called only for
+        a communicating step), None for a local step, or "inf" for a step DTensor's strategy
+        planner must not take."""
+        if src == dst or src.is_replicate():  # R -> S, R -> P: local
+            return None
+        _, shape, device_type, backends, _ = self.mesh_info(mesh)
+        n = shape[d]
+        if src.is_partial() and dst.is_partial() or src.is_shard() and dst.is_partial():
+            return "inf"  # P -> P of another reduce op; S -> P is explicit-only (DTensor's rule)
+        ls = [int(x) for x in (logical_shape() if callable(logical_shape) else logical_shape)]
+        if src.is_shard():
+            if dst.is_replicate():  # pad to the largest shard, all-gather
+                ls[src.dim] = -(-ls[src.dim] // n)
+                return "all_gather", n * _numel(ls) * itemsize
+            if dst.is_shard():  # old dim padded to a full chunk, new dim to n full chunks
+                ls[src.dim] = -(-ls[src.dim] // n)
+                ls[dst.dim] = -(-ls[dst.dim] // n) * n
+                if device_type == "cpu":  # gloo has no all-to-all: all-gather + local chunk
+                    return "all_gather", n * _numel(ls) * itemsize
+                return "all_to_all", _numel(ls) * itemsize
+        if src.is_partial():
+            if dst.is_replicate():
+                return "all_reduce", _numel(ls) * itemsize
+            if dst.is_shard():  # input padded to n full chunks, reduce-scattered
+                ls[dst.dim] = -(-ls[dst.dim] // n) * n
+                if backends[d] == "gloo":  # gloo: clone + all-reduce + copy
+                    return "all_reduce", _numel(ls) * itemsize
+                return "reduce_scatter", _numel(ls) * itemsize
+        return None
+
+    def step_us(self, mesh, d: int, src, dst, logical_shape, itemsize: int, dtype: Optional[str]) -> float:
+        q = self.step_query(mesh, d, src, dst, logical_shape, itemsize)
+        if q is None:
+            return 0.0
+        if q == "inf":
+            return float("inf")
+        _, shape, _, _, rph = self.mesh_info(mesh)
+        return self.time_us(shape, rph, d, q[0], q[1], dtype)
+
+
+def _is_plain(p) -> bool:
+    return p.is_shard() and type(p).__name__ == "Shard" or p.is_replicate() or p.is_partial()
+
+
+class _Adapter:
+    """The patches of one activation; apply() and restore() are all-or-nothing."""
+
+    def __init__(self, pricer: Pricer):
+        self.pricer = pricer
+        self.saved: list = []
+
+    def apply(self):
+        torch, cu, rd, tutils, ops_utils, DTensor, _ = _torch_modules()
+        pricer = self.pricer
+        orig_setup = rd.DTensorRedistributePlanner.setup_cost_callbacks
+        orig_redistribute_cost = cu.redistribute_cost
+
+        def setup_cost_callbacks(planner):
+            orig_setup(planner)
+            dtensor_cost = planner.cost_function
+            meta = planner.dtensor_meta
+            mesh = planner.device_mesh
+            itemsize = meta.dtype.itemsize
+            dtype = _DTYPES.get(str(meta.dtype).replace("torch.", ""))
+            full = tuple(meta.shape)
+            edges: dict = {}
+            shapes: dict = {}
+
+            def logical(state, d):  # a state's edges on one mesh dim share it
+                ls = shapes.get((state, d))
+                if ls is None:
+                    ls = shapes[(state, d)] = planner.get_logical_shape(state, d, full)
+                return ls
+
+            def cost_function(src_state, dst_state):
+                key = (src_state, dst_state)
+                c = edges.get(key)
+                if c is None:
+                    c = None
+                    for d, (a, b) in enumerate(zip(src_state.placements, dst_state.placements)):
+                        if a != b:
+                            if not (_is_plain(a) and _is_plain(b)):  # _StridedShard: DTensor's own price
+                                c = dtensor_cost(src_state, dst_state)
+                            else:
+                                c = pricer.step_us(mesh, d, a, b, lambda: logical(src_state, d), itemsize, dtype)
+                            break
+                    if c is None:
+                        c = 0.0
+                    edges[key] = c
+                return c
+
+            planner.cost_function = cost_function
+
+        costs: dict = {}  # (current, target) -> us; specs hash their mesh, placements, meta, order
+
+        def redistribute_cost(current_spec, target_spec):
+            key = (current_spec, target_spec)
+            c = costs.get(key)
+            if c is None:
+                from torch.distributed._functional_collectives import _are_we_tracing
+                if _are_we_tracing():  # symbolic shapes: no cache
+                    return priced_cost(current_spec, target_spec, rd._gen_transform_infos_non_cached)
+                c = costs[key] = priced_cost(current_spec, target_spec, rd._gen_transform_infos)
+            return c
+
+        def priced_cost(current_spec, target_spec, gen):
+            # DTensor's own rules for what is free or impossible, then each planned step priced.
+            if current_spec.mesh != target_spec.mesh:
+                return float("inf")
+            if current_spec.is_replicated():
+                return 0.0
+            if current_spec.placements == target_spec.placements and \
+                    current_spec.shard_order == target_spec.shard_order:
+                return 0.0
+            if not current_spec.mesh._is_current_rank_part_of_mesh():
+                return 0.0
+            if current_spec.shard_order is None or target_spec.shard_order is None:
+                return float("inf")
+            if not all(_is_plain(p) for p in (*current_spec.placements, *target_spec.placements)):
+                return orig_redistribute_cost(current_spec, target_spec)
+            meta = current_spec.tensor_meta
+            itemsize = meta.dtype.itemsize
+            dtype = _DTYPES.get(str(meta.dtype).replace("torch.", ""))
+            cost = 0.0
+            for info in gen(current_spec, target_spec):
+                src, dst = info.src_dst_placements
+                c = pricer.step_us(current_spec.mesh, info.mesh_dim, src, dst, info.logical_shape, itemsize, dtype)
+                if c == float("inf"):
+                    return c
+                cost += c
+            return cost
+
+        targets = [(rd.DTensorRedistributePlanner, "setup_cost_callbacks", setup_cost_callbacks),
+                   (rd, "_FORCE_MIN_COST_REDISTRIBUTION_PLAN", True),
+                   (cu, "redistribute_cost", redistribute_cost),
+                   (tutils, "redistribute_cost", redistribute_cost),
+                   (ops_utils, "redistribute_cost", redistribute_cost)]
+        for obj, name, _ in targets:
+            if not hasattr(obj, name):
+                raise ShardcalTorchError(f"torch {torch.__version__}: {getattr(obj, '__name__', obj)}.{name} is "
+                                         f"missing; shardcal.torch supports {SUPPORTED_TEXT}")
+        self.saved = [(obj, name, obj.__dict__[name] if name in obj.__dict__ else getattr(obj, name))
+                      for obj, name, _ in targets]
+        for obj, name, value in targets:
+            setattr(obj, name, value)
+        _clear_caches(rd, DTensor)
+
+    def restore(self):
+        if not self.saved:
+            return
+        _, _, rd, _, _, DTensor, _ = _torch_modules()
+        for obj, name, value in reversed(self.saved):
+            setattr(obj, name, value)
+        self.saved = []
+        _clear_caches(rd, DTensor)
+
+
+def _clear_caches(rd, DTensor) -> None:
+    rd._gen_transform_infos.cache_clear()
+    rd.clear_redistribute_planner_cache()
+    prop = DTensor._op_dispatcher.sharding_propagator
+    prop.propagate_op_sharding.cache_clear()
+
+
+_lock = threading.Lock()
+_active: Optional[_Adapter] = None
+
+
+def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optional[int] = None,
+            backend: Optional[str] = None, mesh=None, device_type: Optional[str] = None) -> None:
+    """Price DTensor's planning from `profile` until uninstall(). ranks_per_host: devices per host
+    (default: torchrun's LOCAL_WORLD_SIZE, else DTensor's device count per host); backend: the
+    process group's backend ("nccl", "gloo", ...; default: asked per mesh dim); mesh: a DeviceMesh
+    to check now that the profile can price every collective on every dim (otherwise a mesh the
+    profile cannot price raises ShardcalTorchError at its first redistribution); device_type: price
+    as if meshes were on this device type ("cuda": all-to-all for S(a)->S(b); for planning offline
+    on a fake process group)."""
+    global _active
+    if ranks_per_host is not None and (isinstance(ranks_per_host, bool) or not isinstance(ranks_per_host, int)
+                                       or ranks_per_host < 1):
+        raise ShardcalTorchError(f"ranks_per_host must be a positive integer, got {ranks_per_host!r}")
+    _torch_modules()
+    pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type)
+    if mesh is not None:
+        _, shape, device_type, backends, rph = pricer.mesh_info(mesh)
+        for d in range(len(shape)):  # the collectives DTensor runs on this dim's backend
+            colls = ["all_gather", "all_reduce"] + (["reduce_scatter"] if backends[d] != "gloo" else []) + \
+                (["all_to_all"] if device_type != "cpu" else [])
+            for coll in colls:
+                pricer.time_us(shape, rph, d, coll, 1 << 20, None)
+    with _lock:
+        if _active is not None:
+            raise ShardcalTorchError("a profile is already installed; call shardcal.torch.uninstall() first")
+        adapter = _Adapter(pricer)
+        try:
+            adapter.apply()
+        except BaseException:
+            adapter.restore()
+            raise
+        _active = adapter
+
+
+def uninstall() -> None:
+    """Restore DTensor's own pricing (a no-op when nothing is installed)."""
+    global _active
+    with _lock:
+        adapter, _active = _active, None
+    if adapter is not None:
+        adapter.restore()
+
+
+@contextlib.contextmanager
+def use_profile(profile, ranks_per_host: Optional[int] = None, backend: Optional[str] = None, mesh=None,
+                device_type: Optional[str] = None):
+    """Context manager form of install()/uninstall(); yields the Pricer."""
+    install(profile, ranks_per_host=ranks_per_host, backend=backend, mesh=mesh, device_type=device_type)
+    try:
+        yield _active.pricer
+    finally:
+        uninstall()

@@ -1,0 +1,102 @@
+"""One rank of the measured-benefit run (scripts/emulate/dtensor-two-hosts.sh): DTensor's own
+`redistribute` on a 2x2 CPU mesh over gloo, with and without a shardcal profile, interleaved.
+
+Environment: RANK, WORLD_SIZE (4), MASTER_ADDR, MASTER_PORT (torch's env:// rendezvous).
+    dtensor_emulated.py PROFILE OUT.jsonl REPEATS
+Rank 0 writes one JSON line per (transition, size, mode, repeat) with the slowest rank's time of
+two back-to-back redistributes after DTensor's plan caches were cleared: "first_s" plans (the
+profile's graph planner or DTensor's default greedy one), "time_s" reuses the cached plan.
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.distributed.tensor._redistribute as rd
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Partial, Replicate, Shard, distribute_tensor
+
+import shardcal.profile
+import shardcal.torch as st
+
+CASES = [  # from, to: the issue's two, more where the choice differs, and two intra-host ones
+    ("P,P", "R,R"),
+    ("S(0),R", "R,S(0)"),
+    ("S(0),S(1)", "R,S(0)"),
+    ("P,S(0)", "S(1),R"),
+    ("S(1),R", "R,R"),
+    ("R,S(1)", "R,R"),
+    ("R,P", "R,R"),
+]
+SIZES = [256 << 10, 1 << 20, 4 << 20]  # bytes of the global f32 tensor
+
+
+def placements(text):
+    return [Replicate() if p == "R" else Partial() if p == "P" else Shard(int(p[2:-1])) for p in text.split(",")]
+
+
+def make(mesh, nbytes, frm):
+    rows = nbytes // 4 // 256
+    full = torch.arange(rows * 256, dtype=torch.float32).reshape(rows, 256)
+    pl = placements(frm)
+    # Partial inputs: start replicated-as-partial (each rank holds the full value; sum = 4x).
+    start = [Replicate() if p.is_partial() else p for p in pl]
+    dt = distribute_tensor(full, mesh, start)
+    if any(p.is_partial() for p in pl):
+        from torch.distributed.tensor import DTensor
+        dt = DTensor.from_local(dt.to_local(), mesh, pl, run_check=False)
+    return dt
+
+
+def timed(dt, to):
+    dist.barrier()
+    t = time.perf_counter()
+    out = dt.redistribute(dt.device_mesh, to)
+    out.to_local().sum().item()
+    el = torch.tensor([time.perf_counter() - t], dtype=torch.float64)
+    dist.all_reduce(el, op=dist.ReduceOp.MAX)
+    return el.item(), out
+
+
+def main():
+    prof_path, out_path, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    prof = shardcal.profile.load(prof_path)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    mesh = init_device_mesh("cpu", (2, 2))
+    lines = []
+    for frm, to in CASES:
+        for nbytes in SIZES:
+            dt = make(mesh, nbytes, frm)
+            tp = placements(to)
+            timed(dt, tp)  # warm-up (allocations, gloo connections)
+            for rep in range(repeats):
+                for mode in (("dtensor", "profile") if rep % 2 == 0 else ("profile", "dtensor")):
+                    if mode == "profile":
+                        st.install(prof, ranks_per_host=2)  # clears DTensor's plan caches
+                    else:
+                        rd._gen_transform_infos.cache_clear()
+                        rd.clear_redistribute_planner_cache()
+                    try:
+                        first, out = timed(dt, tp)  # plans
+                        steady, out = timed(dt, tp)  # plan cached
+                        plan = [(i.mesh_dim, str(i.src_dst_placements[0]), str(i.src_dst_placements[1]))
+                                for i in rd._gen_transform_infos(dt._spec, out._spec)]
+                    finally:
+                        if mode == "profile":
+                            st.uninstall()
+                    if rank == 0:
+                        lines.append({"from": frm, "to": to, "bytes": nbytes, "mode": mode, "rep": rep,
+                                      "first_s": first, "time_s": steady, "plan": plan})
+    if rank == 0:
+        with open(out_path + ".tmp", "w") as f:
+            for ln in lines:
+                f.write(json.dumps(ln) + "\n")
+        os.replace(out_path + ".tmp", out_path)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
