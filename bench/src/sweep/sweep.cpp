@@ -21,6 +21,7 @@
 #include "sweep/results.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/signals.hpp"
+#include "sweep/simulation_env.hpp"
 #include "sweep/slurm_env.hpp"
 #include "sweep/step_record.hpp"
 #include "sweep/stats.hpp"
@@ -261,15 +262,8 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       if (const std::string bad = slurm_topology_mismatch(slurm, world.size(), topo); !bad.empty())
         throw Error(bad);
       if (slurm.present) ctx["slurm"] = slurm.to_json();
-      // scripts/simulate/smpirun.sh describes the simulated platform and SMPI settings here, so
-      // a results file says it was simulated and on what (docs/SIMULATION.md).
-      if (const char* sim = std::getenv("SHARDCAL_SIMULATION"); sim != nullptr && *sim != '\0') {
-        json desc = json::parse(sim, nullptr, /*allow_exceptions=*/false);
-        if (!desc.is_object())
-          throw Error("SHARDCAL_SIMULATION is set but is not a JSON object (it describes the "
-                      "simulated platform; scripts/simulate/smpirun.sh sets it): unset it or fix it");
-        ctx["simulation"] = std::move(desc);
-      }
+      // A simulated run says so, and on what platform (simulation_env.hpp).
+      if (json sim = simulation_description(); !sim.is_null()) ctx["simulation"] = std::move(sim);
       if (job.shard_count > 1)
         ctx["shard"] = {{"index", job.shard_index}, {"count", job.shard_count},
                         {"points_in_config", points_in_config}};

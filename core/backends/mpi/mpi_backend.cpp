@@ -36,31 +36,6 @@ std::size_t span_of(Counts counts, Counts displs) {
   return end;
 }
 
-// MPI_Wtime around the operations: the simulated clock under SMPI (see make_op_timer).
-class WtimeTimer final : public OpTimer {
- public:
-  void start() override {
-    stopped_ = false;
-    started_ = true;
-    t0_ = MPI_Wtime();
-  }
-  void stop() override {
-    if (!started_) throw Error("internal: OpTimer::stop() without start()");
-    t1_ = MPI_Wtime();
-    stopped_ = true;
-  }
-  double elapsed_s() override {
-    if (!stopped_) throw Error("internal: OpTimer::elapsed_s() before start() and stop()");
-    return t1_ - t0_;
-  }
-  std::string method() const override { return "mpi_wtime"; }
-
- private:
-  double t0_ = 0, t1_ = 0;
-  bool started_ = false;
-  bool stopped_ = false;
-};
-
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, std::string desc, double timeout_s)
@@ -90,7 +65,7 @@ class MpiCommunicator final : public Communicator {
   double now() const override { return MPI_Wtime(); }
   std::unique_ptr<OpTimer> make_op_timer() override {
     // Under SMPI only MPI_Wtime runs on the simulated clock; real MPI keeps the host clock.
-    if constexpr (detail::kSimulatedTime) return std::make_unique<WtimeTimer>();
+    if (auto t = detail::TimePolicy::op_timer()) return t;
     return Communicator::make_op_timer();
   }
 
@@ -445,32 +420,14 @@ class MpiCommunicator final : public Communicator {
   std::vector<int> ints_[4];  // reused int copies of v-collective counts/displacements
 };
 
-// Waits for a non-blocking request without blocking forever; polls with a growing sleep so that
-// oversubscribed ranks still get the CPU.
+// Waits for a non-blocking request without blocking forever (detail::TimePolicy says how).
 bool wait_until_done(MPI_Request& req, double seconds) {
-  if constexpr (detail::kSimulatedTime) {
-    // Simulated time: host seconds mean nothing, and SimGrid reports a deadlock itself.
-    const int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS)
-      detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc),
-                        detail::kErrorExitCode);
-    return true;
-  }
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(std::min(seconds, 1e7)));
-  auto pause = std::chrono::microseconds(20);
-  while (true) {
-    int done = 0;
-    const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS)
-      detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc),
-                        detail::kErrorExitCode);
-    if (done != 0) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(2000));
-  }
+  int rc = MPI_SUCCESS;
+  const bool done = detail::TimePolicy::wait(req, seconds, rc);
+  if (rc != MPI_SUCCESS)
+    detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc),
+                      detail::kErrorExitCode);
+  return done;
 }
 
 // End of run(): every rank says whether its body failed, on a communicator the body never
@@ -483,12 +440,7 @@ std::pair<int, std::string> agree_on_failures(MPI_Comm ctl, bool failed, const s
   int flag = failed ? 1 : 0;
   std::vector<int> flags(static_cast<std::size_t>(size), 0);
   MPI_Request req = MPI_REQUEST_NULL;
-  // Under simulated time nothing waits on the host clock, so the blocking form serves; SMPI runs
-  // MPI_Iallgather as N^2 concurrent point-to-point flows, whose simulation cost grows like N^4
-  // (8.5 min at 256 ranks), while MPI_Allgather uses the selector's algorithm.
-  int rc = detail::kSimulatedTime
-               ? MPI_Allgather(&flag, 1, MPI_INT, flags.data(), 1, MPI_INT, ctl)
-               : MPI_Iallgather(&flag, 1, MPI_INT, flags.data(), 1, MPI_INT, ctl, &req);
+  int rc = detail::TimePolicy::start_allgather(&flag, flags.data(), ctl, &req);
   if (rc != MPI_SUCCESS)
     detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc) +
                           (failed ? "; this rank's error: " + what : std::string()),

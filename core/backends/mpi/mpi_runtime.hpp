@@ -13,16 +13,9 @@
 #include <string_view>
 
 #include "shardcal/dtype.hpp"
+#include "time_policy.hpp"
 
 namespace shardcal::mpi::detail {
-
-// True only in the SMPI build (smpi_seam.hpp): MPI time is simulated, so operations are timed
-// with MPI_Wtime and nothing waits on the host clock (no watchdog, no polling deadline).
-#ifdef SHARDCAL_SIMULATED_TIME
-inline constexpr bool kSimulatedTime = true;
-#else
-inline constexpr bool kSimulatedTime = false;
-#endif
 
 // MPI_Init_thread once per process (finalized at exit) at the level SHARDCAL_MPI_THREAD_LEVEL
 // names (default MPI_THREAD_FUNNELED); throws Error if MPI is unusable or the variable is not a
@@ -91,7 +84,7 @@ void start_watchdog();  // starts the watchdog thread once (not after it was sto
 class WatchScope {
  public:
   WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1) {
-    if constexpr (kSimulatedTime) return;
+    if constexpr (!TimePolicy::kWatchdog) return;
     WatchSlot& w = g_watch;
     if (!w.running.load(std::memory_order_relaxed)) start_watchdog();
     // Scopes do not nest (one blocking call at a time); if one did, it re-arms with its own
@@ -108,7 +101,7 @@ class WatchScope {
     w.seq.store(even + 1, std::memory_order_release);  // armed
   }
   ~WatchScope() {
-    if constexpr (kSimulatedTime) return;
+    if constexpr (!TimePolicy::kWatchdog) return;
     WatchSlot& w = g_watch;
     const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
     if (s & 1) w.seq.store(s + 1, std::memory_order_release);  // disarmed

@@ -14,10 +14,12 @@
 //    them on one host. Here it answers the simulated host the rank runs on (the platform's
 //    host names, the hostfile's placement), so topology discovery sees the simulated cluster as
 //    it would see a real one. SHARDCAL_HOSTNAME still overrides it (it is read first).
-// 3. SHARDCAL_SIMULATED_TIME tells the MPI backend (mpi_runtime.hpp, kSimulatedTime) that MPI
-//    time is simulated: operations are timed with MPI_Wtime instead of the host clock, and the
-//    wall-clock watchdog and end-of-run polling are off (real seconds say nothing about a
-//    simulated run; SimGrid itself reports a deadlock and ends the simulation).
+// 3. SHARDCAL_SIMULATED_TIME selects the MPI backend's time policy (time_policy.hpp, the only
+//    place that reads it in core): operations are timed with MPI_Wtime instead of the host
+//    clock, and the wall-clock watchdog and end-of-run polling are off (real seconds say nothing
+//    about a simulated run; SimGrid itself reports a deadlock and ends the simulation). shardbench
+//    reads it once more (bench/src/sweep/simulation_env.cpp): only an SMPI build takes
+//    SHARDCAL_SIMULATION, the platform description, into its results.
 #ifdef SMPI_HELPERS_H
 #undef exit
 #undef malloc
