@@ -10,7 +10,7 @@
 # copied into the context). --shardbench defaults to build-smpi/bin/shardbench. Extra --cfg
 # settings are passed to smpirun after ours (and recorded). Settings (docs/SIMULATION.md):
 #   smpi/coll-selector:ompi          Open MPI's collective algorithm choices, except:
-#   smpi/bcast:binomial_tree         the ompi selector's broadcast for 0.5-4 MiB gave intra-host
+#   smpi/bcast:binomial_tree         (global: every broadcast) the ompi selector's broadcast gave intra-host
 #                                    times that do not grow with the size (0.6 us for 1 and
 #                                    4 MiB on 2 ranks) in SimGrid 3.32: not a network's time
 #   smpi/simulate-computation:no     CPU time between MPI calls is not simulated (deterministic;
@@ -61,14 +61,50 @@ cfg=(--cfg=smpi/coll-selector:ompi --cfg=smpi/bcast:binomial_tree --cfg=smpi/sim
      --cfg=smpi/bw-factor:0:1 --cfg=smpi/lat-factor:0:1 --cfg=smpi/async-small-thresh:0
      --cfg=smpi/wtime:0 --cfg=network/crosstraffic:0 --cfg=network/TCP-gamma:0
      "${extra[@]}")
-params="null"
-pj="$(dirname "$platform")/platform.json"
-[ -f "$pj" ] && params="$(tr -d '\n' < "$pj")"
-cfg_json="$(printf '%s\n' "${cfg[@]}" | sed 's/^--cfg=//; s/"/\\"/g; s/.*/"&"/' | paste -sd, -)"
-SHARDCAL_SIMULATION="{\"simulator\":\"$(smpirun -version 2>/dev/null | head -1 || echo SimGrid SMPI)\",\
-\"platform\":\"$(readlink -f "$platform")\",\"platform_sha256\":\"$(sha256sum < "$platform" | cut -d' ' -f1)\",\
-\"hostfile\":\"$(readlink -f "$hostfile")\",\"np\":$np,\"platform_params\":$params,\"cfg\":[${cfg_json}]}"
+simulator="$(smpirun -version 2>/dev/null | head -1 || true)"
+# The description as JSON from Python (paths may hold quotes or backslashes); platform.json next
+# to the platform, when present, is copied in.
+SHARDCAL_SIMULATION="$(/usr/bin/python3 - "$platform" "$hostfile" "$np" "${simulator:-SimGrid SMPI}" \
+  "${cfg[@]}" <<'PY'
+import hashlib, json, os, sys
+platform, hostfile, np, simulator, *cfg = sys.argv[1:]
+pj = os.path.join(os.path.dirname(platform), "platform.json")
+params = None
+if os.path.isfile(pj):
+    with open(pj, encoding="utf-8") as f:
+        params = json.load(f)
+with open(platform, "rb") as f:
+    sha = hashlib.sha256(f.read()).hexdigest()
+print(json.dumps({"simulator": simulator, "platform": os.path.realpath(platform),
+                  "platform_sha256": sha, "hostfile": os.path.realpath(hostfile), "np": int(np),
+                  "platform_params": params, "cfg": [c.removeprefix("--cfg=") for c in cfg]},
+                 separators=(",", ":")))
+PY
+)" || die "cannot describe the platform $platform (is its platform.json valid JSON?)"
 export SHARDCAL_SIMULATION
-# --log=root.thr:critical keeps SimGrid's per-run notices off stderr (errors still show).
-exec smpirun -np "$np" -platform "$platform" -hostfile "$hostfile" "${cfg[@]}" \
-  --log=root.thr:critical "$shardbench" "$@"
+# The simulated ranks find their hosts in the platform: a real allocation's variables (or a
+# hostname override) must not leak into the simulated topology or the results' context.
+unset SHARDCAL_HOSTNAME
+while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^SLURM_' || true)
+# smpirun unrolls a HOST:N hostfile into smpitmp-hostf* in the current directory and keeps it
+# (printing its command line to stdout) when the run fails: unroll it ourselves into a temp
+# file, and -quiet.
+unrolled="$(mktemp "${TMPDIR:-/tmp}/shardcal-hostfile.XXXXXX")"
+trap 'rm -f "$unrolled"' EXIT
+while IFS= read -r line || [ -n "$line" ]; do
+  [ -z "$line" ] && continue
+  n="${line##*:}"; host="${line%:*}"; [ "$n" = "$line" ] && n=1
+  for ((i = 0; i < n; i++)); do echo "$host"; done
+done < "$hostfile" > "$unrolled"
+# --log=root.thr:critical keeps SimGrid's per-run notices off stderr (errors still show). smpirun
+# ends a failed run with "Execution failed with code N." on stdout: that goes to stderr.
+set +e
+smpirun -quiet -np "$np" -platform "$platform" -hostfile "$unrolled" "${cfg[@]}" \
+  --log=root.thr:critical "$shardbench" "$@" | {
+  while IFS= read -r out || [ -n "$out" ]; do
+    if [[ $out == "Execution failed with code "* ]]; then echo "smpirun.sh: $out" >&2
+    else printf '%s\n' "$out"; fi
+  done
+}
+status=${PIPESTATUS[0]}
+exit "$status"
