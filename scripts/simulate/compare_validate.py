@@ -13,15 +13,9 @@ import json
 import sys
 
 
-def load(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            recs = [json.loads(line) for line in f if line.strip()]
-    except (OSError, ValueError) as e:
-        print(f"compare_validate.py: error: {path}: {e}", file=sys.stderr)
-        sys.exit(2)
-    summary = recs[-1] if recs and "transition" not in recs[-1] else {}
-    return {r["transition"]["key"]: r for r in recs if "transition" in r}, summary
+def fail(msg):
+    print(f"compare_validate.py: error: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 def chosen(rec):
@@ -29,17 +23,44 @@ def chosen(rec):
     return " ; ".join(p["steps"]) if isinstance(p["steps"], list) else str(p["steps"]), p["measured_us"]["median"]
 
 
+def load(path):
+    """The transition records by key (each with its chosen plan) and the summary; exit 2 unless
+    the file is a complete `shardbench validate` output."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            recs = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as e:
+        fail(f"{path}: {e}")
+    summary = recs[-1] if recs and isinstance(recs[-1], dict) else {}
+    if summary.get("schema") != "shardcal.validate.summary":
+        fail(f"{path}: not a complete shardbench validate file (its last line is no "
+             "shardcal.validate.summary record); pass validate --out files")
+    out = {}
+    for i, r in enumerate(recs[:-1], 1):
+        try:
+            if r.get("schema") != "shardcal.validate":
+                raise ValueError(f"schema {r.get('schema')!r}")
+            chosen(r)
+            out[r["transition"]["key"]] = r
+        except (AttributeError, KeyError, TypeError, ValueError, StopIteration) as e:
+            fail(f"{path}: line {i} is not a validate transition record with a chosen plan "
+                 f"({type(e).__name__}: {e})")
+    try:
+        [summary["regret"][k] for k in ("median", "p95", "max")], summary["transitions"], summary["mape"]
+    except (KeyError, TypeError) as e:
+        fail(f"{path}: the summary lacks {e}")
+    return out, summary
+
+
 def main():
     if len(sys.argv) != 3:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        return 2
+        fail("expected two arguments: compare_validate.py CALIBRATED.jsonl OTHER.jsonl")
     a, sa = load(sys.argv[1])
     b, sb = load(sys.argv[2])
     for name, s in ((sys.argv[1], sa), (sys.argv[2], sb)):
-        r = s.get("regret", {})
-        print(f"{name}: {s.get('transitions', '?')} transitions, regret median {r.get('median', float('nan')):.3f}, "
-              f"p95 {r.get('p95', float('nan')):.3f}, max {r.get('max', float('nan')):.3f}, "
-              f"prediction MAPE {100 * s.get('mape', float('nan')):.1f}%")
+        r = s["regret"]
+        print(f"{name}: {s['transitions']} transitions, regret median {r['median']:.3f}, "
+              f"p95 {r['p95']:.3f}, max {r['max']:.3f}, prediction MAPE {100 * s['mape']:.1f}%")
     diffs = 0
     print("\n| transition | mesh | size | calibrated plan | other plan | other / calibrated (measured) |")
     print("|---|---|---:|---|---|---:|")
