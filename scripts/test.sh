@@ -10,7 +10,7 @@
 #   tsan     TSan, sim backend only; builds only what the tests need; ctest -L 'sim' (conformance + sweep harness on sim threads)
 #   mpich    build-only check that the MPI backend compiles and links against MPICH
 #   simulate shardbench built for SimGrid SMPI (smpicxx), only that target; ctest -L simulate
-#            (16 simulated ranks: determinism, bandwidth ground truth, bad input)
+#            (8 simulated ranks: determinism, bandwidth ground truth, bad input)
 # A failing stage does not stop the later ones (unless --fail-fast); the script ends with the
 # summed ctest results of all stages, last line `N passed, M failed`, and exits non-zero when
 # anything failed (a stage whose configure or build fails counts as one failure).
@@ -456,9 +456,8 @@ if wanted simulate; then
   if ! command -v smpicxx >/dev/null; then
     STAGE_ERR="smpicxx not found (scripts/setup.sh installs libsimgrid-dev)"
     stage_failed_early simulate "$t0"
-  elif stage_configure simulate "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=smpicxx \
-    -DCMAKE_C_COMPILER=smpicc -DSHARDCAL_SMPI=ON -DSHARDCAL_WITH_NCCL=OFF \
-    -DSHARDCAL_BUILD_BENCH=OFF &&
+  # The smpi preset (CMakePresets.json) holds the SMPI build's settings; -B puts it here.
+  elif stage_configure simulate "$dir" --preset smpi &&
     stage_compile simulate "$dir" shardbench; then
     native_env=() native=$BUILD_PREFIX-release/bin/shardbench
     [[ $native == /* ]] || native=$ROOT/$native
