@@ -58,6 +58,8 @@ PACKAGES=(
 # The emulated two-host cluster (scripts/emulate/two-hosts, test label `emulate`): ip, tc
 # (iproute2) and unshare (util-linux, essential in Debian).
 PACKAGES+=(iproute2 util-linux procps)  # procps: pgrep/pkill in scripts/slurm
+# The simulated cluster (SimGrid SMPI: smpicxx, smpirun; test stage `simulate`, docs/SIMULATION.md).
+PACKAGES+=(libsimgrid-dev)
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
 [[ $WITH_SLURM == 1 ]] && PACKAGES+=(slurm-wlm munge)  # slurm: scripts/slurm/, docs/SLURM.md
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)

@@ -9,6 +9,8 @@
 #   asan     ASan+UBSan, sim backend only; builds only what the tests need; ctest -L 'unit|sim|cli'
 #   tsan     TSan, sim backend only; builds only what the tests need; ctest -L 'sim' (conformance + sweep harness on sim threads)
 #   mpich    build-only check that the MPI backend compiles and links against MPICH
+#   simulate shardbench built for SimGrid SMPI (smpicxx), only that target; ctest -L simulate
+#            (8 simulated ranks: determinism, bandwidth ground truth, bad input)
 # A failing stage does not stop the later ones (unless --fail-fast); the script ends with the
 # summed ctest results of all stages, last line `N passed, M failed`, and exits non-zero when
 # anything failed (a stage whose configure or build fails counts as one failure).
@@ -22,12 +24,13 @@ usage() {
 Usage: bash scripts/test.sh [options]
 
 Builds shardcal and runs every test suite: Release + -Werror (all labels), ASan+UBSan
-(labels unit|sim|cli), TSan (label sim), and a build-only MPICH check. Prints per-stage
+(labels unit|sim|cli), TSan (label sim), a build-only MPICH check, and the simulated cluster
+(SimGrid SMPI build of shardbench, label simulate). Prints per-stage
 timings and a final line `N passed, M failed`; exits non-zero if anything failed.
 
 Options:
   --no-setup          do not run scripts/setup.sh (apt-get); for developers whose machine is set up
-  --only LIST         run only these stages (comma separated: release,asan,tsan,mpich)
+  --only LIST         run only these stages (comma separated: release,asan,tsan,mpich,simulate)
   --skip LIST         skip these stages
   --no-mpich          same as --skip mpich (and setup does not install MPICH)
   --build-prefix P    build directories are P-release, P-asan, ... (default: build-test;
@@ -47,7 +50,7 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # options
 DO_SETUP=1
-ALL_STAGES=(release asan tsan mpich)
+ALL_STAGES=(release asan tsan mpich simulate)
 ONLY=""
 SKIP=""
 BUILD_PREFIX=${SHARDCAL_BUILD_PREFIX:-build-test}
@@ -443,6 +446,28 @@ if wanted mpich; then
   else
     stage_failed_early mpich "$t0"
   fi
+fi
+
+# -- simulated cluster (SimGrid SMPI) ----------------------------------------------------------
+# Only shardbench is built (with smpicxx: it runs only under smpirun); the tests calibrate with
+# the release stage's native shardbench when it was built, else with this one as one rank.
+if wanted simulate; then
+  t0=$SECONDS
+  dir=$BUILD_PREFIX-simulate
+  if ! command -v smpicxx >/dev/null; then
+    STAGE_ERR="smpicxx not found (scripts/setup.sh installs libsimgrid-dev)"
+    stage_failed_early simulate "$t0"
+  # The smpi preset (CMakePresets.json) holds the SMPI build's settings; -B puts it here.
+  elif stage_configure simulate "$dir" --preset smpi &&
+    stage_compile simulate "$dir" shardbench; then
+    native_env=() native=$BUILD_PREFIX-release/bin/shardbench
+    [[ $native == /* ]] || native=$ROOT/$native
+    [[ -x $native ]] && native_env=("SHARDCAL_NATIVE_SHARDBENCH=$native")
+    stage_test simulate "$dir" "$t0" simulate "${native_env[@]}"
+  else
+    stage_failed_early simulate "$t0"
+  fi
+  check_fail_fast
 fi
 
 print_summary

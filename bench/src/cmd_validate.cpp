@@ -26,6 +26,7 @@
 #include "sweep/regret.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/signals.hpp"
+#include "sweep/simulation_env.hpp"
 #include "sweep/stats.hpp"
 #include "sweep/sweep.hpp"
 #include "sweep/transition_planner.hpp"
@@ -190,6 +191,10 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
         world, "validate", text,
         std::to_string(n) + " plan(s) of " + std::to_string(planned.size()) + " transition(s)");
   }
+
+  // A simulated run says so, and on what platform (simulation_env.hpp), like a sweep's context;
+  // read before measuring, so a malformed description costs nothing.
+  const json simulation = sw::simulation_description();
 
   // 2. The output: rank 0 checks the directory now (before minutes of measuring) and writes a
   // temporary file renamed over --out at the end; every rank learns the outcome.
@@ -368,7 +373,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   double mape = 0;
   for (double e : rel_errors) mape += e;
   mape = rel_errors.empty() ? 0 : mape / double(rel_errors.size());
-  const json summary = {{"schema", kSummarySchema},
+  json summary = {{"schema", kSummarySchema},
                         {"version", kValidateVersion},
                         {"transitions", points.size()},
                         {"plans_measured", n_plans},
@@ -382,6 +387,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                                             {"max", best_speedup},
                                             {"max_transition", best_speedup_label}}},
                         {"wrong", wrong_total}};
+  if (!simulation.is_null()) summary["simulation"] = simulation;
   if (root) {
     file << summary.dump() << '\n';
     file.flush();

@@ -191,6 +191,24 @@ TEST(ContextDifferences, ListsEachDifferingField) {
   EXPECT_EQ(d[3], "library_versions.NCCL: file null, this run \"2.18\"");
 }
 
+// A simulated file and a run on another platform (or a real run) hold incomparable points.
+TEST(ContextDifferences, SimulationIsPartOfTheContext) {
+  json sim = context();
+  sim["simulation"] = {{"platform_sha256", "aa"}, {"np", 16}, {"cfg", "smpi/coll-selector:ompi"}};
+  EXPECT_TRUE(context_differences(sim, sim).empty());
+  json other = sim;
+  other["simulation"]["platform_sha256"] = "bb";
+  other["simulation"]["np"] = 64;
+  auto d = context_differences(sim, other);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0], "simulation.np: file 16, this run 64");
+  EXPECT_EQ(d[1], "simulation.platform_sha256: file \"aa\", this run \"bb\"");
+  d = context_differences(sim, context());  // resumed by a real (not simulated) run
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rfind("simulation: file {", 0), 0u) << d[0];
+  EXPECT_NE(d[0].find("this run null"), std::string::npos) << d[0];
+}
+
 // Format 1 files (placement text as written in keys, no timing protocol) cannot be matched to
 // this run's keys: --resume refuses, saying why and what to do.
 TEST(ReadForResume, OlderFormatVersionsAreRefusedWithTheReason) {

@@ -246,6 +246,25 @@ ResumeState read_for_resume(const std::string& path, const std::string& config_h
   return st;
 }
 
+namespace {
+// Two objects key by key (so the message names what changed), anything else as a whole.
+void object_differences(const std::string& name, const json& a, const json& b,
+                        std::vector<std::string>& out) {
+  if (!a.is_object() || !b.is_object()) {
+    if (a != b) out.push_back(name + ": file " + short_dump(a) + ", this run " + short_dump(b));
+    return;
+  }
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a.items()) keys.insert(k);
+  for (const auto& [k, v] : b.items()) keys.insert(k);
+  for (const auto& k : keys) {
+    const json va = a.contains(k) ? a[k] : json(), vb = b.contains(k) ? b[k] : json();
+    if (va != vb)
+      out.push_back(name + "." + k + ": file " + short_dump(va) + ", this run " + short_dump(vb));
+  }
+}
+}  // namespace
+
 std::vector<std::string> context_differences(const json& file_context, const json& this_run) {
   std::vector<std::string> out;
   auto field = [](const json& ctx, const std::string& key) {
@@ -276,22 +295,13 @@ std::vector<std::string> context_differences(const json& file_context, const jso
     if (a != b)
       out.push_back("backend_settings: file " + short_dump(a) + ", this run " + short_dump(b));
   }
+  // A simulated platform (its file's sha256, SMPI settings, rank count) is part of what was
+  // measured: a file from another platform, or a real file resumed in simulation (or back),
+  // holds points that must not be mixed. Key by key, so the message names what changed.
+  object_differences("simulation", field(file_context, "simulation"), field(this_run, "simulation"), out);
   // Library versions one by one, so the message names the library that changed.
-  json la = field(file_context, "library_versions"), lb = field(this_run, "library_versions");
-  if (!la.is_object() || !lb.is_object()) {
-    if (la != lb)
-      out.push_back("library_versions: file " + short_dump(la) + ", this run " + short_dump(lb));
-  } else {
-    std::set<std::string> names;
-    for (const auto& [k, v] : la.items()) names.insert(k);
-    for (const auto& [k, v] : lb.items()) names.insert(k);
-    for (const auto& k : names) {
-      const json a = la.contains(k) ? la[k] : json(), b = lb.contains(k) ? lb[k] : json();
-      if (a != b)
-        out.push_back("library_versions." + k + ": file " + short_dump(a) + ", this run " +
-                      short_dump(b));
-    }
-  }
+  object_differences("library_versions", field(file_context, "library_versions"),
+                     field(this_run, "library_versions"), out);
   return out;
 }
 

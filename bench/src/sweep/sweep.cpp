@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -20,6 +21,7 @@
 #include "sweep/results.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/signals.hpp"
+#include "sweep/simulation_env.hpp"
 #include "sweep/slurm_env.hpp"
 #include "sweep/step_record.hpp"
 #include "sweep/stats.hpp"
@@ -260,6 +262,8 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       if (const std::string bad = slurm_topology_mismatch(slurm, world.size(), topo); !bad.empty())
         throw Error(bad);
       if (slurm.present) ctx["slurm"] = slurm.to_json();
+      // A simulated run says so, and on what platform (simulation_env.hpp).
+      if (json sim = simulation_description(); !sim.is_null()) ctx["simulation"] = std::move(sim);
       if (job.shard_count > 1)
         ctx["shard"] = {{"index", job.shard_index}, {"count", job.shard_count},
                         {"points_in_config", points_in_config}};

@@ -63,6 +63,11 @@ class MpiCommunicator final : public Communicator {
   std::string describe() const override { return desc_.str(); }
   MemorySpace& memory() override { return host_memory(); }
   double now() const override { return MPI_Wtime(); }
+  std::unique_ptr<OpTimer> make_op_timer() override {
+    // Under SMPI only MPI_Wtime runs on the simulated clock; real MPI keeps the host clock.
+    if (auto t = detail::TimePolicy::op_timer()) return t;
+    return Communicator::make_op_timer();
+  }
 
   void barrier() override {
     WatchScope w("barrier", desc_, timeout_s_);
@@ -415,24 +420,14 @@ class MpiCommunicator final : public Communicator {
   std::vector<int> ints_[4];  // reused int copies of v-collective counts/displacements
 };
 
-// Waits for a non-blocking request without blocking forever; polls with a growing sleep so that
-// oversubscribed ranks still get the CPU.
+// Waits for a non-blocking request without blocking forever (detail::TimePolicy says how).
 bool wait_until_done(MPI_Request& req, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(std::min(seconds, 1e7)));
-  auto pause = std::chrono::microseconds(20);
-  while (true) {
-    int done = 0;
-    const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS)
-      detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc),
-                        detail::kErrorExitCode);
-    if (done != 0) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(2000));
-  }
+  int rc = MPI_SUCCESS;
+  const bool done = detail::TimePolicy::wait(req, seconds, rc);
+  if (rc != MPI_SUCCESS)
+    detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc),
+                      detail::kErrorExitCode);
+  return done;
 }
 
 // End of run(): every rank says whether its body failed, on a communicator the body never
@@ -445,7 +440,7 @@ std::pair<int, std::string> agree_on_failures(MPI_Comm ctl, bool failed, const s
   int flag = failed ? 1 : 0;
   std::vector<int> flags(static_cast<std::size_t>(size), 0);
   MPI_Request req = MPI_REQUEST_NULL;
-  int rc = MPI_Iallgather(&flag, 1, MPI_INT, flags.data(), 1, MPI_INT, ctl, &req);
+  int rc = detail::TimePolicy::start_allgather(&flag, flags.data(), ctl, &req);
   if (rc != MPI_SUCCESS)
     detail::abort_job("end-of-run check on mpi world failed: " + detail::error_string(rc) +
                           (failed ? "; this rank's error: " + what : std::string()),

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "shardcal/dtype.hpp"
+#include "time_policy.hpp"
 
 namespace shardcal::mpi::detail {
 
@@ -83,6 +84,7 @@ void start_watchdog();  // starts the watchdog thread once (not after it was sto
 class WatchScope {
  public:
   WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1) {
+    if constexpr (!TimePolicy::kWatchdog) return;
     WatchSlot& w = g_watch;
     if (!w.running.load(std::memory_order_relaxed)) start_watchdog();
     // Scopes do not nest (one blocking call at a time); if one did, it re-arms with its own
@@ -99,6 +101,7 @@ class WatchScope {
     w.seq.store(even + 1, std::memory_order_release);  // armed
   }
   ~WatchScope() {
+    if constexpr (!TimePolicy::kWatchdog) return;
     WatchSlot& w = g_watch;
     const std::uint64_t s = w.seq.load(std::memory_order_relaxed);
     if (s & 1) w.seq.store(s + 1, std::memory_order_release);  // disarmed

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The simulated-cluster tests (label `simulate`, docs/SIMULATION.md).
+
+Usage: simulate_test.py determinism|ground_truth|bad_input SHARDBENCH_SMPI SOURCE_DIR WORK_DIR
+
+On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2x2: groups of 2 only):
+  determinism   the same sweep twice gives identical timing samples, and the results' context
+                records the simulation and the simulated hosts (node-0, node-1, 4 ranks each)
+  ground_truth  the calibrated bandwidths of the one-way collectives of groups of 2 are within
+                +-5 % of what the platform implies (scripts/simulate/check_ground_truth.py), and a
+                simulated validate records the simulation in its summary
+  bad_input     make-platform, smpirun.sh and the check scripts reject bad input with exit 2
+                and one error line; a run failing inside smpirun leaves no temp files
+calibrate runs natively when SHARDCAL_NATIVE_SHARDBENCH names a shardbench, else the SMPI
+build runs it as one simulated rank (calibrate does no communication).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+MODE, SB, SRC, WORK = sys.argv[1:5]
+SIM = os.path.join(SRC, "scripts", "simulate")
+CONFIG = os.path.join(SRC, "configs", "simulate", "ground-truth-8.json")
+PLAT = os.path.join(WORK, "platform")
+
+
+def run(cmd, expect=0, cwd=None):
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=cwd)
+    if p.returncode != expect and not (expect is None and p.returncode != 0):
+        sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode} (expected {expect})\n"
+                 f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def make_platform():
+    run([os.path.join(SIM, "make-platform"), "--hosts", "2", "--ranks-per-host", "4",
+         "--intra-bw", "100", "--intra-lat", "0.5", "--inter-bw", "10", "--inter-lat", "2",
+         "--out", PLAT])
+
+
+def sweep(out):
+    if os.path.exists(out):
+        os.remove(out)
+    run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
+         "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "8", "--shardbench", SB, "--",
+         "sweep", "--backend", "mpi", "--config", CONFIG, "--out", out])
+    with open(out, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def determinism():
+    a, b = sweep(os.path.join(WORK, "a.jsonl")), sweep(os.path.join(WORK, "b.jsonl"))
+    ctx = a[0]
+    assert ctx["type"] == "context", ctx["type"]
+    sim = ctx.get("simulation")
+    assert sim and sim["np"] == 8 and "smpi/coll-selector:ompi" in sim["cfg"], sim
+    assert sim["platform_params"]["inter_bw_GBps"] == 10.0, sim
+    hosts = [(h["name"], len(h["ranks"])) for h in ctx["hosts"]]
+    assert hosts == [("node-0", 4), ("node-1", 4)], hosts
+    pa = {r["key"]: r["samples_s"] for r in a[1:] if "samples_s" in r}
+    pb = {r["key"]: r["samples_s"] for r in b[1:] if "samples_s" in r}
+    assert len(pa) == 36 and pa.keys() == pb.keys(), (len(pa), len(pb))
+    diff = [k for k in pa if pa[k] != pb[k]]
+    assert not diff, f"{len(diff)} point(s) differ between two runs, e.g. {diff[0]}: {pa[diff[0]]} vs {pb[diff[0]]}"
+    assert all(s > 0 for v in pa.values() for s in v)
+    print(f"determinism: {len(pa)} points, identical samples in two runs; hosts {hosts}")
+
+
+def ground_truth():
+    sweep(os.path.join(WORK, "gt.jsonl"))
+    prof = os.path.join(WORK, "profile.json")
+    native = os.environ.get("SHARDCAL_NATIVE_SHARDBENCH", "")
+    cal = ["calibrate", "--results", os.path.join(WORK, "gt.jsonl"), "--out", prof, "--name", "sim8"]
+    if native:
+        run([native] + cal)
+    else:
+        run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
+             "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "1", "--shardbench", SB, "--"] + cal)
+    p = run([sys.executable, os.path.join(SIM, "check_ground_truth.py"), "--profile", prof,
+             "--platform-json", os.path.join(PLAT, "platform.json"), "--tolerance", "0.05"])
+    print(p.stdout)
+    assert p.stdout.count(" pass") == 6, "expected 6 judged models (3 one-way x intra/inter)"
+    validate_says_simulated()
+
+
+def validate_says_simulated():
+    """validate's summary carries the same simulation block as a sweep's context."""
+    cfg, out = os.path.join(WORK, "validate.json"), os.path.join(WORK, "v.jsonl")
+    with open(cfg, "w", encoding="utf-8") as f:
+        json.dump({"name": "sim8-validate", "meshes": ["2x4"],
+                   "transitions": [{"mesh": "2x4", "from": "S(0),R", "to": "R,R"}],
+                   "sizes": [262144], "dtypes": ["f32"], "warmup": 1,
+                   "iterations": {"min": 2, "max": 2}, "time_budget_s": 0.001,
+                   "buffer_rotation": {"bytes": 0, "max_slots": 1}}, f)
+    run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
+         "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "8", "--shardbench", SB, "--",
+         "validate", "--backend", "mpi", "--profile",
+         os.path.join(SRC, "configs", "profiles", "dtensor-default.json"), "--config", cfg, "--out", out])
+    with open(out, encoding="utf-8") as f:
+        summary = [json.loads(line) for line in f if line.strip()][-1]
+    sim = summary.get("simulation")
+    assert summary["schema"] == "shardcal.validate.summary" and sim, summary
+    with open(os.path.join(WORK, "gt.jsonl"), encoding="utf-8") as f:
+        ctx = json.loads(f.readline())
+    assert sim == ctx["simulation"], (sim, ctx["simulation"])
+    print(f"validate: summary records the simulation (platform_sha256 {sim.get('platform_sha256')})")
+
+
+def bad_input():
+    mp = os.path.join(SIM, "make-platform")
+    bad_profile, not_validate = os.path.join(WORK, "bad-profile.json"), os.path.join(WORK, "nv.jsonl")
+    with open(bad_profile, "w", encoding="utf-8") as f:
+        json.dump({"schema": "shardcal.profile", "models": [{"collective": "broadcast"}]}, f)
+    with open(not_validate, "w", encoding="utf-8") as f:
+        f.write('{"type": "context"}\n{"type": "point", "key": "k"}\n')
+    cases = [
+        [mp, "--hosts", "0", "--ranks-per-host", "8", "--intra-bw", "1", "--intra-lat", "1",
+         "--inter-bw", "1", "--inter-lat", "1", "--out", os.path.join(WORK, "x")],
+        [mp, "--hosts", "2", "--ranks-per-host", "8", "--intra-bw", "-1", "--intra-lat", "1",
+         "--inter-bw", "1", "--inter-lat", "1", "--out", os.path.join(WORK, "x")],
+        [mp, "--hosts", "3", "--ranks-per-host", "8", "--intra-bw", "1", "--intra-lat", "1",
+         "--inter-bw", "1", "--inter-lat", "1", "--topology", "fat-tree", "--hosts-per-switch", "2",
+         "--out", os.path.join(WORK, "x")],
+        [os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
+         "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "9", "--shardbench", SB, "--", "info"],
+        [os.path.join(SIM, "smpirun.sh"), "--platform", "/nonexistent.xml", "--hostfile",
+         os.path.join(PLAT, "hostfile"), "--np", "2", "--", "info"],
+        [sys.executable, os.path.join(SIM, "check_ground_truth.py"), "--profile", bad_profile,
+         "--platform-json", os.path.join(PLAT, "platform.json")],
+        [sys.executable, os.path.join(SIM, "check_ground_truth.py"), "--profile"],
+        [sys.executable, os.path.join(SIM, "compare_validate.py"), not_validate, not_validate],
+        [sys.executable, os.path.join(SIM, "compare_validate.py"), not_validate],
+    ]
+    for c in cases:
+        p = run(c, expect=2)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        assert len(lines) == 1 and "error:" in lines[0], p.stderr
+    assert not os.path.exists(os.path.join(WORK, "x", "platform.xml"))
+    # a run that fails inside the simulation leaves no smpirun temp files and nothing on stdout
+    cwd = os.path.join(WORK, "cwd")
+    os.makedirs(cwd)
+    p = run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
+             "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "2", "--shardbench", SB, "--",
+             "sweep", "--backend", "mpi", "--config", "/nonexistent.json", "--out", "r.jsonl"],
+            expect=None, cwd=cwd)
+    assert os.listdir(cwd) == [], os.listdir(cwd)
+    assert "Execution failed" not in p.stdout and "smpitmp" not in p.stdout, p.stdout
+    print(f"bad input: {len(cases)} cases, exit 2 with one error line each")
+
+
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+make_platform()
+{"determinism": determinism, "ground_truth": ground_truth, "bad_input": bad_input}[MODE]()
