@@ -29,6 +29,7 @@ using nlohmann::json;
 // A segment that shows no growth with S gets this slope (B = 1e6 GB/s): "bandwidth unresolved",
 // still finite and positive as the profile requires.
 constexpr double kInvFloor = 1e-9;  // us per byte
+constexpr int kMinClassPoints = 3;  // fewer: a class's residual is not tested
 
 struct Obs {
   double s = 0;   // S_eff, bytes
@@ -543,26 +544,26 @@ ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, 
   d.contention = *contention;
   std::optional<FamilyFit> fit = *contention ? with : fit_best(obs, op, opt, false);
   if (!fit) fit = with;
-  // Per class: the winsorised mean relative residual under the pooled fit (residuals clipped at
-  // 3 robust scales, so a few 2-3x outliers do not decide) and its standard error.
+  // Per class: the median relative residual under the pooled fit and its standard error against
+  // the pooled robust scale (SE of a median = 1.2533 sigma / sqrt(m)). The median needs no
+  // clipping to resist a few 2-3x outliers, so a class 2-3x off shows its full offset; a class
+  // with fewer than kMinClassPoints points is not tested.
   std::vector<double> r(obs.size()), ar(obs.size());
   for (std::size_t i = 0; i < obs.size(); ++i) {
     r[i] = (obs[i].y - pw_eval(fit->p, obs[i], op)) / obs[i].y;
     ar[i] = std::abs(r[i]);
   }
-  const double clip = 3 * std::max(median(ar) / 0.6745, 1e-3);
+  const double sigma = std::max(median(ar) / 0.6745, 1e-3);
   for (const auto& [n, c] : classes) {
     std::vector<double> v;
     for (std::size_t i = 0; i < obs.size(); ++i)
-      if (obs[i].n == n && obs[i].c == c) v.push_back(std::clamp(r[i], -clip, clip));
-    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
-    double var = 0;
-    for (double x : v) var += (x - mean) * (x - mean);
-    const double se =
-        v.size() > 1 ? std::sqrt(var / double(v.size() - 1) / double(v.size())) : INFINITY;
-    const bool differs = std::abs(mean) > opt.class_bias_min && std::abs(mean) > 3 * se;
+      if (obs[i].n == n && obs[i].c == c) v.push_back(r[i]);
+    const double mid = median(v);
+    const bool tested = int(v.size()) >= kMinClassPoints;
+    const double se = tested ? 1.2533 * sigma / std::sqrt(double(v.size())) : INFINITY;
+    const bool differs = tested && std::abs(mid) > opt.class_bias_min && std::abs(mid) > 3 * se;
     d.pooled = d.pooled && !differs;
-    d.class_residuals.push_back({n, c, mean, se, differs});
+    d.class_residuals.push_back({n, c, mid, se, differs});
   }
   return d;
 }
@@ -872,13 +873,14 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
     for (const auto& r : d.class_residuals)
       res.push_back({{"group_size", r.group_size},
                      {"concurrent_groups", r.concurrent_groups},
-                     {"mean_rel_residual", r.mean},
+                     {"median_rel_residual", r.median},
                      {"se", std::isfinite(r.se) ? json(r.se) : json(nullptr)},
                      {"differs", r.differs}});
     cls.push_back({{"collective", collective_info(d.collective).name},
                    {"hosts", d.hosts},
-                   {"test", "per class (group size, concurrent groups): winsorised mean relative "
-                            "residual under the pooled fit; split when > " +
+                   {"test", "per class (group size, concurrent groups) with >= 3 points: median "
+                            "relative residual under the pooled fit, SE from the pooled robust "
+                            "scale; split when > " +
                                 fmt("%.0f%%", o.class_bias_min * 100) + " and > 3 SE"},
                    {"pooled", d.pooled},
                    {"contention", d.contention},
@@ -960,14 +962,15 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
     std::string res;
     for (const auto& r : d.class_residuals)
       res += (res.empty() ? "" : ", ") + std::string("n=") + std::to_string(r.group_size) +
-             "/c=" + std::to_string(r.concurrent_groups) + " " + fmt("%+.1f%%", r.mean * 100) +
-             " (se " + fmt("%.1f%%", r.se * 100) + ")" + (r.differs ? " differs" : "");
+             "/c=" + std::to_string(r.concurrent_groups) + " " + fmt("%+.1f%%", r.median * 100) +
+             (std::isfinite(r.se) ? " (se " + fmt("%.1f%%", r.se * 100) + ")" : " (untested)") +
+             (r.differs ? " differs" : "");
     out += "classes " + std::string(collective_info(d.collective).name) +
            " hosts=" + std::to_string(d.hosts) + ": " +
            (d.pooled ? "pooled" : "not pooled, one model per concurrency") +
            (d.pooled && d.contention ? " with contention" : "") + " (contention z " +
            fmt("%.1f", d.contention_z) + ", effect " + fmt("%.1f%%", d.contention_effect * 100) +
-           "; winsorised mean residual per class, split at > " +
+           "; median residual per class, split at > " +
            fmt("%.0f%%", cal.options.class_bias_min * 100) + " and > 3 SE: " +
            (d.detail.empty() ? res : d.detail) + ")\n";
   }

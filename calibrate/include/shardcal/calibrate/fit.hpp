@@ -28,13 +28,13 @@ struct FitOptions {
 };
 
 // Pooling of the link classes of one collective and hosts pattern (docs/CALIBRATION.md "Pooling
-// link classes"): per class (group size, concurrent groups) the winsorised mean relative residual
-// under the pooled fit and its standard error; any class beyond class_bias_min and 3 SE splits
-// the family by concurrency.
+// link classes"): per class (group size, concurrent groups) the median relative residual under
+// the pooled fit and its standard error (infinite: fewer than 3 points, not tested); a class
+// beyond class_bias_min and 3 SE is split off.
 struct ClassResidual {
   int group_size = 1;
   int concurrent_groups = 1;
-  double mean = 0;
+  double median = 0;
   double se = 0;
   bool differs = false;
 };
