@@ -483,6 +483,9 @@ std::variant<Model, UnfittedModel> fit_family(const std::vector<Obs>& obs, const
     d.hosts = {double(key.hosts), double(key.hosts)};
     d.concurrent_groups = {double(cs.front()), double(cs.back())};
     if (!ns.empty()) d.group_size = {double(ns.front()), double(ns.back())};
+    std::set<std::pair<int, int>> pairs;
+    for (const Obs& o : obs) pairs.insert({o.n, o.c});
+    d.classes.assign(pairs.begin(), pairs.end());
     m.domain = d;
   }
   m.quality.points = int(obs.size());

@@ -75,6 +75,9 @@ def random_profile(rng):
             lo = rng.choice([0, 64])
             m["domain"] = {"hosts": [hosts, rng.choice([hosts, None])], "concurrent_groups": [1, rng.choice([cg, None])],
                            "group_size": [1, rng.choice([None, 16])], "bytes": [lo, rng.choice([None, 1 << 22])]}
+            if rng.random() < 0.6:  # measured (n, c) pairs: queries between them or not
+                m["domain"]["classes"] = [[rng.choice([1, 2, 4, 8, 16]), rng.choice([1, 2, 4, 8])]
+                                          for _ in range(rng.randint(1, 4))]
         models.append(m)
     return {"schema": "shardcal.profile", "version": 1, "cluster": "rand", "created": "2026-11-23T16:00:00Z",
             "shardcal_version": "0.1.0", "backend": "mpi", "memory": "host", "models": models}
