@@ -571,6 +571,15 @@ ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, 
   return d;
 }
 
+// The class most at odds with the others under a pooling decision's fit: the largest
+// |median relative residual| (a class far off shows its full offset; see decide_pooling).
+std::pair<int, int> worst_class(const ClassPoolingDecision& d) {
+  const ClassResidual* w = &d.class_residuals.front();
+  for (const ClassResidual& r : d.class_residuals)
+    if (std::abs(r.median) > std::abs(w->median)) w = &r;
+  return {w->group_size, w->concurrent_groups};
+}
+
 const Model* find_model(const std::vector<Model>& models, Collective op, int hosts, int conc,
                         DType dt, bool* exact) {
   const Model* best = nullptr;
@@ -667,11 +676,55 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
     bool contention = false;
     if (cs.size() >= 2) {
       ClassPoolingDecision d = decide_pooling(all, hk.first, hk.second, opt, &contention);
-      cal.class_pooling.push_back(d);
       if (d.pooled) {
+        cal.class_pooling.push_back(d);
         fams.push_back({{hk.first, hk.second, cs.front()}, all, contention});
         continue;
       }
+      // Split off the worst class, one at a time, until the rest pools (or holds one
+      // concurrency); the split classes get one model per concurrency.
+      std::vector<Obs> rest = all, split;
+      bool rest_pooled = false, rest_contention = false;
+      ClassPoolingDecision cur = d;
+      while (distinct_cs(rest).size() >= 2) {
+        bool ct = false;
+        if (rest.size() < all.size()) {
+          cur = decide_pooling(rest, hk.first, hk.second, opt, &ct);
+          if (cur.pooled) {
+            rest_pooled = true;
+            rest_contention = ct;
+            break;
+          }
+        }
+        if (cur.class_residuals.empty()) break;
+        const auto k = worst_class(cur);
+        d.split_off.push_back(k);
+        std::vector<Obs> keep;
+        for (const Obs& o : rest) (std::pair{o.n, o.c} == k ? split : keep).push_back(o);
+        rest = std::move(keep);
+      }
+      const std::vector<int> rcs = distinct_cs(rest);
+      const std::vector<int> scs = distinct_cs(split);
+      const bool clash = !rcs.empty() && std::find(scs.begin(), scs.end(), rcs.front()) != scs.end();
+      for (ClassResidual& r : d.class_residuals)
+        r.differs = std::find(d.split_off.begin(), d.split_off.end(),
+                              std::pair{r.group_size, r.concurrent_groups}) != d.split_off.end();
+      if (!clash && !rest.empty()) {
+        d.contention = rest_pooled && rest_contention;
+        cal.class_pooling.push_back(d);
+        fams.push_back({{hk.first, hk.second, rcs.front()}, rest, d.contention});
+        for (int c : scs) {
+          Family f{{hk.first, hk.second, c}, {}, false};
+          for (const Obs& o : split)
+            if (o.c == c) f.obs.push_back(o);
+          fams.push_back(std::move(f));
+        }
+        continue;
+      }
+      // A split class shares the rest's concurrency (the model key): one model per concurrency.
+      d.split_off.clear();
+      d.contention = false;
+      cal.class_pooling.push_back(d);
     }
     for (int c : cs) {
       Family f{{hk.first, hk.second, c}, {}, false};
@@ -890,6 +943,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                    {"contention_z", d.contention_z},
                    {"contention_effect", d.contention_effect},
                    {"classes", res},
+                   {"split_off", d.split_off},
                    {"detail", d.detail}});
   }
   more["class_pooling"] = cls;
@@ -962,7 +1016,10 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
     out += "not fitted: " + key_name(u.collective, u.hosts, u.concurrent_groups, u.dtype) + ": " +
            u.reason + "\n";
   for (const auto& d : cal.class_pooling) {
-    std::string res;
+    std::string res, split;
+    for (const auto& [n, c] : d.split_off)
+      split += (split.empty() ? "" : ", ") + std::string("n=") + std::to_string(n) + "/c=" +
+               std::to_string(c);
     for (const auto& r : d.class_residuals)
       res += (res.empty() ? "" : ", ") + std::string("n=") + std::to_string(r.group_size) +
              "/c=" + std::to_string(r.concurrent_groups) + " " + fmt("%+.1f%%", r.median * 100) +
@@ -970,7 +1027,10 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
              (r.differs ? " differs" : "");
     out += "classes " + std::string(collective_info(d.collective).name) +
            " hosts=" + std::to_string(d.hosts) + ": " +
-           (d.pooled ? "pooled" : "not pooled, one model per concurrency") +
+           (d.pooled ? std::string("pooled")
+            : d.split_off.empty()
+                ? std::string("not pooled, one model per concurrency")
+                : "not pooled: split off " + split + " (one model per concurrency), the rest pooled") +
            (d.pooled && d.contention ? " with contention" : "") + " (contention z " +
            fmt("%.1f", d.contention_z) + ", effect " + fmt("%.1f%%", d.contention_effect * 100) +
            "; median residual per class, split at > " +

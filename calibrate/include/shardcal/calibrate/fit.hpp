@@ -47,6 +47,8 @@ struct ClassPoolingDecision {
   double contention_z = 0;        // largest segment contention / its SE
   double contention_effect = 0;   // largest slowdown of the bandwidth term at the largest concurrency
   std::vector<ClassResidual> class_residuals;
+  // Classes split off (one model per concurrency among them), worst first; the rest stay pooled.
+  std::vector<std::pair<int, int>> split_off;
   std::string detail;             // why no test was made ("" = tested)
 };
 
