@@ -1,6 +1,7 @@
 // Profiles that predict meshes they were not measured on: synthetic sweeps of the meshes 8, 2x4
 // and 4x2 on 8 ranks of one host (n = 8 runs alone, n = 4 two groups at once, n = 2 four at
-// once), 5% noise on every sample, 2-3x outliers, every third size left out. (a) one ground
+// once), 5% noise on every sample (a point is the median of 21: ~1.4% per point), 2-3x
+// outliers, every third size left out. (a) one ground
 // truth for every class (no contention): the classes must pool, every parameter come back, and
 // group sizes, sizes and concurrencies that were never measured be predicted; (b) bandwidth
 // shared between concurrent groups by a known rule: the rule must come back and unmeasured
