@@ -501,7 +501,8 @@ class Profile:
         ranks_per_host (DTensor's rule); its groups then span `size` hosts when the later dims
         fill a host, else size * later / ranks_per_host hosts (rounded up). For each dim the
         model for `collective` is chosen like predict() does, at `nbytes` (default: the last,
-        large-message segment). Returns mesh_dim_devices, mesh_dim_bandwidth (GB/s, 1e9 B/s),
+        large-message segment). Returns mesh_dim_devices, mesh_dim_bandwidth (GB/s, 1e9 B/s; with
+        contention B / (1 + gamma (c - 1)) for the dim's c concurrent groups),
         mesh_dim_latency (alpha_step, us per hop), mesh_dim_base_latency (alpha, us),
         mesh_dim_bandwidth_dtensor (GiB/s: what DTensor's formulas divide its GiB counts by) and
         the link class and extrapolation note used per dim.
@@ -531,11 +532,14 @@ class Profile:
             p = self.predict(collective, n, hosts, group_rph, nbytes=probe, dtype=dtype,
                              concurrent_groups=concurrent, _check_class=False)
             s = p.model.segments[p.segment]
+            # The bandwidth this dim's groups get: B shared between its concurrent groups.
+            bw = s.bandwidth_GBps if s.contention is None else s.bandwidth_GBps / (
+                1.0 + s.contention * float(concurrent - 1))
             out["mesh_dim_devices"].append(n)
-            out["mesh_dim_bandwidth"].append(s.bandwidth_GBps)
+            out["mesh_dim_bandwidth"].append(bw)
             out["mesh_dim_latency"].append(s.alpha_step_us)
             out["mesh_dim_base_latency"].append(s.alpha_us)
-            out["mesh_dim_bandwidth_dtensor"].append(s.bandwidth_GBps * 1e9 / 1024 ** 3)
+            out["mesh_dim_bandwidth_dtensor"].append(bw * 1e9 / 1024 ** 3)
             out["link_class"].append({"group_size": n, "hosts": hosts, "ranks_per_host": group_rph,
                                       "concurrent_groups": concurrent})
             out["extrapolated"].append(p.extrapolated)
