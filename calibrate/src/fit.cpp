@@ -84,7 +84,8 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
   if (contention) free_vars.push_back(3);
   double fixed[kCols] = {0, 0, kInvFloor, 0};
   Coef out;
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  // Each attempt pins one more coefficient at its bound, so kCols + 1 attempts cover all cases.
+  for (int attempt = 0; attempt <= kCols; ++attempt) {
     Eigen::MatrixXd A(Eigen::Index(o.size()), Eigen::Index(free_vars.size()));
     Eigen::VectorXd b(Eigen::Index(o.size()));
     for (std::size_t i = 0; i < o.size(); ++i) {
@@ -535,15 +536,20 @@ ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, 
     d.detail = "fit failed; pooled";
     return d;
   }
-  // Contention: kept when some segment's term is > 3 standard errors from 0 and slows the
-  // bandwidth term by more than the minimum effect at the largest measured concurrency.
+  // Contention: kept when, in one and the same segment, the term is > 3 standard errors from 0
+  // and slows the bandwidth term by more than the minimum effect at the largest measured
+  // concurrency (the z and effect printed are that segment's, else the largest of each).
   for (const Coef& k : with->p.coef) {
     const double z = std::isfinite(k.se_kap) && k.se_kap > 0 ? k.kap / k.se_kap : 0.0;
     const double effect = k.kap / k.inv * double(cs.back() - 1);
-    d.contention_z = std::max(d.contention_z, z);
-    d.contention_effect = std::max(d.contention_effect, effect);
+    const bool sig = z > 3 && effect > opt.class_bias_min;
+    if (sig && !*contention) d.contention_z = z, d.contention_effect = effect;
+    else if (!*contention) {
+      d.contention_z = std::max(d.contention_z, z);
+      d.contention_effect = std::max(d.contention_effect, effect);
+    }
+    *contention = *contention || sig;
   }
-  *contention = d.contention_z > 3 && d.contention_effect > opt.class_bias_min;
   d.contention = *contention;
   std::optional<FamilyFit> fit = *contention ? with : fit_best(obs, op, opt, false);
   if (!fit) fit = with;
