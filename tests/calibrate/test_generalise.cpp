@@ -130,7 +130,9 @@ const Model& pooled_model(const Fitted& f, bool contention, const std::string& t
 }
 
 const std::vector<Collective> kOps = {Collective::AllGather, Collective::ReduceScatter,
-                                      Collective::AllReduce, Collective::Broadcast};
+                                      Collective::AllReduce, Collective::Broadcast,
+                                      Collective::AllToAll, Collective::Scatter,
+                                      Collective::Gather};
 
 TEST(CalibrateGeneralise, PoolsClassesWithoutContention) {
   for (Collective op : kOps)
@@ -209,6 +211,26 @@ TEST(CalibrateGeneralise, RecoversContentionRule) {
         }
       const Prediction p8 = predict(f.prof, op, LinkClass{2, 1, 2, 8}, 1 << 20);
       EXPECT_TRUE(p8.extrapolated);
+    }
+}
+
+TEST(CalibrateGeneralise, LeftOutGroupSizeUnderContention) {
+  // gamma = 0.5, group size 4 never measured (n = 8 alone, n = 2 four at once): n = 4 at every
+  // concurrency 1..4 within 15% at every size, and flagged extrapolated.
+  constexpr double kGamma = 0.5;
+  for (Collective op : {Collective::AllGather, Collective::AllReduce})
+    for (unsigned seed : {1u, 2u}) {
+      SCOPED_TRACE(std::string(collective_info(op).name) + " seed " + std::to_string(seed));
+      const Fitted f = fit(sweep(seed, op, kWithout4, kGamma), "cont4.jsonl");
+      const std::string table = quality_report(f.rs, f.cal);
+      ASSERT_EQ(f.cal.models.size(), 1u) << table;
+      for (double s : all_sizes())
+        for (int c : {1, 2, 4}) {
+          const Prediction p = predict(f.prof, op, LinkClass{4, 1, 4, c}, s);
+          EXPECT_LE(rel(p.time_us, truth_us(op, s, 4, c, kGamma)), 0.15)
+              << "c=" << c << " S=" << s << "\n" << table;
+          EXPECT_TRUE(p.extrapolated) << p.note;
+        }
     }
 }
 
