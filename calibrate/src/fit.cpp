@@ -29,6 +29,7 @@ using nlohmann::json;
 // A segment that shows no growth with S gets this slope (B = 1e6 GB/s): "bandwidth unresolved",
 // still finite and positive as the profile requires.
 constexpr double kInvFloor = 1e-9;  // us per byte
+constexpr int kMinClassPoints = 3;  // fewer: a class's residual is not tested
 
 struct Obs {
   double s = 0;   // S_eff, bytes
@@ -83,7 +84,8 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
   if (contention) free_vars.push_back(3);
   double fixed[kCols] = {0, 0, kInvFloor, 0};
   Coef out;
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  // Each attempt pins one more coefficient at its bound, so kCols + 1 attempts cover all cases.
+  for (int attempt = 0; attempt <= kCols; ++attempt) {
     Eigen::MatrixXd A(Eigen::Index(o.size()), Eigen::Index(free_vars.size()));
     Eigen::VectorXd b(Eigen::Index(o.size()));
     for (std::size_t i = 0; i < o.size(); ++i) {
@@ -482,6 +484,9 @@ std::variant<Model, UnfittedModel> fit_family(const std::vector<Obs>& obs, const
     d.hosts = {double(key.hosts), double(key.hosts)};
     d.concurrent_groups = {double(cs.front()), double(cs.back())};
     if (!ns.empty()) d.group_size = {double(ns.front()), double(ns.back())};
+    std::set<std::pair<int, int>> pairs;
+    for (const Obs& o : obs) pairs.insert({o.n, o.c});
+    d.classes.assign(pairs.begin(), pairs.end());
     m.domain = d;
   }
   m.quality.points = int(obs.size());
@@ -531,40 +536,54 @@ ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, 
     d.detail = "fit failed; pooled";
     return d;
   }
-  // Contention: kept when some segment's term is > 3 standard errors from 0 and slows the
-  // bandwidth term by more than the minimum effect at the largest measured concurrency.
+  // Contention: kept when, in one and the same segment, the term is > 3 standard errors from 0
+  // and slows the bandwidth term by more than the minimum effect at the largest measured
+  // concurrency (the z and effect printed are that segment's, else the largest of each).
   for (const Coef& k : with->p.coef) {
     const double z = std::isfinite(k.se_kap) && k.se_kap > 0 ? k.kap / k.se_kap : 0.0;
     const double effect = k.kap / k.inv * double(cs.back() - 1);
-    d.contention_z = std::max(d.contention_z, z);
-    d.contention_effect = std::max(d.contention_effect, effect);
+    const bool sig = z > 3 && effect > opt.class_bias_min;
+    if (sig && !*contention) d.contention_z = z, d.contention_effect = effect;
+    else if (!*contention) {
+      d.contention_z = std::max(d.contention_z, z);
+      d.contention_effect = std::max(d.contention_effect, effect);
+    }
+    *contention = *contention || sig;
   }
-  *contention = d.contention_z > 3 && d.contention_effect > opt.class_bias_min;
   d.contention = *contention;
   std::optional<FamilyFit> fit = *contention ? with : fit_best(obs, op, opt, false);
   if (!fit) fit = with;
-  // Per class: the winsorised mean relative residual under the pooled fit (residuals clipped at
-  // 3 robust scales, so a few 2-3x outliers do not decide) and its standard error.
+  // Per class: the median relative residual under the pooled fit and its standard error against
+  // the pooled robust scale (SE of a median = 1.2533 sigma / sqrt(m)). The median needs no
+  // clipping to resist a few 2-3x outliers, so a class 2-3x off shows its full offset; a class
+  // with fewer than kMinClassPoints points is not tested.
   std::vector<double> r(obs.size()), ar(obs.size());
   for (std::size_t i = 0; i < obs.size(); ++i) {
     r[i] = (obs[i].y - pw_eval(fit->p, obs[i], op)) / obs[i].y;
     ar[i] = std::abs(r[i]);
   }
-  const double clip = 3 * std::max(median(ar) / 0.6745, 1e-3);
+  const double sigma = std::max(median(ar) / 0.6745, 1e-3);
   for (const auto& [n, c] : classes) {
     std::vector<double> v;
     for (std::size_t i = 0; i < obs.size(); ++i)
-      if (obs[i].n == n && obs[i].c == c) v.push_back(std::clamp(r[i], -clip, clip));
-    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
-    double var = 0;
-    for (double x : v) var += (x - mean) * (x - mean);
-    const double se =
-        v.size() > 1 ? std::sqrt(var / double(v.size() - 1) / double(v.size())) : INFINITY;
-    const bool differs = std::abs(mean) > opt.class_bias_min && std::abs(mean) > 3 * se;
+      if (obs[i].n == n && obs[i].c == c) v.push_back(r[i]);
+    const double mid = median(v);
+    const bool tested = int(v.size()) >= kMinClassPoints;
+    const double se = tested ? 1.2533 * sigma / std::sqrt(double(v.size())) : INFINITY;
+    const bool differs = tested && std::abs(mid) > opt.class_bias_min && std::abs(mid) > 3 * se;
     d.pooled = d.pooled && !differs;
-    d.class_residuals.push_back({n, c, mean, se, differs});
+    d.class_residuals.push_back({n, c, mid, se, differs});
   }
   return d;
+}
+
+// The class most at odds with the others under a pooling decision's fit: the largest
+// |median relative residual| (a class far off shows its full offset; see decide_pooling).
+std::pair<int, int> worst_class(const ClassPoolingDecision& d) {
+  const ClassResidual* w = &d.class_residuals.front();
+  for (const ClassResidual& r : d.class_residuals)
+    if (std::abs(r.median) > std::abs(w->median)) w = &r;
+  return {w->group_size, w->concurrent_groups};
 }
 
 const Model* find_model(const std::vector<Model>& models, Collective op, int hosts, int conc,
@@ -663,11 +682,55 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
     bool contention = false;
     if (cs.size() >= 2) {
       ClassPoolingDecision d = decide_pooling(all, hk.first, hk.second, opt, &contention);
-      cal.class_pooling.push_back(d);
       if (d.pooled) {
+        cal.class_pooling.push_back(d);
         fams.push_back({{hk.first, hk.second, cs.front()}, all, contention});
         continue;
       }
+      // Split off the worst class, one at a time, until the rest pools (or holds one
+      // concurrency); the split classes get one model per concurrency.
+      std::vector<Obs> rest = all, split;
+      bool rest_pooled = false, rest_contention = false;
+      ClassPoolingDecision cur = d;
+      while (distinct_cs(rest).size() >= 2) {
+        bool ct = false;
+        if (rest.size() < all.size()) {
+          cur = decide_pooling(rest, hk.first, hk.second, opt, &ct);
+          if (cur.pooled) {
+            rest_pooled = true;
+            rest_contention = ct;
+            break;
+          }
+        }
+        if (cur.class_residuals.empty()) break;
+        const auto k = worst_class(cur);
+        d.split_off.push_back(k);
+        std::vector<Obs> keep;
+        for (const Obs& o : rest) (std::pair{o.n, o.c} == k ? split : keep).push_back(o);
+        rest = std::move(keep);
+      }
+      const std::vector<int> rcs = distinct_cs(rest);
+      const std::vector<int> scs = distinct_cs(split);
+      const bool clash = !rcs.empty() && std::find(scs.begin(), scs.end(), rcs.front()) != scs.end();
+      for (ClassResidual& r : d.class_residuals)
+        r.differs = std::find(d.split_off.begin(), d.split_off.end(),
+                              std::pair{r.group_size, r.concurrent_groups}) != d.split_off.end();
+      if (!clash && !rest.empty()) {
+        d.contention = rest_pooled && rest_contention;
+        cal.class_pooling.push_back(d);
+        fams.push_back({{hk.first, hk.second, rcs.front()}, rest, d.contention});
+        for (int c : scs) {
+          Family f{{hk.first, hk.second, c}, {}, false};
+          for (const Obs& o : split)
+            if (o.c == c) f.obs.push_back(o);
+          fams.push_back(std::move(f));
+        }
+        continue;
+      }
+      // A split class shares the rest's concurrency (the model key): one model per concurrency.
+      d.split_off.clear();
+      d.contention = false;
+      cal.class_pooling.push_back(d);
     }
     for (int c : cs) {
       Family f{{hk.first, hk.second, c}, {}, false};
@@ -872,19 +935,21 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
     for (const auto& r : d.class_residuals)
       res.push_back({{"group_size", r.group_size},
                      {"concurrent_groups", r.concurrent_groups},
-                     {"mean_rel_residual", r.mean},
+                     {"median_rel_residual", r.median},
                      {"se", std::isfinite(r.se) ? json(r.se) : json(nullptr)},
                      {"differs", r.differs}});
     cls.push_back({{"collective", collective_info(d.collective).name},
                    {"hosts", d.hosts},
-                   {"test", "per class (group size, concurrent groups): winsorised mean relative "
-                            "residual under the pooled fit; split when > " +
+                   {"test", "per class (group size, concurrent groups) with >= 3 points: median "
+                            "relative residual under the pooled fit, SE from the pooled robust "
+                            "scale; split when > " +
                                 fmt("%.0f%%", o.class_bias_min * 100) + " and > 3 SE"},
                    {"pooled", d.pooled},
                    {"contention", d.contention},
                    {"contention_z", d.contention_z},
                    {"contention_effect", d.contention_effect},
                    {"classes", res},
+                   {"split_off", d.split_off},
                    {"detail", d.detail}});
   }
   more["class_pooling"] = cls;
@@ -957,17 +1022,24 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
     out += "not fitted: " + key_name(u.collective, u.hosts, u.concurrent_groups, u.dtype) + ": " +
            u.reason + "\n";
   for (const auto& d : cal.class_pooling) {
-    std::string res;
+    std::string res, split;
+    for (const auto& [n, c] : d.split_off)
+      split += (split.empty() ? "" : ", ") + std::string("n=") + std::to_string(n) + "/c=" +
+               std::to_string(c);
     for (const auto& r : d.class_residuals)
       res += (res.empty() ? "" : ", ") + std::string("n=") + std::to_string(r.group_size) +
-             "/c=" + std::to_string(r.concurrent_groups) + " " + fmt("%+.1f%%", r.mean * 100) +
-             " (se " + fmt("%.1f%%", r.se * 100) + ")" + (r.differs ? " differs" : "");
+             "/c=" + std::to_string(r.concurrent_groups) + " " + fmt("%+.1f%%", r.median * 100) +
+             (std::isfinite(r.se) ? " (se " + fmt("%.1f%%", r.se * 100) + ")" : " (untested)") +
+             (r.differs ? " differs" : "");
     out += "classes " + std::string(collective_info(d.collective).name) +
            " hosts=" + std::to_string(d.hosts) + ": " +
-           (d.pooled ? "pooled" : "not pooled, one model per concurrency") +
+           (d.pooled ? std::string("pooled")
+            : d.split_off.empty()
+                ? std::string("not pooled, one model per concurrency")
+                : "not pooled: split off " + split + " (one model per concurrency), the rest pooled") +
            (d.pooled && d.contention ? " with contention" : "") + " (contention z " +
            fmt("%.1f", d.contention_z) + ", effect " + fmt("%.1f%%", d.contention_effect * 100) +
-           "; winsorised mean residual per class, split at > " +
+           "; median residual per class, split at > " +
            fmt("%.0f%%", cal.options.class_bias_min * 100) + " and > 3 SE: " +
            (d.detail.empty() ? res : d.detail) + ")\n";
   }

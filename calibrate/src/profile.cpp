@@ -125,12 +125,24 @@ struct Reader {
 
   Domain domain(const json& v, const std::string& ptr) const {
     object(v, ptr);
-    only_keys(v, ptr, {"hosts", "concurrent_groups", "group_size", "bytes"});
+    only_keys(v, ptr, {"hosts", "concurrent_groups", "group_size", "bytes", "classes"});
     Domain d;
     d.hosts = range(member(v, ptr, "hosts"), ptr + "/hosts", 1, true);
     d.concurrent_groups = range(member(v, ptr, "concurrent_groups"), ptr + "/concurrent_groups", 1, true);
     d.group_size = range(member(v, ptr, "group_size"), ptr + "/group_size", 1, true);
     d.bytes = range(member(v, ptr, "bytes"), ptr + "/bytes", 0, false);
+    if (auto it = v.find("classes"); it != v.end()) {
+      const std::string cp = ptr + "/classes";
+      if (!it->is_array()) fail(cp, "expected an array of [group size, concurrent groups]", "fix the value");
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        const json& e = (*it)[i];
+        const std::string ep = cp + "/" + std::to_string(i);
+        if (!e.is_array() || e.size() != 2)
+          fail(ep, "expected [group size, concurrent groups]", "fix the value");
+        d.classes.push_back({int(integer(e[0], ep + "/0", 1, kMaxInt)),
+                             int(integer(e[1], ep + "/1", 1, kMaxInt))});
+      }
+    }
     return d;
   }
 
@@ -333,6 +345,15 @@ std::optional<EffectiveSize> parse_effective_size(std::string_view name) {
   return std::nullopt;
 }
 
+bool between_measured_classes(const std::vector<std::pair<int, int>>& classes, int n, int c) {
+  bool c_lo = false, c_hi = false, n_lo = false, n_hi = false;
+  for (const auto& [mn, mc] : classes) {
+    if (mn == n) c_lo = c_lo || mc <= c, c_hi = c_hi || mc >= c;
+    if (mc == c) n_lo = n_lo || mn <= n, n_hi = n_hi || mn >= n;
+  }
+  return (c_lo && c_hi) || (n_lo && n_hi);
+}
+
 Domain effective_domain(const Model& m) {
   if (m.domain) return *m.domain;
   Domain d;
@@ -452,6 +473,11 @@ std::string profile_to_json(const Profile& p) {
       d["concurrent_groups"] = range_json(m.domain->concurrent_groups, true);
       d["group_size"] = range_json(m.domain->group_size, true);
       d["bytes"] = range_json(m.domain->bytes, false);
+      if (!m.domain->classes.empty()) {
+        ojson cls = ojson::array();
+        for (const auto& [n, c] : m.domain->classes) cls.push_back(ojson::array({n, c}));
+        d["classes"] = std::move(cls);
+      }
       jm["domain"] = std::move(d);
     }
     if (!m.json_extra.empty()) {
@@ -640,6 +666,12 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
     add("nearest measured class: hosts=" + std::to_string(best->hosts) +
         " concurrent_groups=" + std::to_string(best->concurrent_groups));
   if (dn != 1.0) add("group size " + std::to_string(lc.group_size) + " outside the measured range");
+  else if (dc == 1.0 && !d.classes.empty() &&
+           !between_measured_classes(d.classes, lc.group_size, lc.concurrent_groups))
+    add("group size " + std::to_string(lc.group_size) + " with " +
+        std::to_string(lc.concurrent_groups) +
+        " concurrent groups neither measured nor between measured pairs at the same group size "
+        "or concurrency");
   if (ds == 2) add("dtype model " + (best->dtype ? std::string(dtype_name(*best->dtype)) : std::string("pooled")) +
                    " used for " + (dtype ? std::string(dtype_name(*dtype)) : std::string("an unspecified dtype")));
   if (!d.bytes.contains(s_eff)) add("size " + fmt(s_eff) + " B outside the measured range");

@@ -75,6 +75,9 @@ def random_profile(rng):
             lo = rng.choice([0, 64])
             m["domain"] = {"hosts": [hosts, rng.choice([hosts, None])], "concurrent_groups": [1, rng.choice([cg, None])],
                            "group_size": [1, rng.choice([None, 16])], "bytes": [lo, rng.choice([None, 1 << 22])]}
+            if rng.random() < 0.6:  # measured (n, c) pairs: queries between them or not
+                m["domain"]["classes"] = [[rng.choice([1, 2, 4, 8, 16]), rng.choice([1, 2, 4, 8])]
+                                          for _ in range(rng.randint(1, 4))]
         models.append(m)
     return {"schema": "shardcal.profile", "version": 1, "cluster": "rand", "created": "2026-11-23T16:00:00Z",
             "shardcal_version": "0.1.0", "backend": "mpi", "memory": "host", "models": models}
@@ -344,6 +347,36 @@ def dtensor(repo):
                 assert not p.extrapolated
                 checked += 1
     print(f"dtensor: {checked} costs equal DTensor's (worst relative difference {worst:.3g})")
+    dtensor_contention(sp)
+
+
+def dtensor_contention(sp):
+    """mesh_topo's bandwidth under contention: B / (1 + gamma (c - 1)) for the dim's concurrency,
+    the bandwidth that reproduces predict's slope in size."""
+    doc = {"schema": "shardcal.profile", "version": 1, "cluster": "cont", "created": "2026-11-23T16:00:00Z",
+           "shardcal_version": "0.1.0", "backend": "mpi", "memory": "host",
+           "models": [{"collective": "all_gather", "hosts": 1, "concurrent_groups": 1, "dtype": None,
+                       "group_sizes": [2, 8], "effective_size": "total",
+                       "segments": [{"s_lo": 0, "s_hi": None, "alpha_us": 5.0, "alpha_step_us": 1.0,
+                                     "bandwidth_GBps": 10.0, "contention": 0.5}],
+                       "quality": {"points": 10, "mape": 0.01, "max_rel_error": 0.02, "holdout_mape": None,
+                                   "leave_group_out_mape": None},
+                       "domain": {"hosts": [1, 1], "concurrent_groups": [1, 8], "group_size": [2, 8],
+                                  "bytes": [0, None]}}]}
+    prof = sp.loads(json.dumps(doc), "contention")
+    for shape in ([8], [2, 4], [4, 2], [2, 2, 2]):
+        topo = prof.mesh_topo(shape, 8)
+        for d, n in enumerate(shape):
+            lc = topo["link_class"][d]
+            c = lc["concurrent_groups"]
+            want = 10.0 / (1 + 0.5 * (c - 1))
+            assert math.isclose(topo["mesh_dim_bandwidth"][d], want, rel_tol=1e-12), (shape, d, topo)
+            t1, t2 = (prof.predict("all_gather", n, 1, n, nbytes=s, concurrent_groups=c).time_us
+                      for s in (1 << 20, 1 << 24))
+            slope = (t2 - t1) / ((1 << 24) - (1 << 20))  # us per byte = f(n) / (bw * 1e3)
+            f = (n - 1) / n
+            assert math.isclose(slope, f / (topo["mesh_dim_bandwidth"][d] * 1e3), rel_tol=1e-9), (shape, d, slope)
+    print("dtensor: mesh_topo bandwidth includes contention")
 
 
 def schema(repo):

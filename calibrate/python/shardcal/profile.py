@@ -235,14 +235,36 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
         _fail(origin, f"{ptr}/extra", "expected an object", "fix the value")
     if "domain" in m:
         d = m["domain"]
-        if not isinstance(d, dict) or set(d) != {"hosts", "concurrent_groups", "group_size", "bytes"}:
-            _fail(origin, f"{ptr}/domain", "expected hosts, concurrent_groups, group_size, bytes", "fix the value")
-        domain = {k: _range(origin, d[k], f"{ptr}/domain/{k}", integral=(k != "bytes")) for k in d}
+        if not isinstance(d, dict) or set(d) - {"classes"} != {"hosts", "concurrent_groups", "group_size", "bytes"}:
+            _fail(origin, f"{ptr}/domain", "expected hosts, concurrent_groups, group_size, bytes (and optional classes)",
+                  "fix the value")
+        domain = {k: _range(origin, d[k], f"{ptr}/domain/{k}", integral=(k != "bytes")) for k in d if k != "classes"}
+        classes = []
+        if "classes" in d:
+            if not isinstance(d["classes"], list):
+                _fail(origin, f"{ptr}/domain/classes", "expected an array of [group size, concurrent groups]",
+                      "fix the value")
+            for i, e in enumerate(d["classes"]):
+                if (not isinstance(e, list) or len(e) != 2
+                        or any(not isinstance(x, int) or isinstance(x, bool) or not 1 <= x <= 1 << 24 for x in e)):
+                    _fail(origin, f"{ptr}/domain/classes/{i}", "expected [group size, concurrent groups], integers >= 1",
+                          "fix the value")
+                classes.append((e[0], e[1]))
+        domain["classes"] = classes
     else:
         domain = {"hosts": (float(hosts), float(hosts)), "concurrent_groups": (float(cg), float(cg)),
-                  "group_size": (float(gs[0]), float(gs[-1])) if gs else (1.0, None), "bytes": (0.0, None)}
+                  "group_size": (float(gs[0]), float(gs[-1])) if gs else (1.0, None), "bytes": (0.0, None),
+                  "classes": []}
     return Model(m["collective"], hosts, cg, dtype, list(gs), m["effective_size"], out, m["quality"], domain,
                  index, m)
+
+
+def _between_measured_classes(classes, n: int, c: int) -> bool:
+    """(n, c) measured or between measured pairs at the same n or the same c (as C++)."""
+    at_n = [mc for mn, mc in classes if mn == n]
+    at_c = [mn for mn, mc in classes if mc == c]
+    return ((any(x <= c for x in at_n) and any(x >= c for x in at_n))
+            or (any(x <= n for x in at_c) and any(x >= n for x in at_c)))
 
 
 def _factor_distance(x: int, r) -> float:
@@ -459,6 +481,10 @@ class Profile:
             notes.append(f"nearest measured class: hosts={m.hosts} concurrent_groups={m.concurrent_groups}")
         if dn != 1.0:
             notes.append(f"group size {group_size} outside the measured range")
+        elif dc == 1.0 and m.domain["classes"] and not _between_measured_classes(
+                m.domain["classes"], group_size, concurrent_groups):
+            notes.append(f"group size {group_size} with {concurrent_groups} concurrent groups neither measured nor "
+                         "between measured pairs at the same group size or concurrency")
         if ds == 2:
             notes.append(f"dtype model {m.dtype or 'pooled'} used for {dtype or 'an unspecified dtype'}")
         if not _contains(m.domain["bytes"], s_eff):
@@ -475,7 +501,8 @@ class Profile:
         ranks_per_host (DTensor's rule); its groups then span `size` hosts when the later dims
         fill a host, else size * later / ranks_per_host hosts (rounded up). For each dim the
         model for `collective` is chosen like predict() does, at `nbytes` (default: the last,
-        large-message segment). Returns mesh_dim_devices, mesh_dim_bandwidth (GB/s, 1e9 B/s),
+        large-message segment). Returns mesh_dim_devices, mesh_dim_bandwidth (GB/s, 1e9 B/s; with
+        contention B / (1 + gamma (c - 1)) for the dim's c concurrent groups),
         mesh_dim_latency (alpha_step, us per hop), mesh_dim_base_latency (alpha, us),
         mesh_dim_bandwidth_dtensor (GiB/s: what DTensor's formulas divide its GiB counts by) and
         the link class and extrapolation note used per dim.
@@ -505,11 +532,14 @@ class Profile:
             p = self.predict(collective, n, hosts, group_rph, nbytes=probe, dtype=dtype,
                              concurrent_groups=concurrent, _check_class=False)
             s = p.model.segments[p.segment]
+            # The bandwidth this dim's groups get: B shared between its concurrent groups.
+            bw = s.bandwidth_GBps if s.contention is None else s.bandwidth_GBps / (
+                1.0 + s.contention * float(concurrent - 1))
             out["mesh_dim_devices"].append(n)
-            out["mesh_dim_bandwidth"].append(s.bandwidth_GBps)
+            out["mesh_dim_bandwidth"].append(bw)
             out["mesh_dim_latency"].append(s.alpha_step_us)
             out["mesh_dim_base_latency"].append(s.alpha_us)
-            out["mesh_dim_bandwidth_dtensor"].append(s.bandwidth_GBps * 1e9 / 1024 ** 3)
+            out["mesh_dim_bandwidth_dtensor"].append(bw * 1e9 / 1024 ** 3)
             out["link_class"].append({"group_size": n, "hosts": hosts, "ranks_per_host": group_rph,
                                       "concurrent_groups": concurrent})
             out["extrapolated"].append(p.extrapolated)

@@ -28,13 +28,13 @@ struct FitOptions {
 };
 
 // Pooling of the link classes of one collective and hosts pattern (docs/CALIBRATION.md "Pooling
-// link classes"): per class (group size, concurrent groups) the winsorised mean relative residual
-// under the pooled fit and its standard error; any class beyond class_bias_min and 3 SE splits
-// the family by concurrency.
+// link classes"): per class (group size, concurrent groups) the median relative residual under
+// the pooled fit and its standard error (infinite: fewer than 3 points, not tested); a class
+// beyond class_bias_min and 3 SE is split off.
 struct ClassResidual {
   int group_size = 1;
   int concurrent_groups = 1;
-  double mean = 0;
+  double median = 0;
   double se = 0;
   bool differs = false;
 };
@@ -47,6 +47,8 @@ struct ClassPoolingDecision {
   double contention_z = 0;        // largest segment contention / its SE
   double contention_effect = 0;   // largest slowdown of the bandwidth term at the largest concurrency
   std::vector<ClassResidual> class_residuals;
+  // Classes split off (one model per concurrency among them), worst first; the rest stay pooled.
+  std::vector<std::pair<int, int>> split_off;
   std::string detail;             // why no test was made ("" = tested)
 };
 

@@ -72,7 +72,15 @@ struct Domain {
   Range concurrent_groups{1, 1};
   Range group_size{1, std::nullopt};
   Range bytes{0, std::nullopt};  // S_eff
+  // The measured (group size, concurrent groups) pairs of a model pooled over them; empty = not
+  // recorded. A pair neither measured nor between measured pairs at the same group size or the
+  // same concurrency is extrapolation (on one world size n and c move together, so contention
+  // and n-dependence are confounded away from the measured pairs).
+  std::vector<std::pair<int, int>> classes;
 };
+
+// True when (n, c) is measured or lies between measured pairs at the same n or the same c.
+bool between_measured_classes(const std::vector<std::pair<int, int>>& classes, int n, int c);
 
 struct FitQuality {
   int points = 0;
