@@ -240,6 +240,15 @@ TEST(StepCost, LinkClassMatchesRankWalk) {
     }
 }
 
+TEST(LegalSteps, PartialOpsMustNameEveryOpOrNone) {
+  const DeviceMesh m = DeviceMesh::parse("2x2");
+  const TensorSpec s(m, parse_placements("S(0),R"), TensorMeta{{8, 8}, DType::F32});
+  EXPECT_THROW(legal_steps(s, std::vector<bool>{true}), Error);
+  EXPECT_THROW(legal_steps(s, std::vector<bool>(std::size(kAllReduceOps) + 1, true)), Error);
+  EXPECT_EQ(legal_steps(s, std::vector<bool>(std::size(kAllReduceOps), true)).size(),
+            legal_steps(s).size());
+}
+
 // ---- dtensor-default equals PyTorch DTensor's redistribute_cost for single steps
 // ----------------- Reference: torch/distributed/tensor/_collective_utils.py
 // (MeshTopoInfo.build_from_mesh, allgather_cost, allreduce_cost, reduce_scatter_cost,
