@@ -78,6 +78,14 @@ std::vector<Piece> split_extent(std::int64_t extent, int parts,
 
 namespace {
 
+// Ranks per combination of the coordinates of mesh dims before `mesh_dim` (row-major): stepping
+// by it visits each outer coordinate tuple once, the inner coordinates all 0.
+int inner_ranks(const DeviceMesh& mesh, int mesh_dim) {
+  int n = 1;
+  for (int j = mesh_dim; j < mesh.ndim(); ++j) n *= mesh.extent(j);
+  return n;
+}
+
 // Piece k of split_extent(extent, parts, explicit_sizes), without building the others.
 Piece split_piece(std::int64_t extent, int parts, const std::vector<std::int64_t>& explicit_sizes,
                   int k) {
@@ -145,7 +153,9 @@ void TensorSpec::validate() const {
     if (!p.is_shard() || p.sizes.empty()) continue;
     std::int64_t sum = 0;
     for (std::int64_t s : p.sizes) sum += s;
-    for (int r = 0; r < mesh_.size(); ++r) {
+    // The parent extent depends on the outer coordinates only: one rank per outer tuple.
+    const int inner = inner_ranks(mesh_, i);
+    for (int r = 0; r < mesh_.size(); r += inner) {
       const Piece parent = parent_extent(r, i, p.dim);
       if (parent.size == sum) continue;
       const bool nested = parent.size != meta_.shape[std::size_t(p.dim)];
@@ -207,7 +217,9 @@ bool TensorSpec::same_layout_on(int mesh_dim, const Placement& other) const {
   if (p.is_partial()) return p.op == other.op;
   if (p.dim != other.dim) return false;
   if (p.sizes == other.sizes) return true;
-  for (int r = 0; r < mesh_.size(); ++r) {
+  // The parent extent depends on the outer coordinates only: one rank per outer tuple.
+  const int inner = inner_ranks(mesh_, mesh_dim);
+  for (int r = 0; r < mesh_.size(); r += inner) {
     const Piece parent = parent_extent(r, mesh_dim, p.dim);
     const int m = mesh_.extent(mesh_dim);
     if (!other.sizes.empty() && int(other.sizes.size()) != m) return false;
