@@ -78,6 +78,10 @@ BENCHMARK_CAPTURE(BM_CostPlanFreshCostFn, s0s1r_to_rs0s1_2x2x2, "2x2x2", "S(0),S
 BENCHMARK_CAPTURE(BM_CostPlanFreshCostFn, s0s1r_to_rs0s1_8x16x8, "8x16x8", "S(0),S(1),R",
                   "R,S(0),S(1)")
     ->Unit(benchmark::kMicrosecond);
+// Explicit sizes: specs check them per outer coordinate tuple, not per rank.
+BENCHMARK_CAPTURE(BM_CostPlanFreshCostFn, explicit_s0s1r_to_rs0s1_8x16x8, "8x16x8",
+                  "S(0)[2048,1024,1024,1024,1024,1024,1024,0],S(1),R", "R,S(0),S(1)")
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_CostPlanCached(benchmark::State& state, const char* mesh, const char* from,
                        const char* to) {
