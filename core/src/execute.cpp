@@ -14,12 +14,16 @@ namespace shardcal {
 
 namespace {
 
-// Elements two boxes share.
+// Length of the overlap of two boxes' intervals in tensor dim x.
+std::int64_t overlap_1d(const Box& a, const Box& b, std::size_t x) {
+  return std::max<std::int64_t>(0, std::min(a.offset[x] + a.shape[x], b.offset[x] + b.shape[x]) -
+                                       std::max(a.offset[x], b.offset[x]));
+}
+
+// Elements two boxes share (intersect(a, b).numel() without building the box).
 std::int64_t overlap_numel(const Box& a, const Box& b) {
   std::int64_t n = 1;
-  for (std::size_t x = 0; x < a.shape.size() && n > 0; ++x)
-    n *= std::max<std::int64_t>(0, std::min(a.offset[x] + a.shape[x], b.offset[x] + b.shape[x]) -
-                                       std::max(a.offset[x], b.offset[x]));
+  for (std::size_t x = 0; x < a.shape.size() && n > 0; ++x) n *= overlap_1d(a, b, x);
   return n;
 }
 
@@ -50,9 +54,7 @@ bool all_to_all_uniform(const std::vector<Box>& from, const std::vector<Box>& to
   auto factor = [&](const Box& a, const Box& b, bool sender_dims) {
     std::int64_t n = 1;
     for (std::size_t x = 0; x < nd; ++x)
-      if (bool(to_fixed[x]) == sender_dims)
-        n *= std::max<std::int64_t>(0, std::min(a.offset[x] + a.shape[x], b.offset[x] + b.shape[x]) -
-                                           std::max(a.offset[x], b.offset[x]));
+      if (bool(to_fixed[x]) == sender_dims) n *= overlap_1d(a, b, x);
     return n;
   };
   std::vector<std::int64_t> u(m), v(m);

@@ -56,6 +56,12 @@ Box intersect(const Box& a, const Box& b) {
   return r;
 }
 
+Piece chunk_piece(std::int64_t extent, int parts, int k) {
+  const std::int64_t chunk = (extent + parts - 1) / parts;
+  const std::int64_t start = std::min(extent, chunk * std::int64_t(k));
+  return {start, std::min(chunk, extent - start)};
+}
+
 std::vector<Piece> split_extent(std::int64_t extent, int parts,
                                 const std::vector<std::int64_t>& explicit_sizes) {
   std::vector<Piece> out(std::size_t(parts), Piece{0, 0});
@@ -67,12 +73,7 @@ std::vector<Piece> split_extent(std::int64_t extent, int parts,
     }
     return out;
   }
-  // torch.chunk: ceil-sized chunks; trailing ones may be short or empty.
-  const std::int64_t chunk = (extent + parts - 1) / parts;
-  for (int k = 0; k < parts; ++k) {
-    const std::int64_t start = std::min(extent, chunk * k);
-    out[std::size_t(k)] = {start, std::min(chunk, extent - start)};
-  }
+  for (int k = 0; k < parts; ++k) out[std::size_t(k)] = chunk_piece(extent, parts, k);
   return out;
 }
 
@@ -94,9 +95,7 @@ Piece split_piece(std::int64_t extent, int parts, const std::vector<std::int64_t
     for (int j = 0; j < k; ++j) start += explicit_sizes[std::size_t(j)];
     return {start, explicit_sizes[std::size_t(k)]};
   }
-  const std::int64_t chunk = (extent + parts - 1) / parts;
-  const std::int64_t start = std::min(extent, chunk * k);
-  return {start, std::min(chunk, extent - start)};
+  return chunk_piece(extent, parts, k);
 }
 
 }  // namespace

@@ -94,40 +94,25 @@ void add_bin(std::vector<Bin>& h, const Bin& b) {
   h.push_back(b);
 }
 
-// Replaces `h` by its split over mesh dim j (extent m, stride = group-color stride of j).
-void split_bins(std::vector<Bin>& h, std::vector<Bin>& tmp, const Placement& p, int m,
-                std::int64_t stride, bool ones_dim) {
-  tmp.clear();
-  for (const Bin& b : h) {
-    if (p.sizes.empty()) {
-      const std::int64_t chunk = (b.value + m - 1) / m;
-      for (int k = 0; k < m; ++k) {
-        const std::int64_t start = std::min(b.value, chunk * k);
-        const std::int64_t size = std::min(chunk, b.value - start);
-        add_bin(tmp, Bin{size, b.ones && (!ones_dim || size == 1), b.count, b.color + k * stride});
-      }
-    } else {
-      for (int k = 0; k < m; ++k) {
-        const std::int64_t size = p.sizes[std::size_t(k)];
-        add_bin(tmp, Bin{size, b.ones && (!ones_dim || size == 1), b.count, b.color + k * stride});
-      }
-    }
-  }
-  h.swap(tmp);
-}
-
 // Piece sizes of `parent` split m ways by placement p (torch.chunk or explicit sizes).
 void piece_sizes(std::int64_t parent, int m, const Placement& p, std::vector<std::int64_t>& out) {
   out.resize(std::size_t(m));
-  if (!p.sizes.empty()) {
-    for (int k = 0; k < m; ++k) out[std::size_t(k)] = p.sizes[std::size_t(k)];
-    return;
+  for (int k = 0; k < m; ++k)
+    out[std::size_t(k)] = p.sizes.empty() ? chunk_piece(parent, m, k).size : p.sizes[std::size_t(k)];
+}
+
+// Replaces `h` by its split over mesh dim j (extent m, stride = group-color stride of j).
+void split_bins(std::vector<Bin>& h, std::vector<Bin>& tmp, std::vector<std::int64_t>& sizes,
+                const Placement& p, int m, std::int64_t stride, bool ones_dim) {
+  tmp.clear();
+  for (const Bin& b : h) {
+    piece_sizes(b.value, m, p, sizes);
+    for (int k = 0; k < m; ++k) {
+      const std::int64_t size = sizes[std::size_t(k)];
+      add_bin(tmp, Bin{size, b.ones && (!ones_dim || size == 1), b.count, b.color + k * stride});
+    }
   }
-  const std::int64_t chunk = (parent + m - 1) / m;
-  for (int k = 0; k < m; ++k) {
-    const std::int64_t start = std::min(parent, chunk * k);
-    out[std::size_t(k)] = std::min(chunk, parent - start);
-  }
+  h.swap(tmp);
 }
 
 // The send matrix of one all_to_all group, entry by entry: rank x sends rank y cell(x, y)
@@ -155,7 +140,7 @@ struct A2AMatrix {
 
 struct Scratch {
   std::vector<Bin> untouched, dim_hist, tmp, pa, pb, combined;
-  std::vector<std::int64_t> c, first, before_a, after_b, rows, cols, diag;
+  std::vector<std::int64_t> c, first, before_a, after_b, rows, cols, diag, sizes;
   A2AMatrix a2a, first_a2a;
 };
 
@@ -217,7 +202,7 @@ StepTraffic describe_legal_step(const Step& step) {
     bool split = false;
     for (int j = 0; j < nd; ++j) {
       if (j == i || !step.before.placement(j).is_shard(d)) continue;
-      split_bins(s.dim_hist, s.tmp, step.before.placement(j), mesh.extent(j), st[j], false);
+      split_bins(s.dim_hist, s.tmp, s.sizes, step.before.placement(j), mesh.extent(j), st[j], false);
       split = true;
     }
     const bool ones_dim = d < cdim;
@@ -239,7 +224,7 @@ StepTraffic describe_legal_step(const Step& step) {
     if (d < 0) return;
     for (int j = 0; j < i; ++j)
       if (step.before.placement(j).is_shard(d))
-        split_bins(h, s.tmp, step.before.placement(j), mesh.extent(j), st[j], false);
+        split_bins(h, s.tmp, s.sizes, step.before.placement(j), mesh.extent(j), st[j], false);
   };
   parent_hist(a, s.pa);
   parent_hist(a == b ? -1 : b, s.pb);
