@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 
 #include "shardcal/error.hpp"
 
@@ -41,14 +40,23 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
     throw Error("mesh dim " + std::to_string(mesh_dim) + " does not exist on mesh " +
                 mesh.to_string());
   const int n_hosts = (mesh.size() + ranks_per_host - 1) / ranks_per_host;
-  int groups = 0, max_hosts = 1;
-  for (int r = 0; r < mesh.size(); ++r) {
-    if (mesh.group_position(r, {mesh_dim}) != 0) continue;
-    ++groups;
-    std::set<int> on_host;
-    for (int q : mesh.group(r, {mesh_dim})) on_host.insert(q / ranks_per_host);
-    max_hosts = std::max(max_hosts, int(on_host.size()));
-  }
+  // Row-major ranks: a group is base + k * stride (k < extent) for every base whose coordinate
+  // on mesh_dim is 0. Its ranks ascend, so its hosts (rank / ranks_per_host) are counted by
+  // their changes, with no per-group set or rank list.
+  const int m = mesh.extent(mesh_dim);
+  int stride = 1;
+  for (int j = mesh_dim + 1; j < mesh.ndim(); ++j) stride *= mesh.extent(j);
+  const int groups = mesh.size() / m;
+  int max_hosts = 1;
+  for (int hi = 0; hi < mesh.size(); hi += m * stride)
+    for (int lo = 0; lo < stride; ++lo) {
+      int hosts = 1, host = (hi + lo) / ranks_per_host;
+      for (int k = 1; k < m; ++k) {
+        const int h = (hi + lo + k * stride) / ranks_per_host;
+        hosts += h != host, host = h;
+      }
+      max_hosts = std::max(max_hosts, hosts);
+    }
   // The results reader's rule for groups at once per host (calibrate/src/results.cpp).
   const double c = double(groups) * double(max_hosts) / double(std::max(1, n_hosts));
   const LinkClass lc =

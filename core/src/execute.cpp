@@ -14,6 +14,58 @@ namespace shardcal {
 
 namespace {
 
+// Length of the overlap of two boxes' intervals in tensor dim x.
+std::int64_t overlap_1d(const Box& a, const Box& b, std::size_t x) {
+  return std::max<std::int64_t>(0, std::min(a.offset[x] + a.shape[x], b.offset[x] + b.shape[x]) -
+                                       std::max(a.offset[x], b.offset[x]));
+}
+
+// Elements two boxes share (intersect(a, b).numel() without building the box).
+std::int64_t overlap_numel(const Box& a, const Box& b) {
+  std::int64_t n = 1;
+  for (std::size_t x = 0; x < a.shape.size() && n > 0; ++x) n *= overlap_1d(a, b, x);
+  return n;
+}
+
+// Whether every entry of the all_to_all matrix overlap_numel(from[s], to[d]) is the same.
+// When, in every tensor dim, either all `from` intervals or all `to` intervals coincide (an
+// S(a) -> S(b) step), the matrix is an outer product U(s) * V(d), decided in O(m); otherwise
+// (S(d) -> S(d)) every entry is compared: O(m^2) per member.
+bool all_to_all_uniform(const std::vector<Box>& from, const std::vector<Box>& to) {
+  const std::size_t m = from.size();
+  if (m == 0) return true;
+  const std::size_t nd = from[0].shape.size();
+  std::vector<char> from_fixed(nd, 1), to_fixed(nd, 1);
+  for (std::size_t x = 0; x < nd; ++x)
+    for (std::size_t k = 1; k < m; ++k) {
+      from_fixed[x] &= char(from[k].offset[x] == from[0].offset[x] && from[k].shape[x] == from[0].shape[x]);
+      to_fixed[x] &= char(to[k].offset[x] == to[0].offset[x] && to[k].shape[x] == to[0].shape[x]);
+    }
+  bool separable = true;
+  for (std::size_t x = 0; x < nd; ++x) separable = separable && (from_fixed[x] || to_fixed[x]);
+  if (!separable) {
+    const std::int64_t c0 = overlap_numel(from[0], to[0]);
+    for (std::size_t s = 0; s < m; ++s)
+      for (std::size_t d = 0; d < m; ++d)
+        if (overlap_numel(from[s], to[d]) != c0) return false;
+    return true;
+  }
+  // Dims where `to` is fixed vary with the sender only (U), the rest with the receiver (V).
+  auto factor = [&](const Box& a, const Box& b, bool sender_dims) {
+    std::int64_t n = 1;
+    for (std::size_t x = 0; x < nd; ++x)
+      if (bool(to_fixed[x]) == sender_dims) n *= overlap_1d(a, b, x);
+    return n;
+  };
+  std::vector<std::int64_t> u(m), v(m);
+  for (std::size_t k = 0; k < m; ++k) u[k] = factor(from[k], to[0], true), v[k] = factor(from[0], to[k], false);
+  const bool u_zero = std::all_of(u.begin(), u.end(), [](std::int64_t x) { return x == 0; });
+  const bool v_zero = std::all_of(v.begin(), v.end(), [](std::int64_t x) { return x == 0; });
+  const bool u_same = std::adjacent_find(u.begin(), u.end(), std::not_equal_to<>()) == u.end();
+  const bool v_same = std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
+  return u_zero || v_zero || (u_same && v_same);
+}
+
 Shape relative(const Shape& global_offset, const Box& frame) {
   Shape r(global_offset.size());
   for (std::size_t d = 0; d < r.size(); ++d) r[d] = global_offset[d] - frame.offset[d];
@@ -192,21 +244,9 @@ StepExec prepare(const Step& st, const DeviceMesh& mesh, int rank, MemorySpace& 
       e.rd = displs_of(e.rc);
       // Plain all_to_all needs one count for every pair of the group: check the whole matrix,
       // which every member computes identically (pure layout arithmetic).
-      // Boxes once per member and overlap sizes without building boxes: O(m^2), not O(m^3).
-      e.uniform = true;
-      const std::size_t c0 = e.sc.empty() ? 0 : e.sc[0];
       std::vector<Box> from_boxes, to_boxes;
       for (int r : group) from_boxes.push_back(st.before.local_box(r)), to_boxes.push_back(st.after.local_box(r));
-      for (std::size_t s = 0; s < m && e.uniform; ++s)
-        for (std::size_t d = 0; d < m && e.uniform; ++d) {
-          const Box& a = from_boxes[s];
-          const Box& b = to_boxes[d];
-          std::int64_t n = 1;
-          for (std::size_t x = 0; x < a.shape.size() && n > 0; ++x)
-            n *= std::max<std::int64_t>(0, std::min(a.offset[x] + a.shape[x], b.offset[x] + b.shape[x]) -
-                                               std::max(a.offset[x], b.offset[x]));
-          if (std::size_t(n) != c0) e.uniform = false;
-        }
+      e.uniform = all_to_all_uniform(from_boxes, to_boxes);
       e.send = Buffer(mem, total_of(e.sc) * es);
       e.recv = Buffer(mem, total_of(e.rc) * es);
       for (std::size_t h = 0; h < m; ++h) {

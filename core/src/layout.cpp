@@ -56,6 +56,12 @@ Box intersect(const Box& a, const Box& b) {
   return r;
 }
 
+Piece chunk_piece(std::int64_t extent, int parts, int k) {
+  const std::int64_t chunk = (extent + parts - 1) / parts;
+  const std::int64_t start = std::min(extent, chunk * std::int64_t(k));
+  return {start, std::min(chunk, extent - start)};
+}
+
 std::vector<Piece> split_extent(std::int64_t extent, int parts,
                                 const std::vector<std::int64_t>& explicit_sizes) {
   std::vector<Piece> out(std::size_t(parts), Piece{0, 0});
@@ -67,16 +73,19 @@ std::vector<Piece> split_extent(std::int64_t extent, int parts,
     }
     return out;
   }
-  // torch.chunk: ceil-sized chunks; trailing ones may be short or empty.
-  const std::int64_t chunk = (extent + parts - 1) / parts;
-  for (int k = 0; k < parts; ++k) {
-    const std::int64_t start = std::min(extent, chunk * k);
-    out[std::size_t(k)] = {start, std::min(chunk, extent - start)};
-  }
+  for (int k = 0; k < parts; ++k) out[std::size_t(k)] = chunk_piece(extent, parts, k);
   return out;
 }
 
 namespace {
+
+// Ranks per combination of the coordinates of mesh dims before `mesh_dim` (row-major): stepping
+// by it visits each outer coordinate tuple once, the inner coordinates all 0.
+int inner_ranks(const DeviceMesh& mesh, int mesh_dim) {
+  int n = 1;
+  for (int j = mesh_dim; j < mesh.ndim(); ++j) n *= mesh.extent(j);
+  return n;
+}
 
 // Piece k of split_extent(extent, parts, explicit_sizes), without building the others.
 Piece split_piece(std::int64_t extent, int parts, const std::vector<std::int64_t>& explicit_sizes,
@@ -86,9 +95,7 @@ Piece split_piece(std::int64_t extent, int parts, const std::vector<std::int64_t
     for (int j = 0; j < k; ++j) start += explicit_sizes[std::size_t(j)];
     return {start, explicit_sizes[std::size_t(k)]};
   }
-  const std::int64_t chunk = (extent + parts - 1) / parts;
-  const std::int64_t start = std::min(extent, chunk * k);
-  return {start, std::min(chunk, extent - start)};
+  return chunk_piece(extent, parts, k);
 }
 
 }  // namespace
@@ -145,7 +152,9 @@ void TensorSpec::validate() const {
     if (!p.is_shard() || p.sizes.empty()) continue;
     std::int64_t sum = 0;
     for (std::int64_t s : p.sizes) sum += s;
-    for (int r = 0; r < mesh_.size(); ++r) {
+    // The parent extent depends on the outer coordinates only: one rank per outer tuple.
+    const int inner = inner_ranks(mesh_, i);
+    for (int r = 0; r < mesh_.size(); r += inner) {
       const Piece parent = parent_extent(r, i, p.dim);
       if (parent.size == sum) continue;
       const bool nested = parent.size != meta_.shape[std::size_t(p.dim)];
@@ -207,7 +216,9 @@ bool TensorSpec::same_layout_on(int mesh_dim, const Placement& other) const {
   if (p.is_partial()) return p.op == other.op;
   if (p.dim != other.dim) return false;
   if (p.sizes == other.sizes) return true;
-  for (int r = 0; r < mesh_.size(); ++r) {
+  // The parent extent depends on the outer coordinates only: one rank per outer tuple.
+  const int inner = inner_ranks(mesh_, mesh_dim);
+  for (int r = 0; r < mesh_.size(); r += inner) {
     const Piece parent = parent_extent(r, mesh_dim, p.dim);
     const int m = mesh_.extent(mesh_dim);
     if (!other.sizes.empty() && int(other.sizes.size()) != m) return false;

@@ -188,6 +188,10 @@ std::string step_problem(const Step& step) {
 std::vector<Step> legal_steps(const TensorSpec& spec) { return legal_steps(spec, {}); }
 
 std::vector<Step> legal_steps(const TensorSpec& spec, const std::vector<bool>& partial_ops) {
+  if (!partial_ops.empty() && partial_ops.size() != std::size(kAllReduceOps))
+    throw Error("legal_steps: partial_ops has " + std::to_string(partial_ops.size()) +
+                " entries; pass none (every op) or one per reduce op (" +
+                std::to_string(std::size(kAllReduceOps)) + ")");
   std::vector<Step> out;
   const std::vector<Placement> c = canonical_placements(spec);
   // Targets are built on the canonical spec: explicit sizes on a size-1 mesh dim would otherwise

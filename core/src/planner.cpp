@@ -60,12 +60,11 @@ bool is_integer(DType t) { return t == DType::I32 || t == DType::I64 || t == DTy
 std::vector<Step> candidate_steps(const TensorSpec& spec, const TensorSpec& to,
                                   const std::vector<bool>& ops_used) {
   std::vector<Step> out = legal_steps(spec, ops_used);
-  // Partial ops other than sum and those of the endpoints never help: drop them (a P(max)
-  // intermediate costs what P(sum) costs and is only reduced away again).
+  // legal_steps already drops partial ops other than those in ops_used (sum and the endpoints'
+  // ops: a P(max) intermediate costs what P(sum) costs and is only reduced away again).
   out.erase(std::remove_if(out.begin(), out.end(),
                            [&](const Step& st) {
                              const Placement& p = st.after.placement(st.mesh_dim);
-                             if (p.is_partial() && !ops_used[std::size_t(p.op)]) return true;
                              // Integer max/min fills (the type's extreme values) overflow when
                              // a sum/avg over another mesh dim is reduced while they are there.
                              return st.kind == StepKind::LocalEmbedPartial &&

@@ -94,45 +94,54 @@ void add_bin(std::vector<Bin>& h, const Bin& b) {
   h.push_back(b);
 }
 
+// Piece sizes of `parent` split m ways by placement p (torch.chunk or explicit sizes).
+void piece_sizes(std::int64_t parent, int m, const Placement& p, std::vector<std::int64_t>& out) {
+  out.resize(std::size_t(m));
+  for (int k = 0; k < m; ++k)
+    out[std::size_t(k)] = p.sizes.empty() ? chunk_piece(parent, m, k).size : p.sizes[std::size_t(k)];
+}
+
 // Replaces `h` by its split over mesh dim j (extent m, stride = group-color stride of j).
-void split_bins(std::vector<Bin>& h, std::vector<Bin>& tmp, const Placement& p, int m,
-                std::int64_t stride, bool ones_dim) {
+void split_bins(std::vector<Bin>& h, std::vector<Bin>& tmp, std::vector<std::int64_t>& sizes,
+                const Placement& p, int m, std::int64_t stride, bool ones_dim) {
   tmp.clear();
   for (const Bin& b : h) {
-    if (p.sizes.empty()) {
-      const std::int64_t chunk = (b.value + m - 1) / m;
-      for (int k = 0; k < m; ++k) {
-        const std::int64_t start = std::min(b.value, chunk * k);
-        const std::int64_t size = std::min(chunk, b.value - start);
-        add_bin(tmp, Bin{size, b.ones && (!ones_dim || size == 1), b.count, b.color + k * stride});
-      }
-    } else {
-      for (int k = 0; k < m; ++k) {
-        const std::int64_t size = p.sizes[std::size_t(k)];
-        add_bin(tmp, Bin{size, b.ones && (!ones_dim || size == 1), b.count, b.color + k * stride});
-      }
+    piece_sizes(b.value, m, p, sizes);
+    for (int k = 0; k < m; ++k) {
+      const std::int64_t size = sizes[std::size_t(k)];
+      add_bin(tmp, Bin{size, b.ones && (!ones_dim || size == 1), b.count, b.color + k * stride});
     }
   }
   h.swap(tmp);
 }
 
-// Piece sizes of `parent` split m ways by placement p (torch.chunk or explicit sizes).
-void piece_sizes(std::int64_t parent, int m, const Placement& p, std::vector<std::int64_t>& out) {
-  out.resize(std::size_t(m));
-  if (!p.sizes.empty()) {
-    for (int k = 0; k < m; ++k) out[std::size_t(k)] = p.sizes[std::size_t(k)];
-    return;
+// The send matrix of one all_to_all group, entry by entry: rank x sends rank y cell(x, y)
+// elements. F is the group's untouched product; `before`/`after` are its pieces of the joined /
+// split dims. S(d) -> S(d): pieces overlap as intervals; S(a) -> S(b): outer product.
+struct A2AMatrix {
+  std::int64_t F = 0;
+  bool same_dim = false;
+  std::vector<std::int64_t> before, after, start_before, start_after;
+
+  void set(std::int64_t f, bool same, const std::vector<std::int64_t>& b,
+           const std::vector<std::int64_t>& a) {
+    F = f, same_dim = same, before = b, after = a;
+    start_before.assign(1, 0), start_after.assign(1, 0);
+    for (std::int64_t v : before) start_before.push_back(start_before.back() + v);
+    for (std::int64_t v : after) start_after.push_back(start_after.back() + v);
   }
-  const std::int64_t chunk = (parent + m - 1) / m;
-  for (int k = 0; k < m; ++k) {
-    const std::int64_t start = std::min(parent, chunk * k);
-    out[std::size_t(k)] = std::min(chunk, parent - start);
+  std::int64_t cell(std::size_t x, std::size_t y) const {
+    if (!same_dim) return F * before[x] * after[y];
+    const std::int64_t lo = std::max(start_before[x], start_after[y]);
+    const std::int64_t hi = std::min(start_before[x + 1], start_after[y + 1]);
+    return F * std::max<std::int64_t>(0, hi - lo);
   }
-}
+};
 
 struct Scratch {
   std::vector<Bin> untouched, dim_hist, tmp, pa, pb, combined;
-  std::vector<std::int64_t> c, first, before_a, after_b, rows, cols;
+  std::vector<std::int64_t> c, first, before_a, after_b, rows, cols, diag, sizes;
+  A2AMatrix a2a, first_a2a;
 };
 
 }  // namespace
@@ -193,7 +202,7 @@ StepTraffic describe_legal_step(const Step& step) {
     bool split = false;
     for (int j = 0; j < nd; ++j) {
       if (j == i || !step.before.placement(j).is_shard(d)) continue;
-      split_bins(s.dim_hist, s.tmp, step.before.placement(j), mesh.extent(j), st[j], false);
+      split_bins(s.dim_hist, s.tmp, s.sizes, step.before.placement(j), mesh.extent(j), st[j], false);
       split = true;
     }
     const bool ones_dim = d < cdim;
@@ -215,7 +224,7 @@ StepTraffic describe_legal_step(const Step& step) {
     if (d < 0) return;
     for (int j = 0; j < i; ++j)
       if (step.before.placement(j).is_shard(d))
-        split_bins(h, s.tmp, step.before.placement(j), mesh.extent(j), st[j], false);
+        split_bins(h, s.tmp, s.sizes, step.before.placement(j), mesh.extent(j), st[j], false);
   };
   parent_hist(a, s.pa);
   parent_hist(a == b ? -1 : b, s.pb);
@@ -262,45 +271,50 @@ StepTraffic describe_legal_step(const Step& step) {
             break;
           case StepKind::AllReduce: c.assign(m, F); break;
           case StepKind::AllToAll: {
+            // The m x m send matrix is never stored (m = 1024 would keep megabytes per rank
+            // thread): every entry is a function of (F, before pieces, after pieces).
             piece_sizes(pa, int(m), pi_before, s.before_a);
             // s.after_b holds the after pieces (computed above).
-            c.resize(m * m);
-            if (a == b) {
-              std::int64_t sa = 0;
-              for (std::size_t x = 0; x < m; ++x) {
-                std::int64_t sb = 0;
-                for (std::size_t y = 0; y < m; ++y) {
-                  const std::int64_t lo = std::max(sa, sb);
-                  const std::int64_t hi = std::min(sa + s.before_a[x], sb + s.after_b[y]);
-                  c[x * m + y] = F * std::max<std::int64_t>(0, hi - lo);
-                  sb += s.after_b[y];
-                }
-                sa += s.before_a[x];
-              }
-            } else {
-              for (std::size_t x = 0; x < m; ++x)
-                for (std::size_t y = 0; y < m; ++y)
-                  c[x * m + y] = F * s.before_a[x] * s.after_b[y];
-            }
-            s.rows.assign(m, 0);
-            s.cols.assign(m, 0);
+            s.a2a.set(F, a == b, s.before_a, s.after_b);
+            s.rows.assign(m, 0), s.cols.assign(m, 0), s.diag.resize(m);
             for (std::size_t x = 0; x < m; ++x)
-              for (std::size_t y = 0; y < m; ++y) s.rows[x] += c[x * m + y], s.cols[y] += c[x * m + y];
+              for (std::size_t y = 0; y < m; ++y) {
+                const std::int64_t v = s.a2a.cell(x, y);
+                s.rows[x] += v, s.cols[y] += v;
+              }
+            for (std::size_t x = 0; x < m; ++x) s.diag[x] = s.a2a.cell(x, x);
             for (std::size_t x = 0; x < m; ++x)
               t.max_copy_bytes = std::max(t.max_copy_bytes, (s.rows[x] + s.cols[x]) * es);
             break;
           }
           default: break;
         }
-        if (first) s.first.assign(c.begin(), c.end()), first = false;
-        else if (t.groups_identical && c != s.first) t.groups_identical = false;
-        // The executor's per-group choice: plain call iff this group's counts are all equal
-        // (for all_to_all the whole m x m matrix, as execute.cpp checks it).
-        const bool even = std::adjacent_find(c.begin(), c.end(), std::not_equal_to<>()) == c.end();
+        const bool a2a = step.kind == StepKind::AllToAll;
+        bool even = false;
+        std::int64_t sum = 0;
+        if (a2a) {
+          // Plain call iff the whole m x m matrix is equal (as execute.cpp checks it).
+          const std::int64_t c00 = s.a2a.cell(0, 0);
+          even = true;
+          for (std::size_t x = 0; x < m && even; ++x)
+            for (std::size_t y = 0; y < m && even; ++y) even = s.a2a.cell(x, y) == c00;
+          for (std::size_t x = 0; x < m; ++x) sum += s.rows[x];
+          if (first) {
+            s.first_a2a = s.a2a, first = false;
+          } else if (t.groups_identical) {
+            for (std::size_t x = 0; x < m && t.groups_identical; ++x)
+              for (std::size_t y = 0; y < m && t.groups_identical; ++y)
+                t.groups_identical = s.a2a.cell(x, y) == s.first_a2a.cell(x, y);
+          }
+        } else {
+          if (first) s.first.assign(c.begin(), c.end()), first = false;
+          else if (t.groups_identical && c != s.first) t.groups_identical = false;
+          // The executor's per-group choice: plain call iff this group's counts are all equal.
+          even = std::adjacent_find(c.begin(), c.end(), std::not_equal_to<>()) == c.end();
+          for (std::int64_t x : c) sum += x;
+        }
         if (even) t.plain_groups += int(count);
         else t.uniform = false;
-        std::int64_t sum = 0;
-        for (std::int64_t x : c) sum += x;
         std::int64_t bytes = 0;
         switch (step.kind) {
           case StepKind::AllGather:
@@ -314,7 +328,14 @@ StepTraffic describe_legal_step(const Step& step) {
         if (bytes > best || (bytes == best && color < t.heaviest_group)) {
           best = bytes;
           t.bytes = bytes;
-          t.counts.assign(c.begin(), c.end());
+          if (a2a) {
+            t.counts.resize(m * m);
+            for (std::size_t x = 0; x < m; ++x)
+              for (std::size_t y = 0; y < m; ++y)
+                t.counts[x * m + y] = s.a2a.cell(x, y);
+          } else {
+            t.counts.assign(c.begin(), c.end());
+          }
           t.heaviest_group = int(color);
           t.heaviest_uniform = even;
         }
@@ -325,7 +346,7 @@ StepTraffic describe_legal_step(const Step& step) {
             case StepKind::ReduceScatter: send = sum - c[p], recv = c[p] * (mm - 1); break;
             case StepKind::AllReduce: send = recv = c[p] * (mm - 1); break;
             case StepKind::AllToAll:
-              send = s.rows[p] - c[p * m + p], recv = s.cols[p] - c[p * m + p];
+              send = s.rows[p] - s.diag[p], recv = s.cols[p] - s.diag[p];
               break;
             default: break;
           }

@@ -1,6 +1,7 @@
 // describe_step computes a step's traffic per distinct group shape (core/src/step_traffic.cpp);
 // this checks every field against the per-rank computation it replaced (kept here as the
-// reference: one group per rank of group position 0, every rank's block from local_box) over
+// reference: one group per rank of group position 0, every rank's block from local_box, itself
+// checked against an independent split) over
 // random specs on 1-4-D meshes of up to 96 ranks (and legal_steps against building and checking
 // every candidate with step_problem): uneven and empty shards, explicit sizes,
 // nested sharding, every legal step plus steps onto explicit-size targets.
@@ -17,6 +18,32 @@
 using namespace shardcal;
 
 namespace {
+
+// A rank's block, computed without the library's split code (which the reference below relies
+// on through local_box): torch.chunk's sizes listed the way torch.chunk builds them (ceil-sized
+// chunks until the extent runs out, then empty ones), or the explicit sizes, laid end to end.
+Box independent_box(const TensorSpec& spec, int rank) {
+  const DeviceMesh& mesh = spec.mesh();
+  const std::vector<int> coord = mesh.coord(rank);
+  Box b{Shape(spec.meta().shape.size(), 0), spec.meta().shape};
+  for (int j = 0; j < mesh.ndim(); ++j) {
+    const Placement& p = spec.placement(j);
+    if (!p.is_shard()) continue;
+    const std::size_t d = std::size_t(p.dim);
+    const int m = mesh.extent(j);
+    std::vector<std::int64_t> sizes = p.sizes;
+    if (sizes.empty()) {
+      const std::int64_t chunk = b.shape[d] / m + (b.shape[d] % m != 0);
+      for (std::int64_t left = b.shape[d]; int(sizes.size()) < m; left -= sizes.back())
+        sizes.push_back(std::min(chunk, left));
+    }
+    std::int64_t start = 0;
+    for (int k = 0; k < coord[std::size_t(j)]; ++k) start += sizes[std::size_t(k)];
+    b.offset[d] += start;
+    b.shape[d] = sizes[std::size_t(coord[std::size_t(j)])];
+  }
+  return b;
+}
 
 // The per-rank describe_step (before it walked distinct group shapes), field for field.
 StepTraffic describe_step_per_rank(const Step& step) {
@@ -197,6 +224,8 @@ TEST(DescribeStepAtScale, EqualsThePerRankComputation) {
       tshape.push_back(std::uniform_int_distribution<std::int64_t>(0, 13)(rng));
     const TensorMeta meta{tshape, dtypes[std::uniform_int_distribution<int>(0, 3)(rng)]};
     const TensorSpec from = random_spec(rng, mesh, meta);
+    for (int r = 0; r < mesh.size(); ++r)
+      ASSERT_EQ(from.local_box(r), independent_box(from, r)) << from.serialize() << " rank " << r;
     std::vector<Step> cands = legal_steps(from);
     {
       const std::vector<Step> want = legal_steps_by_step_problem(from);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 #include <limits>
 
 #include "shardcal/calibrate/profile.hpp"
@@ -206,6 +208,45 @@ TEST(StepCost, LinkClassRowMajorHosts) {
   EXPECT_EQ(outer.ranks_per_host, 1);
   EXPECT_EQ(outer.concurrent_groups, 4);
   EXPECT_THROW(calib::mesh_dim_link_class(m, 0, 0), Error);
+}
+
+// The host count of a mesh dim, counted from its groups' rank lists (how it was computed before
+// the stride walk), on meshes whose dims straddle host boundaries in every way.
+TEST(StepCost, LinkClassMatchesRankWalk) {
+  for (const char* shape : {"8", "3x5", "2x3x4", "4x1x6", "5x2x2x3", "8x16x8"})
+    for (int rph : {1, 2, 3, 4, 5, 7, 8, 16, 1000}) {
+      const DeviceMesh m = DeviceMesh::parse(shape);
+      for (int i = 0; i < m.ndim(); ++i) {
+        int groups = 0, max_hosts = 1;
+        for (int r = 0; r < m.size(); ++r) {
+          if (m.group_position(r, {i}) != 0) continue;
+          ++groups;
+          std::set<int> hosts;
+          for (int q : m.group(r, {i})) hosts.insert(q / rph);
+          max_hosts = std::max(max_hosts, int(hosts.size()));
+        }
+        const calib::LinkClass got = calib::mesh_dim_link_class(m, i, rph);
+        const int n_hosts = (m.size() + rph - 1) / rph;
+        const calib::LinkClass want = calib::group_link_class(
+            m.extent(i), max_hosts,
+            std::max(1, int(std::lround(double(groups) * max_hosts / std::max(1, n_hosts)))));
+        const std::string what = std::string(shape) + " dim " + std::to_string(i) + " rph " +
+                                 std::to_string(rph);
+        EXPECT_EQ(got.hosts, want.hosts) << what;
+        EXPECT_EQ(got.ranks_per_host, want.ranks_per_host) << what;
+        EXPECT_EQ(got.concurrent_groups, want.concurrent_groups) << what;
+        EXPECT_EQ(got.group_size, want.group_size) << what;
+      }
+    }
+}
+
+TEST(LegalSteps, PartialOpsMustNameEveryOpOrNone) {
+  const DeviceMesh m = DeviceMesh::parse("2x2");
+  const TensorSpec s(m, parse_placements("S(0),R"), TensorMeta{{8, 8}, DType::F32});
+  EXPECT_THROW(legal_steps(s, std::vector<bool>{true}), Error);
+  EXPECT_THROW(legal_steps(s, std::vector<bool>(std::size(kAllReduceOps) + 1, true)), Error);
+  EXPECT_EQ(legal_steps(s, std::vector<bool>(std::size(kAllReduceOps), true)).size(),
+            legal_steps(s).size());
 }
 
 // ---- dtensor-default equals PyTorch DTensor's redistribute_cost for single steps

@@ -232,8 +232,9 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   MemorySpace& mem = mc.memory();
   const int rank = world.rank();
   const auto& meta = plan.from.meta();
-  const auto global = shardcal::make_reference_tensor(meta);
-  const auto init_host = shardcal::expected_local(plan.from, global.data(), rank);
+  // Each rank's blocks from the reference formula: no global tensor per rank (a simulated world
+  // runs every rank in one process).
+  const auto init_host = shardcal::expected_reference_local(plan.from, rank);
   // The input stays untouched by execute_plan (it reads `in`, writes `out`), and every
   // intermediate buffer lives in the workspace, allocated and pre-faulted once here: a timed
   // sample holds communication and pack/unpack only.
@@ -244,7 +245,7 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   ShardedTensor out = shardcal::make_plan_output(mc, ws);
   // `out` is reused by every run, so a check of it is only meaningful right after it was filled
   // with the sentinel: a run that wrote nothing (or part of it) then leaves sentinels behind.
-  OutputCheck check(mem, meta.dtype, shardcal::expected_local(plan.to, global.data(), rank));
+  OutputCheck check(mem, meta.dtype, shardcal::expected_reference_local(plan.to, rank));
   auto arm = [&] { check.arm(out.local().data(), out.local().size()); };
 
   Measurement m;

@@ -44,6 +44,9 @@ struct Piece {
   std::int64_t start;
   std::int64_t size;
 };
+// Piece k of torch.chunk(extent, parts): ceil-sized chunks; trailing ones may be short or
+// empty. The one place this arithmetic lives.
+Piece chunk_piece(std::int64_t extent, int parts, int k);
 std::vector<Piece> split_extent(std::int64_t extent, int parts,
                                 const std::vector<std::int64_t>& explicit_sizes);
 
