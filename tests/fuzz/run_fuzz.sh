@@ -28,7 +28,7 @@ timeout $((secs * 2 + 120)) "$fuzzer" -max_total_time="$secs" -timeout=10 -rss_l
 tail -n 40 "$log"
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-echo "run_fuzz.sh: $(basename "$fuzzer"): ${runs:-?} runs in ${secs} s (${rate:-?} exec/s), $(ls "$seeds" | wc -l) seeds, $(ls "$work/corpus" | wc -l) new inputs, exit $rc"
+echo "run_fuzz.sh: $(basename "$fuzzer"): ${runs:-?} runs, ${secs} s budget (${rate:-?} exec/s), $(ls "$seeds" | wc -l) seeds, $(ls "$work/corpus" | wc -l) new inputs, exit $rc"
 if [[ $rc != 0 ]]; then
   echo "run_fuzz.sh: FINDING: $(ls "$work" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sed "s|^|$work/|" | tr '\n' ' ')" >&2
   exit 1
