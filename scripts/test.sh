@@ -27,9 +27,9 @@ usage() {
 Usage: bash scripts/test.sh [options]
 
 Builds shardcal and runs every test suite: Release + -Werror (all labels), ASan+UBSan
-(labels unit|sim|cli), libFuzzer on every reader (label fuzz), TSan (label sim), a build-only MPICH check, and the simulated cluster
-(SimGrid SMPI build of shardbench, label simulate). Prints per-stage
-timings and a final line `N passed, M failed`; exits non-zero if anything failed.
+(labels unit|sim|cli), libFuzzer on every reader of user input (label fuzz), TSan (label sim),
+a build-only MPICH check, and the simulated cluster (SimGrid SMPI build of shardbench, label
+simulate). Prints per-stage timings and a final line `N passed, M failed`; exits non-zero if anything failed.
 
 Options:
   --no-setup          do not run scripts/setup.sh (apt-get); for developers whose machine is set up
