@@ -9,7 +9,7 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: bash scripts/setup.sh [--with-mpich] [--with-slurm] [--dev-tools] [--force] [--help]
+Usage: bash scripts/setup.sh [--with-mpich] [--with-slurm] [--with-fuzz] [--dev-tools] [--force] [--help]
 
 Installs the Debian packages needed to build, test and run shardcal (apt-get, as root or via
 sudo). Runs `apt-get update` first whenever something has to be installed.
@@ -20,6 +20,8 @@ sudo). Runs `apt-get update` first whenever something has to be installed.
   --with-slurm  also install slurm-wlm and munge, for scripts/slurm/local-cluster and the
                 Slurm end-to-end test (ctest label slurm; scripts/test.sh passes this flag).
                 Daemons are not configured system-wide: local-cluster runs its own.
+  --with-fuzz   also install clang-14 and its runtime libraries (libFuzzer, ASan/UBSan), for
+                the libFuzzer targets (tests/fuzz; the `fuzz` stage of scripts/test.sh)
   --dev-tools   also install clang-format and clang-tidy (developer tools, not needed by CI)
   --force       run apt-get update + install even when every package is already installed
   --help        show this help
@@ -28,12 +30,14 @@ EOF
 
 WITH_MPICH=0
 WITH_SLURM=0
+WITH_FUZZ=0
 DEV_TOOLS=0
 FORCE=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --with-mpich) WITH_MPICH=1 ;;
     --with-slurm) WITH_SLURM=1 ;;
+    --with-fuzz) WITH_FUZZ=1 ;;
     --dev-tools) DEV_TOOLS=1 ;;
     --force) FORCE=1 ;;
     -h | --help) usage; exit 0 ;;
@@ -62,6 +66,8 @@ PACKAGES+=(iproute2 util-linux procps)  # procps: pgrep/pkill in scripts/slurm
 PACKAGES+=(libsimgrid-dev)
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
 [[ $WITH_SLURM == 1 ]] && PACKAGES+=(slurm-wlm munge)  # slurm: scripts/slurm/, docs/SLURM.md
+# libclang_rt.fuzzer*.a is in libclang-rt-14-dev, which clang-14 only recommends.
+[[ $WITH_FUZZ == 1 ]] && PACKAGES+=(clang-14 libclang-rt-14-dev)
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)
 
 if [[ ! -r /etc/debian_version ]]; then

@@ -7,6 +7,9 @@
 #            from PyPI when the release stage runs; always)
 #   release  Release, -Werror, every backend that is available; ctest, all labels
 #   asan     ASan+UBSan, sim backend only; builds only what the tests need; ctest -L 'unit|sim|cli'
+#   fuzz     clang, ASan+UBSan, libFuzzer: only the fuzz targets (tests/fuzz) and the libraries
+#            they link; ctest -L fuzz, two targets at a time, each SHARDCAL_FUZZ_SECONDS (default
+#            60, at least 60 when CI=true) over its checked-in seeds; any finding fails
 #   tsan     TSan, sim backend only; builds only what the tests need; ctest -L 'sim' (conformance + sweep harness on sim threads)
 #   mpich    build-only check that the MPI backend compiles and links against MPICH
 #   simulate shardbench built for SimGrid SMPI (smpicxx), only that target; ctest -L simulate
@@ -24,13 +27,14 @@ usage() {
 Usage: bash scripts/test.sh [options]
 
 Builds shardcal and runs every test suite: Release + -Werror (all labels), ASan+UBSan
-(labels unit|sim|cli), TSan (label sim), a build-only MPICH check, and the simulated cluster
-(SimGrid SMPI build of shardbench, label simulate). Prints per-stage
-timings and a final line `N passed, M failed`; exits non-zero if anything failed.
+(labels unit|sim|cli), libFuzzer on every reader of user input (label fuzz), TSan (label sim),
+a build-only MPICH check, and the simulated cluster (SimGrid SMPI build of shardbench, label
+simulate). Prints per-stage timings and a final line `N passed, M failed`; exits non-zero if anything failed.
 
 Options:
   --no-setup          do not run scripts/setup.sh (apt-get); for developers whose machine is set up
-  --only LIST         run only these stages (comma separated: release,asan,tsan,mpich,simulate)
+  --only LIST         run only these stages (comma separated: release,asan,fuzz,tsan,mpich,
+                      simulate)
   --skip LIST         skip these stages
   --no-mpich          same as --skip mpich (and setup does not install MPICH)
   --build-prefix P    build directories are P-release, P-asan, ... (default: build-test;
@@ -44,13 +48,14 @@ Environment knobs passed to the tests (see docs/DEVELOPING.md):
   SHARDCAL_PROPERTY_CASES  cases per redistribution property test: unset in the release stage
                            (the tests' own default), 1000 under ASan, 300 under TSan
   SHARDCAL_TEST_TIMEOUT    seconds a rank may wait in one collective in tests (tests' default 60)
+  SHARDCAL_FUZZ_SECONDS    seconds each fuzz target runs (default 60; raised to 60 when CI=true)
 EOF
 }
 
 # ---------------------------------------------------------------------------------------------
 # options
 DO_SETUP=1
-ALL_STAGES=(release asan tsan mpich simulate)
+ALL_STAGES=(release asan fuzz tsan mpich simulate)
 ONLY=""
 SKIP=""
 BUILD_PREFIX=${SHARDCAL_BUILD_PREFIX:-build-test}
@@ -278,6 +283,22 @@ sanitizer_probe() {  # flags env -> prints the probe's output, returns its statu
   env "$2" "$probe_dir/p" 2>&1
 }
 
+# LeakSanitizer needs ptrace-like access to stop threads; some containers forbid it. Probe once;
+# sets asan_opts for the ASan and fuzz stages.
+asan_opts=""
+probe_asan() {
+  [[ -n $asan_opts ]] && return 0
+  asan_opts=detect_leaks=1
+  if probe_out=$(sanitizer_probe -fsanitize=address,undefined ASAN_OPTIONS=detect_leaks=1); then
+    echo "    LeakSanitizer works here: ASAN_OPTIONS=detect_leaks=1"
+  elif grep -q 'LeakSanitizer has encountered a fatal error' <<<"$probe_out"; then
+    asan_opts=detect_leaks=0
+    echo "    LeakSanitizer cannot run in this container (ptrace restricted): detect_leaks=0"
+  else
+    echo "    WARNING: ASan probe failed: $probe_out" >&2
+  fi
+}
+
 print_summary() {
   banner "summary"
   printf '  %-9s %-44s %7s %7s %7s %8s\n' stage result passed failed skipped time
@@ -313,6 +334,7 @@ if [[ $DO_SETUP == 1 ]]; then
   setup_args=()
   wanted mpich && setup_args+=(--with-mpich)
   wanted release && setup_args+=(--with-slurm)  # the Slurm e2e test (label slurm) needs it
+  wanted fuzz && setup_args+=(--with-fuzz)       # clang-14 and libFuzzer
   t0=$SECONDS
   if ! bash scripts/setup.sh "${setup_args[@]}"; then
     echo "test.sh: step 'setup' failed (scripts/setup.sh); nothing was built" >&2
@@ -368,16 +390,7 @@ if wanted asan; then
   t0=$SECONDS
   dir=$BUILD_PREFIX-asan
   labels='unit|sim|cli'
-  # LeakSanitizer needs ptrace-like access to stop threads; some containers forbid it. Probe.
-  asan_opts=detect_leaks=1
-  if probe_out=$(sanitizer_probe -fsanitize=address,undefined ASAN_OPTIONS=detect_leaks=1); then
-    echo "    LeakSanitizer works here: ASAN_OPTIONS=detect_leaks=1"
-  elif grep -q 'LeakSanitizer has encountered a fatal error' <<<"$probe_out"; then
-    asan_opts=detect_leaks=0
-    echo "    LeakSanitizer cannot run in this container (ptrace restricted): detect_leaks=0"
-  else
-    echo "    WARNING: ASan probe failed: $probe_out" >&2
-  fi
+  probe_asan
   # Configure first (targets are read from the configured test list), then build those.
   if stage_configure asan "$dir" "${SAN_CMAKE[@]}" -DSHARDCAL_SANITIZE=address,undefined &&
     read -r -a targets <<<"$(test_targets "$dir" "$labels" unit_tests conformance_tests)" &&
@@ -387,6 +400,31 @@ if wanted asan; then
       SHARDCAL_PROPERTY_CASES=1000
   else
     stage_failed_early asan "$t0"
+  fi
+  check_fail_fast
+fi
+
+# libFuzzer needs clang; the fuzz build compiles only the fuzz targets and the libraries they
+# link (no GTest, no MPI), and its tests run two at a time (each is one busy core).
+if wanted fuzz; then
+  t0=$SECONDS
+  dir=$BUILD_PREFIX-fuzz
+  fuzz_cxx=$(command -v clang++-14 || command -v clang++ || true)
+  probe_asan
+  if [[ -z $fuzz_cxx ]]; then
+    STAGE_ERR="clang++ not found (scripts/setup.sh --with-fuzz installs clang-14)"
+    stage_failed_early fuzz "$t0"
+  elif stage_configure fuzz "$dir" "${SAN_CMAKE[@]}" -DSHARDCAL_SANITIZE=address,undefined \
+    -DSHARDCAL_FUZZ=ON "-DCMAKE_CXX_COMPILER=$fuzz_cxx" "-DCMAKE_C_COMPILER=${fuzz_cxx/clang++/clang}" &&
+    stage_compile fuzz "$dir" fuzzers; then
+    ctest_saved=("${CTEST_COMMON[@]}")
+    CTEST_COMMON+=(-j 2)
+    stage_test fuzz "$dir" "$t0" fuzz "ASAN_OPTIONS=$asan_opts" \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "SHARDCAL_FUZZ_SECONDS=${SHARDCAL_FUZZ_SECONDS:-60}"
+    CTEST_COMMON=("${ctest_saved[@]}")
+    grep -h "^run_fuzz.sh: fuzz_" "$dir/Testing/Temporary/LastTest.log" | sed "s/^/    /" || true
+  else
+    stage_failed_early fuzz "$t0"
   fi
   check_fail_fast
 fi

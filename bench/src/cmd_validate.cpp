@@ -144,38 +144,42 @@ std::string fmt_us(double us) {
   return buf;
 }
 
-// Runs on every rank. Returns the exit code (the same on every rank).
-int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, const sw::SweepConfig& cfg,
-                      const LoadedProfile& profile) {
-  const bool root = world.rank() == 0;
-  // 1. Points and plans: pure, identical on every rank; problems are input errors.
+// The transitions of a config, each with its candidate plans: identical on every rank.
+struct ValidatePoints {
   std::vector<sw::Point> points;
+  std::vector<Planned> planned;  // one per point
   std::size_t skipped_collectives = 0;
+  int rph = 1;                   // ranks per host the profile prices with
+};
+
+// Phase 1: points and plans; pure, identical on every rank; problems are input errors.
+ValidatePoints plan_validate_points(shardcal::Communicator& world, const ValidateCli& cli,
+                                    const sw::SweepConfig& cfg, const LoadedProfile& profile) {
+  ValidatePoints v;
   try {
     for (sw::Point& p : sw::expand_points(cfg, world.size())) {
-      if (p.transition) points.push_back(std::move(p));
-      else ++skipped_collectives;
+      if (p.transition) v.points.push_back(std::move(p));
+      else ++v.skipped_collectives;
     }
   } catch (const shardcal::Error& e) {
     throw sw::InputError(e.what());
   }
-  if (points.empty())
+  if (v.points.empty())
     throw sw::InputError(cfg.source + ": the config selects no transition; validate measures "
                          "transitions (\"transitions\": [{\"mesh\": \"2x2\", \"from\": \"S(0),R\", "
                          "\"to\": \"R,S(0)\"}])");
   const shardcal::Topology topo = shardcal::discover_topology(world);
-  const int rph = cli.ranks_per_host > 0 ? cli.ranks_per_host : std::max(1, topo.max_ranks_per_host);
-  const shardcal::StepCostFn cost = shardcal::calib::profile_step_cost(profile.profile, rph);
-  std::vector<Planned> planned;
+  v.rph = cli.ranks_per_host > 0 ? cli.ranks_per_host : std::max(1, topo.max_ranks_per_host);
+  const shardcal::StepCostFn cost = shardcal::calib::profile_step_cost(profile.profile, v.rph);
   // Agreed on below: a rank that failed alone must not leave the others waiting.
   std::string plan_error;
-  for (const sw::Point& p : points) {
+  for (const sw::Point& p : v.points) {
     try {
       const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
       const shardcal::TensorMeta meta{p.shape, p.dtype};
-      planned.push_back(plan_transition(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
-                                        shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
-                                        cost, cli.k));
+      v.planned.push_back(plan_transition(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
+                                          shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
+                                          cost, cli.k));
     } catch (const shardcal::Error& e) {
       plan_error = "planning " + p.label() + ": " + e.what();
       break;
@@ -185,23 +189,21 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   {  // every rank runs the same plans, in the same order (the profile's sha256 agreed already)
     std::string text;
     std::size_t n = 0;
-    for (const Planned& pl : planned)
+    for (const Planned& pl : v.planned)
       for (const Candidate& c : pl.plans) text += c.plan.to_string() + "\n", ++n;
     sw::check_same_plans(
         world, "validate", text,
-        std::to_string(n) + " plan(s) of " + std::to_string(planned.size()) + " transition(s)");
+        std::to_string(n) + " plan(s) of " + std::to_string(v.planned.size()) + " transition(s)");
   }
+  return v;
+}
 
-  // A simulated run says so, and on what platform (simulation_env.hpp), like a sweep's context;
-  // read before measuring, so a malformed description costs nothing.
-  const json simulation = sw::simulation_description();
-
-  // 2. The output: rank 0 checks the directory now (before minutes of measuring) and writes a
-  // temporary file renamed over --out at the end; every rank learns the outcome.
-  const std::string tmp = cli.out + ".tmp." + std::to_string(::getpid());
+// Phase 2: rank 0 checks the directory now (before minutes of measuring) and opens the temporary
+// file renamed over --out at the end; every rank learns the outcome.
+void open_validate_output(shardcal::Communicator& world, const ValidateCli& cli,
+                          const std::string& tmp, std::ofstream& file) {
   std::string status = "ok";
-  std::ofstream file;
-  if (root) {
+  if (world.rank() == 0) {
     const auto dir = std::filesystem::path(cli.out).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir))
       status = "--out " + cli.out + ": directory " + dir.string() + " does not exist; create it first";
@@ -212,24 +214,249 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   }
   world.broadcast_string(status, 0);
   if (status != "ok") throw sw::InputError(status);
-  // Whatever ends this function early (a signal, a failing collective) leaves no temp file.
-  struct TempGuard {
-    bool armed;
-    std::ofstream& f;
-    const std::string& path;
-    ~TempGuard() {
-      if (!armed) return;
-      f.close();
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
+}
+
+// Whatever ends the run early (a signal, a failing collective) leaves no temp file.
+struct TempGuard {
+  bool armed;
+  std::ofstream& f;
+  const std::string& path;
+  ~TempGuard() {
+    if (!armed) return;
+    f.close();
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+};
+
+// Measures every plan of one transition in rounds; the order rotates so that no plan always runs
+// first (or right after another). Returns the stopping signal, 0 when every round ran.
+int measure_rounds(shardcal::MeshCommunicator& mc, const sw::Point& p, std::vector<Candidate>& plans,
+                   const sw::SweepConfig& sub, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    for (std::size_t j = 0; j < plans.size(); ++j) {
+      Candidate& c = plans[(j + std::size_t(round)) % plans.size()];
+      const sw::Measurement m = sw::measure_transition(mc, p, c.plan, sub);
+      if (m.abandoned) return m.signal;
+      c.samples.insert(c.samples.end(), m.samples.begin(), m.samples.end());
+      c.wrong += m.wrong;
+      c.checked = c.checked || m.checked;
     }
-  } guard{root, file, tmp};
+  }
+  return 0;
+}
+
+// What the run adds up over its transitions, for the summary record and line.
+struct Totals {
+  std::vector<double> regrets, speedups, rel_errors;
+  std::uint64_t wrong = 0;
+  std::size_t n_significant = 0, n_plans = 0, n_unpriced = 0, n_left_out_wrong = 0;
+  std::string unpriced_why;  // distinct reasons, for the summary line
+  double best_speedup = 0;
+  std::string best_speedup_label;
+};
+
+// One transition's measured verdict.
+struct Verdict {
+  std::vector<sw::Stats> st;  // per plan
+  double chosen_us = 0, greedy_us = 0, speedup = 1;
+  sw::Regret regret;
+};
+
+// Statistics, regret. Plans that produced wrong data are no alternative: left out of the best
+// measured time (sweep/regret.hpp; they are counted in "wrong").
+Verdict judge_transition(const std::vector<Candidate>& plans, double confidence,
+                         const std::string& label, Totals& t) {
+  Verdict v;
+  std::vector<sw::MeasuredPlan> measured;
+  for (const Candidate& c : plans) {
+    v.st.push_back(sw::compute_stats(c.samples, confidence));
+    measured.push_back({v.st.back(), c.wrong > 0});
+    t.wrong += c.wrong;
+  }
+  v.chosen_us = v.st[0].p50 * 1e6;
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    for (const auto& role : plans[i].roles)
+      if (role == "greedy") v.greedy_us = v.st[i].p50 * 1e6;
+  // Beyond noise: the chosen plan's median CI lies wholly above a (correct) plan's.
+  v.regret = sw::regret_of(measured);
+  t.n_significant += v.regret.significant ? 1 : 0;
+  t.n_left_out_wrong += v.regret.left_out_wrong;
+  v.speedup = v.chosen_us > 0 ? v.greedy_us / v.chosen_us : 1.0;
+  t.regrets.push_back(v.regret.regret);
+  t.speedups.push_back(v.speedup);
+  if (v.speedup > t.best_speedup) t.best_speedup = v.speedup, t.best_speedup_label = label;
+  return v;
+}
+
+// The "plans" array of a validate record: one entry per role of each plan.
+json plans_json(const std::vector<Candidate>& plans, const Verdict& v, Totals& t) {
+  json jplans = json::array();
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const Candidate& c = plans[i];
+    const sw::Stats& st = v.st[i];
+    const double meas_us = st.p50 * 1e6;
+    // A plan the profile cannot price (+inf) has no prediction: no rel_error, not in the MAPE.
+    const bool priced = std::isfinite(c.predicted_us);
+    const double rel = meas_us > 0 ? (c.predicted_us - meas_us) / meas_us : 0.0;
+    ++t.n_plans;
+    if (priced) {
+      t.rel_errors.push_back(std::abs(rel));
+    } else {
+      ++t.n_unpriced;
+      if (t.unpriced_why.find(c.unpriced) == std::string::npos)
+        t.unpriced_why += (t.unpriced_why.empty() ? "" : "; ") + c.unpriced;
+    }
+    json steps = json::array();
+    for (const auto& s : c.plan.steps) steps.push_back(sw::step_short(s));
+    json step_us = json::array();
+    for (double u : c.step_us) step_us.push_back(std::isfinite(u) ? json(u) : json(nullptr));
+    for (const auto& role : c.roles) {
+      jplans.push_back({{"role", role},
+                        {"rank", c.rank},
+                        {"steps", steps},
+                        {"step_predicted_us", step_us},
+                        {"predicted_us", priced ? json(c.predicted_us) : json(nullptr)},
+                        {"measured_us", {{"median", meas_us},
+                                         {"ci_lo", st.ci_lo * 1e6},
+                                         {"ci_hi", st.ci_hi * 1e6},
+                                         {"samples", st.n}}},
+                        {"rel_error", priced ? json(rel) : json(nullptr)},
+                        {"wrong", c.checked ? json(c.wrong) : json(nullptr)}});
+      if (!priced) jplans.back()["unpriced"] = c.unpriced.empty() ? "priced +inf" : c.unpriced;
+    }
+  }
+  return jplans;
+}
+
+// The transition's record (docs/RESULTS_FORMAT.md "Validate file").
+json transition_record(const sw::Point& p, const Planned& planned, const Verdict& v, json jplans,
+                       const ValidateCli& cli, const LoadedProfile& profile, int rph) {
+  return {{"schema", kValidateSchema},
+          {"version", kValidateVersion},
+          {"profile", profile.identity()},
+          {"ranks_per_host", rph},
+          {"transition", {{"mesh", p.mesh},
+                          {"shape", shardcal::shape_to_string(p.shape)},
+                          {"dtype", std::string(shardcal::dtype_name(p.dtype))},
+                          {"from", p.from},
+                          {"to", p.to},
+                          {"from_given", p.from_given},
+                          {"to_given", p.to_given},
+                          {"distribution", p.dist.name()},
+                          {"size", p.size},
+                          {"key", p.key()}}},
+          {"plans", std::move(jplans)},
+          {"regret", v.regret.regret},
+          {"regret_significant", v.regret.significant},
+          {"greedy_speedup", v.speedup},
+          {"search", {{"k", cli.k}, {"states_explored", planned.states_explored}}},
+          {"rounds", cli.rounds}};
+}
+
+// The progress line of one transition (stdout, rank 0).
+std::string transition_line(std::size_t ti, std::size_t n, const sw::Point& p,
+                            const std::vector<Candidate>& plans, const Verdict& v) {
+  std::ostringstream os;
+  os << "[" << ti + 1 << "/" << n << "] " << p.label() << ": chosen " << fmt_us(v.chosen_us)
+     << " (predicted " << fmt_us(plans[0].predicted_us) << ", " << plans[0].plan.steps.size() << " steps)";
+  if (plans[0].roles.size() > 1) os << " = greedy";
+  else os << ", greedy " << fmt_us(v.greedy_us);
+  for (const auto& c : plans)
+    if (!c.unpriced.empty()) os << " (greedy not priceable: " << c.unpriced << ")";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", %zu plan(s), regret %.3f%s, greedy/chosen %.2fx", plans.size(),
+                v.regret.regret, v.regret.significant ? " (beyond the CIs)" : "", v.speedup);
+  os << buf;
+  std::uint64_t w = 0;
+  for (const auto& c : plans) w += c.wrong;
+  if (w > 0)
+    os << "  WRONG " << w
+       << (v.regret.left_out_wrong > 0 ? " (plans with wrong data left out of the regret)" : "");
+  return os.str();
+}
+
+// The summary record (the file's last line).
+json summary_record(std::size_t transitions, const Totals& t, const std::vector<double>& sorted,
+                    const json& simulation) {
+  double mape = 0;
+  for (double e : t.rel_errors) mape += e;
+  mape = t.rel_errors.empty() ? 0 : mape / double(t.rel_errors.size());
+  json summary = {{"schema", kSummarySchema},
+                  {"version", kValidateVersion},
+                  {"transitions", transitions},
+                  {"plans_measured", t.n_plans},
+                  {"plans_unpriced", t.n_unpriced},
+                  {"regret", {{"median", sw::percentile_sorted(sorted, 0.5)},
+                              {"p95", sw::percentile_sorted(sorted, 0.95)},
+                              {"max", sorted.back()},
+                              {"significant", t.n_significant}}},
+                  {"mape", mape},
+                  {"greedy_speedup", {{"median", median_of(t.speedups)},
+                                      {"max", t.best_speedup},
+                                      {"max_transition", t.best_speedup_label}}},
+                  {"wrong", t.wrong}};
+  if (!simulation.is_null()) summary["simulation"] = simulation;
+  return summary;
+}
+
+// Phase 4 (rank 0): the summary line, the file renamed over --out. Returns "ok" or the error.
+std::string finish_validate_output(const ValidateCli& cli, std::size_t transitions,
+                                   const Totals& t, const json& simulation,
+                                   const std::string& tmp, std::ofstream& file, TempGuard& guard) {
+  std::vector<double> sorted = t.regrets;
+  std::sort(sorted.begin(), sorted.end());
+  const json summary = summary_record(transitions, t, sorted, simulation);
+  std::string status = "ok";
+  file << summary.dump() << '\n';
+  file.flush();
+  bool ok = bool(file);
+  file.close();
+  std::error_code ec;
+  if (ok) std::filesystem::rename(tmp, cli.out, ec);
+  if (!ok || ec) status = "--out " + cli.out + ": writing the file failed";
+  else guard.armed = false;  // renamed: nothing left to clean up
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f; %zu beyond the "
+                "CIs); prediction MAPE %.1f%% over %zu plan(s); greedy/chosen up to %.2fx",
+                transitions, sw::percentile_sorted(sorted, 0.5), sw::percentile_sorted(sorted, 0.95),
+                sorted.back(), t.n_significant, summary["mape"].get<double>() * 100,
+                t.rel_errors.size(), t.best_speedup);
+  std::cout << buf << " (" << t.best_speedup_label << ")\n";
+  if (t.n_unpriced > 0)
+    std::cout << "validate: " << t.n_unpriced << " plan(s) the profile cannot price ("
+              << t.unpriced_why << ") were measured but left out of the MAPE\n";
+  if (t.n_left_out_wrong > 0)
+    std::cout
+        << "validate: " << t.n_left_out_wrong
+        << " plan(s) that produced wrong data were left out of the best time of the regret\n";
+  if (status == "ok") std::cout << "validate: wrote " << cli.out << "\n";
+  std::cout.flush();
+  return status;
+}
+
+// Runs on every rank. Returns the exit code (the same on every rank).
+int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, const sw::SweepConfig& cfg,
+                      const LoadedProfile& profile) {
+  const bool root = world.rank() == 0;
+  ValidatePoints v = plan_validate_points(world, cli, cfg, profile);
+  const std::vector<sw::Point>& points = v.points;
+
+  // A simulated run says so, and on what platform (simulation_env.hpp), like a sweep's context;
+  // read before measuring, so a malformed description costs nothing.
+  const json simulation = sw::simulation_description();
+
+  const std::string tmp = cli.out + ".tmp." + std::to_string(::getpid());
+  std::ofstream file;
+  open_validate_output(world, cli, tmp, file);
+  TempGuard guard{root, file, tmp};
   if (root && !cli.quiet) {
     std::fprintf(stderr, "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, %d rounds%s\n",
-                 points.size(), profile.path.c_str(), profile.profile.cluster.c_str(), rph, cli.k, cli.rounds,
-                 skipped_collectives ? (", " + std::to_string(skipped_collectives) +
-                                        " collective point(s) of the config ignored").c_str()
-                                     : "");
+                 points.size(), profile.path.c_str(), profile.profile.cluster.c_str(), v.rph, cli.k, cli.rounds,
+                 v.skipped_collectives ? (", " + std::to_string(v.skipped_collectives) +
+                                          " collective point(s) of the config ignored").c_str()
+                                       : "");
   }
 
   // Per round and plan: the config's budget split over the rounds, no early CI stop (every plan
@@ -240,186 +467,35 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   sub.time_budget_s = cfg.time_budget_s / cli.rounds;
   sub.target_rel_ci = 0;
 
-  std::vector<double> regrets, speedups, rel_errors;
-  std::uint64_t wrong_total = 0;
-  std::size_t n_significant = 0, n_plans = 0, n_unpriced = 0, n_left_out_wrong = 0;
-  std::string unpriced_why;  // distinct reasons, for the summary line
-  double best_speedup = 0;
-  std::string best_speedup_label;
+  // Phase 3: every transition, every plan, in rounds; rank 0 writes one record each.
+  Totals totals;
   std::unique_ptr<shardcal::MeshCommunicator> mc;
   for (std::size_t ti = 0; ti < points.size(); ++ti) {
     const sw::Point& p = points[ti];
-    std::vector<Candidate>& plans = planned[ti].plans;
+    std::vector<Candidate>& plans = v.planned[ti].plans;
     if (!mc || mc->mesh().to_string() != p.mesh)
       mc = std::make_unique<shardcal::MeshCommunicator>(shardcal::DeviceMesh::parse(p.mesh), world);
-    // Rounds; the order rotates so that no plan always runs first (or right after another).
-    for (int round = 0; round < cli.rounds; ++round) {
-      for (std::size_t j = 0; j < plans.size(); ++j) {
-        Candidate& c = plans[(j + std::size_t(round)) % plans.size()];
-        const sw::Measurement m = sw::measure_transition(*mc, p, c.plan, sub);
-        if (m.abandoned) {
-          if (root)
-            std::fprintf(stderr, "validate: stopped by signal %d; no output written\n", m.signal);
-          return sw::exit_code_for_signal(m.signal);
-        }
-        c.samples.insert(c.samples.end(), m.samples.begin(), m.samples.end());
-        c.wrong += m.wrong;
-        c.checked = c.checked || m.checked;
-      }
+    if (const int signal = measure_rounds(*mc, p, plans, sub, cli.rounds); signal != 0) {
+      if (root) std::fprintf(stderr, "validate: stopped by signal %d; no output written\n", signal);
+      return sw::exit_code_for_signal(signal);
     }
-    // Statistics, regret. Plans that produced wrong data are no alternative: left out of the
-    // best measured time (sweep/regret.hpp; they are counted in "wrong").
-    std::vector<sw::Stats> st;
-    std::vector<sw::MeasuredPlan> measured;
-    for (const Candidate& c : plans) {
-      st.push_back(sw::compute_stats(c.samples, cfg.confidence));
-      measured.push_back({st.back(), c.wrong > 0});
-      wrong_total += c.wrong;
-    }
-    const double chosen_us = st[0].p50 * 1e6;
-    double greedy_us = 0;
-    for (std::size_t i = 0; i < plans.size(); ++i)
-      for (const auto& role : plans[i].roles)
-        if (role == "greedy") greedy_us = st[i].p50 * 1e6;
-    // Beyond noise: the chosen plan's median CI lies wholly above a (correct) plan's.
-    const sw::Regret rg = sw::regret_of(measured);
-    const double regret = rg.regret;
-    const bool significant = rg.significant;
-    n_significant += significant ? 1 : 0;
-    n_left_out_wrong += rg.left_out_wrong;
-    const double speedup = chosen_us > 0 ? greedy_us / chosen_us : 1.0;
-    regrets.push_back(regret);
-    speedups.push_back(speedup);
-    if (speedup > best_speedup) best_speedup = speedup, best_speedup_label = p.label();
-
-    json jplans = json::array();
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      const Candidate& c = plans[i];
-      const double meas_us = st[i].p50 * 1e6;
-      // A plan the profile cannot price (+inf) has no prediction: no rel_error, not in the MAPE.
-      const bool priced = std::isfinite(c.predicted_us);
-      const double rel = meas_us > 0 ? (c.predicted_us - meas_us) / meas_us : 0.0;
-      ++n_plans;
-      if (priced) {
-        rel_errors.push_back(std::abs(rel));
-      } else {
-        ++n_unpriced;
-        if (unpriced_why.find(c.unpriced) == std::string::npos)
-          unpriced_why += (unpriced_why.empty() ? "" : "; ") + c.unpriced;
-      }
-      json steps = json::array();
-      for (const auto& s : c.plan.steps) steps.push_back(sw::step_short(s));
-      json step_us = json::array();
-      for (double u : c.step_us) step_us.push_back(std::isfinite(u) ? json(u) : json(nullptr));
-      for (const auto& role : c.roles) {
-        jplans.push_back({{"role", role},
-                          {"rank", c.rank},
-                          {"steps", steps},
-                          {"step_predicted_us", step_us},
-                          {"predicted_us", priced ? json(c.predicted_us) : json(nullptr)},
-                          {"measured_us", {{"median", meas_us},
-                                           {"ci_lo", st[i].ci_lo * 1e6},
-                                           {"ci_hi", st[i].ci_hi * 1e6},
-                                           {"samples", st[i].n}}},
-                          {"rel_error", priced ? json(rel) : json(nullptr)},
-                          {"wrong", c.checked ? json(c.wrong) : json(nullptr)}});
-        if (!priced) jplans.back()["unpriced"] = c.unpriced.empty() ? "priced +inf" : c.unpriced;
-      }
-    }
-    json rec = {{"schema", kValidateSchema},
-                {"version", kValidateVersion},
-                {"profile", profile.identity()},
-                {"ranks_per_host", rph},
-                {"transition", {{"mesh", p.mesh},
-                                {"shape", shardcal::shape_to_string(p.shape)},
-                                {"dtype", std::string(shardcal::dtype_name(p.dtype))},
-                                {"from", p.from},
-                                {"to", p.to},
-                                {"from_given", p.from_given},
-                                {"to_given", p.to_given},
-                                {"distribution", p.dist.name()},
-                                {"size", p.size},
-                                {"key", p.key()}}},
-                {"plans", jplans},
-                {"regret", regret},
-                {"regret_significant", significant},
-                {"greedy_speedup", speedup},
-                {"search", {{"k", cli.k}, {"states_explored", planned[ti].states_explored}}},
-                {"rounds", cli.rounds}};
+    const Verdict verdict = judge_transition(plans, cfg.confidence, p.label(), totals);
+    json rec = transition_record(p, v.planned[ti], verdict, plans_json(plans, verdict, totals), cli,
+                                 profile, v.rph);
     if (root) {
       file << rec.dump() << '\n';
-      std::ostringstream os;
-      os << "[" << ti + 1 << "/" << points.size() << "] " << p.label() << ": chosen " << fmt_us(chosen_us)
-         << " (predicted " << fmt_us(plans[0].predicted_us) << ", " << plans[0].plan.steps.size() << " steps)";
-      if (plans[0].roles.size() > 1) os << " = greedy";
-      else os << ", greedy " << fmt_us(greedy_us);
-      for (const auto& c : plans)
-        if (!c.unpriced.empty()) os << " (greedy not priceable: " << c.unpriced << ")";
-      char buf[96];
-      std::snprintf(buf, sizeof buf, ", %zu plan(s), regret %.3f%s, greedy/chosen %.2fx", plans.size(), regret,
-                    significant ? " (beyond the CIs)" : "", speedup);
-      os << buf;
-      std::uint64_t w = 0;
-      for (const auto& c : plans) w += c.wrong;
-      if (w > 0)
-        os << "  WRONG " << w
-           << (rg.left_out_wrong > 0 ? " (plans with wrong data left out of the regret)" : "");
-      std::cout << os.str() << std::endl;
+      std::cout << transition_line(ti, points.size(), p, plans, verdict) << std::endl;
     }
   }
 
-  std::vector<double> sorted = regrets;
-  std::sort(sorted.begin(), sorted.end());
-  double mape = 0;
-  for (double e : rel_errors) mape += e;
-  mape = rel_errors.empty() ? 0 : mape / double(rel_errors.size());
-  json summary = {{"schema", kSummarySchema},
-                        {"version", kValidateVersion},
-                        {"transitions", points.size()},
-                        {"plans_measured", n_plans},
-                        {"plans_unpriced", n_unpriced},
-                        {"regret", {{"median", sw::percentile_sorted(sorted, 0.5)},
-                                    {"p95", sw::percentile_sorted(sorted, 0.95)},
-                                    {"max", sorted.back()},
-                                    {"significant", n_significant}}},
-                        {"mape", mape},
-                        {"greedy_speedup", {{"median", median_of(speedups)},
-                                            {"max", best_speedup},
-                                            {"max_transition", best_speedup_label}}},
-                        {"wrong", wrong_total}};
-  if (!simulation.is_null()) summary["simulation"] = simulation;
-  if (root) {
-    file << summary.dump() << '\n';
-    file.flush();
-    bool ok = bool(file);
-    file.close();
-    std::error_code ec;
-    if (ok) std::filesystem::rename(tmp, cli.out, ec);
-    if (!ok || ec) status = "--out " + cli.out + ": writing the file failed";
-    else guard.armed = false;  // renamed: nothing left to clean up
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f; %zu beyond the "
-                  "CIs); prediction MAPE %.1f%% over %zu plan(s); greedy/chosen up to %.2fx",
-                  points.size(), sw::percentile_sorted(sorted, 0.5), sw::percentile_sorted(sorted, 0.95),
-                  sorted.back(), n_significant, mape * 100, rel_errors.size(), best_speedup);
-    std::cout << buf << " (" << best_speedup_label << ")\n";
-    if (n_unpriced > 0)
-      std::cout << "validate: " << n_unpriced << " plan(s) the profile cannot price ("
-                << unpriced_why << ") were measured but left out of the MAPE\n";
-    if (n_left_out_wrong > 0)
-      std::cout
-          << "validate: " << n_left_out_wrong
-          << " plan(s) that produced wrong data were left out of the best time of the regret\n";
-    if (status == "ok") std::cout << "validate: wrote " << cli.out << "\n";
-    std::cout.flush();
-  }
+  std::string status = "ok";
+  if (root) status = finish_validate_output(cli, points.size(), totals, simulation, tmp, file, guard);
   world.broadcast_string(status, 0);
   if (status != "ok") throw shardcal::Error(status);
-  if (wrong_total > 0) {
+  if (totals.wrong > 0) {
     if (root)
       std::fprintf(stderr, "validate: %llu wrong element(s): some plan produced wrong data (see \"wrong\" in %s)\n",
-                   static_cast<unsigned long long>(wrong_total), cli.out.c_str());
+                   static_cast<unsigned long long>(totals.wrong), cli.out.c_str());
     return 1;
   }
   return 0;

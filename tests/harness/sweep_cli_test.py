@@ -478,6 +478,21 @@ def cmd_resumecheck(args):
         print(f"ok: other build/hosts refused on {ranks} rank(s); --resume-anyway appended context 2 "
               f"at line {keep + 1} and {len(ref_pts) - keep + 1} points")
 
+        # A complete shard (--shard I/N keeps the config's point indices, which run past the
+        # shard's own point count): resuming it measures nothing again.
+        out = os.path.join(d, "shard.jsonl")
+        r = subprocess.run(sweep_cmd(args, cfg, ["--out", out, "--shard", "1/2"]),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"sharded sweep failed: {r.stderr[-3000:]}")
+        before = open(out).read()
+        r = subprocess.run(sweep_cmd(args, cfg, ["--resume", out, "--shard", "1/2"]),
+                           capture_output=True, text=True)
+        if r.returncode != 0 or open(out).read() != before:
+            fail(f"resume of a complete shard 1/2: rc {r.returncode}, points appended "
+                 f"{len(read_records(out)) - before.count(chr(10))}: {r.stderr[-3000:]}")
+        print("ok: resuming a complete shard 1/2 appends nothing")
+
 
 BAD_CONFIGS = [
     ("unknown collective",

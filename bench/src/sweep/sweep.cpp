@@ -200,34 +200,40 @@ void check_same_plans(Communicator& world, const std::string& what, const std::s
   }
 }
 
-int run_sweep_rank(Communicator& world, const SweepJob& job) {
-  const SweepConfig& cfg = job.config;
-  // 1. Pure validation and expansion: identical on every rank, no communication yet.
+namespace {
+
+// The points of the config this run owns, and how many the config has in all.
+struct OwnedPoints {
   std::vector<Point> points;
+  std::size_t in_config = 0;
+};
+
+// Phase 1: pure validation and expansion, identical on every rank; no communication yet.
+OwnedPoints plan_points(const SweepJob& job, int world_size) {
+  OwnedPoints owned;
   try {
-    points = expand_points(cfg, world.size());
+    owned.points = expand_points(job.config, world_size);
   } catch (const Error& e) {
     throw InputError(e.what());
   }
-  const bool root = world.rank() == 0;
   // --shard I/N (Slurm array tasks): this run owns the points with index % N == I.
   if (job.shard_count < 1 || job.shard_index < 0 || job.shard_index >= job.shard_count)
     throw InputError("--shard " + std::to_string(job.shard_index) + "/" +
                      std::to_string(job.shard_count) + ": expected I/N with 0 <= I < N");
-  const std::size_t points_in_config = points.size();
+  owned.in_config = owned.points.size();
   if (job.shard_count > 1) {
     std::vector<Point> mine;
-    for (const auto& p : points)
+    for (const auto& p : owned.points)
       if (p.index % std::size_t(job.shard_count) == std::size_t(job.shard_index)) mine.push_back(p);
-    points = std::move(mine);
+    owned.points = std::move(mine);
   }
+  return owned;
+}
 
-  // 2. Rank 0 prepares the file; everyone learns the outcome. Hostnames (or SHARDCAL_HOSTNAME,
-  // to emulate hosts) tell which groups cross hosts, and go into the context record.
-  const shardcal::Topology topo = shardcal::discover_topology(world);
-  // Transitions are planned now (pure, identical on every rank), so a plan that cannot be made
-  // is an input error before any file is touched; the planner is part of each point's key.
-  const int rph = job.planner.resolve_ranks_per_host(topo);
+// Transitions are planned before any file is touched (pure, identical on every rank), so a plan
+// that cannot be made is an input error; the planner is part of each point's key.
+std::map<std::size_t, PlannedTransition> plan_transitions(Communicator& world, const SweepJob& job,
+                                                          std::vector<Point>& points, int rph) {
   std::map<std::size_t, PlannedTransition> plans;
   // Agreed on below: a rank that failed alone must not leave the others waiting.
   std::string plan_error;
@@ -252,78 +258,104 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
       text += std::to_string(index) + ":" + pt.plan.to_string() + "\n";
     check_same_plans(world, "sweep", text, std::to_string(plans.size()) + " transition plan(s)");
   }
-  ResultsFile file;
+  return plans;
+}
+
+// The context record of this run with what only rank 0 checks: the Slurm allocation, the
+// simulated platform, the shard.
+json run_context(const SweepJob& job, Communicator& world, const shardcal::Topology& topo,
+                 const OwnedPoints& owned) {
+  json ctx = make_context(job, world, topo, owned.points.size());
+  // Under Slurm, the hosts the ranks found must be the ones Slurm allocated (slurm_env.hpp).
+  const SlurmStep slurm = read_slurm_env();
+  if (const std::string bad = slurm_topology_mismatch(slurm, world.size(), topo); !bad.empty())
+    throw Error(bad);
+  if (slurm.present) ctx["slurm"] = slurm.to_json();
+  // A simulated run says so, and on what platform (simulation_env.hpp).
+  if (json sim = simulation_description(); !sim.is_null()) ctx["simulation"] = std::move(sim);
+  if (job.shard_count > 1)
+    ctx["shard"] = {{"index", job.shard_index}, {"count", job.shard_count},
+                    {"points_in_config", owned.in_config}};
+  return ctx;
+}
+
+// --resume (rank 0): checks the file belongs to this run, reopens it for appending and returns
+// the indices of the points it already holds.
+std::set<std::size_t> resume_results(const SweepJob& job, Communicator& world,
+                                     const std::vector<Point>& points, const json& ctx,
+                                     ResultsFile& file) {
+  const ResumeState st =
+      read_for_resume(job.out_path, job.config.hash(), world.backend(), world.size());
+  // Records measured by another build or on another topology must not be mixed in
+  // silently: refuse, or with --resume-anyway start a new context for the new points.
+  const std::vector<std::string> diffs = context_differences(st.context, ctx);
+  const json file_shard = st.context.value("shard", json()), run_shard = ctx.value("shard", json());
+  if (file_shard != run_shard)
+    throw Error("--resume " + job.out_path + ": the file holds shard " +
+                file_shard.dump() + " of the config's points, this run shard " +
+                run_shard.dump() + "; resume with the same --shard I/N");
+  // A new allocation (requeue, resubmission): other hostnames, same shape -> comparable;
+  // a new context record names the new hosts and the points from here on belong to it.
+  const std::vector<std::string> renamed = host_renames(st.context, ctx);
+  if (!diffs.empty() && !job.resume_anyway) {
+    std::string list;
+    for (const auto& d : diffs) list += "\n  " + d;
+    throw Error("--resume " + job.out_path + ": the file's context differs from this run's "
+                "(another build or library, or another host shape); its records would be mixed with "
+                "this run's:" + list +
+                "\nresume on the same build and host shape, start a new sweep with --out, or pass "
+                "--resume-anyway to append a new context record and continue");
+  }
+  // Transitions planned by another planner or profile are other points; never mixed.
+  const json file_planner = st.context.value("planner", json{{"name", "greedy"}});
+  if (file_planner != ctx["planner"])
+    throw Error("--resume " + job.out_path + ": the file's transitions were planned by " +
+                file_planner.dump() + ", this run's by " + ctx["planner"].dump() +
+                "; resume with the same --profile (or config \"profile\") and ranks per host, "
+                "or start a new sweep with --out");
+  std::set<std::size_t> done;
+  std::map<std::string, std::size_t> by_key;
+  for (const auto& p : points) by_key.emplace(p.key(), p.index);
+  for (const auto& k : st.done_keys) {
+    auto it = by_key.find(k);
+    if (it != by_key.end()) done.insert(it->second);
+  }
+  file.append(job.out_path, st.keep_bytes);
+  if (st.dropped_partial && !job.quiet)
+    std::fprintf(stderr, "sweep: dropped a partial last line of %s (interrupted write)\n",
+                 job.out_path.c_str());
+  if (diffs.empty() && !renamed.empty()) {
+    file.write(ctx);
+    if (!job.quiet) {
+      std::string list;
+      for (const auto& r : renamed) list += "\n  " + r;
+      std::fprintf(stderr, "sweep: --resume on new hosts of the same shape (hosts x ranks "
+                   "per host): appended context record %zu to %s:%s\n",
+                   st.contexts + 1, job.out_path.c_str(), list.c_str());
+    }
+  }
+  if (!diffs.empty()) {
+    file.write(ctx);  // the points appended from here on belong to this context
+    if (!job.quiet)
+      std::fprintf(stderr, "sweep: --resume-anyway: appended context record %zu to %s "
+                   "(%zu difference(s) from the previous one)\n",
+                   st.contexts + 1, job.out_path.c_str(), diffs.size());
+  }
+  return done;
+}
+
+// Phase 2: rank 0 creates or resumes the file; everyone learns the outcome. Returns, on every
+// rank, which points the file already holds.
+std::vector<bool> open_results(Communicator& world, const SweepJob& job,
+                               const shardcal::Topology& topo, const OwnedPoints& owned,
+                               ResultsFile& file) {
   std::string status;
-  if (root) {
+  if (world.rank() == 0) {
     try {
-      json ctx = make_context(job, world, topo, points.size());
-      // Under Slurm, the hosts the ranks found must be the ones Slurm allocated (slurm_env.hpp).
-      const SlurmStep slurm = read_slurm_env();
-      if (const std::string bad = slurm_topology_mismatch(slurm, world.size(), topo); !bad.empty())
-        throw Error(bad);
-      if (slurm.present) ctx["slurm"] = slurm.to_json();
-      // A simulated run says so, and on what platform (simulation_env.hpp).
-      if (json sim = simulation_description(); !sim.is_null()) ctx["simulation"] = std::move(sim);
-      if (job.shard_count > 1)
-        ctx["shard"] = {{"index", job.shard_index}, {"count", job.shard_count},
-                        {"points_in_config", points_in_config}};
+      const json ctx = run_context(job, world, topo, owned);
       std::set<std::size_t> done;
       if (job.resume) {
-        const ResumeState st = read_for_resume(job.out_path, cfg.hash(), world.backend(), world.size());
-        // Records measured by another build or on another topology must not be mixed in
-        // silently: refuse, or with --resume-anyway start a new context for the new points.
-        const std::vector<std::string> diffs = context_differences(st.context, ctx);
-        const json file_shard = st.context.value("shard", json()), run_shard = ctx.value("shard", json());
-        if (file_shard != run_shard)
-          throw Error("--resume " + job.out_path + ": the file holds shard " +
-                      file_shard.dump() + " of the config's points, this run shard " +
-                      run_shard.dump() + "; resume with the same --shard I/N");
-        // A new allocation (requeue, resubmission): other hostnames, same shape -> comparable;
-        // a new context record names the new hosts and the points from here on belong to it.
-        const std::vector<std::string> renamed = host_renames(st.context, ctx);
-        if (!diffs.empty() && !job.resume_anyway) {
-          std::string list;
-          for (const auto& d : diffs) list += "\n  " + d;
-          throw Error("--resume " + job.out_path + ": the file's context differs from this run's "
-                      "(another build or library, or another host shape); its records would be mixed with "
-                      "this run's:" + list +
-                      "\nresume on the same build and host shape, start a new sweep with --out, or pass "
-                      "--resume-anyway to append a new context record and continue");
-        }
-        // Transitions planned by another planner or profile are other points; never mixed.
-        const json file_planner = st.context.value("planner", json{{"name", "greedy"}});
-        if (file_planner != ctx["planner"])
-          throw Error("--resume " + job.out_path + ": the file's transitions were planned by " +
-                      file_planner.dump() + ", this run's by " + ctx["planner"].dump() +
-                      "; resume with the same --profile (or config \"profile\") and ranks per host, "
-                      "or start a new sweep with --out");
-        std::map<std::string, std::size_t> by_key;
-        for (const auto& p : points) by_key.emplace(p.key(), p.index);
-        for (const auto& k : st.done_keys) {
-          auto it = by_key.find(k);
-          if (it != by_key.end()) done.insert(it->second);
-        }
-        file.append(job.out_path, st.keep_bytes);
-        if (st.dropped_partial && !job.quiet)
-          std::fprintf(stderr, "sweep: dropped a partial last line of %s (interrupted write)\n",
-                       job.out_path.c_str());
-        if (diffs.empty() && !renamed.empty()) {
-          file.write(ctx);
-          if (!job.quiet) {
-            std::string list;
-            for (const auto& r : renamed) list += "\n  " + r;
-            std::fprintf(stderr, "sweep: --resume on new hosts of the same shape (hosts x ranks "
-                         "per host): appended context record %zu to %s:%s\n",
-                         st.contexts + 1, job.out_path.c_str(), list.c_str());
-          }
-        }
-        if (!diffs.empty()) {
-          file.write(ctx);  // the points appended from here on belong to this context
-          if (!job.quiet)
-            std::fprintf(stderr, "sweep: --resume-anyway: appended context record %zu to %s "
-                         "(%zu difference(s) from the previous one)\n",
-                         st.contexts + 1, job.out_path.c_str(), diffs.size());
-        }
+        done = resume_results(job, world, owned.points, ctx, file);
       } else {
         // Only rank 0 writes, so only its --out matters (other ranks may not see the path).
         const auto dir = std::filesystem::path(job.out_path).parent_path();
@@ -344,29 +376,133 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
   }
   world.broadcast_string(status, 0);
   if (status.rfind("error ", 0) == 0) throw InputError(status.substr(6));
-  std::vector<bool> done(points.size(), false);
-  std::size_t n_done = 0;
-  {
-    std::istringstream is(status.substr(2));
-    std::size_t i;
-    while (is >> i)
-      if (i < done.size() && !done[i]) done[i] = true, ++n_done;
-  }
+  // Indexed by the point's index in the config: with --shard I/N the owned points keep theirs.
+  std::vector<bool> done(owned.in_config, false);
+  std::istringstream is(status.substr(2));
+  std::size_t i;
+  while (is >> i)
+    if (i < done.size()) done[i] = true;
+  return done;
+}
 
-  // 3. The points.
-  if (root && !job.quiet && job.planner.cost() && !plans.empty())
-    std::fprintf(stderr, "sweep: transitions planned by the cost planner: profile %s (cluster %s, sha256 %.12s), %d ranks per host\n",
-                 job.planner.profile.value("path", "").c_str(), job.planner.profile.value("cluster", "").c_str(),
-                 job.planner.profile.value("sha256", "").c_str(), rph);
-  Progress progress(root && !job.quiet, points.size(), n_done, job.progress_tty);
+// Times one collective point and fills its record; false when a stop signal abandoned it.
+bool run_collective_point(shardcal::MeshCommunicator& mc, const Point& p, const SweepConfig& cfg,
+                          const shardcal::Topology& topo, int world_size, json& rec,
+                          Measurement& m) {
+  const auto& info = collective_info(p.op);
+  const int n = mc.mesh().extent(p.mesh_dim);
+  const CollectiveShape sh = collective_shape(p.op, p.dtype, p.size, p.dist, n);
+  m = measure_collective(mc, p, cfg);
+  if (m.abandoned) return false;
+  const Stats st = compute_stats(m.samples, cfg.confidence);
+  const Bandwidth bw = bandwidth(p.op, n, sh.bytes, st.p50);
+  rec["collective"] = std::string(info.name);
+  rec["variant"] = std::string(info.name) + (info.has_v_form && !sh.uniform ? "v" : "");
+  if (info.has_root) rec["root"] = 0;
+  rec["group_size"] = n;
+  rec["groups"] = world_size / n;
+  const shardcal::GroupSpan span = dims_span(mc.mesh(), {p.mesh_dim}, topo);
+  rec["hosts_spanned"] = span.hosts;
+  rec["max_ranks_per_host"] = span.max_ranks_per_host;
+  rec["elem_size"] = sh.elem;
+  rec["counts"] = sh.counts;
+  rec["bytes"] = sh.bytes;
+  rec["bytes_convention"] = std::string(info.bytes_convention);
+  rec["bytes_total"] = sh.bytes_total;
+  rec["bytes_max_rank"] = sh.bytes_max_rank;
+  rec["bytes_eff"] = sh.bytes_eff;
+  rec["stats"] = st.to_json();
+  rec["algbw_GBps"] = bw.algbw_GBps;
+  rec["busbw_GBps"] = bw.busbw_GBps;
+  rec["busbw_factor"] = bw.factor;
+  rec["algbw_eff_GBps"] = st.p50 > 0 ? double(sh.bytes_eff) / st.p50 / 1e9 : 0.0;
+  return true;
+}
+
+// Times one transition point (its plan made in phase 1) and fills its record; false when a stop
+// signal abandoned it.
+bool run_transition_point(shardcal::MeshCommunicator& mc, const Point& p,
+                          const PlannedTransition& planned, const SweepJob& job, int rph,
+                          const shardcal::Topology& topo, json& rec, Measurement& m) {
+  const SweepConfig& cfg = job.config;
+  const auto& mesh = mc.mesh();
+  const shardcal::TensorMeta meta{p.shape, p.dtype};
+  const shardcal::TensorSpec from(mesh, shardcal::parse_placements(p.from), meta);
+  const shardcal::TensorSpec to(mesh, shardcal::parse_placements(p.to), meta);
+  const shardcal::Plan& plan = planned.plan;
+  m = measure_transition(mc, p, plan, cfg);
+  if (m.abandoned) return false;
+  const Stats st = compute_stats(m.samples, cfg.confidence);
+  json steps = json::array();
+  for (const auto& s : plan.steps) {
+    const shardcal::StepTraffic tr = shardcal::describe_step(s);
+    json step = {{"mesh_dim", s.mesh_dim},
+                 {"collective", shardcal::step_kind_name(s.kind)},
+                 {"from", shardcal::placements_to_string(s.before.placements())},
+                 {"to", shardcal::placements_to_string(s.after.placements())}};
+    step.update(step_traffic_json(tr));
+    step["hosts_spanned"] = dims_span(mesh, {s.mesh_dim}, topo).hosts;
+    if (!planned.step_us.empty()) step["predicted_us"] = planned.step_us.at(steps.size());
+    steps.push_back(std::move(step));
+  }
+  std::int64_t max_local = 0;
+  for (int r = 0; r < mesh.size(); ++r)
+    max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
+  rec["transition"] = {{"from", p.from}, {"to", p.to}, {"from_given", p.from_given},
+                       {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps},
+                       {"planner", job.planner.describe(rph)}};
+  if (job.planner.cost()) rec["transition"]["predicted_us"] = planned.total_us;
+  rec["group_size"] = mesh.size();
+  rec["groups"] = 1;
+  std::vector<int> all_dims(std::size_t(mesh.ndim()));
+  for (int d = 0; d < mesh.ndim(); ++d) all_dims[std::size_t(d)] = d;
+  const shardcal::GroupSpan span = dims_span(mesh, all_dims, topo);
+  rec["hosts_spanned"] = span.hosts;
+  rec["max_ranks_per_host"] = span.max_ranks_per_host;
+  rec["elem_size"] = shardcal::dtype_size(p.dtype);
+  rec["bytes"] = meta.nbytes();
+  rec["bytes_convention"] = "the logical (global) tensor";
+  rec["bytes_total"] = meta.nbytes();
+  rec["bytes_max_rank"] = max_local;
+  rec["stats"] = st.to_json();
+  rec["algbw_GBps"] = st.p50 > 0 ? double(meta.nbytes()) / st.p50 / 1e9 : 0.0;
+  rec["busbw_GBps"] = nullptr;  // a plan mixes collectives: no single bus factor
+  rec["busbw_factor"] = nullptr;
+  return true;
+}
+
+// The progress line's summary of a finished point.
+std::string point_summary(const json& rec, const Measurement& m) {
+  std::string summary = "p50 " + human_time(rec["stats"]["p50"].get<double>());
+  if (rec["busbw_GBps"].is_number()) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "  busbw %.3g GB/s", rec["busbw_GBps"].get<double>());
+    summary += buf;
+  }
+  if (m.wrong > 0) summary += "  WRONG " + std::to_string(m.wrong);
+  return summary;
+}
+
+struct RunOutcome {
+  std::uint64_t bad_points = 0;  // points with wrong results
+  int stop_signal = 0;           // the signal that stopped the run, 0 if none
+};
+
+// Phase 3: every point the file does not hold yet, in order; rank 0 appends each record. Stops
+// between points when any rank saw SIGINT/SIGTERM.
+RunOutcome run_points(Communicator& world, const SweepJob& job, const std::vector<Point>& points,
+                      const std::vector<bool>& done,
+                      const std::map<std::size_t, PlannedTransition>& plans, int rph,
+                      const shardcal::Topology& topo, ResultsFile& file, Progress& progress) {
+  const SweepConfig& cfg = job.config;
+  const bool root = world.rank() == 0;
   std::unique_ptr<shardcal::MeshCommunicator> mc;
-  std::uint64_t bad_points = 0;
-  int stop_signal = 0;
+  RunOutcome out;
   for (const Point& p : points) {
     if (done[p.index]) continue;
     for (auto s : world.all_gather_u64(std::uint64_t(pending_signal())))
-      if (s != 0 && stop_signal == 0) stop_signal = int(s);
-    if (stop_signal != 0) break;
+      if (s != 0 && out.stop_signal == 0) out.stop_signal = int(s);
+    if (out.stop_signal != 0) break;
     if (!mc || mc->mesh().to_string() != p.mesh)
       mc = std::make_unique<shardcal::MeshCommunicator>(shardcal::DeviceMesh::parse(p.mesh), world);
     progress.start_point(p.label());
@@ -377,102 +513,47 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
     rec["key"] = p.key();
     rec["point"] = p.params();
     Measurement m;
-    if (!p.transition) {
-      const auto& info = collective_info(p.op);
-      const int n = mc->mesh().extent(p.mesh_dim);
-      const CollectiveShape sh = collective_shape(p.op, p.dtype, p.size, p.dist, n);
-      m = measure_collective(*mc, p, cfg);
-      if (m.abandoned) {
-        stop_signal = m.signal;
-        break;
-      }
-      const Stats st = compute_stats(m.samples, cfg.confidence);
-      const Bandwidth bw = bandwidth(p.op, n, sh.bytes, st.p50);
-      rec["collective"] = std::string(info.name);
-      rec["variant"] = std::string(info.name) + (info.has_v_form && !sh.uniform ? "v" : "");
-      if (info.has_root) rec["root"] = 0;
-      rec["group_size"] = n;
-      rec["groups"] = world.size() / n;
-      const shardcal::GroupSpan span = dims_span(mc->mesh(), {p.mesh_dim}, topo);
-      rec["hosts_spanned"] = span.hosts;
-      rec["max_ranks_per_host"] = span.max_ranks_per_host;
-      rec["elem_size"] = sh.elem;
-      rec["counts"] = sh.counts;
-      rec["bytes"] = sh.bytes;
-      rec["bytes_convention"] = std::string(info.bytes_convention);
-      rec["bytes_total"] = sh.bytes_total;
-      rec["bytes_max_rank"] = sh.bytes_max_rank;
-      rec["bytes_eff"] = sh.bytes_eff;
-      rec["stats"] = st.to_json();
-      rec["algbw_GBps"] = bw.algbw_GBps;
-      rec["busbw_GBps"] = bw.busbw_GBps;
-      rec["busbw_factor"] = bw.factor;
-      rec["algbw_eff_GBps"] = st.p50 > 0 ? double(sh.bytes_eff) / st.p50 / 1e9 : 0.0;
-    } else {
-      const auto& mesh = mc->mesh();
-      const shardcal::TensorMeta meta{p.shape, p.dtype};
-      const shardcal::TensorSpec from(mesh, shardcal::parse_placements(p.from), meta);
-      const shardcal::TensorSpec to(mesh, shardcal::parse_placements(p.to), meta);
-      const PlannedTransition& planned = plans.at(p.index);
-      const shardcal::Plan& plan = planned.plan;
-      m = measure_transition(*mc, p, plan, cfg);
-      if (m.abandoned) {
-        stop_signal = m.signal;
-        break;
-      }
-      const Stats st = compute_stats(m.samples, cfg.confidence);
-      json steps = json::array();
-      for (const auto& s : plan.steps) {
-        const shardcal::StepTraffic tr = shardcal::describe_step(s);
-        json step = {{"mesh_dim", s.mesh_dim},
-                     {"collective", shardcal::step_kind_name(s.kind)},
-                     {"from", shardcal::placements_to_string(s.before.placements())},
-                     {"to", shardcal::placements_to_string(s.after.placements())}};
-        step.update(step_traffic_json(tr));
-        step["hosts_spanned"] = dims_span(mesh, {s.mesh_dim}, topo).hosts;
-        if (!planned.step_us.empty()) step["predicted_us"] = planned.step_us.at(steps.size());
-        steps.push_back(std::move(step));
-      }
-      std::int64_t max_local = 0;
-      for (int r = 0; r < mesh.size(); ++r)
-        max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
-      rec["transition"] = {{"from", p.from}, {"to", p.to}, {"from_given", p.from_given},
-                           {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps},
-                           {"planner", job.planner.describe(rph)}};
-      if (job.planner.cost()) rec["transition"]["predicted_us"] = planned.total_us;
-      rec["group_size"] = mesh.size();
-      rec["groups"] = 1;
-      std::vector<int> all_dims(std::size_t(mesh.ndim()));
-      for (int d = 0; d < mesh.ndim(); ++d) all_dims[std::size_t(d)] = d;
-      const shardcal::GroupSpan span = dims_span(mesh, all_dims, topo);
-      rec["hosts_spanned"] = span.hosts;
-      rec["max_ranks_per_host"] = span.max_ranks_per_host;
-      rec["elem_size"] = shardcal::dtype_size(p.dtype);
-      rec["bytes"] = meta.nbytes();
-      rec["bytes_convention"] = "the logical (global) tensor";
-      rec["bytes_total"] = meta.nbytes();
-      rec["bytes_max_rank"] = max_local;
-      rec["stats"] = st.to_json();
-      rec["algbw_GBps"] = st.p50 > 0 ? double(meta.nbytes()) / st.p50 / 1e9 : 0.0;
-      rec["busbw_GBps"] = nullptr;  // a plan mixes collectives: no single bus factor
-      rec["busbw_factor"] = nullptr;
+    const bool measured =
+        p.transition ? run_transition_point(*mc, p, plans.at(p.index), job, rph, topo, rec, m)
+                     : run_collective_point(*mc, p, cfg, topo, world.size(), rec, m);
+    if (!measured) {
+      out.stop_signal = m.signal;
+      break;
     }
     rec["timing"] = timing_json(cfg, p, m);
     rec["samples_s"] = m.samples;
     rec["wrong"] = cfg.check ? json(m.wrong) : json(nullptr);
-    if (m.wrong > 0) ++bad_points;
+    if (m.wrong > 0) ++out.bad_points;
     if (root) {
       file.write(rec);
-      std::string summary = "p50 " + human_time(rec["stats"]["p50"].get<double>());
-      if (rec["busbw_GBps"].is_number()) {
-        char buf[48];
-        std::snprintf(buf, sizeof buf, "  busbw %.3g GB/s", rec["busbw_GBps"].get<double>());
-        summary += buf;
-      }
-      if (m.wrong > 0) summary += "  WRONG " + std::to_string(m.wrong);
-      progress.finish_point(summary);
+      progress.finish_point(point_summary(rec, m));
     }
   }
+  return out;
+}
+
+}  // namespace
+
+int run_sweep_rank(Communicator& world, const SweepJob& job) {
+  OwnedPoints owned = plan_points(job, world.size());
+  const std::vector<Point>& points = owned.points;
+  const bool root = world.rank() == 0;
+  // Hostnames (or SHARDCAL_HOSTNAME, to emulate hosts) tell which groups cross hosts, and go
+  // into the context record.
+  const shardcal::Topology topo = shardcal::discover_topology(world);
+  const int rph = job.planner.resolve_ranks_per_host(topo);
+  const std::map<std::size_t, PlannedTransition> plans =
+      plan_transitions(world, job, owned.points, rph);
+  ResultsFile file;
+  const std::vector<bool> done = open_results(world, job, topo, owned, file);
+  const auto n_done = std::size_t(std::count(done.begin(), done.end(), true));
+
+  if (root && !job.quiet && job.planner.cost() && !plans.empty())
+    std::fprintf(stderr, "sweep: transitions planned by the cost planner: profile %s (cluster %s, sha256 %.12s), %d ranks per host\n",
+                 job.planner.profile.value("path", "").c_str(), job.planner.profile.value("cluster", "").c_str(),
+                 job.planner.profile.value("sha256", "").c_str(), rph);
+  Progress progress(root && !job.quiet, points.size(), n_done, job.progress_tty);
+  const RunOutcome out = run_points(world, job, points, done, plans, rph, topo, file, progress);
   file.close();
   // Stops and wrong results are reported on rank 0 even with --quiet.
   auto notice = [&](const std::string& text) {
@@ -480,15 +561,15 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
     if (job.quiet) std::fprintf(stderr, "%s\n", text.c_str());
     else progress.message(text);
   };
-  if (stop_signal != 0) {
-    notice("sweep: stopped by signal " + std::to_string(stop_signal) +
+  if (out.stop_signal != 0) {
+    notice("sweep: stopped by signal " + std::to_string(out.stop_signal) +
                      "; the results file holds complete records only; continue with --resume " +
                      job.out_path);
-    return exit_code_for_signal(stop_signal);
+    return exit_code_for_signal(out.stop_signal);
   }
   progress.done();
-  if (bad_points > 0) {
-    notice("sweep: " + std::to_string(bad_points) +
+  if (out.bad_points > 0) {
+    notice("sweep: " + std::to_string(out.bad_points) +
                      " point(s) produced wrong results (see \"wrong\" in " + job.out_path + ")");
     return 1;
   }
