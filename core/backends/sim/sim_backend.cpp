@@ -74,6 +74,7 @@ const char* op_name(Op op) {
   return "?";
 }
 
+// The operation Communicator names when it rejects a call (reject() gets the name only).
 Op op_named(std::string_view name) {
   for (int i = 0; i <= int(Op::Recv); ++i)
     if (name == op_name(Op(i))) return Op(i);
