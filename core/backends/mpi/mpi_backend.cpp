@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mpi_runtime.hpp"
@@ -186,13 +187,10 @@ class MpiCommunicator final : public Communicator {
                    std::size_t recv_count, DType t, int root) override {
     const char* op = "scatterv";
     const std::size_t es = dtype_size(t);
-    const int* c = nullptr;
-    const int* d = nullptr;
+    const auto [c, d] = root_ints(op, root, counts, displs);
     Scratch tmp;
     bool in_place = false;
     if (rank_ == root) {
-      c = to_ints(op, "count", counts, ints_[0]);
-      d = to_ints(op, "displacement", displs, ints_[1]);
       in_place = recv_count > 0 && recv == bytes(send) + displs[std::size_t(root)] * es;
       if (!in_place)
         send = tmp.unalias(send, blocks_extent(counts, displs) * es, recv, recv_count * es);
@@ -221,13 +219,10 @@ class MpiCommunicator final : public Communicator {
                   Counts displs, DType t, int root) override {
     const char* op = "gatherv";
     const std::size_t es = dtype_size(t);
-    const int* c = nullptr;
-    const int* d = nullptr;
+    const auto [c, d] = root_ints(op, root, counts, displs);
     Scratch tmp;
     bool in_place = false;
     if (rank_ == root) {
-      c = to_ints(op, "count", counts, ints_[0]);
-      d = to_ints(op, "displacement", displs, ints_[1]);
       in_place = send_count > 0 && send == bytes(recv) + displs[std::size_t(root)] * es;
       if (!in_place)
         send = tmp.unalias(send, send_count * es, recv, blocks_extent(counts, displs) * es);
@@ -344,6 +339,13 @@ class MpiCommunicator final : public Communicator {
                    ", the largest count or displacement the MPI-3 v-collectives take (split the "
                    "transfer, or use an MPI-4 library with large-count calls)");
     return int(v);
+  }
+  // The root's counts and displacements as the int arrays MPI_Scatterv/MPI_Gatherv read there
+  // (null on the other ranks, where MPI ignores them).
+  std::pair<const int*, const int*> root_ints(const char* op, int root, Counts counts,
+                                              Counts displs) {
+    if (rank_ != root) return {nullptr, nullptr};
+    return {to_ints(op, "count", counts, ints_[0]), to_ints(op, "displacement", displs, ints_[1])};
   }
   // The v-collectives take int arrays; refuse (never truncate) values that do not fit.
   const int* to_ints(const char* op, const char* what, Counts in, std::vector<int>& out) const {
