@@ -1,11 +1,15 @@
 // `shardbench info`: what this build and this job look like — backends compiled in, library
 // versions, and (collectively, on the chosen backend) the hosts of every rank and which mesh
-// dims cross hosts: the link classes the cost model distinguishes.
+// dims cross hosts: the link classes the cost model distinguishes. `--collectives` prints the
+// collective table instead (with --json, as the data file the Python side and the schemas use).
+#include <cstdio>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "commands.hpp"
+#include "shardcal/collectives.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/mesh.hpp"
 #include "shardcal/topology.hpp"
@@ -18,9 +22,61 @@ struct InfoArgs {
   BackendOptions backend;
   std::string mesh;
   bool no_launch = false;
+  bool collectives = false;
+  bool json = false;
 };
 
+// The collective table as data: every trait of a row that is not code (buffer sizing, the call,
+// the reference output stay in C++). calibrate/python/shardcal/collectives.json is this output.
+void print_collectives(bool as_json) {
+  if (as_json) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& c : shardcal::kCollectives)
+      rows.push_back({{"name", c.name},
+                      {"bytes_convention", c.bytes_convention},
+                      {"reduces", c.reduces},
+                      {"has_root", c.has_root},
+                      {"has_v_form", c.has_v_form},
+                      {"input_in_recv", c.input_in_recv},
+                      {"one_way", c.one_way},
+                      {"busbw_share", c.busbw_share},
+                      {"busbw_flat", c.busbw_flat},
+                      {"ring_rounds", c.ring_rounds}});
+    nlohmann::ordered_json doc = {{"schema", "shardcal.collectives"},
+                                  {"version", 1},
+                                  {"generated_by", "shardbench info --collectives --json"},
+                                  {"collectives", rows}};
+    std::cout << doc.dump(2) << "\n";
+    return;
+  }
+  std::cout << "collective      busbw/algbw (n ranks)   ring steps  traits\n";
+  for (const auto& c : shardcal::kCollectives) {
+    std::string bw = c.busbw_flat == 0 ? "" : std::to_string(int(c.busbw_flat));
+    if (c.busbw_share != 0)
+      bw += (bw.empty() ? "" : " + ") +
+            (c.busbw_share == 1 ? std::string() : std::to_string(int(c.busbw_share)) + " x ") +
+            "(n-1)/n";
+    std::string traits;
+    for (auto [on, word] : {std::pair{c.reduces, "reduces"},
+                            {c.has_root, "rooted"},
+                            {c.has_v_form, "v-form"},
+                            {c.one_way, "one-way"}})
+      if (on) traits += std::string(traits.empty() ? "" : ", ") + word;
+    const std::string steps =
+        (c.ring_rounds == 1 ? "" : std::to_string(c.ring_rounds) + " x ") + std::string("(n-1)");
+    char line[160];
+    std::snprintf(line, sizeof line, "%-15s %-23s %-11s %s\n", std::string(c.name).c_str(),
+                  bw.c_str(), steps.c_str(), traits.c_str());
+    std::cout << line;
+  }
+}
+
 int run(const InfoArgs& a) {
+  if (a.collectives) {
+    print_collectives(a.json);
+    return 0;
+  }
+  if (a.json) throw shardcal::Error("info: --json goes with --collectives (the table as data)");
   std::cout << "shardcal " << "backends compiled in:";
   for (const auto& b : shardcal::compiled_backends()) std::cout << " " << b;
   std::cout << "\n";
@@ -71,6 +127,12 @@ Runner add_info_command(CLI::App& app) {
   args->backend.add_to(*cmd);
   cmd->add_option("--mesh", args->mesh, "Mesh shape whose dims to classify as intra/inter-host, e.g. 2x4");
   cmd->add_flag("--no-launch", args->no_launch, "Only print build information; start no ranks");
+  cmd->add_flag("--collectives", args->collectives,
+                "Print the collective table (name, bus-bandwidth factor, ring steps, traits); "
+                "starts no ranks");
+  cmd->add_flag(
+      "--json", args->json,
+      "With --collectives: the table as JSON (calibrate/python/shardcal/collectives.json)");
   return [args]() { return run(*args); };
 }
 

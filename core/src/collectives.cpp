@@ -33,14 +33,12 @@ double gathered(const C& c, std::int64_t k) {
   const int j = block_of(c, k);
   return pattern_value(j, k - std::int64_t(c.displs[std::size_t(j)]));
 }
-double ring_share(double n) { return (n - 1.0) / n; }
-int ring_n_minus_1(int n) { return n - 1; }
 
 // clang-format off
 constexpr std::array<CollectiveInfo, 7> kTable{{
     {Collective::AllGather, "all_gather", "whole output (n x per-rank)",
      /*reduces=*/false, /*has_root=*/false, /*has_v_form=*/true, /*input_in_recv=*/false,
-     ring_share, ring_n_minus_1,
+     /*one_way=*/false, /*busbw_share=*/1, /*busbw_flat=*/0, /*ring_rounds=*/1,
      [](const C& c, int q) { return BufferElems{at(c, q), sum_of(c)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.all_gather(s, r, c.counts[0], c.dtype)
@@ -49,7 +47,7 @@ constexpr std::array<CollectiveInfo, 7> kTable{{
      gathered},
     {Collective::ReduceScatter, "reduce_scatter", "whole input of one rank",
      true, false, true, false,
-     ring_share, ring_n_minus_1,
+     false, 1, 0, 1,
      [](const C& c, int q) { return BufferElems{sum_of(c), at(c, q)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.reduce_scatter(s, r, c.counts[0], c.dtype, ReduceOp::Sum)
@@ -60,7 +58,7 @@ constexpr std::array<CollectiveInfo, 7> kTable{{
      }},
     {Collective::AllReduce, "all_reduce", "one rank's buffer",
      true, false, false, false,
-     [](double n) { return 2.0 * (n - 1.0) / n; }, [](int n) { return 2 * (n - 1); },
+     false, 2, 0, 2,
      [](const C& c, int q) { return BufferElems{at(c, q), at(c, q)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        g.all_reduce(s, r, c.counts[0], c.dtype, ReduceOp::Sum);
@@ -68,7 +66,7 @@ constexpr std::array<CollectiveInfo, 7> kTable{{
      sum_over_sources},
     {Collective::AllToAll, "all_to_all", "one rank's send buffer",
      false, false, true, false,
-     ring_share, ring_n_minus_1,
+     false, 1, 0, 1,
      [](const C& c, int q) { return BufferElems{sum_of(c), std::size_t(c.n) * at(c, q)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.all_to_all(s, r, c.counts[0], c.dtype)
@@ -80,13 +78,13 @@ constexpr std::array<CollectiveInfo, 7> kTable{{
      }},
     {Collective::Broadcast, "broadcast", "the buffer",
      false, true, false, /*input_in_recv=*/true,
-     [](double) { return 1.0; }, ring_n_minus_1,
+     true, 0, 1, 1,
      [](const C& c, int q) { return BufferElems{0, at(c, q)}; },
      [](Communicator& g, const C& c, const void*, void* r) { g.broadcast(r, c.counts[0], c.dtype, 0); },
      [](const C&, std::int64_t k) { return pattern_value(0, k); }},
     {Collective::Scatter, "scatter", "whole buffer at root",
      false, true, true, false,
-     ring_share, ring_n_minus_1,
+     true, 1, 0, 1,
      [](const C& c, int q) { return BufferElems{q == 0 ? sum_of(c) : 0, at(c, q)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.scatter(s, r, c.counts[0], c.dtype, 0)
@@ -97,7 +95,7 @@ constexpr std::array<CollectiveInfo, 7> kTable{{
      }},
     {Collective::Gather, "gather", "whole buffer at root",
      false, true, true, false,
-     ring_share, ring_n_minus_1,
+     true, 1, 0, 1,
      [](const C& c, int q) { return BufferElems{at(c, q), q == 0 ? sum_of(c) : 0}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.gather(s, r, c.counts[0], c.dtype, 0)

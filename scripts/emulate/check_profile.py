@@ -30,8 +30,14 @@ import statistics
 import sys
 import tempfile
 
-ONE_WAY = ("broadcast", "scatter", "gather")
-TWO_WAY = ("all_gather", "all_to_all", "all_reduce", "reduce_scatter")
+# The collective table as data (`shardbench info --collectives --json`): its one_way trait says
+# which collectives measure the link.
+_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python",
+                      "shardcal", "collectives.json")
+with open(_TABLE, encoding="utf-8") as _f:
+    _ROWS = json.load(_f)["collectives"]
+ONE_WAY = tuple(r["name"] for r in _ROWS if r["one_way"])
+TWO_WAY = tuple(r["name"] for r in _ROWS if not r["one_way"])
 HEADERS = 14 + 20 + 20 + 12  # Ethernet + IPv4 + TCP + TCP timestamps option, bytes per frame
 
 

@@ -21,7 +21,11 @@ import os
 import sys
 import tempfile
 
-ONE_WAY = ("broadcast", "scatter", "gather")
+# The collective table as data (`shardbench info --collectives --json`): its one_way trait says
+# which collectives measure the link.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python",
+                       "shardcal", "collectives.json"), encoding="utf-8") as _f:
+    ONE_WAY = tuple(r["name"] for r in json.load(_f)["collectives"] if r["one_way"])
 
 
 def fail_input(msg):

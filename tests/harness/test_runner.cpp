@@ -67,53 +67,68 @@ class CorruptingComm final : public Communicator {
   std::string describe() const override { return in_.describe(); }
   shardcal::MemorySpace& memory() override { return in_.memory(); }
   void barrier() override { in_.barrier(); }
-  void broadcast(void* b, std::size_t c, DType t, int root) override { in_.broadcast(b, c, t, root); }
-  void all_reduce(const void* s, void* r, std::size_t c, DType t, shardcal::ReduceOp op) override {
+  void do_broadcast(void* b, std::size_t c, DType t, int root) override {
+    in_.broadcast(b, c, t, root);
+  }
+  void do_all_reduce(const void* s, void* r, std::size_t c, DType t,
+                     shardcal::ReduceOp op) override {
     in_.all_reduce(s, r, c, t, op);
   }
-  void all_gather(const void* s, void* r, std::size_t c, DType t) override {
+  void do_all_gather(const void* s, void* r, std::size_t c, DType t) override {
     if (silent()) return;
     in_.all_gather(s, r, c, t);
     corrupt(r, c * std::size_t(size()), t);
   }
-  void all_gatherv(const void* s, std::size_t sc, void* r, shardcal::Counts c, shardcal::Counts d,
-                   DType t) override {
+  void do_all_gatherv(const void* s, std::size_t sc, void* r, shardcal::Counts c,
+                      shardcal::Counts d, DType t) override {
     if (silent()) return;
     in_.all_gatherv(s, sc, r, c, d, t);
     std::size_t total = 0;
     for (auto x : c) total += x;
     corrupt(r, total, t);
   }
-  void reduce_scatter(const void* s, void* r, std::size_t c, DType t, shardcal::ReduceOp op) override {
+  void do_reduce_scatter(const void* s, void* r, std::size_t c, DType t,
+                         shardcal::ReduceOp op) override {
     in_.reduce_scatter(s, r, c, t, op);
   }
-  void reduce_scatterv(const void* s, void* r, shardcal::Counts c, DType t, shardcal::ReduceOp op) override {
+  void do_reduce_scatterv(const void* s, void* r, shardcal::Counts c, DType t,
+                          shardcal::ReduceOp op) override {
     in_.reduce_scatterv(s, r, c, t, op);
   }
-  void all_to_all(const void* s, void* r, std::size_t c, DType t) override { in_.all_to_all(s, r, c, t); }
-  void all_to_allv(const void* s, shardcal::Counts sc, shardcal::Counts sd, void* r, shardcal::Counts rc,
-                   shardcal::Counts rd, DType t) override {
+  void do_all_to_all(const void* s, void* r, std::size_t c, DType t) override {
+    in_.all_to_all(s, r, c, t);
+  }
+  void do_all_to_allv(const void* s, shardcal::Counts sc, shardcal::Counts sd, void* r,
+                      shardcal::Counts rc, shardcal::Counts rd, DType t) override {
     in_.all_to_allv(s, sc, sd, r, rc, rd, t);
   }
-  void scatter(const void* s, void* r, std::size_t c, DType t, int root) override { in_.scatter(s, r, c, t, root); }
-  void scatterv(const void* s, shardcal::Counts c, shardcal::Counts d, void* r, std::size_t rc, DType t,
-                int root) override {
+  void do_scatter(const void* s, void* r, std::size_t c, DType t, int root) override {
+    in_.scatter(s, r, c, t, root);
+  }
+  void do_scatterv(const void* s, shardcal::Counts c, shardcal::Counts d, void* r, std::size_t rc,
+                   DType t, int root) override {
     in_.scatterv(s, c, d, r, rc, t, root);
   }
-  void gather(const void* s, void* r, std::size_t c, DType t, int root) override { in_.gather(s, r, c, t, root); }
-  void gatherv(const void* s, std::size_t sc, void* r, shardcal::Counts c, shardcal::Counts d, DType t,
-               int root) override {
+  void do_gather(const void* s, void* r, std::size_t c, DType t, int root) override {
+    in_.gather(s, r, c, t, root);
+  }
+  void do_gatherv(const void* s, std::size_t sc, void* r, shardcal::Counts c, shardcal::Counts d,
+                  DType t, int root) override {
     in_.gatherv(s, sc, r, c, d, t, root);
   }
-  void send(const void* b, std::size_t c, DType t, int peer, int tag) override { in_.send(b, c, t, peer, tag); }
-  void recv(void* b, std::size_t c, DType t, int peer, int tag) override { in_.recv(b, c, t, peer, tag); }
-  std::unique_ptr<Communicator> split(int color, int key) override {
+  void do_send(const void* b, std::size_t c, DType t, int peer, int tag) override {
+    in_.send(b, c, t, peer, tag);
+  }
+  void do_recv(void* b, std::size_t c, DType t, int peer, int tag) override {
+    in_.recv(b, c, t, peer, tag);
+  }
+  std::unique_ptr<Communicator> do_split(int color, int key) override {
     auto child = in_.split(color, key);
     Communicator& ref = *child;
     return std::make_unique<CorruptingComm>(ref, active_, std::move(child), silent_after_, gathers_);
   }
   std::vector<std::uint64_t> all_gather_u64(std::uint64_t v) override { return in_.all_gather_u64(v); }
-  void broadcast_string(std::string& s, int root) override { in_.broadcast_string(s, root); }
+  void do_broadcast_string(std::string& s, int root) override { in_.broadcast_string(s, root); }
   double now() const override { return in_.now(); }
   std::unique_ptr<shardcal::OpTimer> make_op_timer() override { return in_.make_op_timer(); }
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -29,13 +30,21 @@ _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", re.ASCII)
 SCHEMA = "shardcal.profile"
 VERSION = 1
 
-# The collective table (DESIGN section 4; core/include/shardcal/collectives.hpp), in table order;
-# tests/calibrate/parity_test.py (table) checks these names, HAS_V_FORM, busbw_factor and
-# ring_steps against the C++ table.
-COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast", "scatter", "gather")
+
+# The collective table, as data: collectives.json next to this file is what
+# `shardbench info --collectives --json` prints for core/src/collectives.cpp (a test keeps the
+# two equal), so a new collective reaches Python without editing this module.
+def _load_table() -> list:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "collectives.json"), encoding="utf-8") as f:
+        return json.load(f)["collectives"]
+
+
+TABLE = {row["name"]: row for row in _load_table()}
+# Names in table order.
+COLLECTIVES = tuple(TABLE)
 # Collectives whose per-position counts may differ (v-form); the others' count is the buffer,
 # the same at every position.
-HAS_V_FORM = frozenset({"all_gather", "reduce_scatter", "all_to_all", "scatter", "gather"})
+HAS_V_FORM = frozenset(name for name, row in TABLE.items() if row["has_v_form"])
 MAX_DEPTH = 32  # deepest JSON nesting accepted, as kMaxDepth in calibrate/src/profile.cpp
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "u8")
 DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1}
@@ -44,18 +53,16 @@ DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8":
 def busbw_factor(collective: str, n: int) -> float:
     if n <= 1:
         return 0.0
+    row = TABLE[collective]
     nn = float(n)
-    if collective == "all_reduce":
-        return 2.0 * (nn - 1.0) / nn
-    if collective == "broadcast":
-        return 1.0
-    return (nn - 1.0) / nn
+    # The same operations in the same order as CollectiveInfo::busbw (bit-identical results).
+    return row["busbw_share"] * (nn - 1.0) / nn + row["busbw_flat"]
 
 
 def ring_steps(collective: str, n: int) -> int:
     if n <= 1:
         return 0
-    return 2 * (n - 1) if collective == "all_reduce" else n - 1
+    return TABLE[collective]["ring_rounds"] * (n - 1)
 
 
 class ProfileError(ValueError):

@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mpi_runtime.hpp"
@@ -21,20 +22,6 @@ using detail::WatchScope;
 
 const std::byte* bytes(const void* p) { return static_cast<const std::byte*>(p); }
 std::byte* bytes(void* p) { return static_cast<std::byte*>(p); }
-
-bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
-  if (a_bytes == 0 || b_bytes == 0) return false;
-  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
-// Elements spanned by a v-layout: max over ranks of displ + count.
-std::size_t span_of(Counts counts, Counts displs) {
-  std::size_t end = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i)
-    if (counts[i] != 0) end = std::max(end, displs[i] + counts[i]);
-  return end;
-}
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -74,15 +61,15 @@ class MpiCommunicator final : public Communicator {
     check("barrier", MPI_Barrier(comm_));
   }
 
-  void broadcast(void* buf, std::size_t count, DType t, int root) override {
-    check_root("broadcast", root);
+  void do_broadcast(void* buf, std::size_t count, DType t, int root) override {
     WatchScope w("broadcast", desc_, timeout_s_);
     for_chunks(count, dtype_size(t), [&](std::size_t off, int n) {
       check("broadcast", MPI_Bcast(bytes(buf) + off, n, detail::base_type(t), root, comm_));
     });
   }
 
-  void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override {
+  void do_all_reduce(const void* send, void* recv, std::size_t count, DType t,
+                     ReduceOp op) override {
     const std::size_t es = dtype_size(t), nbytes = count * es;
     Scratch tmp;
     const bool in_place = send == recv;
@@ -98,7 +85,7 @@ class MpiCommunicator final : public Communicator {
     if (op == ReduceOp::Avg) finish_avg(t, recv, count, size_);
   }
 
-  void all_gather(const void* send, void* recv, std::size_t count, DType t) override {
+  void do_all_gather(const void* send, void* recv, std::size_t count, DType t) override {
     const std::size_t es = dtype_size(t), block = count * es;
     Scratch tmp;
     const bool in_place = count > 0 && send == bytes(recv) + std::size_t(rank_) * block;
@@ -109,27 +96,23 @@ class MpiCommunicator final : public Communicator {
                                       et.count(), et.type(), comm_));
   }
 
-  void all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
-                   Counts displs, DType t) override {
+  void do_all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                      Counts displs, DType t) override {
     const char* op = "all_gatherv";
-    check_group_size(op, "counts", counts);
-    check_group_size(op, "displs", displs);
-    if (send_count != counts[std::size_t(rank_)])
-      fail(op, "send_count " + std::to_string(send_count) + " differs from counts[" +
-                   std::to_string(rank_) + "] = " + std::to_string(counts[std::size_t(rank_)]));
     const std::size_t es = dtype_size(t);
     const int* c = to_ints(op, "count", counts, ints_[0]);
     const int* d = to_ints(op, "displacement", displs, ints_[1]);
     Scratch tmp;
     const bool in_place = send_count > 0 && send == bytes(recv) + displs[std::size_t(rank_)] * es;
-    if (!in_place) send = tmp.unalias(send, send_count * es, recv, span_of(counts, displs) * es);
+    if (!in_place)
+      send = tmp.unalias(send, send_count * es, recv, blocks_extent(counts, displs) * es);
     WatchScope w(op, desc_, timeout_s_);
     check(op, MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, int(send_count), detail::base_type(t),
                              recv, c, d, detail::base_type(t), comm_));
   }
 
-  void reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
-                      ReduceOp op) override {
+  void do_reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
+                         ReduceOp op) override {
     const std::size_t es = dtype_size(t);
     Scratch tmp;
     send = tmp.unalias(send, count * es * std::size_t(size_), recv, count * es);
@@ -141,9 +124,9 @@ class MpiCommunicator final : public Communicator {
     if (op == ReduceOp::Avg) finish_avg(t, recv, count, size_);
   }
 
-  void reduce_scatterv(const void* send, void* recv, Counts counts, DType t, ReduceOp op) override {
+  void do_reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
+                          ReduceOp op) override {
     const char* what = "reduce_scatterv";
-    check_group_size(what, "counts", counts);
     const int* c = to_ints(what, "count", counts, ints_[0]);
     std::size_t total = 0;
     for (std::size_t n : counts) total += n;
@@ -160,7 +143,7 @@ class MpiCommunicator final : public Communicator {
     if (op == ReduceOp::Avg) finish_avg(t, recv, mine, size_);
   }
 
-  void all_to_all(const void* send, void* recv, std::size_t count, DType t) override {
+  void do_all_to_all(const void* send, void* recv, std::size_t count, DType t) override {
     const std::size_t total = count * dtype_size(t) * std::size_t(size_);
     Scratch tmp;
     send = tmp.unalias(send, total, recv, total);
@@ -170,28 +153,23 @@ class MpiCommunicator final : public Communicator {
           MPI_Alltoall(send, et.count(), et.type(), recv, et.count(), et.type(), comm_));
   }
 
-  void all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
-                   Counts recv_counts, Counts recv_displs, DType t) override {
+  void do_all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
+                      Counts recv_counts, Counts recv_displs, DType t) override {
     const char* op = "all_to_allv";
-    check_group_size(op, "send_counts", send_counts);
-    check_group_size(op, "send_displs", send_displs);
-    check_group_size(op, "recv_counts", recv_counts);
-    check_group_size(op, "recv_displs", recv_displs);
     const int* sc = to_ints(op, "send count", send_counts, ints_[0]);
     const int* sd = to_ints(op, "send displacement", send_displs, ints_[1]);
     const int* rc = to_ints(op, "recv count", recv_counts, ints_[2]);
     const int* rd = to_ints(op, "recv displacement", recv_displs, ints_[3]);
     const std::size_t es = dtype_size(t);
     Scratch tmp;
-    send = tmp.unalias(send, span_of(send_counts, send_displs) * es, recv,
-                       span_of(recv_counts, recv_displs) * es);
+    send = tmp.unalias(send, blocks_extent(send_counts, send_displs) * es, recv,
+                       blocks_extent(recv_counts, recv_displs) * es);
     WatchScope w(op, desc_, timeout_s_);
     check(op, MPI_Alltoallv(send, sc, sd, detail::base_type(t), recv, rc, rd, detail::base_type(t),
                             comm_));
   }
 
-  void scatter(const void* send, void* recv, std::size_t count, DType t, int root) override {
-    check_root("scatter", root);
+  void do_scatter(const void* send, void* recv, std::size_t count, DType t, int root) override {
     const std::size_t block = count * dtype_size(t);
     Scratch tmp;
     bool in_place = false;
@@ -205,25 +183,17 @@ class MpiCommunicator final : public Communicator {
                                  et.count(), et.type(), root, comm_));
   }
 
-  void scatterv(const void* send, Counts counts, Counts displs, void* recv, std::size_t recv_count,
-                DType t, int root) override {
+  void do_scatterv(const void* send, Counts counts, Counts displs, void* recv,
+                   std::size_t recv_count, DType t, int root) override {
     const char* op = "scatterv";
-    check_root(op, root);
     const std::size_t es = dtype_size(t);
-    const int* c = nullptr;
-    const int* d = nullptr;
+    const auto [c, d] = root_ints(op, root, counts, displs);
     Scratch tmp;
     bool in_place = false;
     if (rank_ == root) {
-      check_group_size(op, "counts", counts);
-      check_group_size(op, "displs", displs);
-      if (recv_count != counts[std::size_t(root)])
-        fail(op, "the root's recv_count " + std::to_string(recv_count) + " differs from counts[" +
-                     std::to_string(root) + "] = " + std::to_string(counts[std::size_t(root)]));
-      c = to_ints(op, "count", counts, ints_[0]);
-      d = to_ints(op, "displacement", displs, ints_[1]);
       in_place = recv_count > 0 && recv == bytes(send) + displs[std::size_t(root)] * es;
-      if (!in_place) send = tmp.unalias(send, span_of(counts, displs) * es, recv, recv_count * es);
+      if (!in_place)
+        send = tmp.unalias(send, blocks_extent(counts, displs) * es, recv, recv_count * es);
     }
     const int rn = to_int(op, "recv_count", recv_count);
     WatchScope w(op, desc_, timeout_s_);
@@ -231,8 +201,7 @@ class MpiCommunicator final : public Communicator {
                            detail::base_type(t), root, comm_));
   }
 
-  void gather(const void* send, void* recv, std::size_t count, DType t, int root) override {
-    check_root("gather", root);
+  void do_gather(const void* send, void* recv, std::size_t count, DType t, int root) override {
     const std::size_t block = count * dtype_size(t);
     Scratch tmp;
     bool in_place = false;
@@ -246,25 +215,17 @@ class MpiCommunicator final : public Communicator {
                                et.count(), et.type(), root, comm_));
   }
 
-  void gatherv(const void* send, std::size_t send_count, void* recv, Counts counts, Counts displs,
-               DType t, int root) override {
+  void do_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                  Counts displs, DType t, int root) override {
     const char* op = "gatherv";
-    check_root(op, root);
     const std::size_t es = dtype_size(t);
-    const int* c = nullptr;
-    const int* d = nullptr;
+    const auto [c, d] = root_ints(op, root, counts, displs);
     Scratch tmp;
     bool in_place = false;
     if (rank_ == root) {
-      check_group_size(op, "counts", counts);
-      check_group_size(op, "displs", displs);
-      if (send_count != counts[std::size_t(root)])
-        fail(op, "the root's send_count " + std::to_string(send_count) + " differs from counts[" +
-                     std::to_string(root) + "] = " + std::to_string(counts[std::size_t(root)]));
-      c = to_ints(op, "count", counts, ints_[0]);
-      d = to_ints(op, "displacement", displs, ints_[1]);
       in_place = send_count > 0 && send == bytes(recv) + displs[std::size_t(root)] * es;
-      if (!in_place) send = tmp.unalias(send, send_count * es, recv, span_of(counts, displs) * es);
+      if (!in_place)
+        send = tmp.unalias(send, send_count * es, recv, blocks_extent(counts, displs) * es);
     }
     const int sn = to_int(op, "send_count", send_count);
     WatchScope w(op, desc_, timeout_s_);
@@ -272,16 +233,16 @@ class MpiCommunicator final : public Communicator {
                           detail::base_type(t), root, comm_));
   }
 
-  void send(const void* buf, std::size_t count, DType t, int peer, int tag) override {
-    check_p2p("send", peer, tag);
+  void do_send(const void* buf, std::size_t count, DType t, int peer, int tag) override {
+    check_tag("send", tag);
     WatchScope w("send", desc_, timeout_s_, peer);
     for_chunks(count, dtype_size(t), [&](std::size_t off, int n) {
       check("send", MPI_Send(bytes(buf) + off, n, detail::base_type(t), peer, tag, comm_));
     });
   }
 
-  void recv(void* buf, std::size_t count, DType t, int peer, int tag) override {
-    check_p2p("recv", peer, tag);
+  void do_recv(void* buf, std::size_t count, DType t, int peer, int tag) override {
+    check_tag("recv", tag);
     WatchScope w("recv", desc_, timeout_s_, peer);
     std::size_t received = 0;
     for_chunks(count, dtype_size(t), [&](std::size_t off, int n) {
@@ -297,8 +258,7 @@ class MpiCommunicator final : public Communicator {
     });
   }
 
-  std::unique_ptr<Communicator> split(int color, int key) override {
-    if (color < 0) fail("split", "color must be >= 0 (got " + std::to_string(color) + ")");
+  std::unique_ptr<Communicator> do_split(int color, int key) override {
     MPI_Comm sub = MPI_COMM_NULL;
     {
       WatchScope w("split", desc_, timeout_s_);
@@ -316,8 +276,7 @@ class MpiCommunicator final : public Communicator {
     return out;
   }
 
-  void broadcast_string(std::string& text, int root) override {
-    check_root("broadcast_string", root);
+  void do_broadcast_string(std::string& text, int root) override {
     std::uint64_t len = text.size();
     {
       WatchScope w("broadcast_string", desc_, timeout_s_);
@@ -334,7 +293,7 @@ class MpiCommunicator final : public Communicator {
    public:
     const void* unalias(const void* send, std::size_t send_bytes, const void* recv,
                         std::size_t recv_bytes) {
-      if (!overlaps(send, send_bytes, recv, recv_bytes)) return send;
+      if (!buffers_overlap(send, send_bytes, recv, recv_bytes)) return send;
       copy_ = std::make_unique_for_overwrite<std::byte[]>(send_bytes);
       std::memcpy(copy_.get(), send, send_bytes);
       return copy_.get();
@@ -368,23 +327,11 @@ class MpiCommunicator final : public Communicator {
     if (rc != MPI_SUCCESS)
       throw Error(std::string(op) + where() + " failed: " + detail::error_string(rc));
   }
-  void check_root(const char* op, int root) const {
-    if (root < 0 || root >= size_)
-      fail(op, "root " + std::to_string(root) + " is not a rank of this group of " +
-                   std::to_string(size_));
-  }
-  void check_p2p(const char* op, int peer, int tag) const {
-    if (peer < 0 || peer >= size_)
-      fail(op, "peer " + std::to_string(peer) + " is not a rank of this group of " +
-                   std::to_string(size_));
+  // Peers are checked by Communicator; tags have an MPI-specific upper bound.
+  void check_tag(const char* op, int tag) const {
     if (tag < 0 || tag > max_tag_)
       fail(op, "tag " + std::to_string(tag) + " is outside 0.." + std::to_string(max_tag_) +
                    " (MPI_TAG_UB of this MPI)");
-  }
-  void check_group_size(const char* op, const char* name, Counts c) const {
-    if (c.size() != std::size_t(size_))
-      fail(op, std::string(name) + " has " + std::to_string(c.size()) +
-                   " entries but the group has " + std::to_string(size_) + " ranks");
   }
   int to_int(const char* op, const char* what, std::size_t v) const {
     if (v > std::size_t(INT_MAX))
@@ -392,6 +339,13 @@ class MpiCommunicator final : public Communicator {
                    ", the largest count or displacement the MPI-3 v-collectives take (split the "
                    "transfer, or use an MPI-4 library with large-count calls)");
     return int(v);
+  }
+  // The root's counts and displacements as the int arrays MPI_Scatterv/MPI_Gatherv read there
+  // (null on the other ranks, where MPI ignores them).
+  std::pair<const int*, const int*> root_ints(const char* op, int root, Counts counts,
+                                              Counts displs) {
+    if (rank_ != root) return {nullptr, nullptr};
+    return {to_ints(op, "count", counts, ints_[0]), to_ints(op, "displacement", displs, ints_[1])};
   }
   // The v-collectives take int arrays; refuse (never truncate) values that do not fit.
   const int* to_ints(const char* op, const char* what, Counts in, std::vector<int>& out) const {

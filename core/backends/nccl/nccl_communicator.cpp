@@ -80,20 +80,6 @@ std::byte* at(void* base, std::size_t elems, std::size_t es) {
   return static_cast<std::byte*>(base) + elems * es;
 }
 
-bool overlaps(const void* a, std::size_t abytes, const void* b, std::size_t bbytes) {
-  if (abytes == 0 || bbytes == 0) return false;
-  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return pa < pb + bbytes && pb < pa + abytes;
-}
-
-// Elements spanned by blocks (counts[i] at displs[i]).
-std::size_t extent_of(Counts counts, Counts displs) {
-  std::size_t e = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i)
-    if (counts[i] > 0) e = std::max(e, displs[i] + counts[i]);
-  return e;
-}
-
 }  // namespace
 
 // A copy of an operation's input in stream-ordered scratch memory, made when the input overlaps
@@ -287,18 +273,6 @@ void NcclCommunicator::grouped(const char* op, const Deadline& dl, Calls&& calls
   issued(op, "ncclGroupEnd", end, dl);
 }
 
-void NcclCommunicator::check_rank(const char* op, const char* role, int r) const {
-  if (r < 0 || r >= size_)
-    throw Error(where(op) + ": " + role + " " + std::to_string(r) + " is out of range [0, " +
-                std::to_string(size_) + ")");
-}
-
-void NcclCommunicator::check_counts(const char* op, Counts c, const char* name) const {
-  if (c.size() != std::size_t(size_))
-    throw Error(where(op) + ": " + name + " has " + std::to_string(c.size()) +
-                " entries, expected one per rank (" + std::to_string(size_) + ")");
-}
-
 // ---- collectives ---------------------------------------------------------------------------
 
 void NcclCommunicator::barrier() {
@@ -309,9 +283,8 @@ void NcclCommunicator::barrier() {
   });
 }
 
-void NcclCommunicator::broadcast(void* buf, std::size_t count, DType t, int root) {
+void NcclCommunicator::do_broadcast(void* buf, std::size_t count, DType t, int root) {
   const char* op = "broadcast";
-  check_rank(op, "root", root);
   if (count == 0) return;  // count is the same on every rank: all skip together
   run(op, [&](const Deadline& dl) {
     issued(op, "ncclBroadcast",
@@ -319,14 +292,14 @@ void NcclCommunicator::broadcast(void* buf, std::size_t count, DType t, int root
   });
 }
 
-void NcclCommunicator::all_reduce(const void* send, void* recv, std::size_t count, DType t,
-                                  ReduceOp rop) {
+void NcclCommunicator::do_all_reduce(const void* send, void* recv, std::size_t count, DType t,
+                                     ReduceOp rop) {
   const char* op = "all_reduce";
   if (count == 0) return;
   const std::size_t bytes = count * dtype_size(t);
   run(op, [&](const Deadline& dl) {
     std::unique_ptr<Staging> stage;
-    if (send != recv && overlaps(send, bytes, recv, bytes)) {
+    if (send != recv && buffers_overlap(send, bytes, recv, bytes)) {
       stage = std::make_unique<Staging>(*mem_, send, bytes);
       send = stage->get();
     }
@@ -335,14 +308,15 @@ void NcclCommunicator::all_reduce(const void* send, void* recv, std::size_t coun
   });
 }
 
-void NcclCommunicator::all_gather(const void* send, void* recv, std::size_t count, DType t) {
+void NcclCommunicator::do_all_gather(const void* send, void* recv, std::size_t count, DType t) {
   const char* op = "all_gather";
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
     std::unique_ptr<Staging> stage;
     const bool native_in_place = send == at(recv, std::size_t(rank_) * count, es);
-    if (!native_in_place && overlaps(send, count * es, recv, std::size_t(size_) * count * es)) {
+    if (!native_in_place &&
+        buffers_overlap(send, count * es, recv, std::size_t(size_) * count * es)) {
       stage = std::make_unique<Staging>(*mem_, send, count * es);
       send = stage->get();
     }
@@ -351,26 +325,22 @@ void NcclCommunicator::all_gather(const void* send, void* recv, std::size_t coun
   });
 }
 
-void NcclCommunicator::all_gatherv(const void* send, std::size_t send_count, void* recv,
-                                   Counts counts, Counts displs, DType t) {
+void NcclCommunicator::do_all_gatherv(const void* send, std::size_t send_count, void* recv,
+                                      Counts counts, Counts displs, DType t) {
   const char* op = "all_gatherv";
-  check_counts(op, counts, "counts");
-  check_counts(op, displs, "displs");
-  if (send_count != counts[std::size_t(rank_)])
-    throw Error(where(op) + ": send_count " + std::to_string(send_count) + " differs from counts[" +
-                std::to_string(rank_) + "] = " + std::to_string(counts[std::size_t(rank_)]));
   const std::size_t es = dtype_size(t);
   // Equal blocks at r * count are a plain all-gather, which NCCL runs with its ring/tree
   // algorithms instead of n-1 point-to-point messages per rank.
   bool regular = true;
   for (std::size_t r = 0; r < counts.size(); ++r)
     regular = regular && counts[r] == counts[0] && displs[r] == r * counts[0];
-  if (regular) return all_gather(send, recv, counts[0], t);
+  if (regular) return do_all_gather(send, recv, counts[0], t);
 
   run(op, [&](const Deadline& dl) {
     std::unique_ptr<Staging> stage;
     void* own = at(recv, displs[std::size_t(rank_)], es);
-    if (send != own && overlaps(send, send_count * es, recv, extent_of(counts, displs) * es)) {
+    if (send != own &&
+        buffers_overlap(send, send_count * es, recv, blocks_extent(counts, displs) * es)) {
       stage = std::make_unique<Staging>(*mem_, send, send_count * es);
       send = stage->get();
     }
@@ -390,8 +360,8 @@ void NcclCommunicator::all_gatherv(const void* send, std::size_t send_count, voi
   });
 }
 
-void NcclCommunicator::reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
-                                      ReduceOp rop) {
+void NcclCommunicator::do_reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
+                                         ReduceOp rop) {
   const char* op = "reduce_scatter";
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
@@ -399,7 +369,7 @@ void NcclCommunicator::reduce_scatter(const void* send, void* recv, std::size_t 
     std::unique_ptr<Staging> stage;
     const std::size_t total = std::size_t(size_) * count * es;
     const bool native_in_place = recv == at(send, std::size_t(rank_) * count, es);
-    if (!native_in_place && overlaps(send, total, recv, count * es)) {
+    if (!native_in_place && buffers_overlap(send, total, recv, count * es)) {
       stage = std::make_unique<Staging>(*mem_, send, total);
       send = stage->get();
     }
@@ -414,12 +384,11 @@ void NcclCommunicator::reduce_scatter(const void* send, void* recv, std::size_t 
 // block to every rank, about twice the bytes of a reduce-scatter; the grouped reduces move each
 // block once along NCCL's reduce pipeline, which matches the cost the model assumes for a
 // reduce-scatter. Equal counts take ncclReduceScatter directly.
-void NcclCommunicator::reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
-                                       ReduceOp rop) {
+void NcclCommunicator::do_reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
+                                          ReduceOp rop) {
   const char* op = "reduce_scatterv";
-  check_counts(op, counts, "counts");
   if (std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; }))
-    return reduce_scatter(send, recv, counts[0], t, rop);
+    return do_reduce_scatter(send, recv, counts[0], t, rop);
   const std::size_t es = dtype_size(t);
   std::vector<std::size_t> offset(counts.size(), 0);
   for (std::size_t r = 1; r < counts.size(); ++r) offset[r] = offset[r - 1] + counts[r - 1];
@@ -429,7 +398,7 @@ void NcclCommunicator::reduce_scatterv(const void* send, void* recv, Counts coun
   run(op, [&](const Deadline& dl) {
     std::unique_ptr<Staging> stage;
     const bool native_in_place = recv == at(send, offset[std::size_t(rank_)], es);
-    if (!native_in_place && overlaps(send, total * es, recv, mine * es)) {
+    if (!native_in_place && buffers_overlap(send, total * es, recv, mine * es)) {
       stage = std::make_unique<Staging>(*mem_, send, total * es);
       send = stage->get();
     }
@@ -448,14 +417,14 @@ void NcclCommunicator::reduce_scatterv(const void* send, void* recv, Counts coun
   });
 }
 
-void NcclCommunicator::all_to_all(const void* send, void* recv, std::size_t count, DType t) {
+void NcclCommunicator::do_all_to_all(const void* send, void* recv, std::size_t count, DType t) {
   const char* op = "all_to_all";
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
   const std::size_t total = std::size_t(size_) * count * es;
   run(op, [&](const Deadline& dl) {
     std::unique_ptr<Staging> stage;
-    if (overlaps(send, total, recv, total)) {
+    if (buffers_overlap(send, total, recv, total)) {
       stage = std::make_unique<Staging>(*mem_, send, total);
       send = stage->get();
     }
@@ -478,24 +447,16 @@ void NcclCommunicator::all_to_all(const void* send, void* recv, std::size_t coun
   });
 }
 
-void NcclCommunicator::all_to_allv(const void* send, Counts send_counts, Counts send_displs,
-                                   void* recv, Counts recv_counts, Counts recv_displs, DType t) {
+void NcclCommunicator::do_all_to_allv(const void* send, Counts send_counts, Counts send_displs,
+                                      void* recv, Counts recv_counts, Counts recv_displs, DType t) {
   const char* op = "all_to_allv";
-  check_counts(op, send_counts, "send_counts");
-  check_counts(op, send_displs, "send_displs");
-  check_counts(op, recv_counts, "recv_counts");
-  check_counts(op, recv_displs, "recv_displs");
   const auto me = std::size_t(rank_);
-  if (send_counts[me] != recv_counts[me])
-    throw Error(where(op) + ": send_counts[" + std::to_string(rank_) + "] = " +
-                std::to_string(send_counts[me]) + " but recv_counts[" + std::to_string(rank_) +
-                "] = " + std::to_string(recv_counts[me]) + " (the block a rank keeps must match)");
   const std::size_t es = dtype_size(t);
-  const std::size_t send_extent = extent_of(send_counts, send_displs);
-  const std::size_t recv_extent = extent_of(recv_counts, recv_displs);
+  const std::size_t send_extent = blocks_extent(send_counts, send_displs);
+  const std::size_t recv_extent = blocks_extent(recv_counts, recv_displs);
   run(op, [&](const Deadline& dl) {
     std::unique_ptr<Staging> stage;
-    if (overlaps(send, send_extent * es, recv, recv_extent * es)) {
+    if (buffers_overlap(send, send_extent * es, recv, recv_extent * es)) {
       stage = std::make_unique<Staging>(*mem_, send, send_extent * es);
       send = stage->get();
     }
@@ -516,9 +477,9 @@ void NcclCommunicator::all_to_allv(const void* send, Counts send_counts, Counts 
   });
 }
 
-void NcclCommunicator::scatter(const void* send, void* recv, std::size_t count, DType t, int root) {
+void NcclCommunicator::do_scatter(const void* send, void* recv, std::size_t count, DType t,
+                                  int root) {
   const char* op = "scatter";
-  check_rank(op, "root", root);
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
@@ -526,7 +487,7 @@ void NcclCommunicator::scatter(const void* send, void* recv, std::size_t count, 
     const bool is_root = rank_ == root;
     const std::size_t total = std::size_t(size_) * count * es;
     const void* own = is_root ? at(send, std::size_t(root) * count, es) : nullptr;
-    if (is_root && recv != own && overlaps(send, total, recv, count * es)) {
+    if (is_root && recv != own && buffers_overlap(send, total, recv, count * es)) {
       stage = std::make_unique<Staging>(*mem_, send, total);
       send = stage->get();
     }
@@ -549,26 +510,18 @@ void NcclCommunicator::scatter(const void* send, void* recv, std::size_t count, 
   });
 }
 
-void NcclCommunicator::scatterv(const void* send, Counts counts, Counts displs, void* recv,
-                                std::size_t recv_count, DType t, int root) {
+void NcclCommunicator::do_scatterv(const void* send, Counts counts, Counts displs, void* recv,
+                                   std::size_t recv_count, DType t, int root) {
   const char* op = "scatterv";
-  check_rank(op, "root", root);
   const bool is_root = rank_ == root;
   const std::size_t es = dtype_size(t);
-  if (is_root) {
-    check_counts(op, counts, "counts");
-    check_counts(op, displs, "displs");
-    if (counts[std::size_t(root)] != recv_count)
-      throw Error(where(op) + ": the root's recv_count " + std::to_string(recv_count) +
-                  " differs from counts[root] = " + std::to_string(counts[std::size_t(root)]));
-  }
   run(op, [&](const Deadline& dl) {
     std::unique_ptr<Staging> stage;
     const ncclDataType_t dt = nccl_type(t);
     if (is_root) {
       const void* own = at(send, displs[std::size_t(root)], es);
-      const std::size_t extent = extent_of(counts, displs);
-      if (recv != own && overlaps(send, extent * es, recv, recv_count * es)) {
+      const std::size_t extent = blocks_extent(counts, displs);
+      if (recv != own && buffers_overlap(send, extent * es, recv, recv_count * es)) {
         stage = std::make_unique<Staging>(*mem_, send, extent * es);
         send = stage->get();
         own = at(send, displs[std::size_t(root)], es);
@@ -590,9 +543,9 @@ void NcclCommunicator::scatterv(const void* send, Counts counts, Counts displs, 
   });
 }
 
-void NcclCommunicator::gather(const void* send, void* recv, std::size_t count, DType t, int root) {
+void NcclCommunicator::do_gather(const void* send, void* recv, std::size_t count, DType t,
+                                 int root) {
   const char* op = "gather";
-  check_rank(op, "root", root);
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
@@ -600,7 +553,7 @@ void NcclCommunicator::gather(const void* send, void* recv, std::size_t count, D
     const bool is_root = rank_ == root;
     void* own = is_root ? at(recv, std::size_t(root) * count, es) : nullptr;
     if (is_root && send != own &&
-        overlaps(send, count * es, recv, std::size_t(size_) * count * es)) {
+        buffers_overlap(send, count * es, recv, std::size_t(size_) * count * es)) {
       stage = std::make_unique<Staging>(*mem_, send, count * es);
       send = stage->get();
     }
@@ -623,25 +576,18 @@ void NcclCommunicator::gather(const void* send, void* recv, std::size_t count, D
   });
 }
 
-void NcclCommunicator::gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
-                               Counts displs, DType t, int root) {
+void NcclCommunicator::do_gatherv(const void* send, std::size_t send_count, void* recv,
+                                  Counts counts, Counts displs, DType t, int root) {
   const char* op = "gatherv";
-  check_rank(op, "root", root);
   const bool is_root = rank_ == root;
   const std::size_t es = dtype_size(t);
-  if (is_root) {
-    check_counts(op, counts, "counts");
-    check_counts(op, displs, "displs");
-    if (counts[std::size_t(root)] != send_count)
-      throw Error(where(op) + ": the root's send_count " + std::to_string(send_count) +
-                  " differs from counts[root] = " + std::to_string(counts[std::size_t(root)]));
-  }
   run(op, [&](const Deadline& dl) {
     std::unique_ptr<Staging> stage;
     const ncclDataType_t dt = nccl_type(t);
     if (is_root) {
       void* own = at(recv, displs[std::size_t(root)], es);
-      if (send != own && overlaps(send, send_count * es, recv, extent_of(counts, displs) * es)) {
+      if (send != own &&
+          buffers_overlap(send, send_count * es, recv, blocks_extent(counts, displs) * es)) {
         stage = std::make_unique<Staging>(*mem_, send, send_count * es);
         send = stage->get();
       }
@@ -662,23 +608,16 @@ void NcclCommunicator::gatherv(const void* send, std::size_t send_count, void* r
   });
 }
 
-void NcclCommunicator::send(const void* buf, std::size_t count, DType t, int peer, int /*tag*/) {
+void NcclCommunicator::do_send(const void* buf, std::size_t count, DType t, int peer, int /*tag*/) {
   const char* op = "send";
-  check_rank(op, "peer", peer);
-  if (peer == rank_)
-    throw Error(where(op) +
-                ": send to self is not supported (NCCL would block until a matching "
-                "receive that this rank cannot post)");
   if (count == 0) return;  // the matching recv has count 0 too and skips as well
   run(op, [&](const Deadline& dl) {
     issued(op, "ncclSend", ncclSend(buf, count, nccl_type(t), peer, comm_, mem_->stream()), dl);
   });
 }
 
-void NcclCommunicator::recv(void* buf, std::size_t count, DType t, int peer, int /*tag*/) {
+void NcclCommunicator::do_recv(void* buf, std::size_t count, DType t, int peer, int /*tag*/) {
   const char* op = "recv";
-  check_rank(op, "peer", peer);
-  if (peer == rank_) throw Error(where(op) + ": receive from self is not supported");
   if (count == 0) return;
   run(op, [&](const Deadline& dl) {
     issued(op, "ncclRecv", ncclRecv(buf, count, nccl_type(t), peer, comm_, mem_->stream()), dl);
@@ -687,10 +626,8 @@ void NcclCommunicator::recv(void* buf, std::size_t count, DType t, int peer, int
 
 // ---- split and control plane ---------------------------------------------------------------
 
-std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
+std::unique_ptr<Communicator> NcclCommunicator::do_split(int color, int key) {
   const char* op = "split";
-  if (color < 0)
-    throw Error(where(op) + ": color must be >= 0 (got " + std::to_string(color) + ")");
   begin(op);
   const Deadline dl(timeout_s_);
 
@@ -772,9 +709,8 @@ std::vector<std::uint64_t> NcclCommunicator::all_gather_u64(std::uint64_t value)
   return out;
 }
 
-void NcclCommunicator::broadcast_string(std::string& text, int root) {
+void NcclCommunicator::do_broadcast_string(std::string& text, int root) {
   const char* op = "broadcast_string";
-  check_rank(op, "root", root);
   const Deadline dl(timeout_s_);
   auto timeout = [&] { return where(op) + ": " + timeout_text("the root (control plane)"); };
   std::uint64_t n = rank_ == root ? text.size() : 0;

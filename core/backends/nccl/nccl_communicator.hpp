@@ -65,29 +65,33 @@ class NcclCommunicator final : public Communicator {
   MemorySpace& memory() override { return *mem_; }
 
   void barrier() override;
-  void broadcast(void* buf, std::size_t count, DType t, int root) override;
-  void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override;
-  void all_gather(const void* send, void* recv, std::size_t count, DType t) override;
-  void all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
-                   Counts displs, DType t) override;
-  void reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
-                      ReduceOp op) override;
-  void reduce_scatterv(const void* send, void* recv, Counts counts, DType t, ReduceOp op) override;
-  void all_to_all(const void* send, void* recv, std::size_t count, DType t) override;
-  void all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
-                   Counts recv_counts, Counts recv_displs, DType t) override;
-  void scatter(const void* send, void* recv, std::size_t count, DType t, int root) override;
-  void scatterv(const void* send, Counts counts, Counts displs, void* recv, std::size_t recv_count,
-                DType t, int root) override;
-  void gather(const void* send, void* recv, std::size_t count, DType t, int root) override;
-  void gatherv(const void* send, std::size_t send_count, void* recv, Counts counts, Counts displs,
-               DType t, int root) override;
-  void send(const void* buf, std::size_t count, DType t, int peer, int tag) override;
-  void recv(void* buf, std::size_t count, DType t, int peer, int tag) override;
-  std::unique_ptr<Communicator> split(int color, int key) override;
   std::vector<std::uint64_t> all_gather_u64(std::uint64_t value) override;
-  void broadcast_string(std::string& text, int root) override;
   std::unique_ptr<OpTimer> make_op_timer() override;
+
+ protected:
+  void do_broadcast(void* buf, std::size_t count, DType t, int root) override;
+  void do_all_reduce(const void* send, void* recv, std::size_t count, DType t,
+                     ReduceOp op) override;
+  void do_all_gather(const void* send, void* recv, std::size_t count, DType t) override;
+  void do_all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                      Counts displs, DType t) override;
+  void do_reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
+                         ReduceOp op) override;
+  void do_reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
+                          ReduceOp op) override;
+  void do_all_to_all(const void* send, void* recv, std::size_t count, DType t) override;
+  void do_all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
+                      Counts recv_counts, Counts recv_displs, DType t) override;
+  void do_scatter(const void* send, void* recv, std::size_t count, DType t, int root) override;
+  void do_scatterv(const void* send, Counts counts, Counts displs, void* recv,
+                   std::size_t recv_count, DType t, int root) override;
+  void do_gather(const void* send, void* recv, std::size_t count, DType t, int root) override;
+  void do_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                  Counts displs, DType t, int root) override;
+  void do_send(const void* buf, std::size_t count, DType t, int peer, int tag) override;
+  void do_recv(void* buf, std::size_t count, DType t, int peer, int tag) override;
+  std::unique_ptr<Communicator> do_split(int color, int key) override;
+  void do_broadcast_string(std::string& text, int root) override;
 
  private:
   class Staging;
@@ -114,8 +118,6 @@ class NcclCommunicator final : public Communicator {
   // Issues the NCCL calls made by calls(add) inside one ncclGroupStart/ncclGroupEnd.
   template <class Calls>
   void grouped(const char* op, const Deadline& dl, Calls&& calls);
-  void check_rank(const char* op, const char* role, int r) const;  // role: "root" / "peer"
-  void check_counts(const char* op, Counts c, const char* name) const;
 
   std::shared_ptr<CudaMemory> mem_;
   ncclComm_t comm_;

@@ -18,21 +18,24 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <typeinfo>
 #include <utility>
 #include <vector>
 
+#include "shardcal/collectives.hpp"
 #include "shardcal/error.hpp"
 
 namespace shardcal::sim {
@@ -71,22 +74,52 @@ const char* op_name(Op op) {
   return "?";
 }
 
-// Operations that move typed elements (their dtype must agree across ranks).
-bool has_dtype(Op op) {
-  return op != Op::Barrier && op != Op::Split && op != Op::AllGatherU64 &&
-         op != Op::BroadcastString;
+// The operation Communicator names when it rejects a call (reject() gets the name only).
+Op op_named(std::string_view name) {
+  for (int i = 0; i <= int(Op::Recv); ++i)
+    if (name == op_name(Op(i))) return Op(i);
+  throw Error("internal: sim has no operation named " + std::string(name));
 }
+
+// The collective-table entry an operation issues and whether it is the v-form; none for
+// barrier, split, the control plane and point to point. The table's traits (rooted, reduces)
+// are the ones validate() checks across ranks.
+struct TableOp {
+  Collective c;
+  bool v;
+};
+std::optional<TableOp> table_op(Op op) {
+  switch (op) {
+    case Op::Broadcast: return TableOp{Collective::Broadcast, false};
+    case Op::AllReduce: return TableOp{Collective::AllReduce, false};
+    case Op::AllGather: return TableOp{Collective::AllGather, false};
+    case Op::AllGatherv: return TableOp{Collective::AllGather, true};
+    case Op::ReduceScatter: return TableOp{Collective::ReduceScatter, false};
+    case Op::ReduceScatterv: return TableOp{Collective::ReduceScatter, true};
+    case Op::AllToAll: return TableOp{Collective::AllToAll, false};
+    case Op::AllToAllv: return TableOp{Collective::AllToAll, true};
+    case Op::Scatter: return TableOp{Collective::Scatter, false};
+    case Op::Scatterv: return TableOp{Collective::Scatter, true};
+    case Op::Gather: return TableOp{Collective::Gather, false};
+    case Op::Gatherv: return TableOp{Collective::Gather, true};
+    default: return std::nullopt;
+  }
+}
+
+// Operations that move typed elements (their dtype must agree across ranks).
+bool has_dtype(Op op) { return table_op(op).has_value(); }
 bool has_root(Op op) {
-  return op == Op::Broadcast || op == Op::Scatter || op == Op::Scatterv || op == Op::Gather ||
-         op == Op::Gatherv || op == Op::BroadcastString;
+  const auto t = table_op(op);
+  return t ? collective_info(t->c).has_root : op == Op::BroadcastString;
 }
 bool has_reduce_op(Op op) {
-  return op == Op::AllReduce || op == Op::ReduceScatter || op == Op::ReduceScatterv;
+  const auto t = table_op(op);
+  return t && collective_info(t->c).reduces;
 }
-// Operations whose single `count` must be equal on every rank.
+// Operations whose single `count` must be equal on every rank: the plain forms.
 bool has_uniform_count(Op op) {
-  return op == Op::Broadcast || op == Op::AllReduce || op == Op::AllGather ||
-         op == Op::ReduceScatter || op == Op::AllToAll || op == Op::Scatter || op == Op::Gather;
+  const auto t = table_op(op);
+  return t && !t->v;
 }
 
 // One rank's arguments and contribution to one round, owned by the group so that peers can
@@ -105,6 +138,7 @@ struct Slot {
   int color = 0, key = 0;
   std::uint64_t u64 = 0;
   std::string text;
+  std::string rejected;  // this rank's arguments failed Communicator's checks: the message
 };
 
 struct Group;
@@ -203,6 +237,9 @@ std::string validate(const Group& g, const std::vector<Slot>& s) {
       return "collective mismatch on " + desc + ": rank 0 called " + op_name(s0.op) +
              " but rank " + std::to_string(r) + " called " + op_name(s[r].op) +
              "; every rank of a communicator must call the same collectives in the same order";
+  // A rank whose arguments Communicator rejected: every rank reports that rank's problem.
+  for (int r = 0; r < n; ++r)
+    if (!s[r].rejected.empty()) return s[r].rejected;
   for (int r = 1; r < n; ++r) {
     if (has_dtype(s0.op) && s[r].t != s0.t)
       return where + "dtype differs between ranks (rank 0: " + std::string(dtype_name(s0.t)) +
@@ -218,20 +255,10 @@ std::string validate(const Group& g, const std::vector<Slot>& s) {
       return where + "count differs between ranks (rank 0: " + std::to_string(s0.count) +
              ", " + rk(r) + ": " + std::to_string(s[r].count) + ")";
   }
-  if (has_root(s0.op) && (s0.root < 0 || s0.root >= n))
-    return where + "root " + std::to_string(s0.root) + " is out of range for a group of " +
-           std::to_string(n);
-  auto sized = [&](const std::vector<std::size_t>& c, int r, const char* what) -> std::string {
-    if (c.size() == std::size_t(n)) return {};
-    return where + rk(r) + " passed " + std::to_string(c.size()) + " " + what +
-           " for a group of " + std::to_string(n);
-  };
+  // Roots, peers, array lengths and colors were checked by Communicator on each rank (a rank
+  // that failed them arrives with `rejected`); what is left needs every rank's arguments.
   switch (s0.op) {
     case Op::AllGatherv:
-      for (int r = 0; r < n; ++r) {
-        if (auto e = sized(s[r].counts, r, "counts"); !e.empty()) return e;
-        if (auto e = sized(s[r].displs, r, "displs"); !e.empty()) return e;
-      }
       for (int r = 0; r < n; ++r)
         for (int j = 0; j < n; ++j)
           if (s[r].counts[j] != s[j].count)
@@ -240,19 +267,11 @@ std::string validate(const Group& g, const std::vector<Slot>& s) {
                    std::to_string(j) + " sends " + std::to_string(s[j].count);
       break;
     case Op::ReduceScatterv:
-      for (int r = 0; r < n; ++r) {
-        if (auto e = sized(s[r].counts, r, "counts"); !e.empty()) return e;
+      for (int r = 0; r < n; ++r)
         if (!std::equal(s[r].counts.begin(), s[r].counts.end(), s0.counts.begin()))
           return where + "counts differ between rank 0 and " + rk(r);
-      }
       break;
     case Op::AllToAllv:
-      for (int r = 0; r < n; ++r) {
-        if (auto e = sized(s[r].counts, r, "send counts"); !e.empty()) return e;
-        if (auto e = sized(s[r].displs, r, "send displs"); !e.empty()) return e;
-        if (auto e = sized(s[r].recv_counts, r, "recv counts"); !e.empty()) return e;
-        if (auto e = sized(s[r].recv_displs, r, "recv displs"); !e.empty()) return e;
-      }
       for (int r = 0; r < n; ++r)
         for (int j = 0; j < n; ++j)
           if (s[r].counts[j] != s[j].recv_counts[r])
@@ -262,8 +281,6 @@ std::string validate(const Group& g, const std::vector<Slot>& s) {
       break;
     case Op::Scatterv: {
       const Slot& root = s[s0.root];
-      if (auto e = sized(root.counts, s0.root, "counts"); !e.empty()) return e;
-      if (auto e = sized(root.displs, s0.root, "displs"); !e.empty()) return e;
       for (int j = 0; j < n; ++j)
         if (root.counts[j] != s[j].recv_count)
           return where + "root " + std::to_string(s0.root) + " sends " +
@@ -273,8 +290,6 @@ std::string validate(const Group& g, const std::vector<Slot>& s) {
     }
     case Op::Gatherv: {
       const Slot& root = s[s0.root];
-      if (auto e = sized(root.counts, s0.root, "counts"); !e.empty()) return e;
-      if (auto e = sized(root.displs, s0.root, "displs"); !e.empty()) return e;
       for (int j = 0; j < n; ++j)
         if (root.counts[j] != s[j].count)
           return where + "root " + std::to_string(s0.root) + " expects " +
@@ -282,12 +297,6 @@ std::string validate(const Group& g, const std::vector<Slot>& s) {
                  " but it sends " + std::to_string(s[j].count);
       break;
     }
-    case Op::Split:
-      for (int r = 0; r < n; ++r)
-        if (s[r].color < 0)
-          return where + rk(r) + " passed color " + std::to_string(s[r].color) +
-                 "; colors must be >= 0";
-      break;
     default:
       break;
   }
@@ -349,7 +358,7 @@ class SimComm final : public Communicator {
     rendezvous(Op::Barrier);
   }
 
-  void broadcast(void* buf, std::size_t count, DType t, int root) override {
+  void do_broadcast(void* buf, std::size_t count, DType t, int root) override {
     Slot& s = next_data_slot(Op::Broadcast, t, count);
     s.root = root;
     if (rank_ == root) pack(s.data, buf, count * dtype_size(t));
@@ -357,8 +366,8 @@ class SimComm final : public Communicator {
     if (rank_ != root) copy_bytes(buf, peer(root).data.data(), count * dtype_size(t));
   }
 
-  void all_reduce(const void* send, void* recv, std::size_t count, DType t,
-                  ReduceOp op) override {
+  void do_all_reduce(const void* send, void* recv, std::size_t count, DType t,
+                     ReduceOp op) override {
     Slot& s = next_data_slot(Op::AllReduce, t, count);
     s.rop = op;
     pack(s.data, send, count * dtype_size(t));
@@ -366,7 +375,7 @@ class SimComm final : public Communicator {
     reduce_blocks(static_cast<std::byte*>(recv), 0, count, t, op);
   }
 
-  void all_gather(const void* send, void* recv, std::size_t count, DType t) override {
+  void do_all_gather(const void* send, void* recv, std::size_t count, DType t) override {
     const std::size_t bytes = count * dtype_size(t);
     pack(next_data_slot(Op::AllGather, t, count).data, send, bytes);
     rendezvous(Op::AllGather);
@@ -374,8 +383,8 @@ class SimComm final : public Communicator {
       if (bytes > 0) copy_bytes(out(recv, std::size_t(j) * bytes), peer(j).data.data(), bytes);
   }
 
-  void all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
-                   Counts displs, DType t) override {
+  void do_all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                      Counts displs, DType t) override {
     const std::size_t es = dtype_size(t);
     Slot& s = next_data_slot(Op::AllGatherv, t, send_count);
     s.counts.assign(counts.begin(), counts.end());
@@ -387,8 +396,8 @@ class SimComm final : public Communicator {
         copy_bytes(out(recv, displs[j] * es), peer(j).data.data(), counts[j] * es);
   }
 
-  void reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
-                      ReduceOp op) override {
+  void do_reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
+                         ReduceOp op) override {
     Slot& s = next_data_slot(Op::ReduceScatter, t, count);
     s.rop = op;
     pack(s.data, send, count * std::size_t(size()) * dtype_size(t));
@@ -396,8 +405,8 @@ class SimComm final : public Communicator {
     reduce_blocks(static_cast<std::byte*>(recv), std::size_t(rank_) * count, count, t, op);
   }
 
-  void reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
-                       ReduceOp op) override {
+  void do_reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
+                          ReduceOp op) override {
     Slot& s = next_data_slot(Op::ReduceScatterv, t, 0);
     s.rop = op;
     s.counts.assign(counts.begin(), counts.end());
@@ -409,7 +418,7 @@ class SimComm final : public Communicator {
     reduce_blocks(static_cast<std::byte*>(recv), offset, counts[rank_], t, op);
   }
 
-  void all_to_all(const void* send, void* recv, std::size_t count, DType t) override {
+  void do_all_to_all(const void* send, void* recv, std::size_t count, DType t) override {
     const std::size_t bytes = count * dtype_size(t);
     pack(next_data_slot(Op::AllToAll, t, count).data, send, bytes * std::size_t(size()));
     rendezvous(Op::AllToAll);
@@ -419,8 +428,8 @@ class SimComm final : public Communicator {
                    peer(j).data.data() + std::size_t(rank_) * bytes, bytes);
   }
 
-  void all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
-                   Counts recv_counts, Counts recv_displs, DType t) override {
+  void do_all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
+                      Counts recv_counts, Counts recv_displs, DType t) override {
     const std::size_t es = dtype_size(t);
     Slot& s = next_data_slot(Op::AllToAllv, t, 0);
     s.counts.assign(send_counts.begin(), send_counts.end());
@@ -437,7 +446,7 @@ class SimComm final : public Communicator {
     }
   }
 
-  void scatter(const void* send, void* recv, std::size_t count, DType t, int root) override {
+  void do_scatter(const void* send, void* recv, std::size_t count, DType t, int root) override {
     const std::size_t bytes = count * dtype_size(t);
     Slot& s = next_data_slot(Op::Scatter, t, count);
     s.root = root;
@@ -446,8 +455,8 @@ class SimComm final : public Communicator {
     if (bytes > 0) copy_bytes(recv, peer(root).data.data() + std::size_t(rank_) * bytes, bytes);
   }
 
-  void scatterv(const void* send, Counts counts, Counts displs, void* recv,
-                std::size_t recv_count, DType t, int root) override {
+  void do_scatterv(const void* send, Counts counts, Counts displs, void* recv,
+                   std::size_t recv_count, DType t, int root) override {
     const std::size_t es = dtype_size(t);
     Slot& s = next_data_slot(Op::Scatterv, t, 0);
     s.recv_count = recv_count;
@@ -462,7 +471,7 @@ class SimComm final : public Communicator {
     if (recv_count > 0) copy_bytes(recv, r.data.data() + r.offs[rank_] * es, recv_count * es);
   }
 
-  void gather(const void* send, void* recv, std::size_t count, DType t, int root) override {
+  void do_gather(const void* send, void* recv, std::size_t count, DType t, int root) override {
     const std::size_t bytes = count * dtype_size(t);
     Slot& s = next_data_slot(Op::Gather, t, count);
     s.root = root;
@@ -473,8 +482,8 @@ class SimComm final : public Communicator {
       copy_bytes(out(recv, std::size_t(j) * bytes), peer(j).data.data(), bytes);
   }
 
-  void gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
-               Counts displs, DType t, int root) override {
+  void do_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                  Counts displs, DType t, int root) override {
     const std::size_t es = dtype_size(t);
     Slot& s = next_data_slot(Op::Gatherv, t, send_count);
     s.root = root;
@@ -490,10 +499,10 @@ class SimComm final : public Communicator {
         copy_bytes(out(recv, displs[j] * es), peer(j).data.data(), counts[j] * es);
   }
 
-  void send(const void* buf, std::size_t count, DType t, int peer, int tag) override;
-  void recv(void* buf, std::size_t count, DType t, int peer, int tag) override;
+  void do_send(const void* buf, std::size_t count, DType t, int peer, int tag) override;
+  void do_recv(void* buf, std::size_t count, DType t, int peer, int tag) override;
 
-  std::unique_ptr<Communicator> split(int color, int key) override {
+  std::unique_ptr<Communicator> do_split(int color, int key) override {
     Slot& s = next_slot(Op::Split);
     s.color = color;
     s.key = key;
@@ -504,6 +513,17 @@ class SimComm final : public Communicator {
     return std::make_unique<SimComm>(std::move(group), new_rank);
   }
 
+  // A collective whose arguments failed Communicator's checks on this rank still takes part in
+  // its round, so that every rank throws this rank's message (validate); point-to-point calls
+  // have no round and throw here.
+  [[noreturn]] void reject(const char* name, const std::string& problem) override {
+    const Op op = op_named(name);
+    if (op == Op::Send || op == Op::Recv) Communicator::reject(name, problem);
+    next_slot(op).rejected = std::string(name) + " on " + *g_->desc + ": " + problem;
+    rendezvous(op);
+    throw Error("internal: sim round of a rejected " + std::string(name) + " did not fail");
+  }
+
   std::vector<std::uint64_t> all_gather_u64(std::uint64_t value) override {
     next_slot(Op::AllGatherU64).u64 = value;
     rendezvous(Op::AllGatherU64);
@@ -512,7 +532,7 @@ class SimComm final : public Communicator {
     return values;
   }
 
-  void broadcast_string(std::string& text, int root) override {
+  void do_broadcast_string(std::string& text, int root) override {
     Slot& s = next_slot(Op::BroadcastString);
     s.root = root;
     if (rank_ == root) s.text = text;
@@ -545,6 +565,7 @@ class SimComm final : public Communicator {
     s.color = s.key = 0;
     s.u64 = 0;
     s.text.clear();
+    s.rejected.clear();
     return s;
   }
   Slot& next_data_slot(Op op, DType t, std::size_t count) {
@@ -686,23 +707,12 @@ class SimComm final : public Communicator {
     if (op == ReduceOp::Avg) finish_avg(t, dst, count, size());
   }
 
-  void check_peer(Op op, int peer_rank) const {
-    if (peer_rank < 0 || peer_rank >= size())
-      throw Error(where(op) + ": peer " + std::to_string(peer_rank) +
-                  " is out of range for a group of " + std::to_string(size()));
-    if (peer_rank == rank_)
-      throw Error(where(op) + ": " + who(rank_) + " " + op_name(op) +
-                  "s to itself, which never completes with a blocking send on mpi/nccl; copy "
-                  "the data locally instead");
-  }
-
   std::shared_ptr<Group> g_;
   int rank_;
   std::uint64_t round_ = 0;  // rounds this rank completed on g_ (== g_->gen when it arrives)
 };
 
-void SimComm::send(const void* buf, std::size_t count, DType t, int peer, int tag) {
-  check_peer(Op::Send, peer);
+void SimComm::do_send(const void* buf, std::size_t count, DType t, int peer, int tag) {
   Msg m;
   m.buf = buf;
   m.count = count;
@@ -745,8 +755,7 @@ void SimComm::send(const void* buf, std::size_t count, DType t, int peer, int ta
   if (!m.error.empty()) throw Error(m.error);
 }
 
-void SimComm::recv(void* buf, std::size_t count, DType t, int peer, int tag) {
-  check_peer(Op::Recv, peer);
+void SimComm::do_recv(void* buf, std::size_t count, DType t, int peer, int tag) {
   Group& g = *g_;
   Lock lk(run().mu);
   enter(Op::Recv);

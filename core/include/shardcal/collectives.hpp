@@ -1,5 +1,5 @@
 #pragma once
-// The collective table of DESIGN §4, in one place (core) for the harness, the calibrator and the
+// The collective table, in one place (core) for the harness, the calibrator and the
 // planner's cost model. ONE entry per collective (core/src/collectives.cpp) holds everything
 // specific to it: name, bytes convention, bus-bandwidth factor, ring steps, whether it reduces,
 // its v-form, how to size the send/receive buffers of a call, how to issue the call on a
@@ -12,9 +12,10 @@
 // src/*.cu): algbw = S / t, busbw = algbw * factor(n), where S is the byte count named in
 // `bytes_convention` and n the group size.
 //
-// Adding a collective: a value in `Collective`, one entry in core/src/collectives.cpp, and its
-// Communicator calls (communicator.hpp + the sim, mpi and nccl backends). The config/results
-// schemas list the names (a test checks them against this table).
+// Adding a collective: docs/DEVELOPING.md, "Adding a collective". The table is also written out
+// as data (`shardbench info --collectives --json`, checked in as
+// calibrate/python/shardcal/collectives.json) for the Python side and the JSON schemas; a test
+// keeps them equal to this table.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -73,8 +74,14 @@ struct CollectiveInfo {
   bool has_root;                      // broadcast/scatter/gather: root = group position 0
   bool has_v_form;                    // per-rank counts can be uneven (all_gatherv, ...)
   bool input_in_recv;                 // in place: the root's input is the receive buffer
-  double (*busbw)(double n);          // busbw/algbw ratio for n >= 2
-  int (*steps)(int n);                // ring steps for n >= 2
+  // All data flows between the root and the others, one direction over each link (broadcast,
+  // scatter, gather); the emulated-cluster check measures the link with these.
+  bool one_way;
+  // busbw/algbw = busbw_share * (n - 1) / n + busbw_flat (nccl-tests' factors), and ring steps
+  // = ring_rounds * (n - 1): plain numbers, so the table can be written out as data.
+  double busbw_share;
+  double busbw_flat;
+  int ring_rounds;
   // Send/receive buffer sizes (elements) of group position q.
   BufferElems (*buffers)(const CollectiveCall& c, int q);
   // Issues the call on g (plain form when c.uniform, else the v-form). Sum for reductions.
@@ -83,10 +90,12 @@ struct CollectiveInfo {
   // reference_input().
   double (*reference)(const CollectiveCall& c, std::int64_t k);
 
+  // busbw/algbw ratio for n >= 2 (n may be a large real, for the limit).
+  constexpr double busbw(double n) const { return busbw_share * (n - 1.0) / n + busbw_flat; }
   // busbw/algbw ratio (n = group size). n <= 1 gives 0: no data crosses a link.
   double busbw_factor(int n) const { return n <= 1 ? 0.0 : busbw(double(n)); }
-  // Sequential steps of the ring algorithm (the α_step multiplier of DESIGN §6).
-  int ring_steps(int n) const { return n <= 1 ? 0 : steps(n); }
+  // Sequential steps of the ring algorithm (the latency-per-step multiplier of the cost model).
+  int ring_steps(int n) const { return n <= 1 ? 0 : ring_rounds * (n - 1); }
 };
 
 // The table, in `Collective` order.

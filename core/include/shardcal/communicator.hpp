@@ -42,6 +42,12 @@ class OpTimer {
   virtual std::string method() const = 0;
 };
 
+// Public calls check their arguments once, here, before any backend sees them (roots and peers
+// in range, count/displacement arrays one entry per rank, a rank's own block consistent with
+// its send/recv count, split colors >= 0), so every backend names the same mistake in the same
+// words: "<op> on <describe()>: <problem>". Backends implement the protected do_* calls and
+// handle only what needs their runtime (aliasing, integer limits of their library); the sim
+// backend additionally checks consistency across ranks, which it alone can see.
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -53,40 +59,38 @@ class Communicator {
   virtual MemorySpace& memory() = 0;
 
   virtual void barrier() = 0;
-  virtual void broadcast(void* buf, std::size_t count, DType t, int root) = 0;
-  virtual void all_reduce(const void* send, void* recv, std::size_t count, DType t,
-                          ReduceOp op) = 0;
+  void broadcast(void* buf, std::size_t count, DType t, int root);
+  void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op);
   // recv holds size() * count elements, rank r's block at r * count.
-  virtual void all_gather(const void* send, void* recv, std::size_t count, DType t) = 0;
-  virtual void all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
-                           Counts displs, DType t) = 0;
+  void all_gather(const void* send, void* recv, std::size_t count, DType t);
+  void all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                   Counts displs, DType t);
   // send holds size() * count elements; rank r receives the reduction of block r.
-  virtual void reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
-                              ReduceOp op) = 0;
+  void reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op);
   // send holds sum(counts) elements, blocks contiguous in rank order; rank r gets counts[r].
-  virtual void reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
-                               ReduceOp op) = 0;
-  virtual void all_to_all(const void* send, void* recv, std::size_t count, DType t) = 0;
-  virtual void all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
-                           Counts recv_counts, Counts recv_displs, DType t) = 0;
-  virtual void scatter(const void* send, void* recv, std::size_t count, DType t, int root) = 0;
+  void reduce_scatterv(const void* send, void* recv, Counts counts, DType t, ReduceOp op);
+  void all_to_all(const void* send, void* recv, std::size_t count, DType t);
+  void all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
+                   Counts recv_counts, Counts recv_displs, DType t);
+  void scatter(const void* send, void* recv, std::size_t count, DType t, int root);
   // counts/displs are read on the root only; receivers pass their own recv_count.
-  virtual void scatterv(const void* send, Counts counts, Counts displs, void* recv,
-                        std::size_t recv_count, DType t, int root) = 0;
-  virtual void gather(const void* send, void* recv, std::size_t count, DType t, int root) = 0;
-  virtual void gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
-                       Counts displs, DType t, int root) = 0;
-  // Point to point (not collective).
-  virtual void send(const void* buf, std::size_t count, DType t, int peer, int tag) = 0;
-  virtual void recv(void* buf, std::size_t count, DType t, int peer, int tag) = 0;
+  void scatterv(const void* send, Counts counts, Counts displs, void* recv, std::size_t recv_count,
+                DType t, int root);
+  void gather(const void* send, void* recv, std::size_t count, DType t, int root);
+  void gatherv(const void* send, std::size_t send_count, void* recv, Counts counts, Counts displs,
+               DType t, int root);
+  // Point to point (not collective). A rank never sends to or receives from itself: a blocking
+  // send to oneself never completes on mpi/nccl.
+  void send(const void* buf, std::size_t count, DType t, int peer, int tag);
+  void recv(void* buf, std::size_t count, DType t, int peer, int tag);
 
-  // Collective: ranks with equal color form one new communicator, ordered by key.
-  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+  // Collective: ranks with equal color (>= 0) form one new communicator, ordered by key.
+  std::unique_ptr<Communicator> split(int color, int key);
 
   // Host-memory control plane for metadata (specs, hashes, sizes); works on every backend,
   // also when data buffers live on a device.
   virtual std::vector<std::uint64_t> all_gather_u64(std::uint64_t value) = 0;
-  virtual void broadcast_string(std::string& text, int root) = 0;
+  void broadcast_string(std::string& text, int root);
 
   // Wall-clock seconds, comparable within one rank (MPI_Wtime-like).
   virtual double now() const;
@@ -95,6 +99,42 @@ class Communicator {
   // steady clock, and stop() first waits for memory().synchronize(), so device work issued
   // between start() and stop() is included; method "host_clock".
   virtual std::unique_ptr<OpTimer> make_op_timer();
+
+ protected:
+  // The backend's operations, called with arguments the public call has checked.
+  virtual void do_broadcast(void* buf, std::size_t count, DType t, int root) = 0;
+  virtual void do_all_reduce(const void* send, void* recv, std::size_t count, DType t,
+                             ReduceOp op) = 0;
+  virtual void do_all_gather(const void* send, void* recv, std::size_t count, DType t) = 0;
+  virtual void do_all_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                              Counts displs, DType t) = 0;
+  virtual void do_reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
+                                 ReduceOp op) = 0;
+  virtual void do_reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
+                                  ReduceOp op) = 0;
+  virtual void do_all_to_all(const void* send, void* recv, std::size_t count, DType t) = 0;
+  virtual void do_all_to_allv(const void* send, Counts send_counts, Counts send_displs, void* recv,
+                              Counts recv_counts, Counts recv_displs, DType t) = 0;
+  virtual void do_scatter(const void* send, void* recv, std::size_t count, DType t, int root) = 0;
+  virtual void do_scatterv(const void* send, Counts counts, Counts displs, void* recv,
+                           std::size_t recv_count, DType t, int root) = 0;
+  virtual void do_gather(const void* send, void* recv, std::size_t count, DType t, int root) = 0;
+  virtual void do_gatherv(const void* send, std::size_t send_count, void* recv, Counts counts,
+                          Counts displs, DType t, int root) = 0;
+  virtual void do_send(const void* buf, std::size_t count, DType t, int peer, int tag) = 0;
+  virtual void do_recv(void* buf, std::size_t count, DType t, int peer, int tag) = 0;
+  virtual std::unique_ptr<Communicator> do_split(int color, int key) = 0;
+  virtual void do_broadcast_string(std::string& text, int root) = 0;
+
+  // The arguments of `op` are wrong on this rank: throws Error("<op> on <describe()>: <problem>").
+  // A backend that can tell every rank (sim) overrides it to make the whole collective fail with
+  // that message; it must throw.
+  [[noreturn]] virtual void reject(const char* op, const std::string& problem);
 };
+
+// For backends handling aliasing: whether [a, a + a_bytes) and [b, b + b_bytes) share a byte
+// (empty ranges never do), and the elements spanned by blocks counts[i] at displs[i].
+bool buffers_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes);
+std::size_t blocks_extent(Counts counts, Counts displs);
 
 }  // namespace shardcal

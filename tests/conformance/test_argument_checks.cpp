@@ -1,0 +1,136 @@
+// Argument checks are the Communicator's, not a backend's: the same mistake gives the same
+// message, "<op> on <describe()>: <problem>", on every backend this suite runs on. Every rank
+// makes the same mistake, so every backend (also those that cannot see their peers' arguments)
+// throws on every rank before any data moves, and the communicator stays usable.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shardcal/communicator.hpp"
+#include "shardcal/error.hpp"
+#include "spmd.hpp"
+
+namespace {
+
+using shardcal::Communicator;
+using shardcal::DType;
+using shardcal::Error;
+using shardcal::ReduceOp;
+using shardcal::testing::run_spmd;
+using shardcal::testing::world_for;
+using Sizes = std::vector<std::size_t>;
+
+struct BadCall {
+  const char* op;
+  std::function<void(Communicator&, void*, void*)> call;
+  // The problem text for a rank of a group of n.
+  std::function<std::string(int rank, int n)> problem;
+};
+
+std::string n_text(int n) { return std::to_string(n); }
+
+TEST(ArgumentChecks, SameMistakeSameMessageOnEveryBackend) {
+  const std::vector<BadCall> cases = {
+      {"broadcast",
+       [](Communicator& c, void* a, void*) { c.broadcast(a, 1, DType::F32, c.size()); },
+       [](int, int n) {
+         return "root " + n_text(n) + " is out of range for a group of " + n_text(n);
+       }},
+      {"scatter", [](Communicator& c, void* a, void* b) { c.scatter(a, b, 1, DType::F32, -1); },
+       [](int, int n) { return "root -1 is out of range for a group of " + n_text(n); }},
+      {"gather", [](Communicator& c, void* a, void* b) { c.gather(a, b, 1, DType::F32, c.size()); },
+       [](int, int n) {
+         return "root " + n_text(n) + " is out of range for a group of " + n_text(n);
+       }},
+      {"scatterv",
+       [](Communicator& c, void* a, void* b) {
+         const Sizes counts(std::size_t(c.size()), 1), displs(std::size_t(c.size()), 0);
+         c.scatterv(a, counts, displs, b, 1, DType::F32, c.size() + 2);
+       },
+       [](int, int n) {
+         return "root " + n_text(n + 2) + " is out of range for a group of " + n_text(n);
+       }},
+      {"gatherv",
+       [](Communicator& c, void* a, void* b) {
+         const Sizes counts(std::size_t(c.size()), 1), displs(std::size_t(c.size()), 0);
+         c.gatherv(a, 1, b, counts, displs, DType::F32, -3);
+       },
+       [](int, int n) { return "root -3 is out of range for a group of " + n_text(n); }},
+      {"broadcast_string",
+       [](Communicator& c, void*, void*) {
+         std::string s = "x";
+         c.broadcast_string(s, c.size());
+       },
+       [](int, int n) {
+         return "root " + n_text(n) + " is out of range for a group of " + n_text(n);
+       }},
+      {"all_gatherv",
+       [](Communicator& c, void* a, void* b) {
+         const Sizes counts(std::size_t(c.size()) + 1, 1), displs(std::size_t(c.size()), 0);
+         c.all_gatherv(a, 1, b, counts, displs, DType::F32);
+       },
+       [](int, int n) {
+         return "passed " + n_text(n + 1) + " counts for a group of " + n_text(n) +
+                " (one entry per rank)";
+       }},
+      {"reduce_scatterv",
+       [](Communicator& c, void* a, void* b) {
+         const Sizes counts(std::size_t(c.size()) + 1, 1);
+         c.reduce_scatterv(a, b, counts, DType::F32, ReduceOp::Sum);
+       },
+       [](int, int n) {
+         return "passed " + n_text(n + 1) + " counts for a group of " + n_text(n) +
+                " (one entry per rank)";
+       }},
+      {"all_to_allv",
+       [](Communicator& c, void* a, void* b) {
+         const Sizes ok(std::size_t(c.size()), 1), bad(std::size_t(c.size()) + 1, 0);
+         c.all_to_allv(a, ok, ok, b, ok, bad, DType::F32);
+       },
+       [](int, int n) {
+         return "passed " + n_text(n + 1) + " recv_displs for a group of " + n_text(n) +
+                " (one entry per rank)";
+       }},
+      {"split", [](Communicator& c, void*, void*) { (void)c.split(-1, 0); },
+       [](int, int) { return std::string("color -1 is negative; colors must be >= 0"); }},
+      {"send", [](Communicator& c, void* a, void*) { c.send(a, 1, DType::F32, c.size(), 0); },
+       [](int, int n) {
+         return "peer " + n_text(n) + " is out of range for a group of " + n_text(n);
+       }},
+      {"recv", [](Communicator& c, void* a, void*) { c.recv(a, 1, DType::F32, -1, 0); },
+       [](int, int n) { return "peer -1 is out of range for a group of " + n_text(n); }},
+      {"send", [](Communicator& c, void* a, void*) { c.send(a, 1, DType::F32, c.rank(), 0); },
+       [](int r, int) {
+         return "rank " + n_text(r) +
+                " sends to itself, which never completes with a blocking send on mpi/nccl; copy "
+                "the "
+                "data locally instead";
+       }},
+      {"recv", [](Communicator& c, void* a, void*) { c.recv(a, 1, DType::F32, c.rank(), 0); },
+       [](int r, int) {
+         return "rank " + n_text(r) +
+                " receives from itself, which never completes with a blocking send on mpi/nccl; "
+                "copy the data locally instead";
+       }},
+  };
+  run_spmd(world_for(3), [&](Communicator& c) {
+    // Device-resident on nccl; no call below reads or writes them (every call is refused).
+    shardcal::Buffer a(c.memory(), 64 * sizeof(float)), b(c.memory(), 64 * sizeof(float));
+    for (const BadCall& bad : cases) {
+      const std::string expected =
+          std::string(bad.op) + " on " + c.describe() + ": " + bad.problem(c.rank(), c.size());
+      try {
+        bad.call(c, a.data(), b.data());
+        ADD_FAILURE() << bad.op << " was not refused on rank " << c.rank()
+                      << "; expected: " << expected;
+      } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), expected) << "rank " << c.rank();
+      }
+      c.barrier();  // still usable
+    }
+  });
+}
+
+}  // namespace
