@@ -3,6 +3,7 @@
 // arithmetic); tests/unit/test_step_traffic.cpp checks them against an element-by-element count.
 #include <algorithm>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -154,28 +155,49 @@ StepTraffic describe_step(const Step& step) {
 }
 
 StepTraffic describe_legal_step(const Step& step) {
-  const DeviceMesh& mesh = step.before.mesh();
-  const int i = step.mesh_dim;
-  const int nd = mesh.ndim();
+  const std::vector<Placement>& ps = step.before.placements();
+  const Placement* small[16];
+  std::vector<const Placement*> big;
+  const Placement** before = small;
+  if (ps.size() > 16) big.resize(ps.size()), before = big.data();
+  for (std::size_t j = 0; j < ps.size(); ++j) before[j] = &ps[j];
   StepTraffic t;
-  t.kind = step.kind;
-  t.collective = step_collective(step.kind);
+  describe_legal_step_into(step.before.mesh(), step.before.meta(),
+                           std::span<const Placement* const>(before, ps.size()), step.mesh_dim,
+                           step.kind, step.after.placement(step.mesh_dim), t);
+  return t;
+}
+
+void describe_legal_step_into(const DeviceMesh& mesh, const TensorMeta& meta,
+                              std::span<const Placement* const> before, int mesh_dim,
+                              StepKind kind, const Placement& after, StepTraffic& t) {
+  const int i = mesh_dim;
+  const int nd = mesh.ndim();
+  {
+    // Reset every field, keeping counts' capacity (the search reuses one StepTraffic).
+    std::vector<std::int64_t> keep = std::move(t.counts);
+    t = StepTraffic{};
+    t.counts = std::move(keep);
+    t.counts.clear();
+  }
+  t.kind = kind;
+  t.collective = step_collective(kind);
   t.mesh_dim = i;
   t.group_size = mesh.extent(i);
   t.groups = mesh.size() / t.group_size;
-  t.elem_size = dtype_size(step.before.meta().dtype);
+  t.elem_size = dtype_size(meta.dtype);
   const std::int64_t es = std::int64_t(t.elem_size);
   const std::size_t m = std::size_t(t.group_size);
-  const Placement& pi_before = step.before.placement(i);
-  const Placement& pi_after = step.after.placement(i);
+  const Placement& pi_before = *before[std::size_t(i)];
+  const Placement& pi_after = after;
   const int a = pi_before.is_shard() ? pi_before.dim : -1;  // tensor dim the step joins
   const int b = pi_after.is_shard() ? pi_after.dim : -1;    // tensor dim the step splits
   // pieces_contiguous's dim for the executor's pack rule (step_copy_bytes).
-  const int cdim = step.kind == StepKind::AllGather       ? a
-                   : step.kind == StepKind::ReduceScatter ? b
-                                                          : -1;
+  const int cdim = kind == StepKind::AllGather       ? a
+                   : kind == StepKind::ReduceScatter ? b
+                                                     : -1;
   thread_local Scratch s;
-  const Shape& shape = step.before.meta().shape;
+  const Shape& shape = meta.shape;
   // Group-color strides: row-major over the mesh dims other than i.
   std::int64_t stride[16];
   std::vector<std::int64_t> stride_vec;
@@ -193,7 +215,7 @@ StepTraffic describe_legal_step(const Step& step) {
   std::int64_t free_mult = 1;  // mesh dims != i that shard nothing: every coordinate alike
   for (int j = 0; j < nd; ++j) {
     if (j == i) continue;
-    const Placement& pj = step.before.placement(j);
+    const Placement& pj = (*before[std::size_t(j)]);
     if (!pj.is_shard()) free_mult *= mesh.extent(j);
   }
   for (int d = 0; d < int(shape.size()); ++d) {
@@ -201,8 +223,8 @@ StepTraffic describe_legal_step(const Step& step) {
     s.dim_hist.assign(1, Bin{shape[std::size_t(d)], true, 1, 0});
     bool split = false;
     for (int j = 0; j < nd; ++j) {
-      if (j == i || !step.before.placement(j).is_shard(d)) continue;
-      split_bins(s.dim_hist, s.tmp, s.sizes, step.before.placement(j), mesh.extent(j), st[j], false);
+      if (j == i || !(*before[std::size_t(j)]).is_shard(d)) continue;
+      split_bins(s.dim_hist, s.tmp, s.sizes, (*before[std::size_t(j)]), mesh.extent(j), st[j], false);
       split = true;
     }
     const bool ones_dim = d < cdim;
@@ -223,8 +245,8 @@ StepTraffic describe_legal_step(const Step& step) {
     h.assign(1, Bin{d >= 0 ? shape[std::size_t(d)] : 1, true, 1, 0});
     if (d < 0) return;
     for (int j = 0; j < i; ++j)
-      if (step.before.placement(j).is_shard(d))
-        split_bins(h, s.tmp, s.sizes, step.before.placement(j), mesh.extent(j), st[j], false);
+      if ((*before[std::size_t(j)]).is_shard(d))
+        split_bins(h, s.tmp, s.sizes, (*before[std::size_t(j)]), mesh.extent(j), st[j], false);
   };
   parent_hist(a, s.pa);
   parent_hist(a == b ? -1 : b, s.pb);
@@ -242,7 +264,7 @@ StepTraffic describe_legal_step(const Step& step) {
         const std::int64_t pa = ba.value, pb = a == b ? ba.value : bb.value;
         // Largest output block of any member.
         std::int64_t out_numel = 0;
-        switch (step.kind) {
+        switch (kind) {
           case StepKind::AllGather:
           case StepKind::LocalEmbedPartial: out_numel = F * pa; break;
           case StepKind::AllReduce:
@@ -258,7 +280,7 @@ StepTraffic describe_legal_step(const Step& step) {
         t.max_out_bytes = std::max(t.max_out_bytes, out_numel * es);
         if (!t.collective) continue;
         std::vector<std::int64_t>& c = s.c;
-        switch (step.kind) {
+        switch (kind) {
           case StepKind::AllGather:
             piece_sizes(pa, int(m), pi_before, c);
             for (std::int64_t& x : c) x *= F;
@@ -289,7 +311,7 @@ StepTraffic describe_legal_step(const Step& step) {
           }
           default: break;
         }
-        const bool a2a = step.kind == StepKind::AllToAll;
+        const bool a2a = kind == StepKind::AllToAll;
         bool even = false;
         std::int64_t sum = 0;
         if (a2a) {
@@ -316,7 +338,7 @@ StepTraffic describe_legal_step(const Step& step) {
         if (even) t.plain_groups += int(count);
         else t.uniform = false;
         std::int64_t bytes = 0;
-        switch (step.kind) {
+        switch (kind) {
           case StepKind::AllGather:
           case StepKind::ReduceScatter: bytes = sum * es; break;
           case StepKind::AllReduce: bytes = c[0] * es; break;
@@ -341,7 +363,7 @@ StepTraffic describe_legal_step(const Step& step) {
         }
         for (std::size_t p = 0; p < m; ++p) {
           std::int64_t send = 0, recv = 0;
-          switch (step.kind) {
+          switch (kind) {
             case StepKind::AllGather: send = c[p] * (mm - 1), recv = sum - c[p]; break;
             case StepKind::ReduceScatter: send = sum - c[p], recv = c[p] * (mm - 1); break;
             case StepKind::AllReduce: send = recv = c[p] * (mm - 1); break;
@@ -354,7 +376,6 @@ StepTraffic describe_legal_step(const Step& step) {
           t.max_recv_bytes = std::max(t.max_recv_bytes, recv * es);
         }
       }
-  return t;
 }
 
 }  // namespace shardcal
