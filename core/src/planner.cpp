@@ -30,48 +30,57 @@ struct Edge {
   double cost = 0;  // finite, >= 0
 };
 
-// Strings to dense ids (0, 1, 2, ... in insertion order) by open addressing over a power-of-two
-// array of ids: a lookup hashes a few bytes and compares one or two keys, and an entry costs no
-// node of its own (the keys here fit the string's inline buffer).
+using Sym = std::uint16_t;  // a placement's id in SearchGraph::symbols
+
+// Keys of `len` symbols to dense ids (0, 1, 2, ... in insertion order), by open addressing over
+// a power-of-two array of ids. Keys live end to end in one array, with their hashes: an entry
+// costs no allocation of its own, a lookup hashes a few symbols and compares one or two keys.
 class KeyTable {
  public:
-  int find(const std::string& key) const {
+  explicit KeyTable(std::size_t len) : len_(len) {}
+  static std::uint32_t hash(const Sym* key, std::size_t len) {
+    std::uint32_t h = 0x811c9dc5u;
+    for (std::size_t j = 0; j < len; ++j) h = (h ^ key[j]) * 0x9e3779b1u;
+    return h ^ (h >> 15);
+  }
+  int find(const Sym* key, std::uint32_t h) const {
     if (slots_.empty()) return -1;
     const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
       const int id = slots_[i];
-      if (id < 0 || keys_[std::size_t(id)] == key) return id;
+      if (id < 0) return -1;
+      if (hashes_[std::size_t(id)] == h &&
+          std::memcmp(this->key(id), key, len_ * sizeof(Sym)) == 0)
+        return id;
     }
   }
-  int add(const std::string& key) {  // key must be absent
-    if (2 * (keys_.size() + 1) > slots_.size()) {
+  int add(const Sym* key, std::uint32_t h) {  // key must be absent
+    if (2 * (hashes_.size() + 1) > slots_.size()) {
       slots_.assign(std::max<std::size_t>(64, 2 * slots_.size()), -1);
-      for (std::size_t id = 0; id < keys_.size(); ++id) place(int(id));
+      for (std::size_t id = 0; id < hashes_.size(); ++id) place(int(id));
     }
-    keys_.push_back(key);
-    place(int(keys_.size() - 1));
-    return int(keys_.size() - 1);
+    keys_.insert(keys_.end(), key, key + len_);
+    hashes_.push_back(h);
+    place(int(hashes_.size() - 1));
+    return int(hashes_.size() - 1);
   }
-  const std::string& key(int id) const { return keys_[std::size_t(id)]; }
+  const Sym* key(int id) const { return keys_.data() + std::size_t(id) * len_; }
 
  private:
-  static std::size_t hash(const std::string& key) {
-    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix for the low bits
-    for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ull;
-    return std::size_t(h ^ (h >> 32));
-  }
   void place(int id) {
     const std::size_t mask = slots_.size() - 1;
-    std::size_t i = hash(keys_[std::size_t(id)]) & mask;
+    std::size_t i = hashes_[std::size_t(id)] & mask;
     while (slots_[i] >= 0) i = (i + 1) & mask;
     slots_[i] = id;
   }
+  std::size_t len_;
+  std::vector<Sym> keys_;
+  std::vector<std::uint32_t> hashes_;
   std::vector<int> slots_;  // -1 = empty
-  std::vector<std::string> keys_;
 };
 
-// A canonical state. Its key (SearchGraph::ids) is its placements' symbol ids
-// (SearchGraph::symbols), two bytes per mesh dim; its edges are a range of SearchGraph::edges.
+// A canonical state. Its key (SearchGraph::ids) is its placements' symbols, one per mesh dim;
+// its edges are a range of SearchGraph::edges.
 struct State {
   int edge_begin = -1;  // -1: not expanded yet
   int edge_count = 0;
@@ -161,7 +170,7 @@ std::string target_extras(const TensorSpec& to) {
 
 // The states and priced edges of one (mesh, tensor, cost function, partial ops, target extras):
 // built lazily by searches, shareable between searches with the same parameters (PlanCache).
-// A state's steps are legal_steps' (decided here on symbol ids, in legal_steps' order, without
+// A state's steps are legal_steps' (decided here on symbols, in legal_steps' order, without
 // building specs), less local_embed_partial onto P(max|min) for integer dtypes (their fills
 // overflow when a sum/avg over another mesh dim is reduced while they are there), plus, per mesh
 // dim, a step onto the target's placement there when it spells explicit (uneven) sizes, which
@@ -170,60 +179,59 @@ struct SearchGraph {
   std::mutex mu;  // one search at a time
   std::vector<bool> ops_used;
   TensorSpec extras_from;  // the target: mesh, tensor, and the explicit sizes offered
-  // The canonical placements met so far, by id; a deque so references stay valid as it grows.
+  int nd;                  // mesh dims: the length of a state's key
+  // The canonical placements met so far, by symbol; a deque so references stay valid as it
+  // grows (sym_ptr holds them).
   std::deque<Placement> symbols;
-  std::vector<std::uint16_t> targets;  // what legal_steps tries on a mesh dim, in its order
+  std::vector<const Placement*> sym_ptr;
   // What a step's traffic depends on of a placement: the tensor dim it shards and its sizes;
-  // R and P(op) are alike (symbol -> the symbol of R for those).
-  std::vector<std::uint16_t> traffic_symbol;
-  KeyTable ids;  // state keys -> state ids
+  // R and P(op) are alike (their symbol -> R's, symbol 0).
+  std::vector<Sym> traffic_sym;
+  std::vector<Sym> targets;  // what legal_steps tries on a mesh dim, in its order
+  KeyTable ids;              // state keys -> state ids
   std::vector<State> states;
   std::vector<Edge> edges;  // every expanded state's, contiguous per state
   std::vector<std::optional<TensorSpec>> specs;  // per state, built on demand (spec())
-  // Prices of traffic-only costs (StepCostFn::bind), by what the step's traffic depends on:
-  // the state's traffic symbols with the step's target on its mesh dim, then its source
-  // placement and the mesh dim (price_key). Many states share them: R and P alike elsewhere.
+  // Prices of traffic-only costs (StepCostFn::bind), by what the step's traffic depends on
+  // (price key): the state's traffic symbols with the step's target on its mesh dim, then its
+  // source placement there and the mesh dim (the kind follows from the two placements). States
+  // that differ in R and P on other mesh dims share them.
   KeyTable price_keys;
   std::vector<double> prices;
 
   SearchGraph(std::vector<bool> ops, const TensorSpec& to)
-      : ops_used(std::move(ops)), extras_from(to) {
-    targets.push_back(symbol(Placement::replicate()));
+      : ops_used(std::move(ops)),
+        extras_from(to),
+        nd(to.mesh().ndim()),
+        ids(std::size_t(nd)),
+        price_keys(std::size_t(nd) + 2) {
+    targets.push_back(symbol(Placement::replicate()));  // symbol 0
     for (ReduceOp op : kAllReduceOps)
       if (ops_used[std::size_t(op)]) targets.push_back(symbol(Placement::partial(op)));
     for (int d = 0; d < to.ndim(); ++d) targets.push_back(symbol(Placement::shard(d)));
     states.reserve(64);
-    edges.reserve(256);
+    edges.reserve(512);
   }
   const DeviceMesh& mesh() const { return extras_from.mesh(); }
   const TensorMeta& meta() const { return extras_from.meta(); }
 
-  std::uint16_t symbol(const Placement& p) {
+  Sym symbol(const Placement& p) {
     for (std::size_t k = 0; k < symbols.size(); ++k)
-      if (symbols[k] == p) return std::uint16_t(k);
+      if (symbols[k] == p) return Sym(k);
     if (symbols.size() >= 0xffff)
       throw Error("plan search: more than 65535 distinct placements; plan fewer explicit sizes");
     symbols.push_back(p);
-    // R is symbol 0 (the constructor interns it first).
-    traffic_symbol.push_back(p.is_shard() ? std::uint16_t(symbols.size() - 1) : 0);
-    return std::uint16_t(symbols.size() - 1);
+    sym_ptr.push_back(&symbols.back());
+    traffic_sym.push_back(p.is_shard() ? Sym(symbols.size() - 1) : Sym(0));
+    return Sym(symbols.size() - 1);
   }
-  static std::uint16_t sym(const std::string& key, int j) {
-    std::uint16_t v;
-    std::memcpy(&v, key.data() + 2 * std::size_t(j), 2);
-    return v;
+  void encode(const std::vector<Placement>& canon, Sym* key) {
+    for (std::size_t j = 0; j < canon.size(); ++j) key[j] = symbol(canon[j]);
   }
-  static void set_sym(std::string& key, int j, std::uint16_t v) {
-    std::memcpy(key.data() + 2 * std::size_t(j), &v, 2);
-  }
-  std::string encode(const std::vector<Placement>& canon) {
-    std::string key(2 * canon.size(), '\0');
-    for (std::size_t j = 0; j < canon.size(); ++j) set_sym(key, int(j), symbol(canon[j]));
-    return key;
-  }
-  TensorSpec decode(const std::string& key) const {
+  TensorSpec decode(const Sym* key) const {
     std::vector<Placement> ps;
-    for (int j = 0; j < mesh().ndim(); ++j) ps.push_back(symbols[sym(key, j)]);
+    ps.reserve(std::size_t(nd));
+    for (int j = 0; j < nd; ++j) ps.push_back(*sym_ptr[key[j]]);
     return TensorSpec(mesh(), std::move(ps), meta());
   }
   const TensorSpec& spec(int state) {
@@ -232,11 +240,12 @@ struct SearchGraph {
     if (!sp) sp = decode(ids.key(state));
     return *sp;
   }
-  int intern(const std::string& key) {
-    const int id = ids.find(key);
+  int intern(const Sym* key) {
+    const std::uint32_t h = KeyTable::hash(key, std::size_t(nd));
+    const int id = ids.find(key, h);
     if (id >= 0) return id;
     states.push_back(State{});
-    return ids.add(key);
+    return ids.add(key, h);
   }
 };
 
@@ -244,9 +253,9 @@ namespace {
 
 // Buffers one search reuses for every state it expands.
 struct ExpandScratch {
-  std::string key, tkey, rkey, pkey;
+  std::vector<Sym> key, tkey, pkey, extra;
   std::vector<const Placement*> before;
-  std::vector<std::pair<int, std::uint16_t>> legal;  // (mesh dim, target symbol) of legal steps
+  std::vector<std::pair<int, Sym>> legal;  // (mesh dim, target symbol) of the legal steps
   StepTraffic traffic;
 };
 
@@ -255,43 +264,42 @@ struct ExpandScratch {
 void expand(SearchGraph& g, int s, const StepCostFn& cost, const TrafficCostFn& price,
             ExpandScratch& x) {
   const DeviceMesh& mesh = g.mesh();
-  const int nd = mesh.ndim();
-  x.key = g.ids.key(s);  // a copy: interning below grows the table
-  x.rkey = x.key;
-  x.before.resize(std::size_t(nd));
-  for (int j = 0; j < nd; ++j) {
-    const std::uint16_t v = SearchGraph::sym(x.key, j);
-    x.before[std::size_t(j)] = &g.symbols[v];
-    SearchGraph::set_sym(x.rkey, j, g.traffic_symbol[v]);
-  }
-  const std::span<const Placement* const> before(x.before.data(), x.before.size());
+  const int nd = g.nd;
+  const std::size_t n = std::size_t(nd);
+  x.key.assign(g.ids.key(s), g.ids.key(s) + n);  // a copy: interning below grows the table
+  x.tkey = x.key;
+  x.pkey.resize(n + 2);
+  x.before.resize(n);
+  for (std::size_t j = 0; j < n; ++j) x.before[j] = g.sym_ptr[x.key[j]];
+  const std::span<const Placement* const> before(x.before.data(), n);
   const int first_edge = int(g.edges.size());
-  auto traffic = [&](int i, StepKind kind, const std::string& tkey) -> const StepTraffic& {
-    describe_legal_step_into(mesh, g.meta(), before, i, kind,
-                             g.symbols[SearchGraph::sym(tkey, i)], x.traffic);
-    return x.traffic;
-  };
-  auto add = [&](int i, StepKind kind, const std::string& tkey) {
-    auto make_step = [&] { return Step{i, kind, g.spec(s), g.decode(tkey)}; };
+  // The step on mesh dim i onto `t` (x.tkey = the target state's key).
+  auto add = [&](int i, StepKind kind, Sym t) {
+    auto make_step = [&] { return Step{i, kind, g.spec(s), g.decode(x.tkey.data())}; };
+    auto traffic = [&]() -> const StepTraffic& {
+      describe_legal_step_into(mesh, g.meta(), before, i, kind, *g.sym_ptr[t], x.traffic);
+      return x.traffic;
+    };
     double c = 0;
     if (price) {
-      x.pkey = x.rkey;
-      SearchGraph::set_sym(x.pkey, i, SearchGraph::sym(tkey, i));
-      const std::uint16_t tail[2] = {SearchGraph::sym(x.key, i), std::uint16_t(i)};
-      x.pkey.append(reinterpret_cast<const char*>(tail), sizeof tail);
-      const int id = g.price_keys.find(x.pkey);
+      for (std::size_t j = 0; j < n; ++j) x.pkey[j] = g.traffic_sym[x.key[j]];
+      x.pkey[std::size_t(i)] = t;
+      x.pkey[n] = x.key[std::size_t(i)];
+      x.pkey[n + 1] = Sym(i);
+      const std::uint32_t h = KeyTable::hash(x.pkey.data(), n + 2);
+      const int id = g.price_keys.find(x.pkey.data(), h);
       if (id >= 0) {
         c = g.prices[std::size_t(id)];
       } else {
-        c = checked(price(traffic(i, kind, tkey)), make_step);
-        g.price_keys.add(x.pkey);
+        c = checked(price(traffic()), make_step);
+        g.price_keys.add(x.pkey.data(), h);
         g.prices.push_back(c);
       }
     } else {
-      c = checked(cost(make_step(), traffic(i, kind, tkey)), make_step);
+      c = checked(cost(make_step(), traffic()), make_step);
     }
     if (std::isinf(c)) return;
-    g.edges.push_back(Edge{i, kind, g.intern(tkey), c});
+    g.edges.push_back(Edge{i, kind, g.intern(x.tkey.data()), c});
   };
   // legal_steps' rule on the canonical placements: a kind goes there, it changes the placement,
   // and no inner mesh dim shards a tensor dim the step splits or joins.
@@ -305,20 +313,20 @@ void expand(SearchGraph& g, int s, const StepCostFn& cost, const TrafficCostFn& 
   x.legal.clear();
   for (int i = 0; i < nd; ++i) {
     if (mesh.extent(i) == 1) continue;
-    const std::uint16_t cur_sym = SearchGraph::sym(x.key, i);
+    const Sym cur_sym = x.key[std::size_t(i)];
     const Placement& cur = *x.before[std::size_t(i)];
     if (inner_shards(i, cur.is_shard() ? cur.dim : -1)) continue;
-    for (std::uint16_t t_sym : g.targets) {
+    for (Sym t_sym : g.targets) {
       if (t_sym == cur_sym) continue;
-      const Placement& t = g.symbols[t_sym];
+      const Placement& t = *g.sym_ptr[t_sym];
       const std::optional<StepKind> k = step_kind_for(cur, t);
       if (!k) continue;
       if (t.is_shard() && inner_shards(i, t.dim)) continue;
       if (*k == StepKind::LocalEmbedPartial && t.op != ReduceOp::Sum && integer) continue;
       x.legal.emplace_back(i, t_sym);
-      x.tkey = x.key;
-      SearchGraph::set_sym(x.tkey, i, t_sym);
-      add(i, *k, x.tkey);
+      x.tkey[std::size_t(i)] = t_sym;
+      add(i, *k, t_sym);
+      x.tkey[std::size_t(i)] = cur_sym;
     }
   }
   // Explicit target sizes: built and checked as specs (rare, and validity depends on sizes).
@@ -339,15 +347,19 @@ void expand(SearchGraph& g, int s, const StepCostFn& cost, const TrafficCostFn& 
       k = StepKind::ReduceScatter;
     const Step st{i, k, g.spec(s), TensorSpec(mesh, canonical_placements(*after), g.meta())};
     if (!step_problem(st).empty()) continue;
-    const std::string tkey = g.encode(st.after.placements());
+    x.extra.resize(n);
+    g.encode(st.after.placements(), x.extra.data());  // may add symbols: sym_ptr stays valid
     bool dup = false;
     for (const auto& [li, l_sym] : x.legal) {
       if (li != i) continue;
-      x.tkey = x.key;
-      SearchGraph::set_sym(x.tkey, i, l_sym);
-      if (x.tkey == tkey) dup = true;
+      x.tkey[std::size_t(i)] = l_sym;
+      dup = dup || x.tkey == x.extra;
+      x.tkey[std::size_t(i)] = x.key[std::size_t(i)];
     }
-    if (!dup) add(i, k, tkey);
+    if (dup) continue;
+    x.tkey = x.extra;
+    add(i, k, x.extra[std::size_t(i)]);
+    x.tkey = x.key;
   }
   g.states[std::size_t(s)] = State{first_edge, int(g.edges.size()) - first_edge};
 }
@@ -371,9 +383,12 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
                   " states; raise SearchOptions::max_states (shardbench plan --max-states) or use "
                   "plan_redistribution");
   };
-  const int src = g.intern(g.encode(canonical_placements(from)));
+  std::vector<Sym> key(std::size_t(g.nd));
+  g.encode(canonical_placements(from), key.data());
+  const int src = g.intern(key.data());
   reach(src);
-  const int dst = g.intern(g.encode(canonical_placements(to)));
+  g.encode(canonical_placements(to), key.data());
+  const int dst = g.intern(key.data());
   reach(dst);
 
   SearchResult res;
