@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <deque>
 #include <limits>
 #include <mutex>
@@ -37,7 +36,14 @@ using Sym = std::uint16_t;  // a placement's id in SearchGraph::symbols
 // costs no allocation of its own, a lookup hashes a few symbols and compares one or two keys.
 class KeyTable {
  public:
-  explicit KeyTable(std::size_t len) : len_(len) {}
+  // Sized for `expected` keys without growing.
+  KeyTable(std::size_t len, std::size_t expected) : len_(len) {
+    std::size_t n = 64;
+    while (n < 2 * expected) n *= 2;
+    slots_.assign(n, -1);
+    keys_.reserve(expected * len);
+    hashes_.reserve(expected);
+  }
   static std::uint32_t hash(const Sym* key, std::size_t len) {
     std::uint32_t h = 0x811c9dc5u;
     for (std::size_t j = 0; j < len; ++j) h = (h ^ key[j]) * 0x9e3779b1u;
@@ -49,9 +55,7 @@ class KeyTable {
     for (std::size_t i = h & mask;; i = (i + 1) & mask) {
       const int id = slots_[i];
       if (id < 0) return -1;
-      if (hashes_[std::size_t(id)] == h &&
-          std::memcmp(this->key(id), key, len_ * sizeof(Sym)) == 0)
-        return id;
+      if (hashes_[std::size_t(id)] == h && std::equal(key, key + len_, this->key(id))) return id;
     }
   }
   int add(const Sym* key, std::uint32_t h) {  // key must be absent
@@ -203,8 +207,8 @@ struct SearchGraph {
       : ops_used(std::move(ops)),
         extras_from(to),
         nd(to.mesh().ndim()),
-        ids(std::size_t(nd)),
-        price_keys(std::size_t(nd) + 2) {
+        ids(std::size_t(nd), 64),
+        price_keys(std::size_t(nd) + 2, 256) {
     targets.push_back(symbol(Placement::replicate()));  // symbol 0
     for (ReduceOp op : kAllReduceOps)
       if (ops_used[std::size_t(op)]) targets.push_back(symbol(Placement::partial(op)));
@@ -256,6 +260,8 @@ struct ExpandScratch {
   std::vector<Sym> key, tkey, pkey, extra;
   std::vector<const Placement*> before;
   std::vector<std::pair<int, Sym>> legal;  // (mesh dim, target symbol) of the legal steps
+  StepDescriber describer;
+  int prepared_dim = -1;  // the mesh dim `describer` is prepared for in this state, -1 = none
   StepTraffic traffic;
 };
 
@@ -272,12 +278,14 @@ void expand(SearchGraph& g, int s, const StepCostFn& cost, const TrafficCostFn& 
   x.before.resize(n);
   for (std::size_t j = 0; j < n; ++j) x.before[j] = g.sym_ptr[x.key[j]];
   const std::span<const Placement* const> before(x.before.data(), n);
+  x.prepared_dim = -1;
   const int first_edge = int(g.edges.size());
   // The step on mesh dim i onto `t` (x.tkey = the target state's key).
   auto add = [&](int i, StepKind kind, Sym t) {
     auto make_step = [&] { return Step{i, kind, g.spec(s), g.decode(x.tkey.data())}; };
     auto traffic = [&]() -> const StepTraffic& {
-      describe_legal_step_into(mesh, g.meta(), before, i, kind, *g.sym_ptr[t], x.traffic);
+      if (x.prepared_dim != i) x.describer.prepare(mesh, g.meta(), before, i), x.prepared_dim = i;
+      x.describer.describe(kind, *g.sym_ptr[t], x.traffic);
       return x.traffic;
     };
     double c = 0;

@@ -139,13 +139,75 @@ struct A2AMatrix {
   }
 };
 
-struct Scratch {
-  std::vector<Bin> untouched, dim_hist, tmp, pa, pb, combined;
+}  // namespace
+
+// What the steps out of one (placements, mesh dim) share, from prepare(), and buffers that keep
+// their capacity between describes.
+struct StepDescriber::Impl {
+  const DeviceMesh* mesh = nullptr;
+  const TensorMeta* meta = nullptr;
+  std::span<const Placement* const> before;
+  int i = 0;
+  int a = -1;                        // tensor dim the steps join (the source shards), or -1
+  std::vector<std::int64_t> stride;  // group-color strides: row-major over mesh dims != i
+  std::int64_t free_mult = 1;        // mesh dims != i that shard nothing: every coordinate alike
+  std::vector<Bin> pa;               // parent extents of tensor dim a (outer mesh dims)
+  // Per tensor dim d != a: its extents over the mesh dims != i that shard it (split[d]: some do).
+  std::vector<std::vector<Bin>> hist;
+  std::vector<char> split;
+  std::vector<Bin> untouched, tmp, pb;
   std::vector<std::int64_t> c, first, before_a, after_b, rows, cols, diag, sizes;
   A2AMatrix a2a, first_a2a;
+
+  // Replaces `h` by the parent extents of tensor dim d (d < 0: one extent 1).
+  void parent_hist(int d, std::vector<Bin>& h) {
+    h.clear();
+    h.push_back(Bin{d >= 0 ? meta->shape[std::size_t(d)] : 1, true, 1, 0});
+    if (d < 0) return;
+    for (int j = 0; j < i; ++j)
+      if (before[std::size_t(j)]->is_shard(d))
+        split_bins(h, tmp, sizes, *before[std::size_t(j)], mesh->extent(j), stride[std::size_t(j)],
+                   false);
+  }
 };
 
-}  // namespace
+StepDescriber::StepDescriber() : impl_(std::make_unique<Impl>()) {}
+StepDescriber::~StepDescriber() = default;
+
+void StepDescriber::prepare(const DeviceMesh& mesh, const TensorMeta& meta,
+                            std::span<const Placement* const> before, int mesh_dim) {
+  Impl& s = *impl_;
+  s.mesh = &mesh, s.meta = &meta, s.before = before, s.i = mesh_dim;
+  const int i = mesh_dim;
+  const int nd = mesh.ndim();
+  const Placement& pi_before = *before[std::size_t(i)];
+  s.a = pi_before.is_shard() ? pi_before.dim : -1;
+  s.stride.resize(std::size_t(nd));
+  std::int64_t acc = 1;
+  for (int j = nd - 1; j >= 0; --j) {
+    s.stride[std::size_t(j)] = j == i ? 0 : acc;
+    if (j != i) acc *= mesh.extent(j);
+  }
+  s.free_mult = 1;
+  for (int j = 0; j < nd; ++j)
+    if (j != i && !before[std::size_t(j)]->is_shard()) s.free_mult *= mesh.extent(j);
+  const Shape& shape = meta.shape;
+  s.hist.resize(shape.size());
+  s.split.assign(shape.size(), 0);
+  for (int d = 0; d < int(shape.size()); ++d) {
+    if (d == s.a) continue;
+    std::vector<Bin>& h = s.hist[std::size_t(d)];
+    h.clear();
+    h.push_back(Bin{shape[std::size_t(d)], true, 1, 0});
+    for (int j = 0; j < nd; ++j) {
+      if (j == i || !before[std::size_t(j)]->is_shard(d)) continue;
+      split_bins(h, s.tmp, s.sizes, *before[std::size_t(j)], mesh.extent(j),
+                 s.stride[std::size_t(j)], false);
+      s.split[std::size_t(d)] = 1;
+    }
+  }
+  s.parent_hist(s.a, s.pa);
+}
 
 StepTraffic describe_step(const Step& step) {
   if (const std::string why = step_problem(step); !why.empty())
@@ -171,8 +233,15 @@ StepTraffic describe_legal_step(const Step& step) {
 void describe_legal_step_into(const DeviceMesh& mesh, const TensorMeta& meta,
                               std::span<const Placement* const> before, int mesh_dim,
                               StepKind kind, const Placement& after, StepTraffic& t) {
-  const int i = mesh_dim;
-  const int nd = mesh.ndim();
+  thread_local StepDescriber d;
+  d.prepare(mesh, meta, before, mesh_dim);
+  d.describe(kind, after, t);
+}
+
+void StepDescriber::describe(StepKind kind, const Placement& after, StepTraffic& t) {
+  Impl& s = *impl_;
+  const DeviceMesh& mesh = *s.mesh;
+  const int i = s.i;
   {
     // Reset every field, keeping counts' capacity (the search reuses one StepTraffic).
     std::vector<std::int64_t> keep = std::move(t.counts);
@@ -185,71 +254,39 @@ void describe_legal_step_into(const DeviceMesh& mesh, const TensorMeta& meta,
   t.mesh_dim = i;
   t.group_size = mesh.extent(i);
   t.groups = mesh.size() / t.group_size;
-  t.elem_size = dtype_size(meta.dtype);
+  t.elem_size = dtype_size(s.meta->dtype);
   const std::int64_t es = std::int64_t(t.elem_size);
   const std::size_t m = std::size_t(t.group_size);
-  const Placement& pi_before = *before[std::size_t(i)];
+  const Placement& pi_before = *s.before[std::size_t(i)];
   const Placement& pi_after = after;
-  const int a = pi_before.is_shard() ? pi_before.dim : -1;  // tensor dim the step joins
-  const int b = pi_after.is_shard() ? pi_after.dim : -1;    // tensor dim the step splits
+  const int a = s.a;                                     // tensor dim the step joins
+  const int b = pi_after.is_shard() ? pi_after.dim : -1;  // tensor dim the step splits
   // pieces_contiguous's dim for the executor's pack rule (step_copy_bytes).
   const int cdim = kind == StepKind::AllGather       ? a
                    : kind == StepKind::ReduceScatter ? b
                                                      : -1;
-  thread_local Scratch s;
-  const Shape& shape = meta.shape;
-  // Group-color strides: row-major over the mesh dims other than i.
-  std::int64_t stride[16];
-  std::vector<std::int64_t> stride_vec;
-  std::int64_t* st = stride;
-  if (nd > 16) stride_vec.resize(std::size_t(nd)), st = stride_vec.data();
-  {
-    std::int64_t acc = 1;
-    for (int j = nd - 1; j >= 0; --j) {
-      st[j] = j == i ? 0 : acc;
-      if (j != i) acc *= mesh.extent(j);
-    }
-  }
+  const Shape& shape = s.meta->shape;
   // Untouched tensor dims, folded into one histogram of (product, ones) values.
-  s.untouched.assign(1, Bin{1, true, 1, 0});
-  std::int64_t free_mult = 1;  // mesh dims != i that shard nothing: every coordinate alike
-  for (int j = 0; j < nd; ++j) {
-    if (j == i) continue;
-    const Placement& pj = (*before[std::size_t(j)]);
-    if (!pj.is_shard()) free_mult *= mesh.extent(j);
-  }
+  s.untouched.clear();
+  s.untouched.push_back(Bin{1, true, 1, 0});
+  const std::int64_t free_mult = s.free_mult;
   for (int d = 0; d < int(shape.size()); ++d) {
     if (d == a || d == b) continue;
-    s.dim_hist.assign(1, Bin{shape[std::size_t(d)], true, 1, 0});
-    bool split = false;
-    for (int j = 0; j < nd; ++j) {
-      if (j == i || !(*before[std::size_t(j)]).is_shard(d)) continue;
-      split_bins(s.dim_hist, s.tmp, s.sizes, (*before[std::size_t(j)]), mesh.extent(j), st[j], false);
-      split = true;
-    }
     const bool ones_dim = d < cdim;
-    if (!split) {  // one value: scale in place
+    if (!s.split[std::size_t(d)]) {  // one value: scale in place
       const std::int64_t v = shape[std::size_t(d)];
       for (Bin& u : s.untouched) u.value *= v, u.ones = u.ones && (!ones_dim || v == 1);
       continue;
     }
     s.tmp.clear();
     for (const Bin& u : s.untouched)
-      for (const Bin& h : s.dim_hist)
+      for (const Bin& h : s.hist[std::size_t(d)])
         add_bin(s.tmp, Bin{u.value * h.value, u.ones && (!ones_dim || h.value == 1),
                            u.count * h.count, u.color + h.color});
     s.untouched.swap(s.tmp);
   }
-  // Parent extents of the touched dims (outer mesh dims only).
-  auto parent_hist = [&](int d, std::vector<Bin>& h) {
-    h.assign(1, Bin{d >= 0 ? shape[std::size_t(d)] : 1, true, 1, 0});
-    if (d < 0) return;
-    for (int j = 0; j < i; ++j)
-      if ((*before[std::size_t(j)]).is_shard(d))
-        split_bins(h, s.tmp, s.sizes, (*before[std::size_t(j)]), mesh.extent(j), st[j], false);
-  };
-  parent_hist(a, s.pa);
-  parent_hist(a == b ? -1 : b, s.pb);
+  // Parent extents of the split dim (outer mesh dims only); the joined one's are prepared.
+  s.parent_hist(a == b ? -1 : b, s.pb);
 
   bool first = true;
   std::int64_t best = -1;

@@ -11,6 +11,7 @@
 //   plan_redistribution   the rule-based (DTensor-style) planner; its plans pass validate_plan
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -153,6 +154,24 @@ StepTraffic describe_legal_step(const Step& step);
 void describe_legal_step_into(const DeviceMesh& mesh, const TensorMeta& meta,
                               std::span<const Placement* const> before, int mesh_dim,
                               StepKind kind, const Placement& after, StepTraffic& out);
+// The same for several steps out of one set of placements on one mesh dim (a search pricing a
+// state's candidates): prepare() computes what they share (the other mesh dims' extents), then
+// describe() each step by its kind and placement after. `mesh`, `meta` and the placements must
+// outlive the describes that follow a prepare().
+class StepDescriber {
+ public:
+  StepDescriber();
+  ~StepDescriber();
+  StepDescriber(const StepDescriber&) = delete;
+  StepDescriber& operator=(const StepDescriber&) = delete;
+  void prepare(const DeviceMesh& mesh, const TensorMeta& meta,
+               std::span<const Placement* const> before, int mesh_dim);
+  void describe(StepKind kind, const Placement& after, StepTraffic& out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The executor's pack/unpack rule (core/src/execute.cpp uses these, the planner's prices use
 // them through StepTraffic::max_copy_bytes). A collective reads or writes a block in place when
