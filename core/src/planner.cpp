@@ -566,6 +566,15 @@ std::shared_ptr<const SearchResult> PlanCache::get(const TensorSpec& from, const
   key += '|';
   key += cost_key;
   key += "|k=" + std::to_string(opt.k) + ";max=" + std::to_string(opt.max_states);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      ++hits_;
+      return it->second;
+    }
+  }
+  // A miss: the graph level's key (built only now, a hit needs none).
   const std::vector<bool> ops = ops_used_by(from, to);
   std::string gkey = "mesh=" + from.mesh().to_string() +
                      ";shape=" + shape_to_string(from.meta().shape) +
@@ -575,7 +584,7 @@ std::shared_ptr<const SearchResult> PlanCache::get(const TensorSpec& from, const
   std::shared_ptr<SearchGraph> graph;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(key);
+    auto it = map_.find(key);  // another thread may have searched it meanwhile
     if (it != map_.end()) {
       ++hits_;
       return it->second;
