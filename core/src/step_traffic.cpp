@@ -152,12 +152,26 @@ struct StepDescriber::Impl {
   std::vector<std::int64_t> stride;  // group-color strides: row-major over mesh dims != i
   std::int64_t free_mult = 1;        // mesh dims != i that shard nothing: every coordinate alike
   std::vector<Bin> pa;               // parent extents of tensor dim a (outer mesh dims)
-  // Per tensor dim d != a: its extents over the mesh dims != i that shard it (split[d]: some do).
+  // Per tensor dim d != a, built on first use (ready[d]): its extents over the mesh dims != i
+  // that shard it (split[d]: some do).
   std::vector<std::vector<Bin>> hist;
-  std::vector<char> split;
+  std::vector<char> split, ready;
   std::vector<Bin> untouched, tmp, pb;
   std::vector<std::int64_t> c, first, before_a, after_b, rows, cols, diag, sizes;
   A2AMatrix a2a, first_a2a;
+
+  void build_hist(int d) {
+    std::vector<Bin>& h = hist[std::size_t(d)];
+    h.clear();
+    h.push_back(Bin{meta->shape[std::size_t(d)], true, 1, 0});
+    for (int j = 0; j < mesh->ndim(); ++j) {
+      if (j == i || !before[std::size_t(j)]->is_shard(d)) continue;
+      split_bins(h, tmp, sizes, *before[std::size_t(j)], mesh->extent(j), stride[std::size_t(j)],
+                 false);
+      split[std::size_t(d)] = 1;
+    }
+    ready[std::size_t(d)] = 1;
+  }
 
   // Replaces `h` by the parent extents of tensor dim d (d < 0: one extent 1).
   void parent_hist(int d, std::vector<Bin>& h) {
@@ -191,21 +205,10 @@ void StepDescriber::prepare(const DeviceMesh& mesh, const TensorMeta& meta,
   s.free_mult = 1;
   for (int j = 0; j < nd; ++j)
     if (j != i && !before[std::size_t(j)]->is_shard()) s.free_mult *= mesh.extent(j);
-  const Shape& shape = meta.shape;
-  s.hist.resize(shape.size());
-  s.split.assign(shape.size(), 0);
-  for (int d = 0; d < int(shape.size()); ++d) {
-    if (d == s.a) continue;
-    std::vector<Bin>& h = s.hist[std::size_t(d)];
-    h.clear();
-    h.push_back(Bin{shape[std::size_t(d)], true, 1, 0});
-    for (int j = 0; j < nd; ++j) {
-      if (j == i || !before[std::size_t(j)]->is_shard(d)) continue;
-      split_bins(h, s.tmp, s.sizes, *before[std::size_t(j)], mesh.extent(j),
-                 s.stride[std::size_t(j)], false);
-      s.split[std::size_t(d)] = 1;
-    }
-  }
+  const std::size_t ndim = meta.shape.size();
+  s.hist.resize(ndim);
+  s.split.assign(ndim, 0);
+  s.ready.assign(ndim, 0);
   s.parent_hist(s.a, s.pa);
 }
 
@@ -272,6 +275,7 @@ void StepDescriber::describe(StepKind kind, const Placement& after, StepTraffic&
   const std::int64_t free_mult = s.free_mult;
   for (int d = 0; d < int(shape.size()); ++d) {
     if (d == a || d == b) continue;
+    if (!s.ready[std::size_t(d)]) s.build_hist(d);
     const bool ones_dim = d < cdim;
     if (!s.split[std::size_t(d)]) {  // one value: scale in place
       const std::int64_t v = shape[std::size_t(d)];
