@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "shardcal/error.hpp"
 
@@ -103,19 +103,103 @@ StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t,
   return out;
 }
 
-// Link classes per (mesh, mesh dim), computed once per cost function.
-struct LinkMemo {
+// The collectives plan steps run (StepKind): all_gather, reduce_scatter, all_reduce,
+// all_to_all, the first four of the table.
+constexpr std::size_t kStepCollectives = std::size_t(Collective::AllToAll) + 1;
+
+// What a profile's price needs beyond a step's traffic on one (mesh, dtype): per mesh dim its
+// link class and, per collective, the model predict() chooses (its choice depends on the link
+// class and dtype only, not on what moves); null when the profile has no model for the
+// collective (the step is priced +inf). Filled on first use of each (mesh dim, collective).
+struct MeshPrices {
+  struct Slot {
+    bool ready = false;
+    LinkClass lc;
+    const Model* model = nullptr;
+  };
+  std::vector<int> shape;
+  DType dtype;
+  std::vector<Slot> slots;  // [mesh dim * kStepCollectives + collective]
+};
+
+// One per cost function, shared by its searches (and threads).
+struct PriceMemo {
   std::mutex mu;
-  std::map<std::pair<std::vector<int>, int>, LinkClass> map;
-  LinkClass get(const DeviceMesh& mesh, int dim, int rph) {
-    std::lock_guard<std::mutex> lock(mu);
-    auto key = std::make_pair(mesh.shape(), dim);
-    auto it = map.find(key);
-    if (it != map.end()) return it->second;
-    const LinkClass lc = mesh_dim_link_class(mesh, dim, rph);
-    map.emplace(std::move(key), lc);
-    return lc;
+  std::vector<std::shared_ptr<MeshPrices>> meshes;
+};
+
+// The profile's price of a step from its traffic on one (mesh, dtype), for one search: the
+// memo's answers are copied into per-search slots on first use, so pricing a step takes no lock,
+// builds no string and allocates nothing. Same arithmetic as price_with_link (the planner's
+// prices and `shardbench plan`'s explanations agree to the bit).
+class TrafficPricer {
+ public:
+  TrafficPricer(std::shared_ptr<const Profile> prof, std::shared_ptr<PriceMemo> memo,
+                const DeviceMesh& mesh, DType dtype, int ranks_per_host)
+      : prof_(std::move(prof)),
+        memo_(std::move(memo)),
+        rph_(ranks_per_host),
+        bw_(local_copy_GBps(*prof_)),
+        copies_(prices_copies(*prof_)),
+        slots_(std::size_t(mesh.ndim()) * kStepCollectives) {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    for (const auto& m : memo_->meshes)
+      if (m->dtype == dtype && m->shape == mesh.shape()) mesh_ = m;
+    if (!mesh_) {
+      mesh_ = std::make_shared<MeshPrices>(MeshPrices{mesh.shape(), dtype, slots_});
+      memo_->meshes.push_back(mesh_);
+    }
   }
+
+  double operator()(const StepTraffic& t) {
+    if (!t.collective) return double(t.max_out_bytes) / (bw_ * 1e3) + kLocalStepUs;
+    const MeshPrices::Slot& sl = slot(t.mesh_dim, *t.collective);
+    if (!sl.model) return std::numeric_limits<double>::infinity();
+    const Model& m = *sl.model;
+    // predict()'s arithmetic for the chosen model (calibrate/src/profile.cpp).
+    const double s_eff = effective_bytes(*t.collective, m.effective_size, double(t.bytes),
+                                         t.counts, int(t.elem_size), sl.lc.group_size);
+    std::size_t seg = 0;
+    while (seg + 1 < m.segments.size() && s_eff >= *m.segments[seg].s_hi) ++seg;
+    double time_us = segment_time_us(m, seg, sl.lc.group_size, s_eff, sl.lc.concurrent_groups);
+    if (copies_ && t.max_copy_bytes > 0) time_us += double(t.max_copy_bytes) / (bw_ * 1e3);
+    return time_us;
+  }
+
+ private:
+  const MeshPrices::Slot& slot(int dim, Collective c) {
+    if (std::size_t(c) >= kStepCollectives)
+      throw Error("step price: collective " + std::string(collective_info(c).name) +
+                  " is not one a plan step runs");
+    const std::size_t k = std::size_t(dim) * kStepCollectives + std::size_t(c);
+    MeshPrices::Slot& sl = slots_.at(k);
+    if (sl.ready) return sl;
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    MeshPrices::Slot& shared = mesh_->slots[k];
+    if (!shared.ready) {
+      // The link class is the mesh dim's, whichever collective asked first.
+      const MeshPrices::Slot* known = nullptr;
+      for (std::size_t q = 0; q < kStepCollectives; ++q)
+        if (mesh_->slots[std::size_t(dim) * kStepCollectives + q].ready)
+          known = &mesh_->slots[std::size_t(dim) * kStepCollectives + q];
+      shared.lc = known ? known->lc
+                        : mesh_dim_link_class(DeviceMesh(mesh_->shape), dim, rph_);
+      const bool any = std::any_of(prof_->models.begin(), prof_->models.end(),
+                                   [&](const Model& m) { return m.collective == c; });
+      shared.model = any ? predict(*prof_, c, shared.lc, 0.0, {}, 1, mesh_->dtype).model : nullptr;
+      shared.ready = true;
+    }
+    sl = shared;
+    return sl;
+  }
+
+  std::shared_ptr<const Profile> prof_;
+  std::shared_ptr<PriceMemo> memo_;
+  std::shared_ptr<MeshPrices> mesh_;
+  int rph_;
+  double bw_;
+  bool copies_;
+  std::vector<MeshPrices::Slot> slots_;
 };
 
 }  // namespace
@@ -129,14 +213,11 @@ StepCostFn profile_step_cost(const Profile& p, int ranks_per_host) {
     throw Error("ranks per host = " + std::to_string(ranks_per_host) +
                 ": must be >= 1 (how many consecutive ranks share a host)");
   auto prof = std::make_shared<const Profile>(p);
-  auto memo = std::make_shared<LinkMemo>();
-  return [prof, memo, ranks_per_host](const Step& s, const StepTraffic& t) -> double {
-    if (t.collective && std::none_of(prof->models.begin(), prof->models.end(),
-                                     [&](const Model& m) { return m.collective == *t.collective; }))
-      return std::numeric_limits<double>::infinity();
-    return price_with_link(*prof, s, t, memo->get(s.before.mesh(), s.mesh_dim, ranks_per_host))
-        .time_us;
-  };
+  auto memo = std::make_shared<PriceMemo>();
+  return StepCostFn::from_traffic(
+      [prof, memo, ranks_per_host](const DeviceMesh& mesh, DType dtype) -> TrafficCostFn {
+        return TrafficPricer(prof, memo, mesh, dtype, ranks_per_host);
+      });
 }
 
 }  // namespace shardcal::calib

@@ -35,6 +35,19 @@ std::optional<Collective> step_collective(StepKind k) {
   return std::nullopt;
 }
 
+std::optional<StepKind> step_kind_for(const Placement& a, const Placement& b) {
+  using K = Placement::Kind;
+  if (a.kind == K::Shard && b.kind == K::Replicate) return StepKind::AllGather;
+  if (a.kind == K::Shard && b.kind == K::Shard) return StepKind::AllToAll;
+  if (a.kind == K::Partial && b.kind == K::Replicate) return StepKind::AllReduce;
+  if (a.kind == K::Partial && b.kind == K::Shard) return StepKind::ReduceScatter;
+  if (a.kind == K::Replicate && b.kind == K::Shard) return StepKind::LocalSlice;
+  if (a.kind == K::Replicate && b.kind == K::Partial) return StepKind::LocalPartial;
+  if (a.kind == K::Shard && b.kind == K::Partial && b.op != ReduceOp::Avg)
+    return StepKind::LocalEmbedPartial;
+  return std::nullopt;
+}
+
 namespace {
 
 std::string step_label(const Step& s) {
@@ -56,21 +69,6 @@ std::string human_bytes(std::int64_t b) {
     ++u;
   }
   return std::to_string(std::int64_t(v)) + " " + unit[u];
-}
-
-// The single step kind that changes placement `a` into `b` on one mesh dim (both canonical and
-// different); nullopt when none does (S -> P(avg), P -> P(other op): through R).
-std::optional<StepKind> kind_for(const Placement& a, const Placement& b) {
-  using K = Placement::Kind;
-  if (a.kind == K::Shard && b.kind == K::Replicate) return StepKind::AllGather;
-  if (a.kind == K::Shard && b.kind == K::Shard) return StepKind::AllToAll;
-  if (a.kind == K::Partial && b.kind == K::Replicate) return StepKind::AllReduce;
-  if (a.kind == K::Partial && b.kind == K::Shard) return StepKind::ReduceScatter;
-  if (a.kind == K::Replicate && b.kind == K::Shard) return StepKind::LocalSlice;
-  if (a.kind == K::Replicate && b.kind == K::Partial) return StepKind::LocalPartial;
-  if (a.kind == K::Shard && b.kind == K::Partial && b.op != ReduceOp::Avg)
-    return StepKind::LocalEmbedPartial;
-  return std::nullopt;
 }
 
 }  // namespace
@@ -162,7 +160,7 @@ std::string step_problem(const Step& step) {
   const Placement& pa = ca[std::size_t(i)];
   const Placement& pb = cb[std::size_t(i)];
   if (pa == pb) return "it changes nothing (" + pa.to_string() + " is already that layout)";
-  const std::optional<StepKind> want = kind_for(pa, pb);
+  const std::optional<StepKind> want = step_kind_for(pa, pb);
   if (!want)
     return "no single step goes from " + pa.to_string() + " to " + pb.to_string() +
            " (S -> P(avg) and P -> P of another op go through R: two steps)";
@@ -216,7 +214,7 @@ std::vector<Step> legal_steps(const TensorSpec& spec, const std::vector<bool>& p
     const int cur_dim = cur.is_shard() ? cur.dim : -1;
     if (inner_shards(i, cur_dim)) continue;  // every step on i joins cur_dim (or splits it again)
     auto consider = [&](Placement t) {
-      const std::optional<StepKind> k = kind_for(cur, t);
+      const std::optional<StepKind> k = step_kind_for(cur, t);
       if (!k || cur == t) return;
       if (t.is_shard() && inner_shards(i, t.dim)) return;
       out.push_back(Step{i, *k, spec, canon.with_placement(i, std::move(t))});
@@ -282,7 +280,7 @@ class PlanBuilder {
     const Placement from = cur_.placement(i);
     // DTensor's order has no S -> P step: the greedy baseline keeps going through R.
     const bool embed = from.is_shard() && target.is_partial();
-    if (const std::optional<StepKind> k = kind_for(from, target); k && !embed)
+    if (const std::optional<StepKind> k = step_kind_for(from, target); k && !embed)
       return emit(i, *k, target);
     // S -> P and P(op) -> P(other op) go through Replicate.
     if (target.is_partial()) {

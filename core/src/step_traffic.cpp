@@ -3,6 +3,7 @@
 // arithmetic); tests/unit/test_step_traffic.cpp checks them against an element-by-element count.
 #include <algorithm>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -138,13 +139,78 @@ struct A2AMatrix {
   }
 };
 
-struct Scratch {
-  std::vector<Bin> untouched, dim_hist, tmp, pa, pb, combined;
+}  // namespace
+
+// What the steps out of one (placements, mesh dim) share, from prepare(), and buffers that keep
+// their capacity between describes.
+struct StepDescriber::Impl {
+  const DeviceMesh* mesh = nullptr;
+  const TensorMeta* meta = nullptr;
+  std::span<const Placement* const> before;
+  int i = 0;
+  int a = -1;                        // tensor dim the steps join (the source shards), or -1
+  std::vector<std::int64_t> stride;  // group-color strides: row-major over mesh dims != i
+  std::int64_t free_mult = 1;        // mesh dims != i that shard nothing: every coordinate alike
+  std::vector<Bin> pa;               // parent extents of tensor dim a (outer mesh dims)
+  // Per tensor dim d != a, built on first use (ready[d]): its extents over the mesh dims != i
+  // that shard it (split[d]: some do).
+  std::vector<std::vector<Bin>> hist;
+  std::vector<char> split, ready;
+  std::vector<Bin> untouched, tmp, pb;
   std::vector<std::int64_t> c, first, before_a, after_b, rows, cols, diag, sizes;
   A2AMatrix a2a, first_a2a;
+
+  void build_hist(int d) {
+    std::vector<Bin>& h = hist[std::size_t(d)];
+    h.clear();
+    h.push_back(Bin{meta->shape[std::size_t(d)], true, 1, 0});
+    for (int j = 0; j < mesh->ndim(); ++j) {
+      if (j == i || !before[std::size_t(j)]->is_shard(d)) continue;
+      split_bins(h, tmp, sizes, *before[std::size_t(j)], mesh->extent(j), stride[std::size_t(j)],
+                 false);
+      split[std::size_t(d)] = 1;
+    }
+    ready[std::size_t(d)] = 1;
+  }
+
+  // Replaces `h` by the parent extents of tensor dim d (d < 0: one extent 1).
+  void parent_hist(int d, std::vector<Bin>& h) {
+    h.clear();
+    h.push_back(Bin{d >= 0 ? meta->shape[std::size_t(d)] : 1, true, 1, 0});
+    if (d < 0) return;
+    for (int j = 0; j < i; ++j)
+      if (before[std::size_t(j)]->is_shard(d))
+        split_bins(h, tmp, sizes, *before[std::size_t(j)], mesh->extent(j), stride[std::size_t(j)],
+                   false);
+  }
 };
 
-}  // namespace
+StepDescriber::StepDescriber() : impl_(std::make_unique<Impl>()) {}
+StepDescriber::~StepDescriber() = default;
+
+void StepDescriber::prepare(const DeviceMesh& mesh, const TensorMeta& meta,
+                            std::span<const Placement* const> before, int mesh_dim) {
+  Impl& s = *impl_;
+  s.mesh = &mesh, s.meta = &meta, s.before = before, s.i = mesh_dim;
+  const int i = mesh_dim;
+  const int nd = mesh.ndim();
+  const Placement& pi_before = *before[std::size_t(i)];
+  s.a = pi_before.is_shard() ? pi_before.dim : -1;
+  s.stride.resize(std::size_t(nd));
+  std::int64_t acc = 1;
+  for (int j = nd - 1; j >= 0; --j) {
+    s.stride[std::size_t(j)] = j == i ? 0 : acc;
+    if (j != i) acc *= mesh.extent(j);
+  }
+  s.free_mult = 1;
+  for (int j = 0; j < nd; ++j)
+    if (j != i && !before[std::size_t(j)]->is_shard()) s.free_mult *= mesh.extent(j);
+  const std::size_t ndim = meta.shape.size();
+  s.hist.resize(ndim);
+  s.split.assign(ndim, 0);
+  s.ready.assign(ndim, 0);
+  s.parent_hist(s.a, s.pa);
+}
 
 StepTraffic describe_step(const Step& step) {
   if (const std::string why = step_problem(step); !why.empty())
@@ -154,80 +220,77 @@ StepTraffic describe_step(const Step& step) {
 }
 
 StepTraffic describe_legal_step(const Step& step) {
-  const DeviceMesh& mesh = step.before.mesh();
-  const int i = step.mesh_dim;
-  const int nd = mesh.ndim();
+  const std::vector<Placement>& ps = step.before.placements();
+  const Placement* small[16];
+  std::vector<const Placement*> big;
+  const Placement** before = small;
+  if (ps.size() > 16) big.resize(ps.size()), before = big.data();
+  for (std::size_t j = 0; j < ps.size(); ++j) before[j] = &ps[j];
   StepTraffic t;
-  t.kind = step.kind;
-  t.collective = step_collective(step.kind);
+  describe_legal_step_into(step.before.mesh(), step.before.meta(),
+                           std::span<const Placement* const>(before, ps.size()), step.mesh_dim,
+                           step.kind, step.after.placement(step.mesh_dim), t);
+  return t;
+}
+
+void describe_legal_step_into(const DeviceMesh& mesh, const TensorMeta& meta,
+                              std::span<const Placement* const> before, int mesh_dim,
+                              StepKind kind, const Placement& after, StepTraffic& t) {
+  thread_local StepDescriber d;
+  d.prepare(mesh, meta, before, mesh_dim);
+  d.describe(kind, after, t);
+}
+
+void StepDescriber::describe(StepKind kind, const Placement& after, StepTraffic& t) {
+  Impl& s = *impl_;
+  const DeviceMesh& mesh = *s.mesh;
+  const int i = s.i;
+  {
+    // Reset every field, keeping counts' capacity (the search reuses one StepTraffic).
+    std::vector<std::int64_t> keep = std::move(t.counts);
+    t = StepTraffic{};
+    t.counts = std::move(keep);
+    t.counts.clear();
+  }
+  t.kind = kind;
+  t.collective = step_collective(kind);
   t.mesh_dim = i;
   t.group_size = mesh.extent(i);
   t.groups = mesh.size() / t.group_size;
-  t.elem_size = dtype_size(step.before.meta().dtype);
+  t.elem_size = dtype_size(s.meta->dtype);
   const std::int64_t es = std::int64_t(t.elem_size);
   const std::size_t m = std::size_t(t.group_size);
-  const Placement& pi_before = step.before.placement(i);
-  const Placement& pi_after = step.after.placement(i);
-  const int a = pi_before.is_shard() ? pi_before.dim : -1;  // tensor dim the step joins
-  const int b = pi_after.is_shard() ? pi_after.dim : -1;    // tensor dim the step splits
+  const Placement& pi_before = *s.before[std::size_t(i)];
+  const Placement& pi_after = after;
+  const int a = s.a;                                     // tensor dim the step joins
+  const int b = pi_after.is_shard() ? pi_after.dim : -1;  // tensor dim the step splits
   // pieces_contiguous's dim for the executor's pack rule (step_copy_bytes).
-  const int cdim = step.kind == StepKind::AllGather       ? a
-                   : step.kind == StepKind::ReduceScatter ? b
-                                                          : -1;
-  thread_local Scratch s;
-  const Shape& shape = step.before.meta().shape;
-  // Group-color strides: row-major over the mesh dims other than i.
-  std::int64_t stride[16];
-  std::vector<std::int64_t> stride_vec;
-  std::int64_t* st = stride;
-  if (nd > 16) stride_vec.resize(std::size_t(nd)), st = stride_vec.data();
-  {
-    std::int64_t acc = 1;
-    for (int j = nd - 1; j >= 0; --j) {
-      st[j] = j == i ? 0 : acc;
-      if (j != i) acc *= mesh.extent(j);
-    }
-  }
+  const int cdim = kind == StepKind::AllGather       ? a
+                   : kind == StepKind::ReduceScatter ? b
+                                                     : -1;
+  const Shape& shape = s.meta->shape;
   // Untouched tensor dims, folded into one histogram of (product, ones) values.
-  s.untouched.assign(1, Bin{1, true, 1, 0});
-  std::int64_t free_mult = 1;  // mesh dims != i that shard nothing: every coordinate alike
-  for (int j = 0; j < nd; ++j) {
-    if (j == i) continue;
-    const Placement& pj = step.before.placement(j);
-    if (!pj.is_shard()) free_mult *= mesh.extent(j);
-  }
+  s.untouched.clear();
+  s.untouched.push_back(Bin{1, true, 1, 0});
+  const std::int64_t free_mult = s.free_mult;
   for (int d = 0; d < int(shape.size()); ++d) {
     if (d == a || d == b) continue;
-    s.dim_hist.assign(1, Bin{shape[std::size_t(d)], true, 1, 0});
-    bool split = false;
-    for (int j = 0; j < nd; ++j) {
-      if (j == i || !step.before.placement(j).is_shard(d)) continue;
-      split_bins(s.dim_hist, s.tmp, s.sizes, step.before.placement(j), mesh.extent(j), st[j], false);
-      split = true;
-    }
+    if (!s.ready[std::size_t(d)]) s.build_hist(d);
     const bool ones_dim = d < cdim;
-    if (!split) {  // one value: scale in place
+    if (!s.split[std::size_t(d)]) {  // one value: scale in place
       const std::int64_t v = shape[std::size_t(d)];
       for (Bin& u : s.untouched) u.value *= v, u.ones = u.ones && (!ones_dim || v == 1);
       continue;
     }
     s.tmp.clear();
     for (const Bin& u : s.untouched)
-      for (const Bin& h : s.dim_hist)
+      for (const Bin& h : s.hist[std::size_t(d)])
         add_bin(s.tmp, Bin{u.value * h.value, u.ones && (!ones_dim || h.value == 1),
                            u.count * h.count, u.color + h.color});
     s.untouched.swap(s.tmp);
   }
-  // Parent extents of the touched dims (outer mesh dims only).
-  auto parent_hist = [&](int d, std::vector<Bin>& h) {
-    h.assign(1, Bin{d >= 0 ? shape[std::size_t(d)] : 1, true, 1, 0});
-    if (d < 0) return;
-    for (int j = 0; j < i; ++j)
-      if (step.before.placement(j).is_shard(d))
-        split_bins(h, s.tmp, s.sizes, step.before.placement(j), mesh.extent(j), st[j], false);
-  };
-  parent_hist(a, s.pa);
-  parent_hist(a == b ? -1 : b, s.pb);
+  // Parent extents of the split dim (outer mesh dims only); the joined one's are prepared.
+  s.parent_hist(a == b ? -1 : b, s.pb);
 
   bool first = true;
   std::int64_t best = -1;
@@ -242,7 +305,7 @@ StepTraffic describe_legal_step(const Step& step) {
         const std::int64_t pa = ba.value, pb = a == b ? ba.value : bb.value;
         // Largest output block of any member.
         std::int64_t out_numel = 0;
-        switch (step.kind) {
+        switch (kind) {
           case StepKind::AllGather:
           case StepKind::LocalEmbedPartial: out_numel = F * pa; break;
           case StepKind::AllReduce:
@@ -258,7 +321,7 @@ StepTraffic describe_legal_step(const Step& step) {
         t.max_out_bytes = std::max(t.max_out_bytes, out_numel * es);
         if (!t.collective) continue;
         std::vector<std::int64_t>& c = s.c;
-        switch (step.kind) {
+        switch (kind) {
           case StepKind::AllGather:
             piece_sizes(pa, int(m), pi_before, c);
             for (std::int64_t& x : c) x *= F;
@@ -289,7 +352,7 @@ StepTraffic describe_legal_step(const Step& step) {
           }
           default: break;
         }
-        const bool a2a = step.kind == StepKind::AllToAll;
+        const bool a2a = kind == StepKind::AllToAll;
         bool even = false;
         std::int64_t sum = 0;
         if (a2a) {
@@ -316,7 +379,7 @@ StepTraffic describe_legal_step(const Step& step) {
         if (even) t.plain_groups += int(count);
         else t.uniform = false;
         std::int64_t bytes = 0;
-        switch (step.kind) {
+        switch (kind) {
           case StepKind::AllGather:
           case StepKind::ReduceScatter: bytes = sum * es; break;
           case StepKind::AllReduce: bytes = c[0] * es; break;
@@ -341,7 +404,7 @@ StepTraffic describe_legal_step(const Step& step) {
         }
         for (std::size_t p = 0; p < m; ++p) {
           std::int64_t send = 0, recv = 0;
-          switch (step.kind) {
+          switch (kind) {
             case StepKind::AllGather: send = c[p] * (mm - 1), recv = sum - c[p]; break;
             case StepKind::ReduceScatter: send = sum - c[p], recv = c[p] * (mm - 1); break;
             case StepKind::AllReduce: send = recv = c[p] * (mm - 1); break;
@@ -354,7 +417,6 @@ StepTraffic describe_legal_step(const Step& step) {
           t.max_recv_bytes = std::max(t.max_recv_bytes, recv * es);
         }
       }
-  return t;
 }
 
 }  // namespace shardcal

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <limits>
+#include <vector>
 
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
@@ -238,6 +239,56 @@ TEST(StepCost, LinkClassMatchesRankWalk) {
         EXPECT_EQ(got.group_size, want.group_size) << what;
       }
     }
+}
+
+// The search prices candidates from their traffic alone (StepCostFn::from_traffic, no spec per
+// candidate, one price per (traffic symbols, step) shared by states that differ only in R vs P
+// elsewhere): every step of every plan it returns costs exactly price_step's time (the
+// explanation `shardbench plan` prints), with and without pack/unpack copies, and a collective
+// the profile has no model for is never taken.
+TEST(StepCost, SearchPricesEqualPriceStep) {
+  const calib::Profile dtensor = calib::read_profile(kDTensorPath);
+  calib::Profile measured = dtensor;
+  measured.backend = "mpi";  // prices_copies: pack/unpack on top of the models
+  ASSERT_TRUE(calib::prices_copies(measured));
+  calib::Profile no_a2a = dtensor;
+  std::erase_if(no_a2a.models,
+                [](const calib::Model& m) { return m.collective == Collective::AllToAll; });
+  struct Case {
+    const char *mesh, *from, *to, *shape;
+    DType dt;
+  };
+  const Case cases[] = {{"2x2x2", "S(0),S(1),R", "R,S(0),S(1)", "64x48", DType::F32},
+                        {"2x2x2", "P,S(0),S(1)", "S(1),R,S(0)", "64x48", DType::BF16},
+                        {"2x4", "S(0)[3,7],P(max)", "S(1),S(0)", "10x7", DType::F32},
+                        {"3x5", "S(1),S(0)", "R,S(1)", "7x10", DType::F32},
+                        {"2x1x2", "S(0),R,P", "R,S(1),S(1)[2,3]", "6x5", DType::I32},
+                        {"4x2", "S(0),S(0)", "S(1),S(0)", "9x5", DType::BF16}};
+  int steps = 0;
+  for (const calib::Profile* prof :
+       std::vector<const calib::Profile*>{&dtensor, &measured, &no_a2a})
+    for (int rph : {1, 2}) {
+      const StepCostFn cost = calib::profile_step_cost(*prof, rph);
+      for (const Case& c : cases) {
+        const TensorSpec from = spec(c.mesh, c.from, c.shape, c.dt);
+        const TensorSpec to = spec(c.mesh, c.to, c.shape, c.dt);
+        const SearchResult r = plan_cheapest(from, to, cost, {3, 100000});
+        for (const CostedPlan& cp : r.alternatives)
+          for (std::size_t k = 0; k < cp.plan.steps.size(); ++k) {
+            const Step& st = cp.plan.steps[k];
+            const std::string what = std::string(c.mesh) + " " + c.from + " -> " + c.to +
+                                     ", step " + std::to_string(k + 1) + ", " + prof->backend;
+            if (prof == &no_a2a) {
+              EXPECT_NE(st.kind, StepKind::AllToAll) << what;
+            }
+            const StepTraffic t = describe_step(st);
+            EXPECT_EQ(cp.step_cost[k], calib::price_step(*prof, st, t, rph).time_us) << what;
+            EXPECT_EQ(cp.step_cost[k], cost(st, t)) << what;
+            ++steps;
+          }
+      }
+    }
+  EXPECT_GE(steps, 100);
 }
 
 TEST(LegalSteps, PartialOpsMustNameEveryOpOrNone) {

@@ -11,7 +11,9 @@
 //   plan_redistribution   the rule-based (DTensor-style) planner; its plans pass validate_plan
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,9 @@ enum class StepKind : unsigned char {
 std::string step_kind_name(StepKind k);  // "all_gather", "local_slice", ...
 // The collective of the table (shardcal/collectives.hpp) a step runs; nullopt for local steps.
 std::optional<Collective> step_collective(StepKind k);
+// The single step kind that changes placement `a` into `b` on one mesh dim (both canonical and
+// different); nullopt when none does (S -> P(avg), P -> P(other op): through R).
+std::optional<StepKind> step_kind_for(const Placement& a, const Placement& b);
 
 struct Step {
   int mesh_dim = 0;
@@ -142,6 +147,31 @@ StepTraffic describe_step(const Step& step);
 // describe_step without the step_problem check, for steps already known legal (the planner's
 // candidates come from legal_steps); an illegal step gives meaningless numbers.
 StepTraffic describe_legal_step(const Step& step);
+// describe_legal_step from a step's parts, for a search that keeps compact states instead of
+// specs: the placements before the step (one per mesh dim, valid for mesh and meta), the step's
+// mesh dim and kind, and its placement after on that dim. Overwrites every field of `out`,
+// reusing the capacity of out.counts: no allocation once the buffers have grown.
+void describe_legal_step_into(const DeviceMesh& mesh, const TensorMeta& meta,
+                              std::span<const Placement* const> before, int mesh_dim,
+                              StepKind kind, const Placement& after, StepTraffic& out);
+// The same for several steps out of one set of placements on one mesh dim (a search pricing a
+// state's candidates): prepare() computes what they share (the other mesh dims' extents), then
+// describe() each step by its kind and placement after. `mesh`, `meta` and the placements must
+// outlive the describes that follow a prepare().
+class StepDescriber {
+ public:
+  StepDescriber();
+  ~StepDescriber();
+  StepDescriber(const StepDescriber&) = delete;
+  StepDescriber& operator=(const StepDescriber&) = delete;
+  void prepare(const DeviceMesh& mesh, const TensorMeta& meta,
+               std::span<const Placement* const> before, int mesh_dim);
+  void describe(StepKind kind, const Placement& after, StepTraffic& out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The executor's pack/unpack rule (core/src/execute.cpp uses these, the planner's prices use
 // them through StepTraffic::max_copy_bytes). A collective reads or writes a block in place when

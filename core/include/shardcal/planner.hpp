@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -18,9 +19,44 @@
 
 namespace shardcal {
 
+// The price of a step from what it moves (its StepTraffic) alone, bound to one mesh and dtype.
+using TrafficCostFn = std::function<double(const StepTraffic&)>;
+
 // Price of one step (any additive unit; the profile's is microseconds). +inf = never take it.
-// Must be >= 0 and not NaN (the search throws Error naming the step otherwise).
-using StepCostFn = std::function<double(const Step&, const StepTraffic&)>;
+// Must be >= 0 and not NaN (the search throws Error naming the step otherwise). Either any
+// callable (const Step&, const StepTraffic&) -> double, or, through from_traffic, a price that
+// depends on the step only through its traffic, mesh and dtype: the search then prices its
+// candidates without building their specs (the profile's prices are of this form).
+class StepCostFn {
+ public:
+  using Fn = std::function<double(const Step&, const StepTraffic&)>;
+  // Makes the TrafficCostFn of one (mesh, dtype); a search calls it once.
+  using Binder = std::function<TrafficCostFn(const DeviceMesh&, DType)>;
+
+  StepCostFn() = default;
+  template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, StepCostFn> &&
+             std::is_invocable_r_v<double, F&, const Step&, const StepTraffic&>)
+  StepCostFn(F f) : fn_(std::move(f)) {}  // NOLINT: implicit, as std::function's
+  static StepCostFn from_traffic(Binder bind) {
+    StepCostFn c;
+    c.bind_ = std::move(bind);
+    return c;
+  }
+
+  double operator()(const Step& s, const StepTraffic& t) const {
+    return fn_ ? fn_(s, t) : bind_(s.before.mesh(), s.before.meta().dtype)(t);
+  }
+  explicit operator bool() const { return bool(fn_) || bool(bind_); }
+  // The traffic-only price for (mesh, dtype); empty when this cost needs the step itself.
+  TrafficCostFn bind(const DeviceMesh& mesh, DType dtype) const {
+    return bind_ ? bind_(mesh, dtype) : TrafficCostFn{};
+  }
+
+ private:
+  Fn fn_;
+  Binder bind_;
+};
 
 struct CostedPlan {
   Plan plan;

@@ -69,7 +69,10 @@ Prediction price_collective(const Profile& p, Collective c, const LinkClass& lc,
 StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int ranks_per_host);
 
 // A StepCostFn for plan_cheapest: copies the profile. A step whose collective has no model is
-// priced +inf (never taken).
+// priced +inf (never taken). Prices from the traffic alone (StepCostFn::from_traffic), with
+// price_step's arithmetic (equal to the bit) but without its notes: per (mesh, mesh dim, dtype,
+// collective) the link class and the model predict() chooses are looked up once per cost
+// function, so a search's prices take no lock, build no string and allocate nothing.
 StepCostFn profile_step_cost(const Profile& p, int ranks_per_host);
 
 }  // namespace shardcal::calib
