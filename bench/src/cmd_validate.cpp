@@ -19,6 +19,9 @@
 #include "commands.hpp"
 #include "profile_planner.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/atomic_write.hpp"
+#include "shardcal/formats/median.hpp"
+#include "shardcal/formats/schemas.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
 #include "shardcal/topology.hpp"
@@ -38,9 +41,9 @@ namespace {
 using nlohmann::json;
 namespace sw = sweep;
 
-constexpr const char* kValidateSchema = "shardcal.validate";
-constexpr const char* kSummarySchema = "shardcal.validate.summary";
-constexpr int kValidateVersion = 1;
+using shardcal::formats::kValidateSchema;
+using shardcal::formats::kValidateVersion;
+constexpr const char* kSummarySchema = shardcal::formats::kValidateSummarySchema;
 
 struct ValidateCli {
   BackendOptions backend;
@@ -132,12 +135,6 @@ Planned plan_transition(const shardcal::TensorSpec& from, const shardcal::Tensor
   return out;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return sw::percentile_sorted(v, 0.5);
-}
-
 std::string fmt_us(double us) {
   char buf[32];
   std::snprintf(buf, sizeof buf, us < 10 ? "%.2f us" : us < 1000 ? "%.1f us" : "%.0f us", us);
@@ -197,33 +194,25 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   const json simulation = sw::simulation_description();
 
   // 2. The output: rank 0 checks the directory now (before minutes of measuring) and writes a
-  // temporary file renamed over --out at the end; every rank learns the outcome.
-  const std::string tmp = cli.out + ".tmp." + std::to_string(::getpid());
+  // temporary file renamed over --out at the end; every rank learns the outcome. Whatever ends
+  // this function early (a signal, a failing collective) destroys the file uncommitted, which
+  // removes the temporary file.
   std::string status = "ok";
-  std::ofstream file;
+  std::unique_ptr<shardcal::formats::AtomicFile> file;
   if (root) {
     const auto dir = std::filesystem::path(cli.out).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir))
       status = "--out " + cli.out + ": directory " + dir.string() + " does not exist; create it first";
     else {
-      file.open(tmp, std::ios::binary | std::ios::trunc);
-      if (!file) status = "--out " + cli.out + ": cannot write " + tmp + " (" + std::strerror(errno) + ")";
+      try {
+        file = std::make_unique<shardcal::formats::AtomicFile>(cli.out);
+      } catch (const shardcal::Error& e) {
+        status = std::string("--out ") + e.what();
+      }
     }
   }
   world.broadcast_string(status, 0);
   if (status != "ok") throw sw::InputError(status);
-  // Whatever ends this function early (a signal, a failing collective) leaves no temp file.
-  struct TempGuard {
-    bool armed;
-    std::ofstream& f;
-    const std::string& path;
-    ~TempGuard() {
-      if (!armed) return;
-      f.close();
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  } guard{root, file, tmp};
   if (root && !cli.quiet) {
     std::fprintf(stderr, "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, %d rounds%s\n",
                  points.size(), profile.path.c_str(), profile.profile.cluster.c_str(), rph, cli.k, cli.rounds,
@@ -347,7 +336,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                 {"search", {{"k", cli.k}, {"states_explored", planned[ti].states_explored}}},
                 {"rounds", cli.rounds}};
     if (root) {
-      file << rec.dump() << '\n';
+      file->stream() << rec.dump() << '\n';
       std::ostringstream os;
       os << "[" << ti + 1 << "/" << points.size() << "] " << p.label() << ": chosen " << fmt_us(chosen_us)
          << " (predicted " << fmt_us(plans[0].predicted_us) << ", " << plans[0].plan.steps.size() << " steps)";
@@ -383,20 +372,18 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
                                     {"max", sorted.back()},
                                     {"significant", n_significant}}},
                         {"mape", mape},
-                        {"greedy_speedup", {{"median", median_of(speedups)},
+                        {"greedy_speedup", {{"median", shardcal::formats::median_or_zero(speedups)},
                                             {"max", best_speedup},
                                             {"max_transition", best_speedup_label}}},
                         {"wrong", wrong_total}};
   if (!simulation.is_null()) summary["simulation"] = simulation;
   if (root) {
-    file << summary.dump() << '\n';
-    file.flush();
-    bool ok = bool(file);
-    file.close();
-    std::error_code ec;
-    if (ok) std::filesystem::rename(tmp, cli.out, ec);
-    if (!ok || ec) status = "--out " + cli.out + ": writing the file failed";
-    else guard.armed = false;  // renamed: nothing left to clean up
+    file->stream() << summary.dump() << '\n';
+    try {
+      file->commit();
+    } catch (const shardcal::Error& e) {
+      status = "--out " + cli.out + ": writing the file failed (" + e.what() + ")";
+    }
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f; %zu beyond the "
