@@ -155,16 +155,16 @@ JsonLocation find_out_of_range_number(std::string_view text) {
   return loc;
 }
 
-std::string JsonSource::where(const std::string& pointer) const {
-  const std::string ptr = pointer.empty() ? "/" : pointer;
+int JsonSource::line(const std::string& pointer) const {
   const auto nl = text_.find('\n');
-  if (nl == std::string_view::npos || nl + 1 == text_.size()) return origin_ + ": " + ptr;
-  const int line = line_of(text_, pointer);
-  return origin_ + ": " + ptr + (line > 0 ? " (line " + std::to_string(line) + ")" : std::string());
+  if (nl == std::string_view::npos || nl + 1 == text_.size()) return 0;
+  return line_of(text_, pointer);
 }
 
 void JsonSource::fail(const std::string& pointer, const std::string& what) const {
-  throw Error(where(pointer) + ": " + what);
+  const int l = line(pointer);
+  throw Error(origin_ + ": " + (pointer.empty() ? "/" : pointer) + ": " + what +
+              (l > 0 ? " (line " + std::to_string(l) + ")" : std::string()));
 }
 
 nlohmann::json parse_json(std::string_view text, const std::string& origin, const std::string& fix,

@@ -129,8 +129,8 @@ ResultSet read_results(const std::vector<std::string>& paths) {
       } catch (const json::out_of_range& e) {
         // A number outside a double's range (1e999): valid JSON syntax, but no sweep writes it.
         const JsonLocation loc = find_out_of_range_number(line);
-        fail(where, (loc.pointer.empty() ? std::string("/") : loc.pointer) +
-                        ": a number is outside the range of a double (" + e.what() +
+        fail(where, "a number is out of range (field " +
+                        (loc.pointer.empty() ? std::string("/") : loc.pointer) + ": " + e.what() +
                         "); the file is corrupt or not a sweep results file");
       }
       if (!rec.is_object()) fail(where, "the record is not a JSON object");

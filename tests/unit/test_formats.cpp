@@ -72,7 +72,7 @@ TEST(FormatsJson, LocatesValuesByPointer) {
   EXPECT_EQ(f::line_of(text, "/d~1e"), 7);
   EXPECT_EQ(f::line_of(text, "/nope"), 0);
   const f::JsonSource src("x.json", text);
-  EXPECT_EQ(error_of([&] { src.fail("/b/1", "too big"); }), "x.json: /b/1 (line 5): too big");
+  EXPECT_EQ(error_of([&] { src.fail("/b/1", "too big"); }), "x.json: /b/1: too big (line 5)");
   // A one-line document: the line says nothing.
   EXPECT_EQ(error_of([] { f::JsonSource("y.json", "{\"a\": 1}").fail("/a", "bad"); }), "y.json: /a: bad");
 }

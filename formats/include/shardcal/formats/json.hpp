@@ -26,10 +26,11 @@ class JsonSource {
  public:
   JsonSource(std::string origin, std::string_view text) : origin_(std::move(origin)), text_(text) {}
   const std::string& origin() const { return origin_; }
-  // "origin: /pointer (line L)" ("origin: /pointer" for a one-line text, where the line says
-  // nothing).
-  std::string where(const std::string& pointer) const;
-  // Throws shardcal::Error("where(pointer): what").
+  // The line of the value at `pointer`; 0 when unknown or the text is one line (where the line
+  // says nothing).
+  int line(const std::string& pointer) const;
+  // Throws shardcal::Error("origin: /pointer: what (line L)"); the line last, so a message
+  // starts the same way with or without it.
   [[noreturn]] void fail(const std::string& pointer, const std::string& what) const;
 
  private:
