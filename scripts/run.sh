@@ -159,7 +159,7 @@ fi
 echo "    results: $OUT/sweep/local.jsonl ($(wc -l <"$OUT/sweep/local.jsonl") lines)"
 
 step 7 "calibrate a profile from the sweep -> $OUT/profile.json"
-# Fits the cost model (DESIGN §6, docs/CALIBRATION.md) to the sweep: per collective and link
+# Fits the cost model (docs/CALIBRATION.md) to the sweep: per collective and link
 # class, piecewise in size, with training, holdout and leave-one-group-size-out errors; the
 # quality table is printed and kept in $OUT/calibration.txt.
 echo "$SB calibrate --results $OUT/sweep/local.jsonl --out $OUT/profile.json --name local"

@@ -23,7 +23,7 @@
 // slower than sweep at 2-4 MiB all_reduce, an allocation effect, not a harness one.
 // Statistic (as shardbench and osu_style report it): per iteration the slowest rank's time; the
 // median over iterations; then the median over rounds. Sizes follow shardbench's convention
-// (DESIGN §4): all_gather S is the whole output, all_reduce S one rank's buffer (f32).
+// (docs/RESULTS_FORMAT.md): all_gather S is the whole output, all_reduce S one rank's buffer (f32).
 //
 //   mpi_overhead [--iterations N] [--skip K] [--rounds R] [--variants raw,sweep,...]
 //                [--sweep-config FILE] SIZE...

@@ -3,11 +3,11 @@
 // the call, t_stop = MPI_Wtime(), then MPI_Barrier; `skip` warm-up iterations are not timed.
 // Besides OSU's own figure (mean over ranks of each rank's mean latency) it reports the statistic
 // shardbench reports, the median over iterations of the slowest rank's time, so the two tools can
-// be compared like for like. Sizes follow shardbench's convention (DESIGN §4): all_gather S is
+// be compared like for like. Sizes follow shardbench's convention (docs/RESULTS_FORMAT.md): all_gather S is
 // the whole output (per-rank count S/4/n floats), all_reduce S one rank's buffer.
 //   osu_style [--iterations N] [--skip K] [--thread-multiple] SIZE...   (JSON lines on rank 0)
 // --thread-multiple initialises MPI with MPI_THREAD_MULTIPLE (as the shardcal MPI backend did for
-// its watchdog before issue 7; it now runs at FUNNELED by default, see SHARDCAL_MPI_THREAD_LEVEL),
+// its watchdog in early versions; it now runs at FUNNELED by default, see SHARDCAL_MPI_THREAD_LEVEL),
 // to separate the cost of that thread level from the harness's own.
 #include <mpi.h>
 

@@ -2,7 +2,7 @@
 // memcpy of the same bytes: the overhead a non-leading S(d) adds around a collective.
 //
 // BM_PackRatio times, interleaved in one run, four things per round: host_copy_box (the
-// kernel), main's kernel before issue 7 point 6 (pack_legacy.hpp, "old"), the kernel on 2
+// kernel), the kernel before the pack/unpack rewrite (pack_legacy.hpp, "old"), the kernel on 2
 // threads, and std::memcpy of the same number of bytes between two contiguous buffers, in a new
 // random order every round (SHARDCAL_PACK_ROUNDS rounds, default 15). Each timing is one untimed
 // call then a batch of about 2 ms (at least 2 calls). Counters (medians over rounds):

@@ -1,5 +1,5 @@
 #pragma once
-// main's host_copy_box before the pack/unpack rewrite (issue 7 point 6), kept verbatim in logic
+// main's host_copy_box before the pack/unpack rewrite, kept verbatim in logic
 // so bench/micro/pack_bench.cpp can time "before" and "after" side by side in one run. Not used
 // by the library.
 #include <cstddef>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/A honesty check of `shardbench gate` (issue 10 point 2, docs/GATE.md "A/A honesty"): runs the
+# A/A honesty check of `shardbench gate` (docs/GATE.md "A/A honesty": a gate must not fail A against A): runs the
 # same sweep (configs/aa.json) on this machine and gates it against itself; every regression
 # verdict is a false alarm. Three ways, all reported:
 #   twice  two sweeps one after the other, gated B against A: what a CI job that compares two

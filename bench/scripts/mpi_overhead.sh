@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What each MPI thread level and each layer of the MPI backend costs per call (issue 7 point 5).
+# What each MPI thread level and each layer of the MPI backend costs per call.
 # Runs bench/micro/mpi_overhead.cpp once per thread level (SHARDCAL_MPI_THREAD_LEVEL), the levels
 # alternating REPS times in one run (order rotated every repetition); inside each run the three
 # variants (raw MPI call, call inside the watchdog's WatchScope, the backend's Communicator call)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host pack/unpack vs memcpy (issue 7 point 6): runs shardcal_micro's BM_PackRatio, which times
+# Host pack/unpack vs memcpy: runs shardcal_micro's BM_PackRatio, which times
 # host_copy_box, main's old kernel, the kernel on 2 threads and std::memcpy of the same bytes
 # interleaved in one run (random order each round, one untimed call then a ~2 ms batch, 15
 # rounds per case), REPS times, and prints per case the median over repetitions of each run's

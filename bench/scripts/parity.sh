@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peer parity benchmark (issue 4, issue 7 point 5): our all_gather and all_reduce (shardbench
+# Peer parity benchmark: our all_gather and all_reduce (shardbench
 # sweep, MPI backend) against a plain MPI loop written the OSU way (bench/micro/osu_style.cpp:
 # MPI_Init, i.e. single-threaded; MPI_Wtime around each call, barrier between calls), alternating
 # the two REPS times in one run on NP local ranks (order swapped every repetition: AB BA AB ...),
@@ -13,7 +13,7 @@
 #        SHARDCAL_MPI_THREAD_LEVEL (single|funneled|serialized|multiple, default funneled) is
 #        passed to shardbench by mpirun; the level it ran at is printed from its results file.
 #
-# Sizes follow shardbench's convention (DESIGN §4): all_gather counts the whole output
+# Sizes follow shardbench's convention (docs/RESULTS_FORMAT.md): all_gather counts the whole output
 # (n x per-rank), all_reduce one rank's buffer; both sides use the same element counts (f32).
 #
 # Two tables. (1) Across launches: shardbench sweep and osu_style are separate mpiruns. On this

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regret of choosers that pick from other launches' measurements (issue 9, p95 regret <= 1.20)
+"""Regret of choosers that pick from other launches' measurements (the question: can any chooser hold p95 regret <= 1.20?)
 
 Input: two or more `shardbench validate` output files from separate launches with the same
 profile and config, so every launch measured the same plans of the same transitions (the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A transition that is one collective against that collective's own point (issue 7, point 4):
+# A transition that is one collective against that collective's own point:
 # on NP local MPI ranks, one shardbench sweep holds both S(0) -> R on mesh NP (an all_gather of
-# the whole tensor) and the all_gather point of the same bytes (whole output, DESIGN §4), from
+# the whole tensor) and the all_gather point of the same bytes (whole output, docs/RESULTS_FORMAT.md), from
 # 256 KiB to 64 MiB. Repeated REPS times; prints, per size, the median over repetitions of each
 # point's median (p50) and the ratio transition / collective (1.0 = the transition costs what its
 # collective costs: no allocation, page faults or v-form penalty inside the timed sample).

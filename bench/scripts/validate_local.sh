@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Does the cost-based planner choose well on this machine? (issue 9, acceptance: median regret
+# Does the cost-based planner choose well on this machine? (target: median regret
 # <= 1.05, p95 <= 1.20, one transition where the chosen plan beats greedy by >= 1.3x measured.)
 # End to end on NP local MPI ranks:
 #   1. a profile calibrated on this machine: the sweep of configs/local.json and

@@ -52,7 +52,7 @@ Runner add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "calibrate",
-      "Fit the cost model (DESIGN §6) to sweep results: one model per collective and link-class "
+      "Fit the cost model (docs/CALIBRATION.md) to sweep results: one model per collective and link-class "
       "family, piecewise in size, with holdout error; writes a shardcal.profile v1 JSON file");
   cmd->add_option("--results", args->results, "Sweep results files (JSON Lines) of one backend")
       ->required()

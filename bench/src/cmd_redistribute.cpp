@@ -25,7 +25,7 @@ struct RedistributeArgs {
   std::string mesh, shape, dtype = "f32", from, to;
   bool dump = false, plan_only = false, no_check = false;
   int root = 0;
-  std::string profile;     // cost-based planner (issue 9); "" = greedy
+  std::string profile;     // cost-based planner; "" = greedy
   int ranks_per_host = 0;  // 0 = from the hostnames (--plan: every rank on one host)
 };
 

@@ -1,5 +1,5 @@
 // `shardbench sweep`: benchmark collectives along mesh dims and placement transitions over a
-// configured grid of meshes, sizes, dtypes and shard distributions (issue 4).
+// configured grid of meshes, sizes, dtypes and shard distributions.
 #include <atomic>
 #include <string>
 #include <utility>

@@ -1,5 +1,5 @@
 #pragma once
-// The cost-based planner as the CLI binds it (issue 9 item 3): a calibrated profile read from a
+// The cost-based planner as the CLI binds it: a calibrated profile read from a
 // file, its identity in outputs (path as given, cluster, sha256 of the bytes), and the sweep's
 // planner hook running plan_cheapest with profile_step_cost.
 #include <memory>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/emulate/gate-two-hosts.sh - the regression gate on a known change: the emulated
-# two-host cluster's link slowed from --baseline-rate to --candidate-rate (issue 12 point 4;
+# two-host cluster's link slowed from --baseline-rate to --candidate-rate (
 # docs/EMULATION.md "Gate on the emulated cluster").
 set -Eeuo pipefail
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/emulate/validate-two-hosts.sh - does the cost planner route heavy traffic onto the
 # intra-host mesh dim of the emulated two-host cluster, and does measurement confirm it?
-# (issue 12; docs/EMULATION.md "Planner on the emulated cluster")
+# (docs/EMULATION.md "Planner on the emulated cluster")
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -63,7 +63,7 @@ SB=$BUILD_DIR/bin/shardbench
 [[ -x $SB ]] || die "$SB not found: build it first (cmake --build $BUILD_DIR --target shardbench)"
 for c in plan validate; do
   "$SB" "$c" --help >/dev/null 2>&1 ||
-    die "this shardbench has no '$c' command (cost planner, issue 9): build a tree that has it"
+    die "this shardbench has no '$c' command (cost planner): build a tree that has it"
 done
 [[ -f $CONFIG ]] || die "config $CONFIG not found"
 [[ -z $PROFILE || -f $PROFILE ]] || die "--profile $PROFILE not found"

@@ -9,7 +9,7 @@ For every transition of V.jsonl: the chosen plan (cost planner over P) and the g
 their inter-host bytes (steps on groups spanning 2+ hosts) and intra-host bytes, from
 `SB plan --json`; what the planner would choose with the baseline profile (PyTorch DTensor's
 built-in model); whether that choice differs; the measured regret (chosen / fastest measured
-plan) and greedy/chosen. Acceptance (issue 12): at least one transition whose choice differs
+plan) and greedy/chosen. What it checks: at least one transition whose choice differs
 from the baseline's has regret <= --max-regret, and in every transition the chosen plan moves no
 more bytes across hosts than the greedy one. Exit 0 met, 1 not met, 2 bad input.
 """

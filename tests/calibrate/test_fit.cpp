@@ -1,4 +1,4 @@
-// Calibration fitter against synthetic ground truth (issue 8 acceptance): results files generated
+// Calibration fitter against synthetic ground truth: results files generated
 // from known parameters (two segments with a known break, 5% multiplicative noise, outliers,
 // three group sizes) must give back the parameters, and a held-out group size must be predicted.
 #include <gtest/gtest.h>

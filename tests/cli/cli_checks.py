@@ -109,7 +109,7 @@ def check_metadata_mismatch_mpi(sb, mpiexec):
 
 
 def check_plan_traffic(sb, _mpiexec=None):
-    # --plan prints what each step moves (issue 7): S(0)[5,3,4,4] -> S(0) of 16x1024 f32 on 4
+    # --plan prints what each step moves: S(0)[5,3,4,4] -> S(0) of 16x1024 f32 on 4
     # ranks moves the rows each rank's block gains: counted here from the two row splits.
     old, new, row = [5, 3, 4, 4], chunk(16, 4), 1024 * 4
     starts = lambda sizes: [sum(sizes[:k]) for k in range(len(sizes))]

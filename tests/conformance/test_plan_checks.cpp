@@ -1,4 +1,4 @@
-// Plans as checked data (issue 7, point 2): hand-built illegal plans are refused by execute_plan
+// Plans as checked data: hand-built illegal plans are refused by execute_plan
 // on every rank, with a message naming the problem, before any communication; afterwards the
 // communicators still work (no rank was left waiting inside a collective). Runs on every
 // backend (sim; mpi under mpirun).

@@ -206,7 +206,7 @@ TEST(Redistribute, RandomTransitionsMatchReference) {
             << shardcal::testing::backend_name() << "\n";
 }
 
-// Hand-picked transitions named in DESIGN §3, each checked on every rank.
+// Hand-picked transitions (every kind of step: gather, split, reduce, all-to-all, nested), each checked on every rank.
 TEST(Redistribute, NamedTransitions) {
   const int world = world_for(8);
   struct Case {

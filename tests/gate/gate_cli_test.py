@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`shardbench gate` end to end on synthetic files generated here (docs/GATE.md; issue 10's
+"""`shardbench gate` end to end on synthetic files generated here (docs/GATE.md;
 acceptance): identical -> 0; one point 20% slower -> 1 naming it; all points 1% slower with
 --max-slowdown 0.05 -> 0; disjoint points -> 2; different MPI library versions -> 2, and 0 / 1
 with --allow-env-change (flagged); heavy noise / bimodal / too few samples -> 3; the same for
@@ -407,7 +407,7 @@ def main():
     check(p.returncode == 2 and "--candidate" in p.stderr,
           f"bad input: missing --candidate -> 2 (rc {p.returncode})")
 
-    # The report's schema (INTERFACES.md §3).
+    # The report's schema (docs/GATE.md).
     rc, out, err, rep = gate(a, sweep_file("schema_b.jsonl", 2))
     need = {"schema", "version", "verdict", "exit_code", "alpha", "max_slowdown", "fdr",
             "env_differences", "env_change_allowed", "points", "only_baseline", "only_candidate",
@@ -418,7 +418,7 @@ def main():
           and all(pneed <= set(p) for p in rep["points"])
           and [p["ratio"] for p in rep["points"]] == sorted((p["ratio"] for p in rep["points"]),
                                                             reverse=True),
-          "report: INTERFACES.md §3 fields, points worst first")
+          "report: schema fields, points worst first")
     # Reproducible: the same inputs give the same report.
     rep2 = gate(a, os.path.join(TMP, "schema_b.jsonl"))[3]
     check(rep2 == rep, "report: reproducible (fixed bootstrap seed)")

@@ -2,7 +2,7 @@
 """End-to-end tests of `shardbench sweep` (driven by ctest, see tests/harness/CMakeLists.txt).
 
   e2e       run a sweep, then check every configured point is present exactly once, wrong == 0,
-            busbw == algbw * factor (factor recomputed here from DESIGN §4), stats consistent
+            busbw == algbw * factor (factor recomputed here from docs/RESULTS_FORMAT.md), stats consistent
   resume    interrupt with SIGINT, resume, interrupt with SIGTERM, tear the last line, resume to
             the end; the set of point keys must equal an uninterrupted run's, with no duplicates
   badconfig bad configs fail with exit code 2, one clear message per rank, and no output file
@@ -88,7 +88,7 @@ def check_results(path, expect_points=None, contexts=1):
         for k in ("config_hash", "backend", "world", "points_total"):
             if c[k] != ctx[k]:
                 fail(f"{path}: context records differ in {k}")
-    # The MPI thread level the run used (issue 7): funneled unless SHARDCAL_MPI_THREAD_LEVEL says.
+    # The MPI thread level the run used: funneled unless SHARDCAL_MPI_THREAD_LEVEL says.
     # The last context record is this program's last run (tests edit the first one).
     settings = ctxs[-1].get("backend_settings")
     if ctx["backend"] == "sim":

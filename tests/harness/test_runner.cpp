@@ -366,7 +366,7 @@ TEST(Runner, RotationSlots) {
   }
 }
 
-// Slurm issue 11: a stop signal is noticed within a bounded time even in a long point.
+// Slurm: a stop signal is noticed within a bounded time even in a long point.
 namespace {
 
 TEST(Runner, CheckpointsAreAtMostAPollIntervalOfSamplesApart) {

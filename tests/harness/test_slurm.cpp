@@ -1,4 +1,4 @@
-// Slurm support of the sweep (issue 11): SLURM_* parsing, the topology cross-check, the
+// Slurm support of the sweep: SLURM_* parsing, the topology cross-check, the
 // resume-on-new-hosts rule (pure functions), and run_sweep_rank on 8 simulator ranks with fake
 // SLURM_* environments. tests/slurm/fake_env_test.sh runs the same under mpirun with 2 "hosts"
 // (SHARDCAL_HOSTNAME per rank), which the simulator (one process, one environment) cannot.

@@ -1,4 +1,4 @@
-// Cost-based plans executed (issue 9, acceptance 1): on every backend (sim; mpi under mpirun),
+// Cost-based plans executed: on every backend (sim; mpi under mpirun),
 //  - local_embed_partial (S -> P(sum|max|min)) steps give the reference exactly in every dtype;
 //  - for random specs (1-3-D meshes, uneven explicit sizes, nested sharding, every dtype) the
 //    cheapest plan under dtensor-default and under a synthetic calibrated-looking profile passes

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/slurm/fake_env_test.sh - the sweep under fake SLURM_* environments on 8 MPI ranks with 2
-# emulated hosts (SHARDCAL_HOSTNAME per rank; ctest label mpi; issue 11):
+# emulated hosts (SHARDCAL_HOSTNAME per rank; ctest label mpi):
 #   1. Slurm says 2 nodes x 4 tasks, the ranks find 2 hosts x 4: accepted, "slurm" in the context;
 #   2. Slurm says 2 nodes x 4, every rank reports one hostname: refused (exit 2, clear message);
 #   3. --resume of a half-done file on hosts with other names, same shape: accepted, a second

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/slurm/slurm_e2e.sh - the Slurm end-to-end test (ctest label "slurm"; issue 11). Runs on the
+# tests/slurm/slurm_e2e.sh - the Slurm end-to-end test (ctest label "slurm"). Runs on the
 # single-node cluster of scripts/slurm/local-cluster, which the ctest fixture starts
 # (slurm.cluster_start) and stops (slurm.cluster_stop) around it:
 #   1. sbatch --wait calibrate.sbatch, 4 tasks, MPI backend, tests/slurm/tiny.json: results (schema,

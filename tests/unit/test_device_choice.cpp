@@ -1,4 +1,4 @@
-// choose_local_device: the NCCL backend's CUDA device per rank (slurm issue 11), without a GPU.
+// choose_local_device: the NCCL backend's CUDA device per rank (one GPU per local rank under Slurm), without a GPU.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,4 +1,4 @@
-// describe_step (issue 7, point 3) against brute force: for every legal step from >= 1000
+// describe_step against brute force: for every legal step from >= 1000
 // random specs (1-3-D meshes, uneven explicit sizes, nested sharding, empty shards), count
 // element by element which rank's block gains or loses what, and compare the per-group counts,
 // the bytes in the collective table's convention, the largest bytes any rank sends and

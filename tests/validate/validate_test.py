@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the cost-based planner in use (issue 9 items 3-4), driven by ctest
+"""End-to-end tests of the cost-based planner in use, driven by ctest
 (tests/validate/CMakeLists.txt).
 
   validate   `shardbench validate` on a small config: exit 0; one record per transition of the

@@ -1,5 +1,5 @@
 #pragma once
-// The timing runner (DESIGN §5). Per sample: untimed world barrier -> timer start ->
+// The timing runner (docs/RESULTS_FORMAT.md). Per sample: untimed world barrier -> timer start ->
 // operation(s) -> timer stop -> elapsed, with the communicator's make_op_timer() (host clock
 // after memory().synchronize(); CUDA events on NCCL). Each rank keeps its own times; at
 // checkpoints they are all-gathered and reduced to the slowest rank per sample, and every rank

@@ -1,6 +1,6 @@
 #pragma once
 // What Slurm says about the job step a sweep runs in, and the cross-check of that against the
-// hosts the ranks discover (issue 11). Slurm sets SLURM_STEP_NUM_TASKS / SLURM_STEP_NUM_NODES /
+// hosts the ranks discover. Slurm sets SLURM_STEP_NUM_TASKS / SLURM_STEP_NUM_NODES /
 // SLURM_STEP_TASKS_PER_NODE for srun-launched tasks, and SLURM_NTASKS / SLURM_JOB_NUM_NODES /
 // SLURM_TASKS_PER_NODE for the job (SLURM_NTASKS_PER_NODE exists only when --ntasks-per-node was
 // given, so it is not used). Pure functions over an environment lookup, so tests fake SLURM_*.

@@ -1,5 +1,5 @@
 #pragma once
-// Statistics over per-iteration times (each already the slowest rank's time, DESIGN §5) and the
+// Statistics over per-iteration times (each already the slowest rank's time) and the
 // bandwidth conventions of the collective table.
 #include <cstdint>
 #include <nlohmann/json.hpp>

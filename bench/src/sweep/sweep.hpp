@@ -44,7 +44,7 @@ struct SweepJob {
   int progress_tty = -1;  // -1: isatty(stderr)
   std::string command_line;
   std::vector<std::pair<std::string, std::string>> library_versions;
-  TransitionPlanner planner;  // greedy unless --profile / config "profile" (issue 9)
+  TransitionPlanner planner;  // greedy unless --profile / config "profile"
 };
 
 // Collective over world. Every rank passes its own input error ("" = none). Returns when no rank

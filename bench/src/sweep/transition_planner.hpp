@@ -1,5 +1,5 @@
 #pragma once
-// Which planner plans a transition point (issue 9 item 3): the rule-based `greedy` planner
+// Which planner plans a transition point: the rule-based `greedy` planner
 // (shardcal::plan_redistribution, DTensor's default order) unless a cost-based planner is set,
 // which prices steps with a calibrated profile (shardbench redistribute/sweep --profile, sweep
 // config key "profile"). The sweep library knows only this hook; the profile reader and the

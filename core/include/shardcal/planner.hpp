@@ -1,5 +1,5 @@
 #pragma once
-// The cost-based planner (issue 9, docs/PLANNER.md): the cheapest plan under a caller's price
+// The cost-based planner (docs/PLANNER.md): the cheapest plan under a caller's price
 // per step, by Dijkstra over canonical states (state_key) reached by legal_steps. Pure: no
 // communication, no dependency on the calibrate library (a profile's prices come in through
 // StepCostFn; shardcal/calibrate/step_cost.hpp builds one). Every rank computing the same

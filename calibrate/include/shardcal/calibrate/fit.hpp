@@ -1,5 +1,5 @@
 #pragma once
-// The fitter (DESIGN §6, docs/CALIBRATION.md): sweep points -> per-(collective, link-class
+// The fitter (docs/CALIBRATION.md): sweep points -> per-(collective, link-class
 // family) piecewise models t = alpha0 + alpha_step*steps(n) + S_eff*f(n)/B, with relative-error
 // weighting, Huber IRLS, breakpoints found from the data and the segment count chosen by
 // k-fold held-out error over sizes.

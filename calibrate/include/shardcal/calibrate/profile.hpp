@@ -1,7 +1,7 @@
 #pragma once
 // The calibrated cost-model profile (schema "shardcal.profile" version 1): the contract between
 // the fitter (calibrate/src/fit*.cpp, `shardbench calibrate`), the readers (`shardbench
-// predict`, the planner, calibrate/python) and the JSON file. DESIGN §6.
+// predict`, the planner, calibrate/python) and the JSON file (docs/PROFILE_FORMAT.md).
 //
 // A model prices one collective on one *family* of link classes: groups that span `hosts` hosts
 // with the same number of ranks on each, with `concurrent_groups` groups running at once on a
