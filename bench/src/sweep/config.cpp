@@ -563,9 +563,10 @@ std::vector<std::string> resolve_meshes(const SweepConfig& cfg, int world) {
   return cfg.mesh_factorizations ? factorizations(world, cfg.mesh_max_dims) : cfg.meshes;
 }
 
-std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
-  const Ctx c{cfg.source, shardcal::formats::JsonSource(cfg.source, cfg.text)};
-  const std::vector<std::string> meshes = resolve_meshes(cfg, world);
+namespace {
+
+// Every configured mesh must hold exactly the world's ranks.
+void check_meshes_fit(const Ctx& c, const std::vector<std::string>& meshes, int world) {
   for (std::size_t i = 0; i < meshes.size(); ++i) {
     const auto mesh = shardcal::DeviceMesh::parse(meshes[i]);
     if (mesh.size() != world) {
@@ -580,7 +581,12 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
                  " or {\"factorizations\": true}");
     }
   }
+}
 
+// The collective points: mesh x selected dim x dtype x distribution x mode x size. A selection
+// that produces none is a config mistake, not a silent no-op.
+std::vector<Point> collective_points(const Ctx& c, const SweepConfig& cfg,
+                                     const std::vector<std::string>& meshes) {
   std::vector<Point> pts;
   for (const std::string& mesh_text : meshes) {
     const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
@@ -619,7 +625,6 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
       }
     }
   }
-  // Selections that produce nothing are config mistakes, not silent no-ops.
   for (const auto& sel : cfg.collectives) {
     bool any = false;
     for (const auto& p : pts) any = any || (!p.transition && p.op == sel.op);
@@ -628,87 +633,113 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
                             "\" selects no mesh dim of size >= 2 on any configured mesh; check \"dims\" "
                             "against the meshes");
   }
+  return pts;
+}
 
-  for (const auto& sel : cfg.transitions) {
-    std::vector<std::string> on;
-    if (sel.mesh == "all") {
-      on = meshes;
-    } else {
-      const auto mesh = shardcal::DeviceMesh::parse(sel.mesh);
-      if (mesh.size() != world)
-        c.fail(sel.where + "/mesh", "mesh \"" + sel.mesh + "\" has " + std::to_string(mesh.size()) +
-                                        " ranks but the world has " + std::to_string(world));
-      on = {sel.mesh};
+// The meshes a transition selection runs on: its own, or every configured mesh its placements fit.
+std::vector<std::string> transition_meshes(const Ctx& c, const TransitionSelection& sel,
+                                           const std::vector<std::string>& meshes, int world) {
+  std::vector<std::string> on;
+  if (sel.mesh == "all") {
+    on = meshes;
+  } else {
+    const auto mesh = shardcal::DeviceMesh::parse(sel.mesh);
+    if (mesh.size() != world)
+      c.fail(sel.where + "/mesh", "mesh \"" + sel.mesh + "\" has " + std::to_string(mesh.size()) +
+                                      " ranks but the world has " + std::to_string(world));
+    on = {sel.mesh};
+  }
+  // "all" means every configured mesh the pair fits (one placement per mesh dim), so one
+  // config serves several world sizes; a pair that fits none is an error.
+  if (sel.mesh == "all" && !sel.all_single_dim) {
+    const std::size_t dims = shardcal::parse_placements(sel.from).size();
+    std::erase_if(on, [&](const std::string& m) {
+      return std::size_t(shardcal::DeviceMesh::parse(m).ndim()) != dims;
+    });
+    if (on.empty()) {
+      std::string list;
+      for (const auto& m : meshes) list += (list.empty() ? "" : ", ") + m;
+      c.fail(sel.where + "/from", "\"" + sel.from + "\" has " + std::to_string(dims) +
+                                       " placements but no configured mesh has " +
+                                       std::to_string(dims) + " dims (meshes: " + list + ")");
     }
-    // "all" means every configured mesh the pair fits (one placement per mesh dim), so one
-    // config serves several world sizes; a pair that fits none is an error.
-    if (sel.mesh == "all" && !sel.all_single_dim) {
-      const std::size_t dims = shardcal::parse_placements(sel.from).size();
-      std::erase_if(on, [&](const std::string& m) {
-        return std::size_t(shardcal::DeviceMesh::parse(m).ndim()) != dims;
-      });
-      if (on.empty()) {
-        std::string list;
-        for (const auto& m : meshes) list += (list.empty() ? "" : ", ") + m;
-        c.fail(sel.where + "/from", "\"" + sel.from + "\" has " + std::to_string(dims) +
-                                         " placements but no configured mesh has " +
-                                         std::to_string(dims) + " dims (meshes: " + list + ")");
-      }
-    }
-    for (const auto& mesh_text : on) {
-      const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
-      std::vector<std::pair<std::string, std::string>> pairs;
-      if (sel.all_single_dim) {
-        const char* kinds[] = {"S(0)", "S(1)", "R", "P"};
-        for (int d = 0; d < mesh.ndim(); ++d) {
-          if (mesh.extent(d) < 2) continue;
-          for (const char* a : kinds)
-            for (const char* b : kinds) {
-              if (std::string_view(a) == b) continue;
-              std::string fa, fb;
-              for (int k = 0; k < mesh.ndim(); ++k) {
-                fa += (k ? "," : "") + std::string(k == d ? a : "R");
-                fb += (k ? "," : "") + std::string(k == d ? b : "R");
-              }
-              pairs.emplace_back(fa, fb);
-            }
+  }
+  return on;
+}
+
+// The (from, to) pairs of a selection on one mesh: its own pair, or with all_single_dim every
+// pair of distinct single-dim placements.
+std::vector<std::pair<std::string, std::string>> transition_pairs(const TransitionSelection& sel,
+                                                                  const shardcal::DeviceMesh& mesh) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (sel.all_single_dim) {
+    const char* kinds[] = {"S(0)", "S(1)", "R", "P"};
+    for (int d = 0; d < mesh.ndim(); ++d) {
+      if (mesh.extent(d) < 2) continue;
+      for (const char* a : kinds)
+        for (const char* b : kinds) {
+          if (std::string_view(a) == b) continue;
+          std::string fa, fb;
+          for (int k = 0; k < mesh.ndim(); ++k) {
+            fa += (k ? "," : "") + std::string(k == d ? a : "R");
+            fb += (k ? "," : "") + std::string(k == d ? b : "R");
+          }
+          pairs.emplace_back(fa, fb);
         }
-      } else {
-        pairs.emplace_back(sel.from, sel.to);
-      }
-      for (const auto& [fa, fb] : pairs)
+    }
+  } else {
+    pairs.emplace_back(sel.from, sel.to);
+  }
+  return pairs;
+}
+
+// One transition point; its placements are checked on the mesh and the tensor.
+Point transition_point(const Ctx& c, const TransitionSelection& sel, const std::string& mesh_text,
+                       const std::string& fa, const std::string& fb, DType t,
+                       const Distribution& dist, std::int64_t size) {
+  const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
+  Point p;
+  p.transition = true;
+  p.mesh = mesh_text;
+  p.dtype = t;
+  p.dist = dist;
+  p.size = size;
+  p.from_given = fa;
+  p.to_given = fb;
+  p.shape = sel.shape.empty() ? transition_shape(size, t) : sel.shape;
+  const shardcal::TensorMeta meta{p.shape, t};
+  for (int side = 0; side < 2; ++side) {
+    const std::string& text = side == 0 ? fa : fb;
+    const std::string where = sel.where + (sel.all_single_dim ? "" : side == 0 ? "/from" : "/to");
+    try {
+      (side == 0 ? p.from_canonical : p.to_canonical) =
+          shardcal::placements_to_string(shardcal::parse_placements(text));
+      auto ps = apply_distribution(shardcal::parse_placements(text), mesh, p.shape, dist);
+      const shardcal::TensorSpec spec(mesh, ps, meta);  // validates
+      (side == 0 ? p.from : p.to) = shardcal::placements_to_string(spec.placements());
+    } catch (const Error& e) {
+      c.fail(where, "bad placement \"" + text + "\" on mesh " + mesh_text + " for a " +
+                        shardcal::shape_to_string(p.shape) + " tensor: " + e.what());
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
+  const Ctx c{cfg.source, shardcal::formats::JsonSource(cfg.source, cfg.text)};
+  const std::vector<std::string> meshes = resolve_meshes(cfg, world);
+  check_meshes_fit(c, meshes, world);
+  std::vector<Point> pts = collective_points(c, cfg, meshes);
+  for (const auto& sel : cfg.transitions)
+    for (const auto& mesh_text : transition_meshes(c, sel, meshes, world))
+      for (const auto& [fa, fb] : transition_pairs(sel, shardcal::DeviceMesh::parse(mesh_text)))
         for (DType t : cfg.dtypes)
           for (const auto& dist : cfg.transition_distributions)
             for (std::int64_t size : sel.shape.empty() ? cfg.sizes : std::vector<std::int64_t>{
-                     shardcal::numel(sel.shape) * std::int64_t(shardcal::dtype_size(t))}) {
-              Point p;
-              p.transition = true;
-              p.mesh = mesh_text;
-              p.dtype = t;
-              p.dist = dist;
-              p.size = size;
-              p.from_given = fa;
-              p.to_given = fb;
-              p.shape = sel.shape.empty() ? transition_shape(size, t) : sel.shape;
-              const shardcal::TensorMeta meta{p.shape, t};
-              for (int side = 0; side < 2; ++side) {
-                const std::string& text = side == 0 ? fa : fb;
-                const std::string where = sel.where + (sel.all_single_dim ? "" : side == 0 ? "/from" : "/to");
-                try {
-                  (side == 0 ? p.from_canonical : p.to_canonical) =
-                      shardcal::placements_to_string(shardcal::parse_placements(text));
-                  auto ps = apply_distribution(shardcal::parse_placements(text), mesh, p.shape, dist);
-                  const shardcal::TensorSpec spec(mesh, ps, meta);  // validates
-                  (side == 0 ? p.from : p.to) = shardcal::placements_to_string(spec.placements());
-                } catch (const Error& e) {
-                  c.fail(where, "bad placement \"" + text + "\" on mesh " + mesh_text + " for a " +
-                                    shardcal::shape_to_string(p.shape) + " tensor: " + e.what());
-                }
-              }
-              pts.push_back(std::move(p));
-            }
-    }
-  }
+                     shardcal::numel(sel.shape) * std::int64_t(shardcal::dtype_size(t))})
+              pts.push_back(transition_point(c, sel, mesh_text, fa, fb, t, dist, size));
   std::set<std::string> seen;
   for (std::size_t i = 0; i < pts.size(); ++i) {
     pts[i].index = i;
