@@ -10,7 +10,7 @@
 #include "profile_planner.hpp"
 #include "shardcal/error.hpp"
 #include "sweep/config.hpp"
-#include "sweep/results.hpp"
+#include "sweep/provenance.hpp"
 #include "sweep/signals.hpp"
 #include "sweep/sweep.hpp"
 

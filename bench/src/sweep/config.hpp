@@ -45,6 +45,7 @@ struct TransitionSelection {
 struct SweepConfig {
   std::string source;   // file name used in messages
   nlohmann::json json;  // the config as given (hashed into the results context)
+  std::string text;     // its file text when read from one (error messages name lines)
 
   bool mesh_factorizations = false;
   int mesh_max_dims = 3;

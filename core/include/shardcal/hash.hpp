@@ -1,0 +1,15 @@
+#pragma once
+// FNV-1a, 64 bit: a stable hash of bytes (the same in every process, build and platform), for
+// identities written to files and compared between ranks. Not cryptographic.
+#include <cstdint>
+#include <string_view>
+
+namespace shardcal {
+
+constexpr std::uint64_t fnv1a64(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // offset basis
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;  // FNV prime
+  return h;
+}
+
+}  // namespace shardcal
