@@ -3,7 +3,7 @@
 Every defect raises InputError with one message naming the file, the line (JSON Lines) and the
 field, and saying how to fix it. Formats: sweep results (docs/RESULTS_FORMAT.md), profiles
 (docs/PROFILE_FORMAT.md, read by the shardcal package, calibrate/python), `shardbench validate`
-JSON Lines and `shardbench gate` JSON reports (INTERFACES: docs/REPORTS.md "Inputs").
+JSON Lines and `shardbench gate` JSON reports (docs/REPORTS.md "Inputs").
 """
 
 from __future__ import annotations
