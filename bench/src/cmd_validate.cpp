@@ -1,11 +1,11 @@
-// `shardbench validate` (issue 9 item 4): does the cost-based planner choose well? For every
-// transition point of a sweep config: the plan the planner chooses under a calibrated profile,
-// the greedy (rule-based) plan and the k cheapest distinct plans, each measured with the sweep's
-// own transition timing (runner.cpp measure_transition: PlanWorkspace, barrier, timer, slowest
-// rank per sample, output check), interleaved in rounds so that drifting machine noise hits
-// every plan alike. Writes INTERFACES §2 / docs/RESULTS_FORMAT.md ("Validate file") atomically.
+// `shardbench validate`: does the cost-based planner choose well? A cost model is only worth
+// having if the plan it prices cheapest is also fast when measured. For every transition point
+// of a sweep config: the plan the planner chooses under a calibrated profile, the greedy
+// (rule-based) plan and the k cheapest distinct plans, each measured with the sweep's own
+// transition timing (runner.cpp measure_transition: PlanWorkspace, barrier, timer, slowest rank
+// per sample, output check), interleaved in rounds so that drifting machine noise hits every
+// plan alike. Writes the validate file (docs/RESULTS_FORMAT.md, "Validate file") atomically.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -487,6 +487,32 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   return 0;
 }
 
+// What `shardbench validate` runs once its options are parsed; returns the exit code.
+int run_validate(const ValidateCli& cli) {
+  return launch_ranks(cli.backend, [&](shardcal::Communicator& world) -> int {
+    // Every rank loads its input; the ranks agree on errors (one message everywhere).
+    std::string error;
+    sw::SweepConfig cfg;
+    std::unique_ptr<LoadedProfile> prof;
+    try {
+      cfg = sw::load_config(cli.config);
+      const std::string path = !cli.profile.empty() ? cli.profile : cfg.profile;
+      if (path.empty())
+        throw shardcal::Error("validate needs --profile FILE (or a \"profile\" key in " + cli.config + ")");
+      prof = std::make_unique<LoadedProfile>(
+          load_profile(path, !cli.profile.empty() ? "--profile" : cli.config + ": /profile"));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    sw::agree_on_input(world, error);
+    const std::string mode = "validate k=" + std::to_string(cli.k) + " rounds=" +
+                             std::to_string(cli.rounds) + " profile " + prof->sha256 +
+                             " rph=" + std::to_string(cli.ranks_per_host);
+    sw::check_same_job(world, cfg.hash(), mode, "config " + cli.config + " (hash " + cfg.hash() + "), " + mode);
+    return run_validate_rank(world, cli, cfg, *prof);
+  });
+}
+
 }  // namespace
 
 Runner add_validate_command(CLI::App& app) {
@@ -532,49 +558,7 @@ Runner add_validate_command(CLI::App& app) {
                   "from the ranks' hostnames (SHARDCAL_HOSTNAME)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", cli->quiet, "No header line on stderr (the per-transition lines stay)");
-  return [cli]() -> int {
-    const bool sim = cli->backend.backend == "sim";
-    std::atomic<int> code{0};
-    sw::install_stop_handlers();
-    try {
-      shardcal::launch(cli->backend.launch_options(), [&](shardcal::Communicator& world) {
-        // Every rank loads its input; the ranks agree on errors (one message everywhere).
-        try {
-          std::string error;
-          sw::SweepConfig cfg;
-          std::unique_ptr<LoadedProfile> prof;
-          try {
-            cfg = sw::load_config(cli->config);
-            const std::string path = !cli->profile.empty() ? cli->profile : cfg.profile;
-            if (path.empty())
-              throw shardcal::Error("validate needs --profile FILE (or a \"profile\" key in " + cli->config + ")");
-            prof = std::make_unique<LoadedProfile>(
-                load_profile(path, !cli->profile.empty() ? "--profile" : cli->config + ": /profile"));
-          } catch (const std::exception& e) {
-            error = e.what();
-          }
-          sw::agree_on_input(world, error);
-          const std::string mode = "validate k=" + std::to_string(cli->k) + " rounds=" +
-                                   std::to_string(cli->rounds) + " profile " + prof->sha256 +
-                                   " rph=" + std::to_string(cli->ranks_per_host);
-          sw::check_same_job(world, cfg.hash(), mode, "config " + cli->config + " (hash " + cfg.hash() + "), " + mode);
-          code = run_validate_rank(world, *cli, cfg, *prof);
-        } catch (const sw::InputError& e) {
-          if (!sim || world.rank() == 0) {
-            const std::string line = std::string("shardbench: error: ") + e.what() + "\n";
-            std::fwrite(line.data(), 1, line.size(), stderr);
-            std::fflush(stderr);
-          }
-          code = 2;
-        }
-      });
-    } catch (...) {
-      sw::restore_stop_handlers();
-      throw;
-    }
-    sw::restore_stop_handlers();
-    return code.load();
-  };
+  return [cli]() -> int { return run_validate(*cli); };
 }
 
 }  // namespace shardbench
