@@ -378,7 +378,7 @@ json summary_record(std::size_t transitions, const Totals& t, const std::vector<
                   {"transitions", transitions},
                   {"plans_measured", t.n_plans},
                   {"plans_unpriced", t.n_unpriced},
-                  {"regret", {{"median", sw::percentile_sorted(sorted, 0.5)},
+                  {"regret", {{"median", shardcal::formats::median_or_zero(sorted)},
                               {"p95", sw::percentile_sorted(sorted, 0.95)},
                               {"max", sorted.back()},
                               {"significant", t.n_significant}}},
@@ -403,13 +403,14 @@ std::string finish_validate_output(const ValidateCli& cli, std::size_t transitio
   try {
     file.commit();
   } catch (const shardcal::Error& e) {
-    status = "--out " + cli.out + ": writing the file failed (" + e.what() + ")";
+    status = std::string("--out ") + e.what();  // the message starts with the path
   }
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f; %zu beyond the "
                 "CIs); prediction MAPE %.1f%% over %zu plan(s); greedy/chosen up to %.2fx",
-                transitions, sw::percentile_sorted(sorted, 0.5), sw::percentile_sorted(sorted, 0.95),
+                transitions, summary["regret"]["median"].get<double>(),
+                sw::percentile_sorted(sorted, 0.95),
                 sorted.back(), t.n_significant, summary["mape"].get<double>() * 100,
                 t.rel_errors.size(), t.best_speedup);
   std::cout << buf << " (" << t.best_speedup_label << ")\n";

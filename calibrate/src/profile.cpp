@@ -371,7 +371,7 @@ Profile parse_profile(const std::string& json_text, const std::string& origin) {
       json_text, origin,
       "the profile is not valid JSON: it may be truncated or corrupt; regenerate it with "
       "shardbench calibrate",
-      kMaxDepth);
+      kMaxDepth, "a profile holds finite numbers only: regenerate it with shardbench calibrate");
   return r.profile(doc);
 }
 

@@ -1,5 +1,6 @@
 #include "shardcal/formats/atomic_write.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,24 +39,55 @@ AtomicFile::~AtomicFile() {
   if (!done_) discard();
 }
 
+std::ostream& AtomicFile::stream() {
+  if (finished_)
+    throw Error(path_ + ": written after it was finished or committed (a bug in the caller)");
+  return out_;
+}
+
 void AtomicFile::discard() noexcept {
   if (out_.is_open()) out_.close();
   std::error_code ec;
   fs::remove(tmp_, ec);
-  done_ = true;
+  done_ = finished_ = true;
 }
 
+namespace {
+
+// fsync(2) of a path opened read-only (Linux allows it for files and directories); the errno of
+// the failure, 0 on success. EINVAL: the file system cannot sync this kind of file, nothing to do.
+int sync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0) return errno;
+  int err = ::fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  return err;
+}
+
+}  // namespace
+
 void AtomicFile::finish() {
+  if (finished_)
+    throw Error(path_ + ": finished or committed twice (a bug in the caller)");
   out_.flush();
-  const bool ok = bool(out_);
+  bool ok = bool(out_);
+  // Some errors (a full disk, a network file system) surface only when the file is closed.
   out_.close();
-  if (!ok) {
+  ok = ok && !out_.fail();
+  int err = ok ? 0 : errno;
+  // On disk before the rename publishes it: a crash never leaves a renamed but empty file.
+  if (ok) err = sync_path(tmp_, 0);
+  finished_ = true;
+  if (!ok || err != 0) {
+    const std::string why = err != 0 ? std::strerror(err) : "unknown error";
     discard();
-    throw Error(path_ + ": write failed (disk full?); nothing was written");
+    throw Error(path_ + ": write failed (" + why + "; disk full?); nothing was written");
   }
 }
 
 void AtomicFile::rename_into_place() {
+  if (done_) throw Error(path_ + ": committed twice (a bug in the caller)");
+  if (!finished_) finish();
   std::error_code ec;
   fs::rename(tmp_, path_, ec);
   if (ec) {
@@ -64,9 +96,16 @@ void AtomicFile::rename_into_place() {
     throw Error(path_ + ": cannot rename the temporary file into place (" + why + ")");
   }
   done_ = true;
+  // The rename itself lives in the directory: sync it so the new name survives a crash.
+  fs::path dir = fs::path(path_).parent_path();
+  if (dir.empty()) dir = ".";
+  if (const int err = sync_path(dir.string(), O_DIRECTORY); err != 0)
+    throw Error(path_ + ": written, but syncing its directory failed (" + std::strerror(err) +
+                "); the file may not survive a crash");
 }
 
 void AtomicFile::commit() {
+  if (done_) throw Error(path_ + ": committed twice (a bug in the caller)");
   finish();
   rename_into_place();
 }

@@ -168,7 +168,7 @@ void JsonSource::fail(const std::string& pointer, const std::string& what) const
 }
 
 nlohmann::json parse_json(std::string_view text, const std::string& origin, const std::string& fix,
-                          int max_depth) {
+                          int max_depth, const std::string& range_fix) {
   using json = nlohmann::json;
   try {
     // The callback bounds nesting: the parser itself is iterative, but dumping and destroying
@@ -197,7 +197,7 @@ nlohmann::json parse_json(std::string_view text, const std::string& origin, cons
     throw Error(origin + (loc.line > 0 ? ": line " + std::to_string(loc.line) : std::string()) +
                 ": a number is outside the range of a double (field " +
                 (loc.pointer.empty() ? "/" : loc.pointer) + "); use a finite value" +
-                (fix.empty() ? "" : "; " + fix));
+                (range_fix.empty() ? (fix.empty() ? "" : "; " + fix) : "; " + range_fix));
   }
 }
 

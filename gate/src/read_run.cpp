@@ -136,7 +136,21 @@ RunData read_run(const std::string& path) {
                 ": the file is empty; expected sweep results (JSON Lines) or Google "
                 "Benchmark JSON");
   RunData r;
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    // Not one valid document. JSON Lines (sweep results) start with a complete record on the
+    // first line, and the results reader names the bad record; otherwise the text is meant as one
+    // document (Google Benchmark JSON spans many lines), so the error must name its line and
+    // column, or the field of an out-of-range number.
+    const std::size_t b = text.find_first_not_of(" \t\r\n");
+    const std::string first = text.substr(b, text.find('\n', b) - b);
+    if ((text[b] == '{' || text[b] == '[') &&
+        json::parse(first, nullptr, /*allow_exceptions=*/false).is_discarded())
+      doc = formats::parse_json(text, path,
+                                "expected Google Benchmark JSON (--benchmark_out=FILE.json) or "
+                                "sweep results (JSON Lines)",
+                                0, "no benchmark writes it: the file is corrupt or was edited");
+  }
   if (!doc.is_discarded() && doc.is_object() && doc.contains("benchmarks") &&
       doc.contains("context")) {
     r = read_gbench(path, doc);

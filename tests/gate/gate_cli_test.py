@@ -361,6 +361,22 @@ def main():
     with open(garbage, "w") as f:
         f.write("not json\n")
     bad(garbage, a, "not valid JSON", "garbage")
+    # A multi-line Google Benchmark file with a bad number or a syntax error: the message names
+    # the line (and the field of an out-of-range number), not line 1 of a JSON Lines reading.
+    doc = json.load(open(a_gb := gbench_file("ml_ok.json", 1)))
+    doc["benchmarks"][0]["real_time"] = 123454321.0
+    text = json.dumps(doc, indent=1).replace("123454321.0", "1e999")
+    line = text[:text.index("1e999")].count("\n") + 1
+    ml = os.path.join(TMP, "ml_range.json")
+    with open(ml, "w") as f:
+        f.write(text)
+    bad(a_gb, ml, f"line {line}: a number is outside the range of a double "
+        "(field /benchmarks/0/real_time)", "gbench multi-line 1e999")
+    text = json.dumps(doc, indent=1).replace('"run_type"', '"run_type" "x":', 1)
+    line = text[:text.index('"run_type"')].count("\n") + 1
+    with open(ml, "w") as f:
+        f.write(text)
+    bad(a_gb, ml, f"line {line}, column", "gbench multi-line syntax error")
     other = os.path.join(TMP, "other.json")
     with open(other, "w") as f:
         json.dump({"hello": 1}, f)

@@ -54,6 +54,7 @@ TEST(FormatsTable, PythonTableMatchesTheCxxDefinitions) {
   EXPECT_EQ(s.at("validate").at("schema"), f::kValidateSchema);
   EXPECT_EQ(s.at("validate").at("version"), f::kValidateVersion);
   EXPECT_EQ(s.at("validate_summary").at("schema"), f::kValidateSummarySchema);
+  EXPECT_EQ(s.at("validate_summary").at("version"), f::kValidateVersion);  // one version for both
   const auto& ex = j.at("link_class").at("concurrent_groups").at("examples");
   ASSERT_GE(ex.size(), 5u);
   for (const auto& e : ex)
@@ -110,6 +111,16 @@ TEST(FormatsAtomicWrite, WholeFileOrNothing) {
     file.stream() << "abandoned";
   }  // destroyed uncommitted
   EXPECT_EQ(slurp(a), "first");
+  {
+    // Misuse is a clear error, not undefined behaviour.
+    f::AtomicFile file(a);
+    file.stream() << "third";
+    file.commit();
+    EXPECT_NE(error_of([&] { file.commit(); }).find("committed twice"), std::string::npos);
+    EXPECT_NE(error_of([&] { file.stream() << "more"; }).find("after it was finished"),
+              std::string::npos);
+  }
+  EXPECT_EQ(slurp(a), "third");
   std::size_t entries = 0;
   for (const auto& e : fs::directory_iterator(dir)) entries += e.is_regular_file();
   EXPECT_EQ(entries, 2u);  // a.txt, b.txt: no temporary files

@@ -19,12 +19,16 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
   ~AtomicFile();
 
-  std::ostream& stream() { return out_; }
-  // Flushes and renames into place. Throws shardcal::Error (and removes the temporary file) when
-  // the write or the rename failed.
+  // Throws shardcal::Error after finish() or commit().
+  std::ostream& stream();
+  // Flushes, closes, fsyncs, renames into place and fsyncs the directory. Throws shardcal::Error
+  // (and removes the temporary file) when the write, the close or the rename failed, or when
+  // called twice.
   void commit();
-  // Writes and flushes, without renaming (the caller renames several files in order).
+  // Flushes, closes and fsyncs, without renaming (the caller renames several files in order).
+  // Throws shardcal::Error on failure or when called twice.
   void finish();
+  // Renames into place (finishing first if needed) and fsyncs the directory.
   void rename_into_place();
   const std::string& path() const { return path_; }
 
@@ -33,7 +37,8 @@ class AtomicFile {
   std::string path_;
   std::string tmp_;
   std::ofstream out_;
-  bool done_ = false;
+  bool finished_ = false;  // closed: no more writes
+  bool done_ = false;      // renamed or discarded
 };
 
 // Writes text to path through a temporary file and a rename: a failed write leaves no (partial)

@@ -41,9 +41,11 @@ class JsonSource {
 // Parses `text` (named `origin`), nesting at most `max_depth` levels (0: no limit). Throws
 // shardcal::Error: "origin: line L, column C: invalid JSON: ...; fix" for syntax errors and
 // "origin: line L: a number is outside the range of a double (field /pointer); use a finite
-// value; fix" for overflowing numbers ("; fix" only when `fix` is not empty).
+// value; fix" for overflowing numbers ("; fix" only when `fix` is not empty). `range_fix`, when
+// not empty, replaces `fix` for overflowing numbers (valid syntax, so a fix about corrupt text
+// would mislead).
 nlohmann::json parse_json(std::string_view text, const std::string& origin, const std::string& fix,
-                          int max_depth = 0);
+                          int max_depth = 0, const std::string& range_fix = {});
 
 // A file's whole text. Throws shardcal::Error naming the path when it is a directory or cannot be
 // opened ("PATH: cannot open WHAT (OS reason); FIX") or read; `what` names the kind of file ("the
