@@ -128,9 +128,10 @@ struct PriceMemo {
 };
 
 // The profile's price of a step from its traffic on one (mesh, dtype), for one search: the
-// memo's answers are copied into per-search slots on first use, so pricing a step takes no lock,
-// builds no string and allocates nothing. Same arithmetic as price_with_link (the planner's
-// prices and `shardbench plan`'s explanations agree to the bit).
+// memo's answers are copied into per-search slots on first use, so per step, after that first
+// use, pricing takes no lock, builds no string and allocates nothing (construction locks and
+// allocates, once per search). Not thread-safe: one per search/thread. Same arithmetic as
+// price_with_link (the planner's prices and `shardbench plan`'s explanations agree to the bit).
 class TrafficPricer {
  public:
   TrafficPricer(std::shared_ptr<const Profile> prof, std::shared_ptr<PriceMemo> memo,
@@ -171,7 +172,11 @@ class TrafficPricer {
       throw Error("step price: collective " + std::string(collective_info(c).name) +
                   " is not one a plan step runs");
     const std::size_t k = std::size_t(dim) * kStepCollectives + std::size_t(c);
-    MeshPrices::Slot& sl = slots_.at(k);
+    if (dim < 0 || k >= slots_.size())
+      throw Error("step price: mesh dim " + std::to_string(dim) + " out of range for the " +
+                  std::to_string(slots_.size() / kStepCollectives) +
+                  "-dim mesh this price was bound to (bind the cost for the step's mesh)");
+    MeshPrices::Slot& sl = slots_[k];
     if (sl.ready) return sl;
     std::lock_guard<std::mutex> lock(memo_->mu);
     MeshPrices::Slot& shared = mesh_->slots[k];

@@ -410,7 +410,11 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
   }
 
   // Per search: how often each state was expanded, and its k best queued labels (best_n[s] of
-  // them at best[s * k ...], best first).
+  // them at best[s * k ...], best first). Sized to the whole graph, so a search on a large warm
+  // (cached) graph allocates and zeroes O(states x k) even when it reaches few states. Left so on
+  // purpose: the cold search (the common case, and a fresh graph) needs these sizes anyway, and
+  // the alternatives cost it: a generation stamp checked per edge relaxation slows its hot loop,
+  // and scratch kept in each cached graph holds states x k ints per graph between searches.
   std::vector<int> pops, best, best_n;
   auto grow = [&] {
     if (pops.size() < g.states.size()) {
@@ -460,7 +464,13 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
       continue;  // a plan never passes through its target
     }
     if (g.states[std::size_t(s)].edge_begin < 0) {
-      if (!bound) price = cost.bind(g.mesh(), g.meta().dtype), bound = true;
+      if (!bound) {
+        price = cost.bind(g.mesh(), g.meta().dtype), bound = true;
+        if (!price && cost.traffic_only())
+          throw Error("plan search on mesh " + g.mesh().to_string() +
+                      ": the traffic-only step cost's binder returned an empty price function "
+                      "(it must return a callable for every mesh and dtype)");
+      }
       expand(g, s, cost, price, scratch);
       grow();
     }
@@ -513,6 +523,9 @@ SearchResult search(SearchGraph& g, const TensorSpec& from, const TensorSpec& to
                 placements_to_string(to.placements()) + " on mesh " + from.mesh().to_string() +
                 ": no plan of finite cost (the cost function prices every path at +inf; does the "
                 "profile have models for the collectives the transition needs?)");
+  // Every state a plan passes through exists: sizing specs now keeps spec() from resizing it
+  // while a Step holds a reference to another of its entries.
+  if (g.specs.size() < g.states.size()) g.specs.resize(g.states.size());
   for (int li : found) {
     std::vector<int> chain;
     for (int a = li; pool[std::size_t(a)].parent >= 0; a = pool[std::size_t(a)].parent)

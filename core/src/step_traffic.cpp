@@ -243,6 +243,8 @@ void describe_legal_step_into(const DeviceMesh& mesh, const TensorMeta& meta,
 
 void StepDescriber::describe(StepKind kind, const Placement& after, StepTraffic& t) {
   Impl& s = *impl_;
+  if (!s.mesh)  // a misuse, not bad input: describe() reads what prepare() computed
+    throw Error("StepDescriber::describe called before prepare()");
   const DeviceMesh& mesh = *s.mesh;
   const int i = s.i;
   {

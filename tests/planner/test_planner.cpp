@@ -13,6 +13,7 @@
 #include "shardcal/error.hpp"
 #include "shardcal/plan.hpp"
 #include "shardcal/planner.hpp"
+#include "profile_variants.hpp"
 
 #ifndef SHARDCAL_SOURCE_DIR
 #error "SHARDCAL_SOURCE_DIR must be defined"
@@ -247,13 +248,9 @@ TEST(StepCost, LinkClassMatchesRankWalk) {
 // explanation `shardbench plan` prints), with and without pack/unpack copies, and a collective
 // the profile has no model for is never taken.
 TEST(StepCost, SearchPricesEqualPriceStep) {
-  const calib::Profile dtensor = calib::read_profile(kDTensorPath);
-  calib::Profile measured = dtensor;
-  measured.backend = "mpi";  // prices_copies: pack/unpack on top of the models
+  const test::ProfileVariants pv = test::profile_variants(kDTensorPath);
+  const calib::Profile &dtensor = pv.dtensor, &measured = pv.copies, &no_a2a = pv.no_a2a;
   ASSERT_TRUE(calib::prices_copies(measured));
-  calib::Profile no_a2a = dtensor;
-  std::erase_if(no_a2a.models,
-                [](const calib::Model& m) { return m.collective == Collective::AllToAll; });
   struct Case {
     const char *mesh, *from, *to, *shape;
     DType dt;

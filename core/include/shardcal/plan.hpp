@@ -157,7 +157,7 @@ void describe_legal_step_into(const DeviceMesh& mesh, const TensorMeta& meta,
 // The same for several steps out of one set of placements on one mesh dim (a search pricing a
 // state's candidates): prepare() computes what they share (the other mesh dims' extents), then
 // describe() each step by its kind and placement after. `mesh`, `meta` and the placements must
-// outlive the describes that follow a prepare().
+// outlive the describes that follow a prepare(). describe() before any prepare() throws Error.
 class StepDescriber {
  public:
   StepDescriber();

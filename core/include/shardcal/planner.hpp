@@ -4,6 +4,7 @@
 // communication, no dependency on the calibrate library (a profile's prices come in through
 // StepCostFn; shardcal/calibrate/step_cost.hpp builds one). Every rank computing the same
 // search with the same prices reaches the same plan.
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,6 +28,12 @@ using TrafficCostFn = std::function<double(const StepTraffic&)>;
 // callable (const Step&, const StepTraffic&) -> double, or, through from_traffic, a price that
 // depends on the step only through its traffic, mesh and dtype: the search then prices its
 // candidates without building their specs (the profile's prices are of this form).
+// A from_traffic price must be a pure function of (mesh, dtype, traffic): a search reuses a
+// price across states with equal traffic, and a PlanCache across searches on one graph. The
+// TrafficCostFn that bind() returns may keep per-search state: do not share one between
+// threads (bind one per thread; the Binder itself may be called concurrently). It must not be
+// empty (the search throws Error). operator() on a from_traffic cost binds on every call: fine
+// for pricing a plan's few steps, not for a loop (bind once and call the result instead).
 class StepCostFn {
  public:
   using Fn = std::function<double(const Step&, const StepTraffic&)>;
@@ -35,7 +42,7 @@ class StepCostFn {
 
   StepCostFn() = default;
   template <class F>
-    requires(!std::is_same_v<std::decay_t<F>, StepCostFn> &&
+    requires(!std::is_same_v<std::decay_t<F>, StepCostFn> && std::copy_constructible<F> &&
              std::is_invocable_r_v<double, F&, const Step&, const StepTraffic&>)
   StepCostFn(F f) : fn_(std::move(f)) {}  // NOLINT: implicit, as std::function's
   static StepCostFn from_traffic(Binder bind) {
@@ -48,6 +55,7 @@ class StepCostFn {
     return fn_ ? fn_(s, t) : bind_(s.before.mesh(), s.before.meta().dtype)(t);
   }
   explicit operator bool() const { return bool(fn_) || bool(bind_); }
+  bool traffic_only() const { return bool(bind_); }  // made by from_traffic
   // The traffic-only price for (mesh, dtype); empty when this cost needs the step itself.
   TrafficCostFn bind(const DeviceMesh& mesh, DType dtype) const {
     return bind_ ? bind_(mesh, dtype) : TrafficCostFn{};

@@ -72,7 +72,9 @@ StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int 
 // priced +inf (never taken). Prices from the traffic alone (StepCostFn::from_traffic), with
 // price_step's arithmetic (equal to the bit) but without its notes: per (mesh, mesh dim, dtype,
 // collective) the link class and the model predict() chooses are looked up once per cost
-// function, so a search's prices take no lock, build no string and allocate nothing.
+// function, so per step, after the first use of that (mesh dim, collective) in a search, a price
+// takes no lock, builds no string and allocates nothing (binding, once per search, locks the
+// shared memo and allocates the search's slots).
 StepCostFn profile_step_cost(const Profile& p, int ranks_per_host);
 
 }  // namespace shardcal::calib
