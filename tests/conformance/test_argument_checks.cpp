@@ -32,6 +32,19 @@ struct BadCall {
 
 std::string n_text(int n) { return std::to_string(n); }
 
+// Rank r passed one entry too many of a per-rank array `what` in a group of n.
+std::string one_too_many(const char* what, int r, int n) {
+  return "rank " + n_text(r) + " passed " + n_text(n + 1) + " " + what + " for a group of " +
+         n_text(n) + " (one entry per rank)";
+}
+
+// Element offsets 0, 1, ..., n-1: blocks of one element each, one per rank.
+Sizes unit_displs(const Communicator& c) {
+  Sizes d(std::size_t(c.size()));
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = i;
+  return d;
+}
+
 // Makes the bad call on c and expects it refused with "<op> on <describe()>: <problem>". A
 // problem names the rank that made the mistake: itself where each rank throws its own (mpi,
 // nccl, and point to point everywhere); on sim, which fails the whole collective with one
@@ -89,15 +102,11 @@ TEST(ArgumentChecks, SameMistakeSameMessageOnEveryBackend) {
          const Sizes counts(std::size_t(c.size()) + 1, 1), displs(std::size_t(c.size()), 0);
          c.all_gatherv(a, 1, b, counts, displs, DType::F32);
        },
-       [](int r, int n) {
-         return "rank " + n_text(r) + " passed " + n_text(n + 1) + " counts for a group of " +
-                n_text(n) + " (one entry per rank)";
-       }},
+       [](int r, int n) { return one_too_many("counts", r, n); }},
       {"all_gatherv",
        [](Communicator& c, void* a, void* b) {
-         Sizes counts(std::size_t(c.size()), 1), displs(std::size_t(c.size()), 0);
-         for (std::size_t i = 0; i < displs.size(); ++i) displs[i] = i;
-         c.all_gatherv(a, 2, b, counts, displs, DType::F32);
+         const Sizes counts(std::size_t(c.size()), 1);
+         c.all_gatherv(a, 2, b, counts, unit_displs(c), DType::F32);
        },
        [](int r, int) {
          return "counts[" + n_text(r) + "] is 1 but rank " + n_text(r) +
@@ -108,23 +117,16 @@ TEST(ArgumentChecks, SameMistakeSameMessageOnEveryBackend) {
          const Sizes counts(std::size_t(c.size()) + 1, 1);
          c.reduce_scatterv(a, b, counts, DType::F32, ReduceOp::Sum);
        },
-       [](int r, int n) {
-         return "rank " + n_text(r) + " passed " + n_text(n + 1) + " counts for a group of " +
-                n_text(n) + " (one entry per rank)";
-       }},
+       [](int r, int n) { return one_too_many("counts", r, n); }},
       {"all_to_allv",
        [](Communicator& c, void* a, void* b) {
          const Sizes ok(std::size_t(c.size()), 1), bad(std::size_t(c.size()) + 1, 0);
          c.all_to_allv(a, ok, ok, b, ok, bad, DType::F32);
        },
-       [](int r, int n) {
-         return "rank " + n_text(r) + " passed " + n_text(n + 1) + " recv_displs for a group of " +
-                n_text(n) + " (one entry per rank)";
-       }},
+       [](int r, int n) { return one_too_many("recv_displs", r, n); }},
       {"all_to_allv",
        [](Communicator& c, void* a, void* b) {
-         Sizes ones(std::size_t(c.size()), 1), displs(std::size_t(c.size()), 0);
-         for (std::size_t i = 0; i < displs.size(); ++i) displs[i] = i;
+         const Sizes ones(std::size_t(c.size()), 1), displs = unit_displs(c);
          Sizes recv_counts = ones;
          recv_counts[std::size_t(c.rank())] = 2;  // disagrees with what it sends itself
          c.all_to_allv(a, ones, displs, b, recv_counts, displs, DType::F32);
