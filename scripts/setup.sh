@@ -66,7 +66,8 @@ PACKAGES+=(iproute2 util-linux procps)  # procps: pgrep/pkill in scripts/slurm
 PACKAGES+=(libsimgrid-dev)
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
 [[ $WITH_SLURM == 1 ]] && PACKAGES+=(slurm-wlm munge)  # slurm: scripts/slurm/, docs/SLURM.md
-# libclang_rt.fuzzer*.a is in libclang-rt-14-dev, which clang-14 only recommends.
+# libclang_rt.fuzzer*.a is in libclang-rt-14-dev, which is only recommended (by
+# libclang-common-14-dev, a dependency of clang-14), so it is named here.
 [[ $WITH_FUZZ == 1 ]] && PACKAGES+=(clang-14 libclang-rt-14-dev)
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)
 

@@ -412,9 +412,14 @@ if wanted fuzz; then
   t0=$SECONDS
   dir=$BUILD_PREFIX-fuzz
   fuzz_cxx=$(command -v clang++-14 || command -v clang++ || true)
+  # clang prints the bare name back when it has no such file: the runtime package is missing.
+  fuzz_rt=${fuzz_cxx:+$("$fuzz_cxx" -print-file-name="libclang_rt.fuzzer-$(uname -m).a")}
   probe_asan
   if [[ -z $fuzz_cxx ]]; then
     STAGE_ERR="clang++ not found (scripts/setup.sh --with-fuzz installs clang-14)"
+    stage_failed_early fuzz "$t0"
+  elif [[ ! -f $fuzz_rt ]]; then
+    STAGE_ERR="$fuzz_cxx has no libFuzzer runtime (run scripts/setup.sh --with-fuzz)"
     stage_failed_early fuzz "$t0"
   elif stage_configure fuzz "$dir" "${SAN_CMAKE[@]}" -DSHARDCAL_SANITIZE=address,undefined \
     -DSHARDCAL_FUZZ=ON "-DCMAKE_CXX_COMPILER=$fuzz_cxx" "-DCMAKE_C_COMPILER=${fuzz_cxx/clang++/clang}" &&

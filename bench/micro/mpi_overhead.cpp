@@ -41,6 +41,7 @@
 #include "mpi/mpi_runtime.hpp"
 #include "shardcal/collectives.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/median.hpp"
 #include "shardcal/memory.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "sweep/config.hpp"
@@ -54,11 +55,7 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : s / double(v.size());
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using shardcal::formats::median;
 
 struct Args {
   int iterations = 200;

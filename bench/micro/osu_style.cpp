@@ -18,15 +18,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "shardcal/formats/median.hpp"
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
+using shardcal::formats::median;
 
 int main(int argc, char** argv) {
   bool multiple = false;

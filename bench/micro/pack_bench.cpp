@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "pack_legacy.hpp"
+#include "shardcal/formats/median.hpp"
 #include "shardcal/memory.hpp"
 
 namespace {
@@ -90,11 +91,7 @@ void copy_box_2threads(const BoxCopy& c) {
   t.join();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using shardcal::formats::median;
 
 // One untimed call first, so every batch measures its own steady state rather than the caches
 // the previous contender left behind.

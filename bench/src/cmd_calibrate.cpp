@@ -8,7 +8,7 @@
 #include "commands.hpp"
 #include "shardcal/calibrate/fit.hpp"
 #include "shardcal/calibrate/profile.hpp"
-#include "shardcal/calibrate/results.hpp"
+#include "shardcal/formats/results_reader.hpp"
 #include "shardcal/error.hpp"
 
 namespace shardbench {

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/atomic_write.hpp"
 #include "shardcal/gate/compare.hpp"
 
 namespace shardbench {
@@ -51,7 +52,7 @@ int run(const GateArgs& a) {
   std::vector<std::pair<std::string, std::string>> files;
   if (!a.json_out.empty()) files.emplace_back(a.json_out, g::report_to_json(r).dump(1) + "\n");
   if (!a.markdown_out.empty()) files.emplace_back(a.markdown_out, md);
-  g::write_texts_atomic(files);
+  shardcal::formats::write_texts_atomic(files);
   if (!a.quiet) std::cout << md << std::flush;
   for (const auto& w : r.warnings) std::cerr << ("shardbench: warning: " + w + "\n") << std::flush;
   if (r.verdict == "incomparable")

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "shardcal/calibrate/results.hpp"
+#include "shardcal/formats/sha256.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/plan.hpp"
@@ -181,7 +181,7 @@ int run(const PlanArgs& a) {
   const std::string greedy_unpriced = unpriced_reason(gsteps);
   const bool greedy_priced = greedy_unpriced.empty() && std::isfinite(g.total);
   const bool is_nested = nested(from) || nested(to);
-  const std::string sha = calib::sha256_file(a.profile);
+  const std::string sha = shardcal::formats::sha256_file(a.profile);
 
   if (a.json) {
     json j;

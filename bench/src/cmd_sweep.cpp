@@ -1,17 +1,14 @@
 // `shardbench sweep`: benchmark collectives along mesh dims and placement transitions over a
 // configured grid of meshes, sizes, dtypes and shard distributions.
-#include <atomic>
 #include <string>
 #include <utility>
-#include <cstdio>
 #include <iostream>
 
 #include "commands.hpp"
 #include "profile_planner.hpp"
 #include "shardcal/error.hpp"
 #include "sweep/config.hpp"
-#include "sweep/results.hpp"
-#include "sweep/signals.hpp"
+#include "sweep/provenance.hpp"
 #include "sweep/sweep.hpp"
 
 namespace shardbench {
@@ -136,66 +133,44 @@ Runner add_sweep_command(CLI::App& app) {
                              : job.resume     ? (job.resume_anyway ? "--resume --resume-anyway"
                                                                    : "--resume")
                                               : "--out");
-    std::atomic<int> code{0};
-    sw::install_stop_handlers();
-    try {
-      shardcal::launch(opts->backend.launch_options(), [&](shardcal::Communicator& world) {
-        // Every rank loads and validates the config itself (MPI ranks share nothing). Ranks may
-        // still have been given different input (MPMD launches, a config edited while the job
-        // starts, a file missing on one node): they agree on input errors and on the config
-        // collectively, so every rank fails with the same message, or all proceed.
+    return launch_ranks(opts->backend, [&](shardcal::Communicator& world) -> int {
+      // Every rank loads and validates the config itself (MPI ranks share nothing). Ranks may
+      // still have been given different input (MPMD launches, a config edited while the job
+      // starts, a file missing on one node): they agree on input errors and on the config
+      // collectively, so every rank fails with the same message, or all proceed.
+      sw::SweepJob mine = job;
+      std::string error = arg_error;
+      std::size_t n = 0;
+      if (error.empty()) {
         try {
-          sw::SweepJob mine = job;
-          std::string error = arg_error;
-          std::size_t n = 0;
-          if (error.empty()) {
-            try {
-              mine.config = sw::load_config(opts->config);
-              n = sw::expand_points(mine.config, world.size()).size();
-              const std::string prof = !opts->profile.empty() ? opts->profile : mine.config.profile;
-              if (!prof.empty())
-                mine.planner = make_cost_planner(
-                    std::make_shared<const LoadedProfile>(load_profile(
-                        prof, !opts->profile.empty() ? "--profile" : opts->config + ": /profile")),
-                    opts->ranks_per_host);
-              else if (opts->ranks_per_host > 0)
-                error = "--ranks-per-host only applies with --profile (or a config \"profile\")";
-            } catch (const std::exception& e) {
-              error = e.what();
-            }
-          }
-          sw::agree_on_input(world, error);
-          const std::string planned =
-              mode + ", planner " + mine.planner.describe(mine.planner.ranks_per_host).dump();
-          sw::check_same_job(world, mine.config.hash(), planned,
-                             "config " + opts->config + " (hash " + mine.config.hash() + "), " +
-                                 planned);
-          if (opts->check_only) {
-            if (world.rank() == 0)
-              std::cout << opts->config << ": ok, " << n << " points for " << world.size()
-                        << " ranks\n";
-            return;
-          }
-          code = sw::run_sweep_rank(world, mine);  // the same on every rank
-        } catch (const sw::InputError& e) {
-          // The ranks agreed on this error, so it is the same on every rank: report it on each
-          // (once for the in-process simulator), in one write so lines from several ranks do not
-          // mix, and return normally. Anything else (a failing collective) propagates to
-          // launch(), which handles peers.
-          if (!sim || world.rank() == 0) {
-            const std::string line = std::string("shardbench: error: ") + e.what() + "\n";
-            std::fwrite(line.data(), 1, line.size(), stderr);
-            std::fflush(stderr);
-          }
-          code = 2;
+          mine.config = sw::load_config(opts->config);
+          n = sw::expand_points(mine.config, world.size()).size();
+          const std::string prof = !opts->profile.empty() ? opts->profile : mine.config.profile;
+          if (!prof.empty())
+            mine.planner = make_cost_planner(
+                std::make_shared<const LoadedProfile>(load_profile(
+                    prof, !opts->profile.empty() ? "--profile" : opts->config + ": /profile")),
+                opts->ranks_per_host);
+          else if (opts->ranks_per_host > 0)
+            error = "--ranks-per-host only applies with --profile (or a config \"profile\")";
+        } catch (const std::exception& e) {
+          error = e.what();
         }
-      });
-    } catch (...) {
-      sw::restore_stop_handlers();
-      throw;
-    }
-    sw::restore_stop_handlers();
-    return code.load();
+      }
+      sw::agree_on_input(world, error);
+      const std::string planned =
+          mode + ", planner " + mine.planner.describe(mine.planner.ranks_per_host).dump();
+      sw::check_same_job(world, mine.config.hash(), planned,
+                         "config " + opts->config + " (hash " + mine.config.hash() + "), " +
+                             planned);
+      if (opts->check_only) {
+        if (world.rank() == 0)
+          std::cout << opts->config << ": ok, " << n << " points for " << world.size()
+                    << " ranks\n";
+        return 0;
+      }
+      return sw::run_sweep_rank(world, mine);  // the same on every rank
+    });
   };
 }
 

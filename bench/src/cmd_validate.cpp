@@ -1,11 +1,11 @@
-// `shardbench validate` (issue 9 item 4): does the cost-based planner choose well? For every
-// transition point of a sweep config: the plan the planner chooses under a calibrated profile,
-// the greedy (rule-based) plan and the k cheapest distinct plans, each measured with the sweep's
-// own transition timing (runner.cpp measure_transition: PlanWorkspace, barrier, timer, slowest
-// rank per sample, output check), interleaved in rounds so that drifting machine noise hits
-// every plan alike. Writes INTERFACES §2 / docs/RESULTS_FORMAT.md ("Validate file") atomically.
+// `shardbench validate`: does the cost-based planner choose well? A cost model is only worth
+// having if the plan it prices cheapest is also fast when measured. For every transition point
+// of a sweep config: the plan the planner chooses under a calibrated profile, the greedy
+// (rule-based) plan and the k cheapest distinct plans, each measured with the sweep's own
+// transition timing (runner.cpp measure_transition: PlanWorkspace, barrier, timer, slowest rank
+// per sample, output check), interleaved in rounds so that drifting machine noise hits every
+// plan alike. Writes the validate file (docs/RESULTS_FORMAT.md, "Validate file") atomically.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +19,9 @@
 #include "commands.hpp"
 #include "profile_planner.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/atomic_write.hpp"
+#include "shardcal/formats/median.hpp"
+#include "shardcal/formats/schemas.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
 #include "shardcal/topology.hpp"
@@ -38,9 +41,9 @@ namespace {
 using nlohmann::json;
 namespace sw = sweep;
 
-constexpr const char* kValidateSchema = "shardcal.validate";
-constexpr const char* kSummarySchema = "shardcal.validate.summary";
-constexpr int kValidateVersion = 1;
+using shardcal::formats::kValidateSchema;
+using shardcal::formats::kValidateVersion;
+constexpr const char* kSummarySchema = shardcal::formats::kValidateSummarySchema;
 
 struct ValidateCli {
   BackendOptions backend;
@@ -132,11 +135,6 @@ Planned plan_transition(const shardcal::TensorSpec& from, const shardcal::Tensor
   return out;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return sw::percentile_sorted(v, 0.5);
-}
 
 std::string fmt_us(double us) {
   char buf[32];
@@ -199,35 +197,28 @@ ValidatePoints plan_validate_points(shardcal::Communicator& world, const Validat
 }
 
 // Phase 2: rank 0 checks the directory now (before minutes of measuring) and opens the temporary
-// file renamed over --out at the end; every rank learns the outcome.
-void open_validate_output(shardcal::Communicator& world, const ValidateCli& cli,
-                          const std::string& tmp, std::ofstream& file) {
+// file renamed over --out at the end; every rank learns the outcome. Whatever ends the run early
+// (a signal, a failing collective) destroys the file uncommitted, which removes the temporary file.
+std::unique_ptr<shardcal::formats::AtomicFile> open_validate_output(shardcal::Communicator& world,
+                                                                   const ValidateCli& cli) {
   std::string status = "ok";
+  std::unique_ptr<shardcal::formats::AtomicFile> file;
   if (world.rank() == 0) {
     const auto dir = std::filesystem::path(cli.out).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir))
       status = "--out " + cli.out + ": directory " + dir.string() + " does not exist; create it first";
     else {
-      file.open(tmp, std::ios::binary | std::ios::trunc);
-      if (!file) status = "--out " + cli.out + ": cannot write " + tmp + " (" + std::strerror(errno) + ")";
+      try {
+        file = std::make_unique<shardcal::formats::AtomicFile>(cli.out);
+      } catch (const shardcal::Error& e) {
+        status = std::string("--out ") + e.what();
+      }
     }
   }
   world.broadcast_string(status, 0);
   if (status != "ok") throw sw::InputError(status);
+  return file;
 }
-
-// Whatever ends the run early (a signal, a failing collective) leaves no temp file.
-struct TempGuard {
-  bool armed;
-  std::ofstream& f;
-  const std::string& path;
-  ~TempGuard() {
-    if (!armed) return;
-    f.close();
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-};
 
 // Measures every plan of one transition in rounds; the order rotates so that no plan always runs
 // first (or right after another). Returns the stopping signal, 0 when every round ran.
@@ -392,7 +383,7 @@ json summary_record(std::size_t transitions, const Totals& t, const std::vector<
                               {"max", sorted.back()},
                               {"significant", t.n_significant}}},
                   {"mape", mape},
-                  {"greedy_speedup", {{"median", median_of(t.speedups)},
+                  {"greedy_speedup", {{"median", shardcal::formats::median_or_zero(t.speedups)},
                                       {"max", t.best_speedup},
                                       {"max_transition", t.best_speedup_label}}},
                   {"wrong", t.wrong}};
@@ -403,19 +394,17 @@ json summary_record(std::size_t transitions, const Totals& t, const std::vector<
 // Phase 4 (rank 0): the summary line, the file renamed over --out. Returns "ok" or the error.
 std::string finish_validate_output(const ValidateCli& cli, std::size_t transitions,
                                    const Totals& t, const json& simulation,
-                                   const std::string& tmp, std::ofstream& file, TempGuard& guard) {
+                                   shardcal::formats::AtomicFile& file) {
   std::vector<double> sorted = t.regrets;
   std::sort(sorted.begin(), sorted.end());
   const json summary = summary_record(transitions, t, sorted, simulation);
   std::string status = "ok";
-  file << summary.dump() << '\n';
-  file.flush();
-  bool ok = bool(file);
-  file.close();
-  std::error_code ec;
-  if (ok) std::filesystem::rename(tmp, cli.out, ec);
-  if (!ok || ec) status = "--out " + cli.out + ": writing the file failed";
-  else guard.armed = false;  // renamed: nothing left to clean up
+  file.stream() << summary.dump() << '\n';
+  try {
+    file.commit();
+  } catch (const shardcal::Error& e) {
+    status = "--out " + cli.out + ": writing the file failed (" + e.what() + ")";
+  }
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "validate: %zu transition(s): regret median %.3f, p95 %.3f (max %.3f; %zu beyond the "
@@ -447,10 +436,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
   // read before measuring, so a malformed description costs nothing.
   const json simulation = sw::simulation_description();
 
-  const std::string tmp = cli.out + ".tmp." + std::to_string(::getpid());
-  std::ofstream file;
-  open_validate_output(world, cli, tmp, file);
-  TempGuard guard{root, file, tmp};
+  const std::unique_ptr<shardcal::formats::AtomicFile> file = open_validate_output(world, cli);
   if (root && !cli.quiet) {
     std::fprintf(stderr, "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, %d rounds%s\n",
                  points.size(), profile.path.c_str(), profile.profile.cluster.c_str(), v.rph, cli.k, cli.rounds,
@@ -483,13 +469,13 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     json rec = transition_record(p, v.planned[ti], verdict, plans_json(plans, verdict, totals), cli,
                                  profile, v.rph);
     if (root) {
-      file << rec.dump() << '\n';
+      file->stream() << rec.dump() << '\n';
       std::cout << transition_line(ti, points.size(), p, plans, verdict) << std::endl;
     }
   }
 
   std::string status = "ok";
-  if (root) status = finish_validate_output(cli, points.size(), totals, simulation, tmp, file, guard);
+  if (root) status = finish_validate_output(cli, points.size(), totals, simulation, *file);
   world.broadcast_string(status, 0);
   if (status != "ok") throw shardcal::Error(status);
   if (totals.wrong > 0) {
@@ -499,6 +485,32 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     return 1;
   }
   return 0;
+}
+
+// What `shardbench validate` runs once its options are parsed; returns the exit code.
+int run_validate(const ValidateCli& cli) {
+  return launch_ranks(cli.backend, [&](shardcal::Communicator& world) -> int {
+    // Every rank loads its input; the ranks agree on errors (one message everywhere).
+    std::string error;
+    sw::SweepConfig cfg;
+    std::unique_ptr<LoadedProfile> prof;
+    try {
+      cfg = sw::load_config(cli.config);
+      const std::string path = !cli.profile.empty() ? cli.profile : cfg.profile;
+      if (path.empty())
+        throw shardcal::Error("validate needs --profile FILE (or a \"profile\" key in " + cli.config + ")");
+      prof = std::make_unique<LoadedProfile>(
+          load_profile(path, !cli.profile.empty() ? "--profile" : cli.config + ": /profile"));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    sw::agree_on_input(world, error);
+    const std::string mode = "validate k=" + std::to_string(cli.k) + " rounds=" +
+                             std::to_string(cli.rounds) + " profile " + prof->sha256 +
+                             " rph=" + std::to_string(cli.ranks_per_host);
+    sw::check_same_job(world, cfg.hash(), mode, "config " + cli.config + " (hash " + cfg.hash() + "), " + mode);
+    return run_validate_rank(world, cli, cfg, *prof);
+  });
 }
 
 }  // namespace
@@ -546,49 +558,7 @@ Runner add_validate_command(CLI::App& app) {
                   "from the ranks' hostnames (SHARDCAL_HOSTNAME)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", cli->quiet, "No header line on stderr (the per-transition lines stay)");
-  return [cli]() -> int {
-    const bool sim = cli->backend.backend == "sim";
-    std::atomic<int> code{0};
-    sw::install_stop_handlers();
-    try {
-      shardcal::launch(cli->backend.launch_options(), [&](shardcal::Communicator& world) {
-        // Every rank loads its input; the ranks agree on errors (one message everywhere).
-        try {
-          std::string error;
-          sw::SweepConfig cfg;
-          std::unique_ptr<LoadedProfile> prof;
-          try {
-            cfg = sw::load_config(cli->config);
-            const std::string path = !cli->profile.empty() ? cli->profile : cfg.profile;
-            if (path.empty())
-              throw shardcal::Error("validate needs --profile FILE (or a \"profile\" key in " + cli->config + ")");
-            prof = std::make_unique<LoadedProfile>(
-                load_profile(path, !cli->profile.empty() ? "--profile" : cli->config + ": /profile"));
-          } catch (const std::exception& e) {
-            error = e.what();
-          }
-          sw::agree_on_input(world, error);
-          const std::string mode = "validate k=" + std::to_string(cli->k) + " rounds=" +
-                                   std::to_string(cli->rounds) + " profile " + prof->sha256 +
-                                   " rph=" + std::to_string(cli->ranks_per_host);
-          sw::check_same_job(world, cfg.hash(), mode, "config " + cli->config + " (hash " + cfg.hash() + "), " + mode);
-          code = run_validate_rank(world, *cli, cfg, *prof);
-        } catch (const sw::InputError& e) {
-          if (!sim || world.rank() == 0) {
-            const std::string line = std::string("shardbench: error: ") + e.what() + "\n";
-            std::fwrite(line.data(), 1, line.size(), stderr);
-            std::fflush(stderr);
-          }
-          code = 2;
-        }
-      });
-    } catch (...) {
-      sw::restore_stop_handlers();
-      throw;
-    }
-    sw::restore_stop_handlers();
-    return code.load();
-  };
+  return [cli]() -> int { return run_validate(*cli); };
 }
 
 }  // namespace shardbench

@@ -29,4 +29,10 @@ struct BackendOptions {
   shardcal::LaunchOptions launch_options() const { return {backend, world, timeout_s}; }
 };
 
+// Runs rank(world) on every rank of backend's world with the stop handlers installed (restored
+// afterwards) and returns its exit code; a sweep::InputError (one the ranks agreed on) is
+// reported on stderr and gives exit code 2.
+int launch_ranks(const BackendOptions& backend,
+                 const std::function<int(shardcal::Communicator&)>& rank);
+
 }  // namespace shardbench

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "shardcal/calibrate/results.hpp"
+#include "shardcal/formats/sha256.hpp"
 #include "shardcal/error.hpp"
 
 namespace shardbench {
@@ -23,7 +23,7 @@ LoadedProfile load_profile(const std::string& path, const std::string& option) {
   } catch (const shardcal::Error& e) {
     throw shardcal::Error(option + " " + path + ": " + e.what());
   }
-  lp.sha256 = shardcal::calib::sha256_file(path);
+  lp.sha256 = shardcal::formats::sha256_file(path);
   return lp;
 }
 

@@ -20,6 +20,8 @@
 
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/median.hpp"
+#include "shardcal/formats/utc_time.hpp"
 
 namespace shardcal::calib {
 namespace {
@@ -65,13 +67,6 @@ double eval_coef(const Coef& k, double s, int n, Collective c, int conc = 1) {
 }
 
 double eval_obs(const Coef& k, const Obs& o, Collective c) { return eval_coef(k, o.s, o.n, c, o.c); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Weighted least squares of relative residuals, with an active set keeping alpha0, alpha_step
 // >= 0 and the slope >= kInvFloor (non-negative latencies, positive finite bandwidth; a
@@ -170,7 +165,7 @@ Coef irls(const std::vector<const Obs*>& o, Collective c, double k, bool content
       r[i] = (o[i]->y - eval_obs(coef, *o[i], c)) / o[i]->y;
     std::vector<double> ar(r.size());
     for (std::size_t i = 0; i < r.size(); ++i) ar[i] = std::abs(r[i]);
-    const double scale = std::max(median(ar) / 0.6745, 1e-3);
+    const double scale = std::max(formats::median_or_zero(ar) / 0.6745, 1e-3);
     double change = 0;
     for (std::size_t i = 0; i < r.size(); ++i) {
       const double u = std::abs(r[i]) / scale;
@@ -562,12 +557,12 @@ ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, 
     r[i] = (obs[i].y - pw_eval(fit->p, obs[i], op)) / obs[i].y;
     ar[i] = std::abs(r[i]);
   }
-  const double sigma = std::max(median(ar) / 0.6745, 1e-3);
+  const double sigma = std::max(formats::median_or_zero(ar) / 0.6745, 1e-3);
   for (const auto& [n, c] : classes) {
     std::vector<double> v;
     for (std::size_t i = 0; i < obs.size(); ++i)
       if (obs[i].n == n && obs[i].c == c) v.push_back(r[i]);
-    const double mid = median(v);
+    const double mid = formats::median_or_zero(v);
     const bool tested = int(v.size()) >= kMinClassPoints;
     const double se = tested ? 1.2533 * sigma / std::sqrt(double(v.size())) : INFINITY;
     const bool differs = tested && std::abs(mid) > opt.class_bias_min && std::abs(mid) > 3 * se;
@@ -618,15 +613,6 @@ std::string pct(std::optional<double> v) { return v ? fmt("%.1f%%", *v * 100) : 
 
 std::string eff_name(EffectiveSize e) {
   return e == EffectiveSize::Total ? "total" : "n_times_max";
-}
-
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -871,7 +857,7 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
 Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::string& cluster) {
   Profile p;
   p.cluster = cluster;
-  p.created = now_iso();
+  p.created = formats::utc_now_iso8601();
   p.backend = rs.backend;
   p.memory = rs.memory;
   p.shardcal_version = "unknown";

@@ -22,6 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/atomic_write.hpp"
+#include "shardcal/formats/json.hpp"
 
 namespace shardcal::calib {
 
@@ -39,12 +41,12 @@ std::string value_text(const json& v) {
   return s;
 }
 
-// Collects the context of one parse so every error names the file and the JSON pointer.
+// Collects the context of one parse so every error names the file, the JSON pointer and its line.
 struct Reader {
-  std::string origin;
+  formats::JsonSource src;
 
   [[noreturn]] void fail(const std::string& ptr, const std::string& what, const std::string& fix) const {
-    throw Error(origin + ": " + (ptr.empty() ? std::string("/") : ptr) + ": " + what + "; " + fix);
+    src.fail(ptr, what + "; " + fix);
   }
 
   const json& member(const json& obj, const std::string& ptr, const char* key) const {
@@ -364,36 +366,18 @@ Domain effective_domain(const Model& m) {
 }
 
 Profile parse_profile(const std::string& json_text, const std::string& origin) {
-  Reader r{origin};
-  json doc;
-  try {
-    // The callback bounds nesting: the parser itself is iterative, but dumping "extra" and
-    // destroying values recurse.
-    doc = json::parse(json_text, [&](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxDepth)
-        throw Error(origin + ": JSON nested deeper than " + std::to_string(kMaxDepth) +
-                    " levels; a profile is never that deep: the file is corrupt, regenerate it");
-      return true;
-    });
-  } catch (const json::exception& e) {
-    throw Error(origin + ": not valid JSON (" + e.what() +
-                "); the file may be truncated or corrupt: regenerate it with shardbench calibrate");
-  }
+  Reader r{formats::JsonSource(origin, json_text)};
+  const json doc = formats::parse_json(
+      json_text, origin,
+      "the profile is not valid JSON: it may be truncated or corrupt; regenerate it with "
+      "shardbench calibrate",
+      kMaxDepth);
   return r.profile(doc);
 }
 
 Profile read_profile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(path + ": is a directory, not a profile file; give the path of the .json file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot open profile (" + std::strerror(errno) +
-                "); check the path (built-in profiles are in configs/profiles/)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(path + ": read error; check the file");
-  const std::string text = ss.str();
+  const std::string text = formats::read_text_file(
+      path, "profile", "check the path (built-in profiles are in configs/profiles/)");
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(path + ": the profile file is empty; regenerate it with shardbench calibrate");
   return parse_profile(text, path);
@@ -494,34 +478,7 @@ std::string profile_to_json(const Profile& p) {
 }
 
 void write_profile_atomic(const Profile& p, const std::string& path) {
-  const std::string text = profile_to_json(p);
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  fs::path dir = target.parent_path();
-  if (dir.empty()) dir = ".";
-  std::random_device rd;
-  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                              std::to_string(rd()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw Error(path + ": cannot create a temporary file in " + dir.string() + " (" + std::strerror(errno) +
-                  "); check that the directory exists and is writable");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(path + ": write failed (disk full?); nothing was written");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    throw Error(path + ": cannot rename the temporary file into place (" + ec.message() + ")");
-  }
+  formats::write_text_atomic(path, profile_to_json(p));
 }
 
 namespace {

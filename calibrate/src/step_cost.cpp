@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/link_class.hpp"
 
 namespace shardcal::calib {
 
@@ -57,11 +58,9 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
       }
       max_hosts = std::max(max_hosts, hosts);
     }
-  // The results reader's rule for groups at once per host (calibrate/src/results.cpp).
-  const double c = double(groups) * double(max_hosts) / double(std::max(1, n_hosts));
-  const LinkClass lc =
-      group_link_class(mesh.extent(mesh_dim), max_hosts, std::max(1, int(std::lround(c))));
-  return lc;
+  // The results reader's rule for groups at once per host.
+  return group_link_class(mesh.extent(mesh_dim), max_hosts,
+                          formats::concurrent_groups(groups, max_hosts, n_hosts));
 }
 
 double local_copy_GBps(const Profile& p) {

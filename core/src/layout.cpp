@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "shardcal/error.hpp"
+#include "shardcal/hash.hpp"
 
 namespace shardcal {
 
@@ -268,12 +269,7 @@ TensorSpec TensorSpec::deserialize(std::string_view text) {
 }
 
 std::uint64_t TensorSpec::hash() const {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : serialize()) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return h;
+  return fnv1a64(serialize());
 }
 
 }  // namespace shardcal

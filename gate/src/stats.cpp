@@ -117,17 +117,6 @@ std::vector<double> holm(std::span<const double> p) {
   return q;
 }
 
-double median(std::span<const double> v) {
-  if (v.empty()) throw Error("median of an empty sample");
-  std::vector<double> s(v.begin(), v.end());
-  const std::size_t n = s.size(), h = n / 2;
-  std::nth_element(s.begin(), s.begin() + std::ptrdiff_t(h), s.end());
-  const double hi = s[h];
-  if (n % 2) return hi;
-  const double lo = *std::max_element(s.begin(), s.begin() + std::ptrdiff_t(h));
-  return 0.5 * (lo + hi);
-}
-
 namespace {
 double quantile_sorted(const std::vector<double>& s, double q) {
   const double pos = q * double(s.size() - 1);
@@ -263,15 +252,6 @@ std::optional<std::string> sample_problem(std::span<const double> s, int min_sam
   std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * double(n - best) / double(n));
   return "bimodal samples (a gap from " + fmt_time(std::exp(v[best - 1])) + " to " +
          fmt_time(std::exp(v[best])) + ", " + pct + " of the samples above it)";
-}
-
-std::uint64_t fnv1a64(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 }  // namespace shardcal::gate

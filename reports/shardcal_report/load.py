@@ -3,7 +3,7 @@
 Every defect raises InputError with one message naming the file, the line (JSON Lines) and the
 field, and saying how to fix it. Formats: sweep results (docs/RESULTS_FORMAT.md), profiles
 (docs/PROFILE_FORMAT.md, read by the shardcal package, calibrate/python), `shardbench validate`
-JSON Lines and `shardbench gate` JSON reports (INTERFACES: docs/REPORTS.md "Inputs").
+JSON Lines and `shardbench gate` JSON reports (docs/REPORTS.md "Inputs").
 """
 
 from __future__ import annotations
@@ -16,11 +16,17 @@ from typing import Any, Optional
 
 import shardcal.profile as sp
 
-RESULTS_SCHEMA = "shardcal.sweep.results"
-RESULTS_VERSION = 2
-VALIDATE_SCHEMA = "shardcal.validate"
-VALIDATE_SUMMARY_SCHEMA = "shardcal.validate.summary"
-GATE_SCHEMA = "shardcal.gate"
+# The formats' identities and the link-class rule, as the C++ side defines them
+# (formats/formats.json; a test keeps it equal to formats/include/shardcal/formats/).
+FORMATS_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "formats",
+                            "formats.json")
+with open(FORMATS_JSON, encoding="utf-8") as _f:
+    FORMATS = json.load(_f)
+RESULTS_SCHEMA = FORMATS["schemas"]["results"]["schema"]
+RESULTS_VERSION = FORMATS["schemas"]["results"]["version"]
+VALIDATE_SCHEMA = FORMATS["schemas"]["validate"]["schema"]
+VALIDATE_SUMMARY_SCHEMA = FORMATS["schemas"]["validate_summary"]["schema"]
+GATE_SCHEMA = FORMATS["schemas"]["gate"]["schema"]
 
 
 class InputError(Exception):
@@ -169,8 +175,8 @@ class Run:
 
 
 def concurrent_groups(groups: int, hosts_spanned: int, n_hosts: int) -> int:
-    """Groups of one mesh dim at once on one host, as calibrate/src/results.cpp concurrent():
-    round(groups * hosts_spanned / n_hosts), at least 1."""
+    """Groups of one mesh dim at once on one host: FORMATS["link_class"]["concurrent_groups"]
+    (its rule and worked examples; tests/reports/formats_sync_test.py checks this against them)."""
     c = groups * hosts_spanned / max(1, n_hosts)
     return max(1, int(math.floor(c + 0.5)))
 

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardcal/calibrate/fit.hpp"
-#include "shardcal/calibrate/results.hpp"
+#include "shardcal/formats/results_reader.hpp"
 #include "shardcal/error.hpp"
 #include "synthetic_results.hpp"
 

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardcal/calibrate/fit.hpp"
-#include "shardcal/calibrate/results.hpp"
+#include "shardcal/formats/results_reader.hpp"
 #include "synthetic_results.hpp"
 
 namespace {

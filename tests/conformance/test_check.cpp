@@ -6,6 +6,7 @@
 
 #include "shardcal/check.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/hash.hpp"
 #include "spmd.hpp"
 
 namespace shardcal {
@@ -13,12 +14,6 @@ namespace {
 
 using testing::run_spmd;
 using testing::world_for;
-
-std::uint64_t text_hash(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // Runs check_same_spec and returns the error text ("" if it did not throw).
 std::string spec_error(Communicator& c, std::uint64_t hash, const std::string& desc) {
@@ -72,7 +67,7 @@ TEST(CheckSameSpec, EveryRankThrowsTheSameTextWithManyGroups) {
     EXPECT_NE(msg.find("(3 distinct specs)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("spec C: spec #2"), std::string::npos) << msg;
     // Same text on every rank: the descriptions came from the lowest rank of each group.
-    const auto hashes = c.all_gather_u64(text_hash(msg));
+    const auto hashes = c.all_gather_u64(fnv1a64(msg));
     for (auto h : hashes) EXPECT_EQ(h, hashes[0]);
   });
 }

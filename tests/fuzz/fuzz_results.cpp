@@ -1,12 +1,10 @@
 // libFuzzer target: the sweep results reader (JSON Lines) that `shardbench calibrate` uses.
 #include "fuzz_target.hpp"
-#include "shardcal/calibrate/results.hpp"
-#include "shardcal/error.hpp"
+#include "shardcal/formats/results_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  try {
-    (void)shardcal::calib::read_results({shardcal::fuzz::write_temp(data, size, ".jsonl")});
-  } catch (const shardcal::Error&) {
-  }
+  shardcal::fuzz::accepts([&] {
+    (void)shardcal::formats::read_results({shardcal::fuzz::write_temp(data, size, ".jsonl")});
+  });
   return 0;
 }

@@ -495,8 +495,9 @@ def cmd_resumecheck(args):
         r = subprocess.run(sweep_cmd(args, cfg, ["--resume", out, "--shard", "1/2"]),
                            capture_output=True, text=True)
         if r.returncode != 0 or open(out).read() != before:
-            fail(f"resume of a complete shard 1/2: rc {r.returncode}, points appended "
-                 f"{len(read_records(out)) - before.count(chr(10))}: {r.stderr[-3000:]}")
+            after = open(out).read()
+            fail(f"resume of a complete shard 1/2: rc {r.returncode}, lines appended "
+                 f"{after.count(chr(10)) - before.count(chr(10))}: {r.stderr[-3000:]}")
         print("ok: resuming a complete shard 1/2 appends nothing")
 
 

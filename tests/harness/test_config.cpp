@@ -131,8 +131,8 @@ TEST(SweepConfig, StructuralErrors) {
             "x.json: /collectives/0: collective \"all_gather\" selects no mesh dim of size >= 2 on any "
             "configured mesh; check \"dims\" against the meshes");
   EXPECT_EQ(error_of([] { (void)load_config("/nonexistent/cfg.json"); }),
-            "/nonexistent/cfg.json: cannot open the sweep config (does the file exist? "
-            "configs/local.json is the default quick sweep)");
+            "/nonexistent/cfg.json: cannot open the sweep config (No such file or directory); does "
+            "the file exist? configs/local.json is the default quick sweep");
 }
 
 TEST(SweepConfig, ExpandsMeshesDimsAndSkipsDistributionsForSingleBufferOps) {

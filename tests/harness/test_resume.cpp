@@ -11,11 +11,12 @@
 #include <vector>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/results_writer.hpp"
 #include "spmd.hpp"
-#include "sweep/results.hpp"
 #include "sweep/sweep.hpp"
 
 using namespace shardbench::sweep;
+using namespace shardcal::formats;
 using nlohmann::json;
 using shardcal::Communicator;
 

@@ -16,12 +16,13 @@
 #include <vector>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/results_writer.hpp"
 #include "spmd.hpp"
-#include "sweep/results.hpp"
 #include "sweep/slurm_env.hpp"
 #include "sweep/sweep.hpp"
 
 using namespace shardbench::sweep;
+using namespace shardcal::formats;
 using nlohmann::json;
 
 namespace {

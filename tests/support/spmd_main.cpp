@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "shardcal/check.hpp"
+#include "shardcal/hash.hpp"
 #include "shardcal/launch.hpp"
 #include "spmd.hpp"
 
@@ -41,12 +42,6 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
   std::string test_ = "(between tests)";
 };
 
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 shardcal::LaunchOptions launch_options() {
   shardcal::LaunchOptions o;
   o.backend = shardcal::testing::backend_name();
@@ -69,7 +64,7 @@ int prepare_ranks() {
         std::to_string(::testing::UnitTest::GetInstance()->total_test_count()) + " tests, repeat " +
         std::to_string(GTEST_FLAG_GET(repeat)) + (GTEST_FLAG_GET(shuffle) ? ", shuffled" : "") +
         (GTEST_FLAG_GET(also_run_disabled_tests) ? ", with disabled tests" : "");
-    shardcal::check_same_spec(world, "conformance test selection", fnv1a(selection), selection);
+    shardcal::check_same_spec(world, "conformance test selection", shardcal::fnv1a64(selection), selection);
   });
   return rank;
 }

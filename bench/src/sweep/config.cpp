@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/json.hpp"
+#include "shardcal/hash.hpp"
 #include "shardcal/mesh.hpp"
 #include "shardcal/placement.hpp"
 
@@ -22,17 +24,13 @@ std::string_view mode_name(Mode m) {
 
 namespace {
 
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-// Collects the file name and turns (pointer, message) into one user-facing error.
+// Collects the file name and turns (pointer, message) into one user-facing error naming the
+// field and, for a file of several lines, its line.
 struct Ctx {
   const std::string& source;
+  shardcal::formats::JsonSource src;
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-    throw Error(source + ": " + (where.empty() ? "/" : where) + ": " + what);
+    src.fail(where, what);
   }
 };
 
@@ -137,29 +135,16 @@ std::vector<Distribution> parse_distributions(const Ctx& c, const json& v, const
 
 std::string SweepConfig::hash() const {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(json.dump())));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(shardcal::fnv1a64(json.dump())));
   return buf;
 }
 
-SweepConfig parse_config(const json& j, const std::string& source) {
-  const Ctx c{source};
-  SweepConfig cfg;
-  cfg.source = source;
-  cfg.json = j;
-  if (!j.is_object()) c.fail("", "the config must be a JSON object, got " + type_name(j));
-  expect_keys(c, j, "",
-              {"name", "meshes", "collectives", "transitions", "transition_distributions", "sizes",
-               "dtypes", "distributions", "warmup", "iterations", "time_budget_s", "adaptive",
-               "check", "mode", "pipeline_depth", "buffer_rotation", "profile"});
-  if (j.contains("name")) get_string(c, j["name"], "/name");
-  if (j.contains("profile")) {
-    cfg.profile = get_string(c, j["profile"], "/profile");
-    if (cfg.profile.empty())
-      c.fail("/profile", "empty path; give a profile file (e.g. configs/profiles/dtensor-default.json) "
-                         "or leave the key out for the greedy planner");
-  }
+namespace {
 
-  // meshes
+constexpr std::int64_t kMaxBytes = std::int64_t(1) << 40;  // largest size or rotation, bytes
+
+// "meshes": a list of meshes, or {"factorizations": true, "max_dims": N}.
+void parse_meshes(const Ctx& c, const json& j, SweepConfig& cfg) {
   if (!j.contains("meshes"))
     c.fail("/meshes", "missing (required); e.g. \"meshes\": [\"4\", \"2x2\"] or "
                       "{\"factorizations\": true, \"max_dims\": 3}");
@@ -182,117 +167,116 @@ SweepConfig parse_config(const json& j, const std::string& source) {
           c.fail(where, "duplicate mesh \"" + text + "\"");
         cfg.meshes.push_back(mesh.to_string());
       } catch (const Error& e) {
-        if (std::string(e.what()).rfind(source + ": ", 0) == 0) throw;
+        if (std::string(e.what()).rfind(c.source + ": ", 0) == 0) throw;
         c.fail(where, std::string("bad mesh \"") + text + "\": " + e.what());
       }
     }
   }
+}
 
-  // collectives
-  if (j.contains("collectives")) {
-    const json& arr = get_array(c, j["collectives"], "/collectives", false);
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-      const std::string where = "/collectives/" + std::to_string(i);
-      CollectiveSelection sel;
-      sel.where = where;
-      std::string name;
-      std::string name_where = where;
-      if (arr[i].is_object()) {
-        expect_keys(c, arr[i], where, {"op", "dims"});
-        if (!arr[i].contains("op")) c.fail(where + "/op", "missing; e.g. {\"op\": \"all_gather\", \"dims\": [0]}");
-        name_where = where + "/op";
-        name = get_string(c, arr[i]["op"], name_where);
-        if (arr[i].contains("dims")) {
-          const json& d = arr[i]["dims"];
-          if (d == "all") {
-            sel.all_dims = true;
-          } else {
-            const json& da = get_array(c, d, where + "/dims", true);
-            sel.all_dims = false;
-            for (std::size_t k = 0; k < da.size(); ++k)
-              sel.dims.push_back(int(get_int(c, da[k], where + "/dims/" + std::to_string(k), 0, 2)));
-          }
-        }
-      } else {
-        name = get_string(c, arr[i], where);
-      }
-      const auto op = find_collective(name);
-      if (!op)
-        c.fail(name_where, "unknown collective \"" + name + "\"; expected one of " + collective_list());
-      sel.op = *op;
-      cfg.collectives.push_back(std::move(sel));
-    }
-  }
-
-  // transitions
-  if (j.contains("transitions")) {
-    const json& t = j["transitions"];
-    if (t.is_string()) {
-      if (t != "all_single_dim")
-        c.fail("/transitions", "unknown value " + t.dump() +
-                                   "; expected \"all_single_dim\" or a list of {\"mesh\", \"from\", \"to\"}");
-      cfg.transitions.push_back({"all", true, "", "", {}, "/transitions"});
-    } else {
-      const json& arr = get_array(c, t, "/transitions", false);
-      for (std::size_t i = 0; i < arr.size(); ++i) {
-        const std::string where = "/transitions/" + std::to_string(i);
-        if (!arr[i].is_object())
-          c.fail(where, "expected an object {\"mesh\": \"2x2\", \"from\": \"S(0),R\", \"to\": \"R,R\"}");
-        expect_keys(c, arr[i], where, {"mesh", "from", "to", "all_single_dim", "shape"});
-        TransitionSelection sel;
-        sel.where = where;
-        sel.mesh = arr[i].contains("mesh") ? get_string(c, arr[i]["mesh"], where + "/mesh") : "all";
-        if (sel.mesh != "all") {
-          try {
-            sel.mesh = shardcal::DeviceMesh::parse(sel.mesh).to_string();
-          } catch (const Error& e) {
-            c.fail(where + "/mesh", "bad mesh \"" + sel.mesh + "\": " + e.what());
-          }
-        }
-        if (arr[i].contains("shape")) {
-          const std::string text = get_string(c, arr[i]["shape"], where + "/shape");
-          try {
-            sel.shape = shardcal::parse_shape(text);
-          } catch (const Error& e) {
-            c.fail(where + "/shape", e.what());
-          }
-          if (sel.shape.empty() || shardcal::numel(sel.shape) == 0)
-            c.fail(where + "/shape", "the tensor must have at least one element, e.g. \"64x32\"");
-        }
-        if (arr[i].contains("all_single_dim")) {
-          if (arr[i]["all_single_dim"] != true)
-            c.fail(where + "/all_single_dim", "must be true when present");
-          if (arr[i].contains("from") || arr[i].contains("to"))
-            c.fail(where, "give either all_single_dim or from/to, not both");
-          sel.all_single_dim = true;
+// "collectives": names, or {"op": NAME, "dims": [..] | "all"} objects.
+void parse_collectives(const Ctx& c, const json& collectives, SweepConfig& cfg) {
+  const json& arr = get_array(c, collectives, "/collectives", false);
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const std::string where = "/collectives/" + std::to_string(i);
+    CollectiveSelection sel;
+    sel.where = where;
+    std::string name;
+    std::string name_where = where;
+    if (arr[i].is_object()) {
+      expect_keys(c, arr[i], where, {"op", "dims"});
+      if (!arr[i].contains("op")) c.fail(where + "/op", "missing; e.g. {\"op\": \"all_gather\", \"dims\": [0]}");
+      name_where = where + "/op";
+      name = get_string(c, arr[i]["op"], name_where);
+      if (arr[i].contains("dims")) {
+        const json& d = arr[i]["dims"];
+        if (d == "all") {
+          sel.all_dims = true;
         } else {
-          for (const char* key : {"from", "to"}) {
-            if (!arr[i].contains(key))
-              c.fail(where + "/" + key, "missing; a transition needs \"from\" and \"to\" placements, e.g. \"S(0),R\"");
-            std::string text = get_string(c, arr[i][key], where + "/" + key);
-            try {
-              (void)shardcal::parse_placements(text);
-            } catch (const Error& e) {
-              c.fail(where + "/" + key, std::string("bad placement: ") + e.what());
-            }
-            (std::string_view(key) == "from" ? sel.from : sel.to) = text;
-          }
+          const json& da = get_array(c, d, where + "/dims", true);
+          sel.all_dims = false;
+          for (std::size_t k = 0; k < da.size(); ++k)
+            sel.dims.push_back(int(get_int(c, da[k], where + "/dims/" + std::to_string(k), 0, 2)));
         }
-        cfg.transitions.push_back(std::move(sel));
       }
+    } else {
+      name = get_string(c, arr[i], where);
+    }
+    const auto op = find_collective(name);
+    if (!op)
+      c.fail(name_where, "unknown collective \"" + name + "\"; expected one of " + collective_list());
+    sel.op = *op;
+    cfg.collectives.push_back(std::move(sel));
+  }
+}
+
+// One entry of "transitions": a mesh ("all" by default), an optional tensor shape, and either
+// from/to placements or all_single_dim.
+TransitionSelection parse_transition(const Ctx& c, const json& t, const std::string& where) {
+  if (!t.is_object())
+    c.fail(where, "expected an object {\"mesh\": \"2x2\", \"from\": \"S(0),R\", \"to\": \"R,R\"}");
+  expect_keys(c, t, where, {"mesh", "from", "to", "all_single_dim", "shape"});
+  TransitionSelection sel;
+  sel.where = where;
+  sel.mesh = t.contains("mesh") ? get_string(c, t["mesh"], where + "/mesh") : "all";
+  if (sel.mesh != "all") {
+    try {
+      sel.mesh = shardcal::DeviceMesh::parse(sel.mesh).to_string();
+    } catch (const Error& e) {
+      c.fail(where + "/mesh", "bad mesh \"" + sel.mesh + "\": " + e.what());
     }
   }
-  if (cfg.collectives.empty() && cfg.transitions.empty())
-    c.fail("", "nothing to run: give \"collectives\" and/or \"transitions\"");
-  if (j.contains("transition_distributions"))
-    cfg.transition_distributions =
-        parse_distributions(c, j["transition_distributions"], "/transition_distributions");
+  if (t.contains("shape")) {
+    const std::string text = get_string(c, t["shape"], where + "/shape");
+    try {
+      sel.shape = shardcal::parse_shape(text);
+    } catch (const Error& e) {
+      c.fail(where + "/shape", e.what());
+    }
+    if (sel.shape.empty() || shardcal::numel(sel.shape) == 0)
+      c.fail(where + "/shape", "the tensor must have at least one element, e.g. \"64x32\"");
+  }
+  if (t.contains("all_single_dim")) {
+    if (t["all_single_dim"] != true)
+      c.fail(where + "/all_single_dim", "must be true when present");
+    if (t.contains("from") || t.contains("to"))
+      c.fail(where, "give either all_single_dim or from/to, not both");
+    sel.all_single_dim = true;
+  } else {
+    for (const char* key : {"from", "to"}) {
+      if (!t.contains(key))
+        c.fail(where + "/" + key, "missing; a transition needs \"from\" and \"to\" placements, e.g. \"S(0),R\"");
+      std::string text = get_string(c, t[key], where + "/" + key);
+      try {
+        (void)shardcal::parse_placements(text);
+      } catch (const Error& e) {
+        c.fail(where + "/" + key, std::string("bad placement: ") + e.what());
+      }
+      (std::string_view(key) == "from" ? sel.from : sel.to) = text;
+    }
+  }
+  return sel;
+}
 
-  // sizes
+// "transitions": "all_single_dim" or a list of entries.
+void parse_transitions(const Ctx& c, const json& t, SweepConfig& cfg) {
+  if (t.is_string()) {
+    if (t != "all_single_dim")
+      c.fail("/transitions", "unknown value " + t.dump() +
+                                 "; expected \"all_single_dim\" or a list of {\"mesh\", \"from\", \"to\"}");
+    cfg.transitions.push_back({"all", true, "", "", {}, "/transitions"});
+    return;
+  }
+  const json& arr = get_array(c, t, "/transitions", false);
+  for (std::size_t i = 0; i < arr.size(); ++i)
+    cfg.transitions.push_back(parse_transition(c, arr[i], "/transitions/" + std::to_string(i)));
+}
+
+// "sizes": a list of byte counts, or {"min", "max", "factor"}.
+void parse_sizes(const Ctx& c, const json& j, SweepConfig& cfg) {
   if (!j.contains("sizes"))
     c.fail("/sizes", "missing (required); e.g. \"sizes\": {\"min\": 8, \"max\": 1048576, \"factor\": 4}");
   const json& s = j["sizes"];
-  constexpr std::int64_t kMaxBytes = std::int64_t(1) << 40;
   if (s.is_array()) {
     get_array(c, s, "/sizes", true);
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -321,27 +305,48 @@ SweepConfig parse_config(const json& j, const std::string& source) {
   } else {
     c.fail("/sizes", "expected {\"min\", \"max\", \"factor\"} or a list of byte counts, got " + type_name(s));
   }
+}
 
-  if (j.contains("dtypes")) {
-    cfg.dtypes.clear();
-    const json& arr = get_array(c, j["dtypes"], "/dtypes", true);
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-      const std::string where = "/dtypes/" + std::to_string(i);
-      const std::string text = get_string(c, arr[i], where);
-      try {
-        const DType t = shardcal::parse_dtype(text);
-        if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), t) != cfg.dtypes.end())
-          c.fail(where, "duplicate dtype \"" + text + "\"");
-        cfg.dtypes.push_back(t);
-      } catch (const Error& e) {
-        if (std::string(e.what()).rfind(source + ": ", 0) == 0) throw;
-        c.fail(where, e.what());
-      }
+void parse_dtypes(const Ctx& c, const json& dtypes, SweepConfig& cfg) {
+  cfg.dtypes.clear();
+  const json& arr = get_array(c, dtypes, "/dtypes", true);
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const std::string where = "/dtypes/" + std::to_string(i);
+    const std::string text = get_string(c, arr[i], where);
+    try {
+      const DType t = shardcal::parse_dtype(text);
+      if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), t) != cfg.dtypes.end())
+        c.fail(where, "duplicate dtype \"" + text + "\"");
+      cfg.dtypes.push_back(t);
+    } catch (const Error& e) {
+      if (std::string(e.what()).rfind(c.source + ": ", 0) == 0) throw;
+      c.fail(where, e.what());
     }
   }
-  if (j.contains("distributions"))
-    cfg.distributions = parse_distributions(c, j["distributions"], "/distributions");
+}
 
+// "mode": one timing mode or a list of them.
+void parse_modes(const Ctx& c, const json& mv, SweepConfig& cfg) {
+  json arr = mv.is_string() ? json::array({mv}) : mv;
+  const std::string base = mv.is_string() ? "/mode" : "/mode/";
+  get_array(c, arr, "/mode", true);
+  cfg.modes.clear();
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const std::string where = mv.is_string() ? base : base + std::to_string(i);
+    const std::string text = get_string(c, arr[i], where);
+    Mode md;
+    if (text == "per_iteration") md = Mode::PerIteration;
+    else if (text == "pipelined") md = Mode::Pipelined;
+    else c.fail(where, "unknown mode \"" + text + "\"; expected per_iteration or pipelined");
+    if (std::find(cfg.modes.begin(), cfg.modes.end(), md) != cfg.modes.end())
+      c.fail(where, "duplicate mode \"" + text + "\"");
+    cfg.modes.push_back(md);
+  }
+}
+
+// The timing protocol: warmup, iterations, time budget, adaptive stopping, check, modes,
+// pipeline depth and buffer rotation.
+void parse_protocol(const Ctx& c, const json& j, SweepConfig& cfg) {
   if (j.contains("warmup")) cfg.warmup = int(get_int(c, j["warmup"], "/warmup", 0, 1000000));
   if (j.contains("iterations")) {
     const json& it = j["iterations"];
@@ -368,24 +373,7 @@ SweepConfig parse_config(const json& j, const std::string& source) {
     if (!j["check"].is_boolean()) c.fail("/check", "expected true or false, got " + j["check"].dump());
     cfg.check = j["check"].get<bool>();
   }
-  if (j.contains("mode")) {
-    const json& mv = j["mode"];
-    json arr = mv.is_string() ? json::array({mv}) : mv;
-    const std::string base = mv.is_string() ? "/mode" : "/mode/";
-    get_array(c, arr, "/mode", true);
-    cfg.modes.clear();
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-      const std::string where = mv.is_string() ? base : base + std::to_string(i);
-      const std::string text = get_string(c, arr[i], where);
-      Mode md;
-      if (text == "per_iteration") md = Mode::PerIteration;
-      else if (text == "pipelined") md = Mode::Pipelined;
-      else c.fail(where, "unknown mode \"" + text + "\"; expected per_iteration or pipelined");
-      if (std::find(cfg.modes.begin(), cfg.modes.end(), md) != cfg.modes.end())
-        c.fail(where, "duplicate mode \"" + text + "\"");
-      cfg.modes.push_back(md);
-    }
-  }
+  if (j.contains("mode")) parse_modes(c, j["mode"], cfg);
   if (j.contains("pipeline_depth"))
     cfg.pipeline_depth = int(get_int(c, j["pipeline_depth"], "/pipeline_depth", 1, 100000));
   if (j.contains("buffer_rotation")) {
@@ -396,49 +384,58 @@ SweepConfig parse_config(const json& j, const std::string& source) {
     if (r.contains("max_slots"))
       cfg.rotation_max_slots = int(get_int(c, r["max_slots"], "/buffer_rotation/max_slots", 1, 1 << 20));
   }
+}
+
+SweepConfig parse_config_doc(const json& j, const std::string& source, std::string_view text) {
+  const Ctx c{source, shardcal::formats::JsonSource(source, text)};
+  SweepConfig cfg;
+  cfg.source = source;
+  cfg.json = j;
+  cfg.text = std::string(text);
+  if (!j.is_object()) c.fail("", "the config must be a JSON object, got " + type_name(j));
+  expect_keys(c, j, "",
+              {"name", "meshes", "collectives", "transitions", "transition_distributions", "sizes",
+               "dtypes", "distributions", "warmup", "iterations", "time_budget_s", "adaptive",
+               "check", "mode", "pipeline_depth", "buffer_rotation", "profile"});
+  if (j.contains("name")) get_string(c, j["name"], "/name");
+  if (j.contains("profile")) {
+    cfg.profile = get_string(c, j["profile"], "/profile");
+    if (cfg.profile.empty())
+      c.fail("/profile", "empty path; give a profile file (e.g. configs/profiles/dtensor-default.json) "
+                         "or leave the key out for the greedy planner");
+  }
+
+  parse_meshes(c, j, cfg);
+  if (j.contains("collectives")) parse_collectives(c, j["collectives"], cfg);
+  if (j.contains("transitions")) parse_transitions(c, j["transitions"], cfg);
+  if (cfg.collectives.empty() && cfg.transitions.empty())
+    c.fail("", "nothing to run: give \"collectives\" and/or \"transitions\"");
+  if (j.contains("transition_distributions"))
+    cfg.transition_distributions =
+        parse_distributions(c, j["transition_distributions"], "/transition_distributions");
+  parse_sizes(c, j, cfg);
+  if (j.contains("dtypes")) parse_dtypes(c, j["dtypes"], cfg);
+  if (j.contains("distributions"))
+    cfg.distributions = parse_distributions(c, j["distributions"], "/distributions");
+  parse_protocol(c, j, cfg);
   return cfg;
 }
 
+}  // namespace
+
+SweepConfig parse_config(const json& j, const std::string& source) {
+  return parse_config_doc(j, source, {});
+}
+
 SweepConfig parse_config_text(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // Turn the byte offset into line:column, which is what editors show.
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') ++line, col = 1;
-      else ++col;
-    }
-    std::string what = e.what();
-    const auto pos = what.find("syntax error");
-    throw Error(source + ": line " + std::to_string(line) + ", column " + std::to_string(col) +
-                ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
-  } catch (const json::out_of_range& e) {
-    // Overflow ("number overflow parsing '1e999'") carries no offset: find the literal's line.
-    const std::string what = e.what();
-    const auto q = what.find('\'');
-    const auto q2 = q == std::string::npos ? q : what.find('\'', q + 1);
-    std::string where = source;
-    if (q2 != std::string::npos) {
-      const auto at = text.find(what.substr(q + 1, q2 - q - 1));
-      if (at != std::string::npos)
-        where += ": line " + std::to_string(1 + std::count(text.begin(), text.begin() + at, '\n'));
-    }
-    throw Error(where + ": a number is outside the range of a double (" + what +
-                "); use a finite value");
-  }
-  return parse_config(j, source);
+  return parse_config_doc(shardcal::formats::parse_json(text, source, ""), source, text);
 }
 
 SweepConfig load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot open the sweep config (does the file exist? configs/local.json is "
-                       "the default quick sweep)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config_text(ss.str(), path);
+  return parse_config_text(
+      shardcal::formats::read_text_file(
+          path, "the sweep config", "does the file exist? configs/local.json is the default quick sweep"),
+      path);
 }
 
 CollectiveShape collective_shape(Collective op, DType t, std::int64_t size_bytes,
@@ -566,9 +563,10 @@ std::vector<std::string> resolve_meshes(const SweepConfig& cfg, int world) {
   return cfg.mesh_factorizations ? factorizations(world, cfg.mesh_max_dims) : cfg.meshes;
 }
 
-std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
-  const Ctx c{cfg.source};
-  const std::vector<std::string> meshes = resolve_meshes(cfg, world);
+namespace {
+
+// Every configured mesh must hold exactly the world's ranks.
+void check_meshes_fit(const Ctx& c, const std::vector<std::string>& meshes, int world) {
   for (std::size_t i = 0; i < meshes.size(); ++i) {
     const auto mesh = shardcal::DeviceMesh::parse(meshes[i]);
     if (mesh.size() != world) {
@@ -583,7 +581,12 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
                  " or {\"factorizations\": true}");
     }
   }
+}
 
+// The collective points: mesh x selected dim x dtype x distribution x mode x size. A selection
+// that produces none is a config mistake, not a silent no-op.
+std::vector<Point> collective_points(const Ctx& c, const SweepConfig& cfg,
+                                     const std::vector<std::string>& meshes) {
   std::vector<Point> pts;
   for (const std::string& mesh_text : meshes) {
     const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
@@ -622,7 +625,6 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
       }
     }
   }
-  // Selections that produce nothing are config mistakes, not silent no-ops.
   for (const auto& sel : cfg.collectives) {
     bool any = false;
     for (const auto& p : pts) any = any || (!p.transition && p.op == sel.op);
@@ -631,87 +633,113 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
                             "\" selects no mesh dim of size >= 2 on any configured mesh; check \"dims\" "
                             "against the meshes");
   }
+  return pts;
+}
 
-  for (const auto& sel : cfg.transitions) {
-    std::vector<std::string> on;
-    if (sel.mesh == "all") {
-      on = meshes;
-    } else {
-      const auto mesh = shardcal::DeviceMesh::parse(sel.mesh);
-      if (mesh.size() != world)
-        c.fail(sel.where + "/mesh", "mesh \"" + sel.mesh + "\" has " + std::to_string(mesh.size()) +
-                                        " ranks but the world has " + std::to_string(world));
-      on = {sel.mesh};
+// The meshes a transition selection runs on: its own, or every configured mesh its placements fit.
+std::vector<std::string> transition_meshes(const Ctx& c, const TransitionSelection& sel,
+                                           const std::vector<std::string>& meshes, int world) {
+  std::vector<std::string> on;
+  if (sel.mesh == "all") {
+    on = meshes;
+  } else {
+    const auto mesh = shardcal::DeviceMesh::parse(sel.mesh);
+    if (mesh.size() != world)
+      c.fail(sel.where + "/mesh", "mesh \"" + sel.mesh + "\" has " + std::to_string(mesh.size()) +
+                                      " ranks but the world has " + std::to_string(world));
+    on = {sel.mesh};
+  }
+  // "all" means every configured mesh the pair fits (one placement per mesh dim), so one
+  // config serves several world sizes; a pair that fits none is an error.
+  if (sel.mesh == "all" && !sel.all_single_dim) {
+    const std::size_t dims = shardcal::parse_placements(sel.from).size();
+    std::erase_if(on, [&](const std::string& m) {
+      return std::size_t(shardcal::DeviceMesh::parse(m).ndim()) != dims;
+    });
+    if (on.empty()) {
+      std::string list;
+      for (const auto& m : meshes) list += (list.empty() ? "" : ", ") + m;
+      c.fail(sel.where + "/from", "\"" + sel.from + "\" has " + std::to_string(dims) +
+                                       " placements but no configured mesh has " +
+                                       std::to_string(dims) + " dims (meshes: " + list + ")");
     }
-    // "all" means every configured mesh the pair fits (one placement per mesh dim), so one
-    // config serves several world sizes; a pair that fits none is an error.
-    if (sel.mesh == "all" && !sel.all_single_dim) {
-      const std::size_t dims = shardcal::parse_placements(sel.from).size();
-      std::erase_if(on, [&](const std::string& m) {
-        return std::size_t(shardcal::DeviceMesh::parse(m).ndim()) != dims;
-      });
-      if (on.empty()) {
-        std::string list;
-        for (const auto& m : meshes) list += (list.empty() ? "" : ", ") + m;
-        c.fail(sel.where + "/from", "\"" + sel.from + "\" has " + std::to_string(dims) +
-                                         " placements but no configured mesh has " +
-                                         std::to_string(dims) + " dims (meshes: " + list + ")");
-      }
-    }
-    for (const auto& mesh_text : on) {
-      const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
-      std::vector<std::pair<std::string, std::string>> pairs;
-      if (sel.all_single_dim) {
-        const char* kinds[] = {"S(0)", "S(1)", "R", "P"};
-        for (int d = 0; d < mesh.ndim(); ++d) {
-          if (mesh.extent(d) < 2) continue;
-          for (const char* a : kinds)
-            for (const char* b : kinds) {
-              if (std::string_view(a) == b) continue;
-              std::string fa, fb;
-              for (int k = 0; k < mesh.ndim(); ++k) {
-                fa += (k ? "," : "") + std::string(k == d ? a : "R");
-                fb += (k ? "," : "") + std::string(k == d ? b : "R");
-              }
-              pairs.emplace_back(fa, fb);
-            }
+  }
+  return on;
+}
+
+// The (from, to) pairs of a selection on one mesh: its own pair, or with all_single_dim every
+// pair of distinct single-dim placements.
+std::vector<std::pair<std::string, std::string>> transition_pairs(const TransitionSelection& sel,
+                                                                  const shardcal::DeviceMesh& mesh) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (sel.all_single_dim) {
+    const char* kinds[] = {"S(0)", "S(1)", "R", "P"};
+    for (int d = 0; d < mesh.ndim(); ++d) {
+      if (mesh.extent(d) < 2) continue;
+      for (const char* a : kinds)
+        for (const char* b : kinds) {
+          if (std::string_view(a) == b) continue;
+          std::string fa, fb;
+          for (int k = 0; k < mesh.ndim(); ++k) {
+            fa += (k ? "," : "") + std::string(k == d ? a : "R");
+            fb += (k ? "," : "") + std::string(k == d ? b : "R");
+          }
+          pairs.emplace_back(fa, fb);
         }
-      } else {
-        pairs.emplace_back(sel.from, sel.to);
-      }
-      for (const auto& [fa, fb] : pairs)
+    }
+  } else {
+    pairs.emplace_back(sel.from, sel.to);
+  }
+  return pairs;
+}
+
+// One transition point; its placements are checked on the mesh and the tensor.
+Point transition_point(const Ctx& c, const TransitionSelection& sel, const std::string& mesh_text,
+                       const std::string& fa, const std::string& fb, DType t,
+                       const Distribution& dist, std::int64_t size) {
+  const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
+  Point p;
+  p.transition = true;
+  p.mesh = mesh_text;
+  p.dtype = t;
+  p.dist = dist;
+  p.size = size;
+  p.from_given = fa;
+  p.to_given = fb;
+  p.shape = sel.shape.empty() ? transition_shape(size, t) : sel.shape;
+  const shardcal::TensorMeta meta{p.shape, t};
+  for (int side = 0; side < 2; ++side) {
+    const std::string& text = side == 0 ? fa : fb;
+    const std::string where = sel.where + (sel.all_single_dim ? "" : side == 0 ? "/from" : "/to");
+    try {
+      (side == 0 ? p.from_canonical : p.to_canonical) =
+          shardcal::placements_to_string(shardcal::parse_placements(text));
+      auto ps = apply_distribution(shardcal::parse_placements(text), mesh, p.shape, dist);
+      const shardcal::TensorSpec spec(mesh, ps, meta);  // validates
+      (side == 0 ? p.from : p.to) = shardcal::placements_to_string(spec.placements());
+    } catch (const Error& e) {
+      c.fail(where, "bad placement \"" + text + "\" on mesh " + mesh_text + " for a " +
+                        shardcal::shape_to_string(p.shape) + " tensor: " + e.what());
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
+  const Ctx c{cfg.source, shardcal::formats::JsonSource(cfg.source, cfg.text)};
+  const std::vector<std::string> meshes = resolve_meshes(cfg, world);
+  check_meshes_fit(c, meshes, world);
+  std::vector<Point> pts = collective_points(c, cfg, meshes);
+  for (const auto& sel : cfg.transitions)
+    for (const auto& mesh_text : transition_meshes(c, sel, meshes, world))
+      for (const auto& [fa, fb] : transition_pairs(sel, shardcal::DeviceMesh::parse(mesh_text)))
         for (DType t : cfg.dtypes)
           for (const auto& dist : cfg.transition_distributions)
             for (std::int64_t size : sel.shape.empty() ? cfg.sizes : std::vector<std::int64_t>{
-                     shardcal::numel(sel.shape) * std::int64_t(shardcal::dtype_size(t))}) {
-              Point p;
-              p.transition = true;
-              p.mesh = mesh_text;
-              p.dtype = t;
-              p.dist = dist;
-              p.size = size;
-              p.from_given = fa;
-              p.to_given = fb;
-              p.shape = sel.shape.empty() ? transition_shape(size, t) : sel.shape;
-              const shardcal::TensorMeta meta{p.shape, t};
-              for (int side = 0; side < 2; ++side) {
-                const std::string& text = side == 0 ? fa : fb;
-                const std::string where = sel.where + (sel.all_single_dim ? "" : side == 0 ? "/from" : "/to");
-                try {
-                  (side == 0 ? p.from_canonical : p.to_canonical) =
-                      shardcal::placements_to_string(shardcal::parse_placements(text));
-                  auto ps = apply_distribution(shardcal::parse_placements(text), mesh, p.shape, dist);
-                  const shardcal::TensorSpec spec(mesh, ps, meta);  // validates
-                  (side == 0 ? p.from : p.to) = shardcal::placements_to_string(spec.placements());
-                } catch (const Error& e) {
-                  c.fail(where, "bad placement \"" + text + "\" on mesh " + mesh_text + " for a " +
-                                    shardcal::shape_to_string(p.shape) + " tensor: " + e.what());
-                }
-              }
-              pts.push_back(std::move(p));
-            }
-    }
-  }
+                     shardcal::numel(sel.shape) * std::int64_t(shardcal::dtype_size(t))})
+              pts.push_back(transition_point(c, sel, mesh_text, fa, fb, t, dist, size));
   std::set<std::string> seen;
   for (std::size_t i = 0; i < pts.size(); ++i) {
     pts[i].index = i;

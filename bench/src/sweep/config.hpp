@@ -45,6 +45,7 @@ struct TransitionSelection {
 struct SweepConfig {
   std::string source;   // file name used in messages
   nlohmann::json json;  // the config as given (hashed into the results context)
+  std::string text;     // its file text when read from one (error messages name lines)
 
   bool mesh_factorizations = false;
   int mesh_max_dims = 3;
@@ -68,7 +69,7 @@ struct SweepConfig {
   int pipeline_depth = 8;
   std::int64_t rotation_bytes = 32 << 20;  // rotate buffer slots until this much is covered
   int rotation_max_slots = 1024;
-  // Cost-based planning of transitions (issue 9): a profile path ("" = the greedy planner);
+  // Cost-based planning of transitions: a profile path ("" = the greedy planner);
   // relative paths are relative to the working directory, like --profile, which overrides it.
   std::string profile;
 
@@ -80,7 +81,7 @@ SweepConfig parse_config(const nlohmann::json& j, const std::string& source);
 SweepConfig parse_config_text(const std::string& text, const std::string& source);
 SweepConfig load_config(const std::string& path);
 
-// Element counts and byte conventions of one collective point (DESIGN §4).
+// Element counts and byte conventions of one collective point (docs/RESULTS_FORMAT.md).
 struct CollectiveShape {
   int n = 1;
   bool uniform = true;                // non-v form
@@ -104,7 +105,7 @@ shardcal::Shape transition_shape(std::int64_t size_bytes, shardcal::DType t);
 // follows, so the check sees the last timed run's output.
 inline constexpr int kTimingLoopVersion = 2;
 
-// How a point is timed (DESIGN §5); part of the point's identity.
+// How a point is timed (docs/RESULTS_FORMAT.md); part of the point's identity.
 struct Protocol {
   Mode mode = Mode::PerIteration;
   int ops_per_sample = 1;             // pipeline depth (1 in per-iteration mode)

@@ -12,25 +12,37 @@
 
 #include "shardcal/check.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/results_writer.hpp"
+#include "shardcal/formats/schemas.hpp"
+#include "shardcal/formats/utc_time.hpp"
+#include "shardcal/hash.hpp"
 #include "shardcal/launch.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
 #include "shardcal/redistribute.hpp"
 #include "shardcal/topology.hpp"
 #include "sweep/progress.hpp"
-#include "sweep/results.hpp"
+#include "sweep/provenance.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/signals.hpp"
 #include "sweep/simulation_env.hpp"
 #include "sweep/slurm_env.hpp"
-#include "sweep/step_record.hpp"
 #include "sweep/stats.hpp"
+#include "sweep/step_record.hpp"
 
 namespace shardbench::sweep {
 
 using nlohmann::json;
 using shardcal::Communicator;
 using shardcal::Error;
+using shardcal::fnv1a64;
+using shardcal::formats::context_differences;
+using shardcal::formats::host_renames;
+using shardcal::formats::kResultsSchema;
+using shardcal::formats::kResultsVersion;
+using shardcal::formats::read_for_resume;
+using shardcal::formats::ResultsFile;
+using shardcal::formats::ResumeState;
 
 namespace {
 
@@ -68,12 +80,6 @@ std::string human_time(double s) {
   return buf;
 }
 
-std::uint64_t fnv1a64(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // The context record of this run (line 1 of a new file; appended on --resume-anyway).
 json make_context(const SweepJob& job, Communicator& world, const shardcal::Topology& topo,
                   std::size_t points_total) {
@@ -82,7 +88,7 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
   ctx["type"] = "context";
   ctx["schema"] = kResultsSchema;
   ctx["version"] = kResultsVersion;
-  ctx["date"] = utc_now_iso8601();
+  ctx["date"] = shardcal::formats::utc_now_iso8601();
   ctx["command_line"] = job.command_line;
   ctx["config_path"] = job.config_path;
   ctx["config_hash"] = cfg.hash();

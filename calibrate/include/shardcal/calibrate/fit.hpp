@@ -8,9 +8,16 @@
 #include <vector>
 
 #include "shardcal/calibrate/profile.hpp"
-#include "shardcal/calibrate/results.hpp"
+#include "shardcal/formats/results_reader.hpp"
 
 namespace shardcal::calib {
+
+// The fitter's input: sweep results as shardcal_formats reads them.
+using formats::CollectivePoint;
+using formats::read_results;
+using formats::ResultSet;
+using formats::TransitionPoint;
+using formats::TransitionStep;
 
 struct FitOptions {
   std::string mode = "per_iteration";  // timing mode the models describe

@@ -18,11 +18,12 @@
 
 #include "shardcal/collectives.hpp"
 #include "shardcal/dtype.hpp"
+#include "shardcal/formats/schemas.hpp"
 
 namespace shardcal::calib {
 
-inline constexpr const char* kProfileSchema = "shardcal.profile";
-inline constexpr int kProfileVersion = 1;
+using formats::kProfileSchema;
+using formats::kProfileVersion;
 
 // What a planner can compute before running anything for one mesh dim's groups.
 struct LinkClass {

@@ -15,9 +15,6 @@
 
 namespace shardcal::gate {
 
-inline constexpr const char* kGateSchema = "shardcal.gate";
-inline constexpr int kGateVersion = 1;
-
 // One point of a run: its identity and its per-iteration (or per-repetition) times, seconds.
 struct Series {
   std::string key;    // sweep: the record's key; Google Benchmark: run_name
@@ -144,14 +141,6 @@ Report compare_runs(const RunData& baseline, const RunData& candidate, const Opt
                     const calib::Profile* candidate_profile = nullptr);
 
 nlohmann::json report_to_json(const Report& r);
-// Writes text to path through a temporary file in the same directory and a rename: a failed
-// write leaves no (partial) file. Throws Error naming the path.
-void write_text_atomic(const std::string& path, const std::string& text);
-// Several files written together: every text goes to a temporary file first (an existing
-// directory as a target, or a failed write, removes them all and throws before any target is
-// touched), then each is renamed into place, the first path last. A caller puts the file that
-// records success (the JSON report) first.
-void write_texts_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 std::string report_markdown(const Report& r);
 
 }  // namespace shardcal::gate

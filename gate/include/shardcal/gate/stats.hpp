@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "shardcal/formats/median.hpp"
+
 namespace shardcal::gate {
 
 // Mann-Whitney U test (Mann & Whitney 1947), two-sided, normal approximation with the tie
@@ -42,7 +44,7 @@ std::vector<double> benjamini_hochberg(std::span<const double> p);
 std::vector<double> holm(std::span<const double> p);
 
 // numpy-style median (mean of the two middle values for even n). Throws Error on empty input.
-double median(std::span<const double> v);
+using formats::median;
 
 // Percentile bootstrap (Efron & Tibshirani 1993, ch. 13) of median(candidate) / median(baseline):
 // `resamples` times, resample each side with replacement (independently, std::mt19937_64 seeded
@@ -80,8 +82,5 @@ std::optional<std::string> sample_problem(std::span<const double> s, int min_sam
 
 // The q-quantile of a sample (linear interpolation, as numpy's default). Throws Error on empty.
 double quantile(std::span<const double> v, double q);
-
-// FNV-1a 64 of a string (per-point bootstrap seeds that do not depend on the point order).
-std::uint64_t fnv1a64(const std::string& s);
 
 }  // namespace shardcal::gate

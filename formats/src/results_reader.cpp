@@ -1,17 +1,19 @@
-// Sweep results reader for the calibrator (docs/RESULTS_FORMAT.md, docs/CALIBRATION.md).
-#include "shardcal/calibrate/results.hpp"
-
-#include <openssl/evp.h>
+// Sweep results reader (docs/RESULTS_FORMAT.md, docs/CALIBRATION.md).
+#include "shardcal/formats/results_reader.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <memory>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/json.hpp"
+#include "shardcal/formats/link_class.hpp"
+#include "shardcal/formats/median.hpp"
+#include "shardcal/formats/schemas.hpp"
+#include "shardcal/formats/sha256.hpp"
 #include "shardcal/layout.hpp"
 
-namespace shardcal::calib {
+namespace shardcal::formats {
 namespace {
 
 using nlohmann::json;
@@ -56,45 +58,33 @@ double num_field(const json& rec, const char* name, const std::string& where) {
   return d;
 }
 
-// numpy-style (linear) median.
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-int concurrent(int groups, int hosts_spanned, int n_hosts) {
-  const double c = double(groups) * double(hosts_spanned) / double(std::max(1, n_hosts));
-  return std::max(1, int(std::lround(c)));
-}
-
 // Only the format this reader understands: version 1 files record the old (wrong) transition
 // step bytes, and a later version may change what fields mean.
 void check_format(const json& rec, const std::string& where) {
   const auto sc = rec.find("schema");
-  if (sc == rec.end() || !sc->is_string() || sc->get<std::string>() != kSweepResultsSchema)
+  if (sc == rec.end() || !sc->is_string() || sc->get<std::string>() != kResultsSchema)
     fail(where, "the context record's schema is " +
                     (sc == rec.end() ? std::string("missing") : sc->dump()) + ", expected \"" +
-                    kSweepResultsSchema +
+                    kResultsSchema +
                     "\"; this is not a shardbench sweep results file (docs/RESULTS_FORMAT.md)");
   const auto v = rec.find("version");
   const std::string got = v == rec.end() ? std::string("missing") : v->dump();
   if (v == rec.end() || !v->is_number_integer())
     fail(where, "the context record's version is " + got + ", expected the integer " +
-                    std::to_string(kSweepResultsVersion) +
+                    std::to_string(kResultsVersion) +
                     "; the file is corrupt or not a sweep results file");
   const auto ver = v->get<std::int64_t>();
-  if (ver < kSweepResultsVersion)
+  if (ver < kResultsVersion)
     fail(where,
          "results format version " + got +
              " is too old: version 1 files record wrong transition step "
              "bytes, so a fit from them would be wrong; re-run the sweep with this shardbench "
              "(`shardbench sweep --out FILE`, format version " +
-             std::to_string(kSweepResultsVersion) + ")");
-  if (ver != kSweepResultsVersion)
+             std::to_string(kResultsVersion) + ")");
+  if (ver != kResultsVersion)
     fail(where, "results format version " + got +
                     " is unknown to this calibrator (it reads version " +
-                    std::to_string(kSweepResultsVersion) +
+                    std::to_string(kResultsVersion) +
                     "); calibrate with the shardbench that wrote the file");
 }
 
@@ -107,33 +97,6 @@ json context_summary(const json& rec) {
 }
 
 }  // namespace
-
-std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open for sha256");
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    throw Error("sha256: OpenSSL EVP_DigestInit_ex failed");
-  std::vector<char> buf(1 << 16);
-  while (in) {
-    in.read(buf.data(), std::streamsize(buf.size()));
-    const std::streamsize got = in.gcount();
-    if (got > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), std::size_t(got)) != 1)
-      throw Error("sha256: OpenSSL EVP_DigestUpdate failed");
-  }
-  if (in.bad()) throw Error(path + ": read error while hashing");
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1)
-    throw Error("sha256: OpenSSL EVP_DigestFinal_ex failed");
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned i = 0; i < len; ++i) {
-    s += hex[md[i] >> 4];
-    s += hex[md[i] & 15];
-  }
-  return s;
-}
 
 ResultSet read_results(const std::vector<std::string>& paths) {
   if (paths.empty()) throw Error("no results file given; pass --results FILE.jsonl");
@@ -165,7 +128,9 @@ ResultSet read_results(const std::vector<std::string>& paths) {
                         "); the file is corrupt or not a sweep results file");
       } catch (const json::out_of_range& e) {
         // A number outside a double's range (1e999): valid JSON syntax, but no sweep writes it.
-        fail(where, std::string("a number is out of range (") + e.what() +
+        const JsonLocation loc = find_out_of_range_number(line);
+        fail(where, "a number is out of range (field " +
+                        (loc.pointer.empty() ? std::string("/") : loc.pointer) + ": " + e.what() +
                         "); the file is corrupt or not a sweep results file");
       }
       if (!rec.is_object()) fail(where, "the record is not a JSON object");
@@ -222,7 +187,7 @@ ResultSet read_results(const std::vector<std::string>& paths) {
         rs.skipped.push_back({where, key, "no samples or a non-positive sample"});
         continue;
       }
-      const double med = median_of(s);
+      const double med = median(s);
       if (kind == "collective") {
         CollectivePoint p;
         p.where = where;
@@ -239,7 +204,7 @@ ResultSet read_results(const std::vector<std::string>& paths) {
         p.hosts_spanned = pos_int_field(rec, "hosts_spanned", where);
         p.max_ranks_per_host = pos_int_field(rec, "max_ranks_per_host", where);
         p.n_hosts = n_hosts;
-        p.concurrent_groups = concurrent(p.groups, p.hosts_spanned, n_hosts);
+        p.concurrent_groups = concurrent_groups(p.groups, p.hosts_spanned, n_hosts);
         p.elem_size = pos_int_field(rec, "elem_size", where);
         const json& counts = field(rec, "counts", where);
         if (!counts.is_array()) fail(where, "field \"counts\" is not an array");
@@ -297,7 +262,7 @@ ResultSet read_results(const std::vector<std::string>& paths) {
           step.group_size = pos_int_field(st, "group_size", where);
           step.hosts_spanned = pos_int_field(st, "hosts_spanned", where);
           step.concurrent_groups =
-              concurrent(std::max(1, world / step.group_size), step.hosts_spanned, n_hosts);
+              concurrent_groups(std::max(1, world / step.group_size), step.hosts_spanned, n_hosts);
           step.bytes = num_field(st, "bytes", where);
           if (step.op) {  // what the step moves (format version 2): S_eff needs the counts
             step.elem_size = pos_int_field(st, "elem_size", where);
@@ -334,4 +299,4 @@ ResultSet read_results(const std::vector<std::string>& paths) {
   return rs;
 }
 
-}  // namespace shardcal::calib
+}  // namespace shardcal::formats

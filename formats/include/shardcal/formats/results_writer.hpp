@@ -1,5 +1,5 @@
 #pragma once
-// Results as JSON Lines (docs/RESULTS_FORMAT.md, configs/schema/results.schema.json): a context
+// Writer of sweep results (the reader for tools is results_reader.hpp): results as JSON Lines (docs/RESULTS_FORMAT.md, configs/schema/results.schema.json): a context
 // record, then one record per point (--resume-anyway may append further context records; each
 // point belongs to the context before it). Only rank 0 writes; each record is one write of one
 // complete line followed by a flush, so an interrupted run leaves whole lines only.
@@ -9,32 +9,10 @@
 #include <string>
 #include <vector>
 
-namespace shardbench::sweep {
+#include "shardcal/formats/schemas.hpp"
 
-inline constexpr const char* kResultsSchema = "shardcal.sweep.results";
-// 2: transition keys use canonical placements (the user's text is kept in from_given/to_given),
-// every point carries its timing protocol (also part of its key), the context records git_dirty.
-inline constexpr int kResultsVersion = 2;
+namespace shardcal::formats {
 
-// Values the context record needs from outside the sweep library.
-struct RunInfo {
-  std::string config_path;
-  std::string command_line;
-  std::string backend;
-  int world = 0;
-  std::vector<int> rank_host;            // host index of each world rank
-  std::vector<std::string> host_names;   // per host index
-  std::vector<std::pair<std::string, std::string>> library_versions;
-};
-
-std::string utc_now_iso8601();
-std::string process_command_line();  // /proc/self/cmdline, shell-quoted where needed
-// `git describe --always --abbrev=12` of the source tree at BUILD time (every build re-reads it;
-// "unknown" outside git), and whether tracked files differed from that commit: 1 dirty, 0 clean,
-// -1 unknown.
-std::string git_revision();
-int git_dirty();
-std::string shardcal_version();
 
 class ResultsFile {
  public:
@@ -86,4 +64,4 @@ std::vector<std::string> context_differences(const nlohmann::json& file_context,
 std::vector<std::string> host_renames(const nlohmann::json& file_context,
                                       const nlohmann::json& this_run);
 
-}  // namespace shardbench::sweep
+}  // namespace shardcal::formats

@@ -1,6 +1,7 @@
 #pragma once
-// Reader of sweep results (JSON Lines, docs/RESULTS_FORMAT.md) for the calibrator: the points a
-// fit needs, the context records they came from, and the sha256 of every file (provenance).
+// Reader of sweep results (JSON Lines, docs/RESULTS_FORMAT.md) for the calibrator and the gate:
+// the points a fit needs, the context records they came from, and the sha256 of every file
+// (provenance). The writer is results_writer.hpp; both take the format from schemas.hpp.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,12 +12,7 @@
 #include "shardcal/collectives.hpp"
 #include "shardcal/dtype.hpp"
 
-namespace shardcal::calib {
-
-// The sweep results format this reader accepts (bench/src/sweep/results.hpp kResultsSchema /
-// kResultsVersion; calibrate.cli checks a fresh sweep is read). Other versions are refused.
-inline constexpr const char* kSweepResultsSchema = "shardcal.sweep.results";
-inline constexpr int kSweepResultsVersion = 2;
+namespace shardcal::formats {
 
 // One timed collective along one mesh dim.
 struct CollectivePoint {
@@ -33,7 +29,7 @@ struct CollectivePoint {
   int hosts_spanned = 1;
   int max_ranks_per_host = 1;
   int n_hosts = 1;           // hosts of the world (from the context record)
-  int concurrent_groups = 1; // groups with ranks on one host: round(groups * hosts_spanned / n_hosts)
+  int concurrent_groups = 1; // groups with ranks on one host (link_class.hpp)
   int elem_size = 1;
   std::vector<std::int64_t> counts;
   double bytes = 0;          // S of the collective table
@@ -108,7 +104,4 @@ struct ResultSet {
 // that differ between context records (one profile describes one backend on one memory space).
 ResultSet read_results(const std::vector<std::string>& paths);
 
-// sha256 of a file's bytes as 64 lowercase hex digits (OpenSSL libcrypto). Throws on I/O errors.
-std::string sha256_file(const std::string& path);
-
-}  // namespace shardcal::calib
+}  // namespace shardcal::formats

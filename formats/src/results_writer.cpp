@@ -1,4 +1,4 @@
-#include "sweep/results.hpp"
+#include "shardcal/formats/results_writer.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -11,53 +11,12 @@
 #include <vector>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/json.hpp"
+#include "shardcal/formats/schemas.hpp"
 
-#include "shardcal_git_revision.hpp"  // generated at build time (cmake/git_revision.cmake)
-#ifndef SHARDCAL_VERSION
-#define SHARDCAL_VERSION "unknown"
-#endif
-
-namespace shardbench::sweep {
+namespace shardcal::formats {
 
 using nlohmann::json;
-using shardcal::Error;
-
-std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string process_command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string out, arg;
-  auto flush = [&] {
-    const bool plain = !arg.empty() && arg.find_first_of(" \t\"'\\$`;&|<>()*?[]{}") == std::string::npos;
-    if (!out.empty()) out += ' ';
-    if (plain) {
-      out += arg;
-    } else {  // single quotes, with ' written as '\''
-      out += '\'';
-      for (char ch : arg) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-      out += '\'';
-    }
-    arg.clear();
-  };
-  for (char ch : raw) {
-    if (ch == '\0') flush();
-    else arg += ch;
-  }
-  if (!arg.empty()) flush();
-  return out;
-}
-
-std::string git_revision() { return SHARDCAL_GIT_REVISION; }
-int git_dirty() { return SHARDCAL_GIT_DIRTY; }
-std::string shardcal_version() { return SHARDCAL_VERSION; }
 
 ResultsFile::~ResultsFile() { close(); }
 
@@ -208,8 +167,9 @@ ResumeState read_for_resume(const std::string& path, const std::string& config_h
       throw Error(where + ": not valid JSON (" + e.what() +
                   "); the file is corrupt before its last line, so it cannot be resumed safely");
     } catch (const json::out_of_range& e) {  // a number outside a double's range (1e999)
-      throw Error(where + ": a number is out of range (" + e.what() +
-                  "); the file is corrupt, so it cannot be resumed safely");
+      const std::string field = find_out_of_range_number(line).pointer;
+      throw Error(where + ": a number is out of range (field " + (field.empty() ? "/" : field) +
+                  ": " + e.what() + "); the file is corrupt, so it cannot be resumed safely");
     }
     // Every line of a results file is a JSON object with a string "type"; anything else (a
     // number, a list, a wrong-typed field) is reported with its line, never as an internal error.
@@ -322,4 +282,4 @@ std::vector<std::string> host_renames(const json& file_context, const json& this
   return out;
 }
 
-}  // namespace shardbench::sweep
+}  // namespace shardcal::formats
