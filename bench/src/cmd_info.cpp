@@ -49,13 +49,18 @@ void print_collectives(bool as_json) {
     std::cout << doc.dump(2) << "\n";
     return;
   }
+  // The factors are doubles: print them as such (%g), so a fractional one is never cut short.
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return std::string(text);
+  };
   std::cout << "collective      busbw/algbw (n ranks)   ring steps  traits\n";
   for (const auto& c : shardcal::kCollectives) {
-    std::string bw = c.busbw_flat == 0 ? "" : std::to_string(int(c.busbw_flat));
+    std::string bw = c.busbw_flat == 0 ? "" : number(c.busbw_flat);
     if (c.busbw_share != 0)
       bw += (bw.empty() ? "" : " + ") +
-            (c.busbw_share == 1 ? std::string() : std::to_string(int(c.busbw_share)) + " x ") +
-            "(n-1)/n";
+            (c.busbw_share == 1 ? std::string() : number(c.busbw_share) + " x ") + "(n-1)/n";
     std::string traits;
     for (auto [on, word] : {std::pair{c.reduces, "reduces"},
                             {c.has_root, "rooted"},

@@ -35,7 +35,7 @@ double gathered(const C& c, std::int64_t k) {
 }
 
 // clang-format off
-constexpr std::array<CollectiveInfo, 7> kTable{{
+constexpr auto kTable = std::to_array<CollectiveInfo>({
     {Collective::AllGather, "all_gather", "whole output (n x per-rank)",
      /*reduces=*/false, /*has_root=*/false, /*has_v_form=*/true, /*input_in_recv=*/false,
      /*one_way=*/false, /*busbw_share=*/1, /*busbw_flat=*/0, /*ring_rounds=*/1,
@@ -102,7 +102,7 @@ constexpr std::array<CollectiveInfo, 7> kTable{{
                  : g.gatherv(s, mine(c), r, c.counts, c.displs, c.dtype, 0);
      },
      gathered},
-}};
+});
 // clang-format on
 
 constexpr bool table_in_enum_order() {

@@ -21,12 +21,13 @@ std::string rank_problem(const char* role, int r, int n) {
          std::to_string(n);
 }
 
-// The problem with a per-rank array, or "" when it has one entry per rank. Names no rank: the
-// sim backend reports one rank's problem on every rank, which must read true on each of them.
-std::string per_rank_problem(const char* name, Counts c, int n) {
+// The problem with rank `me`'s per-rank array, or "" when it has one entry per rank. Names the
+// rank: the sim backend reports one rank's problem on every rank, where "passed" alone would
+// not say whose array it was.
+std::string per_rank_problem(int me, const char* name, Counts c, int n) {
   if (c.size() == std::size_t(n)) return {};
-  return "passed " + num(c.size()) + " " + name + " for a group of " + std::to_string(n) +
-         " (one entry per rank)";
+  return "rank " + std::to_string(me) + " passed " + num(c.size()) + " " + name +
+         " for a group of " + std::to_string(n) + " (one entry per rank)";
 }
 
 // The problem when a rank's own entry of `counts` disagrees with the count it passed itself.
@@ -62,8 +63,8 @@ void Communicator::all_gatherv(const void* send, std::size_t send_count, void* r
                                Counts displs, DType t) {
   const char* op = "all_gatherv";
   const int n = size(), me = rank();
-  if (auto p = per_rank_problem("counts", counts, n); !p.empty()) reject(op, p);
-  if (auto p = per_rank_problem("displs", displs, n); !p.empty()) reject(op, p);
+  if (auto p = per_rank_problem(me, "counts", counts, n); !p.empty()) reject(op, p);
+  if (auto p = per_rank_problem(me, "displs", displs, n); !p.empty()) reject(op, p);
   if (auto p = own_block_problem(counts, me, "sends", send_count, "send_count"); !p.empty())
     reject(op, p);
   do_all_gatherv(send, send_count, recv, counts, displs, t);
@@ -76,7 +77,8 @@ void Communicator::reduce_scatter(const void* send, void* recv, std::size_t coun
 
 void Communicator::reduce_scatterv(const void* send, void* recv, Counts counts, DType t,
                                    ReduceOp op) {
-  if (auto p = per_rank_problem("counts", counts, size()); !p.empty()) reject("reduce_scatterv", p);
+  if (auto p = per_rank_problem(rank(), "counts", counts, size()); !p.empty())
+    reject("reduce_scatterv", p);
   do_reduce_scatterv(send, recv, counts, t, op);
 }
 
@@ -88,10 +90,10 @@ void Communicator::all_to_allv(const void* send, Counts send_counts, Counts send
                                Counts recv_counts, Counts recv_displs, DType t) {
   const char* op = "all_to_allv";
   const int n = size(), me = rank();
-  if (auto p = per_rank_problem("send_counts", send_counts, n); !p.empty()) reject(op, p);
-  if (auto p = per_rank_problem("send_displs", send_displs, n); !p.empty()) reject(op, p);
-  if (auto p = per_rank_problem("recv_counts", recv_counts, n); !p.empty()) reject(op, p);
-  if (auto p = per_rank_problem("recv_displs", recv_displs, n); !p.empty()) reject(op, p);
+  if (auto p = per_rank_problem(me, "send_counts", send_counts, n); !p.empty()) reject(op, p);
+  if (auto p = per_rank_problem(me, "send_displs", send_displs, n); !p.empty()) reject(op, p);
+  if (auto p = per_rank_problem(me, "recv_counts", recv_counts, n); !p.empty()) reject(op, p);
+  if (auto p = per_rank_problem(me, "recv_displs", recv_displs, n); !p.empty()) reject(op, p);
   const auto m = std::size_t(me);
   if (send_counts[m] != recv_counts[m])
     reject(op, "rank " + std::to_string(me) + " sends " + num(send_counts[m]) +
@@ -111,8 +113,8 @@ void Communicator::scatterv(const void* send, Counts counts, Counts displs, void
   const int n = size(), me = rank();
   if (auto p = rank_problem("root", root, n); !p.empty()) reject(op, p);
   if (me == root) {  // counts/displs are the root's only
-    if (auto p = per_rank_problem("counts", counts, n); !p.empty()) reject(op, p);
-    if (auto p = per_rank_problem("displs", displs, n); !p.empty()) reject(op, p);
+    if (auto p = per_rank_problem(me, "counts", counts, n); !p.empty()) reject(op, p);
+    if (auto p = per_rank_problem(me, "displs", displs, n); !p.empty()) reject(op, p);
     if (auto p = own_block_problem(counts, me, "expects", recv_count, "recv_count"); !p.empty())
       reject(op, p);
   }
@@ -130,8 +132,8 @@ void Communicator::gatherv(const void* send, std::size_t send_count, void* recv,
   const int n = size(), me = rank();
   if (auto p = rank_problem("root", root, n); !p.empty()) reject(op, p);
   if (me == root) {
-    if (auto p = per_rank_problem("counts", counts, n); !p.empty()) reject(op, p);
-    if (auto p = per_rank_problem("displs", displs, n); !p.empty()) reject(op, p);
+    if (auto p = per_rank_problem(me, "counts", counts, n); !p.empty()) reject(op, p);
+    if (auto p = per_rank_problem(me, "displs", displs, n); !p.empty()) reject(op, p);
     if (auto p = own_block_problem(counts, me, "sends", send_count, "send_count"); !p.empty())
       reject(op, p);
   }
@@ -161,7 +163,8 @@ void Communicator::recv(void* buf, std::size_t count, DType t, int peer, int tag
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   if (color < 0)
-    reject("split", "color " + std::to_string(color) + " is negative; colors must be >= 0");
+    reject("split", "rank " + std::to_string(rank()) + " passed color " + std::to_string(color) +
+                        "; colors must be >= 0");
   return do_split(color, key);
 }
 

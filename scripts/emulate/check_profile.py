@@ -34,16 +34,28 @@ import tempfile
 # which collectives measure the link.
 _TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python",
                       "shardcal", "collectives.json")
-with open(_TABLE, encoding="utf-8") as _f:
-    _ROWS = json.load(_f)["collectives"]
-ONE_WAY = tuple(r["name"] for r in _ROWS if r["one_way"])
-TWO_WAY = tuple(r["name"] for r in _ROWS if not r["one_way"])
 HEADERS = 14 + 20 + 20 + 12  # Ethernet + IPv4 + TCP + TCP timestamps option, bytes per frame
 
 
 def fail_input(msg):
     print(f"check_profile.py: {msg}", file=sys.stderr)
     sys.exit(2)
+
+
+def load_table_rows():
+    try:
+        with open(_TABLE, encoding="utf-8") as f:
+            rows = json.load(f)["collectives"]
+        return [(r["name"], bool(r["one_way"])) for r in rows]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        why = e.strerror if isinstance(e, OSError) else f"malformed ({e!r})"
+        fail_input(f"cannot read the collective table {os.path.normpath(_TABLE)}: {why}; restore it "
+                   "from git or rewrite it with scripts/collectives_table.py write")
+
+
+_ROWS = load_table_rows()
+ONE_WAY = tuple(name for name, one_way in _ROWS if one_way)
+TWO_WAY = tuple(name for name, one_way in _ROWS if not one_way)
 
 
 def parse_rate(text):

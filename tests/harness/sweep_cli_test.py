@@ -2,7 +2,8 @@
 """End-to-end tests of `shardbench sweep` (driven by ctest, see tests/harness/CMakeLists.txt).
 
   e2e       run a sweep, then check every configured point is present exactly once, wrong == 0,
-            busbw == algbw * factor (factor recomputed here from docs/RESULTS_FORMAT.md), stats consistent
+            busbw == algbw * factor (factor from the collective table's data,
+            calibrate/python/shardcal/collectives.json), stats consistent
   resume    interrupt with SIGINT, resume, interrupt with SIGTERM, tear the last line, resume to
             the end; the set of point keys must equal an uninterrupted run's, with no duplicates
   badconfig bad configs fail with exit code 2, one clear message per rank, and no output file
@@ -63,14 +64,19 @@ def read_records(path):
     return recs
 
 
+# The collective table's bus-bandwidth factors (docs/RESULTS_FORMAT.md), as data.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python",
+                       "shardcal", "collectives.json"), encoding="utf-8") as _f:
+    TABLE = {row["name"]: row for row in json.load(_f)["collectives"]}
+
+
 def busbw_factor(op, n):
+    if op not in TABLE:
+        fail(f"collective {op!r} is not in calibrate/python/shardcal/collectives.json")
     if n <= 1:
         return 0.0
-    if op == "all_reduce":
-        return 2.0 * (n - 1) / n
-    if op == "broadcast":
-        return 1.0
-    return (n - 1) / n
+    row = TABLE[op]
+    return row["busbw_share"] * (n - 1.0) / n + row["busbw_flat"]
 
 
 def check_results(path, expect_points=None, contexts=1):

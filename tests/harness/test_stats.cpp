@@ -81,7 +81,8 @@ TEST(Bandwidth, FactorsFollowTheTable) {
 }
 
 // The config and results schemas spell the collective names; they must list exactly the table's
-// entries (adding a collective = one table entry + its backend calls + these two enums).
+// entries (scripts/collectives_table.py writes these enums from the table; see "Adding a
+// collective" in docs/DEVELOPING.md).
 TEST(CollectiveTable, SchemasListTheTable) {
   std::vector<std::string> names;
   for (const auto& info : kCollectives) names.emplace_back(info.name);

@@ -283,7 +283,7 @@ class MpiCommunicator final : public Communicator {
       check("broadcast_string", MPI_Bcast(&len, 1, MPI_UINT64_T, root, comm_));
     }
     text.resize(std::size_t(len));
-    broadcast(text.data(), std::size_t(len), DType::U8, root);
+    do_broadcast(text.data(), std::size_t(len), DType::U8, root);
   }
 
  private:

@@ -48,6 +48,13 @@ class OpTimer {
 // words: "<op> on <describe()>: <problem>". Backends implement the protected do_* calls and
 // handle only what needs their runtime (aliasing, integer limits of their library); the sim
 // backend additionally checks consistency across ranks, which it alone can see.
+//
+// Where a check fails: the checks are local, so on mpi/nccl a check failing on one rank throws on
+// that rank only; the others, already inside the collective, end by the failure contract's
+// timeout (PeerFailure from the watchdog / deadline, after timeout_s), as before the checks moved
+// here. Only when every rank makes the same mistake does every rank throw at once. The sim
+// backend sees all ranks, so it fails every rank of the collective with the message of the lowest
+// failing rank. Per-rank problems name the rank ("rank 1 passed 2 counts ...") for that reason.
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -128,7 +135,9 @@ class Communicator {
 
   // The arguments of `op` are wrong on this rank: throws Error("<op> on <describe()>: <problem>").
   // A backend that can tell every rank (sim) overrides it to make the whole collective fail with
-  // that message; it must throw.
+  // that message; it must throw. A decorator wrapping another communicator (CorruptingComm in
+  // tests/harness/test_runner.cpp) keeps this default, so its checks throw on the failing rank
+  // only, even over sim: the inner communicator never sees the call.
   [[noreturn]] virtual void reject(const char* op, const std::string& problem);
 };
 
