@@ -76,28 +76,32 @@ std::string short_dump(const json& j) {
   return s;
 }
 
-// The string field `key` of record `rec`; throws Error naming the line when it is missing or of
-// another type.
-std::string string_field(const json& rec, const char* key, const std::string& where,
-                         const std::string& record) {
+// The field `key` of record `rec`, which `is_expected` must accept; throws Error naming the line
+// when it is missing or of another type (`expected` says which, for the message).
+template <class Pred>
+const json& typed_field(const json& rec, const char* key, const std::string& where,
+                        const std::string& record, Pred is_expected, const char* expected) {
   const auto it = rec.find(key);
   if (it == rec.end())
     throw Error(where + ": " + record + " record without a \"" + key + "\" field");
-  if (!it->is_string())
+  if (!is_expected(*it))
     throw Error(where + ": field \"" + key + "\" of the " + record + " record is " +
-                json_kind(*it) + ", expected a string");
-  return it->get<std::string>();
+                json_kind(*it) + ", expected " + expected);
+  return *it;
+}
+
+std::string string_field(const json& rec, const char* key, const std::string& where,
+                         const std::string& record) {
+  return typed_field(rec, key, where, record, [](const json& v) { return v.is_string(); },
+                     "a string")
+      .get<std::string>();
 }
 
 std::int64_t integer_field(const json& rec, const char* key, const std::string& where,
                            const std::string& record) {
-  const auto it = rec.find(key);
-  if (it == rec.end())
-    throw Error(where + ": " + record + " record without a \"" + key + "\" field");
-  if (!it->is_number_integer())
-    throw Error(where + ": field \"" + key + "\" of the " + record + " record is " +
-                json_kind(*it) + ", expected an integer");
-  return it->get<std::int64_t>();
+  return typed_field(rec, key, where, record,
+                     [](const json& v) { return v.is_number_integer(); }, "an integer")
+      .get<std::int64_t>();
 }
 
 constexpr const char* kNotResumable =
