@@ -175,6 +175,18 @@ struct Reader {
     return s;
   }
 
+  Profile::LocalCopy local_copy(const json& v, const std::string& ptr) const {
+    object(v, ptr);
+    only_keys(v, ptr, {"ns_per_byte", "se_ns_per_byte", "transitions"});
+    Profile::LocalCopy c;
+    c.ns_per_byte = number(member(v, ptr, "ns_per_byte"), ptr + "/ns_per_byte", 0.0, false,
+                           "copy cost ns_per_byte (0 = free)");
+    c.se_ns_per_byte = number(member(v, ptr, "se_ns_per_byte"), ptr + "/se_ns_per_byte", 0.0, false,
+                              "standard error se_ns_per_byte");
+    c.transitions = int(integer(member(v, ptr, "transitions"), ptr + "/transitions", 1, kMaxInt));
+    return c;
+  }
+
   FitQuality quality(const json& v, const std::string& ptr) const {
     object(v, ptr);
     only_keys(v, ptr, {"points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape",
@@ -282,7 +294,7 @@ struct Reader {
            "this reader reads version " + std::to_string(kProfileVersion) +
                "; use the shardcal that wrote the file or regenerate it with this one");
     only_keys(v, "", {"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory",
-                      "models", "provenance", "fit_method", "extra"});
+                      "models", "local_copy", "provenance", "fit_method", "extra"});
     Profile p;
     p.cluster = string(member(v, "", "cluster"), "/cluster");
     if (p.cluster.empty()) fail("/cluster", "cluster name is empty", "give the cluster a name (--name)");
@@ -300,6 +312,7 @@ struct Reader {
     for (const char* k : {"provenance", "fit_method", "extra"})
       if (auto it = v.find(k); it != v.end()) extra[k] = object(*it, std::string("/") + k);
     if (!extra.empty()) p.json_extra = extra.dump();
+    if (auto it = v.find("local_copy"); it != v.end()) p.local_copy = local_copy(*it, "/local_copy");
     const json& models = member(v, "", "models");
     if (!models.is_array()) fail("/models", "expected an array of models, got " + value_text(models), "fix the value");
     std::set<std::tuple<int, int, int, int>> seen;
@@ -404,6 +417,14 @@ std::string profile_to_json(const Profile& p) {
   j["shardcal_version"] = p.shardcal_version;
   j["backend"] = p.backend;
   j["memory"] = p.memory;
+  if (p.local_copy) {
+    const Profile::LocalCopy& c = *p.local_copy;
+    if (!std::isfinite(c.ns_per_byte) || c.ns_per_byte < 0 || !std::isfinite(c.se_ns_per_byte) ||
+        c.se_ns_per_byte < 0 || c.transitions < 1)
+      throw Error("profile_to_json: local_copy needs finite ns_per_byte, se_ns_per_byte >= 0 and transitions >= 1");
+    j["local_copy"] = {{"ns_per_byte", c.ns_per_byte}, {"se_ns_per_byte", c.se_ns_per_byte},
+                       {"transitions", c.transitions}};
+  }
   if (!p.json_extra.empty()) {
     const ojson extra = parse_json_extra(p.json_extra, "Profile::json_extra");
     for (auto it = extra.begin(); it != extra.end(); ++it)

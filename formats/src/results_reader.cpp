@@ -213,6 +213,7 @@ TransitionStep read_plan_step(const json& st, const std::string& where, int worl
   step.concurrent_groups =
       concurrent_groups(std::max(1, world / step.group_size), step.hosts_spanned, n_hosts);
   step.bytes = num_field(st, "bytes", where);
+  if (st.contains("max_out_bytes")) step.out_bytes = num_field(st, "max_out_bytes", where);
   if (!step.op) return step;
   // What the step moves (format version 2): S_eff needs the counts.
   step.elem_size = pos_int_field(st, "elem_size", where);
