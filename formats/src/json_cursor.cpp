@@ -135,8 +135,9 @@ std::int64_t JsonCursor::whole_number(std::int64_t lo, std::int64_t hi) const {
   const bool whole = v_->is_number_float() && std::floor(v_->get<double>()) == v_->get<double>();
   if (!whole) wrong_kind("an integer");
   const double d = v_->get<double>();
-  // Compared as doubles: a cast of 1e30 to an integer would be undefined.
-  if (d < double(lo) || d > double(hi))
+  // Compared as doubles: a cast of 1e30 to an integer would be undefined (and double(INT64_MAX)
+  // rounds up to 2^63, which does not fit either).
+  if (d < double(lo) || d > double(hi) || d >= 0x1p63)
     out_of_range(number_text(d), std::to_string(lo) + " <= value <= " + std::to_string(hi));
   return std::int64_t(d);
 }
