@@ -45,6 +45,8 @@ COLLECTIVES = tuple(TABLE)
 # Collectives whose per-position counts may differ (v-form); the others' count is the buffer,
 # the same at every position.
 HAS_V_FORM = frozenset(name for name, row in TABLE.items() if row["has_v_form"])
+# Collectives whose data all flows one way (root -> the others): they measure a link's bandwidth.
+ONE_WAY = tuple(name for name, row in TABLE.items() if row["one_way"])
 MAX_DEPTH = 32  # deepest JSON nesting accepted, as kMaxDepth in calibrate/src/profile.cpp
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "u8")
 DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1}
