@@ -382,6 +382,17 @@ def edit_first_context(path, change):
         f.writelines(lines)
 
 
+def expect_refused_resume(args, config, path, what, message, ranks):
+    """--resume of path: refused as bad input with `message`, advising a new sweep, file untouched."""
+    content = open(path).read()
+    r, el = run_bounded(sweep_cmd(args, config, ["--resume", path]), what)
+    expect_input_error(r, el, what, message, ranks)
+    if "start a new sweep with --out" not in r.stderr:
+        fail(f"{what}: no advice in {r.stderr[-2000:]!r}")
+    if open(path).read() != content:
+        fail(f"{what}: the file was modified")
+
+
 def cmd_resumecheck(args):
     ranks = args.world if args.mpiexec else 1
     with tempfile.TemporaryDirectory() as d:
@@ -420,15 +431,9 @@ def cmd_resumecheck(args):
         if r.returncode != 0:
             fail(f"sweep failed: {r.stderr[-3000:]}")
         edit_first_context(path, lambda ctx: ctx.__setitem__("version", 1))
-        content = open(path).read()
-        r, el = run_bounded(sweep_cmd(args, cfg, ["--resume", path]), "format 1 file")
-        expect_input_error(r, el, "--resume of a format 1 file",
-                           f"--resume {path}: the file is results format version 1, this "
-                           "shardbench writes version 2", ranks)
-        if "start a new sweep with --out" not in r.stderr:
-            fail(f"--resume of a format 1 file: no advice in {r.stderr[-2000:]!r}")
-        if open(path).read() != content:
-            fail("--resume of a format 1 file: the file was modified")
+        expect_refused_resume(args, cfg, path, "--resume of a format 1 file",
+                              f"--resume {path}: the file is results format version 1, this "
+                              "shardbench writes version 2", ranks)
 
         # A file whose transitions were timed on one hot buffer set (keys with
         # "buffer_rotation": null, from before transitions rotated like collectives): refused,
@@ -448,15 +453,9 @@ def cmd_resumecheck(args):
                 rec["key"] = json.dumps(rec["point"], sort_keys=True, separators=(",", ":"))
         with open(path, "w") as f:
             f.writelines(json.dumps(rec, separators=(",", ":")) + "\n" for rec in recs)
-        content = open(path).read()
-        r, el = run_bounded(sweep_cmd(args, tcfg, ["--resume", path]), "unrotated transitions")
-        expect_input_error(r, el, "--resume of a file with unrotated transitions",
-                           f"--resume {path}: 2 transition point(s) in the file were timed on one "
-                           "hot buffer set", ranks)
-        if "start a new sweep with --out" not in r.stderr:
-            fail(f"--resume of unrotated transitions: no advice in {r.stderr[-2000:]!r}")
-        if open(path).read() != content:
-            fail("--resume of unrotated transitions: the file was modified")
+        expect_refused_resume(args, tcfg, path, "--resume of a file with unrotated transitions",
+                              f"--resume {path}: 2 transition point(s) in the file were timed on "
+                              "one hot buffer set", ranks)
 
         # A file measured by another build on other hosts: refused, listing the differences.
         out = os.path.join(d, "r.jsonl")

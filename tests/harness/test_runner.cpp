@@ -158,6 +158,19 @@ class CorruptingComm final : public Communicator {
   std::shared_ptr<BufferPairs> buffers_;
 };
 
+// S(0) -> R of 8x4 f32 on mesh 4 over `comm` (4 ranks): one all_gather from the input block
+// (32 B) straight into the output (128 B), no workspace.
+Measurement measure_gather_transition(Communicator& comm, const SweepConfig& cfg) {
+  shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("4"), comm);
+  const shardcal::TensorMeta meta{{8, 4}, DType::F32};
+  const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0)"), meta);
+  const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R"), meta);
+  Point p;
+  p.transition = true;
+  p.mesh = "4";
+  return measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+}
+
 }  // namespace
 
 TEST(Runner, EveryCollectiveDistributionDtypeAndModeIsCorrect) {
@@ -238,9 +251,8 @@ TEST(Runner, TransitionsExecuteTheirPlanCorrectly) {
   });
 }
 
-// S(0) -> R of 8x4 f32 on 4 ranks: one all_gather from the input block (32 B) straight into the
-// output (128 B), no workspace. The (send, receive) pairs the communicator saw are the rotated
-// sets: as many distinct ones as slots, each with its own input and output.
+// The (send, receive) pairs of measure_gather_transition's all_gathers are its rotated sets: as
+// many distinct ones as slots, each with its own input and output.
 TEST(Runner, TransitionsRotateWholeBufferSetsLikeCollectives) {
   for (const auto& [bytes, max_slots] : {std::pair<std::int64_t, int>{4096, 64}, {4096, 4}, {0, 64}}) {
     SweepConfig cfg = small_config();
@@ -252,14 +264,7 @@ TEST(Runner, TransitionsRotateWholeBufferSetsLikeCollectives) {
     shardcal::testing::run_spmd(4, [&](Communicator& world) {
       for (const bool corrupt : {false, true}) {
         CorruptingComm rec(world, corrupt && world.rank() == 2);
-        shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("4"), rec);
-        const shardcal::TensorMeta meta{{8, 4}, DType::F32};
-        const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0)"), meta);
-        const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R"), meta);
-        Point p;
-        p.transition = true;
-        p.mesh = "4";
-        const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+        const Measurement m = measure_gather_transition(rec, cfg);
         EXPECT_EQ(m.slots, want) << bytes << "/" << max_slots;
         EXPECT_TRUE(m.checked);
         const auto& pairs = rec.gathered_buffers();
@@ -290,14 +295,7 @@ TEST(Runner, TransitionWhoseTimedRunsWriteNothingIsWrong) {
     cfg.rotation_bytes = rotation;
     shardcal::testing::run_spmd(4, [&](Communicator& world) {
       CorruptingComm quiet(world, /*active=*/false, {}, silent_after);
-      shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("4"), quiet);
-      const shardcal::TensorMeta meta{{8, 4}, DType::F32};
-      const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0)"), meta);
-      const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R"), meta);
-      Point p;
-      p.transition = true;
-      p.mesh = "4";
-      const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+      const Measurement m = measure_gather_transition(quiet, cfg);
       EXPECT_TRUE(m.checked);
       EXPECT_EQ(m.slots, slots);
       EXPECT_GE(m.samples.size(), 3u);
