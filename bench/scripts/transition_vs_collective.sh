@@ -5,14 +5,15 @@
 # 256 KiB to 64 MiB. Repeated REPS times; prints, per size, the median over repetitions of each
 # point's median (p50), their ratio transition / collective (1.0 = the transition costs what its
 # collective costs: no allocation, page faults or v-form penalty inside the timed sample), and the
-# per-repetition ratios (each from one sweep): their median and range.
+# per-repetition ratios (each from one sweep) of the p50s and of the minima: median and range.
 #
 #   bench/scripts/transition_vs_collective.sh [BUILD_DIR...]
 #       env: NP=4 REPS=3 OUT=dir ROTATION=0 MAX_SLOTS=1024
 #
 # BUILD_DIR defaults to ./build; any build of shardbench works (e.g. an older one, to compare).
-# Several build dirs are run interleaved (repetition 1 of each, then 2, ...), one table each, so
-# a drift of a shared machine hits them alike. ROTATION / MAX_SLOTS: the sweep's buffer_rotation
+# Several build dirs are run interleaved (repetition 1 of each, then 2, ...; every other
+# repetition in reverse order, so neither build always runs first), one table each, so a drift
+# of a shared machine hits them alike. ROTATION / MAX_SLOTS: the sweep's buffer_rotation
 # (bytes, max_slots; 0 = every point on one hot buffer set). Which points rotate depends on the
 # build: collectives always; transitions only in builds that rotate them too (timing.buffer_slots
 # of each point, printed as "slots").
@@ -55,7 +56,8 @@ JSON
 
 echo "transition_vs_collective: NP=$NP REPS=$REPS ROTATION=$ROTATION MAX_SLOTS=$MAX_SLOTS builds=${builds[*]}, results in $out" >&2
 for ((r = 1; r <= REPS; r++)); do
-  for b in "${!builds[@]}"; do
+  for ((i = 0; i < ${#builds[@]}; i++)); do
+    b=$(( r % 2 ? i : ${#builds[@]} - 1 - i ))
     echo "transition_vs_collective: repetition $r/$REPS, build ${builds[$b]}" >&2
     mkdir -p "$out/build$b"
     "${mpirun[@]}" "${builds[$b]}/bin/shardbench" sweep --backend mpi --config "$out/tvc.json" \
@@ -67,9 +69,9 @@ done
 import json, statistics, sys
 out, reps, builds = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 for b, build in enumerate(builds):
-    t, c, ratios, slots = {}, {}, {}, {}
+    t, c, ratios, min_ratios, slots = {}, {}, {}, {}, {}
     for r in range(1, reps + 1):
-        rt, rc = {}, {}
+        rt, rc, mt, mc = {}, {}, {}, {}
         for line in open(f"{out}/build{b}/sweep_{r}.jsonl"):
             rec = json.loads(line)
             if rec.get("type") != "point":
@@ -78,6 +80,7 @@ for b, build in enumerate(builds):
                 sys.exit(f"transition_vs_collective: wrong results in {rec['key']}")
             size, kind = rec["point"]["size"], rec["point"]["kind"]
             (rt if kind == "transition" else rc)[size] = rec["stats"]["p50"]
+            (mt if kind == "transition" else mc)[size] = rec["stats"]["min"]
             slots.setdefault(size, {})[kind] = rec["timing"]["buffer_slots"]
         for size, v in rt.items():
             t.setdefault(size, []).append(v)
@@ -85,17 +88,19 @@ for b, build in enumerate(builds):
             c.setdefault(size, []).append(v)
         for size in rt.keys() & rc.keys():
             ratios.setdefault(size, []).append(rt[size] / rc[size])
+            min_ratios.setdefault(size, []).append(mt[size] / mc[size])
     print(f"build {build}: median over {reps} repetitions of each point's median (p50), "
-          "microseconds; ratio = transition / all_gather; per-repetition ratios: median (min..max)")
+          "microseconds; ratio = transition / all_gather; per-repetition ratios of the p50s and of "
+          "the minima: median (min..max)")
     print(f"| {'bytes':>9} | {'slots t/c':>9} | {'S(0)->R':>10} | {'all_gather':>10} | {'ratio':>5} "
-          f"| {'per-rep ratio':>19} |")
-    print("|---:|---:|---:|---:|---:|---:|")
+          f"| {'per-rep ratio':>19} | {'per-rep min ratio':>19} |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for size in sorted(c):
         if size not in t:
             continue
         a, d = statistics.median(t[size]), statistics.median(c[size])
-        rr = ratios[size]
         sl = f"{slots[size].get('transition', '-')}/{slots[size].get('collective', '-')}"
-        spread = f"{statistics.median(rr):.2f} ({min(rr):.2f}..{max(rr):.2f})"
-        print(f"| {size:>9} | {sl:>9} | {a * 1e6:>10.1f} | {d * 1e6:>10.1f} | {a / d:>5.2f} | {spread:>19} |")
+        spread = [f"{statistics.median(x):.2f} ({min(x):.2f}..{max(x):.2f})" for x in (ratios[size], min_ratios[size])]
+        print(f"| {size:>9} | {sl:>9} | {a * 1e6:>10.1f} | {d * 1e6:>10.1f} | {a / d:>5.2f} | {spread[0]:>19} "
+              f"| {spread[1]:>19} |")
 PY
