@@ -125,6 +125,14 @@ def check_results(path, expect_points=None, contexts=1):
             fail(f"{where}: key is not the canonical JSON of its parameters")
         if p["wrong"] != 0:
             fail(f"{where}: wrong = {p['wrong']}")
+        # One buffer-rotation rule for collectives and transitions: recorded in the key, and
+        # the slots used within it (one when rotation is off).
+        rot = p["point"]["protocol"]["buffer_rotation"]
+        if not isinstance(rot, dict):
+            fail(f"{where}: protocol.buffer_rotation {rot!r}, expected {{bytes, max_slots}}")
+        slots = p["timing"]["buffer_slots"]
+        if not 1 <= slots <= max(1, rot["max_slots"]) or (rot["bytes"] == 0 and slots != 1):
+            fail(f"{where}: {slots} buffer slots under rotation {rot}")
         st = p["stats"]
         s = sorted(p["samples_s"])
         if st["n"] != len(s) or st["n"] < 1:
@@ -176,6 +184,11 @@ def cmd_e2e(args):
         kinds = {}
         for p in pts:
             kinds[p["point"]["kind"]] = kinds.get(p["point"]["kind"], 0) + 1
+        # A small transition under rotation rotates (and its every slot checked out right).
+        rotating = [p for p in pts if p["point"]["kind"] == "transition"
+                    and p["point"]["protocol"]["buffer_rotation"]["bytes"] > 0]
+        if rotating and max(p["timing"]["buffer_slots"] for p in rotating) < 2:
+            fail("no transition rotated its buffers although the config rotates")
         print(f"ok: {len(pts)} points {kinds} in {time.time() - t0:.1f}s, all wrong == 0, "
               f"busbw == algbw * factor")
 
@@ -369,6 +382,17 @@ def edit_first_context(path, change):
         f.writelines(lines)
 
 
+def expect_refused_resume(args, config, path, what, message, ranks):
+    """--resume of path: refused as bad input with `message`, advising a new sweep, file untouched."""
+    content = open(path).read()
+    r, el = run_bounded(sweep_cmd(args, config, ["--resume", path]), what)
+    expect_input_error(r, el, what, message, ranks)
+    if "start a new sweep with --out" not in r.stderr:
+        fail(f"{what}: no advice in {r.stderr[-2000:]!r}")
+    if open(path).read() != content:
+        fail(f"{what}: the file was modified")
+
+
 def cmd_resumecheck(args):
     ranks = args.world if args.mpiexec else 1
     with tempfile.TemporaryDirectory() as d:
@@ -407,15 +431,31 @@ def cmd_resumecheck(args):
         if r.returncode != 0:
             fail(f"sweep failed: {r.stderr[-3000:]}")
         edit_first_context(path, lambda ctx: ctx.__setitem__("version", 1))
-        content = open(path).read()
-        r, el = run_bounded(sweep_cmd(args, cfg, ["--resume", path]), "format 1 file")
-        expect_input_error(r, el, "--resume of a format 1 file",
-                           f"--resume {path}: the file is results format version 1, this "
-                           "shardbench writes version 2", ranks)
-        if "start a new sweep with --out" not in r.stderr:
-            fail(f"--resume of a format 1 file: no advice in {r.stderr[-2000:]!r}")
-        if open(path).read() != content:
-            fail("--resume of a format 1 file: the file was modified")
+        expect_refused_resume(args, cfg, path, "--resume of a format 1 file",
+                              f"--resume {path}: the file is results format version 1, this "
+                              "shardbench writes version 2", ranks)
+
+        # A file whose transitions were timed on one hot buffer set (keys with
+        # "buffer_rotation": null, from before transitions rotated like collectives): refused,
+        # rather than timed again under rotation next to the old points.
+        tcfg = os.path.join(d, "tiny_transition.json")
+        with open(tcfg, "w") as f:
+            json.dump({**TINY_CONFIG, "transitions": [{"mesh": "4", "from": "S(0)", "to": "R"}],
+                       "buffer_rotation": {"bytes": 4096, "max_slots": 4}}, f)
+        path = os.path.join(d, "hot.jsonl")
+        r = subprocess.run(sweep_cmd(args, tcfg, ["--out", path]), capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"sweep failed: {r.stderr[-3000:]}")
+        recs = read_records(path)
+        for rec in recs:
+            if rec.get("type") == "point" and rec["point"]["kind"] == "transition":
+                rec["point"]["protocol"]["buffer_rotation"] = None
+                rec["key"] = json.dumps(rec["point"], sort_keys=True, separators=(",", ":"))
+        with open(path, "w") as f:
+            f.writelines(json.dumps(rec, separators=(",", ":")) + "\n" for rec in recs)
+        expect_refused_resume(args, tcfg, path, "--resume of a file with unrotated transitions",
+                              f"--resume {path}: 2 transition point(s) in the file were timed on "
+                              "one hot buffer set", ranks)
 
         # A file measured by another build on other hosts: refused, listing the differences.
         out = os.path.join(d, "r.jsonl")

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include "shardcal/error.hpp"
 #include "shardcal/mesh_comm.hpp"
@@ -55,12 +57,16 @@ Point collective_point(Collective op, const char* mesh, int dim, DType t, const 
 // every all_gather(v), also on the sub-communicators it splits off.
 class CorruptingComm final : public Communicator {
  public:
+  // The (send, receive) buffers of every all_gather(v) issued on this rank (splits too).
+  using BufferPairs = std::set<std::pair<const void*, const void*>>;
   // silent_after >= 0: every all_gather(v) after that many (counted per world rank, over the
   // splits too) returns without doing anything; pass it on every rank so they skip the same calls.
   CorruptingComm(Communicator& inner, bool active, std::unique_ptr<Communicator> owned = {},
-                 int silent_after = -1, std::shared_ptr<int> gathers = std::make_shared<int>(0))
+                 int silent_after = -1, std::shared_ptr<int> gathers = std::make_shared<int>(0),
+                 std::shared_ptr<BufferPairs> buffers = std::make_shared<BufferPairs>())
       : in_(inner), owned_(std::move(owned)), active_(active), silent_after_(silent_after),
-        gathers_(std::move(gathers)) {}
+        gathers_(std::move(gathers)), buffers_(std::move(buffers)) {}
+  const BufferPairs& gathered_buffers() const { return *buffers_; }
   int rank() const override { return in_.rank(); }
   int size() const override { return in_.size(); }
   std::string backend() const override { return in_.backend(); }
@@ -75,12 +81,14 @@ class CorruptingComm final : public Communicator {
     in_.all_reduce(s, r, c, t, op);
   }
   void do_all_gather(const void* s, void* r, std::size_t c, DType t) override {
+    buffers_->emplace(s, r);
     if (silent()) return;
     in_.all_gather(s, r, c, t);
     corrupt(r, c * std::size_t(size()), t);
   }
   void do_all_gatherv(const void* s, std::size_t sc, void* r, shardcal::Counts c,
                       shardcal::Counts d, DType t) override {
+    buffers_->emplace(s, r);
     if (silent()) return;
     in_.all_gatherv(s, sc, r, c, d, t);
     std::size_t total = 0;
@@ -125,7 +133,8 @@ class CorruptingComm final : public Communicator {
   std::unique_ptr<Communicator> do_split(int color, int key) override {
     auto child = in_.split(color, key);
     Communicator& ref = *child;
-    return std::make_unique<CorruptingComm>(ref, active_, std::move(child), silent_after_, gathers_);
+    return std::make_unique<CorruptingComm>(ref, active_, std::move(child), silent_after_, gathers_,
+                                            buffers_);
   }
   std::vector<std::uint64_t> all_gather_u64(std::uint64_t v) override { return in_.all_gather_u64(v); }
   void do_broadcast_string(std::string& s, int root) override { in_.broadcast_string(s, root); }
@@ -146,7 +155,21 @@ class CorruptingComm final : public Communicator {
   bool active_;
   int silent_after_;
   std::shared_ptr<int> gathers_;
+  std::shared_ptr<BufferPairs> buffers_;
 };
+
+// S(0) -> R of 8x4 f32 on mesh 4 over `comm` (4 ranks): one all_gather from the input block
+// (32 B) straight into the output (128 B), no workspace.
+Measurement measure_gather_transition(Communicator& comm, const SweepConfig& cfg) {
+  shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("4"), comm);
+  const shardcal::TensorMeta meta{{8, 4}, DType::F32};
+  const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0)"), meta);
+  const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R"), meta);
+  Point p;
+  p.transition = true;
+  p.mesh = "4";
+  return measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+}
 
 }  // namespace
 
@@ -221,34 +244,63 @@ TEST(Runner, TransitionsExecuteTheirPlanCorrectly) {
       p.mesh = "2x2";
       const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
       EXPECT_EQ(m.wrong, 0u) << from << " -> " << to;
+      EXPECT_TRUE(m.checked);
+      EXPECT_EQ(m.slots, 4) << "small sets rotate up to max_slots, as collectives";
       EXPECT_GE(m.samples.size(), 3u);
     }
   });
+}
+
+// The (send, receive) pairs of measure_gather_transition's all_gathers are its rotated sets: as
+// many distinct ones as slots, each with its own input and output.
+TEST(Runner, TransitionsRotateWholeBufferSetsLikeCollectives) {
+  for (const auto& [bytes, max_slots] : {std::pair<std::int64_t, int>{4096, 64}, {4096, 4}, {0, 64}}) {
+    SweepConfig cfg = small_config();
+    cfg.rotation_bytes = bytes;
+    cfg.rotation_max_slots = max_slots;
+    cfg.iterations_min = cfg.iterations_max = 40;  // more runs than slots: every slot is used
+    const int want = rotation_slots(32 + 128, bytes, max_slots);
+    ASSERT_EQ(want, bytes == 0 ? 1 : std::min(26, max_slots));
+    shardcal::testing::run_spmd(4, [&](Communicator& world) {
+      for (const bool corrupt : {false, true}) {
+        CorruptingComm rec(world, corrupt && world.rank() == 2);
+        const Measurement m = measure_gather_transition(rec, cfg);
+        EXPECT_EQ(m.slots, want) << bytes << "/" << max_slots;
+        EXPECT_TRUE(m.checked);
+        const auto& pairs = rec.gathered_buffers();
+        std::set<const void*> ins, outs;
+        for (const auto& [in, out] : pairs) ins.insert(in), outs.insert(out);
+        EXPECT_EQ(pairs.size(), std::size_t(want));
+        EXPECT_EQ(ins.size(), std::size_t(want));
+        EXPECT_EQ(outs.size(), std::size_t(want));
+        // Corrupted on rank 2: the check run plus every slot the timed runs used (all of them).
+        EXPECT_EQ(m.wrong, corrupt ? 1u + std::uint64_t(want) : 0u) << bytes << "/" << max_slots;
+      }
+    });
+  }
 }
 
 // The default (host clock) timer: the interval contains what ran between start() and stop()
 // (checked against a busy loop timed on the same clock, so no sleep or load makes it flaky).
 TEST(Runner, TransitionWhoseTimedRunsWriteNothingIsWrong) {
   // S(0) -> R of 8x4 f32 on 4 ranks is one all_gather straight into the output. The check run
-  // and the warm-up run gather for real and leave the right result in the output; every timed
-  // run after them does nothing. The output is reused, so only the sentinel reset before the
-  // last timed sample lets the check see that: every element of every rank is wrong.
+  // and the warm-up run gather for real and leave the right result in the output of slot 0;
+  // every timed run after them does nothing. Outputs are reused, so only the sentinel reset
+  // before the last timed sample (slot 0 with 4 slots, the only output with 1) lets the check
+  // see that: every element of every slot of every rank is wrong.
   SweepConfig cfg = small_config();
   cfg.check = true;
+  for (const auto& [rotation, slots] : {std::pair<std::int64_t, int>{0, 1}, {4096, 4}})
   for (const int silent_after : {2, 1000}) {
+    cfg.rotation_bytes = rotation;
     shardcal::testing::run_spmd(4, [&](Communicator& world) {
       CorruptingComm quiet(world, /*active=*/false, {}, silent_after);
-      shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse("4"), quiet);
-      const shardcal::TensorMeta meta{{8, 4}, DType::F32};
-      const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0)"), meta);
-      const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R"), meta);
-      Point p;
-      p.transition = true;
-      p.mesh = "4";
-      const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+      const Measurement m = measure_gather_transition(quiet, cfg);
       EXPECT_TRUE(m.checked);
+      EXPECT_EQ(m.slots, slots);
       EXPECT_GE(m.samples.size(), 3u);
-      EXPECT_EQ(m.wrong, silent_after == 2 ? 4u * 32u : 0u) << "silent after " << silent_after;
+      EXPECT_EQ(m.wrong, silent_after == 2 ? std::uint64_t(slots) * 4u * 32u : 0u)
+          << "silent after " << silent_after << ", " << slots << " slot(s)";
     });
   }
 }

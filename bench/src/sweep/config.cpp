@@ -416,15 +416,14 @@ shardcal::Shape transition_shape(std::int64_t size_bytes, DType t) {
   return {rows, std::max<std::int64_t>(1, elems / rows)};
 }
 
-json Protocol::to_json(bool transition) const {
+json Protocol::to_json() const {
   json p;
   p["mode"] = std::string(mode_name(mode));
   p["ops_per_sample"] = ops_per_sample;
   p["warmup"] = warmup;
-  // Transitions run on one input and one output tensor (the input is never written): no buffer
-  // rotation.
-  p["buffer_rotation"] = transition ? json(nullptr)
-                                    : json{{"bytes", rotation_bytes}, {"max_slots", rotation_max_slots}};
+  // Collectives and transitions rotate their buffers by the same rule. (Transitions used to run
+  // on one hot set and recorded null here: those keys no longer match, see sweep.cpp's resume.)
+  p["buffer_rotation"] = json{{"bytes", rotation_bytes}, {"max_slots", rotation_max_slots}};
   p["timing_loop"] = timing_loop;
   return p;
 }
@@ -437,7 +436,7 @@ json Point::params() const {
   p["distribution"] = dist.name();
   p["size"] = size;
   p["mode"] = std::string(mode_name(mode));
-  p["protocol"] = protocol.to_json(transition);
+  p["protocol"] = protocol.to_json();
   if (transition) {
     p["from"] = from_canonical;
     p["to"] = to_canonical;

@@ -110,10 +110,10 @@ struct Protocol {
   Mode mode = Mode::PerIteration;
   int ops_per_sample = 1;             // pipeline depth (1 in per-iteration mode)
   int warmup = 0;
-  std::int64_t rotation_bytes = 0;    // buffer rotation target (collective points only)
+  std::int64_t rotation_bytes = 0;    // buffer rotation target (collectives and transitions)
   int rotation_max_slots = 1;
   int timing_loop = kTimingLoopVersion;
-  nlohmann::json to_json(bool transition) const;
+  nlohmann::json to_json() const;
 };
 
 struct Point {

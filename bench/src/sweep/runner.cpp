@@ -225,9 +225,34 @@ std::uint64_t OutputCheck::wrong(const std::vector<std::byte>& got) const {
   return count_wrong(got.data(), want_, es_);
 }
 
+namespace {
+
+// One rotated set of a transition's buffers: its own input (the reference blocks, never written
+// by a run), plan workspace and output.
+struct TransitionSlot {
+  shardcal::ShardedTensor in;
+  shardcal::PlanWorkspace ws;
+  shardcal::ShardedTensor out;
+  std::int64_t footprint() const {
+    return std::int64_t(in.local().size() + ws.bytes() + out.local().size());
+  }
+};
+
+TransitionSlot make_transition_slot(shardcal::MeshCommunicator& mc, const shardcal::Plan& plan,
+                                    const std::vector<std::byte>& init_host) {
+  MemorySpace& mem = mc.memory();
+  shardcal::Buffer init(mem, init_host.size());
+  mem.copy_from_host(init.data(), init_host.data(), init_host.size());
+  shardcal::ShardedTensor in(plan.from, mc.rank(), std::move(init));
+  shardcal::PlanWorkspace ws(mc, plan, /*prefault=*/true);
+  shardcal::ShardedTensor out = shardcal::make_plan_output(mc, ws);
+  return {std::move(in), std::move(ws), std::move(out)};
+}
+
+}  // namespace
+
 Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
                                const shardcal::Plan& plan, const SweepConfig& cfg) {
-  using shardcal::ShardedTensor;
   Communicator& world = mc.world();
   MemorySpace& mem = mc.memory();
   const int rank = world.rank();
@@ -235,28 +260,49 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   // Each rank's blocks from the reference formula: no global tensor per rank (a simulated world
   // runs every rank in one process).
   const auto init_host = shardcal::expected_reference_local(plan.from, rank);
-  // The input stays untouched by execute_plan (it reads `in`, writes `out`), and every
-  // intermediate buffer lives in the workspace, allocated and pre-faulted once here: a timed
-  // sample holds communication and pack/unpack only.
-  shardcal::Buffer init(mem, init_host.size());
-  mem.copy_from_host(init.data(), init_host.data(), init_host.size());
-  const ShardedTensor in(plan.from, rank, std::move(init));
-  shardcal::PlanWorkspace ws(mc, plan, /*prefault=*/true);
-  ShardedTensor out = shardcal::make_plan_output(mc, ws);
-  // `out` is reused by every run, so a check of it is only meaningful right after it was filled
-  // with the sentinel: a run that wrote nothing (or part of it) then leaves sentinels behind.
-  OutputCheck check(mem, meta.dtype, shardcal::expected_reference_local(plan.to, rank));
-  auto arm = [&] { check.arm(out.local().data(), out.local().size()); };
-
+  // The same protocol as a collective point (so a transition and the sum of its steps'
+  // collectives are comparable): whole (input, workspace, output) sets rotate between runs,
+  // as many as rotation_slots() gives for their footprint (the largest rank's, so every rank
+  // picks the same count). Inputs stay untouched by execute_plan, and every intermediate buffer
+  // lives in a slot's workspace, allocated and pre-faulted here: a timed sample holds
+  // communication and pack/unpack only.
+  std::vector<TransitionSlot> slots;
+  slots.push_back(make_transition_slot(mc, plan, init_host));
+  std::int64_t footprint = 0;
+  for (auto f : world.all_gather_u64(std::uint64_t(slots[0].footprint())))
+    footprint = std::max(footprint, std::int64_t(f));
   Measurement m;
+  m.slots = rotation_slots(footprint, cfg.rotation_bytes, cfg.rotation_max_slots);
+  slots.reserve(std::size_t(m.slots));
+  while (int(slots.size()) < m.slots) slots.push_back(make_transition_slot(mc, plan, init_host));
+
+  // Outputs are reused, so a check of one is only meaningful right after it was filled with the
+  // sentinel: a run that wrote nothing (or part of it) then leaves sentinels behind. Every
+  // slot's output starts as the sentinel, as a collective's receive slots do.
+  OutputCheck check(mem, meta.dtype, shardcal::expected_reference_local(plan.to, rank));
+  auto arm = [&](int s) { check.arm(slots[std::size_t(s)].out.local().data(), slots[std::size_t(s)].out.local().size()); };
+  auto check_slot = [&](int s) { return check.wrong(slots[std::size_t(s)].out.local_to_host()); };
+  if (cfg.check)
+    for (int s = 0; s < m.slots; ++s) arm(s);
+
+  // Advanced as a collective point advances its slot: after every run, inside the timed region.
+  int slot = 0;
+  std::uint64_t runs = 0;
+  auto run = [&] {
+    TransitionSlot& s = slots[std::size_t(slot)];
+    shardcal::execute_plan(mc, s.ws, s.in, s.out);
+    if (++slot == m.slots) slot = 0;
+    ++runs;
+  };
   std::uint64_t wrong = 0;
   if (cfg.check) {  // one untimed run from sentinel outputs
-    arm();
-    shardcal::execute_plan(mc, ws, in, out);
+    run();
     mem.synchronize();
-    wrong += check.wrong(out.local_to_host());
+    wrong += check_slot(0);
+    slot = 0;
+    runs = 0;
   }
-  for (int w = 0; w < cfg.warmup; ++w) shardcal::execute_plan(mc, ws, in, out);
+  for (int w = 0; w < cfg.warmup; ++w) run();
   mem.synchronize();
 
   // The plan runs on several mesh-dim communicators; they share the world's memory space (on
@@ -266,20 +312,21 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
   bool last_armed = false;
   sample_loop(world, cfg, m, [&](bool may_be_last) {
     // Before every sample that may be the last one (a stop decision follows it), and outside the
-    // timed region, the output is reset to the sentinel, so the check below sees what the last
-    // timed run wrote and nothing earlier runs left there.
+    // timed region, the output this sample writes is reset to the sentinel, so the check below
+    // sees what the last timed run wrote and nothing earlier runs left there.
     last_armed = cfg.check && may_be_last;
-    if (last_armed) arm();
+    if (last_armed) arm(slot);
     world.barrier();
     timer->start();
-    shardcal::execute_plan(mc, ws, in, out);
+    run();
     timer->stop();
     return timer->elapsed_s();
   });
   if (m.abandoned) return m;
-  if (cfg.check && last_armed) {
+  if (cfg.check && last_armed) {  // every slot the runs used, as for a collective point
     mem.synchronize();
-    wrong += check.wrong(out.local_to_host());
+    const int used = int(std::min<std::uint64_t>(std::uint64_t(m.slots), runs));
+    for (int s = 0; s < used; ++s) wrong += check_slot(s);
     m.checked = true;
   }
   m.wrong = sum_over_ranks(world, wrong);

@@ -39,10 +39,12 @@ struct Measurement {
 // One collective point over mc.dim(p.mesh_dim); all groups along that dim run concurrently.
 Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p,
                                const SweepConfig& cfg);
-// One transition point: execute_plan(plan) each sample, reading the same untouched input and
-// writing the same output tensor. With cfg.check, the output is set to a sentinel (untimed)
-// before the check run and before every timed sample a stop decision follows, and checked after
-// the check run and after the last timed sample (OutputCheck).
+// One transition point: execute_plan(plan) each sample, reading an untouched input and writing
+// an output tensor. Whole (input, workspace, output) sets rotate between runs under the same rule
+// as a collective point's buffers (rotation_slots() of their footprint; m.slots). With
+// cfg.check, every slot's output starts as a sentinel, the one a sample writes is reset to it
+// (untimed) before every timed sample a stop decision follows, and the check run's output and,
+// after the last timed sample, every slot the runs used are checked (OutputCheck).
 Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
                                const shardcal::Plan& plan, const SweepConfig& cfg);
 

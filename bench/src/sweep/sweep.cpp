@@ -285,6 +285,28 @@ json run_context(const SweepJob& job, Communicator& world, const shardcal::Topol
   return ctx;
 }
 
+// A transition point key with "buffer_rotation": null was timed on one hot buffer set, by a
+// shardbench from before transitions rotated their buffers like collectives. Its key matches
+// none of this run's points, so resuming would measure that transition again under the rotating
+// protocol and leave both in one file (a calibration would read both); refuse instead.
+void refuse_unrotated_transitions(const std::string& path, const std::set<std::string>& done_keys,
+                                  const std::map<std::string, std::size_t>& by_key) {
+  std::size_t n = 0;
+  for (const auto& k : done_keys) {
+    if (by_key.count(k)) continue;
+    const json key = json::parse(k, nullptr, /*allow_exceptions=*/false);
+    if (!key.is_object() || key.value("kind", json()) != "transition") continue;
+    const json proto = key.value("protocol", json());
+    if (proto.is_object() && proto.contains("buffer_rotation") && proto["buffer_rotation"].is_null()) ++n;
+  }
+  if (n > 0)
+    throw Error("--resume " + path + ": " + std::to_string(n) + " transition point(s) in the file " +
+                "were timed on one hot buffer set (\"buffer_rotation\": null in their key, written " +
+                "by a shardbench from before transitions rotated buffers like collectives); this run " +
+                "would time them again under buffer rotation and mix both protocols in one file; " +
+                "start a new sweep with --out");
+}
+
 // --resume (rank 0): checks the file belongs to this run, reopens it for appending and returns
 // the indices of the points it already holds.
 std::set<std::size_t> resume_results(const SweepJob& job, Communicator& world,
@@ -322,6 +344,7 @@ std::set<std::size_t> resume_results(const SweepJob& job, Communicator& world,
   std::set<std::size_t> done;
   std::map<std::string, std::size_t> by_key;
   for (const auto& p : points) by_key.emplace(p.key(), p.index);
+  refuse_unrotated_transitions(job.out_path, st.done_keys, by_key);
   for (const auto& k : st.done_keys) {
     auto it = by_key.find(k);
     if (it != by_key.end()) done.insert(it->second);
