@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -86,20 +87,32 @@ void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, F&
     const std::size_t n = m.samples.size();
     if (n >= max_n) {
       m.stop_reason = "max_iterations";
-      return;
+      break;
     }
     if (n >= min_n) {
       if (cfg.target_rel_ci > 0 &&
           compute_stats(m.samples, cfg.confidence).rel_ci_halfwidth() <= cfg.target_rel_ci) {
         m.stop_reason = "ci_target";
-        return;
+        break;
       }
       if (m.elapsed_s >= cfg.time_budget_s) {
         m.stop_reason = "time_budget";
-        return;
+        break;
       }
     }
     next_check = next_checkpoint(n, min_n, max_n, m.elapsed_s);
+  }
+  // OSU's and IMB's statistic, from the same samples after the timed loop: each rank's mean over
+  // its own samples, then across ranks (OSU prints the mean by default, max and min with -f).
+  double sum = 0;
+  for (double x : local) sum += x;
+  const auto means = world.all_gather_u64(std::bit_cast<std::uint64_t>(sum / double(local.size())));
+  m.rank_mean_min_s = std::numeric_limits<double>::infinity();
+  for (auto u : means) {
+    const double x = std::bit_cast<double>(u);
+    m.rank_mean_max_s = std::max(m.rank_mean_max_s, x);
+    m.rank_mean_min_s = std::min(m.rank_mean_min_s, x);
+    m.rank_mean_avg_s += x / double(means.size());
   }
 }
 

@@ -527,6 +527,8 @@ RunOutcome run_points(Communicator& world, const SweepJob& job, const std::vecto
       break;
     }
     rec["timing"] = timing_json(cfg, p, m);
+    rec["stats"]["rank_means"] = {{"max", m.rank_mean_max_s}, {"mean", m.rank_mean_avg_s},
+                                  {"min", m.rank_mean_min_s}};
     rec["samples_s"] = m.samples;
     rec["wrong"] = cfg.check ? json(m.wrong) : json(nullptr);
     if (m.wrong > 0) ++out.bad_points;
