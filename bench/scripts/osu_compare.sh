@@ -7,6 +7,8 @@
 #
 #   bench/scripts/osu_compare.sh OSU_BUILD_DIR BUILD_DIR [BUILD_DIR2]
 #   env: NP=2 ROUNDS=9 SIZES="8 16 ... 4194304" (OSU's per-rank bytes) OPS="all_gather all_reduce"
+#        LEVELS="default single": shardbench once per MPI thread level in each round
+#        (SHARDCAL_MPI_THREAD_LEVEL; "default" = the backend's own, funneled)
 #        OUT=dir (default a new /tmp dir) REPORT_ONLY=1 (re-print OUT's table)
 #
 # OSU_BUILD_DIR is an OSU 7.x tree after `./configure CC=mpicc CXX=mpicxx && make` (the binaries
@@ -29,6 +31,7 @@ osu_dir=$1
 builds=("$2")
 (($# == 3)) && builds+=("$3")
 NP=${NP:-2} ROUNDS=${ROUNDS:-9} OPS=${OPS:-all_gather all_reduce} REPORT_ONLY=${REPORT_ONLY:-0}
+LEVELS=${LEVELS:-default}
 if [[ -z ${SIZES:-} ]]; then
   SIZES=""
   for ((s = 8; s <= 4194304; s *= 2)); do SIZES+="$s "; done
@@ -38,6 +41,10 @@ for v in NP ROUNDS; do [[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v}: expected a posi
 for s in $SIZES; do
   [[ $s =~ ^[0-9]+$ ]] && ((s >= 4 && s % 4 == 0)) ||
     die "SIZES: '$s' must be a multiple of 4 bytes (f32), at least 4"
+done
+for lv in $LEVELS; do
+  [[ $lv =~ ^(default|single|funneled|serialized|multiple)$ ]] ||
+    die "LEVELS: '$lv' is not default, single, funneled, serialized or multiple"
 done
 for op in $OPS; do
   [[ $op == all_gather || $op == all_reduce ]] || die "OPS: '$op' is not all_gather or all_reduce"
@@ -81,11 +88,16 @@ JSON
 }
 
 if [[ $REPORT_ONLY != 1 ]]; then
-  printf '%s\n' "${builds[@]}" > "$out/builds.txt"
+  tools=(osu)
+  : > "$out/builds.txt"
+  for ((b = 0; b < ${#builds[@]}; b++)); do
+    for lv in $LEVELS; do
+      tools+=("ours${b}-$lv")
+      printf '%s\t%s\n' "ours${b}-$lv" "${builds[$b]} (MPI thread level: $lv)" >> "$out/builds.txt"
+    done
+  done
   echo "osu_compare: NP=$NP ROUNDS=$ROUNDS ops: $OPS; sizes (per rank): $SIZES; results in $out" >&2
   echo "start $(date -u +%FT%TZ) $(cut -d' ' -f1-3 /proc/loadavg)" > "$out/load.txt"
-  tools=(osu)
-  for ((b = 0; b < ${#builds[@]}; b++)); do tools+=("ours$b"); done
   nt=${#tools[@]}
   for ((r = 1; r <= ROUNDS; r++)); do
     echo "osu_compare: round $r/$ROUNDS (load $(cut -d' ' -f1 /proc/loadavg))" >&2
@@ -99,9 +111,11 @@ if [[ $REPORT_ONLY != 1 ]]; then
               -T mpi_float -f -i "$(iters "$s")" -x "$(skip "$s")" </dev/null \
               > "$out/osu_${op}_${s}_$r.txt"
           else
-            b=${builds[${tool#ours}]}
+            b=${tool#ours}
+            b=${builds[${b%%-*}]} lv=${tool#*-}
+            [[ $lv == default ]] && lv=""
             rm -f "$out/${tool}_${op}_${s}_$r.jsonl"
-            "${mpirun[@]}" "$b/bin/shardbench" sweep --backend mpi --config "$cfg" \
+            "${mpirun[@]}" -x "SHARDCAL_MPI_THREAD_LEVEL=$lv" "$b/bin/shardbench" sweep --backend mpi --config "$cfg" \
               --out "$out/${tool}_${op}_${s}_$r.jsonl" -q </dev/null
           fi
         done
@@ -116,7 +130,7 @@ py=/usr/bin/python3; [[ -x $py ]] || py=python3
 import glob, json, os, statistics, sys
 out, np_, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ops, sizes = sys.argv[4].split(), [int(s) for s in sys.argv[5].split()]
-builds = [l.strip() for l in open(f"{out}/builds.txt") if l.strip()]
+builds = [l.rstrip("\n").split("\t") for l in open(f"{out}/builds.txt") if l.strip()]
 med = statistics.median
 
 def osu(op, s, r):  # (avg, max) in us from OSU's -f line: size avg min max iterations
@@ -125,8 +139,8 @@ def osu(op, s, r):  # (avg, max) in us from OSU's -f line: size avg min max iter
         sys.exit(f"osu_compare: no OSU result for {op} {s} B in round {r}")
     return float(rows[-1][1]), float(rows[-1][3])
 
-def ours(b, op, s, r):  # (slowest-rank mean, rank-means max, rank-means mean) in us
-    for line in open(f"{out}/ours{b}_{op}_{s}_{r}.jsonl"):
+def ours(tool, op, s, r):  # (slowest-rank mean, rank-means max, rank-means mean) in us
+    for line in open(f"{out}/{tool}_{op}_{s}_{r}.jsonl"):
         rec = json.loads(line)
         if rec.get("type") != "point":
             continue
@@ -134,24 +148,24 @@ def ours(b, op, s, r):  # (slowest-rank mean, rank-means max, rank-means mean) i
             sys.exit(f"osu_compare: shardbench reported wrong results: {rec['key']}")
         st = rec["stats"]
         if "rank_means" not in st:
-            sys.exit(f"osu_compare: {builds[b]} writes no stats.rank_means (older build)")
+            sys.exit(f"osu_compare: {tool} writes no stats.rank_means (older build)")
         return st["mean"] * 1e6, st["rank_means"]["max"] * 1e6, st["rank_means"]["mean"] * 1e6
-    sys.exit(f"osu_compare: no point in ours{b}_{op}_{s}_{r}.jsonl")
+    sys.exit(f"osu_compare: no point in {tool}_{op}_{s}_{r}.jsonl")
 
 print(f"{np_} ranks, {rounds} rounds, each (op, size) its own launch per tool; medians over rounds "
       "(us). OSU: max = 'Max Latency' (-f), avg = 'Avg Latency' (default print). ours: slowest = "
       "stats.mean (mean over iterations of the slowest rank), rmax / ravg = stats.rank_means max / "
       "mean (OSU's definition). r_slow = slowest / OSU max, r_max = rmax / OSU max, r_avg = ravg / "
       "OSU avg. bytes = per rank, as OSU's -m.")
-for b, path in enumerate(builds):
-    print(f"\nours = {path}")
+for tool, what in builds:
+    print(f"\nours = {what}")
     print("| op | bytes | OSU max | OSU avg | ours slowest | ours rmax | ours ravg | r_slow | r_max | r_avg |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rs, rm, ra = [], [], []
     for op in ops:
         for s in sizes:
             o = [osu(op, s, r) for r in range(1, rounds + 1)]
-            u = [ours(b, op, s, r) for r in range(1, rounds + 1)]
+            u = [ours(tool, op, s, r) for r in range(1, rounds + 1)]
             omax, oavg = med(x[1] for x in o), med(x[0] for x in o)
             slow, rmax, ravg = (med(x[i] for x in u) for i in range(3))
             rs.append(slow / omax); rm.append(rmax / omax); ra.append(ravg / oavg)
