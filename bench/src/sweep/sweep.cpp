@@ -131,6 +131,7 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
   ctx["timing_method"] =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
       "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
+      "stats.rank_means: each rank's mean over its samples, then max/mean/min over ranks (OSU); "
       "timer per point in timing.timer (host_clock: steady clock, stop after "
       "memory().synchronize(); cuda_event: CUDA events on the communicator's stream)";
   return ctx;
