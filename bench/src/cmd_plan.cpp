@@ -277,8 +277,9 @@ Runner add_plan_command(CLI::App& app) {
       "plan, see docs/PLANNER.md \"Search\"). A greedy step the profile cannot price (no model\n"
       "for its collective) is shown as not priceable.\n"
       "Ranks are laid out row-major over the mesh, --ranks-per-host consecutive ranks per host.\n"
-      "Local steps (slice, partial, embed) are priced as a memory copy at a stated bandwidth\n"
-      "(host 10 GB/s, cuda 1000 GB/s, by the profile's memory); details in docs/PLANNER.md.\n"
+      "Local steps (slice, partial, embed) are priced as a memory copy at the profile's fitted\n"
+      "copy cost (local_copy) or else a stated bandwidth (host 10 GB/s, cuda 1000 GB/s, by the\n"
+      "profile's memory); details in docs/PLANNER.md.\n"
       "Example: shardbench plan --profile configs/profiles/dtensor-default.json --mesh 2x4\n"
       "         --ranks-per-host 4 --shape 8192x8192 --dtype bf16 --from \"S(0),S(1)\" --to "
       "\"R,S(0)\" --k 3");

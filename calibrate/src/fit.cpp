@@ -626,6 +626,71 @@ double model_time_us(const Model& m, double s_eff, int n, int* segment, int conc
   return segment_time_us(m, k, n, s_eff, concurrent_groups);
 }
 
+namespace {
+
+// Composition MAPE of the transitions with communication, their copies at c us per byte (and
+// their predictions filled in at that c).
+double transitions_mape(std::vector<TransitionPrediction>& ts, double c_us_per_byte) {
+  double sum = 0;
+  for (auto& t : ts) {
+    t.predicted_us = t.collectives_us + c_us_per_byte * t.copy_bytes;
+    t.rel_error = (t.predicted_us - t.measured_us) / t.measured_us;
+    sum += std::abs(t.rel_error);
+  }
+  return sum / double(ts.size());
+}
+
+// The copy cost from transitions made of local steps only (a slice or a partial embedding: no
+// communication): measured t = a + c x, x the bytes the busiest rank writes, by ordinary least
+// squares, c clamped at 0 (then a alone). Absolute residuals on purpose: the largest copies
+// decide c, as they decide plans (small copies run from cache and are all fixed cost). a is the
+// harness's and the platform's fixed cost of a transition; the planner prices c only. These
+// points measure the copy directly, so c does not absorb the collectives' prediction errors.
+void fit_copy_cost(Calibration& cal, const Profile& built_in,
+                   const std::vector<std::pair<double, double>>& local_only /* (bytes, us) */) {
+  LocalCopyFit& f = cal.local_copy;
+  const double default_us = prices_copies(built_in) ? 1e-3 / local_copy_GBps(built_in) : 0.0;
+  f.default_ns_per_byte = default_us * 1e3;
+  f.transitions = int(local_only.size());
+  std::set<double> xs;
+  for (const auto& [x, y] : local_only) xs.insert(x);
+  if (!prices_copies(built_in) || f.transitions < kMinCopyTransitions || xs.size() < 2) {
+    if (!cal.transitions.empty()) cal.composition_mape = transitions_mape(cal.transitions, default_us);
+    return;
+  }
+  // Simple linear regression (closed form): c = Sxy / Sxx, a = mean y - c mean x.
+  const double n = double(local_only.size());
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : local_only) mx += x / n, my += y / n;
+  double sxx = 0, sxy = 0;
+  for (const auto& [x, y] : local_only) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
+  double c = sxy / sxx, a = my - c * mx;
+  if (!(c >= 0)) {  // negative slope: copies are free here; the fixed cost alone
+    f.clamped = true;
+    c = 0;
+    a = my;
+  }
+  double ss = 0;
+  for (const auto& [x, y] : local_only) ss += (a + c * x - y) * (a + c * x - y);
+  const double se_c = std::sqrt(ss / std::max(1.0, n - 2) / sxx);
+  f.fitted = true;
+  f.alpha_us = a;
+  f.clamped = f.clamped || c > kMaxCopyNsPerByte * 1e-3;
+  f.ns_per_byte = std::min(c, kMaxCopyNsPerByte * 1e-3) * 1e3;
+  f.se_ns_per_byte = se_c * 1e3;
+  if (cal.transitions.empty()) return;  // nothing to confirm it with: not adopted
+  // Adopted only where it predicts the transitions with communication clearly better than the
+  // built-in value: a copy that ran hot from cache in a small local slice must not make the
+  // planner trade collectives for packing on a machine where large packs are slow.
+  const double at_fit = transitions_mape(cal.transitions, f.ns_per_byte * 1e-3);
+  f.composition_mape_default = transitions_mape(cal.transitions, default_us);
+  f.composition_mape_fitted = at_fit;
+  f.used = at_fit < kCopyAdoptRatio * *f.composition_mape_default;
+  cal.composition_mape = transitions_mape(cal.transitions, f.used ? f.ns_per_byte * 1e-3 : default_us);
+}
+
+}  // namespace
+
 Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
   Calibration cal;
   cal.options = opt;
@@ -807,14 +872,14 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
   }
 
   // Transitions: predicted from their plan steps with the fitted models, through predict() (the
-  // planner's path, including its nearest-measured-class rule).
+  // planner's path, including its nearest-measured-class rule), plus the copies their steps pack
+  // and unpack at the copy cost fitted below.
   Profile tmp;
   tmp.cluster = "calibration";
   tmp.backend = rs.backend;
   tmp.memory = rs.memory;
   tmp.models = cal.models;
-  double tsum = 0;
-  int tcnt = 0;
+  std::vector<std::pair<double, double>> local_only;  // (bytes written, measured us)
   for (const TransitionPoint& t : rs.transitions) {
     if (t.mode != opt.mode) continue;
     TransitionPrediction tp;
@@ -836,21 +901,25 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
         const Prediction pr =
             price_collective(tmp, *s.op, lc, s.bytes, s.counts, s.elem_size, t.dtype);
         tp.extrapolated = tp.extrapolated || pr.extrapolated;
-        tp.predicted_us += pr.time_us;
+        tp.collectives_us += pr.time_us;
         // Pack/unpack around the collective, as the planner prices it (step_cost.cpp).
-        if (prices_copies(tmp)) tp.predicted_us += s.copy_bytes / (local_copy_GBps(tmp) * 1e3);
+        if (prices_copies(tmp)) tp.copy_bytes += s.copy_bytes;
       } catch (const Error&) {
         missing = true;  // no model for this collective
         break;
       }
     }
-    if (missing || tp.comm_steps == 0) continue;
-    tp.rel_error = (tp.predicted_us - tp.measured_us) / tp.measured_us;
-    tsum += std::abs(tp.rel_error);
-    ++tcnt;
-    cal.transitions.push_back(tp);
+    if (missing) continue;
+    if (tp.comm_steps == 0) {  // local steps only: a direct measurement of the copy cost
+      double out = 0;
+      for (const TransitionStep& s : t.steps) out += s.out_bytes;
+      // 0 us is a measurement too (a platform that does not time computation).
+      if (out > 0 && tp.measured_us >= 0) local_only.emplace_back(out, tp.measured_us);
+      continue;
+    }
+    if (tp.measured_us > 0) cal.transitions.push_back(tp);
   }
-  if (tcnt) cal.composition_mape = tsum / tcnt;
+  fit_copy_cost(cal, tmp, local_only);
   return cal;
 }
 
@@ -866,6 +935,9 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
       if (c.contains("shardcal_version") && c["shardcal_version"].is_string())
         p.shardcal_version = c["shardcal_version"].get<std::string>();
   p.models = cal.models;
+  if (cal.local_copy.used)
+    p.local_copy = Profile::LocalCopy{cal.local_copy.ns_per_byte, cal.local_copy.se_ns_per_byte,
+                                      cal.local_copy.transitions};
   const FitOptions& o = cal.options;
   json extra;
   json files = json::array();
@@ -949,8 +1021,22 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                    {"sizes", u.sizes},
                    {"reason", u.reason}});
   more["unfitted_models"] = unf;
+  const LocalCopyFit& lc = cal.local_copy;
   json tr = {{"count", cal.transitions.size()},
-             {"mape", cal.composition_mape ? json(*cal.composition_mape) : json(nullptr)}};
+             {"mape", cal.composition_mape ? json(*cal.composition_mape) : json(nullptr)},
+             {"copy_cost",
+              {{"local_only_transitions", lc.transitions},
+               {"fitted", lc.fitted},
+               {"adopted", lc.used},
+               {"alpha_us", lc.fitted ? json(lc.alpha_us) : json(nullptr)},
+               {"ns_per_byte", lc.fitted ? json(lc.ns_per_byte) : json(nullptr)},
+               {"se_ns_per_byte", lc.fitted ? json(lc.se_ns_per_byte) : json(nullptr)},
+               {"clamped", lc.clamped},
+               {"built_in_ns_per_byte", lc.default_ns_per_byte},
+               {"mape_at_built_in",
+                lc.composition_mape_default ? json(*lc.composition_mape_default) : json(nullptr)},
+               {"mape_at_fitted",
+                lc.composition_mape_fitted ? json(*lc.composition_mape_fitted) : json(nullptr)}}}};
   json items = json::array();
   for (const auto& t : cal.transitions)
     items.push_back({{"transition", t.label},
@@ -1053,6 +1139,22 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
     out += "transitions predicted from their steps: " + std::to_string(cal.transitions.size()) +
            ", composition MAPE " + pct(cal.composition_mape) + ", max " + pct(worst) + " (" +
            std::to_string(extr) + " used an extrapolated model)\n";
+    const LocalCopyFit& lc = cal.local_copy;
+    char line[256];
+    if (lc.fitted && lc.composition_mape_fitted)
+      std::snprintf(line, sizeof line,
+                    "copy cost: %.4g ns/B (se %.2g%s; fixed %.3g us) from %d local-only transitions; "
+                    "composition MAPE at it %s, at the built-in %.4g ns/B %s: %s\n",
+                    lc.ns_per_byte, lc.se_ns_per_byte, lc.clamped ? ", clamped" : "", lc.alpha_us,
+                    lc.transitions, pct(lc.composition_mape_fitted).c_str(), lc.default_ns_per_byte,
+                    pct(lc.composition_mape_default).c_str(),
+                    lc.used ? "adopted (in the profile)" : "not adopted (needs 20% lower MAPE)");
+    else
+      std::snprintf(line, sizeof line,
+                    "copy cost: built-in %.4g ns/B (%d local-only transitions measured; %d at two "
+                    "sizes or more needed to fit it)\n",
+                    lc.default_ns_per_byte, lc.transitions, kMinCopyTransitions);
+    out += line;
   } else {
     out += "transitions: none to predict\n";
   }

@@ -24,6 +24,7 @@
 #include "shardcal/error.hpp"
 #include "shardcal/formats/atomic_write.hpp"
 #include "shardcal/formats/json.hpp"
+#include "shardcal/formats/json_cursor.hpp"
 
 namespace shardcal::calib {
 
@@ -35,280 +36,244 @@ using ojson = nlohmann::ordered_json;
 constexpr int kMaxDepth = 32;          // deepest nesting accepted (extra objects included)
 constexpr std::int64_t kMaxInt = 1 << 24;  // hosts, group sizes, points, ...
 
-std::string value_text(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
+using formats::json_quote;
+using formats::JsonCursor;
 
-// Collects the context of one parse so every error names the file, the JSON pointer and its line.
+constexpr const char* kMissingFix =
+    "add it (see docs/PROFILE_FORMAT.md) or regenerate the profile with shardbench calibrate";
+constexpr const char* kUnknownKeyFix =
+    "remove it or fix its spelling; free-form data belongs under an \"extra\" object";
+constexpr const char* kValueFix =
+    "fix the value (docs/PROFILE_FORMAT.md) or regenerate the profile with shardbench calibrate";
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Reads one profile document; every error goes through a JsonCursor, so it names the file, the
+// JSON pointer and its line.
 struct Reader {
-  formats::JsonSource src;
-
-  [[noreturn]] void fail(const std::string& ptr, const std::string& what, const std::string& fix) const {
-    src.fail(ptr, what + "; " + fix);
+  [[noreturn]] static void fail(const JsonCursor& at, const std::string& what, const std::string& fix) {
+    at.fail(what + "; " + fix);
   }
 
-  const json& member(const json& obj, const std::string& ptr, const char* key) const {
-    auto it = obj.find(key);
-    if (it == obj.end())
-      fail(ptr + "/" + key, "required field is missing",
-           "add it (see docs/PROFILE_FORMAT.md) or regenerate the profile with shardbench calibrate");
-    return *it;
-  }
-
-  void only_keys(const json& obj, const std::string& ptr, std::initializer_list<const char*> keys) const {
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      bool known = false;
-      for (const char* k : keys) known = known || it.key() == k;
-      if (!known) {
-        std::string list;
-        for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
-        fail(ptr + "/" + it.key(), "unknown key '" + it.key() + "'",
-             "remove it or fix its spelling (known here: " + list +
-                 "); free-form data belongs under an \"extra\" object");
-      }
-    }
-  }
-
-  const json& object(const json& v, const std::string& ptr) const {
-    if (!v.is_object()) fail(ptr, "expected an object, got " + value_text(v), "fix the value");
-    return v;
-  }
-
-  std::string string(const json& v, const std::string& ptr) const {
-    if (!v.is_string()) fail(ptr, "expected a string, got " + value_text(v), "fix the value");
-    return v.get<std::string>();
-  }
-
-  std::int64_t integer(const json& v, const std::string& ptr, std::int64_t lo, std::int64_t hi) const {
-    if (!v.is_number_integer())
-      fail(ptr, "expected an integer, got " + value_text(v), "write a whole number");
-    const bool out = v.is_number_unsigned()
-                         ? v.get<std::uint64_t>() > std::uint64_t(hi) || (lo > 0 && v.get<std::uint64_t>() < std::uint64_t(lo))
-                         : (v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi);
-    if (out)
-      fail(ptr, "value " + value_text(v) + " is out of range [" + std::to_string(lo) + ", " +
-                    std::to_string(hi) + "]",
-           "fix the value");
-    return v.get<std::int64_t>();
-  }
-
-  // A finite number >= lo (strictly greater when strict).
-  double number(const json& v, const std::string& ptr, double lo, bool strict, const char* what) const {
-    if (!v.is_number()) fail(ptr, std::string("expected a number (") + what + "), got " + value_text(v), "fix the value");
-    const double x = v.get<double>();
-    if (!std::isfinite(x) || x < lo || (strict && x == lo))
-      fail(ptr, std::string(what) + " must be finite and " + (strict ? "> " : ">= ") + value_text(json(lo)) +
-                    ", got " + value_text(v),
-           "a non-physical value means a broken fit: refit with shardbench calibrate or fix the value");
-    return x;
-  }
-
-  std::optional<double> optional_number(const json& obj, const std::string& ptr, const char* key,
-                                        const char* what) const {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return std::nullopt;
-    return number(*it, ptr + "/" + key, 0.0, false, what);
-  }
-
-  Range range(const json& v, const std::string& ptr, double min_lo, bool integral) const {
-    if (!v.is_array() || v.size() != 2)
-      fail(ptr, "expected [lo, hi] (hi may be null for unbounded), got " + value_text(v), "fix the value");
+  static Range range(const JsonCursor& v, double min_lo, bool integral) {
+    if (!v.json().is_array() || v.size() != 2)
+      fail(v, "expected [lo, hi] (hi may be null for unbounded), got " + json_quote(v.json()), "fix the value");
+    auto bound = [&](const JsonCursor& b) {
+      return integral ? double(b.integer(std::int64_t(min_lo), kMaxInt)) : b.number(min_lo);
+    };
     Range r;
-    const std::string p0 = ptr + "/0", p1 = ptr + "/1";
-    r.lo = integral ? double(integer(v[0], p0, std::int64_t(min_lo), kMaxInt)) : number(v[0], p0, min_lo, false, "lower bound");
+    r.lo = bound(v[0]);
     if (!v[1].is_null()) {
-      r.hi = integral ? double(integer(v[1], p1, std::int64_t(min_lo), kMaxInt)) : number(v[1], p1, min_lo, false, "upper bound");
-      if (*r.hi < r.lo) fail(ptr, "upper bound below lower bound", "swap or fix the bounds");
+      r.hi = bound(v[1]);
+      if (*r.hi < r.lo) fail(v, "upper bound below lower bound", "swap or fix the bounds");
     }
     return r;
   }
 
-  Domain domain(const json& v, const std::string& ptr) const {
-    object(v, ptr);
-    only_keys(v, ptr, {"hosts", "concurrent_groups", "group_size", "bytes", "classes"});
+  static Domain domain(const JsonCursor& v) {
+    v.expect_keys({"hosts", "concurrent_groups", "group_size", "bytes", "classes"}, kUnknownKeyFix);
     Domain d;
-    d.hosts = range(member(v, ptr, "hosts"), ptr + "/hosts", 1, true);
-    d.concurrent_groups = range(member(v, ptr, "concurrent_groups"), ptr + "/concurrent_groups", 1, true);
-    d.group_size = range(member(v, ptr, "group_size"), ptr + "/group_size", 1, true);
-    d.bytes = range(member(v, ptr, "bytes"), ptr + "/bytes", 0, false);
-    if (auto it = v.find("classes"); it != v.end()) {
-      const std::string cp = ptr + "/classes";
-      if (!it->is_array()) fail(cp, "expected an array of [group size, concurrent groups]", "fix the value");
-      for (std::size_t i = 0; i < it->size(); ++i) {
-        const json& e = (*it)[i];
-        const std::string ep = cp + "/" + std::to_string(i);
-        if (!e.is_array() || e.size() != 2)
-          fail(ep, "expected [group size, concurrent groups]", "fix the value");
-        d.classes.push_back({int(integer(e[0], ep + "/0", 1, kMaxInt)),
-                             int(integer(e[1], ep + "/1", 1, kMaxInt))});
+    d.hosts = range(v.required("hosts", kMissingFix), 1, true);
+    d.concurrent_groups = range(v.required("concurrent_groups", kMissingFix), 1, true);
+    d.group_size = range(v.required("group_size", kMissingFix), 1, true);
+    d.bytes = range(v.required("bytes", kMissingFix), 0, false);
+    if (auto cl = v.optional("classes")) {
+      if (!cl->json().is_array()) fail(*cl, "expected an array of [group size, concurrent groups]", "fix the value");
+      for (std::size_t i = 0; i < cl->size(); ++i) {
+        const JsonCursor e = (*cl)[i];
+        if (!e.json().is_array() || e.size() != 2)
+          fail(e, "expected [group size, concurrent groups]", "fix the value");
+        d.classes.push_back({int(e[0].integer(1, kMaxInt)), int(e[1].integer(1, kMaxInt))});
       }
     }
     return d;
   }
 
-  Segment segment(const json& v, const std::string& ptr) const {
-    object(v, ptr);
-    only_keys(v, ptr,
-              {"s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps", "alpha_rel_se",
-               "bandwidth_rel_se", "contention"});
+  static Segment segment(const JsonCursor& v) {
+    v.expect_keys({"s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps", "alpha_rel_se",
+                   "bandwidth_rel_se", "contention"},
+                  kUnknownKeyFix);
     Segment s;
-    s.s_lo = number(member(v, ptr, "s_lo"), ptr + "/s_lo", 0.0, false, "segment start s_lo (bytes)");
-    const json& hi = member(v, ptr, "s_hi");
-    if (!hi.is_null()) s.s_hi = number(hi, ptr + "/s_hi", 0.0, false, "segment end s_hi (bytes)");
-    s.alpha_us = number(member(v, ptr, "alpha_us"), ptr + "/alpha_us", 0.0, false, "latency alpha_us");
-    s.alpha_step_us = number(member(v, ptr, "alpha_step_us"), ptr + "/alpha_step_us", 0.0, false,
-                             "per-step latency alpha_step_us");
-    s.bandwidth_GBps = number(member(v, ptr, "bandwidth_GBps"), ptr + "/bandwidth_GBps", 0.0, true,
-                              "bandwidth_GBps");
+    s.s_lo = v.number_at("s_lo", kMissingFix, 0.0);
+    const JsonCursor hi = v.required("s_hi", kMissingFix);
+    if (!hi.is_null()) s.s_hi = hi.number(0.0);
+    s.alpha_us = v.number_at("alpha_us", kMissingFix, 0.0);
+    s.alpha_step_us = v.number_at("alpha_step_us", kMissingFix, 0.0);
+    s.bandwidth_GBps = v.required("bandwidth_GBps", kMissingFix).number(0.0, kInf, true);
     // Optional: absent = unknown. Present means a number (null is not "unknown": omit the key).
-    if (auto it = v.find("alpha_rel_se"); it != v.end())
-      s.alpha_rel_se =
-          number(*it, ptr + "/alpha_rel_se", 0.0, false, "relative standard error alpha_rel_se");
-    if (auto it = v.find("bandwidth_rel_se"); it != v.end())
-      s.bandwidth_rel_se = number(*it, ptr + "/bandwidth_rel_se", 0.0, false,
-                                  "relative standard error bandwidth_rel_se");
-    if (auto it = v.find("contention"); it != v.end())
-      s.contention = number(*it, ptr + "/contention", 0.0, false,
-                            "contention (bandwidth slowdown per extra concurrent group)");
+    if (auto x = v.optional("alpha_rel_se")) s.alpha_rel_se = x->number(0.0);
+    if (auto x = v.optional("bandwidth_rel_se")) s.bandwidth_rel_se = x->number(0.0);
+    if (auto x = v.optional("contention")) s.contention = x->number(0.0);
     return s;
   }
 
-  FitQuality quality(const json& v, const std::string& ptr) const {
-    object(v, ptr);
-    only_keys(v, ptr, {"points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape",
-                       "leave_mesh_out_mape", "leave_concurrency_out_mape"});
+  static Profile::LocalCopy local_copy(const JsonCursor& v) {
+    v.object();
+    v.expect_keys({"ns_per_byte", "se_ns_per_byte", "transitions"}, kUnknownKeyFix);
+    Profile::LocalCopy c;
+    c.ns_per_byte = v.number_at("ns_per_byte", kMissingFix, 0.0);
+    c.se_ns_per_byte = v.number_at("se_ns_per_byte", kMissingFix, 0.0);
+    c.transitions = int(v.integer_at("transitions", kMissingFix, 1, kMaxInt));
+    return c;
+  }
+
+  // A number >= 0, or null (not measured).
+  static std::optional<double> optional_number(const JsonCursor& v) {
+    if (v.is_null()) return std::nullopt;
+    return v.number(0.0);
+  }
+
+  static FitQuality quality(const JsonCursor& v) {
+    v.expect_keys({"points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape",
+                   "leave_mesh_out_mape", "leave_concurrency_out_mape"},
+                  kUnknownKeyFix);
     FitQuality q;
-    q.points = int(integer(member(v, ptr, "points"), ptr + "/points", 0, kMaxInt));
-    q.mape = number(member(v, ptr, "mape"), ptr + "/mape", 0.0, false, "mape");
-    q.max_rel_error = number(member(v, ptr, "max_rel_error"), ptr + "/max_rel_error", 0.0, false, "max_rel_error");
-    member(v, ptr, "holdout_mape");
-    member(v, ptr, "leave_group_out_mape");
-    q.holdout_mape = optional_number(v, ptr, "holdout_mape", "holdout_mape");
-    q.leave_group_out_mape = optional_number(v, ptr, "leave_group_out_mape", "leave_group_out_mape");
+    q.points = int(v.integer_at("points", kMissingFix, 0, kMaxInt));
+    q.mape = v.number_at("mape", kMissingFix, 0.0);
+    q.max_rel_error = v.number_at("max_rel_error", kMissingFix, 0.0);
+    q.holdout_mape = optional_number(v.required("holdout_mape", kMissingFix));
+    q.leave_group_out_mape = optional_number(v.required("leave_group_out_mape", kMissingFix));
     // Optional keys (absent = not measured).
-    if (v.contains("leave_mesh_out_mape"))
-      q.leave_mesh_out_mape = optional_number(v, ptr, "leave_mesh_out_mape", "leave_mesh_out_mape");
-    if (v.contains("leave_concurrency_out_mape"))
-      q.leave_concurrency_out_mape =
-          optional_number(v, ptr, "leave_concurrency_out_mape", "leave_concurrency_out_mape");
+    if (auto x = v.optional("leave_mesh_out_mape")) q.leave_mesh_out_mape = optional_number(*x);
+    if (auto x = v.optional("leave_concurrency_out_mape"))
+      q.leave_concurrency_out_mape = optional_number(*x);
     return q;
   }
 
-  Model model(const json& v, const std::string& ptr) const {
-    object(v, ptr);
-    only_keys(v, ptr, {"collective", "hosts", "concurrent_groups", "dtype", "group_sizes", "effective_size",
-                       "segments", "quality", "domain", "extra"});
+  static void group_sizes(const JsonCursor& gs, Model& m) {
+    if (!gs.json().is_array())
+      fail(gs, "expected an array of group sizes, got " + json_quote(gs.json()), "fix the value");
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      const JsonCursor g = gs[i];
+      const int n = int(g.integer(1, kMaxInt));
+      if (n % m.hosts != 0)
+        fail(g, "group size " + std::to_string(n) + " is not a multiple of hosts=" + std::to_string(m.hosts),
+             "a group spanning h hosts has the same number of ranks on each; fix the value");
+      if (!m.group_sizes.empty() && n <= m.group_sizes.back())
+        fail(g, "group sizes must be sorted ascending without repeats", "sort them and drop duplicates");
+      m.group_sizes.push_back(n);
+    }
+  }
+
+  static void segments(const JsonCursor& segs, Model& m) {
+    if (!segs.json().is_array() || segs.size() == 0)
+      fail(segs, "expected a non-empty array of segments, got " + json_quote(segs.json()), "fix the value");
+    for (std::size_t i = 0; i < segs.size(); ++i) {
+      const JsonCursor sc = segs[i];
+      Segment s = segment(sc);
+      if (i == 0 && s.s_lo != 0)
+        fail(sc.required("s_lo", kMissingFix), "the first segment must start at 0 bytes",
+             "set s_lo of the first segment to 0");
+      if (i > 0) {
+        const Segment& prev = m.segments.back();
+        if (!prev.s_hi)
+          fail(sc, "segment follows an unbounded one (s_hi null): segments overlap",
+               "only the last segment may have s_hi null; sort segments by s_lo");
+        if (s.s_lo != *prev.s_hi)
+          fail(sc.required("s_lo", kMissingFix),
+               std::string(s.s_lo < *prev.s_hi ? "segments overlap or are unsorted" : "gap between segments") +
+                   ": s_lo " + json_quote(json(s.s_lo)) + " != previous s_hi " + json_quote(json(*prev.s_hi)),
+               "segments must be sorted by s_lo and contiguous (each s_lo equal to the previous s_hi)");
+      }
+      if (s.s_hi && *s.s_hi <= s.s_lo)
+        fail(sc.required("s_hi", kMissingFix), "segment is empty or reversed (s_hi <= s_lo)",
+             "make s_hi greater than s_lo");
+      m.segments.push_back(s);
+    }
+    if (m.segments.back().s_hi)
+      fail(segs[segs.size() - 1].required("s_hi", kMissingFix),
+           "the last segment must be unbounded (s_hi null) so every size has a model",
+           "set the last segment's s_hi to null");
+  }
+
+  static Model model(const JsonCursor& v) {
+    v.expect_keys({"collective", "hosts", "concurrent_groups", "dtype", "group_sizes", "effective_size",
+                   "segments", "quality", "domain", "extra"},
+                  kUnknownKeyFix);
     Model m;
-    const std::string cname = string(member(v, ptr, "collective"), ptr + "/collective");
+    const JsonCursor cc = v.required("collective", kMissingFix);
+    const std::string cname = cc.string();
     auto c = find_collective(cname);
     if (!c) {
       std::string names;
       for (const auto& info : kCollectives) names += std::string(names.empty() ? "" : ", ") + std::string(info.name);
-      fail(ptr + "/collective", "unknown collective '" + cname + "'", "use one of: " + names);
+      fail(cc, "unknown collective '" + cname + "'", "use one of: " + names);
     }
     m.collective = *c;
-    m.hosts = int(integer(member(v, ptr, "hosts"), ptr + "/hosts", 1, kMaxInt));
-    m.concurrent_groups = int(integer(member(v, ptr, "concurrent_groups"), ptr + "/concurrent_groups", 1, kMaxInt));
-    const json& dt = member(v, ptr, "dtype");
+    m.hosts = int(v.integer_at("hosts", kMissingFix, 1, kMaxInt));
+    m.concurrent_groups = int(v.integer_at("concurrent_groups", kMissingFix, 1, kMaxInt));
+    const JsonCursor dt = v.required("dtype", kMissingFix);
     if (!dt.is_null()) {
-      const std::string name = string(dt, ptr + "/dtype");
+      const std::string name = dt.string();
       bool found = false;
       for (DType t : kAllDTypes)
         if (dtype_name(t) == name) m.dtype = t, found = true;
-      if (!found) fail(ptr + "/dtype", "unknown dtype '" + name + "'", "use null (pooled) or f32, f64, f16, bf16, i32, i64, u8");
+      if (!found) fail(dt, "unknown dtype '" + name + "'", "use null (pooled) or f32, f64, f16, bf16, i32, i64, u8");
     }
-    const json& gs = member(v, ptr, "group_sizes");
-    if (!gs.is_array()) fail(ptr + "/group_sizes", "expected an array of group sizes, got " + value_text(gs), "fix the value");
-    for (std::size_t i = 0; i < gs.size(); ++i) {
-      const std::string p = ptr + "/group_sizes/" + std::to_string(i);
-      const int n = int(integer(gs[i], p, 1, kMaxInt));
-      if (n % m.hosts != 0)
-        fail(p, "group size " + std::to_string(n) + " is not a multiple of hosts=" + std::to_string(m.hosts),
-             "a group spanning h hosts has the same number of ranks on each; fix the value");
-      if (!m.group_sizes.empty() && n <= m.group_sizes.back())
-        fail(p, "group sizes must be sorted ascending without repeats", "sort them and drop duplicates");
-      m.group_sizes.push_back(n);
-    }
-    const std::string es = string(member(v, ptr, "effective_size"), ptr + "/effective_size");
+    group_sizes(v.required("group_sizes", kMissingFix), m);
+    const JsonCursor ec = v.required("effective_size", kMissingFix);
+    const std::string es = ec.string();
     auto e = parse_effective_size(es);
-    if (!e) fail(ptr + "/effective_size", "unknown effective-size rule '" + es + "'", "use \"total\" or \"n_times_max\"");
+    if (!e) fail(ec, "unknown effective-size rule '" + es + "'", "use \"total\" or \"n_times_max\"");
     m.effective_size = *e;
-    const json& segs = member(v, ptr, "segments");
-    if (!segs.is_array() || segs.empty())
-      fail(ptr + "/segments", "expected a non-empty array of segments, got " + value_text(segs), "fix the value");
-    for (std::size_t i = 0; i < segs.size(); ++i) {
-      const std::string p = ptr + "/segments/" + std::to_string(i);
-      Segment s = segment(segs[i], p);
-      if (i == 0 && s.s_lo != 0)
-        fail(p + "/s_lo", "the first segment must start at 0 bytes", "set s_lo of the first segment to 0");
-      if (i > 0) {
-        const Segment& prev = m.segments.back();
-        if (!prev.s_hi)
-          fail(p, "segment follows an unbounded one (s_hi null): segments overlap",
-               "only the last segment may have s_hi null; sort segments by s_lo");
-        if (s.s_lo != *prev.s_hi)
-          fail(p + "/s_lo",
-               std::string(s.s_lo < *prev.s_hi ? "segments overlap or are unsorted" : "gap between segments") +
-                   ": s_lo " + value_text(json(s.s_lo)) + " != previous s_hi " + value_text(json(*prev.s_hi)),
-               "segments must be sorted by s_lo and contiguous (each s_lo equal to the previous s_hi)");
-      }
-      if (s.s_hi && *s.s_hi <= s.s_lo)
-        fail(p + "/s_hi", "segment is empty or reversed (s_hi <= s_lo)", "make s_hi greater than s_lo");
-      m.segments.push_back(s);
-    }
-    if (m.segments.back().s_hi)
-      fail(ptr + "/segments/" + std::to_string(segs.size() - 1) + "/s_hi",
-           "the last segment must be unbounded (s_hi null) so every size has a model",
-           "set the last segment's s_hi to null");
-    m.quality = quality(member(v, ptr, "quality"), ptr + "/quality");
-    if (auto it = v.find("domain"); it != v.end()) m.domain = domain(*it, ptr + "/domain");
-    if (auto it = v.find("extra"); it != v.end()) m.json_extra = object(*it, ptr + "/extra").dump();
+    segments(v.required("segments", kMissingFix), m);
+    m.quality = quality(v.required("quality", kMissingFix));
+    if (auto d = v.optional("domain")) m.domain = domain(*d);
+    if (auto x = v.optional("extra")) m.json_extra = x->object().json().dump();
     return m;
   }
 
-  Profile profile(const json& v) const {
-    object(v, "");
-    // Schema and version first: a file of another kind or version gets that message, not a
-    // complaint about some field it happens to lack.
-    const std::string schema = string(member(v, "", "schema"), "/schema");
+  // Schema and version first: a file of another kind or version gets that message, not a
+  // complaint about some field it happens to lack.
+  static void check_format(const JsonCursor& v) {
+    const JsonCursor sc = v.required("schema", kMissingFix);
+    const std::string schema = sc.string();
     if (schema != kProfileSchema)
-      fail("/schema", "unknown schema '" + schema + "'",
+      fail(sc, "unknown schema '" + schema + "'",
            std::string("this reader reads \"") + kProfileSchema + "\" files (is this a results or sweep file?)");
-    const json& ver = member(v, "", "version");
-    if (!ver.is_number_integer() || ver.get<std::int64_t>() != kProfileVersion)
-      fail("/version", "unsupported version " + value_text(ver),
+    const JsonCursor ver = v.required("version", kMissingFix);
+    if (!ver.json().is_number_integer() || ver.json().get<std::int64_t>() != kProfileVersion)
+      fail(ver, "unsupported version " + json_quote(ver.json()),
            "this reader reads version " + std::to_string(kProfileVersion) +
                "; use the shardcal that wrote the file or regenerate it with this one");
-    only_keys(v, "", {"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory",
-                      "models", "provenance", "fit_method", "extra"});
+  }
+
+  static Profile profile(const JsonCursor& v) {
+    v.object();
+    check_format(v);
+    v.expect_keys({"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory",
+                   "models", "local_copy", "provenance", "fit_method", "extra"},
+                  kUnknownKeyFix);
     Profile p;
-    p.cluster = string(member(v, "", "cluster"), "/cluster");
-    if (p.cluster.empty()) fail("/cluster", "cluster name is empty", "give the cluster a name (--name)");
-    p.created = string(member(v, "", "created"), "/created");
+    const JsonCursor cl = v.required("cluster", kMissingFix);
+    p.cluster = cl.string();
+    if (p.cluster.empty()) fail(cl, "cluster name is empty", "give the cluster a name (--name)");
+    const JsonCursor cr = v.required("created", kMissingFix);
+    p.created = cr.string();
     static const std::regex iso(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)");
     if (p.created.size() > 40 || !std::regex_match(p.created, iso))
-      fail("/created", "'" + p.created.substr(0, 40) + "' is not an ISO 8601 UTC time", "write it like 2026-11-23T16:00:00Z");
-    p.shardcal_version = string(member(v, "", "shardcal_version"), "/shardcal_version");
-    p.backend = string(member(v, "", "backend"), "/backend");
+      fail(cr, "'" + p.created.substr(0, 40) + "' is not an ISO 8601 UTC time", "write it like 2026-11-23T16:00:00Z");
+    p.shardcal_version = v.string_at("shardcal_version", kMissingFix);
+    const JsonCursor be = v.required("backend", kMissingFix);
+    p.backend = be.string();
     if (p.backend != "mpi" && p.backend != "nccl" && p.backend != "sim" && p.backend != "model")
-      fail("/backend", "unknown backend '" + p.backend + "'", "use mpi, nccl, sim or model");
-    p.memory = string(member(v, "", "memory"), "/memory");
-    if (p.memory != "host" && p.memory != "cuda") fail("/memory", "unknown memory '" + p.memory + "'", "use host or cuda");
+      fail(be, "unknown backend '" + p.backend + "'", "use mpi, nccl, sim or model");
+    const JsonCursor me = v.required("memory", kMissingFix);
+    p.memory = me.string();
+    if (p.memory != "host" && p.memory != "cuda") fail(me, "unknown memory '" + p.memory + "'", "use host or cuda");
     json extra = json::object();
     for (const char* k : {"provenance", "fit_method", "extra"})
-      if (auto it = v.find(k); it != v.end()) extra[k] = object(*it, std::string("/") + k);
+      if (auto x = v.optional(k)) extra[k] = x->object().json();
     if (!extra.empty()) p.json_extra = extra.dump();
-    const json& models = member(v, "", "models");
-    if (!models.is_array()) fail("/models", "expected an array of models, got " + value_text(models), "fix the value");
+    if (auto x = v.optional("local_copy")) p.local_copy = local_copy(*x);
+    const JsonCursor models = v.required("models", kMissingFix);
+    if (!models.json().is_array())
+      fail(models, "expected an array of models, got " + json_quote(models.json()), "fix the value");
     std::set<std::tuple<int, int, int, int>> seen;
     for (std::size_t i = 0; i < models.size(); ++i) {
-      const std::string ptr = "/models/" + std::to_string(i);
-      Model m = model(models[i], ptr);
+      Model m = model(models[i]);
       auto key = std::make_tuple(int(m.collective), m.hosts, m.concurrent_groups, m.dtype ? int(*m.dtype) : -1);
       if (!seen.insert(key).second)
-        fail(ptr, "a second model for the same collective, hosts, concurrent_groups and dtype",
+        fail(models[i], "a second model for the same collective, hosts, concurrent_groups and dtype",
              "keep one model per class (merge or delete the duplicate)");
       p.models.push_back(std::move(m));
     }
@@ -366,13 +331,13 @@ Domain effective_domain(const Model& m) {
 }
 
 Profile parse_profile(const std::string& json_text, const std::string& origin) {
-  Reader r{formats::JsonSource(origin, json_text)};
+  const formats::JsonSource src(origin, json_text);
   const json doc = formats::parse_json(
       json_text, origin,
       "the profile is not valid JSON: it may be truncated or corrupt; regenerate it with "
       "shardbench calibrate",
       kMaxDepth, "a profile holds finite numbers only: regenerate it with shardbench calibrate");
-  return r.profile(doc);
+  return Reader::profile(JsonCursor(src, doc, {}, kValueFix));
 }
 
 Profile read_profile(const std::string& path) {
@@ -404,6 +369,14 @@ std::string profile_to_json(const Profile& p) {
   j["shardcal_version"] = p.shardcal_version;
   j["backend"] = p.backend;
   j["memory"] = p.memory;
+  if (p.local_copy) {
+    const Profile::LocalCopy& c = *p.local_copy;
+    if (!std::isfinite(c.ns_per_byte) || c.ns_per_byte < 0 || !std::isfinite(c.se_ns_per_byte) ||
+        c.se_ns_per_byte < 0 || c.transitions < 1)
+      throw Error("profile_to_json: local_copy needs finite ns_per_byte, se_ns_per_byte >= 0 and transitions >= 1");
+    j["local_copy"] = {{"ns_per_byte", c.ns_per_byte}, {"se_ns_per_byte", c.se_ns_per_byte},
+                       {"transitions", c.transitions}};
+  }
   if (!p.json_extra.empty()) {
     const ojson extra = parse_json_extra(p.json_extra, "Profile::json_extra");
     for (auto it = extra.begin(); it != extra.end(); ++it)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -64,7 +65,19 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
 }
 
 double local_copy_GBps(const Profile& p) {
+  if (p.local_copy) {  // learned by calibrate; 0 ns per byte = free (infinite bandwidth)
+    const double ns = p.local_copy->ns_per_byte;
+    return ns > 0 ? 1.0 / ns : std::numeric_limits<double>::infinity();
+  }
   return p.memory == "cuda" ? kLocalCopyGBpsCuda : kLocalCopyGBpsHost;
+}
+
+std::string copy_bandwidth_text(const Profile& p) {
+  const double bw = local_copy_GBps(p);
+  char num[32];
+  std::snprintf(num, sizeof num, "%.4g", bw);
+  std::string s = std::isinf(bw) ? std::string("no cost") : std::string(num) + " GB/s";
+  return s + (p.local_copy ? " (fitted)" : " (" + p.memory + " memory copy)");
 }
 
 bool prices_copies(const Profile& p) { return p.backend != "model"; }
@@ -81,8 +94,7 @@ StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t,
     out.time_us = bytes / (bw * 1e3) + kLocalStepUs;
     out.prediction.time_us = out.time_us;
     out.prediction.note = "local step: " + std::to_string(std::int64_t(bytes)) + " B at " +
-                          std::to_string(int(bw)) + " GB/s (" + p.memory + " memory copy) + " +
-                          std::to_string(kLocalStepUs) + " us";
+                          copy_bandwidth_text(p) + " + " + std::to_string(kLocalStepUs) + " us";
     return out;
   }
   out.prediction = price_collective(p, *t.collective, out.link, double(t.bytes), t.counts,
@@ -97,7 +109,7 @@ StepPrice price_with_link(const Profile& p, const Step& s, const StepTraffic& t,
     out.time_us += copy_us;
     if (!out.prediction.note.empty()) out.prediction.note += "; ";
     out.prediction.note += "+ pack/unpack " + std::to_string(t.max_copy_bytes) + " B at " +
-                           std::to_string(int(bw)) + " GB/s";
+                           copy_bandwidth_text(p);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include "shardcal/error.hpp"
 #include "shardcal/formats/json.hpp"
+#include "shardcal/formats/json_cursor.hpp"
 #include "shardcal/formats/link_class.hpp"
 #include "shardcal/formats/median.hpp"
 #include "shardcal/formats/schemas.hpp"
@@ -23,40 +24,23 @@ using nlohmann::json;
   throw Error(where + ": " + what);
 }
 
-const json& field(const json& rec, const char* name, const std::string& where) {
-  auto it = rec.find(name);
-  if (it == rec.end())
-    fail(where, std::string("missing field \"") + name +
-                    "\"; is this a shardbench sweep results file (docs/RESULTS_FORMAT.md)?");
-  return *it;
-}
+constexpr const char* kMissingFix =
+    "is this a shardbench sweep results file (docs/RESULTS_FORMAT.md)?";
+constexpr const char* kValueFix =
+    "the file is corrupt or not a shardbench sweep results file (docs/RESULTS_FORMAT.md)";
 
-std::string str_field(const json& rec, const char* name, const std::string& where) {
-  const json& v = field(rec, name, where);
-  if (!v.is_string()) fail(where, std::string("field \"") + name + "\" is not a string");
-  return v.get<std::string>();
+// The getters of one record (every record is one JSON document on its line, so its messages
+// read "FILE:LINE: /field: ...").
+std::string str_at(const JsonCursor& rec, const char* key) { return rec.string_at(key, kMissingFix); }
+int pos_int_at(const JsonCursor& rec, const char* key) {
+  return int(rec.integer_at(key, kMissingFix, 1, std::int64_t(1) << 30));
 }
-
-long long int_field(const json& rec, const char* name, const std::string& where) {
-  const json& v = field(rec, name, where);
-  if (!v.is_number_integer()) fail(where, std::string("field \"") + name + "\" is not an integer");
-  return v.get<long long>();
-}
-
-int pos_int_field(const json& rec, const char* name, const std::string& where) {
-  const long long v = int_field(rec, name, where);
-  if (v < 1 || v > (1LL << 30))
-    fail(where, std::string("field \"") + name + "\" = " + std::to_string(v) + " is out of range");
-  return int(v);
-}
-
-double num_field(const json& rec, const char* name, const std::string& where) {
-  const json& v = field(rec, name, where);
-  if (!v.is_number()) fail(where, std::string("field \"") + name + "\" is not a number");
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || d < 0)
-    fail(where, std::string("field \"") + name + "\" must be finite and >= 0");
-  return d;
+double bytes_at(const JsonCursor& rec, const char* key) { return rec.number_at(key, kMissingFix, 0.0); }
+std::vector<std::int64_t> counts_at(const JsonCursor& rec) {
+  const JsonCursor cs = rec.required("counts", kMissingFix).array();
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < cs.size(); ++i) out.push_back(cs[i].integer(0));
+  return out;
 }
 
 // Only the format this reader understands: version 1 files record the old (wrong) transition
@@ -123,12 +107,13 @@ struct FileState {
   int n_hosts = 1;
 };
 
-void read_context(const json& rec, const std::string& where, ResultSet& rs, FileState& f,
+void read_context(const JsonCursor& rc, const std::string& where, ResultSet& rs, FileState& f,
                   std::string& first_ctx_where) {
+  const json& rec = rc.json();
   check_format(rec, where);
-  const std::string backend = str_field(rec, "backend", where);
-  const std::string memory = str_field(rec, "memory", where);
-  f.n_hosts = rec.contains("n_hosts") ? pos_int_field(rec, "n_hosts", where) : 1;
+  const std::string backend = str_at(rc, "backend");
+  const std::string memory = str_at(rc, "memory");
+  f.n_hosts = rec.contains("n_hosts") ? pos_int_at(rc, "n_hosts") : 1;
   if (rs.backend.empty()) {
     rs.backend = backend;
     rs.memory = memory;
@@ -148,7 +133,7 @@ void read_context(const json& rec, const std::string& where, ResultSet& rs, File
 struct PointHead {
   std::string where, key, mode;
   DType dtype{};
-  const json* params = nullptr;
+  std::optional<JsonCursor> params;
   std::vector<double> samples_s;
   double median_s = 0;
 };
@@ -166,130 +151,115 @@ Point point_from(PointHead& h) {
   return p;
 }
 
-void read_collective_point(const json& rec, PointHead& h, int n_hosts, ResultSet& rs) {
-  const std::string& where = h.where;
-  const json& params = *h.params;
+void read_collective_point(const JsonCursor& rec, PointHead& h, int n_hosts, ResultSet& rs) {
+  const JsonCursor& params = *h.params;
   CollectivePoint p = point_from<CollectivePoint>(h);
-  const std::string op = str_field(rec, "collective", where);
+  const JsonCursor oc = rec.required("collective", kMissingFix);
+  const std::string op = oc.string();
   auto c = find_collective(op);
-  if (!c) fail(where, "unknown collective \"" + op + "\"");
+  if (!c) oc.fail("unknown collective \"" + op + "\"");
   p.op = *c;
-  p.distribution = str_field(params, "distribution", where);
-  p.group_size = pos_int_field(rec, "group_size", where);
-  p.groups = pos_int_field(rec, "groups", where);
-  p.hosts_spanned = pos_int_field(rec, "hosts_spanned", where);
-  p.max_ranks_per_host = pos_int_field(rec, "max_ranks_per_host", where);
+  p.distribution = str_at(params, "distribution");
+  p.group_size = pos_int_at(rec, "group_size");
+  p.groups = pos_int_at(rec, "groups");
+  p.hosts_spanned = pos_int_at(rec, "hosts_spanned");
+  p.max_ranks_per_host = pos_int_at(rec, "max_ranks_per_host");
   p.n_hosts = n_hosts;
   p.concurrent_groups = concurrent_groups(p.groups, p.hosts_spanned, n_hosts);
-  p.elem_size = pos_int_field(rec, "elem_size", where);
-  const json& counts = field(rec, "counts", where);
-  if (!counts.is_array()) fail(where, "field \"counts\" is not an array");
-  for (const json& x : counts) {
-    if (!x.is_number_integer() || x.get<long long>() < 0)
-      fail(where, "counts must be non-negative integers");
-    p.counts.push_back(x.get<std::int64_t>());
-  }
-  p.bytes = num_field(rec, "bytes", where);
-  p.bytes_total = num_field(rec, "bytes_total", where);
-  p.bytes_eff = num_field(rec, "bytes_eff", where);
+  p.elem_size = pos_int_at(rec, "elem_size");
+  p.counts = counts_at(rec);
+  p.bytes = bytes_at(rec, "bytes");
+  p.bytes_total = bytes_at(rec, "bytes_total");
+  p.bytes_eff = bytes_at(rec, "bytes_eff");
   p.uneven = !p.counts.empty() && std::adjacent_find(p.counts.begin(), p.counts.end(),
                                                      std::not_equal_to<>()) != p.counts.end();
-  p.mesh = str_field(params, "mesh", where);
+  p.mesh = str_at(params, "mesh");
   p.label = op + " mesh=" + p.mesh +
-            " dim=" + std::to_string(int_field(params, "mesh_dim", where)) + " " +
+            " dim=" + std::to_string(params.required("mesh_dim", kMissingFix).integer()) + " " +
             std::string(dtype_name(h.dtype)) + " " + p.distribution + " " + h.mode + " " +
             std::to_string(std::llround(p.bytes)) + " B";
   rs.collectives.push_back(std::move(p));
 }
 
-TransitionStep read_plan_step(const json& st, const std::string& where, int world, int n_hosts) {
-  if (!st.is_object()) fail(where, "a plan step is not an object");
+TransitionStep read_plan_step(const JsonCursor& st, int world, int n_hosts) {
+  st.object();
   TransitionStep step;
-  step.kind = str_field(st, "collective", where);
+  step.kind = str_at(st, "collective");
   step.op = find_collective(step.kind);
-  step.mesh_dim = int(int_field(st, "mesh_dim", where));
-  step.group_size = pos_int_field(st, "group_size", where);
-  step.hosts_spanned = pos_int_field(st, "hosts_spanned", where);
+  step.mesh_dim = int(st.integer_at("mesh_dim", kMissingFix, 0, 1 << 20));
+  step.group_size = pos_int_at(st, "group_size");
+  step.hosts_spanned = pos_int_at(st, "hosts_spanned");
   step.concurrent_groups =
       concurrent_groups(std::max(1, world / step.group_size), step.hosts_spanned, n_hosts);
-  step.bytes = num_field(st, "bytes", where);
+  step.bytes = bytes_at(st, "bytes");
+  if (st.optional("max_out_bytes")) step.out_bytes = bytes_at(st, "max_out_bytes");
   if (!step.op) return step;
   // What the step moves (format version 2): S_eff needs the counts.
-  step.elem_size = pos_int_field(st, "elem_size", where);
-  const json& b = field(st, "uniform", where);
-  if (!b.is_boolean()) fail(where, "plan step field \"uniform\" is not a boolean");
-  step.uniform = b.get<bool>();
-  if (st.contains("max_copy_bytes")) step.copy_bytes = num_field(st, "max_copy_bytes", where);
-  const json& cs = field(st, "counts", where);
-  if (!cs.is_array()) fail(where, "plan step field \"counts\" is not an array");
-  for (const json& x : cs) {
-    if (!x.is_number_integer() || x.get<long long>() < 0)
-      fail(where, "plan step counts must be non-negative integers");
-    step.counts.push_back(x.get<std::int64_t>());
-  }
+  step.elem_size = pos_int_at(st, "elem_size");
+  step.uniform = st.required("uniform", kMissingFix).boolean();
+  if (st.optional("max_copy_bytes")) step.copy_bytes = bytes_at(st, "max_copy_bytes");
+  step.counts = counts_at(st);
   const std::size_t m = std::size_t(step.group_size);
   if (step.counts.size() != m &&
       !(*step.op == Collective::AllToAll && step.counts.size() == m * m))
-    fail(where, "plan step counts has " + std::to_string(step.counts.size()) +
+    st.fail("plan step counts has " + std::to_string(step.counts.size()) +
                     " entries for group size " + std::to_string(m) +
                     " (all_to_all: m x m); the file is corrupt");
   return step;
 }
 
-void read_transition_point(const json& rec, PointHead& h, int n_hosts, ResultSet& rs) {
-  const std::string& where = h.where;
-  const json& params = *h.params;
+void read_transition_point(const JsonCursor& rec, PointHead& h, int n_hosts, ResultSet& rs) {
+  const JsonCursor& params = *h.params;
   TransitionPoint t = point_from<TransitionPoint>(h);
-  const json& tr = field(rec, "transition", where);
-  if (!tr.is_object()) fail(where, "field \"transition\" is not an object");
-  t.label = "mesh " + str_field(params, "mesh", where) + " " + str_field(tr, "from", where) +
-            " -> " + str_field(tr, "to", where) + " " + std::string(dtype_name(h.dtype)) + " " +
-            std::to_string(std::llround(num_field(rec, "bytes", where))) + " B " +
-            str_field(params, "distribution", where);
+  const JsonCursor tr = rec.required("transition", kMissingFix).object();
+  const JsonCursor mc = params.required("mesh", kMissingFix);
+  t.label = "mesh " + mc.string() + " " + str_at(tr, "from") + " -> " + str_at(tr, "to") + " " +
+            std::string(dtype_name(h.dtype)) + " " +
+            std::to_string(std::llround(bytes_at(rec, "bytes"))) + " B " +
+            str_at(params, "distribution");
   Shape mesh;
   try {
-    mesh = parse_shape(str_field(params, "mesh", where));
+    mesh = parse_shape(mc.string());
   } catch (const Error& e) {
-    fail(where, std::string("field \"mesh\": ") + e.what());
+    mc.fail(e.what());
   }
   std::int64_t w = 1;
   for (std::int64_t d : mesh) w *= std::max<std::int64_t>(1, d);
-  const json& plan = field(tr, "plan", where);
-  if (!plan.is_array()) fail(where, "field \"transition.plan\" is not an array");
-  for (const json& st : plan) t.steps.push_back(read_plan_step(st, where, int(w), n_hosts));
+  const JsonCursor plan = tr.required("plan", kMissingFix).array();
+  for (std::size_t i = 0; i < plan.size(); ++i)
+    t.steps.push_back(read_plan_step(plan[i], int(w), n_hosts));
   rs.transitions.push_back(std::move(t));
 }
 
 // A point record: skipped (wrong results, failed samples) or read by its kind.
-void read_point(const json& rec, const std::string& where, int n_hosts, ResultSet& rs) {
+void read_point(const JsonCursor& rec, const std::string& where, int n_hosts, ResultSet& rs) {
   ++rs.point_records;
   PointHead h;
   h.where = where;
-  h.key = str_field(rec, "key", where);
-  const json& wrong = field(rec, "wrong", where);
+  h.key = str_at(rec, "key");
+  const json& wrong = rec.required("wrong", kMissingFix).json();
   if (wrong.is_number() && wrong.get<double>() > 0) {
     ++rs.skipped_wrong;
     rs.skipped.push_back({where, h.key, "wrong = " + wrong.dump()});
     return;
   }
-  const json& params = field(rec, "point", where);
-  if (!params.is_object()) fail(where, "field \"point\" is not an object");
-  h.params = &params;
-  const std::string kind = str_field(params, "kind", where);
-  h.mode = str_field(params, "mode", where);
-  h.dtype = parse_dtype(str_field(params, "dtype", where));
-  const json& samples = field(rec, "samples_s", where);
-  if (!samples.is_array()) fail(where, "field \"samples_s\" is not an array");
+  const JsonCursor params = rec.required("point", kMissingFix).object();
+  h.params = params;
+  const std::string kind = str_at(params, "kind");
+  h.mode = str_at(params, "mode");
+  h.dtype = parse_dtype(str_at(params, "dtype"));
+  const JsonCursor samples = rec.required("samples_s", kMissingFix).array();
   bool bad = false;
-  for (const json& x : samples) {
-    if (!x.is_number()) fail(where, "samples_s holds a non-number");
-    const double d = x.get<double>();
-    if (!std::isfinite(d) || d <= 0) bad = true;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const double d = samples[i].number();
+    // A transition of local steps only takes 0 s where computation is not timed (SMPI with
+    // smpi/simulate-computation:no): a measurement. A collective always communicates.
+    if (!std::isfinite(d) || d < 0 || (d == 0 && kind != "transition")) bad = true;
     h.samples_s.push_back(d);
   }
   if (h.samples_s.empty() || bad) {
     ++rs.skipped_failed;
-    rs.skipped.push_back({where, h.key, "no samples or a non-positive sample"});
+    rs.skipped.push_back({where, h.key, "no samples, a negative sample or a zero collective sample"});
     return;
   }
   h.median_s = median(h.samples_s);
@@ -314,15 +284,16 @@ void read_file(const std::string& path, ResultSet& rs, std::string& first_ctx_wh
     const bool last = in.peek() == std::char_traits<char>::eof();
     const std::optional<json> rec = parse_record(line, where, last, f.have_ctx);
     if (!rec) break;
-    if (!rec->is_object()) fail(where, "the record is not a JSON object");
-    const std::string type = str_field(*rec, "type", where);
+    const JsonSource src(where, line);
+    const JsonCursor rc = JsonCursor(src, *rec, {}, kValueFix).object();
+    const std::string type = str_at(rc, "type");
     if (type == "context") {
-      read_context(*rec, where, rs, f, first_ctx_where);
+      read_context(rc, where, rs, f, first_ctx_where);
     } else if (type == "point") {  // readers ignore unknown record types
       if (!f.have_ctx)
         fail(where, "a point record before any context record; line 1 of a sweep results file "
                     "is its context record");
-      read_point(*rec, where, f.n_hosts, rs);
+      read_point(rc, where, f.n_hosts, rs);
     }
   }
   if (in.bad()) throw Error(path + ": read error");

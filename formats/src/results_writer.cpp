@@ -12,6 +12,7 @@
 
 #include "shardcal/error.hpp"
 #include "shardcal/formats/json.hpp"
+#include "shardcal/formats/json_cursor.hpp"
 #include "shardcal/formats/schemas.hpp"
 
 namespace shardcal::formats {
@@ -57,18 +58,6 @@ void ResultsFile::close() {
 
 namespace {
 
-std::string json_kind(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::discarded: return "invalid";
-    default: return "a number";
-  }
-}
-
 // A short rendering of a value for messages (hosts lists of big jobs can be long).
 std::string short_dump(const json& j) {
   std::string s = j.dump();
@@ -76,43 +65,19 @@ std::string short_dump(const json& j) {
   return s;
 }
 
-// The field `key` of record `rec`, which `is_expected` must accept; throws Error naming the line
-// when it is missing or of another type (`expected` says which, for the message).
-template <class Pred>
-const json& typed_field(const json& rec, const char* key, const std::string& where,
-                        const std::string& record, Pred is_expected, const char* expected) {
-  const auto it = rec.find(key);
-  if (it == rec.end())
-    throw Error(where + ": " + record + " record without a \"" + key + "\" field");
-  if (!is_expected(*it))
-    throw Error(where + ": field \"" + key + "\" of the " + record + " record is " +
-                json_kind(*it) + ", expected " + expected);
-  return *it;
-}
-
-std::string string_field(const json& rec, const char* key, const std::string& where,
-                         const std::string& record) {
-  return typed_field(rec, key, where, record, [](const json& v) { return v.is_string(); },
-                     "a string")
-      .get<std::string>();
-}
-
-std::int64_t integer_field(const json& rec, const char* key, const std::string& where,
-                           const std::string& record) {
-  return typed_field(rec, key, where, record,
-                     [](const json& v) { return v.is_number_integer(); }, "an integer")
-      .get<std::int64_t>();
-}
-
 constexpr const char* kNotResumable =
     "; the file is corrupt or not a shardbench sweep results file, so it cannot be resumed "
+    "safely (start a new sweep with --out)";
+constexpr const char* kMissingContextField =
+    "every context record of a shardbench sweep results file has it; the file cannot be resumed "
     "safely (start a new sweep with --out)";
 
 // Checks one context record against this run: config, backend and world must match (points
 // measured under another config or world would be mixed in or wrongly skipped).
-void check_context(const json& rec, const std::string& path, const std::string& where,
+void check_context(const JsonCursor& rc, const std::string& path,
                    const std::string& config_hash, const std::string& backend, int world) {
-  const std::string h = string_field(rec, "config_hash", where, "context");
+  const json& rec = rc.json();
+  const std::string h = rc.string_at("config_hash", kMissingContextField);
   // Point keys changed in format version 2 (canonical placements, the timing protocol), so the
   // finished points of an older file cannot be matched to this run's: refuse, say why.
   const auto v = rec.find("version");
@@ -128,11 +93,11 @@ void check_context(const json& rec, const std::string& path, const std::string& 
     throw Error("--resume " + path + ": the file was produced by a different config (hash " + h +
                 ", this config " + config_hash +
                 "); resume with the same config file, or start a new sweep with --out");
-  const std::string b = string_field(rec, "backend", where, "context");
+  const std::string b = rc.string_at("backend", kMissingContextField);
   if (b != backend)
     throw Error("--resume " + path + ": the file was measured with backend " + b + ", not " +
                 backend + "; use the same --backend");
-  const std::int64_t w = integer_field(rec, "world", where, "context");
+  const std::int64_t w = rc.required("world", kMissingContextField).integer();
   if (w != world)
     throw Error("--resume " + path + ": the file was measured on " + std::to_string(w) +
                 " ranks, this run has " + std::to_string(world) + "; use the same number of ranks");
@@ -181,20 +146,21 @@ ResumeState read_for_resume(const std::string& path, const std::string& config_h
       if (!rec.is_object())
         throw Error(where + ": the record is " + json_kind(rec) + ", not a JSON object" +
                     kNotResumable);
-      const auto t = rec.find("type");
-      if (t != rec.end() && !t->is_string())
-        throw Error(where + ": field \"type\" is " + json_kind(*t) + ", expected a string" +
-                    kNotResumable);
-      const std::string type = t == rec.end() ? std::string() : t->get<std::string>();
+      const JsonSource src(where, line);
+      const JsonCursor rc(src, rec, {}, kNotResumable + 2);  // without its leading "; "
+      const auto t = rc.optional("type");
+      const std::string type = t ? t->string() : std::string();
       if (line_no == 1 && type != "context")
         throw Error(where + ": the first record is not a \"context\" record; not a shardbench "
                             "sweep results file");
       if (type == "context") {
-        check_context(rec, path, where, config_hash, backend, world);
+        check_context(rc, path, config_hash, backend, world);
         st.context = rec;
         ++st.contexts;
       } else if (type == "point") {
-        const std::string key = string_field(rec, "key", where, "point");
+        const std::string key = rc.string_at(
+            "key", "every point record of a shardbench sweep results file has it; the file "
+                   "cannot be resumed safely (start a new sweep with --out)");
         if (!st.done_keys.insert(key).second) throw Error(where + ": duplicate point " + key);
       }
     } catch (const json::exception& e) {  // defensive: any other JSON access problem

@@ -9,6 +9,7 @@
 #include "detail.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/json.hpp"
+#include "shardcal/formats/json_cursor.hpp"
 #include "shardcal/formats/results_reader.hpp"
 #include "shardcal/formats/schemas.hpp"
 #include "shardcal/formats/sha256.hpp"
@@ -37,7 +38,9 @@ void set_env(json& env, const std::string& field, const json& v) {
   }
 }
 
-RunData read_gbench(const std::string& path, const json& doc) {
+constexpr const char* kGbenchFix = "expected Google Benchmark JSON (--benchmark_format=json)";
+
+RunData read_gbench(const std::string& path, const std::string& text, const json& doc) {
   RunData r;
   r.path = path;
   r.format = kGbenchFormat;
@@ -49,39 +52,30 @@ RunData read_gbench(const std::string& path, const json& doc) {
                 "Benchmark JSON, --benchmark_format=json)");
   for (const char* k : {"library_build_type", "num_cpus", "library_version"})
     if (ctx.contains(k)) r.env[k] = ctx[k];
+  const formats::JsonSource src(path, text);
+  const formats::JsonCursor all(src, benches, "/benchmarks", kGbenchFix);
   std::map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < benches.size(); ++i) {
-    const json& b = benches[i];
-    const std::string where = path + ": /benchmarks/" + std::to_string(i);
-    if (!b.is_object()) throw Error(where + ": not an object");
-    // Optional fields of a given type: a wrong type is malformed input naming the field (never
-    // nlohmann's type_error, which would be an internal error).
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const formats::JsonCursor b = all[i].object();
+    // Optional fields of a given type: a wrong type is malformed input naming the field.
     auto opt_string = [&](const char* f, const char* dflt) {
-      if (!b.contains(f)) return std::string(dflt);
-      if (!b[f].is_string())
-        throw Error(where + ": \"" + f + "\" must be a string, not " + b[f].dump() +
-                    " (Google Benchmark JSON, --benchmark_format=json)");
-      return b[f].get<std::string>();
+      const auto x = b.optional(f);
+      return x ? x->string() : std::string(dflt);
     };
     if (opt_string("run_type", "iteration") == "aggregate") continue;
     std::string key;
-    if (b.contains("run_name") && b["run_name"].is_string())
-      key = b["run_name"].get<std::string>();
-    else if (b.contains("name") && b["name"].is_string())
-      key = b["name"].get<std::string>();
+    if (const auto x = b.optional("run_name"); x && x->json().is_string())
+      key = x->string();
     else
-      throw Error(where + ": no \"run_name\" or \"name\" string");
-    if (b.contains("error_occurred") && !b["error_occurred"].is_boolean())
-      throw Error(where + ": \"error_occurred\" must be true or false, not " +
-                  b["error_occurred"].dump());
-    if (b.contains("error_occurred") && b["error_occurred"].get<bool>()) {
-      const json& msg = b.contains("error_message") ? b["error_message"] : json("");
-      r.skipped.push_back(
-          {key, "error_occurred: " + (msg.is_string() ? msg.get<std::string>() : msg.dump())});
+      key = b.string_at("name", "every run has a \"run_name\" or \"name\" string");
+    if (const auto x = b.optional("error_occurred"); x && x->boolean()) {
+      const auto msg = b.optional("error_message");
+      r.skipped.push_back({key, "error_occurred: " + (!msg ? std::string()
+                                                       : msg->json().is_string() ? msg->string()
+                                                                                 : msg->json().dump())});
       continue;
     }
-    if (!b.contains("real_time") || !b["real_time"].is_number())
-      throw Error(where + ": \"real_time\" is missing or not a number");
+    const double real_time = b.number_at("real_time", "every run has it", 0.0);
     const std::string unit = opt_string("time_unit", "ns");
     double scale = 0;
     if (unit == "ns")
@@ -93,10 +87,10 @@ RunData read_gbench(const std::string& path, const json& doc) {
     else if (unit == "s")
       scale = 1;
     else
-      throw Error(where + ": unknown time_unit \"" + unit + "\" (expected ns, us, ms or s)");
-    const double t = b["real_time"].get<double>() * scale;
+      b.required("time_unit", "").fail("unknown time_unit \"" + unit + "\"; expected ns, us, ms or s");
+    const double t = real_time * scale;
     if (!(t > 0) || !std::isfinite(t))
-      throw Error(where + ": real_time must be a positive finite number");
+      b.required("real_time", "").fail("real_time must be a positive finite number");
     auto [it, fresh] = index.try_emplace(key, r.points.size());
     if (fresh) r.points.push_back({key, key, {}});
     r.points[it->second].samples_s.push_back(t);
@@ -153,7 +147,7 @@ RunData read_run(const std::string& path) {
   }
   if (!doc.is_discarded() && doc.is_object() && doc.contains("benchmarks") &&
       doc.contains("context")) {
-    r = read_gbench(path, doc);
+    r = read_gbench(path, text, doc);
   } else if (!doc.is_discarded() && !(doc.is_object() && doc.contains("type"))) {
     throw Error(path +
                 ": a JSON document that is neither Google Benchmark JSON (an object with "

@@ -93,7 +93,7 @@ for r in "${rates[@]}"; do
   "$SB" calibrate --results "$d/sweep.jsonl" --out "$d/profile.json" --name "emulated-2hosts-$r" \
     >"$d/calibration.txt" || die "calibrate at $r failed (see $d/calibration.txt)"
   rc=0
-  /usr/bin/python3 scripts/emulate/check_profile.py --profile "$d/profile.json" --rate "$r" \
+  PYTHONPATH=calibrate/python${PYTHONPATH:+:$PYTHONPATH} /usr/bin/python3 scripts/emulate/check_profile.py --profile "$d/profile.json" --rate "$r" \
     --tolerance "$TOL" --out "$d/check.json" >"$d/check.txt" || rc=$?
   cat "$d/check.txt"
   ((rc == 2)) && die "check at $r: bad input (see above)"

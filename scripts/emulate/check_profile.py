@@ -30,10 +30,12 @@ import statistics
 import sys
 import tempfile
 
-# The collective table as data (`shardbench info --collectives --json`): its one_way trait says
-# which collectives measure the link.
-_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python",
-                      "shardcal", "collectives.json")
+# The collective table (which collectives are one-way, i.e. measure the link) comes from the
+# shardcal package (calibrate/python): callers put it on PYTHONPATH or use the project's .venv.
+try:
+    from shardcal.profile import COLLECTIVES, ONE_WAY
+except ImportError as _e:
+    sys.exit(print(f"check_profile.py: error: {_e}; run with PYTHONPATH=calibrate/python", file=sys.stderr) or 2)
 HEADERS = 14 + 20 + 20 + 12  # Ethernet + IPv4 + TCP + TCP timestamps option, bytes per frame
 
 
@@ -42,20 +44,7 @@ def fail_input(msg):
     sys.exit(2)
 
 
-def load_table_rows():
-    try:
-        with open(_TABLE, encoding="utf-8") as f:
-            rows = json.load(f)["collectives"]
-        return [(r["name"], bool(r["one_way"])) for r in rows]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        why = e.strerror if isinstance(e, OSError) else f"malformed ({e!r})"
-        fail_input(f"cannot read the collective table {os.path.normpath(_TABLE)}: {why}; restore it "
-                   "from git or rewrite it with scripts/collectives_table.py write")
-
-
-_ROWS = load_table_rows()
-ONE_WAY = tuple(name for name, one_way in _ROWS if one_way)
-TWO_WAY = tuple(name for name, one_way in _ROWS if not one_way)
+TWO_WAY = tuple(name for name in COLLECTIVES if name not in ONE_WAY)
 
 
 def parse_rate(text):

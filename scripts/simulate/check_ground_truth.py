@@ -21,28 +21,17 @@ import os
 import sys
 import tempfile
 
-# The collective table as data (`shardbench info --collectives --json`): its one_way trait says
-# which collectives measure the link.
-_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python",
-                      "shardcal", "collectives.json")
+# The collective table (which collectives are one-way, i.e. measure the link) comes from the
+# shardcal package (calibrate/python): callers put it on PYTHONPATH or use the project's .venv.
+try:
+    from shardcal.profile import ONE_WAY
+except ImportError as _e:
+    sys.exit(print(f"check_ground_truth.py: error: {_e}; run with PYTHONPATH=calibrate/python", file=sys.stderr) or 2)
 
 
 def fail_input(msg):
     print(f"check_ground_truth.py: error: {msg}", file=sys.stderr)
     sys.exit(2)
-
-
-def one_way_collectives():
-    try:
-        with open(_TABLE, encoding="utf-8") as f:
-            return tuple(r["name"] for r in json.load(f)["collectives"] if r["one_way"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        why = e.strerror if isinstance(e, OSError) else f"malformed ({e!r})"
-        fail_input(f"cannot read the collective table {os.path.normpath(_TABLE)}: {why}; restore it "
-                   "from git or rewrite it with scripts/collectives_table.py write")
-
-
-ONE_WAY = one_way_collectives()
 
 
 def load(path, what):

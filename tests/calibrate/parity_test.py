@@ -83,8 +83,12 @@ def random_profile(rng):
                 m["domain"]["classes"] = [[rng.choice([1, 2, 4, 8, 16]), rng.choice([1, 2, 4, 8])]
                                           for _ in range(rng.randint(1, 4))]
         models.append(m)
-    return {"schema": "shardcal.profile", "version": 1, "cluster": "rand", "created": "2026-11-23T16:00:00Z",
-            "shardcal_version": "0.1.0", "backend": "mpi", "memory": "host", "models": models}
+    doc = {"schema": "shardcal.profile", "version": 1, "cluster": "rand", "created": "2026-11-23T16:00:00Z",
+           "shardcal_version": "0.1.0", "backend": "mpi", "memory": "host", "models": models}
+    if rng.random() < 0.3:  # a fitted copy cost (0 = free copies, e.g. a simulated platform)
+        doc["local_copy"] = {"ns_per_byte": rng.choice([0, rnum(rng, 0, 1)]), "se_ns_per_byte": rnum(rng, 0, 0.1),
+                             "transitions": rng.randint(3, 40)}
+    return doc
 
 
 def random_query(rng):
@@ -405,6 +409,13 @@ def schema(repo):
     bad = json.loads(json.dumps(docs[0]))
     bad["models"][0]["colour"] = 1
     assert not v.is_valid(bad), "schema accepts an unknown key"
+    good = json.loads(json.dumps(docs[0]))
+    good["local_copy"] = {"ns_per_byte": 0, "se_ns_per_byte": 0.01, "transitions": 18}
+    v.validate(good)
+    for k, value in (("ns_per_byte", -0.1), ("transitions", 0), ("GBps", 1)):
+        bad = json.loads(json.dumps(good))
+        bad["local_copy"][k] = value
+        assert not v.is_valid(bad), f"schema accepts local_copy.{k} = {value!r}"
     for key in ("alpha_rel_se", "bandwidth_rel_se", "contention"):
         good = json.loads(json.dumps(docs[0]))
         good["models"][0]["segments"][0][key] = 0.25

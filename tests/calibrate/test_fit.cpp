@@ -392,6 +392,95 @@ TEST(CalibrateFit, TransitionComposedFromSteps) {
   ASSERT_TRUE(cal.composition_mape.has_value());
 }
 
+// Copy cost: transitions made of local steps only measure it; it is adopted when it predicts
+// the transitions with communication (whose all_gather steps unpack) clearly better
+// than the built-in 0.1 ns/B. `copy_ns` is what copies really cost in the synthetic world,
+// `local_ns` what the local-only transitions show (they differ when slices run from cache).
+std::vector<json> with_copy_transitions(double copy_ns, double local_ns) {
+  std::vector<json> recs = synthetic(41);
+  int index = 5000;
+  auto record = [&](const json& plan, double bytes, double us, const char* from, const char* to) {
+    json params = {{"kind", "transition"}, {"mesh", "8"}, {"dtype", "f32"}, {"distribution", "chunk"},
+                   {"mode", "per_iteration"}, {"size", bytes}, {"from", from}, {"to", to}};
+    recs.push_back({{"type", "point"}, {"index", index++}, {"key", params.dump()}, {"point", params},
+                    {"transition", {{"from", from}, {"to", to}, {"shape", {int(bytes / 4)}}, {"plan", plan}}},
+                    {"group_size", 8}, {"groups", 1}, {"hosts_spanned", 1}, {"max_ranks_per_host", 8},
+                    {"bytes", bytes}, {"samples_s", {us * 1e-6}}, {"wrong", 0}});
+  };
+  for (double b : {65536.0, 262144.0, 1048576.0, 4194304.0}) {
+    // S(1) -> R on mesh 8: one all_gather that unpacks its whole output (b bytes).
+    json gather = {{"mesh_dim", 0}, {"collective", "all_gather"}, {"from", "S(1)"}, {"to", "R"},
+                   {"bytes", b}, {"group_size", 8}, {"hosts_spanned", 1},
+                   {"counts", even_counts(8, b / 4)}, {"uniform", true}, {"elem_size", 4},
+                   {"max_copy_bytes", b}, {"max_out_bytes", b}};
+    record(json::array({gather}), b, truth_us(Collective::AllGather, b, 8) + b * copy_ns * 1e-3, "S(1)", "R");
+    // R -> S(1): a local slice writing b / 8 bytes, plus a fixed 0.2 us.
+    json slice = {{"mesh_dim", 0}, {"collective", "local_slice"}, {"from", "R"}, {"to", "S(1)"},
+                  {"bytes", 0}, {"group_size", 8}, {"hosts_spanned", 1}, {"counts", json::array()},
+                  {"uniform", true}, {"elem_size", 4}, {"max_copy_bytes", 0}, {"max_out_bytes", b / 8}};
+    record(json::array({slice}), b, 0.2 + b / 8 * local_ns * 1e-3, "R", "S(1)");
+  }
+  return recs;
+}
+
+TEST(CalibrateFit, CopyCostFittedFromLocalOnlyTransitionsAndAdopted) {
+  TempFile f("copy_free.jsonl");
+  f.write(with_copy_transitions(/*copy_ns=*/0.0, /*local_ns=*/0.0));  // copies are free
+  const auto rs = read_results({f.path});
+  const Calibration cal = calibrate(rs);
+  const auto& lc = cal.local_copy;
+  EXPECT_EQ(lc.transitions, 4);
+  ASSERT_TRUE(lc.fitted);
+  EXPECT_NEAR(lc.ns_per_byte, 0.0, 1e-9);
+  EXPECT_NEAR(lc.alpha_us, 0.2, 1e-6);
+  EXPECT_NEAR(lc.default_ns_per_byte, 0.1, 1e-12);
+  ASSERT_TRUE(lc.used);  // the built-in 0.1 ns/B overprices every all_to_all's copies
+  ASSERT_TRUE(lc.composition_mape_default && lc.composition_mape_fitted);
+  EXPECT_LT(*lc.composition_mape_fitted, 0.8 * *lc.composition_mape_default);
+  EXPECT_EQ(cal.composition_mape, lc.composition_mape_fitted);
+  const shardcal::calib::Profile p = make_profile(rs, cal, "copy");
+  ASSERT_TRUE(p.local_copy.has_value());
+  EXPECT_EQ(p.local_copy->ns_per_byte, 0.0);
+  EXPECT_EQ(p.local_copy->transitions, 4);
+}
+
+TEST(CalibrateFit, CopyCostRecoveredWhenItCosts) {
+  TempFile f("copy_costs.jsonl");
+  f.write(with_copy_transitions(/*copy_ns=*/0.5, /*local_ns=*/0.5));  // 2 GB/s, slower than built in
+  const Calibration cal = calibrate(read_results({f.path}));
+  ASSERT_TRUE(cal.local_copy.fitted);
+  EXPECT_NEAR(cal.local_copy.ns_per_byte, 0.5, 1e-6);
+  EXPECT_TRUE(cal.local_copy.used);
+}
+
+TEST(CalibrateFit, CopyCostNotAdoptedWhenTransitionsDisagree) {
+  // Slices look 5x cheaper than the packs around collectives really are (cache vs DRAM): the
+  // fit is reported but the profile keeps the built-in value, which predicts better.
+  TempFile f("copy_cache.jsonl");
+  f.write(with_copy_transitions(/*copy_ns=*/0.1, /*local_ns=*/0.02));
+  const auto rs = read_results({f.path});
+  const Calibration cal = calibrate(rs);
+  ASSERT_TRUE(cal.local_copy.fitted);
+  EXPECT_NEAR(cal.local_copy.ns_per_byte, 0.02, 1e-6);
+  EXPECT_FALSE(cal.local_copy.used);
+  EXPECT_EQ(cal.composition_mape, cal.local_copy.composition_mape_default);
+  EXPECT_FALSE(make_profile(rs, cal, "x").local_copy.has_value());
+}
+
+TEST(CalibrateFit, CopyCostNeedsLocalOnlyTransitions) {
+  TempFile f("copy_none.jsonl");
+  std::vector<json> recs = with_copy_transitions(0.0, 0.0);
+  recs.erase(std::remove_if(recs.begin(), recs.end(),
+                            [](const json& r) { return r.contains("point") && r["point"].value("from", "") == "R"; }),
+             recs.end());
+  f.write(recs);
+  const Calibration cal = calibrate(read_results({f.path}));
+  EXPECT_EQ(cal.local_copy.transitions, 0);
+  EXPECT_FALSE(cal.local_copy.fitted);
+  EXPECT_FALSE(cal.local_copy.used);
+  ASSERT_TRUE(cal.composition_mape.has_value());  // priced at the built-in value
+}
+
 // Review finding 3: an uneven step is priced by the model's effective-size rule from the step's
 // counts (n x the largest shard here), not by its total bytes.
 TEST(CalibrateFit, UnevenTransitionStepPricedByEffectiveSize) {

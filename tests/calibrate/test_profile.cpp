@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "shardcal/calibrate/profile.hpp"
+#include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
 
 #ifndef SHARDCAL_SOURCE_DIR
@@ -85,6 +86,28 @@ TEST(Profile, RoundTripIsCanonical) {
   EXPECT_NE(back.json_extra.find("sha256"), std::string::npos);
   const json j = json::parse(text);
   EXPECT_EQ(j["provenance"]["files"][0]["path"], "a.jsonl");  // spread to the top level
+}
+
+// The fitted copy cost: optional, round-trips, and replaces the built-in bandwidth in the
+// planner's prices (0 = copies are free: a local step costs kLocalStepUs alone).
+TEST(Profile, LocalCopyRoundTripsAndPricesCopies) {
+  EXPECT_EQ(profile_to_json(sample()).find("local_copy"), std::string::npos);
+  Profile p = sample();
+  EXPECT_DOUBLE_EQ(shardcal::calib::local_copy_GBps(p), shardcal::calib::kLocalCopyGBpsHost);
+  p.local_copy = Profile::LocalCopy{0.25, 0.01, 18};
+  const std::string text = profile_to_json(p);
+  const Profile back = parse_profile(text, "t.json");
+  ASSERT_TRUE(back.local_copy.has_value());
+  EXPECT_EQ(back.local_copy->ns_per_byte, 0.25);
+  EXPECT_EQ(back.local_copy->se_ns_per_byte, 0.01);
+  EXPECT_EQ(back.local_copy->transitions, 18);
+  EXPECT_EQ(profile_to_json(back), text);
+  EXPECT_DOUBLE_EQ(shardcal::calib::local_copy_GBps(back), 4.0);
+  p.local_copy->ns_per_byte = 0;
+  EXPECT_TRUE(std::isinf(shardcal::calib::local_copy_GBps(p)));
+  EXPECT_EQ(shardcal::calib::copy_bandwidth_text(p), "no cost (fitted)");
+  p.local_copy->ns_per_byte = -1;  // the writer's self-check
+  EXPECT_THROW(profile_to_json(p), Error);
 }
 
 TEST(Profile, WriterRejectsBadExtraAndInvalidModels) {
@@ -186,6 +209,15 @@ TEST(Profile, RejectsEachDefectWithPointerAndFix) {
       {"missing cluster", [](json& j) { j.erase("cluster"); }, "/cluster", "missing"},
       {"missing segments", [](json& j) { j["models"][1].erase("segments"); }, "/models/1/segments", "missing"},
       {"unknown top key", [](json& j) { j["colour"] = 1; }, "/colour", "unknown key"},
+      {"local_copy negative",
+       [](json& j) { j["local_copy"] = {{"ns_per_byte", -0.1}, {"se_ns_per_byte", 0}, {"transitions", 3}}; },
+       "/local_copy/ns_per_byte", ">= 0"},
+      {"local_copy unknown key",
+       [](json& j) { j["local_copy"] = {{"ns_per_byte", 0.1}, {"se_ns_per_byte", 0}, {"transitions", 3}, {"GBps", 1}}; },
+       "/local_copy/GBps", "unknown key"},
+      {"local_copy no transitions",
+       [](json& j) { j["local_copy"] = {{"ns_per_byte", 0.1}, {"se_ns_per_byte", 0}}; },
+       "/local_copy/transitions", "missing"},
       {"unknown model key", [](json& j) { j["models"][0]["alpha"] = 1; }, "/models/0/alpha", "\"extra\""},
       {"B zero", [](json& j) { j["models"][0]["segments"][0]["bandwidth_GBps"] = 0; },
        "/models/0/segments/0/bandwidth_GBps", "> 0"},

@@ -384,9 +384,9 @@ def cmd_resumecheck(args):
         for name, content, message in [
             ("a number", "42\n", ": line 1: the record is a number, not a JSON object"),
             ("wrong-typed config_hash", '{"type":"context","config_hash":5}\n',
-             ': line 1: field "config_hash" of the context record is a number, expected a string'),
+             ": line 1: /config_hash: expected a string, got a number (5)"),
             ("wrong-typed point key", None,
-             ': line 2: field "key" of the point record is a number, expected a string'),
+             ": line 2: /key: expected a string, got a number (5)"),
             ("a number outside a double's range", '{"type":"context","n_hosts":1e999}\n[1]\n',
              ": line 1: a number is out of range"),
         ]:

@@ -121,7 +121,7 @@ TEST(SweepConfig, UnknownKeysDTypesDistributionsModes) {
 }
 
 TEST(SweepConfig, StructuralErrors) {
-  EXPECT_EQ(config_error("[1,2]"), "x.json: /: the config must be a JSON object, got array");
+  EXPECT_EQ(config_error("[1,2]"), "x.json: /: the config must be a JSON object, got an array");
   EXPECT_EQ(config_error(R"({"meshes": ["4"], "sizes": [8]})"),
             "x.json: /: nothing to run: give \"collectives\" and/or \"transitions\"");
   EXPECT_EQ(config_error("{\"meshes\": [\"4\"],\n  \"sizes\": [8,]}"),

@@ -139,21 +139,20 @@ TEST(ReadForResume, MalformedRecordsAreInputErrorsNamingTheLine) {
   EXPECT_NE(resume_error("42\n").find(": line 1: the record is a number, not a JSON object"),
             std::string::npos);
   EXPECT_NE(resume_error("{\"type\":\"context\",\"config_hash\":5}\n")
-                .find(": line 1: field \"config_hash\" of the context record is a number, expected "
-                      "a string"),
+                .find(": line 1: /config_hash: expected a string, got a number (5)"),
             std::string::npos);
-  EXPECT_NE(resume_error("{\"type\":7}\n").find(": line 1: field \"type\" is a number"),
+  EXPECT_NE(resume_error("{\"type\":7}\n").find(": line 1: /type: expected a string, got a number (7)"),
             std::string::npos);
   EXPECT_NE(resume_error(line(context()) + "[1,2]\n" + line(context()))
                 .find(": line 2: the record is an array"),
             std::string::npos);
   EXPECT_NE(resume_error(line(context()) + "{\"type\":\"point\",\"key\":5}\n")
-                .find(": line 2: field \"key\" of the point record is a number, expected a string"),
+                .find(": line 2: /key: expected a string, got a number (5)"),
             std::string::npos);
   json bad_world = context();
   bad_world["world"] = "4";
   EXPECT_NE(resume_error(line(bad_world))
-                .find("field \"world\" of the context record is a string, expected an integer"),
+                .find(": line 1: /world: expected an integer, got a string (\"4\")"),
             std::string::npos);
   // Config, backend and world are checked in every context record, not only the first.
   EXPECT_NE(resume_error(line(context()) + line(context("00000000000000bb")))

@@ -26,8 +26,13 @@ CONFIG = os.path.join(SRC, "configs", "simulate", "ground-truth-8.json")
 PLAT = os.path.join(WORK, "platform")
 
 
+# The checking scripts read the collective table through the shardcal package (calibrate/python).
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    p for p in (os.path.join(SRC, "calibrate", "python"), os.environ.get("PYTHONPATH")) if p))
+
+
 def run(cmd, expect=0, cwd=None):
-    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=cwd)
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=cwd, env=ENV)
     if p.returncode != expect and not (expect is None and p.returncode != 0):
         sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode} (expected {expect})\n"
                  f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")

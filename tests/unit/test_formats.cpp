@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -14,6 +16,7 @@
 #include "shardcal/error.hpp"
 #include "shardcal/formats/atomic_write.hpp"
 #include "shardcal/formats/json.hpp"
+#include "shardcal/formats/json_cursor.hpp"
 #include "shardcal/formats/link_class.hpp"
 #include "shardcal/formats/median.hpp"
 #include "shardcal/formats/schemas.hpp"
@@ -61,6 +64,75 @@ TEST(FormatsTable, PythonTableMatchesTheCxxDefinitions) {
     EXPECT_EQ(f::concurrent_groups(e.at("groups"), e.at("hosts_spanned"), e.at("n_hosts")),
               e.at("concurrent_groups").get<int>())
         << e.dump();
+}
+
+// formats.json states the rule as data that the Python report evaluates (it does not restate
+// it): the C++ rule must give what that data gives, over a grid wider than the examples.
+TEST(FormatsTable, LinkClassDefinitionIsTheCxxRule) {
+  const auto j = nlohmann::json::parse(slurp(SHARDCAL_FORMATS_JSON));
+  const auto& d = j.at("link_class").at("concurrent_groups").at("definition");
+  ASSERT_EQ(d.at("rounding"), "half_away_from_zero");
+  for (int groups = 1; groups <= 16; ++groups)
+    for (int hosts_spanned = 1; hosts_spanned <= 8; ++hosts_spanned)
+      for (int n_hosts = 0; n_hosts <= 8; ++n_hosts) {
+        const std::map<std::string, int> in{
+            {"groups", groups}, {"hosts_spanned", hosts_spanned}, {"n_hosts", n_hosts}};
+        double v = 1;
+        for (const auto& k : d.at("product_of")) v *= in.at(k.get<std::string>());
+        v /= std::max(d.at("divisor_at_least").get<int>(), in.at(d.at("divided_by").get<std::string>()));
+        const int want = std::max(d.at("at_least").get<int>(), int(std::round(v)));
+        ASSERT_EQ(f::concurrent_groups(groups, hosts_spanned, n_hosts), want)
+            << groups << " " << hosts_spanned << " " << n_hosts;
+      }
+}
+
+// One set of typed getters for every reader: the same words for the same mistake, with the file,
+// the JSON pointer and (in a file of several lines) the line.
+TEST(JsonCursor, TypedGettersNameFileFieldAndLine) {
+  const std::string text =
+      "{\n  \"n\": 3,\n  \"s\": \"x\",\n  \"f\": 2.0,\n  \"big\": 18446744073709551615,\n"
+      "  \"l\": [],\n  \"o\": {\"a/b\": true}\n}\n";
+  const auto doc = nlohmann::json::parse(text);
+  const f::JsonSource src("c.json", text);
+  const f::JsonCursor c(src, doc);
+  EXPECT_EQ(c.integer_at("n", "", 0, 10), 3);
+  EXPECT_EQ(c.string_at("s", ""), "x");
+  EXPECT_EQ(c.required("f", "").whole_number(0, 10), 2);
+  EXPECT_TRUE(c.required("o", "").required("a/b", "").boolean());
+  EXPECT_FALSE(c.optional("nope"));
+  EXPECT_EQ(error_of([&] { c.required("nope", "add it"); }),
+            "c.json: /nope: required field is missing; add it");
+  EXPECT_EQ(error_of([&] { c.required("s", "").integer(); }),
+            "c.json: /s: expected an integer, got a string (\"x\") (line 3)");
+  EXPECT_EQ(error_of([&] { c.required("f", "").integer(); }),
+            "c.json: /f: expected an integer, got a number (2.0) (line 4)");
+  EXPECT_EQ(error_of([&] { c.integer_at("n", "", 4, 10); }),
+            "c.json: /n: value 3 is out of range; expected 4 <= value <= 10 (line 2)");
+  EXPECT_EQ(error_of([&] { c.required("big", "").integer(0, 100); }),
+            "c.json: /big: value 18446744073709551615 is out of range; expected 0 <= value <= 100 (line 5)");
+  EXPECT_EQ(error_of([&] { c.required("n", "").number(3, 10, true); }),
+            "c.json: /n: value 3 is out of range; expected 3 < value <= 10 (line 2)");
+  EXPECT_EQ(error_of([&] { c.required("n", "").number(5); }),
+            "c.json: /n: value 3 is out of range; expected value >= 5 (line 2)");
+  EXPECT_EQ(error_of([&] { c.required("l", "").array(true); }),
+            "c.json: /l: the list is empty; give at least one entry (line 6)");
+  EXPECT_EQ(error_of([&] { c.required("o", "").required("a/b", "").string(); }),
+            "c.json: /o/a~1b: expected a string, got a boolean (true) (line 7)");
+  EXPECT_EQ(error_of([&] { c.expect_keys({"n", "s"}, "", {"f", "big", "l"}); }),
+            "c.json: /o: unknown key \"o\"; expected one of n, s (line 7)");
+  EXPECT_EQ(error_of([&] { c.required("s", "").required("x", ""); }),
+            "c.json: /s: expected an object, got a string (\"x\") (line 3)");
+  // A cursor's fix ends its wrong-kind and out-of-range messages, and its members inherit it.
+  const f::JsonCursor fixing(src, doc, {}, "fix it");
+  EXPECT_EQ(error_of([&] { fixing.required("s", "").integer(); }),
+            "c.json: /s: expected an integer, got a string (\"x\"); fix it (line 3)");
+  EXPECT_EQ(error_of([&] { fixing.required("l", "").array(true); }),
+            "c.json: /l: the list is empty; give at least one entry; fix it (line 6)");
+  // A whole number written as a float far outside the range is out of range, never a wrapped
+  // integer.
+  const auto huge = nlohmann::json::parse("1e30");
+  EXPECT_EQ(error_of([&] { f::JsonCursor(src, huge, "/h").whole_number(0, 10); }),
+            "c.json: /h: value 1e+30 is out of range; expected 0 <= value <= 10");
 }
 
 TEST(FormatsJson, LocatesValuesByPointer) {

@@ -8,6 +8,7 @@
 
 #include "shardcal/error.hpp"
 #include "shardcal/formats/json.hpp"
+#include "shardcal/formats/json_cursor.hpp"
 #include "shardcal/hash.hpp"
 #include "shardcal/mesh.hpp"
 #include "shardcal/placement.hpp"
@@ -24,68 +25,15 @@ std::string_view mode_name(Mode m) {
 
 namespace {
 
-// Collects the file name and turns (pointer, message) into one user-facing error naming the
-// field and, for a file of several lines, its line.
-struct Ctx {
-  const std::string& source;
-  shardcal::formats::JsonSource src;
-  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-    src.fail(where, what);
-  }
-};
+using shardcal::formats::json_kind;
+using shardcal::formats::JsonCursor;
+using shardcal::formats::JsonSource;
 
-std::string type_name(const json& v) {
-  return v.is_null() ? "null" : std::string(v.type_name());
-}
-
-void expect_keys(const Ctx& c, const json& obj, const std::string& where,
+// Every object of a config may also carry "$schema", "comment" and "description" (for editors
+// and for the people who read the file).
+void expect_keys(const JsonSource& c, const json& obj, const std::string& where,
                  std::initializer_list<const char*> allowed) {
-  for (const auto& [k, v] : obj.items()) {
-    (void)v;
-    if (k == "$schema" || k == "comment" || k == "description") continue;
-    bool ok = false;
-    std::string list;
-    for (const char* a : allowed) {
-      ok = ok || k == a;
-      list += (list.empty() ? "" : ", ") + std::string(a);
-    }
-    if (!ok) c.fail(where + "/" + k, "unknown key \"" + k + "\"; expected one of " + list);
-  }
-}
-
-std::int64_t get_int(const Ctx& c, const json& v, const std::string& where, std::int64_t lo,
-                     std::int64_t hi) {
-  if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()))
-    c.fail(where, "expected an integer, got " + type_name(v) + " " + v.dump());
-  const std::int64_t x = v.is_number_float() ? std::int64_t(v.get<double>()) : v.get<std::int64_t>();
-  if (x < lo || x > hi)
-    c.fail(where, "value " + std::to_string(x) + " is out of range; expected " +
-                      std::to_string(lo) + " <= value <= " + std::to_string(hi));
-  return x;
-}
-
-double get_number(const Ctx& c, const json& v, const std::string& where, double lo, double hi,
-                  bool lo_open) {
-  if (!v.is_number()) c.fail(where, "expected a number, got " + type_name(v) + " " + v.dump());
-  const double x = v.get<double>();
-  if (!(lo_open ? x > lo : x >= lo) || !(x <= hi)) {
-    std::ostringstream os;
-    os << "value " << x << " is out of range; expected " << lo << (lo_open ? " < " : " <= ")
-       << "value <= " << hi;
-    c.fail(where, os.str());
-  }
-  return x;
-}
-
-const json& get_array(const Ctx& c, const json& v, const std::string& where, bool non_empty) {
-  if (!v.is_array()) c.fail(where, "expected an array, got " + type_name(v));
-  if (non_empty && v.empty()) c.fail(where, "the list is empty; give at least one entry");
-  return v;
-}
-
-std::string get_string(const Ctx& c, const json& v, const std::string& where) {
-  if (!v.is_string()) c.fail(where, "expected a string, got " + type_name(v) + " " + v.dump());
-  return v.get<std::string>();
+  JsonCursor(c, obj, where).expect_keys(allowed, {}, {"$schema", "comment", "description"});
 }
 
 std::string collective_list() {
@@ -94,14 +42,14 @@ std::string collective_list() {
   return s;
 }
 
-Distribution parse_distribution(const Ctx& c, const json& v, const std::string& where) {
+Distribution parse_distribution(const JsonSource& c, const json& v, const std::string& where) {
   std::string text;
   if (v.is_string()) {
     text = v.get<std::string>();
   } else if (v.is_object()) {  // {"kind": "zipf", "s": 1.1} etc. -> the canonical text form
     expect_keys(c, v, where, {"kind", "s", "ratio", "seed"});
     if (!v.contains("kind")) c.fail(where + "/kind", "missing; e.g. {\"kind\": \"zipf\", \"s\": 1.1}");
-    text = get_string(c, v["kind"], where + "/kind");
+    text = JsonCursor(c, v["kind"], where + "/kind").string();
     auto param = [&](const char* key) {
       if (!v.contains(key)) c.fail(where + "/" + key, std::string("missing; ") + text + " needs \"" + key + "\"");
       text += "(" + v[key].dump() + ")";
@@ -110,7 +58,7 @@ Distribution parse_distribution(const Ctx& c, const json& v, const std::string& 
     else if (text == "linear") param("ratio");
     else if (text == "random") param("seed");
   } else {
-    c.fail(where, "expected a distribution name like \"zipf(1.1)\", got " + type_name(v));
+    c.fail(where, "expected a distribution name like \"zipf(1.1)\", got " + json_kind(v));
   }
   try {
     return Distribution::parse(text);
@@ -119,9 +67,9 @@ Distribution parse_distribution(const Ctx& c, const json& v, const std::string& 
   }
 }
 
-std::vector<Distribution> parse_distributions(const Ctx& c, const json& v, const std::string& where) {
+std::vector<Distribution> parse_distributions(const JsonSource& c, const json& v, const std::string& where) {
   std::vector<Distribution> out;
-  const json& arr = get_array(c, v, where, true);
+  const json& arr = JsonCursor(c, v, where).array(true).json();
   for (std::size_t i = 0; i < arr.size(); ++i) {
     Distribution d = parse_distribution(c, arr[i], where + "/" + std::to_string(i));
     if (std::find(out.begin(), out.end(), d) != out.end())
@@ -144,7 +92,7 @@ namespace {
 constexpr std::int64_t kMaxBytes = std::int64_t(1) << 40;  // largest size or rotation, bytes
 
 // "meshes": a list of meshes, or {"factorizations": true, "max_dims": N}.
-void parse_meshes(const Ctx& c, const json& j, SweepConfig& cfg) {
+void parse_meshes(const JsonSource& c, const json& j, SweepConfig& cfg) {
   if (!j.contains("meshes"))
     c.fail("/meshes", "missing (required); e.g. \"meshes\": [\"4\", \"2x2\"] or "
                       "{\"factorizations\": true, \"max_dims\": 3}");
@@ -154,12 +102,12 @@ void parse_meshes(const Ctx& c, const json& j, SweepConfig& cfg) {
     if (!m.contains("factorizations") || m["factorizations"] != true)
       c.fail("/meshes/factorizations", "must be true for the object form (or give a list of meshes)");
     cfg.mesh_factorizations = true;
-    if (m.contains("max_dims")) cfg.mesh_max_dims = int(get_int(c, m["max_dims"], "/meshes/max_dims", 1, 3));
+    if (m.contains("max_dims")) cfg.mesh_max_dims = int(JsonCursor(c, m["max_dims"], "/meshes/max_dims").whole_number(1, 3));
   } else {
-    const json& arr = get_array(c, m, "/meshes", true);
+    const json& arr = JsonCursor(c, m, "/meshes").array(true).json();
     for (std::size_t i = 0; i < arr.size(); ++i) {
       const std::string where = "/meshes/" + std::to_string(i);
-      const std::string text = get_string(c, arr[i], where);
+      const std::string text = JsonCursor(c, arr[i], where).string();
       try {
         const auto mesh = shardcal::DeviceMesh::parse(text);
         if (mesh.ndim() > 3) c.fail(where, "mesh \"" + text + "\" has more than 3 dims");
@@ -167,7 +115,7 @@ void parse_meshes(const Ctx& c, const json& j, SweepConfig& cfg) {
           c.fail(where, "duplicate mesh \"" + text + "\"");
         cfg.meshes.push_back(mesh.to_string());
       } catch (const Error& e) {
-        if (std::string(e.what()).rfind(c.source + ": ", 0) == 0) throw;
+        if (std::string(e.what()).rfind(c.origin() + ": ", 0) == 0) throw;
         c.fail(where, std::string("bad mesh \"") + text + "\": " + e.what());
       }
     }
@@ -175,8 +123,8 @@ void parse_meshes(const Ctx& c, const json& j, SweepConfig& cfg) {
 }
 
 // "collectives": names, or {"op": NAME, "dims": [..] | "all"} objects.
-void parse_collectives(const Ctx& c, const json& collectives, SweepConfig& cfg) {
-  const json& arr = get_array(c, collectives, "/collectives", false);
+void parse_collectives(const JsonSource& c, const json& collectives, SweepConfig& cfg) {
+  const json& arr = JsonCursor(c, collectives, "/collectives").array(false).json();
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const std::string where = "/collectives/" + std::to_string(i);
     CollectiveSelection sel;
@@ -187,20 +135,20 @@ void parse_collectives(const Ctx& c, const json& collectives, SweepConfig& cfg) 
       expect_keys(c, arr[i], where, {"op", "dims"});
       if (!arr[i].contains("op")) c.fail(where + "/op", "missing; e.g. {\"op\": \"all_gather\", \"dims\": [0]}");
       name_where = where + "/op";
-      name = get_string(c, arr[i]["op"], name_where);
+      name = JsonCursor(c, arr[i]["op"], name_where).string();
       if (arr[i].contains("dims")) {
         const json& d = arr[i]["dims"];
         if (d == "all") {
           sel.all_dims = true;
         } else {
-          const json& da = get_array(c, d, where + "/dims", true);
+          const json& da = JsonCursor(c, d, where + "/dims").array(true).json();
           sel.all_dims = false;
           for (std::size_t k = 0; k < da.size(); ++k)
-            sel.dims.push_back(int(get_int(c, da[k], where + "/dims/" + std::to_string(k), 0, 2)));
+            sel.dims.push_back(int(JsonCursor(c, da[k], where + "/dims/" + std::to_string(k)).whole_number(0, 2)));
         }
       }
     } else {
-      name = get_string(c, arr[i], where);
+      name = JsonCursor(c, arr[i], where).string();
     }
     const auto op = find_collective(name);
     if (!op)
@@ -212,13 +160,13 @@ void parse_collectives(const Ctx& c, const json& collectives, SweepConfig& cfg) 
 
 // One entry of "transitions": a mesh ("all" by default), an optional tensor shape, and either
 // from/to placements or all_single_dim.
-TransitionSelection parse_transition(const Ctx& c, const json& t, const std::string& where) {
+TransitionSelection parse_transition(const JsonSource& c, const json& t, const std::string& where) {
   if (!t.is_object())
     c.fail(where, "expected an object {\"mesh\": \"2x2\", \"from\": \"S(0),R\", \"to\": \"R,R\"}");
   expect_keys(c, t, where, {"mesh", "from", "to", "all_single_dim", "shape"});
   TransitionSelection sel;
   sel.where = where;
-  sel.mesh = t.contains("mesh") ? get_string(c, t["mesh"], where + "/mesh") : "all";
+  sel.mesh = t.contains("mesh") ? JsonCursor(c, t["mesh"], where + "/mesh").string() : "all";
   if (sel.mesh != "all") {
     try {
       sel.mesh = shardcal::DeviceMesh::parse(sel.mesh).to_string();
@@ -227,7 +175,7 @@ TransitionSelection parse_transition(const Ctx& c, const json& t, const std::str
     }
   }
   if (t.contains("shape")) {
-    const std::string text = get_string(c, t["shape"], where + "/shape");
+    const std::string text = JsonCursor(c, t["shape"], where + "/shape").string();
     try {
       sel.shape = shardcal::parse_shape(text);
     } catch (const Error& e) {
@@ -246,7 +194,7 @@ TransitionSelection parse_transition(const Ctx& c, const json& t, const std::str
     for (const char* key : {"from", "to"}) {
       if (!t.contains(key))
         c.fail(where + "/" + key, "missing; a transition needs \"from\" and \"to\" placements, e.g. \"S(0),R\"");
-      std::string text = get_string(c, t[key], where + "/" + key);
+      std::string text = JsonCursor(c, t[key], where + "/" + key).string();
       try {
         (void)shardcal::parse_placements(text);
       } catch (const Error& e) {
@@ -259,7 +207,7 @@ TransitionSelection parse_transition(const Ctx& c, const json& t, const std::str
 }
 
 // "transitions": "all_single_dim" or a list of entries.
-void parse_transitions(const Ctx& c, const json& t, SweepConfig& cfg) {
+void parse_transitions(const JsonSource& c, const json& t, SweepConfig& cfg) {
   if (t.is_string()) {
     if (t != "all_single_dim")
       c.fail("/transitions", "unknown value " + t.dump() +
@@ -267,20 +215,20 @@ void parse_transitions(const Ctx& c, const json& t, SweepConfig& cfg) {
     cfg.transitions.push_back({"all", true, "", "", {}, "/transitions"});
     return;
   }
-  const json& arr = get_array(c, t, "/transitions", false);
+  const json& arr = JsonCursor(c, t, "/transitions").array(false).json();
   for (std::size_t i = 0; i < arr.size(); ++i)
     cfg.transitions.push_back(parse_transition(c, arr[i], "/transitions/" + std::to_string(i)));
 }
 
 // "sizes": a list of byte counts, or {"min", "max", "factor"}.
-void parse_sizes(const Ctx& c, const json& j, SweepConfig& cfg) {
+void parse_sizes(const JsonSource& c, const json& j, SweepConfig& cfg) {
   if (!j.contains("sizes"))
     c.fail("/sizes", "missing (required); e.g. \"sizes\": {\"min\": 8, \"max\": 1048576, \"factor\": 4}");
   const json& s = j["sizes"];
   if (s.is_array()) {
-    get_array(c, s, "/sizes", true);
+    JsonCursor(c, s, "/sizes").array(true).json();
     for (std::size_t i = 0; i < s.size(); ++i) {
-      const std::int64_t v = get_int(c, s[i], "/sizes/" + std::to_string(i), 1, kMaxBytes);
+      const std::int64_t v = JsonCursor(c, s[i], "/sizes/" + std::to_string(i)).whole_number(1, kMaxBytes);
       if (!cfg.sizes.empty() && v <= cfg.sizes.back())
         c.fail("/sizes/" + std::to_string(i), "sizes must be strictly increasing (" +
                                                    std::to_string(v) + " after " +
@@ -292,9 +240,9 @@ void parse_sizes(const Ctx& c, const json& j, SweepConfig& cfg) {
     for (const char* key : {"min", "max", "factor"})
       if (!s.contains(key))
         c.fail(std::string("/sizes/") + key, "missing; sizes needs min, max (bytes) and factor");
-    const std::int64_t lo = get_int(c, s["min"], "/sizes/min", 1, kMaxBytes);
-    const std::int64_t hi = get_int(c, s["max"], "/sizes/max", 1, kMaxBytes);
-    const std::int64_t f = get_int(c, s["factor"], "/sizes/factor", 2, 1 << 20);
+    const std::int64_t lo = JsonCursor(c, s["min"], "/sizes/min").whole_number(1, kMaxBytes);
+    const std::int64_t hi = JsonCursor(c, s["max"], "/sizes/max").whole_number(1, kMaxBytes);
+    const std::int64_t f = JsonCursor(c, s["factor"], "/sizes/factor").whole_number(2, 1 << 20);
     if (lo > hi)
       c.fail("/sizes", "min (" + std::to_string(lo) + ") is greater than max (" +
                            std::to_string(hi) + "); swap them");
@@ -303,37 +251,37 @@ void parse_sizes(const Ctx& c, const json& j, SweepConfig& cfg) {
       if (v > hi / f) break;
     }
   } else {
-    c.fail("/sizes", "expected {\"min\", \"max\", \"factor\"} or a list of byte counts, got " + type_name(s));
+    c.fail("/sizes", "expected {\"min\", \"max\", \"factor\"} or a list of byte counts, got " + json_kind(s));
   }
 }
 
-void parse_dtypes(const Ctx& c, const json& dtypes, SweepConfig& cfg) {
+void parse_dtypes(const JsonSource& c, const json& dtypes, SweepConfig& cfg) {
   cfg.dtypes.clear();
-  const json& arr = get_array(c, dtypes, "/dtypes", true);
+  const json& arr = JsonCursor(c, dtypes, "/dtypes").array(true).json();
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const std::string where = "/dtypes/" + std::to_string(i);
-    const std::string text = get_string(c, arr[i], where);
+    const std::string text = JsonCursor(c, arr[i], where).string();
     try {
       const DType t = shardcal::parse_dtype(text);
       if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), t) != cfg.dtypes.end())
         c.fail(where, "duplicate dtype \"" + text + "\"");
       cfg.dtypes.push_back(t);
     } catch (const Error& e) {
-      if (std::string(e.what()).rfind(c.source + ": ", 0) == 0) throw;
+      if (std::string(e.what()).rfind(c.origin() + ": ", 0) == 0) throw;
       c.fail(where, e.what());
     }
   }
 }
 
 // "mode": one timing mode or a list of them.
-void parse_modes(const Ctx& c, const json& mv, SweepConfig& cfg) {
+void parse_modes(const JsonSource& c, const json& mv, SweepConfig& cfg) {
   json arr = mv.is_string() ? json::array({mv}) : mv;
   const std::string base = mv.is_string() ? "/mode" : "/mode/";
-  get_array(c, arr, "/mode", true);
+  JsonCursor(c, arr, "/mode").array(true).json();
   cfg.modes.clear();
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const std::string where = mv.is_string() ? base : base + std::to_string(i);
-    const std::string text = get_string(c, arr[i], where);
+    const std::string text = JsonCursor(c, arr[i], where).string();
     Mode md;
     if (text == "per_iteration") md = Mode::PerIteration;
     else if (text == "pipelined") md = Mode::Pipelined;
@@ -346,28 +294,28 @@ void parse_modes(const Ctx& c, const json& mv, SweepConfig& cfg) {
 
 // The timing protocol: warmup, iterations, time budget, adaptive stopping, check, modes,
 // pipeline depth and buffer rotation.
-void parse_protocol(const Ctx& c, const json& j, SweepConfig& cfg) {
-  if (j.contains("warmup")) cfg.warmup = int(get_int(c, j["warmup"], "/warmup", 0, 1000000));
+void parse_protocol(const JsonSource& c, const json& j, SweepConfig& cfg) {
+  if (j.contains("warmup")) cfg.warmup = int(JsonCursor(c, j["warmup"], "/warmup").whole_number(0, 1000000));
   if (j.contains("iterations")) {
     const json& it = j["iterations"];
-    if (!it.is_object()) c.fail("/iterations", "expected {\"min\": N, \"max\": M}, got " + type_name(it));
+    if (!it.is_object()) c.fail("/iterations", "expected {\"min\": N, \"max\": M}, got " + json_kind(it));
     expect_keys(c, it, "/iterations", {"min", "max"});
-    if (it.contains("min")) cfg.iterations_min = int(get_int(c, it["min"], "/iterations/min", 1, 100000000));
-    if (it.contains("max")) cfg.iterations_max = int(get_int(c, it["max"], "/iterations/max", 1, 100000000));
+    if (it.contains("min")) cfg.iterations_min = int(JsonCursor(c, it["min"], "/iterations/min").whole_number(1, 100000000));
+    if (it.contains("max")) cfg.iterations_max = int(JsonCursor(c, it["max"], "/iterations/max").whole_number(1, 100000000));
     if (cfg.iterations_min > cfg.iterations_max)
       c.fail("/iterations", "min (" + std::to_string(cfg.iterations_min) + ") is greater than max (" +
                                 std::to_string(cfg.iterations_max) + "); swap them");
   }
   if (j.contains("time_budget_s"))
-    cfg.time_budget_s = get_number(c, j["time_budget_s"], "/time_budget_s", 0.0, 1e6, true);
+    cfg.time_budget_s = JsonCursor(c, j["time_budget_s"], "/time_budget_s").number(0.0, 1e6, true);
   if (j.contains("adaptive")) {
     const json& a = j["adaptive"];
     if (!a.is_object()) c.fail("/adaptive", "expected {\"target_rel_ci\": 0.02, \"confidence\": 0.95}");
     expect_keys(c, a, "/adaptive", {"target_rel_ci", "confidence"});
     if (a.contains("target_rel_ci"))
-      cfg.target_rel_ci = get_number(c, a["target_rel_ci"], "/adaptive/target_rel_ci", 0.0, 10.0, false);
+      cfg.target_rel_ci = JsonCursor(c, a["target_rel_ci"], "/adaptive/target_rel_ci").number(0.0, 10.0, false);
     if (a.contains("confidence"))
-      cfg.confidence = get_number(c, a["confidence"], "/adaptive/confidence", 0.5, 0.999, false);
+      cfg.confidence = JsonCursor(c, a["confidence"], "/adaptive/confidence").number(0.5, 0.999, false);
   }
   if (j.contains("check")) {
     if (!j["check"].is_boolean()) c.fail("/check", "expected true or false, got " + j["check"].dump());
@@ -375,31 +323,31 @@ void parse_protocol(const Ctx& c, const json& j, SweepConfig& cfg) {
   }
   if (j.contains("mode")) parse_modes(c, j["mode"], cfg);
   if (j.contains("pipeline_depth"))
-    cfg.pipeline_depth = int(get_int(c, j["pipeline_depth"], "/pipeline_depth", 1, 100000));
+    cfg.pipeline_depth = int(JsonCursor(c, j["pipeline_depth"], "/pipeline_depth").whole_number(1, 100000));
   if (j.contains("buffer_rotation")) {
     const json& r = j["buffer_rotation"];
     if (!r.is_object()) c.fail("/buffer_rotation", "expected {\"bytes\": 33554432, \"max_slots\": 1024}");
     expect_keys(c, r, "/buffer_rotation", {"bytes", "max_slots"});
-    if (r.contains("bytes")) cfg.rotation_bytes = get_int(c, r["bytes"], "/buffer_rotation/bytes", 0, kMaxBytes);
+    if (r.contains("bytes")) cfg.rotation_bytes = JsonCursor(c, r["bytes"], "/buffer_rotation/bytes").whole_number(0, kMaxBytes);
     if (r.contains("max_slots"))
-      cfg.rotation_max_slots = int(get_int(c, r["max_slots"], "/buffer_rotation/max_slots", 1, 1 << 20));
+      cfg.rotation_max_slots = int(JsonCursor(c, r["max_slots"], "/buffer_rotation/max_slots").whole_number(1, 1 << 20));
   }
 }
 
 SweepConfig parse_config_doc(const json& j, const std::string& source, std::string_view text) {
-  const Ctx c{source, shardcal::formats::JsonSource(source, text)};
+  const JsonSource c(source, text);
   SweepConfig cfg;
   cfg.source = source;
   cfg.json = j;
   cfg.text = std::string(text);
-  if (!j.is_object()) c.fail("", "the config must be a JSON object, got " + type_name(j));
+  if (!j.is_object()) c.fail("", "the config must be a JSON object, got " + json_kind(j));
   expect_keys(c, j, "",
               {"name", "meshes", "collectives", "transitions", "transition_distributions", "sizes",
                "dtypes", "distributions", "warmup", "iterations", "time_budget_s", "adaptive",
                "check", "mode", "pipeline_depth", "buffer_rotation", "profile"});
-  if (j.contains("name")) get_string(c, j["name"], "/name");
+  if (j.contains("name")) JsonCursor(c, j["name"], "/name").string();
   if (j.contains("profile")) {
-    cfg.profile = get_string(c, j["profile"], "/profile");
+    cfg.profile = JsonCursor(c, j["profile"], "/profile").string();
     if (cfg.profile.empty())
       c.fail("/profile", "empty path; give a profile file (e.g. configs/profiles/dtensor-default.json) "
                          "or leave the key out for the greedy planner");
@@ -566,7 +514,7 @@ std::vector<std::string> resolve_meshes(const SweepConfig& cfg, int world) {
 namespace {
 
 // Every configured mesh must hold exactly the world's ranks.
-void check_meshes_fit(const Ctx& c, const std::vector<std::string>& meshes, int world) {
+void check_meshes_fit(const JsonSource& c, const std::vector<std::string>& meshes, int world) {
   for (std::size_t i = 0; i < meshes.size(); ++i) {
     const auto mesh = shardcal::DeviceMesh::parse(meshes[i]);
     if (mesh.size() != world) {
@@ -585,7 +533,7 @@ void check_meshes_fit(const Ctx& c, const std::vector<std::string>& meshes, int 
 
 // The collective points: mesh x selected dim x dtype x distribution x mode x size. A selection
 // that produces none is a config mistake, not a silent no-op.
-std::vector<Point> collective_points(const Ctx& c, const SweepConfig& cfg,
+std::vector<Point> collective_points(const JsonSource& c, const SweepConfig& cfg,
                                      const std::vector<std::string>& meshes) {
   std::vector<Point> pts;
   for (const std::string& mesh_text : meshes) {
@@ -637,7 +585,7 @@ std::vector<Point> collective_points(const Ctx& c, const SweepConfig& cfg,
 }
 
 // The meshes a transition selection runs on: its own, or every configured mesh its placements fit.
-std::vector<std::string> transition_meshes(const Ctx& c, const TransitionSelection& sel,
+std::vector<std::string> transition_meshes(const JsonSource& c, const TransitionSelection& sel,
                                            const std::vector<std::string>& meshes, int world) {
   std::vector<std::string> on;
   if (sel.mesh == "all") {
@@ -694,7 +642,7 @@ std::vector<std::pair<std::string, std::string>> transition_pairs(const Transiti
 }
 
 // One transition point; its placements are checked on the mesh and the tensor.
-Point transition_point(const Ctx& c, const TransitionSelection& sel, const std::string& mesh_text,
+Point transition_point(const JsonSource& c, const TransitionSelection& sel, const std::string& mesh_text,
                        const std::string& fa, const std::string& fb, DType t,
                        const Distribution& dist, std::int64_t size) {
   const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
@@ -728,7 +676,7 @@ Point transition_point(const Ctx& c, const TransitionSelection& sel, const std::
 }  // namespace
 
 std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
-  const Ctx c{cfg.source, shardcal::formats::JsonSource(cfg.source, cfg.text)};
+  const JsonSource c(cfg.source, cfg.text);
   const std::vector<std::string> meshes = resolve_meshes(cfg, world);
   check_meshes_fit(c, meshes, world);
   std::vector<Point> pts = collective_points(c, cfg, meshes);

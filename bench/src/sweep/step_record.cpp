@@ -32,6 +32,7 @@ nlohmann::json step_traffic_json(const shardcal::StepTraffic& t) {
   j["max_send_bytes"] = t.max_send_bytes;
   j["max_recv_bytes"] = t.max_recv_bytes;
   j["max_copy_bytes"] = t.max_copy_bytes;
+  j["max_out_bytes"] = t.max_out_bytes;
   return j;
 }
 

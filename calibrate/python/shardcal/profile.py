@@ -45,6 +45,8 @@ COLLECTIVES = tuple(TABLE)
 # Collectives whose per-position counts may differ (v-form); the others' count is the buffer,
 # the same at every position.
 HAS_V_FORM = frozenset(name for name, row in TABLE.items() if row["has_v_form"])
+# Collectives whose data all flows one way (root -> the others): they measure a link's bandwidth.
+ONE_WAY = tuple(name for name, row in TABLE.items() if row["one_way"])
 MAX_DEPTH = 32  # deepest JSON nesting accepted, as kMaxDepth in calibrate/src/profile.cpp
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "u8")
 DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1}
@@ -387,7 +389,7 @@ class Profile:
         if isinstance(v, bool) or v != VERSION or not isinstance(v, int):
             _fail(origin, "/version", f"unsupported version {v!r}", f"this reader reads version {VERSION}")
         known = {"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory", "models",
-                 "provenance", "fit_method", "extra"}
+                 "local_copy", "provenance", "fit_method", "extra"}
         for k in doc:
             if k not in known:
                 _fail(origin, f"/{k}", f"unknown key '{k}'", "remove it; free-form data belongs under \"extra\"")
@@ -414,6 +416,19 @@ class Profile:
         self.memory = doc["memory"]
         self.provenance = doc.get("provenance")
         self.fit_method = doc.get("fit_method")
+        # The copy cost calibrate fitted and adopted (ns per byte, 0 = free); None: the memory
+        # space's built-in bandwidth (docs/PROFILE_FORMAT.md "local_copy").
+        self.local_copy_ns_per_byte = None
+        if "local_copy" in doc:
+            lc = doc["local_copy"]
+            if not isinstance(lc, dict):
+                _fail(origin, "/local_copy", "expected an object", "fix the value")
+            for k in lc:
+                if k not in ("ns_per_byte", "se_ns_per_byte", "transitions"):
+                    _fail(origin, f"/local_copy/{k}", f"unknown key '{k}'", "remove it")
+            self.local_copy_ns_per_byte = _num(origin, lc, "/local_copy", "ns_per_byte", 0.0)
+            _num(origin, lc, "/local_copy", "se_ns_per_byte", 0.0)
+            _int(origin, lc, "/local_copy", "transitions", 1)
         if not isinstance(doc["models"], list):
             _fail(origin, "/models", "expected an array", "fix the value")
         self.models = [_parse_model(origin, m, f"/models/{i}", i) for i, m in enumerate(doc["models"])]

@@ -94,6 +94,31 @@ struct TransitionPrediction {
   double predicted_us = 0;
   double rel_error = 0;           // (predicted - measured) / measured
   bool extrapolated = false;      // some step used a nearest class / missing model
+  double collectives_us = 0;      // the collectives' predictions alone
+  double copy_bytes = 0;          // bytes the busiest rank packs/unpacks, summed over steps
+};
+
+// The local copy cost (docs/CALIBRATION.md "Copy cost"), fitted from the sweep's transitions
+// made of local steps only: t = alpha + c x, x the bytes the busiest rank writes, ordinary least
+// squares (the largest copies decide c), c in [0, kMaxCopyNsPerByte]; fitted from
+// kMinCopyTransitions such points at two sizes or more. Adopted (written to the profile) only
+// when it predicts the transitions with communication better than the memory space's built-in
+// bandwidth by the factor kCopyAdoptRatio on composition MAPE; else the profile keeps the
+// built-in value.
+inline constexpr int kMinCopyTransitions = 3;
+inline constexpr double kMaxCopyNsPerByte = 10.0;  // 0.1 GB/s: slower is a broken fit
+inline constexpr double kCopyAdoptRatio = 0.8;
+struct LocalCopyFit {
+  int transitions = 0;          // local-only transitions measured
+  bool fitted = false;
+  bool used = false;            // adopted: the profile carries it
+  double ns_per_byte = 0;
+  double se_ns_per_byte = 0;
+  double alpha_us = 0;          // fixed cost of a transition (not priced by the planner)
+  bool clamped = false;
+  double default_ns_per_byte = 0;                  // the built-in value
+  std::optional<double> composition_mape_default;  // composition MAPE at the built-in value
+  std::optional<double> composition_mape_fitted;   // and at the fitted one
 };
 
 struct Calibration {
@@ -104,7 +129,10 @@ struct Calibration {
   std::vector<DtypeDecision> dtypes;
   std::vector<ClassPoolingDecision> class_pooling;  // families with >= 2 concurrencies
   std::vector<TransitionPrediction> transitions;
+  // Transitions with communication, their copies at the adopted copy cost (local_copy.used) or
+  // the built-in one.
   std::optional<double> composition_mape;
+  LocalCopyFit local_copy;
   int points_used = 0;
   int points_other_mode = 0;
 };

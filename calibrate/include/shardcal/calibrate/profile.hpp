@@ -129,6 +129,16 @@ struct Profile {
   // "provenance", "fit_method" and "extra" (free-form) are allowed ("" = none of them).
   std::string json_extra;
   std::vector<Model> models;
+  // What copying costs on this platform (pack/unpack around collectives, local steps), learned
+  // by calibrate from the sweep's transitions: per byte copied, 0 = copies cost nothing (e.g. a
+  // simulator that does not time computation). Absent: the memory space's built-in bandwidth
+  // (step_cost.hpp). docs/PROFILE_FORMAT.md "local_copy".
+  struct LocalCopy {
+    double ns_per_byte = 0;
+    double se_ns_per_byte = 0;  // standard error of the fit
+    int transitions = 0;        // measured transitions with copies the fit used
+  };
+  std::optional<LocalCopy> local_copy;
 };
 
 // Segment validity also requires alpha_step_us >= 0 and finite, s_lo >= 0, the last segment

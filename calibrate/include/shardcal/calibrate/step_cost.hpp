@@ -23,8 +23,11 @@ namespace shardcal::calib {
 inline constexpr double kLocalCopyGBpsHost = 10.0;    // 1e9 B/s: one core's memcpy, DDR4/5
 inline constexpr double kLocalCopyGBpsCuda = 1000.0;  // 1e9 B/s: device-to-device, HBM
 inline constexpr double kLocalStepUs = 0.01;
-// The copy bandwidth used for a profile: kLocalCopyGBpsCuda when its memory is "cuda", else host.
+// The copy bandwidth used for a profile: the one calibrate fitted (Profile::local_copy; +inf when
+// copies are free there), else kLocalCopyGBpsCuda when its memory is "cuda", else host.
 double local_copy_GBps(const Profile& p);
+// "12.5 GB/s (fitted)", "no cost (fitted)", "10 GB/s (host memory copy)": for explanations.
+std::string copy_bandwidth_text(const Profile& p);
 // Whether collective steps also pay their pack/unpack (StepTraffic::max_copy_bytes) at
 // local_copy_GBps: true for measured profiles, whose models were fitted on contiguous buffers
 // (the sweep's collective points), so the copies around a collective on a non-leading shard dim

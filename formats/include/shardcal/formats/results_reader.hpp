@@ -58,6 +58,9 @@ struct TransitionStep {
   // Bytes the busiest rank packs + unpacks around the collective (StepTraffic::max_copy_bytes);
   // 0 when the file predates the field.
   double copy_bytes = 0;
+  // Bytes the busiest rank writes to its output (StepTraffic::max_out_bytes): what a local step
+  // copies. 0 when the file predates the field.
+  double out_bytes = 0;
 };
 
 struct TransitionPoint {
