@@ -145,6 +145,10 @@ def check_results(path, expect_points=None, contexts=1):
         ci = st["median_ci"]
         if not (ci["lo"] <= st["p50"] <= ci["hi"]):
             fail(f"{where}: median outside its CI")
+        rm = st["rank_means"]  # OSU's statistic: each rank's mean, then across ranks
+        if not (0 < rm["min"] <= rm["mean"] * (1 + 1e-12) and rm["mean"] <= rm["max"] * (1 + 1e-12)
+                and rm["max"] <= st["mean"] * (1 + 1e-12)):
+            fail(f"{where}: stats.rank_means {rm} not 0 < min <= mean <= max <= stats.mean {st['mean']}")
         if not math.isclose(p["algbw_GBps"], p["bytes"] / st["p50"] / 1e9, rel_tol=1e-9):
             fail(f"{where}: algbw != bytes / p50")
         if p["point"]["kind"] == "collective":

@@ -156,7 +156,7 @@ TEST(SweepConfig, ExpandsMeshesDimsAndSkipsDistributionsForSingleBufferOps) {
   EXPECT_EQ(pts[0].key(),
             R"({"distribution":"even","dtype":"f32","kind":"collective","mesh":"4","mesh_dim":0,"mode":"per_iteration","op":"all_gather",)"
             R"("protocol":{"buffer_rotation":{"bytes":33554432,"max_slots":1024},"mode":"per_iteration",)"
-            R"("ops_per_sample":1,"timing_loop":2,"warmup":5},"size":8})");
+            R"("ops_per_sample":1,"timing_loop":3,"warmup":5},"size":8})");
 }
 
 TEST(SweepConfig, FactorizationsAndAllSingleDimTransitions) {

@@ -193,6 +193,14 @@ TEST(Runner, EveryCollectiveDistributionDtypeAndModeIsCorrect) {
                   EXPECT_LE(m.samples.size(), 4u);
                   EXPECT_EQ(m.depth, mode == Mode::Pipelined ? 3 : 1);
                   EXPECT_EQ(m.stop_reason, "max_iterations");
+                  // OSU's statistic from the same samples: min <= mean <= max across ranks, all
+                  // positive, and a mean of per-sample maxima bounds every rank's mean.
+                  double mean_slowest = 0;
+                  for (double x : m.samples) mean_slowest += x / double(m.samples.size());
+                  EXPECT_GT(m.rank_mean_min_s, 0.0) << p.label();
+                  EXPECT_LE(m.rank_mean_min_s, m.rank_mean_avg_s * (1 + 1e-12)) << p.label();
+                  EXPECT_LE(m.rank_mean_avg_s, m.rank_mean_max_s * (1 + 1e-12)) << p.label();
+                  EXPECT_LE(m.rank_mean_max_s, mean_slowest * (1 + 1e-12)) << p.label();
                 }
     }
   });

@@ -103,7 +103,8 @@ shardcal::Shape transition_shape(std::int64_t size_bytes, shardcal::DType t);
 // every point's key, so --resume and comparisons never mix samples from two loops.
 // 2: transitions reset their output to a sentinel (untimed) before every sample a stop decision
 // follows, so the check sees the last timed run's output.
-inline constexpr int kTimingLoopVersion = 2;
+// 3: collective buffers start on a page (slots of a page or more on pages too), as OSU's.
+inline constexpr int kTimingLoopVersion = 3;
 
 // How a point is timed (docs/RESULTS_FORMAT.md); part of the point's identity.
 struct Protocol {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -38,6 +39,14 @@ namespace {
 constexpr double kSentinel = 253.0;  // never produced by the patterns (<= 250)
 
 std::int64_t round_up(std::int64_t v, std::int64_t a) { return (std::max<std::int64_t>(v, 1) + a - 1) / a * a; }
+
+constexpr std::int64_t kPage = 4096;
+
+// The first page boundary at or after p (pointer arithmetic only: also for device pointers).
+std::byte* page_aligned(void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  return static_cast<std::byte*>(p) + (std::uintptr_t(kPage) - a % std::uintptr_t(kPage)) % std::uintptr_t(kPage);
+}
 
 template <class F>
 std::vector<std::byte> encode(DType t, std::int64_t n, F&& value) {
@@ -86,20 +95,32 @@ void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, F&
     const std::size_t n = m.samples.size();
     if (n >= max_n) {
       m.stop_reason = "max_iterations";
-      return;
+      break;
     }
     if (n >= min_n) {
       if (cfg.target_rel_ci > 0 &&
           compute_stats(m.samples, cfg.confidence).rel_ci_halfwidth() <= cfg.target_rel_ci) {
         m.stop_reason = "ci_target";
-        return;
+        break;
       }
       if (m.elapsed_s >= cfg.time_budget_s) {
         m.stop_reason = "time_budget";
-        return;
+        break;
       }
     }
     next_check = next_checkpoint(n, min_n, max_n, m.elapsed_s);
+  }
+  // OSU's and IMB's statistic, from the same samples after the timed loop: each rank's mean over
+  // its own samples, then across ranks (OSU prints the mean by default, max and min with -f).
+  double sum = 0;
+  for (double x : local) sum += x;
+  const auto means = world.all_gather_u64(std::bit_cast<std::uint64_t>(sum / double(local.size())));
+  m.rank_mean_min_s = std::numeric_limits<double>::infinity();
+  for (auto u : means) {
+    const double x = std::bit_cast<double>(u);
+    m.rank_mean_max_s = std::max(m.rank_mean_max_s, x);
+    m.rank_mean_min_s = std::min(m.rank_mean_min_s, x);
+    m.rank_mean_avg_s += x / double(means.size());
   }
 }
 
@@ -130,9 +151,15 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   Measurement m;
   m.slots = rotation_slots(footprint, cfg.rotation_bytes, cfg.rotation_max_slots);
   m.depth = p.mode == Mode::Pipelined ? cfg.pipeline_depth : 1;
-  const std::int64_t send_stride = round_up(send_n * es, 256), recv_stride = round_up(recv_n * es, 256);
-  shardcal::Buffer send(mem, std::size_t(send_stride * m.slots));
-  shardcal::Buffer recv(mem, std::size_t(recv_stride * m.slots));
+  // Buffers start on a page, and slots of a page or more on pages too, as OSU's (posix_memalign
+  // to the page size) and any large allocation do: on 2 ranks (Open MPI 4.1.4) buffers 64 B past
+  // a page made 4-16 KiB all_gather/all_reduce 7-10 % slower (docs/PERFORMANCE.md, "OSU").
+  auto stride = [](std::int64_t b) { return round_up(b, b >= kPage ? kPage : 256); };
+  const std::int64_t send_stride = stride(send_n * es), recv_stride = stride(recv_n * es);
+  shardcal::Buffer send(mem, std::size_t(send_stride * m.slots + kPage));
+  shardcal::Buffer recv(mem, std::size_t(recv_stride * m.slots + kPage));
+  auto* sbase = page_aligned(send.data());
+  auto* rbase = page_aligned(recv.data());
 
   // Inputs: the reference pattern in every slot; outputs: a sentinel the op must overwrite (or,
   // in place at the root, the input).
@@ -147,15 +174,13 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
       std::copy(send_one.begin(), send_one.end(), img.begin() + s * send_stride);
       std::copy(recv_init.begin(), recv_init.end(), rimg.begin() + s * recv_stride);
     }
-    mem.copy_from_host(send.data(), img.data(), img.size());
-    mem.copy_from_host(recv.data(), rimg.data(), rimg.size());
+    mem.copy_from_host(sbase, img.data(), img.size());
+    mem.copy_from_host(rbase, rimg.data(), rimg.size());
   }
 
   // What each output element must be, from the senders' patterns.
   const auto expected = encode(t, recv_n, [&](std::int64_t k) { return shardcal::reference_output(call, k); });
 
-  auto* sbase = static_cast<std::byte*>(send.data());
-  auto* rbase = static_cast<std::byte*>(recv.data());
   std::uint64_t ops = 0;
   // Inside the timed region: the table's call resolved once, and the slot advanced without a
   // division (a few ns on a ~250 ns small-message call are visible in parity.sh's table 2).

@@ -131,6 +131,7 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
   ctx["timing_method"] =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
       "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
+      "stats.rank_means: each rank's mean over its samples, then max/mean/min over ranks (OSU); "
       "timer per point in timing.timer (host_clock: steady clock, stop after "
       "memory().synchronize(); cuda_event: CUDA events on the communicator's stream)";
   return ctx;
@@ -550,6 +551,8 @@ RunOutcome run_points(Communicator& world, const SweepJob& job, const std::vecto
       break;
     }
     rec["timing"] = timing_json(cfg, p, m);
+    rec["stats"]["rank_means"] = {{"max", m.rank_mean_max_s}, {"mean", m.rank_mean_avg_s},
+                                  {"min", m.rank_mean_min_s}};
     rec["samples_s"] = m.samples;
     rec["wrong"] = cfg.check ? json(m.wrong) : json(nullptr);
     if (m.wrong > 0) ++out.bad_points;
