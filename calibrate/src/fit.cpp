@@ -675,8 +675,8 @@ void fit_copy_cost(Calibration& cal, const Profile& built_in,
   const double se_c = std::sqrt(ss / std::max(1.0, n - 2) / sxx);
   f.fitted = true;
   f.alpha_us = a;
-  f.clamped = f.clamped || c > kMaxCopyNsPerByte * 1e-3;
-  f.ns_per_byte = std::min(c, kMaxCopyNsPerByte * 1e-3) * 1e3;
+  f.clamped = f.clamped || c > Profile::kMaxCopyNsPerByte * 1e-3;
+  f.ns_per_byte = std::min(c, Profile::kMaxCopyNsPerByte * 1e-3) * 1e3;
   f.se_ns_per_byte = se_c * 1e3;
   if (cal.transitions.empty()) return;  // nothing to confirm it with: not adopted
   // Adopted only where it predicts the transitions with communication clearly better than the
@@ -685,7 +685,20 @@ void fit_copy_cost(Calibration& cal, const Profile& built_in,
   const double at_fit = transitions_mape(cal.transitions, f.ns_per_byte * 1e-3);
   f.composition_mape_default = transitions_mape(cal.transitions, default_us);
   f.composition_mape_fitted = at_fit;
-  f.used = at_fit < kCopyAdoptRatio * *f.composition_mape_default;
+  // A clamped fit (negative slope, or slower than Profile::kMaxCopyNsPerByte) or one whose SE exceeds half
+  // its value (absolute floor kCopyNsPerByteResolution, so that an exact 0 counts as determined)
+  // carries no information to adopt; an informative one must also predict better.
+  const bool determined = f.se_ns_per_byte <= 0.5 * f.ns_per_byte + kCopyNsPerByteResolution;
+  if (f.clamped)
+    f.why = "not adopted: the fit was clamped";
+  else if (!determined)
+    f.why = "not adopted: its standard error is more than half its value";
+  else if (!(at_fit < kCopyAdoptRatio * *f.composition_mape_default))
+    f.why = "not adopted: composition MAPE must be below " + fmt("%.0f%%", kCopyAdoptRatio * 100) +
+            " of the built-in value's";
+  else
+    f.why = "adopted (in the profile)";
+  f.used = !f.clamped && determined && at_fit < kCopyAdoptRatio * *f.composition_mape_default;
   cal.composition_mape = transitions_mape(cal.transitions, f.used ? f.ns_per_byte * 1e-3 : default_us);
 }
 
@@ -887,7 +900,11 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
     tp.measured_us = t.median_s * 1e6;
     bool missing = false;
     for (const TransitionStep& s : t.steps) {
-      if (!s.op) continue;
+      if (!s.op) {  // a local step: priced as the planner prices it, a copy of what it writes
+        tp.collectives_us += kLocalStepUs;
+        tp.copy_bytes += s.out_bytes;
+        continue;
+      }
       ++tp.comm_steps;
       if (s.group_size % s.hosts_spanned != 0) {
         missing = true;
@@ -1148,7 +1165,7 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
                     lc.ns_per_byte, lc.se_ns_per_byte, lc.clamped ? ", clamped" : "", lc.alpha_us,
                     lc.transitions, pct(lc.composition_mape_fitted).c_str(), lc.default_ns_per_byte,
                     pct(lc.composition_mape_default).c_str(),
-                    lc.used ? "adopted (in the profile)" : "not adopted (needs 20% lower MAPE)");
+                    lc.why.c_str());
     else
       std::snprintf(line, sizeof line,
                     "copy cost: built-in %.4g ns/B (%d local-only transitions measured; %d at two "

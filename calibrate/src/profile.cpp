@@ -110,7 +110,12 @@ struct Reader {
     v.object();
     v.expect_keys({"ns_per_byte", "se_ns_per_byte", "transitions"}, kUnknownKeyFix);
     Profile::LocalCopy c;
-    c.ns_per_byte = v.number_at("ns_per_byte", kMissingFix, 0.0);
+    const JsonCursor ns = v.required("ns_per_byte", kMissingFix);
+    c.ns_per_byte = ns.number(0.0);
+    if (c.ns_per_byte > Profile::kMaxCopyNsPerByte)
+      fail(ns, "copy cost " + json_quote(ns.json()) + " ns/B is slower than 0.1 GB/s (at most " +
+                   json_quote(json(Profile::kMaxCopyNsPerByte)) + ")",
+           "refit with shardbench calibrate or remove local_copy");
     c.se_ns_per_byte = v.number_at("se_ns_per_byte", kMissingFix, 0.0);
     c.transitions = int(v.integer_at("transitions", kMissingFix, 1, kMaxInt));
     return c;
@@ -371,7 +376,8 @@ std::string profile_to_json(const Profile& p) {
   j["memory"] = p.memory;
   if (p.local_copy) {
     const Profile::LocalCopy& c = *p.local_copy;
-    if (!std::isfinite(c.ns_per_byte) || c.ns_per_byte < 0 || !std::isfinite(c.se_ns_per_byte) ||
+    if (!std::isfinite(c.ns_per_byte) || c.ns_per_byte < 0 || c.ns_per_byte > Profile::kMaxCopyNsPerByte ||
+        !std::isfinite(c.se_ns_per_byte) ||
         c.se_ns_per_byte < 0 || c.transitions < 1)
       throw Error("profile_to_json: local_copy needs finite ns_per_byte, se_ns_per_byte >= 0 and transitions >= 1");
     j["local_copy"] = {{"ns_per_byte", c.ns_per_byte}, {"se_ns_per_byte", c.se_ns_per_byte},

@@ -1,6 +1,8 @@
 #include "shardcal/formats/json_cursor.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace shardcal::formats {
@@ -20,10 +22,13 @@ std::string pointer_token(const std::string& key) {
   return t;
 }
 
+// The shortest text that reads back as x (15 significant digits, else 17): a bound of
+// 1099511627776 and a value of 1099511627777 must not both print as 1.09951e+12.
 std::string number_text(double x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.15g", x);
+  if (std::strtod(buf, nullptr) != x) std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
 }
 
 }  // namespace
@@ -121,8 +126,9 @@ bool JsonCursor::boolean() const {
 std::int64_t JsonCursor::integer(std::int64_t lo, std::int64_t hi) const {
   if (!v_->is_number_integer()) wrong_kind("an integer");
   // An unsigned value above INT64_MAX is out of every range this reads.
+  // (A non-negative value is above any negative hi.)
   const bool out = v_->is_number_unsigned()
-                       ? v_->get<std::uint64_t>() > std::uint64_t(hi) ||
+                       ? hi < 0 || v_->get<std::uint64_t>() > std::uint64_t(hi) ||
                              (lo > 0 && v_->get<std::uint64_t>() < std::uint64_t(lo))
                        : v_->get<std::int64_t>() < lo || v_->get<std::int64_t>() > hi;
   if (out)

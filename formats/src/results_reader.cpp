@@ -228,6 +228,15 @@ void read_transition_point(const JsonCursor& rec, PointHead& h, int n_hosts, Res
   const JsonCursor plan = tr.required("plan", kMissingFix).array();
   for (std::size_t i = 0; i < plan.size(); ++i)
     t.steps.push_back(read_plan_step(plan[i], int(w), n_hosts));
+  // A zero sample is a measurement only for a transition of local steps (see read_point).
+  const bool communicates =
+      std::any_of(t.steps.begin(), t.steps.end(), [](const TransitionStep& s) { return s.op.has_value(); });
+  const bool zero = std::any_of(t.samples_s.begin(), t.samples_s.end(), [](double d) { return d == 0; });
+  if (zero && communicates) {
+    ++rs.skipped_failed;
+    rs.skipped.push_back({h.where, h.key, "a zero sample of a transition that communicates"});
+    return;
+  }
   rs.transitions.push_back(std::move(t));
 }
 
@@ -253,7 +262,8 @@ void read_point(const JsonCursor& rec, const std::string& where, int n_hosts, Re
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const double d = samples[i].number();
     // A transition of local steps only takes 0 s where computation is not timed (SMPI with
-    // smpi/simulate-computation:no): a measurement. A collective always communicates.
+    // smpi/simulate-computation:no): a measurement. Anything that communicates takes time
+    // (a transition's plan is checked in read_transition_point).
     if (!std::isfinite(d) || d < 0 || (d == 0 && kind != "transition")) bad = true;
     h.samples_s.push_back(d);
   }

@@ -112,7 +112,14 @@ RunData read_sweep(const std::string& path) {
           set_env(r.env, std::string(group) + "." + name, v);
   }
   for (const auto& p : rs.collectives) r.points.push_back({p.key, p.label, p.samples_s});
-  for (const auto& t : rs.transitions) r.points.push_back({t.key, t.label, t.samples_s});
+  for (const auto& t : rs.transitions) {
+    // Local steps on a platform that does not time computation: a zero has no ratio.
+    if (std::any_of(t.samples_s.begin(), t.samples_s.end(), [](double d) { return d == 0; })) {
+      r.skipped.push_back({t.key, "zero-time transition (local steps only; nothing to compare) (" + t.where + ")", false});
+      continue;
+    }
+    r.points.push_back({t.key, t.label, t.samples_s});
+  }
   for (const auto& s : rs.skipped)  // reasons: "wrong = N" | "no samples or ..." (results.hpp)
     r.skipped.push_back({s.key, s.reason + " (" + s.where + ")", s.reason.rfind("wrong", 0) == 0});
   return r;

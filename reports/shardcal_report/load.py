@@ -294,6 +294,14 @@ def load_results(path: str) -> Run:
             run.n_failed += 1  # a point that produced no samples
             continue
         kind = _str(rec, "point.kind", path, line)
+        if kind == "transition" and isinstance(stats, dict) and stats.get("p50") == 0:
+            # 0 s is a measurement for local steps where computation is not timed (SMPI); it has
+            # no place on a log axis. Anything that communicates at 0 s failed (as the C++ reader).
+            plan = rec.get("transition", {}).get("plan") if isinstance(rec.get("transition"), dict) else None
+            steps = plan if isinstance(plan, list) else []
+            if any(isinstance(st, dict) and st.get("collective") in sp.COLLECTIVES for st in steps) or not steps:
+                run.n_failed += 1
+            continue
         if kind == "collective":
             run.collectives.append(_collective(rec, path, line, run.n_hosts))
         elif kind == "transition":

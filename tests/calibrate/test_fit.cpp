@@ -396,7 +396,7 @@ TEST(CalibrateFit, TransitionComposedFromSteps) {
 // the transitions with communication (whose all_gather steps unpack) clearly better
 // than the built-in 0.1 ns/B. `copy_ns` is what copies really cost in the synthetic world,
 // `local_ns` what the local-only transitions show (they differ when slices run from cache).
-std::vector<json> with_copy_transitions(double copy_ns, double local_ns) {
+std::vector<json> with_copy_transitions(double copy_ns, double local_ns, double fixed_us = 0.2) {
   std::vector<json> recs = synthetic(41);
   int index = 5000;
   auto record = [&](const json& plan, double bytes, double us, const char* from, const char* to) {
@@ -418,7 +418,7 @@ std::vector<json> with_copy_transitions(double copy_ns, double local_ns) {
     json slice = {{"mesh_dim", 0}, {"collective", "local_slice"}, {"from", "R"}, {"to", "S(1)"},
                   {"bytes", 0}, {"group_size", 8}, {"hosts_spanned", 1}, {"counts", json::array()},
                   {"uniform", true}, {"elem_size", 4}, {"max_copy_bytes", 0}, {"max_out_bytes", b / 8}};
-    record(json::array({slice}), b, 0.2 + b / 8 * local_ns * 1e-3, "R", "S(1)");
+    record(json::array({slice}), b, fixed_us + b / 8 * local_ns * 1e-3, "R", "S(1)");
   }
   return recs;
 }
@@ -465,6 +465,61 @@ TEST(CalibrateFit, CopyCostNotAdoptedWhenTransitionsDisagree) {
   EXPECT_FALSE(cal.local_copy.used);
   EXPECT_EQ(cal.composition_mape, cal.local_copy.composition_mape_default);
   EXPECT_FALSE(make_profile(rs, cal, "x").local_copy.has_value());
+}
+
+TEST(CalibrateFit, CopyCostFromZeroTimeLocalSteps) {
+  // SMPI without computation: local-only transitions take 0 s (a measurement, not a failure).
+  TempFile f("copy_zero.jsonl");
+  f.write(with_copy_transitions(/*copy_ns=*/0.0, /*local_ns=*/0.0, /*fixed_us=*/0.0));
+  const auto rs = read_results({f.path});
+  EXPECT_EQ(rs.skipped_failed, 0);
+  const Calibration cal = calibrate(rs);
+  EXPECT_EQ(cal.local_copy.transitions, 4);
+  EXPECT_TRUE(cal.local_copy.used);
+  EXPECT_EQ(cal.local_copy.ns_per_byte, 0.0);
+  EXPECT_EQ(cal.local_copy.se_ns_per_byte, 0.0);
+}
+
+TEST(CalibrateFit, ZeroSampleOfACommunicatingTransitionIsSkipped) {
+  std::vector<json> recs = with_copy_transitions(0.0, 0.0);
+  for (json& r : recs)
+    if (r.contains("point") && r["point"].value("from", "") == "S(1)") r["samples_s"] = {0.0};
+  TempFile f("copy_zero_comm.jsonl");
+  f.write(recs);
+  const auto rs = read_results({f.path});
+  EXPECT_EQ(rs.skipped_failed, 4);
+  ASSERT_FALSE(rs.skipped.empty());
+  EXPECT_NE(rs.skipped.back().reason.find("zero sample of a transition that communicates"), std::string::npos);
+}
+
+TEST(CalibrateFit, CopyCostClampedOrUncertainIsNotAdopted) {
+  {  // slices get faster with size: a negative slope, clamped at 0, not adopted
+    std::vector<json> recs = with_copy_transitions(0.0, 0.0);
+    int k = 0;
+    for (json& r : recs)
+      if (r.contains("point") && r["point"].value("from", "") == "R") r["samples_s"] = {(10.0 - k++) * 1e-6};
+    TempFile f("copy_negative.jsonl");
+    f.write(recs);
+    const Calibration cal = calibrate(read_results({f.path}));
+    ASSERT_TRUE(cal.local_copy.fitted);
+    EXPECT_TRUE(cal.local_copy.clamped);
+    EXPECT_EQ(cal.local_copy.ns_per_byte, 0.0);
+    EXPECT_FALSE(cal.local_copy.used);
+    EXPECT_NE(cal.local_copy.why.find("clamped"), std::string::npos);
+  }
+  {  // noise much larger than the slope: SE above half the value, not adopted
+    std::vector<json> recs = with_copy_transitions(0.0, 0.001);
+    int k = 0;
+    for (json& r : recs)
+      if (r.contains("point") && r["point"].value("from", "") == "R")
+        r["samples_s"] = {r["samples_s"][0].get<double>() + ((k++ % 2) ? 40e-6 : 0.0)};
+    TempFile f("copy_noisy.jsonl");
+    f.write(recs);
+    const Calibration cal = calibrate(read_results({f.path}));
+    ASSERT_TRUE(cal.local_copy.fitted);
+    EXPECT_GT(cal.local_copy.se_ns_per_byte, 0.5 * cal.local_copy.ns_per_byte);
+    EXPECT_FALSE(cal.local_copy.used);
+  }
 }
 
 TEST(CalibrateFit, CopyCostNeedsLocalOnlyTransitions) {

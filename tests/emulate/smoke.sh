@@ -83,7 +83,7 @@ timeout -k 10 100 "$EMU" --name "$NAME" run -- -np 4 "$SB" sweep --backend mpi -
 grep -q "\"name\":\"$NAME-h1\"" "$WORK/sweep.jsonl" || fail "the results' context does not list host $NAME-h1"
 "$SB" calibrate --results "$WORK/sweep.jsonl" --out "$WORK/profile.json" >"$WORK/cal.txt" ||
   fail "calibrate failed: $(cat "$WORK/cal.txt")"
-/usr/bin/python3 "$SRC/scripts/emulate/check_profile.py" --profile "$WORK/profile.json" \
+PYTHONPATH="$SRC/calibrate/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 "$SRC/scripts/emulate/check_profile.py" --profile "$WORK/profile.json" \
   --rate "$RATE" --tolerance 0.25 || fail "fitted inter-host bandwidth is not within 25% of the shaped $RATE (above)"
 
 # 5. Stop: nothing left; status says so; stop again is harmless.

@@ -117,7 +117,7 @@ TEST(SweepConfig, UnknownKeysDTypesDistributionsModes) {
             "x.json: /iterations: min (50) is greater than max (10); swap them");
   EXPECT_EQ(config_error(with("check", "yes")), "x.json: /check: expected true or false, got \"yes\"");
   EXPECT_EQ(config_error(with("time_budget_s", 0)),
-            "x.json: /time_budget_s: value 0 is out of range; expected 0 < value <= 1e+06");
+            "x.json: /time_budget_s: value 0 is out of range; expected 0 < value <= 1000000");
 }
 
 TEST(SweepConfig, StructuralErrors) {

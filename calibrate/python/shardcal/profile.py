@@ -427,6 +427,9 @@ class Profile:
                 if k not in ("ns_per_byte", "se_ns_per_byte", "transitions"):
                     _fail(origin, f"/local_copy/{k}", f"unknown key '{k}'", "remove it")
             self.local_copy_ns_per_byte = _num(origin, lc, "/local_copy", "ns_per_byte", 0.0)
+            if self.local_copy_ns_per_byte > 10.0:  # Profile::kMaxCopyNsPerByte (C++)
+                _fail(origin, "/local_copy/ns_per_byte", "copy cost slower than 0.1 GB/s (at most 10)",
+                      "refit with shardbench calibrate or remove local_copy")
             _num(origin, lc, "/local_copy", "se_ns_per_byte", 0.0)
             _int(origin, lc, "/local_copy", "transitions", 1)
         if not isinstance(doc["models"], list):

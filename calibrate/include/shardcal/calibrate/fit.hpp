@@ -94,20 +94,22 @@ struct TransitionPrediction {
   double predicted_us = 0;
   double rel_error = 0;           // (predicted - measured) / measured
   bool extrapolated = false;      // some step used a nearest class / missing model
-  double collectives_us = 0;      // the collectives' predictions alone
-  double copy_bytes = 0;          // bytes the busiest rank packs/unpacks, summed over steps
+  double collectives_us = 0;      // the collectives' predictions + kLocalStepUs per local step
+  double copy_bytes = 0;          // bytes the busiest rank copies: pack/unpack around the
+                                  // collectives plus what its local steps write, over all steps
 };
 
 // The local copy cost (docs/CALIBRATION.md "Copy cost"), fitted from the sweep's transitions
 // made of local steps only: t = alpha + c x, x the bytes the busiest rank writes, ordinary least
 // squares (the largest copies decide c), c in [0, kMaxCopyNsPerByte]; fitted from
 // kMinCopyTransitions such points at two sizes or more. Adopted (written to the profile) only
-// when it predicts the transitions with communication better than the memory space's built-in
+// when it is not clamped, its SE is at most half its value (+ kCopyNsPerByteResolution), and it
+// predicts the transitions with communication better than the memory space's built-in
 // bandwidth by the factor kCopyAdoptRatio on composition MAPE; else the profile keeps the
 // built-in value.
 inline constexpr int kMinCopyTransitions = 3;
-inline constexpr double kMaxCopyNsPerByte = 10.0;  // 0.1 GB/s: slower is a broken fit
 inline constexpr double kCopyAdoptRatio = 0.8;
+inline constexpr double kCopyNsPerByteResolution = 1e-3;  // 1000 GB/s: below, copies are free
 struct LocalCopyFit {
   int transitions = 0;          // local-only transitions measured
   bool fitted = false;
@@ -119,6 +121,7 @@ struct LocalCopyFit {
   double default_ns_per_byte = 0;                  // the built-in value
   std::optional<double> composition_mape_default;  // composition MAPE at the built-in value
   std::optional<double> composition_mape_fitted;   // and at the fitted one
+  std::string why;                                 // the adoption decision, for the report
 };
 
 struct Calibration {

@@ -133,6 +133,7 @@ struct Profile {
   // by calibrate from the sweep's transitions: per byte copied, 0 = copies cost nothing (e.g. a
   // simulator that does not time computation). Absent: the memory space's built-in bandwidth
   // (step_cost.hpp). docs/PROFILE_FORMAT.md "local_copy".
+  static constexpr double kMaxCopyNsPerByte = 10.0;  // 0.1 GB/s: slower is a broken fit
   struct LocalCopy {
     double ns_per_byte = 0;
     double se_ns_per_byte = 0;  // standard error of the fit
