@@ -303,9 +303,9 @@ void refuse_unrotated_transitions(const std::string& path, const std::set<std::s
   if (n > 0)
     throw Error("--resume " + path + ": " + std::to_string(n) + " transition point(s) in the file " +
                 "were timed on one hot buffer set (\"buffer_rotation\": null in their key, written " +
-                "by a shardbench from before transitions rotated buffers like collectives); this run " +
-                "would time them again under buffer rotation and mix both protocols in one file; " +
-                "start a new sweep with --out");
+                "by a shardbench from before transitions followed the collectives' buffer-rotation " +
+                "rule); this run's transition keys record the config's rotation instead, so it would " +
+                "time them again and the file would hold both records; start a new sweep with --out");
 }
 
 // --resume (rank 0): checks the file belongs to this run, reopens it for appending and returns
