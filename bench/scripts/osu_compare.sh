@@ -9,7 +9,10 @@
 #   env: NP=2 ROUNDS=9 SIZES="8 16 ... 4194304" (OSU's per-rank bytes) OPS="all_gather all_reduce"
 #        LEVELS="default single": shardbench once per MPI thread level in each round
 #        (SHARDCAL_MPI_THREAD_LEVEL; "default" = the backend's own, funneled)
-#        OUT=dir (default a new /tmp dir) REPORT_ONLY=1 (re-print OUT's table)
+#        OUT=dir (default a new /tmp dir)
+#   REPORT_ONLY=1 OUT=dir bench/scripts/osu_compare.sh
+#        re-prints OUT's table; NP, rounds, ops and sizes come from OUT's files (what that run
+#        recorded), so NP/ROUNDS/SIZES/OPS/LEVELS and build dirs are not needed (and ignored).
 #
 # OSU_BUILD_DIR is an OSU 7.x tree after `./configure CC=mpicc CXX=mpicxx && make` (the binaries
 # under c/mpi/collective/blocking/). BUILD_DIR2, when given, is a second shardbench build timed in
@@ -26,34 +29,43 @@
 # is NP x OSU's size (the same per-rank message) and all_reduce the same buffer size.
 set -euo pipefail
 die() { echo "osu_compare.sh: $*" >&2; exit 2; }
-(($# == 2 || $# == 3)) || die "usage: osu_compare.sh OSU_BUILD_DIR BUILD_DIR [BUILD_DIR2]"
-osu_dir=$1
-builds=("$2")
-(($# == 3)) && builds+=("$3")
-NP=${NP:-2} ROUNDS=${ROUNDS:-9} OPS=${OPS:-all_gather all_reduce} REPORT_ONLY=${REPORT_ONLY:-0}
-LEVELS=${LEVELS:-default}
-if [[ -z ${SIZES:-} ]]; then
-  SIZES=""
-  for ((s = 8; s <= 4194304; s *= 2)); do SIZES+="$s "; done
-fi
-for v in NP ROUNDS; do [[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v}: expected a positive integer"; done
-((NP >= 2 && ROUNDS >= 1)) || die "NP must be >= 2 and ROUNDS >= 1"
-for s in $SIZES; do
-  [[ $s =~ ^[0-9]+$ ]] && ((s >= 4 && s % 4 == 0)) ||
-    die "SIZES: '$s' must be a multiple of 4 bytes (f32), at least 4"
-done
-for lv in $LEVELS; do
-  [[ $lv =~ ^(default|single|funneled|serialized|multiple)$ ]] ||
-    die "LEVELS: '$lv' is not default, single, funneled, serialized or multiple"
-done
-for op in $OPS; do
-  [[ $op == all_gather || $op == all_reduce ]] || die "OPS: '$op' is not all_gather or all_reduce"
-done
+usage="usage: osu_compare.sh OSU_BUILD_DIR BUILD_DIR [BUILD_DIR2], or REPORT_ONLY=1 OUT=dir osu_compare.sh"
+REPORT_ONLY=${REPORT_ONLY:-0}
+[[ $REPORT_ONLY == 0 || $REPORT_ONLY == 1 ]] || die "REPORT_ONLY=$REPORT_ONLY: expected 0 or 1"
 declare -A osu_bin=([all_gather]=osu_allgather [all_reduce]=osu_allreduce)
 if [[ $REPORT_ONLY == 1 ]]; then
-  [[ -n ${OUT:-} && -d $OUT ]] || die "REPORT_ONLY=1 needs OUT=<the earlier run's directory>"
+  # The table is rebuilt from what the run in OUT recorded; the run's settings are not needed.
+  [[ -n ${OUT:-} && -d $OUT ]] || die "REPORT_ONLY=1 needs OUT=<the earlier run's directory> (OUT='${OUT:-}' is not a directory)"
   out=$OUT
 else
+  (($# == 2 || $# == 3)) || die "$usage (got $# arguments)"
+  osu_dir=$1
+  builds=("$2")
+  (($# == 3)) && builds+=("$3")
+  NP=${NP:-2} ROUNDS=${ROUNDS:-9} OPS=${OPS:-all_gather all_reduce} LEVELS=${LEVELS:-default}
+  if [[ -z ${SIZES:-} ]]; then
+    SIZES=""
+    for ((s = 8; s <= 4194304; s *= 2)); do SIZES+="$s "; done
+  fi
+  # Decimal only, checked before any arithmetic: bash reads 010 as octal and fails on 08.
+  for v in NP ROUNDS; do
+    [[ ${!v} =~ ^[1-9][0-9]{0,5}$ ]] || die "$v='${!v}': expected a positive decimal integer (e.g. $v=2)"
+  done
+  ((NP >= 2)) || die "NP=$NP: needs at least 2 ranks (e.g. NP=2)"
+  for v in SIZES OPS LEVELS; do
+    [[ -n ${!v//[[:space:]]/} ]] || die "$v='${!v}' holds no value: give at least one, or unset $v for the default"
+  done
+  for s in $SIZES; do
+    [[ $s =~ ^[1-9][0-9]{0,11}$ ]] && ((s >= 4 && s % 4 == 0)) ||
+      die "SIZES: '$s' must be a decimal multiple of 4 bytes (f32), at least 4"
+  done
+  for lv in $LEVELS; do
+    [[ $lv =~ ^(default|single|funneled|serialized|multiple)$ ]] ||
+      die "LEVELS: '$lv' is not default, single, funneled, serialized or multiple"
+  done
+  for op in $OPS; do
+    [[ $op == all_gather || $op == all_reduce ]] || die "OPS: '$op' is not all_gather or all_reduce"
+  done
   for op in $OPS; do
     b=$osu_dir/c/mpi/collective/blocking/${osu_bin[$op]}
     [[ -x $b ]] || die "$b not found: build OSU in $osu_dir (./configure CC=mpicc CXX=mpicxx && make)"
@@ -61,11 +73,17 @@ else
   for b in "${builds[@]}"; do
     [[ -x $b/bin/shardbench ]] || die "$b/bin/shardbench not built (cmake --build $b --target shardbench)"
   done
+  command -v mpirun > /dev/null || die "mpirun not found on PATH (install Open MPI or MPICH)"
   out=${OUT:-$(mktemp -d /tmp/shardcal-osu.XXXXXX)}
   mkdir -p "$out"
+  # Per-launch environment: Open MPI's mpirun takes -x VAR=value, MPICH's Hydra -genv VAR value.
+  mpirun=(mpirun -np "$NP")
+  ompi=0
+  if mpirun --version 2>&1 | grep -q "Open MPI"; then
+    ompi=1
+    mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$NP")
+  fi
 fi
-mpirun=(mpirun -np "$NP")
-if mpirun --version 2>&1 | grep -q "Open MPI"; then mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$NP"); fi
 
 # OSU's counts for a per-rank size (osu_util.h: LARGE_MESSAGE_SIZE 8192).
 iters() { (($1 > 8192)) && echo 100 || echo 1000; }
@@ -115,7 +133,9 @@ if [[ $REPORT_ONLY != 1 ]]; then
             b=${builds[${b%%-*}]} lv=${tool#*-}
             [[ $lv == default ]] && lv=""
             rm -f "$out/${tool}_${op}_${s}_$r.jsonl"
-            "${mpirun[@]}" -x "SHARDCAL_MPI_THREAD_LEVEL=$lv" "$b/bin/shardbench" sweep --backend mpi --config "$cfg" \
+            if ((ompi)); then env_arg=(-x "SHARDCAL_MPI_THREAD_LEVEL=$lv")
+            else env_arg=(-genv SHARDCAL_MPI_THREAD_LEVEL "$lv"); fi
+            "${mpirun[@]}" "${env_arg[@]}" "$b/bin/shardbench" sweep --backend mpi --config "$cfg" \
               --out "$out/${tool}_${op}_${s}_$r.jsonl" -q </dev/null
           fi
         done
@@ -126,31 +146,78 @@ if [[ $REPORT_ONLY != 1 ]]; then
 fi
 
 py=/usr/bin/python3; [[ -x $py ]] || py=python3
-"$py" - "$out" "$NP" "$ROUNDS" "$OPS" "$SIZES" <<'PY'
-import glob, json, os, statistics, sys
-out, np_, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-ops, sizes = sys.argv[4].split(), [int(s) for s in sys.argv[5].split()]
-builds = [l.rstrip("\n").split("\t") for l in open(f"{out}/builds.txt") if l.strip()]
+# In REPORT_ONLY mode the run's settings are not passed: the report derives them from OUT's files.
+if [[ $REPORT_ONLY == 1 ]]; then set -- "$out"; else set -- "$out" "$NP" "$ROUNDS" "$OPS" "$SIZES"; fi
+"$py" - "$@" <<'PY'
+import glob, json, os, re, statistics, sys
+
+def die(msg):  # one line, exit 2, as the shell part
+    print(f"osu_compare.sh: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+def lines(path):
+    try:
+        with open(path) as f:
+            return f.read().splitlines()
+    except OSError as e:
+        die(f"cannot read {path}: {e.strerror}; rerun the comparison (without REPORT_ONLY) into OUT={out}")
+
+out = sys.argv[1]
+if len(sys.argv) > 2:
+    np_, rounds = int(sys.argv[2]), int(sys.argv[3])
+    ops, sizes = sys.argv[4].split(), [int(s) for s in sys.argv[5].split()]
+    round_ids = list(range(1, rounds + 1))
+else:
+    # What the run recorded: OSU's outputs osu_<op>_<size>_<round>.txt name every (op, size, round);
+    # the ranks come from a sweep config it wrote (meshes = [NP]).
+    found = [re.fullmatch(r"osu_(all_gather|all_reduce)_([0-9]+)_([0-9]+)\.txt", os.path.basename(p))
+             for p in glob.glob(f"{out}/osu_*.txt")]
+    found = [m for m in found if m]
+    if not found:
+        die(f"no OSU results (osu_<op>_<size>_<round>.txt) in {out}: is OUT the directory of an "
+            "earlier osu_compare.sh run?")
+    ops = [o for o in ("all_gather", "all_reduce") if any(m[1] == o for m in found)]
+    sizes = sorted({int(m[2]) for m in found})
+    round_ids = sorted({int(m[3]) for m in found})
+    rounds = len(round_ids)
+    np_ = "?"
+    for cfg in sorted(glob.glob(f"{out}/cfg_*.json")):
+        try:
+            np_ = int(json.load(open(cfg))["meshes"][0])
+            break
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            continue
+builds = [l.split("\t") for l in lines(f"{out}/builds.txt") if l.strip()]
+if not builds or any(len(b) != 2 for b in builds):
+    die(f"{out}/builds.txt lists no '<tool>TAB<build>' lines; rerun the comparison into OUT={out}")
 med = statistics.median
 
 def osu(op, s, r):  # (avg, max) in us from OSU's -f line: size avg min max iterations
-    rows = [l.split() for l in open(f"{out}/osu_{op}_{s}_{r}.txt") if l.strip() and l[0] != "#"]
-    if not rows or int(rows[-1][0]) != s:
-        sys.exit(f"osu_compare: no OSU result for {op} {s} B in round {r}")
-    return float(rows[-1][1]), float(rows[-1][3])
+    path = f"{out}/osu_{op}_{s}_{r}.txt"
+    rows = [l.split() for l in lines(path) if l.strip() and l[0] != "#"]
+    try:
+        if int(rows[-1][0]) == s:
+            return float(rows[-1][1]), float(rows[-1][3])
+    except (IndexError, ValueError):
+        pass
+    die(f"{path}: no OSU result line for {op} {s} B in round {r} (OSU failed or was cut off; rerun)")
 
 def ours(tool, op, s, r):  # (slowest-rank mean, rank-means max, rank-means mean) in us
-    for line in open(f"{out}/{tool}_{op}_{s}_{r}.jsonl"):
-        rec = json.loads(line)
-        if rec.get("type") != "point":
-            continue
-        if rec["wrong"]:
-            sys.exit(f"osu_compare: shardbench reported wrong results: {rec['key']}")
-        st = rec["stats"]
-        if "rank_means" not in st:
-            sys.exit(f"osu_compare: {tool} writes no stats.rank_means (older build)")
-        return st["mean"] * 1e6, st["rank_means"]["max"] * 1e6, st["rank_means"]["mean"] * 1e6
-    sys.exit(f"osu_compare: no point in {tool}_{op}_{s}_{r}.jsonl")
+    path = f"{out}/{tool}_{op}_{s}_{r}.jsonl"
+    for n, line in enumerate(lines(path), 1):
+        try:
+            rec = json.loads(line)
+            if rec.get("type") != "point":
+                continue
+            if rec["wrong"]:
+                die(f"{path}: shardbench reported wrong results: {rec['key']}")
+            st = rec["stats"]
+            if "rank_means" not in st:
+                die(f"{path}: {tool} writes no stats.rank_means (older build; rebuild shardbench)")
+            return st["mean"] * 1e6, st["rank_means"]["max"] * 1e6, st["rank_means"]["mean"] * 1e6
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            die(f"{path}:{n}: not a shardbench point record ({type(e).__name__}: {e}); rerun")
+    die(f"{path}: no point record (the sweep failed or was cut off; rerun)")
 
 print(f"{np_} ranks, {rounds} rounds, each (op, size) its own launch per tool; medians over rounds "
       "(us). OSU: max = 'Max Latency' (-f), avg = 'Avg Latency' (default print). ours: slowest = "
@@ -164,8 +231,8 @@ for tool, what in builds:
     rs, rm, ra = [], [], []
     for op in ops:
         for s in sizes:
-            o = [osu(op, s, r) for r in range(1, rounds + 1)]
-            u = [ours(tool, op, s, r) for r in range(1, rounds + 1)]
+            o = [osu(op, s, r) for r in round_ids]
+            u = [ours(tool, op, s, r) for r in round_ids]
             omax, oavg = med(x[1] for x in o), med(x[0] for x in o)
             slow, rmax, ravg = (med(x[i] for x in u) for i in range(3))
             rs.append(slow / omax); rm.append(rmax / omax); ra.append(ravg / oavg)
@@ -177,5 +244,5 @@ for tool, what in builds:
           f"{sum(x > 1.05 for x in rm)} of {len(rm)} above 1.05), r_avg {g(ra):.3f} (worst "
           f"{max(ra):.3f}, {sum(x > 1.05 for x in ra)} of {len(ra)} above 1.05)")
 print("\nload average (1, 5, 15 min):")
-print(open(f"{out}/load.txt").read().rstrip())
+print("\n".join(lines(f"{out}/load.txt")).rstrip())
 PY

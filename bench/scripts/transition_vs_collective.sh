@@ -23,12 +23,19 @@ root=$(cd "$here/../.." && pwd)
 builds=("$@")
 [[ ${#builds[@]} -gt 0 ]] || builds=("$root/build")
 NP=${NP:-4} REPS=${REPS:-3} ROTATION=${ROTATION:-0} MAX_SLOTS=${MAX_SLOTS:-1024}
-out=${OUT:-$(mktemp -d /tmp/shardcal-tvc.XXXXXX)}
-mkdir -p "$out"
+die() { echo "transition_vs_collective.sh: $*" >&2; exit 2; }
+# Decimal only, checked before any arithmetic or output: bash reads 010 as octal and fails on 08.
+for v in NP REPS MAX_SLOTS; do
+  [[ ${!v} =~ ^[1-9][0-9]{0,8}$ ]] || die "$v='${!v}': expected a positive decimal integer (e.g. $v=2)"
+done
+[[ $ROTATION =~ ^(0|[1-9][0-9]{0,14})$ ]] ||
+  die "ROTATION='$ROTATION': expected bytes as a decimal integer, 0 for no rotation (e.g. ROTATION=268435456)"
 for build in "${builds[@]}"; do
   bin=$build/bin/shardbench
-  [[ -x $bin ]] || { echo "transition_vs_collective.sh: $bin not built (cmake --build $build --target shardbench)" >&2; exit 2; }
+  [[ -x $bin ]] || die "$bin not built (cmake --build $build --target shardbench)"
 done
+out=${OUT:-$(mktemp -d /tmp/shardcal-tvc.XXXXXX)}
+mkdir -p "$out"
 py=/usr/bin/python3; [[ -x $py ]] || py=python3
 mpirun=(mpirun -np "$NP")
 if mpirun --version 2>&1 | grep -q "Open MPI"; then mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$NP"); fi

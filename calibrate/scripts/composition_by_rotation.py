@@ -2,23 +2,65 @@
 """Transition composition error of `shardbench calibrate` profiles (extra.transition_composition),
 split by whether the transition's point rotated buffers (timing.buffer_slots > 1 in RESULTS, a
 sweep of the same config): MAPE and mean signed error (bias: + = predicted slower than measured)
-of all transitions, of the rotated ones and of those on one buffer set.
+of all transitions, of the rotated ones and of those on one buffer set. A profile's items are
+matched to RESULTS points of its own timing mode (fit_method.timing_mode), so per_iteration and
+pipelined points of one sweep stay apart.
 Usage: composition_by_rotation.py RESULTS.jsonl PROFILE.json... (standard library only)."""
 import json
 import statistics
 import sys
 
+USAGE = "usage: composition_by_rotation.py RESULTS.jsonl PROFILE.json..."
+# What `shardbench calibrate --mode` defaults to, for a profile that does not record its mode.
+DEFAULT_MODE = "per_iteration"
+
+
+def die(msg):
+    """One line on stderr, exit 2: bad input is reported, never a traceback."""
+    print(f"composition_by_rotation.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        die(f"cannot read {path}: {e.strerror}")
+
 
 def slots_by_label(path):
-    """The calibrator's transition label -> buffer slots, from one results file."""
+    """(timing mode, the calibrator's transition label) -> buffer slots, from one results file."""
     out = {}
-    for line in open(path):
-        r = json.loads(line)
-        if r.get("type") == "point" and r["point"]["kind"] == "transition":
-            p, t = r["point"], r["transition"]
-            label = f"mesh {p['mesh']} {t['from']} -> {t['to']} {p['dtype']} {r['bytes']} B {p['distribution']}"
-            out[label] = r["timing"]["buffer_slots"]
+    for n, line in enumerate(read_text(path).splitlines(), 1):
+        try:
+            r = json.loads(line)
+            if r.get("type") == "point" and r["point"]["kind"] == "transition":
+                p, t = r["point"], r["transition"]
+                label = f"mesh {p['mesh']} {t['from']} -> {t['to']} {p['dtype']} {r['bytes']} B {p['distribution']}"
+                out[(p["mode"] if "mode" in p else r["timing"]["mode"], label)] = r["timing"]["buffer_slots"]
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            die(f"{path}:{n}: not a shardbench results record ({type(e).__name__}: {e}); "
+                "give the RESULTS.jsonl of a `shardbench sweep`")
     return out
+
+
+def composition(path):
+    """(timing mode, extra.transition_composition.items) of one profile."""
+    try:
+        prof = json.loads(read_text(path))
+    except ValueError as e:
+        die(f"{path}: not JSON ({e}); give a profile written by `shardbench calibrate`")
+    try:
+        items = prof["extra"]["transition_composition"]["items"]
+        mode = (prof.get("fit_method") or {}).get("timing_mode", DEFAULT_MODE)
+        for it in items:
+            it["transition"], float(it["rel_error"])
+        return mode, items
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        die(f"{path}: no extra.transition_composition.items with transition and rel_error "
+            f"({type(e).__name__}: {e}); give a profile written by `shardbench calibrate` from "
+            "a sweep with transitions")
 
 
 def summary(errors):
@@ -30,22 +72,22 @@ def summary(errors):
 
 def main(argv):
     if len(argv) < 2:
-        sys.exit(__doc__)
+        die(USAGE)
     slots = slots_by_label(argv[0])
-    print("| profile | all | rotated (slots > 1) | one slot | max |")
-    print("|---|---|---|---|---:|")
-    for prof in argv[1:]:
-        items = json.load(open(prof))["extra"]["transition_composition"]["items"]
+    profiles = [(prof, *composition(prof)) for prof in argv[1:]]  # all checked before any output
+    print("| profile | mode | all | rotated (slots > 1) | one slot | max |")
+    print("|---|---|---|---|---|---:|")
+    for prof, mode, items in profiles:
         rotated, one, unmatched = [], [], 0
         for it in items:
-            s = slots.get(it["transition"])
+            s = slots.get((mode, it["transition"]))
             if s is None:
                 unmatched += 1
             else:
                 (rotated if s > 1 else one).append(it["rel_error"])
         worst = max((abs(it["rel_error"]) for it in items), default=0)
         note = f" ({unmatched} not in {argv[0]})" if unmatched else ""
-        print(f"| {prof} | {summary(rotated + one)} | {summary(rotated)} | {summary(one)} "
+        print(f"| {prof} | {mode} | {summary(rotated + one)} | {summary(rotated)} | {summary(one)} "
               f"| {100 * worst:.0f}%{note} |")
 
 
