@@ -697,8 +697,7 @@ void fit_copy_cost(Calibration& cal, const Profile& built_in,
     f.why = "not adopted: composition MAPE must be below " + fmt("%.0f%%", kCopyAdoptRatio * 100) +
             " of the built-in value's";
   else
-    f.why = "adopted (in the profile)";
-  f.used = !f.clamped && determined && at_fit < kCopyAdoptRatio * *f.composition_mape_default;
+    f.why = "adopted (in the profile)", f.used = true;
   cal.composition_mape = transitions_mape(cal.transitions, f.used ? f.ns_per_byte * 1e-3 : default_us);
 }
 

@@ -148,8 +148,8 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   const auto send_n = std::int64_t(call.send_elems), recv_n = std::int64_t(call.recv_elems);
   // The largest position's footprint, so every rank picks the same slot count; buffers of a page
   // or more take whole pages (below), so then pages bound it (rotation stays within its bytes).
-  const std::int64_t footprint =
-      call.footprint_bytes(256) >= kPage ? call.footprint_bytes(kPage) : call.footprint_bytes(256);
+  const std::int64_t fine = call.footprint_bytes(256);
+  const std::int64_t footprint = fine >= kPage ? call.footprint_bytes(kPage) : fine;
   Measurement m;
   m.slots = rotation_slots(footprint, cfg.rotation_bytes, cfg.rotation_max_slots);
   m.depth = p.mode == Mode::Pipelined ? cfg.pipeline_depth : 1;
