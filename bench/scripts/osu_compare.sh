@@ -8,7 +8,7 @@
 #   bench/scripts/osu_compare.sh OSU_BUILD_DIR BUILD_DIR [BUILD_DIR2]
 #   env: NP=2 ROUNDS=9 SIZES="8 16 ... 4194304" (OSU's per-rank bytes) OPS="all_gather all_reduce"
 #        LEVELS="default single": shardbench once per MPI thread level in each round
-#        (SHARDCAL_MPI_THREAD_LEVEL; "default" = the backend's own, funneled)
+#        (SHARDCAL_MPI_THREAD_LEVEL; "default" = the backend's own: single since 2026-11-27)
 #        OUT=dir (default a new /tmp dir)
 #   REPORT_ONLY=1 OUT=dir bench/scripts/osu_compare.sh
 #        re-prints OUT's table; NP, rounds, ops and sizes come from OUT's files (what that run

@@ -94,14 +94,14 @@ def check_results(path, expect_points=None, contexts=1):
         for k in ("config_hash", "backend", "world", "points_total"):
             if c[k] != ctx[k]:
                 fail(f"{path}: context records differ in {k}")
-    # The MPI thread level the run used: funneled unless SHARDCAL_MPI_THREAD_LEVEL says.
+    # The MPI thread level the run used: single unless SHARDCAL_MPI_THREAD_LEVEL says.
     # The last context record is this program's last run (tests edit the first one).
     settings = ctxs[-1].get("backend_settings")
     if ctx["backend"] == "sim":
         if settings != {}:
             fail(f"{path}: sim context has backend_settings {settings!r}, expected {{}}")
     else:
-        want = (os.environ.get("SHARDCAL_MPI_THREAD_LEVEL") or "funneled").lower()
+        want = (os.environ.get("SHARDCAL_MPI_THREAD_LEVEL") or "single").lower()
         want = want[len("mpi_thread_"):] if want.startswith("mpi_thread_") else want
         got = (settings or {}).get("mpi_thread_level_requested")
         if got != want or not (settings or {}).get("mpi_thread_level"):

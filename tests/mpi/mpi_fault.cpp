@@ -11,7 +11,7 @@
 //               Error naming rank, operation and group; the peers get it as PeerFailure
 //   vcount      all_gatherv with a count beyond INT_MAX: a clear Error on every rank
 //   level       every rank prints the MPI thread level asked for and provided, then completes
-// The hang test also runs at each SHARDCAL_MPI_THREAD_LEVEL: the watchdog never calls MPI, so the
+// The hang test also runs at other SHARDCAL_MPI_THREAD_LEVELs: the watchdog never calls MPI, so the
 // bound must hold at every level.
 #include <signal.h>
 #include <unistd.h>

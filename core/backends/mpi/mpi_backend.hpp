@@ -5,7 +5,7 @@
 // Failure handling (no rank is ever left blocked):
 //  - every blocking MPI call is watched: one that has not completed after timeout_s prints
 //    "<prog> rank R: error: <op> on <group> timed out ..." and the rank ends itself with exit
-//    code 124 (the watchdog thread never calls MPI); the launcher then ends the whole job
+//    code 124 (the watchdog, a timer signal's handler, never calls MPI); the launcher then ends the whole job
 //    (mpirun/mpiexec do so for any rank that exits without MPI_Finalize; with srun use
 //    --kill-on-bad-exit=1, otherwise a rank stuck outside MPI stays until the job's time limit);
 //  - a body that throws: the ranks meet at the end of run(). If every rank arrives (all threw
@@ -29,9 +29,10 @@ struct Options {
 
 // Initializes MPI on first use and finalizes it at process exit. May be called any number of
 // times in a process. Thread level: SHARDCAL_MPI_THREAD_LEVEL = single | funneled | serialized |
-// multiple, default funneled (what a plain MPI benchmark runs at; every MPI call is made by the
-// thread that first called run(), so nothing more is needed; `multiple` costs locking in the MPI
-// library, see docs/PERFORMANCE.md). An invalid value is an Error on every rank.
+// multiple, default single (what OSU's benchmarks run at: the process has one thread, and every
+// MPI call is made by the thread that first called run(); any other level turns on Open MPI's
+// internal locking, 70-160 ns per small call, see docs/PERFORMANCE.md). An invalid value is an
+// Error on every rank.
 // expected_world: 0 = any world size; otherwise every rank throws Error if the job differs.
 void run(int expected_world, const Options& opts, const std::function<void(Communicator&)>& body);
 

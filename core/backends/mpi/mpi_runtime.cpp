@@ -7,10 +7,8 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdint>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -28,40 +26,22 @@ namespace shardcal::mpi {
 namespace detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr int kNumDTypes = 7;
 constexpr int kNumOps = 4;
 
-// One watchdog per process: at most one blocking MPI call is in flight at a time (the thread
-// that runs the SPMD body drives all communication). The watchdog thread never calls MPI: when a
-// deadline passes it prints the error and ends this process (_Exit); the launcher (mpirun,
-// mpiexec, srun --kill-on-bad-exit) then tears down the job. So MPI only ever sees the thread that
-// initialised it, and MPI_THREAD_FUNNELED (or SINGLE) is enough.
-struct Watchdog {
-  std::mutex m;  // start/stop and the watchdog's sleeps only; arming takes no lock
-  std::condition_variable cv;
-  std::thread thread;
-  bool started = false;
-  bool stop = false;
-  // The armed operation and the "thread started" flag live in g_watch (mpi_runtime.hpp), so
-  // that WatchScope inlines.
-};
-
-// Process-wide state. Heap-allocated and never freed: the exit handler and the watchdog thread
-// use it while static destructors run.
+// Process-wide state. Heap-allocated and never freed: the exit handler uses it while static
+// destructors run.
 struct Runtime {
   std::once_flag once;
   bool we_initialized = false;
   int thread_level = MPI_THREAD_SINGLE;            // provided (MPI_Query_thread)
-  int requested_level = MPI_THREAD_FUNNELED;       // SHARDCAL_MPI_THREAD_LEVEL or the default
+  int requested_level = MPI_THREAD_SINGLE;         // SHARDCAL_MPI_THREAD_LEVEL or the default
   std::thread::id init_thread;
   int world_rank = -1;
   std::size_t max_count = INT_MAX;
   std::array<MPI_Op, kNumDTypes * kNumOps> user_ops{};
   std::mutex types_m;
   std::vector<std::pair<MPI_Datatype, std::size_t>> derived_types;  // type -> elements per item
-  Watchdog watchdog;
 };
 
 Runtime& rt() {
@@ -78,70 +58,6 @@ bool mpi_usable() {
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   return init != 0 && fin == 0;
-}
-
-// The watchdog times an armed scope from when it first sees it (so it never fires early): it
-// polls every second while idle and every timeout/20 (10 ms..1 s) while a scope is armed, so an
-// operation stuck for timeout_s is reported after at most timeout_s + 1 s.
-void watchdog_main() {
-  Watchdog& w = rt().watchdog;
-  WatchSlot& slot = g_watch;
-  std::uint64_t seen = 0;  // the armed scope being timed (its seq), 0 = none
-  Clock::time_point since;
-  std::unique_lock lk(w.m);
-  while (!w.stop) {
-    const auto now = Clock::now();
-    auto wake = now + std::chrono::seconds(1);
-    const std::uint64_t s1 = slot.seq.load(std::memory_order_acquire);
-    if (s1 & 1) {
-      const char* op = slot.op.load(std::memory_order_relaxed);
-      const std::string* group = slot.group.load(std::memory_order_relaxed);
-      const int peer = slot.peer.load(std::memory_order_relaxed);
-      const double timeout = std::min(slot.timeout_s.load(std::memory_order_relaxed), 1e7);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (slot.seq.load(std::memory_order_relaxed) == s1) {  // the fields belong to scope s1
-        if (s1 != seen) {
-          seen = s1;
-          since = now;
-        }
-        const auto limit = std::chrono::duration_cast<Clock::duration>(
-            std::chrono::duration<double>(timeout));
-        if (now - since >= limit) {
-          std::string msg = std::string(op);
-          if (peer >= 0) msg += " (peer rank " + std::to_string(peer) + ")";
-          msg += " on " + *group + " timed out after " + seconds_text(timeout) +
-                 " s (a peer rank died, is stuck, or never called it; raise --timeout if the "
-                 "operation is legitimately this slow); aborting the job";
-          // The call may have returned just now (the group text is interned, so it is still
-          // valid even if the communicator is gone); if so, it did not time out.
-          std::atomic_thread_fence(std::memory_order_acquire);
-          if (slot.seq.load(std::memory_order_relaxed) == s1) {
-            lk.unlock();
-            abort_job(msg, kTimeoutExitCode);
-          }
-          continue;
-        }
-        const auto poll = std::chrono::duration_cast<Clock::duration>(
-            std::chrono::duration<double>(std::clamp(timeout / 20, 0.01, 1.0)));
-        wake = std::min(now + poll, since + limit);
-      }
-    }
-    w.cv.wait_until(lk, wake);
-  }
-}
-
-void stop_watchdog() {
-  Watchdog& w = rt().watchdog;
-  {
-    std::lock_guard lk(w.m);
-    if (!w.started) return;
-    w.stop = true;
-  }
-  w.cv.notify_all();
-  w.thread.join();
-  std::lock_guard lk(w.m);
-  w.started = false;
-  g_watch.running.store(false, std::memory_order_relaxed);
 }
 
 std::size_t elems_per_item(MPI_Datatype dt, DType t) {
@@ -206,10 +122,10 @@ constexpr std::array<LevelName, 4> kLevels{{{MPI_THREAD_SINGLE, "single"},
                                             {MPI_THREAD_MULTIPLE, "multiple"}}};
 
 // SHARDCAL_MPI_THREAD_LEVEL: single | funneled | serialized | multiple (any case, with or
-// without the MPI_THREAD_ prefix); unset or empty = funneled.
-int read_thread_level() {
+// without the MPI_THREAD_ prefix); unset or empty = `fallback`.
+int read_thread_level(int fallback) {
   const char* v = std::getenv("SHARDCAL_MPI_THREAD_LEVEL");
-  if (v == nullptr || *v == '\0') return MPI_THREAD_FUNNELED;
+  if (v == nullptr || *v == '\0') return fallback;
   std::string s(v);
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   if (s.rfind("mpi_thread_", 0) == 0) s.erase(0, 11);
@@ -217,8 +133,8 @@ int read_thread_level() {
     if (s == l.name) return l.level;
   throw Error(std::string("SHARDCAL_MPI_THREAD_LEVEL='") + v +
               "' is not an MPI thread level: use single, funneled, serialized or multiple (or "
-              "unset it for the default, funneled; the MPI backend calls MPI from one thread only, "
-              "so it never needs more)");
+              "unset it for the backend's default, " + thread_level_name(fallback) +
+              "; shardcal calls MPI from one thread only, so it never needs more)");
 }
 
 }  // namespace
@@ -229,11 +145,11 @@ const char* thread_level_name(int level) {
   return "unknown";
 }
 
-void ensure_initialized() {
+void ensure_initialized(int default_level) {
   Runtime& r = rt();
-  std::call_once(r.once, [&r] {
+  std::call_once(r.once, [&r, default_level] {
     r.max_count = read_max_count();
-    r.requested_level = read_thread_level();
+    r.requested_level = read_thread_level(default_level);
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
@@ -241,7 +157,8 @@ void ensure_initialized() {
       throw Error("the MPI backend cannot start: MPI was already finalized in this process");
     if (init == 0) {
       int provided = MPI_THREAD_SINGLE;
-      // Whatever MPI provides is enough: only this thread ever calls MPI (the watchdog does not).
+      // Whatever MPI provides is enough: only this thread ever calls MPI (the watchdog is a
+      // signal handler on this thread, watchdog.cpp, and never calls MPI).
       const int rc = MPI_Init_thread(nullptr, nullptr, r.requested_level, &provided);
       if (rc != MPI_SUCCESS) throw Error("MPI_Init_thread failed: " + error_string(rc));
       r.we_initialized = true;
@@ -287,8 +204,8 @@ void abort_job(const std::string& message, int exit_code) {
     if (n <= 0 && errno != EINTR) break;
     if (n > 0) done += std::size_t(n);
   }
-  // Only the thread that initialised MPI may call it (the watchdog never does, at any thread
-  // level: it may fire while that thread is inside MPI). Without MPI_Abort, a rank that exits
+  // Only the thread that initialised MPI may call it (the watchdog's handler never does, at any
+  // thread level: it may fire while that thread is inside MPI). Without MPI_Abort, a rank that exits
   // without MPI_Finalize still makes the launcher end the job (mpirun/mpiexec always; srun with
   // --kill-on-bad-exit), and the peers' own watchdogs bound their wait in any case.
   Runtime& r = rt();
@@ -306,16 +223,6 @@ InternedText intern(std::string_view text) {
   auto it = texts->find(text);
   if (it == texts->end()) it = texts->emplace(text).first;
   return InternedText(&*it);
-}
-
-void start_watchdog() {
-  Watchdog& w = rt().watchdog;
-  std::lock_guard lk(w.m);
-  if (!w.started && !w.stop) {
-    w.thread = std::thread(watchdog_main);
-    w.started = true;
-    g_watch.running.store(true, std::memory_order_relaxed);
-  }
 }
 
 std::size_t max_count() { return rt().max_count; }

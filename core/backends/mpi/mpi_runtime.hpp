@@ -18,9 +18,12 @@
 namespace shardcal::mpi::detail {
 
 // MPI_Init_thread once per process (finalized at exit) at the level SHARDCAL_MPI_THREAD_LEVEL
-// names (default MPI_THREAD_FUNNELED); throws Error if MPI is unusable or the variable is not a
-// level. Only the calling thread may call MPI afterwards (the watchdog never does).
-void ensure_initialized();
+// names, else `default_level` (the first caller's wins); throws Error if MPI is unusable or the
+// variable is not a level. Only the calling thread may call MPI afterwards. The MPI backend's
+// default is MPI_THREAD_SINGLE: its process has no other thread (the watchdog is a signal
+// handler, watchdog.cpp). The NCCL backend asks for MPI_THREAD_FUNNELED (CUDA and NCCL start
+// threads of their own, which never call MPI).
+void ensure_initialized(int default_level = MPI_THREAD_SINGLE);
 int world_rank();  // rank in MPI_COMM_WORLD (-1 before init)
 int thread_level_provided();   // MPI_Query_thread after init
 int thread_level_requested();  // what MPI_Init_thread was asked for
@@ -29,8 +32,8 @@ const char* thread_level_name(int level);  // "single", "funneled", "serialized"
 // "<program> rank R" for messages, e.g. "shardbench rank 3".
 std::string rank_prefix();
 // Prints "<program> rank R: error: <message>" to stderr in one write, then ends the whole job:
-// MPI_Abort on MPI_COMM_WORLD from the thread that initialised MPI; from any other thread (the
-// watchdog) _Exit(exit_code) without calling MPI, and the launcher ends the job.
+// MPI_Abort on MPI_COMM_WORLD from the thread that initialised MPI; from any other thread
+// _Exit(exit_code) without calling MPI, and the launcher ends the job.
 [[noreturn]] void abort_job(const std::string& message, int exit_code);
 inline constexpr int kErrorExitCode = 1;
 inline constexpr int kTimeoutExitCode = 124;  // as timeout(1), so scripts can tell it apart
@@ -51,9 +54,10 @@ class InternedText {
 InternedText intern(std::string_view text);
 
 // Arms the process watchdog for one blocking operation: if the scope is still alive after
-// timeout_s, the watchdog thread prints a message naming op, group and peer (point to point, -1
-// otherwise) and ends this process with kTimeoutExitCode, without calling MPI; it fires after
-// timeout_s and at most about a second later. Arming and disarming are a few plain stores (no
+// timeout_s, the watchdog (a timer signal's handler on this thread, watchdog.cpp) prints a
+// message naming op, group and peer (point to point, -1 otherwise) and ends this process with
+// kTimeoutExitCode, without calling MPI; it fires after timeout_s and at most about a second
+// later. Arming and disarming are a few plain stores (no
 // lock, no clock read, no syscall), so timed collectives are not perturbed. Scopes do not nest
 // (one blocking call at a time, from the thread that initialised MPI). `op` must live as long as
 // the process (a string literal); `group` is interned text (above) for the same reason: the
@@ -63,12 +67,12 @@ InternedText intern(std::string_view text);
 // The armed operation is published by the thread that calls MPI without a lock or a clock read
 // (a sequence lock with a single writer): `seq` is odd while a scope is armed and changes with
 // every arm and disarm; the fields are written only while it is even. The watchdog reads seq,
-// the fields, then seq again, and trusts the fields only if seq did not change. The slot is a
-// constant-initialised global (no destructor: the exit handler and the watchdog thread may use
-// it while static destructors run) and the scope is inline, so arming costs a few stores and no
+// the fields, then seq again, and trusts the fields only if seq did not change (its handler can
+// interrupt the writer between any two stores). The slot is a constant-initialised global (no
+// destructor: the exit handler and the watchdog may use it while static destructors run) and the scope is inline, so arming costs a few stores and no
 // call on every timed operation.
 struct WatchSlot {
-  std::atomic<bool> running{false};  // the watchdog thread was started
+  std::atomic<bool> running{false};  // the watchdog's timer was started
   std::atomic<std::uint64_t> seq{0};
   std::atomic<const char*> op{nullptr};
   std::atomic<const std::string*> group{nullptr};
@@ -79,7 +83,8 @@ struct WatchSlot {
 // they ever built as shared libraries with hidden visibility, each would get its own copy and
 // a scope armed in one would be invisible to the watchdog: give it default visibility then.
 inline constinit WatchSlot g_watch{};
-void start_watchdog();  // starts the watchdog thread once (not after it was stopped)
+void start_watchdog();  // starts the watchdog's timer once (not after it was stopped)
+void stop_watchdog();   // at exit, after MPI_Finalize
 
 class WatchScope {
  public:

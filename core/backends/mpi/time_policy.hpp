@@ -3,8 +3,8 @@
 // SimGrid SMPI build (smpi_seam.hpp defines SHARDCAL_SIMULATED_TIME; docs/SIMULATION.md). The
 // backend calls TimePolicy's members and never tests the build itself.
 //
-//   HostTime (real MPI)       the communicator's host-clock timer; a watchdog thread bounds
-//                             every blocking call; the end-of-run failure check is a
+//   HostTime (real MPI)       the communicator's host-clock timer; a watchdog (a timer
+//                             signal's handler, watchdog.cpp) bounds every blocking call; the end-of-run failure check is a
 //                             non-blocking allgather polled against a host-clock deadline.
 //   SimulatedTime (SMPI)      MPI_Wtime (the simulated clock) times operations; no watchdog and
 //                             no deadline (host seconds mean nothing in a simulation, and SimGrid

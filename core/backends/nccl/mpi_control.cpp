@@ -26,10 +26,10 @@ constexpr std::size_t kMaxChunk = std::size_t(1) << 30;
 
 void ensure_mpi_initialized() {
   // One owner of MPI's lifetime per process: the MPI backend's runtime initializes it (at the
-  // level SHARDCAL_MPI_THREAD_LEVEL names, default MPI_THREAD_FUNNELED: like the MPI backend,
-  // the NCCL backend calls MPI only from the thread that runs the SPMD body) and finalizes it at
-  // exit under its watchdog, which never calls MPI itself.
-  ::shardcal::mpi::detail::ensure_initialized();
+  // level SHARDCAL_MPI_THREAD_LEVEL names, default MPI_THREAD_FUNNELED here: CUDA and NCCL start
+  // threads of their own, which never call MPI; the NCCL backend calls MPI only from the thread
+  // that runs the SPMD body) and finalizes it at exit under its watchdog, which never calls MPI.
+  ::shardcal::mpi::detail::ensure_initialized(MPI_THREAD_FUNNELED);
 }
 
 void check_mpi(int rc, const char* call) {
