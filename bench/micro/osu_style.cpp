@@ -7,7 +7,7 @@
 // the whole output (per-rank count S/4/n floats), all_reduce S one rank's buffer.
 //   osu_style [--iterations N] [--skip K] [--thread-multiple] SIZE...   (JSON lines on rank 0)
 // --thread-multiple initialises MPI with MPI_THREAD_MULTIPLE (as the shardcal MPI backend did for
-// its watchdog in early versions; it now runs at FUNNELED by default, see SHARDCAL_MPI_THREAD_LEVEL),
+// its watchdog in early versions; it now runs at SINGLE by default, see SHARDCAL_MPI_THREAD_LEVEL),
 // to separate the cost of that thread level from the harness's own.
 #include <mpi.h>
 

@@ -10,7 +10,7 @@
 #   bench/scripts/parity.sh [BUILD_DIR]
 #   env: NP=4 REPS=5 ITERS=200 SKIP=20 MAX=4194304 OUT=dir MT=0
 #        MT=1 adds a column: the OSU loop under MPI_Init_thread(MPI_THREAD_MULTIPLE).
-#        SHARDCAL_MPI_THREAD_LEVEL (single|funneled|serialized|multiple, default funneled) is
+#        SHARDCAL_MPI_THREAD_LEVEL (single|funneled|serialized|multiple, default single) is
 #        passed to shardbench by mpirun; the level it ran at is printed from its results file.
 #
 # Sizes follow shardbench's convention (docs/RESULTS_FORMAT.md): all_gather counts the whole output
