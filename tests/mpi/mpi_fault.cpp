@@ -11,6 +11,8 @@
 //               Error naming rank, operation and group; the peers get it as PeerFailure
 //   vcount      all_gatherv with a count beyond INT_MAX: a clear Error on every rank
 //   level       every rank prints the MPI thread level asked for and provided, then completes
+//   signal      the program handles the watchdog's signal itself: a clear Error on every rank,
+//               not a silently replaced handler
 // The hang test also runs at other SHARDCAL_MPI_THREAD_LEVELs: the watchdog never calls MPI, so the
 // bound must hold at every level.
 #include <signal.h>
@@ -29,7 +31,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(
         stderr,
-        "usage: mpi_fault ok|throw|kill|hang|consistent|peer|mpi_error|vcount|level "
+        "usage: mpi_fault ok|throw|kill|hang|consistent|peer|mpi_error|vcount|level|signal "
         "[timeout_s]\n");
     return 2;
   }
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   opts.backend = "mpi";
   opts.timeout_s = argc > 2 ? std::atof(argv[2]) : 300.0;
   int rank = -1;
+  if (mode == "signal") signal(SIGRTMIN + 4, [](int) {});
   try {
     shardcal::launch(opts, [&](shardcal::Communicator& world) {
       rank = world.rank();

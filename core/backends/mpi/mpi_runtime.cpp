@@ -176,6 +176,9 @@ void ensure_initialized(int default_level) {
           MPI_Op_create(kUserFns[std::size_t(i)], /*commute=*/1, &r.user_ops[std::size_t(i)]);
       if (rc != MPI_SUCCESS) throw Error("MPI_Op_create failed: " + error_string(rc));
     }
+    // Here, not at the first WatchScope: a watchdog that cannot start is an Error at the first
+    // use of the backend on every rank, never a throw from MPI_Finalize's scope at exit.
+    if constexpr (TimePolicy::kWatchdog) start_watchdog();
   });
   if (!mpi_usable())
     throw Error("the MPI backend cannot run: MPI was already finalized in this process");

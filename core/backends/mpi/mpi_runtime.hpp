@@ -72,7 +72,6 @@ InternedText intern(std::string_view text);
 // destructor: the exit handler and the watchdog may use it while static destructors run) and the scope is inline, so arming costs a few stores and no
 // call on every timed operation.
 struct WatchSlot {
-  std::atomic<bool> running{false};  // the watchdog's timer was started
   std::atomic<std::uint64_t> seq{0};
   std::atomic<const char*> op{nullptr};
   std::atomic<const std::string*> group{nullptr};
@@ -83,15 +82,16 @@ struct WatchSlot {
 // they ever built as shared libraries with hidden visibility, each would get its own copy and
 // a scope armed in one would be invisible to the watchdog: give it default visibility then.
 inline constinit WatchSlot g_watch{};
-void start_watchdog();  // starts the watchdog's timer once (not after it was stopped)
-void stop_watchdog();   // at exit, after MPI_Finalize
+// Starts the watchdog's timer, aimed at the calling thread (ensure_initialized, on the thread
+// that calls MPI, right after MPI_Init_thread); throws Error if it cannot. Once per process.
+void start_watchdog();
+void stop_watchdog();  // at exit, after MPI_Finalize
 
 class WatchScope {
  public:
   WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1) {
     if constexpr (!TimePolicy::kWatchdog) return;
     WatchSlot& w = g_watch;
-    if (!w.running.load(std::memory_order_relaxed)) start_watchdog();
     // Scopes do not nest (one blocking call at a time); if one did, it re-arms with its own
     // fields.
     const std::uint64_t s = w.seq.load(std::memory_order_relaxed);

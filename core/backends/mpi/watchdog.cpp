@@ -15,6 +15,7 @@
 // it. SA_RESTART restarts the system calls it interrupts (read, write, waits...); calls that
 // return EINTR regardless (poll, nanosleep, epoll_wait) are retried by MPI's progress engine and
 // by libstdc++'s sleep_for.
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -189,6 +190,15 @@ void start_watchdog() {
   st.prefix_len = std::min(prefix.size(), sizeof st.prefix);
   std::memcpy(st.prefix, prefix.data(), st.prefix_len);
 
+  // The signal must be ours: a handler someone else installed would be silently replaced, and
+  // the program would lose its own.
+  struct sigaction old {};
+  const auto free_or_ours = [&old] {
+    return !(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == on_tick);
+  };
+  if (sigaction(watchdog_signal(), nullptr, &old) != 0 || !free_or_ours())
+    throw Error("the MPI backend's watchdog needs signal SIGRTMIN+4, which this program already "
+                "handles; free that signal (shardcal uses it to bound every blocking MPI call)");
   struct sigaction sa {};
   sa.sa_handler = on_tick;
   sigemptyset(&sa.sa_mask);
@@ -196,6 +206,12 @@ void start_watchdog() {
   if (sigaction(watchdog_signal(), &sa, nullptr) != 0)
     throw Error(std::string("the MPI backend's watchdog cannot install its signal handler: ") +
                 std::strerror(errno));
+  // A thread that blocks the signal would never be told that a call is stuck: unblock it on
+  // this thread (only this signal, which nothing else uses).
+  sigset_t mine;
+  sigemptyset(&mine);
+  sigaddset(&mine, watchdog_signal());
+  pthread_sigmask(SIG_UNBLOCK, &mine, nullptr);
   sigevent sev{};
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = watchdog_signal();
@@ -205,7 +221,6 @@ void start_watchdog() {
                 std::strerror(errno));
   st.started = true;
   set_period(st, period_for(g_watch.timeout_s.load(std::memory_order_relaxed)));
-  g_watch.running.store(true, std::memory_order_relaxed);
 }
 
 void stop_watchdog() {
@@ -215,7 +230,6 @@ void stop_watchdog() {
   timer_delete(st.timer);  // a signal already pending still finds the handler installed
   st.started = false;
   st.stopped = true;
-  g_watch.running.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace shardcal::mpi::detail
