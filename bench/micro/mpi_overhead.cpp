@@ -7,6 +7,8 @@
 // rotating order so that drift in machine load hits each alike:
 //   raw      MPI_Allgather / MPI_Allreduce on MPI_COMM_WORLD (what osu_style.cpp does)
 //   watch    the same call inside the backend's WatchScope (arming/disarming the watchdog)
+//   dup      the raw call on an MPI_Comm_dup of MPI_COMM_WORLD (the backend's communicators are
+//            duplicates or splits of the world, never the world itself)
 //   backend  Communicator::all_gather / all_reduce of the MPI backend (virtual call, argument and
 //            aliasing checks, WatchScope, the MPI call on the backend's duplicate of the world)
 //   sweep    one point of `shardbench sweep` itself: shardbench::sweep::measure_collective, the
@@ -66,9 +68,9 @@ struct Args {
   std::string sweep_config;   // sweep config file for the sweep variant
 };
 
-enum class Variant { Raw, Watch, Backend, Sweep };
-constexpr const char* kVariantNames[] = {"raw", "watch", "backend", "sweep"};
-constexpr int kVariants = 4;
+enum class Variant { Raw, Watch, Backend, Sweep, Dup };
+constexpr const char* kVariantNames[] = {"raw", "watch", "backend", "sweep", "dup"};
+constexpr int kVariants = 5;
 
 bool parse_int(const char* text, int lo, int& out) {
   char* end = nullptr;
@@ -104,7 +106,7 @@ std::string parse(int argc, char** argv, Args& a) {
         const std::string name = list.substr(b, e - b);
         int k = 0;
         while (k < kVariants && name != kVariantNames[k]) ++k;
-        if (k == kVariants) return "--variants: '" + name + "' is not raw, watch, backend or sweep";
+        if (k == kVariants) return "--variants: '" + name + "' is not raw, watch, backend, sweep or dup";
         a.variants.push_back(k);
         b = e + 1;
       }
@@ -142,6 +144,12 @@ int main(int argc, char** argv) {
       const shardcal::mpi::ThreadLevel level = shardcal::mpi::thread_level();
       static const detail::InternedText group = detail::intern("mpi_overhead world");
       shardcal::MeshCommunicator mc(shardcal::DeviceMesh::parse(std::to_string(n)), world);
+      MPI_Comm dup = MPI_COMM_NULL;  // for the dup variant; freed before the body returns
+      MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+      struct FreeComm {
+        MPI_Comm& c;
+        ~FreeComm() { MPI_Comm_free(&c); }
+      } free_dup{dup};
       const bool with_sweep =
           std::count(a.variants.begin(), a.variants.end(), int(Variant::Sweep)) > 0;
       shardbench::sweep::SweepConfig cfg;
@@ -169,14 +177,13 @@ int main(int argc, char** argv) {
           auto* recv = static_cast<float*>(recv_buf.data());
           std::fill(send, send + count, 1.0f);
           std::fill(recv, recv + recv_count, 0.0f);
-          auto raw = [&] {
+          auto raw_on = [&](MPI_Comm c) {
             if (gather)
-              MPI_Allgather(send, int(count), MPI_FLOAT, recv, int(count), MPI_FLOAT,
-                            MPI_COMM_WORLD);
+              MPI_Allgather(send, int(count), MPI_FLOAT, recv, int(count), MPI_FLOAT, c);
             else
-              MPI_Allreduce(send, recv, int(count), MPI_FLOAT, MPI_SUM,
-                            MPI_COMM_WORLD);
+              MPI_Allreduce(send, recv, int(count), MPI_FLOAT, MPI_SUM, c);
           };
+          auto raw = [&] { raw_on(MPI_COMM_WORLD); };
           // The config's point for this op and size.
           const shardbench::sweep::Point* point = nullptr;
           for (const auto& p : points)
@@ -190,6 +197,9 @@ int main(int argc, char** argv) {
                 break;  // measured by the harness itself below
               case Variant::Raw:
                 raw();
+                break;
+              case Variant::Dup:
+                raw_on(dup);
                 break;
               case Variant::Watch: {
                 detail::WatchScope w(op, group, 300);
