@@ -215,10 +215,11 @@ int seg_of(const Piecewise& p, double s) {
 
 // Make the prediction never drop at a segment boundary, for EVERY group size n >= 1. At the
 // boundary b the drop is D(n) = A + B steps(n) + C f(n) with A = a0' - a0, B = as' - as,
-// C = b (inv' - inv) (primes: the earlier segment). D(1) = A (steps = f = 0). If B > 0, D grows
+// C = b (inv' - inv) (primes: the earlier segment). n = 1 (steps = f = 0) is priced at the first
+// segment's alpha0 at every size (segment_time_us), so it needs no check. If B > 0, D grows
 // without bound, so no alpha0 can fix it: the later segment's alpha_step is raised to the
 // earlier's (B = 0). Then for n > hi, D(n) <= A + B steps(hi+1) + max(C f(hi+1), C f(inf)) (B <= 0;
-// f is monotone in n and tends to f(inf)); with the exact values on 1..hi this bounds D on the
+// f is monotone in n and tends to f(inf)); with the exact values on 2..hi this bounds D on the
 // whole range, and alpha0 is raised by it.
 // With contention the bandwidth slope is inv + kap (conc - 1); the guarantee holds for every
 // concurrency in [1, c_max] (the measured range: beyond it the contention term extrapolates and
@@ -233,7 +234,7 @@ void make_monotone(Piecewise& p, Collective c, int n_max, int c_max) {
     const Coef fitted = cur;
     if (cur.as < prev.as) cur.as = prev.as;
     const double b = p.lo[k];
-    double deficit = prev.a0 - cur.a0;  // n = 1
+    double deficit = 0;  // n = 1 is the first segment's alpha0 at every size (segment_time_us)
     for (int conc = 1; conc <= std::max(1, c_max); ++conc) {
       for (int n = 2; n <= hi; ++n)
         deficit = std::max(deficit, eval_coef(prev, b, n, c, conc) - eval_coef(cur, b, n, c, conc));

@@ -530,6 +530,11 @@ double effective_bytes(Collective c, EffectiveSize rule, double bytes,
 double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
                        int concurrent_groups) {
   const Segment& s = m.segments.at(segment);
+  // A group of one rank moves nothing (steps(1) = f(1) = 0): the size does not enter, so neither
+  // does the segment. Its time is the model's base latency, alpha of its first segment, at every
+  // size (docs/PROFILE_FORMAT.md). Later segments' alpha describe where their lines meet the
+  // axis, not a group of one, and need not be larger than the first's.
+  if (n <= 1) return m.segments.front().alpha_us;
   const CollectiveInfo& info = collective_info(m.collective);
   const double steps = info.ring_steps(n);
   const double factor = info.busbw_factor(n);

@@ -6,7 +6,7 @@ on one link class per size segment as
     t_us = alpha_us + alpha_step_us * steps(n) + S_eff * f(n) / (bandwidth_GBps * 1e3)
                                                  * (1 + contention * (concurrent_groups - 1))
 
-(contention absent = 0). This module predicts exactly what the C++ reader (calibrate/src/profile.cpp) predicts: the same
+(contention absent = 0; n = 1: the first segment's alpha_us at every size). This module predicts exactly what the C++ reader (calibrate/src/profile.cpp) predicts: the same
 model choice (nearest measured class), the same segment and the same floating-point operations in
 the same order; tests/calibrate/parity_test.py checks it on random queries.
 
@@ -496,7 +496,9 @@ class Profile:
         steps = float(ring_steps(collective, group_size))
         factor = busbw_factor(collective, group_size)
         bw_term = s_eff * factor / (s.bandwidth_GBps * 1e3)
-        if s.contention is None:
+        if group_size <= 1:  # a group of one rank moves nothing: the first segment's alpha (as C++)
+            t = m.segments[0].alpha_us
+        elif s.contention is None:
             t = s.alpha_us + s.alpha_step_us * steps + bw_term
         else:
             t = s.alpha_us + s.alpha_step_us * steps + bw_term * (1.0 + s.contention * float(concurrent_groups - 1))

@@ -176,7 +176,8 @@ double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_
                    int group_size);
 
 // The model's time for group size n at S_eff in segment `segment` (no model choice, no checks).
-// concurrent_groups applies the segment's contention (no effect without one).
+// concurrent_groups applies the segment's contention (no effect without one). n = 1: the first
+// segment's alpha at every size (a group of one rank moves nothing).
 double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
                        int concurrent_groups = 1);
 // True when the model's predictions for group size n never decrease as S_eff grows: each
