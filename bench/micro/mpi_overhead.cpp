@@ -2,7 +2,7 @@
 // this once per level, interleaved, and prints the table in docs/PERFORMANCE.md).
 //
 // Within one process (one thread level, taken from SHARDCAL_MPI_THREAD_LEVEL by the backend's own
-// MPI_Init_thread) up to four ways of making the same call are timed the OSU way (MPI_Wtime around the
+// MPI_Init_thread) up to five ways of making the same call are timed the OSU way (MPI_Wtime around the
 // call, MPI_Barrier between calls, `skip` untimed warm-up calls), interleaved round by round in a
 // rotating order so that drift in machine load hits each alike:
 //   raw      MPI_Allgather / MPI_Allreduce on MPI_COMM_WORLD (what osu_style.cpp does)

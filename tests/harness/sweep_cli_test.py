@@ -101,7 +101,8 @@ def check_results(path, expect_points=None, contexts=1):
         if settings != {}:
             fail(f"{path}: sim context has backend_settings {settings!r}, expected {{}}")
     else:
-        want = (os.environ.get("SHARDCAL_MPI_THREAD_LEVEL") or "single").lower()
+        want = (os.environ.get("SHARDCAL_MPI_THREAD_LEVEL")
+                or ("funneled" if ctx["backend"] == "nccl" else "single")).lower()
         want = want[len("mpi_thread_"):] if want.startswith("mpi_thread_") else want
         got = (settings or {}).get("mpi_thread_level_requested")
         if got != want or not (settings or {}).get("mpi_thread_level"):

@@ -447,6 +447,9 @@ void run(int expected_world, const Options& opts, const std::function<void(Commu
     throw Error("the MPI backend needs a positive timeout (got " +
                 detail::seconds_text(opts.timeout_s) + " s)");
   detail::ensure_initialized();
+  // Before the first MPI call of the run: a watchdog that cannot start is an Error on every rank
+  // here, not a hang later (docs/ARCHITECTURE.md, "MPI thread level").
+  if constexpr (detail::TimePolicy::kWatchdog) detail::start_watchdog();
   int world_size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (expected_world != 0 && expected_world != world_size)

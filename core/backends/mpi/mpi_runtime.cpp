@@ -163,6 +163,8 @@ void ensure_initialized(int default_level) {
       if (rc != MPI_SUCCESS) throw Error("MPI_Init_thread failed: " + error_string(rc));
       r.we_initialized = true;
       std::atexit(finalize_at_exit);
+    } else {
+      std::atexit(stop_watchdog);  // whoever initialised MPI finalizes it; the timer stops at exit
     }
     MPI_Query_thread(&r.thread_level);
     if (!r.we_initialized) r.requested_level = r.thread_level;  // someone else chose it
@@ -176,9 +178,6 @@ void ensure_initialized(int default_level) {
           MPI_Op_create(kUserFns[std::size_t(i)], /*commute=*/1, &r.user_ops[std::size_t(i)]);
       if (rc != MPI_SUCCESS) throw Error("MPI_Op_create failed: " + error_string(rc));
     }
-    // Here, not at the first WatchScope: a watchdog that cannot start is an Error at the first
-    // use of the backend on every rank, never a throw from MPI_Finalize's scope at exit.
-    if constexpr (TimePolicy::kWatchdog) start_watchdog();
   });
   if (!mpi_usable())
     throw Error("the MPI backend cannot run: MPI was already finalized in this process");

@@ -56,8 +56,8 @@ InternedText intern(std::string_view text);
 // Arms the process watchdog for one blocking operation: if the scope is still alive after
 // timeout_s, the watchdog (a timer signal's handler on this thread, watchdog.cpp) prints a
 // message naming op, group and peer (point to point, -1 otherwise) and ends this process with
-// kTimeoutExitCode, without calling MPI; it fires after timeout_s and at most about a second
-// later. Arming and disarming are a few plain stores (no
+// kTimeoutExitCode, without calling MPI; it fires after timeout_s and at most two poll periods
+// later (a period is timeout_s/20 within 10 ms .. 1 s, so at most about 2 s later). Arming and disarming are a few plain stores (no
 // lock, no clock read, no syscall), so timed collectives are not perturbed. Scopes do not nest
 // (one blocking call at a time, from the thread that initialised MPI). `op` must live as long as
 // the process (a string literal); `group` is interned text (above) for the same reason: the
@@ -72,6 +72,7 @@ InternedText intern(std::string_view text);
 // destructor: the exit handler and the watchdog may use it while static destructors run) and the scope is inline, so arming costs a few stores and no
 // call on every timed operation.
 struct WatchSlot {
+  std::atomic<bool> attempted{false};  // the watchdog was started (or failed to start)
   std::atomic<std::uint64_t> seq{0};
   std::atomic<const char*> op{nullptr};
   std::atomic<const std::string*> group{nullptr};
@@ -82,9 +83,15 @@ struct WatchSlot {
 // they ever built as shared libraries with hidden visibility, each would get its own copy and
 // a scope armed in one would be invisible to the watchdog: give it default visibility then.
 inline constinit WatchSlot g_watch{};
-// Starts the watchdog's timer, aimed at the calling thread (ensure_initialized, on the thread
-// that calls MPI, right after MPI_Init_thread); throws Error if it cannot. Once per process.
+// Starts the watchdog's timer, aimed at the calling thread (the one that calls MPI), once per
+// process; throws Error if it cannot (e.g. the program handles SIGRTMIN+4 itself), now and at
+// every later call. The MPI backend's run() calls it before its first MPI call, so such a
+// program fails with that Error on every rank. While it runs, that thread receives SIGRTMIN+4
+// (SA_RESTART) every 1/20 of the latest timeout (10 ms .. 1 s), even between runs.
 void start_watchdog();
+// The same without the Error: the first WatchScope of a process that never called it (the NCCL
+// backend, whose only watched call is MPI_Finalize at exit) starts it here, or runs unwatched.
+void start_watchdog_quietly() noexcept;
 void stop_watchdog();  // at exit, after MPI_Finalize
 
 class WatchScope {
@@ -92,6 +99,7 @@ class WatchScope {
   WatchScope(const char* op, InternedText group, double timeout_s, int peer = -1) {
     if constexpr (!TimePolicy::kWatchdog) return;
     WatchSlot& w = g_watch;
+    if (!w.attempted.load(std::memory_order_relaxed)) start_watchdog_quietly();
     // Scopes do not nest (one blocking call at a time); if one did, it re-arms with its own
     // fields.
     const std::uint64_t s = w.seq.load(std::memory_order_relaxed);

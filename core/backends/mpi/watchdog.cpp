@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -42,10 +43,12 @@ int watchdog_signal() { return SIGRTMIN + 4; }
 constexpr std::int64_t kSecond = 1'000'000'000;
 
 struct State {
-  std::mutex m;  // start_watchdog/stop_watchdog only; the handler takes no lock
-  bool started = false;
+  std::mutex m;  // start/stop only; the handler takes no lock
+  bool attempted = false;
+  std::atomic<bool> running{false};  // the timer exists (the handler ignores late signals)
   bool stopped = false;
   timer_t timer{};
+  char error[256] = {};  // why it could not start ("" = it did)
   // Written before the timer starts, read by the handler: "<program> rank R".
   char prefix[160] = {};
   std::size_t prefix_len = 0;
@@ -85,7 +88,7 @@ void set_period(State& st, std::int64_t ns) {
 
 // Appends to a fixed buffer without allocating (a signal handler may not call malloc).
 struct Line {
-  char buf[4096];
+  char buf[4096] = {};
   std::size_t len = 0;
   void add(const char* s, std::size_t n) {
     n = std::min(n, sizeof buf - 1 - len);
@@ -103,7 +106,8 @@ struct Line {
     while (k > 0) add(&d[--k], 1);
   }
   // Seconds to the millisecond, without trailing zeros: 2 -> "2", 0.5 -> "0.5", 300 -> "300"
-  // (what seconds_text's "%g" gives for the timeouts people type).
+  // (what seconds_text's "%g" gives for timeouts of whole milliseconds below 1e6 s; the error
+  // text is for people, who type such timeouts).
   void add_seconds(double s) {
     const auto ms = std::uint64_t(std::min(s, 1e7) * 1000 + 0.5);
     add_uint(ms / 1000);
@@ -117,9 +121,13 @@ struct Line {
   }
 };
 
+// Constant-initialised (no guard variable, whose lock a signal handler must not take), and off
+// the interrupted thread's stack.
+constinit Line g_line{};
+
 [[noreturn]] void report_timeout(State& st, const char* op, const std::string* group, int peer,
                                  double timeout_s) {
-  static Line line;  // static: 4 KiB off the interrupted thread's stack
+  Line& line = g_line;
   line.len = 0;
   line.add(st.prefix, st.prefix_len);
   line.add(": error: ");
@@ -153,6 +161,7 @@ struct Line {
 void on_tick(int /*sig*/) {
   const int saved_errno = errno;
   State& st = g_state;
+  if (!st.running.load(std::memory_order_relaxed)) return;  // pending when the timer was deleted
   WatchSlot& slot = g_watch;
   const std::int64_t now = now_ns();
   const std::uint64_t s1 = slot.seq.load(std::memory_order_acquire);
@@ -178,34 +187,41 @@ void on_tick(int /*sig*/) {
 
 }  // namespace
 
-void start_watchdog() {
+namespace {
+
+// Installs the handler and creates the timer, aimed at the calling thread; on failure records why
+// in st.error. Called once, under st.m.
+void start_locked(State& st) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free &&
                     std::atomic<double>::is_always_lock_free &&
-                    std::atomic<const char*>::is_always_lock_free,
+                    std::atomic<const char*>::is_always_lock_free &&
+                    std::atomic<bool>::is_always_lock_free,
                 "the watchdog's signal handler reads WatchSlot: its atomics must be lock-free");
-  State& st = g_state;
-  std::lock_guard lk(st.m);
-  if (st.started || st.stopped) return;
+  st.attempted = true;
+  g_watch.attempted.store(true, std::memory_order_relaxed);
+  auto fail = [&st](const char* what, int err) {
+    std::snprintf(st.error, sizeof st.error, "%s%s%s", what, err != 0 ? ": " : "",
+                  err != 0 ? std::strerror(err) : "");
+  };
   const std::string prefix = rank_prefix();
   st.prefix_len = std::min(prefix.size(), sizeof st.prefix);
   std::memcpy(st.prefix, prefix.data(), st.prefix_len);
 
-  // The signal must be ours: a handler someone else installed would be silently replaced, and
-  // the program would lose its own.
+  // The signal must be ours: a handler (or an ignore) someone else set would be silently
+  // replaced, and the program would lose its own.
   struct sigaction old {};
-  const auto free_or_ours = [&old] {
-    return !(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == on_tick);
-  };
-  if (sigaction(watchdog_signal(), nullptr, &old) != 0 || !free_or_ours())
-    throw Error("the MPI backend's watchdog needs signal SIGRTMIN+4, which this program already "
-                "handles; free that signal (shardcal uses it to bound every blocking MPI call)");
+  if (sigaction(watchdog_signal(), nullptr, &old) != 0) return fail("sigaction", errno);
+  if ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != on_tick))
+    return fail(
+        "the MPI backend's watchdog needs signal SIGRTMIN+4, which this program already handles "
+        "or ignores; free that signal (shardcal uses it to bound every blocking MPI call)",
+        0);
   struct sigaction sa {};
   sa.sa_handler = on_tick;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   if (sigaction(watchdog_signal(), &sa, nullptr) != 0)
-    throw Error(std::string("the MPI backend's watchdog cannot install its signal handler: ") +
-                std::strerror(errno));
+    return fail("the MPI backend's watchdog cannot install its signal handler", errno);
   // A thread that blocks the signal would never be told that a call is stuck: unblock it on
   // this thread (only this signal, which nothing else uses).
   sigset_t mine;
@@ -217,19 +233,33 @@ void start_watchdog() {
   sev.sigev_signo = watchdog_signal();
   sev._sigev_un._tid = pid_t(syscall(SYS_gettid));  // this thread: the one that calls MPI
   if (timer_create(CLOCK_MONOTONIC, &sev, &st.timer) != 0)
-    throw Error(std::string("the MPI backend's watchdog cannot create its timer: ") +
-                std::strerror(errno));
-  st.started = true;
+    return fail("the MPI backend's watchdog cannot create its timer", errno);
+  st.running.store(true, std::memory_order_relaxed);
   set_period(st, period_for(g_watch.timeout_s.load(std::memory_order_relaxed)));
+}
+
+}  // namespace
+
+void start_watchdog() {
+  State& st = g_state;
+  std::lock_guard lk(st.m);
+  if (!st.attempted && !st.stopped) start_locked(st);
+  if (st.error[0] != '\0') throw Error(st.error);
+}
+
+void start_watchdog_quietly() noexcept {
+  State& st = g_state;
+  std::lock_guard lk(st.m);
+  if (!st.attempted && !st.stopped) start_locked(st);
 }
 
 void stop_watchdog() {
   State& st = g_state;
   std::lock_guard lk(st.m);
-  if (!st.started) return;
-  timer_delete(st.timer);  // a signal already pending still finds the handler installed
-  st.started = false;
   st.stopped = true;
+  if (!st.running.load(std::memory_order_relaxed)) return;
+  st.running.store(false, std::memory_order_relaxed);
+  timer_delete(st.timer);  // a signal already pending finds running false and returns
 }
 
 }  // namespace shardcal::mpi::detail
