@@ -10,7 +10,7 @@ frames, so a TCP stream carries payload at
     66 = 14 (Ethernet) + 20 (IPv4) + 20 (TCP) + 12 (timestamps)  -> 1448/1514 = 95.6% at MTU 1500,
 per direction (the veth is shaped in both directions). On the 2x2 mesh the inter-host dim runs
 `concurrent_groups` groups of n = 2 at once over the one link, so each group gets P / groups, and
-for n = 2 every collective's bus bandwidth (nccl-tests' busbw, DESIGN section 4) equals the bytes
+for n = 2 every collective's bus bandwidth (nccl-tests' busbw, docs/RESULTS_FORMAT.md "point") equals the bytes
 one rank sends over the link per second: expected B = P / concurrent_groups.
 
 One-way collectives (broadcast, scatter, gather: all data flows root -> other rank) measure the

@@ -21,7 +21,7 @@ from torch.distributed.tensor import Partial, Replicate, Shard, distribute_tenso
 import shardcal.profile
 import shardcal.torch as st
 
-CASES = [  # from, to: the two, more where the choice differs, and two intra-host ones
+CASES = [  # from, to: two across the hosts, more where the choice differs, and two intra-host ones
     ("P,P", "R,R"),
     ("S(0),R", "R,S(0)"),
     ("S(0),S(1)", "R,S(0)"),

@@ -162,7 +162,7 @@ def sweep_with_wrong(name, seed, wrong_sizes):
 
 
 def review_checks(a):
-    """Review fixes: internal errors, wrong results, lost coverage, report writing, repeated
+    """Gate hardening: internal errors, wrong results, lost coverage, report writing, repeated
     files, one-sided environment fields, Google Benchmark field types."""
     # An internal error (a bug) is exit 70, never a verdict's code (3 is inconclusive).
     env = dict(os.environ, SHARDCAL_TEST_INTERNAL_ERROR="1")
