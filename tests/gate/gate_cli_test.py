@@ -360,7 +360,7 @@ def main():
     garbage = os.path.join(TMP, "garbage.jsonl")
     with open(garbage, "w") as f:
         f.write("not json\n")
-    bad(garbage, a, "not valid JSON", "garbage")
+    bad(garbage, a, "garbage.jsonl:1: column 2: invalid JSON", "garbage")
     # A multi-line Google Benchmark file with a bad number or a syntax error: the message names
     # the line (and the field of an out-of-range number), not line 1 of a JSON Lines reading.
     doc = json.load(open(a_gb := gbench_file("ml_ok.json", 1)))
