@@ -11,7 +11,7 @@ import json
 import math
 import os
 import tempfile
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "formats.json"), encoding="utf-8") as _f:
     FORMATS = json.load(_f)
@@ -21,6 +21,18 @@ def schema(kind: str) -> tuple:
     """(schema name, version) of a format: "results", "profile", "gate", "validate", ..."""
     s = FORMATS["schemas"][kind]
     return s["schema"], s["version"]
+
+
+def identity_problem(doc: Any, kind: str) -> Optional[str]:
+    """Why `doc` (a parsed file or record) is not of format `kind` by its "schema" and "version",
+    or None when it is."""
+    name, version = schema(kind)
+    got = doc.get("schema") if isinstance(doc, dict) else None
+    if got != name:
+        return f"not a {name} file (schema {got!r})"
+    if doc.get("version") != version:
+        return f"{name} version {doc.get('version')!r}; this reader takes version {version}"
+    return None
 
 
 _LINK_RULE = FORMATS["link_class"]["concurrent_groups"]["definition"]
