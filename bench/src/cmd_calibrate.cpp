@@ -9,6 +9,7 @@
 #include "shardcal/calibrate/fit.hpp"
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/formats/results_reader.hpp"
+#include "shardcal/formats/schemas.hpp"
 #include "shardcal/error.hpp"
 
 namespace shardbench {
@@ -53,7 +54,10 @@ Runner add_calibrate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "calibrate",
       "Fit the cost model (docs/CALIBRATION.md) to sweep results: one model per collective and link-class "
-      "family, piecewise in size, with holdout error; writes a shardcal.profile v1 JSON file");
+      "family, piecewise in size, with holdout error; writes a " +
+          shardcal::formats::schema_label(shardcal::formats::kProfileSchema,
+                                          shardcal::formats::kProfileVersion) +
+          " JSON file");
   cmd->add_option("--results", args->results, "Sweep results files (JSON Lines) of one backend")
       ->required()
       ->expected(1, -1);

@@ -12,6 +12,7 @@
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/atomic_write.hpp"
+#include "shardcal/formats/schemas.hpp"
 #include "shardcal/gate/compare.hpp"
 
 namespace shardbench {
@@ -116,7 +117,10 @@ Runner add_gate_command(CLI::App& app) {
                 "baseline, or skipped): listed and flagged (missing_allowed) instead of making "
                 "the run inconclusive");
   cmd->add_option("--json", args->json_out,
-                  "Write the JSON report (schema shardcal.gate v1) here, atomically");
+                  "Write the JSON report (schema " +
+                      shardcal::formats::schema_label(shardcal::formats::kGateSchema,
+                                                      shardcal::formats::kGateVersion) +
+                      ") here, atomically");
   cmd->add_option("--markdown", args->markdown_out, "Write the Markdown report here, atomically");
   cmd->add_option("--baseline-profile", args->baseline_profile,
                   "Profile calibrated from the baseline (`shardbench calibrate`): compare "

@@ -283,7 +283,7 @@ Runner add_plan_command(CLI::App& app) {
       "Example: shardbench plan --profile configs/profiles/dtensor-default.json --mesh 2x4\n"
       "         --ranks-per-host 4 --shape 8192x8192 --dtype bf16 --from \"S(0),S(1)\" --to "
       "\"R,S(0)\" --k 3");
-  cmd->add_option("--profile", args->profile, "Profile JSON (shardcal.profile v1)")->required();
+  cmd->add_option("--profile", args->profile, profile_option_help())->required();
   cmd->add_option("--mesh", args->mesh, "Device mesh, e.g. 2x4")->required();
   cmd->add_option("--ranks-per-host", args->ranks_per_host,
                   "Consecutive ranks per host (default: the whole mesh on one host)")

@@ -171,7 +171,7 @@ Runner add_predict_command(CLI::App& app) {
       "the model and size segment used, and whether the link class or size was extrapolated.\n"
       "Example: shardbench predict --profile configs/profiles/dtensor-default.json --collective all_gather\n"
       "         --group-size 8 --hosts 2 --ranks-per-host 4 --bytes 1MiB");
-  cmd->add_option("--profile", args->profile, "Profile JSON (shardcal.profile v1)")->required();
+  cmd->add_option("--profile", args->profile, profile_option_help())->required();
   cmd->add_option("--collective", args->collective, "all_gather, reduce_scatter, all_reduce, all_to_all, ...")
       ->required();
   cmd->add_option("--group-size", args->group_size, "Ranks in one group (n)")->required()->check(CLI::Range(1, 1 << 24));

@@ -222,12 +222,12 @@ std::unique_ptr<shardcal::formats::AtomicFile> open_validate_output(shardcal::Co
 
 // Measures every plan of one transition in rounds; the order rotates so that no plan always runs
 // first (or right after another). Returns the stopping signal, 0 when every round ran.
-int measure_rounds(shardcal::MeshCommunicator& mc, const sw::Point& p, std::vector<Candidate>& plans,
+int measure_rounds(shardcal::MeshCommunicator& mc, std::vector<Candidate>& plans,
                    const sw::SweepConfig& sub, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     for (std::size_t j = 0; j < plans.size(); ++j) {
       Candidate& c = plans[(j + std::size_t(round)) % plans.size()];
-      const sw::Measurement m = sw::measure_transition(mc, p, c.plan, sub);
+      const sw::Measurement m = sw::measure_transition(mc, c.plan, sub);
       if (m.abandoned) return m.signal;
       c.samples.insert(c.samples.end(), m.samples.begin(), m.samples.end());
       c.wrong += m.wrong;
@@ -462,7 +462,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     std::vector<Candidate>& plans = v.planned[ti].plans;
     if (!mc || mc->mesh().to_string() != p.mesh)
       mc = std::make_unique<shardcal::MeshCommunicator>(shardcal::DeviceMesh::parse(p.mesh), world);
-    if (const int signal = measure_rounds(*mc, p, plans, sub, cli.rounds); signal != 0) {
+    if (const int signal = measure_rounds(*mc, plans, sub, cli.rounds); signal != 0) {
       if (root) std::fprintf(stderr, "validate: stopped by signal %d; no output written\n", signal);
       return sw::exit_code_for_signal(signal);
     }

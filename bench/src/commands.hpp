@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "shardcal/formats/schemas.hpp"
 #include "shardcal/launch.hpp"
 
 namespace shardbench {
@@ -19,6 +20,14 @@ Runner add_predict_command(CLI::App& app);  // calibrate/ profile -> predicted t
 Runner add_plan_command(CLI::App& app);     // cost-based planner (docs/PLANNER.md)
 Runner add_validate_command(CLI::App& app);  // cost planner's choices vs measurement
 Runner add_gate_command(CLI::App& app);     // gate/ statistical regression gate
+
+// The --profile option's help of plan and predict, naming the format from formats' constants.
+inline std::string profile_option_help() {
+  return "Profile JSON (" +
+         shardcal::formats::schema_label(shardcal::formats::kProfileSchema,
+                                         shardcal::formats::kProfileVersion) +
+         ")";
+}
 
 // --backend/--world/--timeout, shared by every subcommand that communicates.
 struct BackendOptions {

@@ -149,17 +149,27 @@ std::string peer_problem(bool sending, int peer, int rank, int n) {
          " itself, which never completes with a blocking send on mpi/nccl; copy the data "
          "locally instead";
 }
+
+// Negative tags: MPI reserves them (MPI_ANY_TAG) and refuses them on a send, NCCL has no tags
+// and ignored them, the simulator matched them. Refused here, so every backend says the same.
+std::string tag_problem(int rank, int tag) {
+  return "rank " + std::to_string(rank) + " passed tag " + std::to_string(tag) +
+         "; tags must be >= 0";
+}
 }  // namespace
 
 void Communicator::send(const void* buf, std::size_t count, DType t, int peer, int tag) {
+  if (tag < 0) reject("send", tag_problem(rank(), tag));
   if (auto p = peer_problem(true, peer, rank(), size()); !p.empty()) reject("send", p);
   do_send(buf, count, t, peer, tag);
 }
 
 void Communicator::recv(void* buf, std::size_t count, DType t, int peer, int tag) {
+  if (tag < 0) reject("recv", tag_problem(rank(), tag));
   if (auto p = peer_problem(false, peer, rank(), size()); !p.empty()) reject("recv", p);
   do_recv(buf, count, t, peer, tag);
 }
+
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   if (color < 0)

@@ -1,5 +1,6 @@
 #include "shardcal/formats/json.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -167,6 +168,31 @@ void JsonSource::fail(const std::string& pointer, const std::string& what) const
               (l > 0 ? " (line " + std::to_string(l) + ")" : std::string()));
 }
 
+namespace {
+
+// nlohmann's parse error from "syntax error" on (its own prefix and byte position dropped: the
+// callers give the line and column).
+std::string syntax_error_text(const nlohmann::json::parse_error& e) {
+  const std::string what = e.what();
+  const auto pos = what.find("syntax error");
+  return pos == std::string::npos ? what : what.substr(pos);
+}
+
+// "origin[: line L]: a number is outside the range of a double (field /pointer); use a finite
+// value[; fix]": nlohmann's "number overflow parsing '1e999'" carries no offset, so the walker
+// finds the literal.
+Error out_of_range_error(std::string_view text, const std::string& origin, bool name_line,
+                         const std::string& fix) {
+  const JsonLocation loc = find_out_of_range_number(text);
+  return Error(origin +
+               (name_line && loc.line > 0 ? ": line " + std::to_string(loc.line) : std::string()) +
+               ": a number is outside the range of a double (field " +
+               (loc.pointer.empty() ? "/" : loc.pointer) + "); use a finite value" +
+               (fix.empty() ? "" : "; " + fix));
+}
+
+}  // namespace
+
 nlohmann::json parse_json(std::string_view text, const std::string& origin, const std::string& fix,
                           int max_depth, const std::string& range_fix) {
   using json = nlohmann::json;
@@ -186,18 +212,26 @@ nlohmann::json parse_json(std::string_view text, const std::string& origin, cons
       if (text[i] == '\n') ++line, col = 1;
       else ++col;
     }
-    std::string what = e.what();
-    const auto pos = what.find("syntax error");
     throw Error(origin + ": line " + std::to_string(line) + ", column " + std::to_string(col) +
-                ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)) +
-                (fix.empty() ? "" : "; " + fix));
+                ": invalid JSON: " + syntax_error_text(e) + (fix.empty() ? "" : "; " + fix));
   } catch (const json::out_of_range&) {
-    // "number overflow parsing '1e999'" carries no offset: the walker finds the literal.
-    const JsonLocation loc = find_out_of_range_number(text);
-    throw Error(origin + (loc.line > 0 ? ": line " + std::to_string(loc.line) : std::string()) +
-                ": a number is outside the range of a double (field " +
-                (loc.pointer.empty() ? "/" : loc.pointer) + "); use a finite value" +
-                (range_fix.empty() ? (fix.empty() ? "" : "; " + fix) : "; " + range_fix));
+    throw out_of_range_error(text, origin, /*name_line=*/true, range_fix.empty() ? fix : range_fix);
+  }
+}
+
+std::optional<nlohmann::json> parse_json_line(std::string_view line, const std::string& where,
+                                              bool may_be_torn, const std::string& fix,
+                                              const std::string& range_fix) {
+  using json = nlohmann::json;
+  try {
+    return json::parse(line);
+  } catch (const json::parse_error& e) {
+    if (may_be_torn) return std::nullopt;
+    const std::size_t col = std::max<std::size_t>(e.byte, 1);
+    throw Error(where + ": column " + std::to_string(col) + ": invalid JSON: " +
+                syntax_error_text(e) + (fix.empty() ? "" : "; " + fix));
+  } catch (const json::out_of_range&) {
+    throw out_of_range_error(line, where, /*name_line=*/false, range_fix);
   }
 }
 

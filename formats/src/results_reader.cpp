@@ -85,19 +85,9 @@ json context_summary(const json& rec) {
 // and so do we.
 std::optional<json> parse_record(const std::string& line, const std::string& where, bool last_line,
                                  bool have_ctx) {
-  try {
-    return json::parse(line);
-  } catch (const json::parse_error& e) {
-    if (last_line && have_ctx) return std::nullopt;
-    fail(where, std::string("not valid JSON (") + e.what() +
-                    "); the file is corrupt or not a sweep results file");
-  } catch (const json::out_of_range& e) {
-    // A number outside a double's range (1e999): valid JSON syntax, but no sweep writes it.
-    const JsonLocation loc = find_out_of_range_number(line);
-    fail(where, "a number is out of range (field " +
-                    (loc.pointer.empty() ? std::string("/") : loc.pointer) + ": " + e.what() +
-                    "); the file is corrupt or not a sweep results file");
-  }
+  // A number outside a double's range (1e999) is valid JSON syntax, but no sweep writes it.
+  const std::string fix = "the file is corrupt or not a sweep results file";
+  return parse_json_line(line, where, last_line && have_ctx, fix, fix);
 }
 
 // What one file's reading carries from record to record.

@@ -125,21 +125,16 @@ ResumeState read_for_resume(const std::string& path, const std::string& config_h
       break;
     }
     const std::string line = text.substr(pos, nl - pos);
-    json rec;
-    try {
-      rec = json::parse(line);
-    } catch (const json::parse_error& e) {
-      if (nl + 1 == text.size()) {  // a complete but cut last line is still just a torn write
-        st.dropped_partial = true;
-        break;
-      }
-      throw Error(where + ": not valid JSON (" + e.what() +
-                  "); the file is corrupt before its last line, so it cannot be resumed safely");
-    } catch (const json::out_of_range& e) {  // a number outside a double's range (1e999)
-      const std::string field = find_out_of_range_number(line).pointer;
-      throw Error(where + ": a number is out of range (field " + (field.empty() ? "/" : field) +
-                  ": " + e.what() + "); the file is corrupt, so it cannot be resumed safely");
+    // A complete but cut last line is still just a torn write.
+    std::optional<json> parsed = parse_json_line(
+        line, where, /*may_be_torn=*/nl + 1 == text.size(),
+        "the file is corrupt before its last line, so it cannot be resumed safely",
+        "the file is corrupt, so it cannot be resumed safely");
+    if (!parsed) {
+      st.dropped_partial = true;
+      break;
     }
+    json rec = std::move(*parsed);
     // Every line of a results file is a JSON object with a string "type"; anything else (a
     // number, a list, a wrong-typed field) is reported with its line, never as an internal error.
     try {

@@ -150,13 +150,95 @@ double rel_uncertainty(const calib::Model& m) {
   return std::max(m.quality.mape, m.quality.holdout_mape.value_or(0.0));
 }
 
+// A model's identity within a profile: its collective and link class.
+ModelResult model_identity(const calib::Model& m) {
+  ModelResult r;
+  r.collective = std::string(collective_info(m.collective).name);
+  r.link = link_name(m);
+  return r;
+}
+
+// A model present in one profile only: nothing to compare, so no verdict either way.
+ModelResult one_sided_model(const calib::Model& m, const char* which) {
+  ModelResult r = model_identity(m);
+  r.param = "segments";
+  r.verdict = "inconclusive";
+  r.reason = std::string("model only in the ") + which + " profile";
+  return r;
+}
+
+// Size regimes that moved between the two fits: their segments are not the same quantity.
+ModelResult segment_count_changed(const calib::Model& bm, const calib::Model& cm) {
+  ModelResult r = model_identity(bm);
+  r.param = "segments";
+  r.baseline = double(bm.segments.size());
+  r.candidate = double(cm.segments.size());
+  r.ratio = r.candidate / r.baseline;
+  r.ci_lo = r.ci_hi = r.ratio;
+  r.verdict = "inconclusive";
+  r.reason = "the number of size segments changed (" + std::to_string(bm.segments.size()) +
+             " -> " + std::to_string(cm.segments.size()) +
+             "): the size regimes moved; compare the points";
+  return r;
+}
+
+// The verdict on one parameter of one segment of a model both profiles have. z: the normal
+// quantile of the confidence level; sigma_fit: the fallback sd of log(ratio) from fit errors.
+ModelResult judge_parameter(const calib::Model& bm, const calib::Model& cm, std::size_t s,
+                            const char* param, double z, double sigma_fit, const Options& opt) {
+  const double up = 1 + opt.max_slowdown, down = 1 / (1 + opt.max_slowdown);
+  const bool bw = std::string(param) == "bandwidth_GBps";
+  const calib::Segment &bs = bm.segments[s], &cs = cm.segments[s];
+  ModelResult r = model_identity(bm);
+  r.segment = int(s);
+  r.param = param;
+  r.baseline = bw ? bs.bandwidth_GBps : bs.alpha_us;
+  r.candidate = bw ? cs.bandwidth_GBps : cs.alpha_us;
+  // sd of log(ratio): the two parameters' relative SEs in quadrature (independent fits;
+  // relative SE = sd of the log to first order) when both profiles carry them. alpha and B
+  // are fitted jointly and trade off, so a fit with a small time error can still leave
+  // alpha uncertain by tens of percent; the fit-error fallback would call that a change.
+  const std::optional<double> b_se = bw ? bs.bandwidth_rel_se : bs.alpha_rel_se;
+  const std::optional<double> c_se = bw ? cs.bandwidth_rel_se : cs.alpha_rel_se;
+  const bool from_se = b_se && c_se;
+  const double sigma = from_se ? std::hypot(*b_se, *c_se) : sigma_fit;
+  if (!(r.baseline > 0) || !(r.candidate > 0)) {
+    r.ratio = r.ci_lo = r.ci_hi = r.baseline == r.candidate ? 1.0 : NAN;
+    r.verdict = r.baseline == r.candidate ? "pass" : "inconclusive";
+    r.reason = r.baseline == r.candidate ? "both 0" : "one side is 0: no ratio";
+    return r;
+  }
+  r.ratio = r.candidate / r.baseline;
+  r.ci_lo = r.ratio * std::exp(-z * sigma);
+  r.ci_hi = r.ratio * std::exp(z * sigma);
+  // Slower = lower bandwidth or higher latency.
+  const double worse_lo = bw ? 1 / r.ci_hi : r.ci_lo;  // slowdown factor's CI
+  const double worse_hi = bw ? 1 / r.ci_lo : r.ci_hi;
+  const std::string ci = "CI [" + fmt(r.ci_lo, "%.3f") + ", " + fmt(r.ci_hi, "%.3f") +
+                         "] from " + (from_se ? "parameter SEs" : "fit errors") + " +-" +
+                         fmt(100 * sigma, "%.1f") + "%";
+  if (worse_lo > up) {
+    r.verdict = "regression";
+    r.reason = std::string(bw ? "bandwidth fell" : "latency rose") + ": " + ci;
+  } else if (worse_hi < down) {
+    r.verdict = "improvement";
+    r.reason = ci;
+  } else if (worse_hi <= up) {
+    r.verdict = "pass";
+    r.reason = ci;
+  } else {
+    r.verdict = "inconclusive";
+    r.reason = ci + " straddles the threshold";
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib::Profile& cp,
                                           const Options& opt) {
   std::vector<ModelResult> out;
   const double z = norm_ppf(1 - opt.alpha / 2);
-  const double up = 1 + opt.max_slowdown, down = 1 / (1 + opt.max_slowdown);
   auto id = [](const calib::Model& m) {
     return std::string(collective_info(m.collective).name) + " " + link_name(m);
   };
@@ -164,95 +246,24 @@ std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib:
   for (const auto& m : cp.models) cand[id(m)] = &m;
   std::set<std::string> matched;
   for (const auto& bm : bp.models) {
-    ModelResult base;
-    base.collective = std::string(collective_info(bm.collective).name);
-    base.link = link_name(bm);
     auto it = cand.find(id(bm));
     if (it == cand.end()) {
-      ModelResult r = base;
-      r.param = "segments";
-      r.verdict = "inconclusive";
-      r.reason = "model only in the baseline profile";
-      out.push_back(r);
+      out.push_back(one_sided_model(bm, "baseline"));
       continue;
     }
     matched.insert(it->first);
     const calib::Model& cm = *it->second;
     if (bm.segments.size() != cm.segments.size()) {
-      ModelResult r = base;
-      r.param = "segments";
-      r.baseline = double(bm.segments.size());
-      r.candidate = double(cm.segments.size());
-      r.ratio = r.candidate / r.baseline;
-      r.ci_lo = r.ci_hi = r.ratio;
-      r.verdict = "inconclusive";
-      r.reason = "the number of size segments changed (" + std::to_string(bm.segments.size()) +
-                 " -> " + std::to_string(cm.segments.size()) +
-                 "): the size regimes moved; compare the points";
-      out.push_back(r);
+      out.push_back(segment_count_changed(bm, cm));
       continue;
     }
     const double sigma_fit = std::hypot(rel_uncertainty(bm), rel_uncertainty(cm));
-    for (std::size_t s = 0; s < bm.segments.size(); ++s) {
-      for (const char* param : {"bandwidth_GBps", "alpha_us"}) {
-        const bool bw = std::string(param) == "bandwidth_GBps";
-        const calib::Segment &bs = bm.segments[s], &cs = cm.segments[s];
-        ModelResult r = base;
-        r.segment = int(s);
-        r.param = param;
-        r.baseline = bw ? bs.bandwidth_GBps : bs.alpha_us;
-        r.candidate = bw ? cs.bandwidth_GBps : cs.alpha_us;
-        // sd of log(ratio): the two parameters' relative SEs in quadrature (independent fits;
-        // relative SE = sd of the log to first order) when both profiles carry them. alpha and B
-        // are fitted jointly and trade off, so a fit with a small time error can still leave
-        // alpha uncertain by tens of percent; the fit-error fallback would call that a change.
-        const std::optional<double> b_se = bw ? bs.bandwidth_rel_se : bs.alpha_rel_se;
-        const std::optional<double> c_se = bw ? cs.bandwidth_rel_se : cs.alpha_rel_se;
-        const bool from_se = b_se && c_se;
-        const double sigma = from_se ? std::hypot(*b_se, *c_se) : sigma_fit;
-        if (!(r.baseline > 0) || !(r.candidate > 0)) {
-          r.ratio = r.ci_lo = r.ci_hi = r.baseline == r.candidate ? 1.0 : NAN;
-          r.verdict = r.baseline == r.candidate ? "pass" : "inconclusive";
-          r.reason = r.baseline == r.candidate ? "both 0" : "one side is 0: no ratio";
-          out.push_back(r);
-          continue;
-        }
-        r.ratio = r.candidate / r.baseline;
-        r.ci_lo = r.ratio * std::exp(-z * sigma);
-        r.ci_hi = r.ratio * std::exp(z * sigma);
-        // Slower = lower bandwidth or higher latency.
-        const double worse_lo = bw ? 1 / r.ci_hi : r.ci_lo;  // slowdown factor's CI
-        const double worse_hi = bw ? 1 / r.ci_lo : r.ci_hi;
-        const std::string ci = "CI [" + fmt(r.ci_lo, "%.3f") + ", " + fmt(r.ci_hi, "%.3f") +
-                               "] from " + (from_se ? "parameter SEs" : "fit errors") + " +-" +
-                               fmt(100 * sigma, "%.1f") + "%";
-        if (worse_lo > up) {
-          r.verdict = "regression";
-          r.reason = std::string(bw ? "bandwidth fell" : "latency rose") + ": " + ci;
-        } else if (worse_hi < down) {
-          r.verdict = "improvement";
-          r.reason = ci;
-        } else if (worse_hi <= up) {
-          r.verdict = "pass";
-          r.reason = ci;
-        } else {
-          r.verdict = "inconclusive";
-          r.reason = ci + " straddles the threshold";
-        }
-        out.push_back(r);
-      }
-    }
+    for (std::size_t s = 0; s < bm.segments.size(); ++s)
+      for (const char* param : {"bandwidth_GBps", "alpha_us"})
+        out.push_back(judge_parameter(bm, cm, s, param, z, sigma_fit, opt));
   }
   for (const auto& cm : cp.models)
-    if (!matched.count(id(cm))) {
-      ModelResult r;
-      r.collective = std::string(collective_info(cm.collective).name);
-      r.link = link_name(cm);
-      r.param = "segments";
-      r.verdict = "inconclusive";
-      r.reason = "model only in the candidate profile";
-      out.push_back(r);
-    }
+    if (!matched.count(id(cm))) out.push_back(one_sided_model(cm, "candidate"));
   return out;
 }
 

@@ -15,6 +15,49 @@ using nlohmann::json;
 
 namespace {
 json num_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json points_json(const std::vector<PointResult>& points) {
+  json a = json::array();
+  for (const auto& p : points)
+    a.push_back({{"key", p.key},
+                 {"label", p.label},
+                 {"baseline_median_us", p.baseline_median_us},
+                 {"candidate_median_us", p.candidate_median_us},
+                 {"ratio", p.ratio},
+                 {"ci_lo", p.ci_lo},
+                 {"ci_hi", p.ci_hi},
+                 {"p", p.p},
+                 {"q", p.q},
+                 {"p_method", p.p_method},
+                 {"n_baseline", p.n_baseline},
+                 {"n_candidate", p.n_candidate},
+                 {"verdict", p.verdict},
+                 {"reason", p.reason}});
+  return a;
+}
+
+json models_json(const std::vector<ModelResult>& models) {
+  json a = json::array();
+  for (const auto& m : models)
+    a.push_back({{"collective", m.collective},
+                 {"link", m.link},
+                 {"segment", m.segment < 0 ? json(nullptr) : json(m.segment)},
+                 {"param", m.param},
+                 {"baseline", num_or_null(m.baseline)},
+                 {"candidate", num_or_null(m.candidate)},
+                 {"ratio", num_or_null(m.ratio)},
+                 {"ci_lo", num_or_null(m.ci_lo)},
+                 {"ci_hi", num_or_null(m.ci_hi)},
+                 {"verdict", m.verdict},
+                 {"reason", m.reason}});
+  return a;
+}
+
+json skipped_json(const std::vector<Skipped>& v) {
+  json a = json::array();
+  for (const auto& s : v) a.push_back({{"key", s.key}, {"reason", s.reason}});
+  return a;
+}
 }  // namespace
 
 json report_to_json(const Report& r) {
@@ -53,48 +96,16 @@ json report_to_json(const Report& r) {
     env_differs |= !e.tolerated;
   }
   j["env_change_allowed"] = env_differs && r.options.allow_env_change;
-  j["points"] = json::array();
-  for (const auto& p : r.points)
-    j["points"].push_back({{"key", p.key},
-                           {"label", p.label},
-                           {"baseline_median_us", p.baseline_median_us},
-                           {"candidate_median_us", p.candidate_median_us},
-                           {"ratio", p.ratio},
-                           {"ci_lo", p.ci_lo},
-                           {"ci_hi", p.ci_hi},
-                           {"p", p.p},
-                           {"q", p.q},
-                           {"p_method", p.p_method},
-                           {"n_baseline", p.n_baseline},
-                           {"n_candidate", p.n_candidate},
-                           {"verdict", p.verdict},
-                           {"reason", p.reason}});
+  j["points"] = points_json(r.points);
   j["only_baseline"] = r.only_baseline;
   j["only_candidate"] = r.only_candidate;
-  auto skipped = [](const std::vector<Skipped>& v) {
-    json a = json::array();
-    for (const auto& s : v) a.push_back({{"key", s.key}, {"reason", s.reason}});
-    return a;
-  };
-  j["skipped_baseline"] = skipped(r.skipped_baseline);
-  j["skipped_candidate"] = skipped(r.skipped_candidate);
+  j["skipped_baseline"] = skipped_json(r.skipped_baseline);
+  j["skipped_candidate"] = skipped_json(r.skipped_candidate);
   j["missing_in_candidate"] = r.missing_in_candidate;
   j["missing_allowed"] = !r.missing_in_candidate.empty() && r.options.allow_missing;
   j["wrong_results"] = r.wrong_results;
   j["warnings"] = r.warnings;
-  j["models"] = json::array();
-  for (const auto& m : r.models)
-    j["models"].push_back({{"collective", m.collective},
-                           {"link", m.link},
-                           {"segment", m.segment < 0 ? json(nullptr) : json(m.segment)},
-                           {"param", m.param},
-                           {"baseline", num_or_null(m.baseline)},
-                           {"candidate", num_or_null(m.candidate)},
-                           {"ratio", num_or_null(m.ratio)},
-                           {"ci_lo", num_or_null(m.ci_lo)},
-                           {"ci_hi", num_or_null(m.ci_hi)},
-                           {"verdict", m.verdict},
-                           {"reason", m.reason}});
+  j["models"] = models_json(r.models);
   j["counts"] = json::object();
   for (const char* v : {"pass", "regression", "improvement", "inconclusive"})
     j["counts"][v] = std::count_if(r.points.begin(), r.points.end(),

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import shardcal.profile as sp
+# The formats' identities and the link-class rule, as the C++ side defines them (the shardcal
+# package's copy of formats/formats.json; tests keep it equal to formats/include/shardcal/formats/).
+# concurrent_groups evaluates the rule's definition there rather than restating it, so a change of
+# the rule (operands, rounding, bounds) reaches the report without a Python edit.
+from shardcal.formats import FORMATS, concurrent_groups
 
-# The formats' identities and the link-class rule, as the C++ side defines them
-# (formats/formats.json; tests keep it equal to formats/include/shardcal/formats/).
-FORMATS_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "formats",
-                            "formats.json")
-with open(FORMATS_JSON, encoding="utf-8") as _f:
-    FORMATS = json.load(_f)
 RESULTS_SCHEMA = FORMATS["schemas"]["results"]["schema"]
 RESULTS_VERSION = FORMATS["schemas"]["results"]["version"]
 VALIDATE_SCHEMA = FORMATS["schemas"]["validate"]["schema"]
@@ -172,21 +171,6 @@ class Run:
         c = f"cluster {cluster} · " if cluster else ""
         return (f"{c}{self.backend} · world {self.world} · {self.n_hosts} host"
                 f"{'s' if self.n_hosts != 1 else ''} ({hosts})")
-
-
-# The link-class rule is data in formats.json ("definition"): this evaluates it rather than
-# restating it, so a change of the rule there (operands, rounding, bounds) reaches the report
-# without a Python edit; the C++ unit test FormatsTable checks link_class.hpp against the same data.
-_LINK_RULE = FORMATS["link_class"]["concurrent_groups"]["definition"]
-_ROUNDING = {"half_away_from_zero": lambda x: int(math.copysign(math.floor(abs(x) + 0.5), x))}
-
-
-def concurrent_groups(groups: int, hosts_spanned: int, n_hosts: int) -> int:
-    """Groups of one mesh dim at once on one host, by formats.json's link-class definition."""
-    inputs = {"groups": groups, "hosts_spanned": hosts_spanned, "n_hosts": n_hosts}
-    value = math.prod(inputs[k] for k in _LINK_RULE["product_of"]) / max(
-        _LINK_RULE["divisor_at_least"], inputs[_LINK_RULE["divided_by"]])
-    return max(_LINK_RULE["at_least"], _ROUNDING[_LINK_RULE["rounding"]](value))
 
 
 def _median_ci(rec: dict, path: str, line: int):

@@ -100,20 +100,26 @@ for r in "${rates[@]}"; do
   ((rc != 0)) && status=1
 done
 
-# One table over the rates (atomically).
+# One table over the rates (atomically). Its columns come from the collective table (shardcal
+# package): the one-way collectives, the link recovered from them, then the two-way ones, each in
+# table order, so a new collective gets its column without an edit here.
 tmp=$(mktemp "$OUT/.summary.XXXXXX")
-/usr/bin/python3 - "$OUT" "${rates[@]}" >"$tmp" <<'EOF'
+PYTHONPATH=calibrate/python${PYTHONPATH:+:$PYTHONPATH} /usr/bin/python3 - "$OUT" "${rates[@]}" >"$tmp" <<'EOF'
 import json, sys
+from shardcal.profile import COLLECTIVES, ONE_WAY
 out, rates = sys.argv[1], sys.argv[2:]
-print("| rate | expected busbw/group MB/s | broadcast | scatter | gather | recovered (median) | all_gather | all_to_all | all_reduce | reduce_scatter | verdict |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+one_way = [k for k in COLLECTIVES if k in ONE_WAY]
+two_way = [k for k in COLLECTIVES if k not in ONE_WAY]
+cols = ["rate", "expected busbw/group MB/s", *one_way, "recovered (median)", *two_way, "verdict"]
+print("| " + " | ".join(cols) + " |")
+print("|" + "---|" * len(cols))
 for r in rates:
     c = json.load(open(f"{out}/{r}/check.json"))
     by = {x["collective"]: x for x in c["collectives"]}
     cell = lambda k: (f"{by[k]['inter_GBps']*1e3:.2f} ({by[k]['ratio']:.3f}x)" if k in by else "-")
-    print(f"| {r} | {c['expected_GBps']*1e3:.3f} | {cell('broadcast')} | {cell('scatter')} | {cell('gather')} | "
-          f"{c['recovered_link_GBps']*1e3:.2f} ({c['recovered_ratio']:.3f}x) | {cell('all_gather')} | "
-          f"{cell('all_to_all')} | {cell('all_reduce')} | {cell('reduce_scatter')} | {c['verdict']} |")
+    row = [r, f"{c['expected_GBps']*1e3:.3f}", *map(cell, one_way),
+           f"{c['recovered_link_GBps']*1e3:.2f} ({c['recovered_ratio']:.3f}x)", *map(cell, two_way), c["verdict"]]
+    print("| " + " | ".join(row) + " |")
 EOF
 mv -f "$tmp" "$OUT/summary.md"
 echo "== summary ($OUT/summary.md)"

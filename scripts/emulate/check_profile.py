@@ -10,7 +10,7 @@ frames, so a TCP stream carries payload at
     66 = 14 (Ethernet) + 20 (IPv4) + 20 (TCP) + 12 (timestamps)  -> 1448/1514 = 95.6% at MTU 1500,
 per direction (the veth is shaped in both directions). On the 2x2 mesh the inter-host dim runs
 `concurrent_groups` groups of n = 2 at once over the one link, so each group gets P / groups, and
-for n = 2 every collective's bus bandwidth (nccl-tests' busbw, DESIGN section 4) equals the bytes
+for n = 2 every collective's bus bandwidth (nccl-tests' busbw, docs/RESULTS_FORMAT.md "point") equals the bytes
 one rank sends over the link per second: expected B = P / concurrent_groups.
 
 One-way collectives (broadcast, scatter, gather: all data flows root -> other rank) measure the
@@ -24,15 +24,15 @@ Exit 0 all checks pass, 1 a check failed, 2 bad input.
 import argparse
 import json
 import math
-import os
 import re
 import statistics
 import sys
-import tempfile
 
-# The collective table (which collectives are one-way, i.e. measure the link) comes from the
-# shardcal package (calibrate/python): callers put it on PYTHONPATH or use the project's .venv.
+# The collective table (which collectives are one-way, i.e. measure the link), the profile's
+# schema name and version and the atomic write come from the shardcal package (calibrate/python):
+# callers put it on PYTHONPATH or use the project's .venv.
 try:
+    from shardcal.formats import identity_problem, write_text_atomic
     from shardcal.profile import COLLECTIVES, ONE_WAY
 except ImportError as _e:
     sys.exit(print(f"check_profile.py: error: {_e}; run with PYTHONPATH=calibrate/python", file=sys.stderr) or 2)
@@ -94,8 +94,9 @@ def main():
             prof = json.load(f)
     except (OSError, ValueError) as e:
         fail_input(f"{a.profile}: cannot read the profile: {e}; run shardbench calibrate first")
-    if prof.get("schema") != "shardcal.profile" or not isinstance(prof.get("models"), list):
-        fail_input(f"{a.profile}: not a shardcal.profile file (schema {prof.get('schema')!r})")
+    problem = identity_problem(prof, "profile")
+    if problem or not isinstance(prof.get("models"), list):
+        fail_input(f"{a.profile}: {problem or 'no models list'}")
 
     expected = expected_busbw_GBps(rate, a.mtu, a.concurrent_groups)
     inter, intra = {}, {}
@@ -161,12 +162,7 @@ def main():
                "expected_GBps": expected, "recovered_link_GBps": link,
                "recovered_ratio": link_ratio, "collectives": rows, "failures": failures,
                "verdict": "fail" if failures else "pass"}
-        d = os.path.dirname(os.path.abspath(a.out))
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".check.", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, a.out)
+        write_text_atomic(a.out, json.dumps(doc, indent=1) + "\n")
     return 1 if failures else 0
 
 

@@ -96,7 +96,7 @@ wait $! || vrc=$?  # in the background, as in_bg: a TERM is handled at once
 ((vrc == 0)) || die "shardbench validate failed (exit $vrc; see $OUT/validate.txt)"
 echo "== summary, $(uptime | sed 's/.*load/load/')"
 rc=0
-/usr/bin/python3 scripts/emulate/validate_summary.py --validate "$OUT/validate.jsonl" --shardbench "$SB" \
+PYTHONPATH=calibrate/python${PYTHONPATH:+:$PYTHONPATH} /usr/bin/python3 scripts/emulate/validate_summary.py --validate "$OUT/validate.jsonl" --shardbench "$SB" \
   --profile "$PROFILE" --max-regret "$MAX_REGRET" --out "$OUT/summary.json" >"$OUT/summary.txt" || rc=$?
 cat "$OUT/summary.txt"
 if [[ -f reports/make_report.py && -f $OUT/sweep.jsonl ]]; then

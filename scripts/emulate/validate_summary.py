@@ -18,7 +18,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
+
+# The validate file's schema name and version and the atomic write come from the shardcal
+# package (calibrate/python): callers put it on PYTHONPATH or use the project's .venv.
+try:
+    from shardcal.formats import identity_problem, schema, write_text_atomic
+except ImportError as _e:
+    sys.exit(print(f"validate_summary.py: error: {_e}; run with PYTHONPATH=calibrate/python", file=sys.stderr) or 2)
 
 
 def die(msg):
@@ -56,9 +62,13 @@ def main():
         recs = [json.loads(line) for line in open(a.validate, encoding="utf-8") if line.strip()]
     except (OSError, ValueError) as e:
         die(f"{a.validate}: cannot read: {e}; run shardbench validate first")
-    trans = [r for r in recs if r.get("schema") == "shardcal.validate"]
+    validate_schema = schema("validate")[0]
+    trans = [r for r in recs if r.get("schema") == validate_schema]
     if not trans:
-        die(f"{a.validate}: no shardcal.validate transition records")
+        die(f"{a.validate}: no {validate_schema} transition records")
+    for r in trans:
+        if problem := identity_problem(r, "validate"):
+            die(f"{a.validate}: {problem}")
 
     rows = []
     for r in trans:
@@ -99,13 +109,10 @@ def main():
           f"{'met' if met else 'NOT met'} ({len(ok_rows)} such transition(s); "
           f"{len(more_inter)} with more inter-host bytes)")
     if a.out:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)), prefix=".vsum.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"schema": "shardcal.emulate.validate_summary", "version": 1,
-                       "validate": a.validate, "profile": a.profile, "baseline": a.baseline,
-                       "max_regret": a.max_regret, "met": met, "transitions": rows}, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, a.out)
+        write_text_atomic(a.out, json.dumps({"schema": "shardcal.emulate.validate_summary", "version": 1,
+                                             "validate": a.validate, "profile": a.profile,
+                                             "baseline": a.baseline, "max_regret": a.max_regret,
+                                             "met": met, "transitions": rows}, indent=1) + "\n")
     return 0 if met else 1
 
 

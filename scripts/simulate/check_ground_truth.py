@@ -17,13 +17,13 @@ the largest sizes. Exit 0 all within tolerance, 1 one is not, 2 bad input (one l
 """
 import argparse
 import json
-import os
 import sys
-import tempfile
 
-# The collective table (which collectives are one-way, i.e. measure the link) comes from the
-# shardcal package (calibrate/python): callers put it on PYTHONPATH or use the project's .venv.
+# The collective table (which collectives are one-way, i.e. measure the link), the profile's
+# schema name and version and the atomic write come from the shardcal package (calibrate/python):
+# callers put it on PYTHONPATH or use the project's .venv.
 try:
+    from shardcal.formats import identity_problem, write_text_atomic
     from shardcal.profile import ONE_WAY
 except ImportError as _e:
     sys.exit(print(f"check_ground_truth.py: error: {_e}; run with PYTHONPATH=calibrate/python", file=sys.stderr) or 2)
@@ -94,8 +94,9 @@ def main():
         fail_input(f"--tolerance {a.tolerance}: expected a fraction in (0, 1)")
     prof = load(a.profile, "profile")
     plat = load(a.platform_json, "platform description (make-platform writes it)")
-    if prof.get("schema") != "shardcal.profile" or not isinstance(prof.get("models"), list):
-        fail_input(f"{a.profile}: not a shardcal.profile file")
+    problem = identity_problem(prof, "profile")
+    if problem or not isinstance(prof.get("models"), list):
+        fail_input(f"{a.profile}: {problem or 'no models list'}")
     try:
         intra, inter = float(plat["intra_bw_GBps"]), float(plat["inter_bw_GBps"])
     except (KeyError, TypeError, ValueError):
@@ -137,10 +138,8 @@ def main():
     for f in failures:
         print(f"FAIL: {f}")
     if a.out:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)), prefix=".check.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"tolerance": a.tolerance, "rows": rows, "failures": failures}, f, indent=1)
-        os.replace(tmp, a.out)
+        write_text_atomic(a.out, json.dumps({"tolerance": a.tolerance, "rows": rows, "failures": failures},
+                                            indent=1))
     return 1 if failures else 0
 
 

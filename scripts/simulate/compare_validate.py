@@ -10,7 +10,16 @@ p95 and max, then every transition where the chosen plans differ, with both plan
 Exit 0, or 2 on bad input.
 """
 import json
+import os
 import sys
+
+# The validate file's schema names and version, from formats/formats.json (this script runs under
+# the system python, without the shardcal package).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "formats", "formats.json"),
+          encoding="utf-8") as _f:
+    _SCHEMAS = json.load(_f)["schemas"]
+VALIDATE = _SCHEMAS["validate"]["schema"], _SCHEMAS["validate"]["version"]
+SUMMARY = _SCHEMAS["validate_summary"]["schema"], _SCHEMAS["validate_summary"]["version"]
 
 
 def fail(msg):
@@ -32,14 +41,17 @@ def load(path):
     except (OSError, ValueError) as e:
         fail(f"{path}: {e}")
     summary = recs[-1] if recs and isinstance(recs[-1], dict) else {}
-    if summary.get("schema") != "shardcal.validate.summary":
+    if summary.get("schema") != SUMMARY[0]:
         fail(f"{path}: not a complete shardbench validate file (its last line is no "
-             "shardcal.validate.summary record); pass validate --out files")
+             f"{SUMMARY[0]} record); pass validate --out files")
+    if summary.get("version") != SUMMARY[1]:
+        fail(f"{path}: {SUMMARY[0]} version {summary.get('version')!r}; this script reads version {SUMMARY[1]}")
     out = {}
     for i, r in enumerate(recs[:-1], 1):
         try:
-            if r.get("schema") != "shardcal.validate":
-                raise ValueError(f"schema {r.get('schema')!r}")
+            if (r.get("schema"), r.get("version")) != VALIDATE:
+                raise ValueError(f"schema {r.get('schema')!r} version {r.get('version')!r}, "
+                                 f"expected {VALIDATE[0]!r} version {VALIDATE[1]}")
             chosen(r)
             out[r["transition"]["key"]] = r
         except (AttributeError, KeyError, TypeError, ValueError, StopIteration) as e:

@@ -8,7 +8,6 @@ two back-to-back redistributes after DTensor's plan caches were cleared: "first_
 profile's graph planner or DTensor's default greedy one), "time_s" reuses the cached plan.
 """
 import json
-import os
 import sys
 import time
 
@@ -20,8 +19,9 @@ from torch.distributed.tensor import Partial, Replicate, Shard, distribute_tenso
 
 import shardcal.profile
 import shardcal.torch as st
+from shardcal.formats import write_text_atomic
 
-CASES = [  # from, to: the issue's two, more where the choice differs, and two intra-host ones
+CASES = [  # from, to: two across the hosts, more where the choice differs, and two intra-host ones
     ("P,P", "R,R"),
     ("S(0),R", "R,S(0)"),
     ("S(0),S(1)", "R,S(0)"),
@@ -91,10 +91,7 @@ def main():
                         lines.append({"from": frm, "to": to, "bytes": nbytes, "mode": mode, "rep": rep,
                                       "first_s": first, "time_s": steady, "plan": plan})
     if rank == 0:
-        with open(out_path + ".tmp", "w") as f:
-            for ln in lines:
-                f.write(json.dumps(ln) + "\n")
-        os.replace(out_path + ".tmp", out_path)
+        write_text_atomic(out_path, "".join(json.dumps(ln) + "\n" for ln in lines))
     dist.destroy_process_group()
 
 

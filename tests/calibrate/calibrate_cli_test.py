@@ -93,7 +93,7 @@ def main():
             f.write(open(res).readline())
             f.write("{not json\n")
             f.write(open(res).readlines()[1])
-        expect_bad(sb, [garbage], prof, "not valid JSON", "corrupt line")
+        expect_bad(sb, [garbage], prof, "invalid JSON", "corrupt line")
 
         # Valid JSON syntax, but a number no double holds: a clean error, not an internal one.
         huge = os.path.join(d, "huge.jsonl")
@@ -102,7 +102,7 @@ def main():
             f.write(first)
             f.write(second.replace('"samples_s":[', '"samples_s":[1e999,', 1))
             f.write(second)
-        expect_bad(sb, [huge], prof, "huge.jsonl:2: a number is out of range", "number 1e999")
+        expect_bad(sb, [huge], prof, "huge.jsonl:2: a number is outside the range of a double (field /samples_s/0)", "number 1e999")
     print("PASS")
 
 

@@ -11,7 +11,10 @@ standard library; the schema check needs jsonschema and skips without it).
   table TOOL REPO    the Python module's copy of the collective table (COLLECTIVES, HAS_V_FORM,
                      busbw_factor, ring_steps) and the collective enum of
                      configs/schema/profile.schema.json equal the C++ table
-                     (profile_predict_tool --table).
+                     (profile_predict_tool --table); and the link class of every dim of meshes
+                     aligned with the hosts or not (mesh 2x3 on 4-rank hosts: groups of 3 across
+                     a host boundary) is the same in shardcal.formats, in mesh_topo() and in C++
+                     (profile_predict_tool --link-classes: `shardbench plan`'s rule).
   dtensor REPO       configs/profiles/dtensor-default.json reproduces PyTorch DTensor's cost
                      functions (torch/distributed/tensor/_collective_utils.py: MeshTopoInfo,
                      allgather_cost, allreduce_cost, reduce_scatter_cost, and redistribute_cost's
@@ -19,6 +22,7 @@ standard library; the schema check needs jsonschema and skips without it).
                      from their published formulas, on random meshes; and mesh_topo() returns
                      DTensor's per-dim bandwidth and latency.
 """
+import itertools
 import json
 import math
 import os
@@ -268,6 +272,34 @@ def table(tool, repo):
     enum = json.loads(text[text.rindex("[", 0, at): text.index("]", at) + 1])
     assert enum == names, (enum, names)
     print(f"table: {len(names)} collectives agree (Python module, profile schema, C++ table)")
+    link_classes(tool, repo, sp)
+
+
+def link_classes(tool, repo, sp):
+    """Python's link class of each mesh dim against C++'s, on aligned and unaligned meshes."""
+    from shardcal import formats
+
+    cases = [([2, 3], 4), ([4, 3], 4), ([3, 2], 4), ([6], 4), ([2, 4], 4), ([3, 3], 2)]
+    for ndim in (1, 2, 3):
+        for shape in itertools.product([1, 2, 3, 4, 6], repeat=ndim):
+            if math.prod(shape) <= 48:
+                cases += [(list(shape), rph) for rph in (1, 2, 3, 4, 8)]
+    stdin = "".join("x".join(map(str, s)) + f" {rph}\n" for s, rph in cases)
+    out = subprocess.run([tool, "--link-classes"], input=stdin, capture_output=True, text=True,
+                         timeout=60, check=True).stdout.splitlines()
+    assert len(out) == len(cases), (len(out), len(cases))
+    keys = ("group_size", "hosts", "ranks_per_host", "concurrent_groups")
+    for (shape, rph), line in zip(cases, out):
+        want = [tuple(int(x) for x in dim.split()) for dim in line.split(" | ")]
+        got = [tuple(formats.mesh_dim_link_class(shape, d, rph)[k] for k in keys) for d in range(len(shape))]
+        assert got == want, (shape, rph, "Python", got, "C++", want)
+    # mesh_topo() prices each dim with that same class (the unaligned 2x3 on 4-rank hosts: its
+    # inner dim's groups of 3 span 2 hosts, 2 groups at once per host).
+    prof = sp.load(os.path.join(repo, "configs", "profiles", "dtensor-default.json"))
+    topo = prof.mesh_topo([2, 3], 4)
+    got = [tuple(lc[k] for k in keys) for lc in topo["link_class"]]
+    assert got == [(2, 2, 1, 3), (3, 3, 1, 2)], got
+    print(f"table: link classes of {len(cases)} meshes agree (shardcal.formats, mesh_topo, C++)")
 
 
 def reject_parity(tool, sp, rng):

@@ -18,7 +18,7 @@ def main(sb, repo):
 
     dt = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
     prof = sp.load(dt)
-    # The example, as JSON, against the module.
+    # A 1 MiB all_gather over 8 ranks on 2 hosts, as JSON, against the module.
     r = run(sb, "--profile", dt, "--collective", "all_gather", "--group-size", "8", "--hosts", "2",
             "--ranks-per-host", "4", "--bytes", "1MiB", "--json")
     assert r.returncode == 0, r.stderr
@@ -33,7 +33,7 @@ def main(sb, repo):
     assert r.returncode == 0, r.stderr
     assert "model /models/2" in r.stdout and "segment 0" in r.stdout and "extrapolated: no" in r.stdout, r.stdout
     assert "S_eff=48 B" in r.stdout, r.stdout
-    # Review finding 1: all_reduce/broadcast counts are the buffer (the same at every position):
+    # all_reduce/broadcast counts are the buffer (the same at every position):
     # --counts 4,4,4,4 --dtype f32 is S = 16 B, as --bytes 16, and the pair is consistent.
     def js(*args):
         r = run(sb, "--profile", dt, *args, "--json")
@@ -45,7 +45,7 @@ def main(sb, repo):
     c = js("--collective", "all_reduce", "--group-size", "4", "--bytes", "16", "--counts", "4,4,4,4", "--dtype", "f32")
     assert a["s_eff_bytes"] == b["s_eff_bytes"] == c["s_eff_bytes"] == 16, (a, b, c)
     assert a["time_us"] == b["time_us"] == c["time_us"], (a, b, c)
-    # Review finding 6: DTensor prices Shard -> Shard as allgather_cost + 1.0 us.
+    # DTensor prices Shard -> Shard as allgather_cost + 1.0 us.
     a = js("--collective", "all_gather", "--group-size", "8", "--hosts", "2", "--bytes", "1MiB")
     b = js("--collective", "all_to_all", "--group-size", "8", "--hosts", "2", "--bytes", "1MiB")
     assert abs(b["time_us"] - (a["time_us"] + 1.0)) <= 1e-9 * b["time_us"], (a, b)

@@ -6,6 +6,9 @@
 // `profile_predict_tool --table` prints the collective table instead, one line per entry:
 //   NAME HAS_V_FORM(0|1) then busbw_factor(n) (%.17g) and ring_steps(n) for n = 1..16
 // (the Python module's copy of the table is checked against it).
+// `profile_predict_tool --link-classes` reads one `MESH RANKS_PER_HOST` per stdin line (mesh as
+// "2x3") and prints, per mesh dim, `GROUP_SIZE HOSTS RANKS_PER_HOST CONCURRENT` separated by
+// " | ": the link class `shardbench plan` prices that dim with (mesh_dim_link_class).
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -13,7 +16,9 @@
 #include <vector>
 
 #include "shardcal/calibrate/profile.hpp"
+#include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/mesh.hpp"
 
 int main(int argc, char** argv) {
   using namespace shardcal;
@@ -24,6 +29,20 @@ int main(int argc, char** argv) {
         char buf[64];
         std::snprintf(buf, sizeof buf, " %.17g %d", info.busbw_factor(n), info.ring_steps(n));
         std::cout << buf;
+      }
+      std::cout << "\n";
+    }
+    return 0;
+  }
+  if (argc == 2 && std::string(argv[1]) == "--link-classes") {
+    std::string mesh_text;
+    int rph = 0;
+    while (std::cin >> mesh_text >> rph) {
+      const DeviceMesh mesh = DeviceMesh::parse(mesh_text);
+      for (int d = 0; d < mesh.ndim(); ++d) {
+        const calib::LinkClass lc = calib::mesh_dim_link_class(mesh, d, rph);
+        std::cout << (d > 0 ? " | " : "") << lc.group_size << " " << lc.hosts << " "
+                  << lc.ranks_per_host << " " << lc.concurrent_groups;
       }
       std::cout << "\n";
     }

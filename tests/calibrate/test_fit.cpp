@@ -536,7 +536,7 @@ TEST(CalibrateFit, CopyCostNeedsLocalOnlyTransitions) {
   ASSERT_TRUE(cal.composition_mape.has_value());  // priced at the built-in value
 }
 
-// Review finding 3: an uneven step is priced by the model's effective-size rule from the step's
+// An uneven step is priced by the model's effective-size rule from the step's
 // counts (n x the largest shard here), not by its total bytes.
 TEST(CalibrateFit, UnevenTransitionStepPricedByEffectiveSize) {
   std::vector<json> recs = synthetic(33);
@@ -597,7 +597,7 @@ TEST(CalibrateFit, UnevenTransitionStepPricedByEffectiveSize) {
       << cal.transitions[0].predicted_us << " vs " << cal.transitions[0].measured_us;
 }
 
-// Review finding 4: the fitted piecewise model never decreases in S for ANY group size: n = 1
+// The fitted piecewise model never decreases in S for ANY group size: n = 1
 // (time = alpha0 only) and n far beyond the measured ones, also when the earlier segment has
 // the larger alpha_step or alpha0.
 TEST(CalibrateFit, MonotoneForEveryGroupSize) {
@@ -661,7 +661,7 @@ TEST(CalibrateFit, LaterSegmentMayStartBelowTheFirstsAlpha) {
     EXPECT_EQ(segment_time_us(m, k, 1, 1e9), m.segments.front().alpha_us);
 }
 
-// Review finding 2: only the sweep results format this calibrator understands is read.
+// Only the sweep results format this calibrator understands is read.
 TEST(CalibrateFit, RefusesOtherResultsFormats) {
   auto message = [](json ctx) {
     std::vector<json> recs = synthetic(71);

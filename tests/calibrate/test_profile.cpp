@@ -344,7 +344,7 @@ TEST(Profile, PredictSegmentsAndEffectiveSize) {
   }
 }
 
-// Review finding 1: for collectives without a v-form a count is the buffer (the same at every
+// For collectives without a v-form a count is the buffer (the same at every
 // position), so S_eff = counts[0] x elem_size under either rule, as the sweep records bytes_eff
 // for them; all_to_all takes one row (n) or the n x n send matrix (StepTraffic::counts).
 TEST(Profile, EffectiveSizeFollowsTheCollectiveTable) {

@@ -25,7 +25,7 @@ def chunk(extent, parts):
 
 
 def check_dump_sim(sb, _mpiexec=None):
-    # The example of the issue: mesh 2x4, 10x7 f32, S(0)[3,7],S(1) -> R,S(0).
+    # The README's example: mesh 2x4, 10x7 f32, S(0)[3,7],S(1) -> R,S(0).
     cmd = [sb, "redistribute", "--backend", "sim", "--world", "8", "--mesh", "2x4", "--shape",
            "10x7", "--dtype", "f32", "--from", "S(0)[3,7],S(1)", "--to", "R,S(0)", "--dump"]
     lines = run(cmd, 0).stdout.strip().splitlines()

@@ -150,6 +150,16 @@ TEST(ArgumentChecks, SameMistakeSameMessageOnEveryBackend) {
                 "the "
                 "data locally instead";
        }},
+      {"send",
+       [](Communicator& c, void* a, void*) {
+         c.send(a, 1, DType::F32, (c.rank() + 1) % c.size(), -1);
+       },
+       [](int r, int) { return "rank " + n_text(r) + " passed tag -1; tags must be >= 0"; }},
+      {"recv",
+       [](Communicator& c, void* a, void*) {
+         c.recv(a, 1, DType::F32, (c.rank() + 1) % c.size(), -7);
+       },
+       [](int r, int) { return "rank " + n_text(r) + " passed tag -7; tags must be >= 0"; }},
       {"recv", [](Communicator& c, void* a, void*) { c.recv(a, 1, DType::F32, c.rank(), 0); },
        [](int r, int) {
          return "rank " + n_text(r) +

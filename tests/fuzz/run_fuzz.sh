@@ -18,20 +18,25 @@ fi
 rm -rf "$work"
 mkdir -p "$work/corpus"
 log=$work/fuzz.log
-# -timeout: one input running 10 s is a hang. -rss_limit_mb: all five targets run at once on a
-# small machine. -max_len: above the largest seed (results/valid-all, ~17 KB), so no seed is cut
+# -timeout: one input running 10 s is a hang. -rss_limit_mb: two targets run at once on a small
+# machine. -max_len: above the largest seed (results/valid-all, ~17 KB), so no seed is cut
 # short and mutants may grow past it.
 rc=0
 # The outer timeout only guards against libFuzzer itself not stopping; -k: SIGKILL if SIGTERM
 # does not end it either.
 outer=$((secs * 2 + 120))
-timeout -k 30 "$outer" "$fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+# bash's `time` reports the fuzzer's wall and CPU seconds (children included): the summary line
+# says how long each target really fuzzed, not only its budget.
+TIMEFORMAT='%1R %1U %1S'
+{ time timeout -k 30 "$outer" "$fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
   -max_len=65536 -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "$seeds" \
-  >"$log" 2>&1 || rc=$?
+  >"$log" 2>&1 || rc=$?; } 2>"$work/time"
 tail -n 40 "$log"
+read -r wall user sys <"$work/time" || true
+cpu=$(awk -v u="${user:-}" -v s="${sys:-}" 'BEGIN { if (u == "") print "?"; else printf "%.1f", u + s }')
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-echo "run_fuzz.sh: $(basename "$fuzzer"): ${runs:-?} runs, ${secs} s budget (${rate:-?} exec/s), $(ls "$seeds" | wc -l) seeds, $(ls "$work/corpus" | wc -l) new inputs, exit $rc"
+echo "run_fuzz.sh: $(basename "$fuzzer"): ${wall:-?} s wall, $cpu s CPU (budget ${secs} s), ${runs:-?} runs (${rate:-?} exec/s), $(ls "$seeds" | wc -l) seeds, $(ls "$work/corpus" | wc -l) new inputs, exit $rc"
 if [[ $rc == 124 || $rc == 137 ]]; then
   # timeout's own exit codes (SIGTERM worked / needed SIGKILL): libFuzzer did not stop by itself.
   echo "run_fuzz.sh: $(basename "$fuzzer") killed by the outer timeout ($outer s): libFuzzer did not stop after -max_total_time=$secs; see $log" >&2

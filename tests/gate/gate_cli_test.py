@@ -162,7 +162,7 @@ def sweep_with_wrong(name, seed, wrong_sizes):
 
 
 def review_checks(a):
-    """Review fixes: internal errors, wrong results, lost coverage, report writing, repeated
+    """Gate hardening: internal errors, wrong results, lost coverage, report writing, repeated
     files, one-sided environment fields, Google Benchmark field types."""
     # An internal error (a bug) is exit 70, never a verdict's code (3 is inconclusive).
     env = dict(os.environ, SHARDCAL_TEST_INTERNAL_ERROR="1")
@@ -360,7 +360,7 @@ def main():
     garbage = os.path.join(TMP, "garbage.jsonl")
     with open(garbage, "w") as f:
         f.write("not json\n")
-    bad(garbage, a, "not valid JSON", "garbage")
+    bad(garbage, a, "garbage.jsonl:1: column 2: invalid JSON", "garbage")
     # A multi-line Google Benchmark file with a bad number or a syntax error: the message names
     # the line (and the field of an out-of-range number), not line 1 of a JSON Lines reading.
     doc = json.load(open(a_gb := gbench_file("ml_ok.json", 1)))

@@ -1,4 +1,4 @@
-// Review fixes of the gate (docs/GATE.md): bimodal samples do not mask a clear regression, the
+// Hardening of the gate (docs/GATE.md): bimodal samples do not mask a clear regression, the
 // bimodality rule's false-alarm rate on unimodal noise, lost coverage and wrong results, one-sided
 // environment fields, repeated files on one side, Google Benchmark fields of the wrong type.
 #include <gtest/gtest.h>

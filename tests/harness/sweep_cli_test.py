@@ -413,7 +413,7 @@ def cmd_resumecheck(args):
             ("wrong-typed point key", None,
              ": line 2: /key: expected a string, got a number (5)"),
             ("a number outside a double's range", '{"type":"context","n_hosts":1e999}\n[1]\n',
-             ": line 1: a number is out of range"),
+             ": line 1: a number is outside the range of a double (field /n_hosts)"),
         ]:
             path = os.path.join(d, "bad.jsonl")
             if content is None:  # a real context line, then a broken point record

@@ -165,10 +165,7 @@ Measurement measure_gather_transition(Communicator& comm, const SweepConfig& cfg
   const shardcal::TensorMeta meta{{8, 4}, DType::F32};
   const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0)"), meta);
   const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R"), meta);
-  Point p;
-  p.transition = true;
-  p.mesh = "4";
-  return measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+  return measure_transition(mc, shardcal::plan_redistribution(a, b), cfg);
 }
 
 }  // namespace
@@ -247,10 +244,7 @@ TEST(Runner, TransitionsExecuteTheirPlanCorrectly) {
       const shardcal::TensorMeta meta{{6, 10}, DType::BF16};
       const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements(from), meta);
       const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements(to), meta);
-      Point p;
-      p.transition = true;
-      p.mesh = "2x2";
-      const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+      const Measurement m = measure_transition(mc, shardcal::plan_redistribution(a, b), cfg);
       EXPECT_EQ(m.wrong, 0u) << from << " -> " << to;
       EXPECT_TRUE(m.checked);
       EXPECT_EQ(m.slots, 4) << "small sets rotate up to max_slots, as collectives";
@@ -413,10 +407,7 @@ TEST(Runner, MeasurementsRecordTheTimer) {
       const shardcal::TensorMeta meta{{4, 6}, DType::F32};
       const shardcal::TensorSpec a(mc.mesh(), shardcal::parse_placements("S(0),R"), meta);
       const shardcal::TensorSpec b(mc.mesh(), shardcal::parse_placements("R,S(1)"), meta);
-      Point p;
-      p.transition = true;
-      p.mesh = "2x2";
-      const Measurement m = measure_transition(mc, p, shardcal::plan_redistribution(a, b), cfg);
+      const Measurement m = measure_transition(mc, shardcal::plan_redistribution(a, b), cfg);
       EXPECT_EQ(m.timer, "host_clock");
       EXPECT_EQ(m.wrong, 0u);
     }

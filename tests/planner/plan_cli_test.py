@@ -31,7 +31,7 @@ def main():
     prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
     base = ["--profile", prof]
 
-    # The example, text and JSON.
+    # S(0),S(1) -> R,S(0) of an 8192x8192 bf16 matrix on mesh 2x4 over 2 hosts, as text and JSON.
     ex = base + ["--mesh", "2x4", "--ranks-per-host", "4", "--shape", "8192x8192", "--dtype", "bf16",
                  "--from", "S(0),S(1)", "--to", "R,S(0)", "--k", "3"]
     r = run(sb, *ex)

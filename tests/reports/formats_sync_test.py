@@ -1,6 +1,8 @@
-"""formats/formats.json is what the Python readers take the formats from: check that the report
-loader and the shardcal package agree with it (the C++ side is checked by the unit test
+"""formats/formats.json is what the Python readers take the formats from (the shardcal package
+ships a copy): check that the copy is equal, that the report loader and the shardcal package
+agree with it (the C++ side is checked by the unit test
 FormatsTable), and that the link-class rule gives every worked example."""
+import json
 import os
 import sys
 
@@ -12,6 +14,10 @@ from shardcal_report import load  # noqa: E402
 import shardcal.profile as sp  # noqa: E402
 
 failures = []
+with open(os.path.join(ROOT, "formats", "formats.json"), encoding="utf-8") as f:
+    if json.load(f) != load.FORMATS:
+        failures.append("calibrate/python/shardcal/formats.json differs from formats/formats.json: "
+                        "copy formats/formats.json over it")
 schemas = load.FORMATS["schemas"]
 if (sp.SCHEMA, sp.VERSION) != (schemas["profile"]["schema"], schemas["profile"]["version"]):
     failures.append(f"shardcal.profile SCHEMA/VERSION {sp.SCHEMA}/{sp.VERSION} != formats.json "

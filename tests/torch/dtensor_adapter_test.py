@@ -364,7 +364,10 @@ def case_links(repo):
         ("2x4['dp'] = ranks [0, 4]", m24["dp"], [(2, 2, 1, 4)]),
         ("2x4['tp']", m24["tp"], [(4, 1, 4, 1)]),
         ("transposed [[0,2,4,6],[1,3,5,7]]", DeviceMesh("cpu", torch.arange(8).reshape(4, 2).T), [(2, 1, 2, 2), (4, 2, 2, 2)]),
-        ("4x3 (groups of 3 on 4-rank hosts)", DeviceMesh("cpu", torch.arange(12).reshape(4, 3)), [(4, 3, 2, 3), (3, 2, 2, 2)]),
+        # Not aligned with the hosts: a group whose ranks do not split evenly over its hosts counts
+        # as one rank per host, and round(groups x hosts spanned / hosts) groups share a host
+        # (dim 0: 3 x 3 / 3 = 3; dim 1: 4 x 2 / 3 -> 3), as `shardbench plan` prices it.
+        ("4x3 (groups of 3 on 4-rank hosts)", DeviceMesh("cpu", torch.arange(12).reshape(4, 3)), [(4, 4, 1, 3), (3, 3, 1, 3)]),
     ]
     for what, mesh, want in cases:
         for d, w in enumerate(want):

@@ -132,6 +132,60 @@ std::uint64_t sum_over_ranks(Communicator& world, std::uint64_t v) {
 
 }  // namespace
 
+namespace {
+
+// A collective point's rotation slot count: from the largest position's footprint, so every
+// rank picks the same count; buffers of a page or more take whole pages (see
+// CollectiveBuffers), so then pages bound it (rotation stays within its bytes).
+int collective_slots(const shardcal::CollectiveCall& call, const SweepConfig& cfg) {
+  const std::int64_t fine = call.footprint_bytes(256);
+  const std::int64_t footprint = fine >= kPage ? call.footprint_bytes(kPage) : fine;
+  return rotation_slots(footprint, cfg.rotation_bytes, cfg.rotation_max_slots);
+}
+
+// A collective point's send and receive slots, filled before anything is timed: the reference
+// input in every send slot, and in every receive slot a sentinel the op must overwrite (or, in
+// place at the root, the input). Buffers start on a page, and slots of a page or more on pages
+// too, as OSU's (posix_memalign to the page size) and any large allocation do: on 2 ranks (Open
+// MPI 4.1.4) buffers 64 B past a page made 4-16 KiB all_gather/all_reduce 7-10 % slower
+// (docs/PERFORMANCE.md, "OSU").
+struct CollectiveBuffers {
+  shardcal::Buffer send, recv;
+  std::byte* sbase = nullptr;
+  std::byte* rbase = nullptr;
+  std::int64_t send_stride = 0, recv_stride = 0;
+};
+
+CollectiveBuffers make_collective_buffers(MemorySpace& mem, const shardcal::CollectiveCall& call,
+                                          DType t, int r, bool input_in_recv, int slots) {
+  const auto es = std::int64_t(shardcal::dtype_size(t));
+  const auto send_n = std::int64_t(call.send_elems), recv_n = std::int64_t(call.recv_elems);
+  auto stride = [](std::int64_t b) { return round_up(b, b >= kPage ? kPage : 256); };
+  CollectiveBuffers b;
+  b.send_stride = stride(send_n * es);
+  b.recv_stride = stride(recv_n * es);
+  b.send = shardcal::Buffer(mem, std::size_t(b.send_stride * slots + kPage));
+  b.recv = shardcal::Buffer(mem, std::size_t(b.recv_stride * slots + kPage));
+  b.sbase = page_aligned(b.send.data());
+  b.rbase = page_aligned(b.recv.data());
+
+  auto input = [&](std::int64_t i) { return shardcal::reference_input(call, r, i); };
+  const auto send_one = encode(t, send_n, input);
+  const bool recv_is_input = input_in_recv && r == 0;
+  const auto recv_init = encode(t, recv_n, [&](std::int64_t i) { return recv_is_input ? input(i) : kSentinel; });
+  std::vector<std::byte> img(std::size_t(b.send_stride * slots));
+  std::vector<std::byte> rimg(std::size_t(b.recv_stride * slots));
+  for (int s = 0; s < slots; ++s) {
+    std::copy(send_one.begin(), send_one.end(), img.begin() + s * b.send_stride);
+    std::copy(recv_init.begin(), recv_init.end(), rimg.begin() + s * b.recv_stride);
+  }
+  mem.copy_from_host(b.sbase, img.data(), img.size());
+  mem.copy_from_host(b.rbase, rimg.data(), rimg.size());
+  return b;
+}
+
+}  // namespace
+
 Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, const SweepConfig& cfg) {
   // Shared harness: everything specific to p.op comes from its collective-table entry (sizes,
   // the call, the reference output); see shardcal/collectives.hpp.
@@ -143,45 +197,18 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   const auto es = std::int64_t(shardcal::dtype_size(t));
   const CollectiveShape sh = collective_shape(p.op, t, p.size, p.dist, g.size());
   const shardcal::CollectiveCall call = shardcal::make_collective_call(p.op, t, sh.counts, r);
-  const bool input_in_recv = collective_info(p.op).input_in_recv;
-
-  const auto send_n = std::int64_t(call.send_elems), recv_n = std::int64_t(call.recv_elems);
-  // The largest position's footprint, so every rank picks the same slot count; buffers of a page
-  // or more take whole pages (below), so then pages bound it (rotation stays within its bytes).
-  const std::int64_t fine = call.footprint_bytes(256);
-  const std::int64_t footprint = fine >= kPage ? call.footprint_bytes(kPage) : fine;
   Measurement m;
-  m.slots = rotation_slots(footprint, cfg.rotation_bytes, cfg.rotation_max_slots);
+  m.slots = collective_slots(call, cfg);
   m.depth = p.mode == Mode::Pipelined ? cfg.pipeline_depth : 1;
-  // Buffers start on a page, and slots of a page or more on pages too, as OSU's (posix_memalign
-  // to the page size) and any large allocation do: on 2 ranks (Open MPI 4.1.4) buffers 64 B past
-  // a page made 4-16 KiB all_gather/all_reduce 7-10 % slower (docs/PERFORMANCE.md, "OSU").
-  auto stride = [](std::int64_t b) { return round_up(b, b >= kPage ? kPage : 256); };
-  const std::int64_t send_stride = stride(send_n * es), recv_stride = stride(recv_n * es);
-  shardcal::Buffer send(mem, std::size_t(send_stride * m.slots + kPage));
-  shardcal::Buffer recv(mem, std::size_t(recv_stride * m.slots + kPage));
-  auto* sbase = page_aligned(send.data());
-  auto* rbase = page_aligned(recv.data());
-
-  // Inputs: the reference pattern in every slot; outputs: a sentinel the op must overwrite (or,
-  // in place at the root, the input).
-  auto input = [&](std::int64_t i) { return shardcal::reference_input(call, r, i); };
-  const auto send_one = encode(t, send_n, input);
-  const bool recv_is_input = input_in_recv && r == 0;
-  const auto recv_init = encode(t, recv_n, [&](std::int64_t i) { return recv_is_input ? input(i) : kSentinel; });
-  {
-    std::vector<std::byte> img(std::size_t(send_stride * m.slots));
-    std::vector<std::byte> rimg(std::size_t(recv_stride * m.slots));
-    for (int s = 0; s < m.slots; ++s) {
-      std::copy(send_one.begin(), send_one.end(), img.begin() + s * send_stride);
-      std::copy(recv_init.begin(), recv_init.end(), rimg.begin() + s * recv_stride);
-    }
-    mem.copy_from_host(sbase, img.data(), img.size());
-    mem.copy_from_host(rbase, rimg.data(), rimg.size());
-  }
+  const CollectiveBuffers bufs =
+      make_collective_buffers(mem, call, t, r, collective_info(p.op).input_in_recv, m.slots);
+  std::byte* const sbase = bufs.sbase;
+  std::byte* const rbase = bufs.rbase;
+  const std::int64_t send_stride = bufs.send_stride, recv_stride = bufs.recv_stride;
 
   // What each output element must be, from the senders' patterns.
-  const auto expected = encode(t, recv_n, [&](std::int64_t k) { return shardcal::reference_output(call, k); });
+  const auto expected = encode(t, std::int64_t(call.recv_elems),
+                               [&](std::int64_t k) { return shardcal::reference_output(call, k); });
 
   std::uint64_t ops = 0;
   // Inside the timed region: the table's call resolved once, and the slot advanced without a
@@ -276,32 +303,40 @@ TransitionSlot make_transition_slot(shardcal::MeshCommunicator& mc, const shardc
   return {std::move(in), std::move(ws), std::move(out)};
 }
 
-}  // namespace
-
-Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
-                               const shardcal::Plan& plan, const SweepConfig& cfg) {
+// The same protocol as a collective point (so a transition and the sum of its steps'
+// collectives are comparable): whole (input, workspace, output) sets rotate between runs, as
+// many as rotation_slots() gives for their footprint (the largest rank's, so every rank picks
+// the same count). Inputs stay untouched by execute_plan, and every intermediate buffer lives in
+// a slot's workspace, allocated and pre-faulted here: a timed sample holds communication and
+// pack/unpack only. Each rank's blocks come from the reference formula: no global tensor per
+// rank (a simulated world runs every rank in one process).
+std::vector<TransitionSlot> make_transition_slots(shardcal::MeshCommunicator& mc,
+                                                  const shardcal::Plan& plan,
+                                                  const SweepConfig& cfg) {
   Communicator& world = mc.world();
-  MemorySpace& mem = mc.memory();
-  const int rank = world.rank();
-  const auto& meta = plan.from.meta();
-  // Each rank's blocks from the reference formula: no global tensor per rank (a simulated world
-  // runs every rank in one process).
-  const auto init_host = shardcal::expected_reference_local(plan.from, rank);
-  // The same protocol as a collective point (so a transition and the sum of its steps'
-  // collectives are comparable): whole (input, workspace, output) sets rotate between runs,
-  // as many as rotation_slots() gives for their footprint (the largest rank's, so every rank
-  // picks the same count). Inputs stay untouched by execute_plan, and every intermediate buffer
-  // lives in a slot's workspace, allocated and pre-faulted here: a timed sample holds
-  // communication and pack/unpack only.
+  const auto init_host = shardcal::expected_reference_local(plan.from, world.rank());
   std::vector<TransitionSlot> slots;
   slots.push_back(make_transition_slot(mc, plan, init_host));
   std::int64_t footprint = 0;
   for (auto f : world.all_gather_u64(std::uint64_t(slots[0].footprint())))
     footprint = std::max(footprint, std::int64_t(f));
+  const int n = rotation_slots(footprint, cfg.rotation_bytes, cfg.rotation_max_slots);
+  slots.reserve(std::size_t(n));
+  while (int(slots.size()) < n) slots.push_back(make_transition_slot(mc, plan, init_host));
+  return slots;
+}
+
+}  // namespace
+
+Measurement measure_transition(shardcal::MeshCommunicator& mc, const shardcal::Plan& plan,
+                               const SweepConfig& cfg) {
+  Communicator& world = mc.world();
+  MemorySpace& mem = mc.memory();
+  const int rank = world.rank();
+  const auto& meta = plan.from.meta();
+  std::vector<TransitionSlot> slots = make_transition_slots(mc, plan, cfg);
   Measurement m;
-  m.slots = rotation_slots(footprint, cfg.rotation_bytes, cfg.rotation_max_slots);
-  slots.reserve(std::size_t(m.slots));
-  while (int(slots.size()) < m.slots) slots.push_back(make_transition_slot(mc, plan, init_host));
+  m.slots = int(slots.size());
 
   // Outputs are reused, so a check of one is only meaningful right after it was filled with the
   // sentinel: a run that wrote nothing (or part of it) then leaves sentinels behind. Every
@@ -357,7 +392,6 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
     m.checked = true;
   }
   m.wrong = sum_over_ranks(world, wrong);
-  (void)p;
   return m;
 }
 

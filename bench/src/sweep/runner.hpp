@@ -48,8 +48,8 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p,
 // cfg.check, every slot's output starts as a sentinel, the one a sample writes is reset to it
 // (untimed) before every timed sample a stop decision follows, and the check run's output and,
 // after the last timed sample, every slot the runs used are checked (OutputCheck).
-Measurement measure_transition(shardcal::MeshCommunicator& mc, const Point& p,
-                               const shardcal::Plan& plan, const SweepConfig& cfg);
+Measurement measure_transition(shardcal::MeshCommunicator& mc, const shardcal::Plan& plan,
+                               const SweepConfig& cfg);
 
 // The correctness check of a transition's local output. arm() fills the output with a sentinel
 // value no reference pattern produces; wrong() counts the elements that differ from `want` (all

@@ -460,7 +460,7 @@ bool run_transition_point(shardcal::MeshCommunicator& mc, const Point& p,
   const shardcal::TensorSpec from(mesh, shardcal::parse_placements(p.from), meta);
   const shardcal::TensorSpec to(mesh, shardcal::parse_placements(p.to), meta);
   const shardcal::Plan& plan = planned.plan;
-  m = measure_transition(mc, p, plan, cfg);
+  m = measure_transition(mc, plan, cfg);
   if (m.abandoned) return false;
   const Stats st = compute_stats(m.samples, cfg.confidence);
   json steps = json::array();

@@ -26,9 +26,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from . import formats as _formats
+
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", re.ASCII)
-SCHEMA = "shardcal.profile"
-VERSION = 1
+SCHEMA, VERSION = _formats.schema("profile")
 
 
 # The collective table, as data: collectives.json next to this file is what
@@ -524,9 +525,9 @@ class Profile:
         """Per-mesh-dim numbers in the shape of PyTorch DTensor's MeshTopoInfo.
 
         Ranks are numbered row-major over the mesh and host = rank // ranks_per_host (DTensor's
-        assumption). A dim is inter-host when its size times all later dims' sizes exceeds
-        ranks_per_host (DTensor's rule); its groups then span `size` hosts when the later dims
-        fill a host, else size * later / ranks_per_host hosts (rounded up). For each dim the
+        assumption). Each dim's link class (hosts its groups span, their ranks per host, groups at
+        once on one host) is `shardbench plan`'s: shardcal.formats.mesh_dim_link_class, whose
+        concurrency comes from formats.json's link-class rule. For each dim the
         model for `collective` is chosen like predict() does, at `nbytes` (default: the last,
         large-message segment). Returns mesh_dim_devices, mesh_dim_bandwidth (GB/s, 1e9 B/s; with
         contention B / (1 + gamma (c - 1)) for the dim's c concurrent groups),
@@ -537,20 +538,12 @@ class Profile:
         shape = [int(x) for x in mesh_shape]
         if not shape or min(shape) < 1 or ranks_per_host < 1:
             raise ProfileError("mesh_topo: mesh sizes and ranks_per_host must be >= 1")
-        world = math.prod(shape)
         out = {"mesh_dim_devices": [], "mesh_dim_bandwidth": [], "mesh_dim_latency": [],
                "mesh_dim_base_latency": [], "mesh_dim_bandwidth_dtensor": [], "link_class": [],
                "extrapolated": [], "note": []}
         for i, n in enumerate(shape):
-            later = math.prod(shape[i + 1:])
-            if n * later <= ranks_per_host:
-                hosts = 1
-            elif later >= ranks_per_host:
-                hosts = n
-            else:
-                hosts = min(n, -(-(n * later) // ranks_per_host))
-            group_rph = -(-n // hosts)
-            concurrent = max(1, min(ranks_per_host, world) // group_rph)
+            lc = _formats.mesh_dim_link_class(shape, i, ranks_per_host)
+            hosts, group_rph, concurrent = lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"]
             m, _ = self.choose_model(collective, n, hosts, concurrent, dtype)
             if nbytes is None:
                 probe = m.segments[-1].s_lo

@@ -29,6 +29,7 @@ import threading
 import warnings
 from typing import Any, Optional, Union
 
+from . import formats as _formats
 from . import profile as _profile
 
 SUPPORTED_TORCH = ((2, 15), (2, 15))  # (major, minor) inclusive: the releases this was verified on
@@ -142,17 +143,11 @@ def _dim_groups(mesh, d: int) -> list:
 
 
 def _link_class(groups, rph: int) -> dict:
-    """The link class of groups of global ranks, host = rank // rph. Groups not aligned with
-    hosts (e.g. groups of 3 on 4-rank hosts) are priced as the slowest: the most hosts any group
-    spans, its ranks spread evenly over them, and the most groups sharing one host."""
-    n = len(groups[0])
-    hosts = max(len({r // rph for r in g}) for g in groups)
-    per_host: dict = {}
-    for g in groups:
-        for h in {r // rph for r in g}:
-            per_host[h] = per_host.get(h, 0) + 1
-    return {"group_size": n, "hosts": hosts, "ranks_per_host": -(-n // hosts),
-            "concurrent_groups": max(per_host.values())}
+    """The link class of groups of global ranks, host = rank // rph, by the rule `shardbench
+    plan` prices a mesh dim with (shardcal.formats.groups_link_class): the most hosts any group
+    spans, and the groups at once on one host by formats.json's rule. Groups not aligned with
+    hosts (e.g. groups of 3 on 4-rank hosts) count as one rank per host, as in C++."""
+    return _formats.groups_link_class(groups, rph)
 
 
 class Pricer:

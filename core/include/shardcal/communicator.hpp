@@ -2,9 +2,12 @@
 // The one interface every backend (sim, mpi, nccl) implements. Counts and displacements are in
 // elements of `dtype`; buffers live in memory() of the communicator. Every call is collective
 // over the communicator unless it says otherwise. In place: all_reduce accepts send == recv;
-// broadcast is always in place; every other collective needs send and recv buffers that do not
-// overlap (the executor never aliases them). A count of 0 may come with any pointer; ranks other
-// than the root may pass empty counts/displs to scatterv/gatherv.
+// broadcast is always in place. Send and receive buffers of the other collectives may overlap:
+// every backend reads the input before it writes an overlapping output (sim copies each
+// contribution on arrival; mpi and nccl use their in-place forms where the overlap is one, and
+// otherwise copy the input to scratch memory first: a copy and, on nccl, a stream-ordered
+// allocation, so the executor never aliases them). A count of 0 may come with any pointer; ranks
+// other than the root may pass empty counts/displs to scatterv/gatherv.
 //
 // Failure contract: an operation either completes on every rank or throws on every rank that
 // reaches it: a peer that threw or died, or a wait longer than the configured timeout, raises
@@ -87,7 +90,8 @@ class Communicator {
   void gatherv(const void* send, std::size_t send_count, void* recv, Counts counts, Counts displs,
                DType t, int root);
   // Point to point (not collective). A rank never sends to or receives from itself: a blocking
-  // send to oneself never completes on mpi/nccl.
+  // send to oneself never completes on mpi/nccl. Tags are >= 0 on every backend (mpi also has an
+  // upper bound, MPI_TAG_UB).
   void send(const void* buf, std::size_t count, DType t, int peer, int tag);
   void recv(void* buf, std::size_t count, DType t, int peer, int tag);
 

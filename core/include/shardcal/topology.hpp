@@ -32,8 +32,8 @@ GroupSpan group_span(const Topology& topo, const std::vector<int>& world_ranks);
 // Throws Error if the mesh size differs from the number of ranks in topo.
 std::vector<bool> mesh_dims_spanning_hosts(const Topology& topo, const DeviceMesh& mesh);
 
-// The CUDA device a rank uses, from its node-local rank and the devices it can see (slurm issue
-// 11). Two layouts are valid: every task sees exactly one device (`srun --gpus-per-task=1`, or
+// The CUDA device a rank uses, from its node-local rank and the devices it can see (how Slurm
+// and mpirun hand out GPUs, docs/SLURM.md). Two layouts are valid: every task sees exactly one device (`srun --gpus-per-task=1`, or
 // CUDA_VISIBLE_DEVICES set per task) -> device 0; or the tasks of a node see all its devices
 // (visible >= local_size) -> device local_rank. Anything else (no device, or fewer than one per
 // local rank but more than one) is an error: `error` gets the reason and how to fix it, and -1

@@ -3,6 +3,7 @@
 // on top of nlohmann/json: parse errors and field errors name the file, the line and the JSON
 // pointer of the field, and a number outside a double's range (1e999) is bad input like any other
 // (shardcal::Error, exit 2), never an internal error.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,16 @@ class JsonSource {
 // would mislead).
 nlohmann::json parse_json(std::string_view text, const std::string& origin, const std::string& fix,
                           int max_depth = 0, const std::string& range_fix = {});
+
+// Parses one line of a JSON Lines file; `where` names the file and the line ("FILE:LINE" or
+// "FILE: line N"), so messages give the column, not a line. Throws shardcal::Error in
+// parse_json's words: "where: column C: invalid JSON: ...; fix" for a syntax error (unless
+// `may_be_torn`: then nullopt, for a last line cut short by a killed writer, which the caller
+// drops) and "where: a number is outside the range of a double (field /pointer); use a finite
+// value; range_fix" for an overflowing number (valid syntax, so never torn).
+std::optional<nlohmann::json> parse_json_line(std::string_view line, const std::string& where,
+                                              bool may_be_torn, const std::string& fix,
+                                              const std::string& range_fix);
 
 // A file's whole text. Throws shardcal::Error naming the path when it is a directory or cannot be
 // opened ("PATH: cannot open WHAT (OS reason); FIX") or read; `what` names the kind of file ("the

@@ -2,6 +2,8 @@
 // Schema names and format versions of every file shardcal writes (docs/RESULTS_FORMAT.md,
 // docs/PROFILE_FORMAT.md, docs/GATE.md). Writers stamp them, readers refuse anything else; the
 // Python readers take the same values from formats/formats.json (a test keeps the two equal).
+#include <string>
+
 namespace shardcal::formats {
 
 // Sweep results (JSON Lines). 2: transition keys use canonical placements (the user's text is
@@ -22,5 +24,10 @@ inline constexpr int kGateVersion = 1;
 inline constexpr const char* kValidateSchema = "shardcal.validate";
 inline constexpr const char* kValidateSummarySchema = "shardcal.validate.summary";
 inline constexpr int kValidateVersion = 1;
+
+// "NAME vN": how help texts name a format, from the constants above.
+inline std::string schema_label(const char* schema, int version) {
+  return std::string(schema) + " v" + std::to_string(version);
+}
 
 }  // namespace shardcal::formats
