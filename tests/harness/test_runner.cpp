@@ -256,7 +256,9 @@ TEST(Runner, TransitionsExecuteTheirPlanCorrectly) {
 // The (send, receive) pairs of measure_gather_transition's all_gathers are its rotated sets: as
 // many distinct ones as slots, each with its own input and output.
 TEST(Runner, TransitionsRotateWholeBufferSetsLikeCollectives) {
-  for (const auto& [bytes, max_slots] : {std::pair<std::int64_t, int>{4096, 64}, {4096, 4}, {0, 64}}) {
+  for (const auto& p : {std::pair<std::int64_t, int>{4096, 64}, {4096, 4}, {0, 64}}) {
+    const std::int64_t bytes = p.first;  // not a structured binding: clang 14 cannot capture one
+    const int max_slots = p.second;
     SweepConfig cfg = small_config();
     cfg.rotation_bytes = bytes;
     cfg.rotation_max_slots = max_slots;
@@ -292,9 +294,10 @@ TEST(Runner, TransitionWhoseTimedRunsWriteNothingIsWrong) {
   // see that: every element of every slot of every rank is wrong.
   SweepConfig cfg = small_config();
   cfg.check = true;
-  for (const auto& [rotation, slots] : {std::pair<std::int64_t, int>{0, 1}, {4096, 4}})
+  for (const auto& p : {std::pair<std::int64_t, int>{0, 1}, {4096, 4}})
   for (const int silent_after : {2, 1000}) {
-    cfg.rotation_bytes = rotation;
+    const int slots = p.second;  // not a structured binding: clang 14 cannot capture one
+    cfg.rotation_bytes = p.first;
     shardcal::testing::run_spmd(4, [&](Communicator& world) {
       CorruptingComm quiet(world, /*active=*/false, {}, silent_after);
       const Measurement m = measure_gather_transition(quiet, cfg);

@@ -157,7 +157,9 @@ TEST(SearchEquivalence, ProfilePricesAndCacheMatchPlainSearch) {
         // an invalid random spec (e.g. sizes that do not fit): draw again
       }
     }
-    for (const auto& [from, to] : transitions) {
+    for (const auto& tr : transitions) {
+      const TensorSpec& from = tr.first;  // not a structured binding: clang 14 cannot capture one
+      const TensorSpec& to = tr.second;
       const SearchOptions opt{k, 200000};
       const std::string fast = outcome([&] { return plan_cheapest(from, to, pr.fast, opt); });
       const std::string plain = outcome([&] { return plan_cheapest(from, to, pr.plain, opt); });

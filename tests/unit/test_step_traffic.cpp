@@ -176,7 +176,9 @@ TEST(StepTraffic, MatchesBruteForceOnRandomSpecs) {
       int plain = 0;
       for (const auto& [color, bytes] : b.bytes_by_color)
         if (bytes > best) best = bytes, best_color = color;
-      for (const auto& [color, c] : b.counts_by_color) {
+      for (const auto& entry : b.counts_by_color) {
+        // Not a structured binding: clang 14 cannot capture one in the lambda below.
+        const auto& c = entry.second;
         identical = identical && c == b.counts_by_color.begin()->second;
         const bool group_even = std::all_of(c.begin(), c.end(), [&](std::int64_t x) { return x == c[0]; });
         even = even && group_even;
