@@ -16,6 +16,10 @@ import re
 import subprocess
 import sys
 
+# The one atomic write of the Python side (a temp file in the same folder, renamed into place).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calibrate", "python"))
+from shardcal.formats import write_text_atomic  # noqa: E402
+
 TABLE_FILE = os.path.join("calibrate", "python", "shardcal", "collectives.json")
 # One-line enums in the schemas, e.g. "collective": {"enum": ["all_gather", ...]}.
 ENUM = re.compile(r'"enum": \[([^\]]*)\]')
@@ -50,9 +54,7 @@ def main():
         checked_in = json.load(f)
     if checked_in != table:
         if mode == "write":
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                f.write(raw)
-            os.replace(path + ".tmp", path)
+            write_text_atomic(path, raw)
         else:
             problems.append(f"{TABLE_FILE} differs from `shardbench info --collectives --json`")
 
@@ -73,9 +75,7 @@ def main():
             else:
                 problems.append(f"{rel}: collective enum {listed} is not the table {names}")
         if mode == "write":
-            with open(schema + ".tmp", "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(schema + ".tmp", schema)
+            write_text_atomic(schema, text)
 
     for p in problems:
         print("collectives_table.py: " + p, file=sys.stderr)

@@ -32,6 +32,7 @@ case $MODE in all | twice | pooled | split) ;; *) echo "aa_check.sh: MODE=$MODE:
 out=${OUT:-$(mktemp -d /tmp/shardcal-aa.XXXXXX)}
 mkdir -p "$out"
 py=/usr/bin/python3
+export PYTHONPATH="$root/calibrate/python${PYTHONPATH:+:$PYTHONPATH}"  # shardcal.formats' atomic write
 
 config=$root/configs/aa.json
 if [[ $SHORT == 1 ]]; then
@@ -71,8 +72,9 @@ gate() {  # gate REPORT.json BASELINE_FILES CANDIDATE_FILES (files space separat
 split() {  # split IN OUT_A OUT_B SEED: a seeded random member of each consecutive pair to each side
   "$py" - "$@" <<'PY'
 import json, random, sys
+from shardcal.formats import write_text_atomic
 src, out_a, out_b, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-fa, fb = open(out_a, "w"), open(out_b, "w")
+fa, fb = [], []
 for line in open(src):
     rec = json.loads(line)
     if rec.get("type") == "point" and rec.get("samples_s"):
@@ -86,11 +88,13 @@ for line in open(src):
             b.append(y)
         ra, rb = dict(rec), dict(rec)
         ra["samples_s"], rb["samples_s"] = a, b
-        fa.write(json.dumps(ra) + "\n")
-        fb.write(json.dumps(rb) + "\n")
+        fa.append(json.dumps(ra) + "\n")
+        fb.append(json.dumps(rb) + "\n")
     else:
-        fa.write(line)
-        fb.write(line)
+        fa.append(line)
+        fb.append(line)
+write_text_atomic(out_a, "".join(fa))
+write_text_atomic(out_b, "".join(fb))
 PY
 }
 

@@ -36,6 +36,12 @@ import signal
 import statistics
 import sys
 
+# The validate records' schema name, from the formats table the C++ writer is checked against.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python"))
+from shardcal.formats import schema  # noqa: E402
+
+VALIDATE_SCHEMA = schema("validate")[0]
+
 
 def die(msg):
     print(f"regret_from_measurements: {msg}", file=sys.stderr)
@@ -71,7 +77,7 @@ def load(path):
             die(f"{where}: not JSON ({getattr(e, 'msg', None) or type(e).__name__}); give shardbench validate output files")
         if not isinstance(r, dict):
             die(f"{where}: not a JSON object; give shardbench validate output files")
-        if r.get("schema") != "shardcal.validate":
+        if r.get("schema") != VALIDATE_SCHEMA:
             continue
         try:
             key = r["transition"]["key"]
@@ -104,7 +110,7 @@ def load(path):
         sha = this_sha
         out[key], labels[key] = plans, label
     if not out:
-        die(f"{path}: no validate records (schema shardcal.validate)")
+        die(f"{path}: no validate records (schema {VALIDATE_SCHEMA})")
     return out, labels, sha
 
 
