@@ -549,6 +549,7 @@ ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, 
   d.contention = *contention;
   std::optional<FamilyFit> fit = *contention ? with : fit_best(obs, op, opt, false);
   if (!fit) fit = with;
+  d.holdout_pooled = fit->holdout;
   // Per class: the median relative residual under the pooled fit and its standard error against
   // the pooled robust scale (SE of a median = 1.2533 sigma / sqrt(m)). The median needs no
   // clipping to resist a few 2-3x outliers, so a class 2-3x off shows its full offset; a class
@@ -571,6 +572,32 @@ ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, 
     d.class_residuals.push_back({n, c, mid, se, differs});
   }
   return d;
+}
+
+// A pooled model must also predict held-out sizes as well as the classes' own models (one per
+// concurrency, as a split family gets): where the pooled form cannot follow each class's shape
+// (e.g. groups sharing a link overlap less at small sizes than one group alone), the residual
+// test passes on the medians while the segments are a compromise that misses held-out sizes of
+// both. The pooled model (its holdout from decide_pooling) is kept unless the separate models'
+// k-fold holdout MAPE, over the same points, is lower by the segment-count gain margin; then
+// d.pooled is cleared.
+void compare_pooled_holdout(const std::vector<Obs>& all, Collective op, const FitOptions& opt,
+                            ClassPoolingDecision& d) {
+  if (!d.holdout_pooled) return;
+  double sum = 0;
+  std::size_t points = 0;
+  for (int c : distinct_cs(all)) {
+    std::vector<Obs> part;
+    for (const Obs& o : all)
+      if (o.c == c) part.push_back(o);
+    if (int(distinct_sizes(part).size()) < opt.min_sizes) return;
+    const auto own = fit_best(part, op, opt, false);
+    if (!own || !own->holdout) return;
+    sum += *own->holdout * double(part.size());
+    points += part.size();
+  }
+  d.holdout_separate = sum / double(points);
+  if (*d.holdout_separate < *d.holdout_pooled * (1.0 - opt.more_segments_gain)) d.pooled = false;
 }
 
 // The class most at odds with the others under a pooling decision's fit: the largest
@@ -746,9 +773,21 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
     bool contention = false;
     if (cs.size() >= 2) {
       ClassPoolingDecision d = decide_pooling(all, hk.first, hk.second, opt, &contention);
+      if (d.pooled) compare_pooled_holdout(all, hk.first, opt, d);
       if (d.pooled) {
         cal.class_pooling.push_back(d);
         fams.push_back({{hk.first, hk.second, cs.front()}, all, contention});
+        continue;
+      }
+      if (d.holdout_separate) {  // pooled residuals pass, held-out sizes do not: one per concurrency
+        d.contention = false;
+        cal.class_pooling.push_back(d);
+        for (int c : cs) {
+          Family f{{hk.first, hk.second, c}, {}, false};
+          for (const Obs& o : all)
+            if (o.c == c) f.obs.push_back(o);
+          fams.push_back(std::move(f));
+        }
         continue;
       }
       // Split off the worst class, one at a time, until the rest pools (or holds one
@@ -1026,6 +1065,10 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                    {"classes", res},
                    {"split_off", d.split_off},
                    {"detail", d.detail}});
+    if (d.holdout_pooled && d.holdout_separate) {
+      cls.back()["holdout_pooled"] = *d.holdout_pooled;
+      cls.back()["holdout_separate"] = *d.holdout_separate;
+    }
   }
   more["class_pooling"] = cls;
   json unf = json::array();
@@ -1130,7 +1173,12 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
            fmt("%.1f", d.contention_z) + ", effect " + fmt("%.1f%%", d.contention_effect * 100) +
            "; median residual per class, split at > " +
            fmt("%.0f%%", cal.options.class_bias_min * 100) + " and > 3 SE: " +
-           (d.detail.empty() ? res : d.detail) + ")\n";
+           (d.detail.empty() ? res : d.detail) +
+           (d.holdout_pooled && d.holdout_separate
+                ? "; holdout pooled " + pct(d.holdout_pooled) + ", one model per concurrency " +
+                      pct(d.holdout_separate)
+                : std::string()) +
+           ")\n";
   }
   for (const auto& d : cal.dtypes)
     if (d.dtypes.size() >= 2)

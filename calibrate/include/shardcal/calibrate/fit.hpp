@@ -57,6 +57,9 @@ struct ClassPoolingDecision {
   // Classes split off (one model per concurrency among them), worst first; the rest stay pooled.
   std::vector<std::pair<int, int>> split_off;
   std::string detail;             // why no test was made ("" = tested)
+  // k-fold holdout MAPE over sizes of the pooled model and, when the residual test pooled, of
+  // one model per concurrency over the same points (unset: not compared).
+  std::optional<double> holdout_pooled, holdout_separate;
 };
 
 struct UnfittedModel {
