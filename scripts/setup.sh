@@ -14,14 +14,15 @@ Usage: bash scripts/setup.sh [--with-mpich] [--with-slurm] [--with-fuzz] [--dev-
 Installs the Debian packages needed to build, test and run shardcal (apt-get, as root or via
 sudo). Runs `apt-get update` first whenever something has to be installed.
 
-  --with-mpich  also install libmpich-dev (MPICH, for the build-only MPICH check of
-                scripts/test.sh). OpenMPI stays the default `mpicc`/`mpirun`: Debian gives
+  --with-mpich  also install libmpich-dev (MPICH, for the `mpich` stage of scripts/test.sh:
+                the conformance suite built against MPICH). OpenMPI stays the default `mpicc`/`mpirun`: Debian gives
                 OpenMPI alternative priority 50 and MPICH 40.
   --with-slurm  also install slurm-wlm and munge, for scripts/slurm/local-cluster and the
                 Slurm end-to-end test (ctest label slurm; scripts/test.sh passes this flag).
                 Daemons are not configured system-wide: local-cluster runs its own.
-  --with-fuzz   also install clang-14 and its runtime libraries (libFuzzer, ASan/UBSan), for
-                the libFuzzer targets (tests/fuzz; the `fuzz` stage of scripts/test.sh)
+  --with-fuzz   also install clang-14, its runtime libraries (libFuzzer, ASan/UBSan) and
+                llvm-symbolizer, for the `asan` and `fuzz` stages of scripts/test.sh (one clang
+                build; tests/fuzz)
   --dev-tools   also install clang-format and clang-tidy (developer tools, not needed by CI)
   --force       run apt-get update + install even when every package is already installed
   --help        show this help
@@ -66,9 +67,11 @@ PACKAGES+=(iproute2 util-linux procps)  # procps: pgrep/pkill in scripts/slurm
 PACKAGES+=(libsimgrid-dev)
 [[ $WITH_MPICH == 1 ]] && PACKAGES+=(libmpich-dev mpich)
 [[ $WITH_SLURM == 1 ]] && PACKAGES+=(slurm-wlm munge)  # slurm: scripts/slurm/, docs/SLURM.md
-# libclang_rt.fuzzer*.a is in libclang-rt-14-dev, which is only recommended (by
-# libclang-common-14-dev, a dependency of clang-14), so it is named here.
-[[ $WITH_FUZZ == 1 ]] && PACKAGES+=(clang-14 libclang-rt-14-dev)
+# libclang_rt.{asan,fuzzer}*.a are in libclang-rt-14-dev, which is only recommended (by
+# libclang-common-14-dev, a dependency of clang-14), so it is named here. Clang's sanitizer
+# runtime turns addresses into function:file:line with llvm-symbolizer (llvm-14), which
+# clang-14 does not pull in; without it a report shows bare addresses.
+[[ $WITH_FUZZ == 1 ]] && PACKAGES+=(clang-14 libclang-rt-14-dev llvm-14)
 [[ $DEV_TOOLS == 1 ]] && PACKAGES+=(clang-format clang-tidy)
 
 if [[ ! -r /etc/debian_version ]]; then

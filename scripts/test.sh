@@ -15,7 +15,8 @@
 #            seeds; any finding fails
 #   tsan     TSan, sim backend only; builds only what the tests need; ctest -L 'sim' (conformance + sweep harness on sim threads)
 #   mpich    the MPI backend built against MPICH (the conformance suite and the libraries it
-#            links); ctest conformance.mpi.np1/np2 on MPICH ranks
+#            links); ctest conformance.mpi.np1/np2 on MPICH ranks, the sub-communicator tests
+#            on 4
 #   simulate shardbench built for SimGrid SMPI (smpicxx), only that target; ctest -L simulate
 #            (8 simulated ranks: determinism, bandwidth ground truth, bad input)
 # A failing stage does not stop the later ones (unless --fail-fast); the script ends with the
@@ -33,7 +34,7 @@ Usage: bash scripts/test.sh [options]
 Builds shardcal and runs every test suite: Release + -Werror (all labels), ASan+UBSan with
 clang (labels unit|sim|cli), libFuzzer on every reader of user input in that same build (label
 fuzz), TSan (label sim),
-the conformance suite on MPICH ranks, and the simulated cluster (SimGrid SMPI build of shardbench, label
+the conformance suite on 1, 2 and 4 MPICH ranks, and the simulated cluster (SimGrid SMPI build of shardbench, label
 simulate). Prints per-stage timings and a final line `N passed, M failed`; exits non-zero if anything failed.
 
 Options:
@@ -45,7 +46,7 @@ Options:
   --build-prefix P    build directories are P-release, P-asan, ... (default: build-test;
                       env SHARDCAL_BUILD_PREFIX)
   --jobs N            parallel build jobs (default: nproc; env SHARDCAL_JOBS)
-  --ctest-jobs N      tests run in parallel by ctest (default: 1)
+  --ctest-jobs N      tests run in parallel by ctest (default: 1; asan and fuzz run 2 at a time)
   --fail-fast         stop after the first stage that fails
   --help              show this help
 
@@ -144,6 +145,7 @@ if command -v ccache >/dev/null; then
   COMMON_CMAKE+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 CTEST_COMMON=(--output-on-failure --no-tests=error --timeout 1500 -j "$CTEST_JOBS")
+CTEST_EXTRA=()  # a stage's own ctest flags (set before its stage_test, emptied after)
 
 # ---------------------------------------------------------------------------------------------
 # per-stage bookkeeping
@@ -254,10 +256,10 @@ stage_test() {
   local lflags=()
   [[ -n $labels ]] && lflags=(-L "$labels")
   local log="$dir/ctest-$name.log" rc=0
-  banner "[$name] test: ${envs[*]} ${wrapper[*]} ctest --test-dir $dir ${lflags[*]}"
+  banner "[$name] test: ${envs[*]} ${wrapper[*]} ctest --test-dir $dir ${lflags[*]} ${CTEST_EXTRA[*]}"
   local t=$SECONDS
   run_logged "$log" env "${envs[@]}" "${wrapper[@]}" ctest --test-dir "$dir" "${CTEST_COMMON[@]}" \
-    "${lflags[@]}" || rc=$?
+    "${lflags[@]}" "${CTEST_EXTRA[@]}" || rc=$?
   echo "    [$name] tests took $(fmt_secs $((SECONDS - t)))"
   parse_ctest "$log" "$rc"
   local result=ok
@@ -391,14 +393,28 @@ fi
 SAN_CMAKE=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_C_FLAGS=-O1
            -DSHARDCAL_WITH_MPI=OFF -DSHARDCAL_WITH_NCCL=OFF -DSHARDCAL_BUILD_BENCH=OFF)
 
-# The asan and fuzz stages share one clang build (ASan+UBSan; SHARDCAL_FUZZ=ON adds the fuzz
-# targets and gives the readers they exercise libFuzzer's coverage): the libraries compile once,
-# and clang with line tables compiles this build about twice as fast as GCC with -g did. Without
-# clang (a developer's machine, --no-setup) the asan stage falls back to GCC and fuzz fails.
+# The asan and fuzz stages share one clang build (ASan+UBSan; SHARDCAL_FUZZ=ON, whenever
+# libFuzzer is there, adds the fuzz targets and gives the readers they exercise libFuzzer's
+# coverage): the libraries compile once, and clang with line tables compiles this build about
+# twice as fast as GCC with -g did. Without a clang that has its ASan runtime (a developer's
+# machine, --no-setup) the asan stage falls back to GCC and fuzz fails.
 san_dir=$BUILD_PREFIX-asan
 san_cxx=$(command -v clang++-14 || command -v clang++ || true)
-# clang prints the bare name back when it has no such file: the runtime package is missing.
-fuzz_rt=${san_cxx:+$("$san_cxx" -print-file-name="libclang_rt.fuzzer-$(uname -m).a")}
+rt_file() {  # clang prints the bare name back when it has no such file (runtime not installed)
+  "$san_cxx" -print-file-name="libclang_rt.$1-$(uname -m).a" 2>/dev/null || true
+}
+if [[ -n $san_cxx && ! -f $(rt_file asan) ]]; then
+  echo "    $san_cxx has no ASan runtime (libclang-rt-14-dev): the asan stage uses g++" >&2
+  san_cxx=""
+fi
+fuzz_rt=""
+[[ -n $san_cxx ]] && fuzz_rt=$(rt_file fuzzer)
+san_env=()
+if [[ -n $san_cxx ]]; then
+  # Clang's runtime symbolizes reports with llvm-symbolizer (llvm-14), found here beside clang.
+  symbolizer=$(dirname "$(readlink -f "$san_cxx")")/llvm-symbolizer
+  [[ -x $symbolizer ]] && san_env=("ASAN_SYMBOLIZER_PATH=$symbolizer")
+fi
 san_configured=""
 san_configure() {  # stage -> configures $san_dir once (sets STAGE_ERR on failure)
   [[ -n $san_configured ]] && return 0
@@ -413,7 +429,7 @@ san_configure() {  # stage -> configures $san_dir once (sets STAGE_ERR on failur
 }
 fuzz_ready() {  # can the fuzz stage run? (sets STAGE_ERR when not)
   if [[ -z $san_cxx ]]; then
-    STAGE_ERR="clang++ not found (scripts/setup.sh --with-fuzz installs clang-14)"
+    STAGE_ERR="no clang++ with its sanitizer runtimes (scripts/setup.sh --with-fuzz installs clang-14)"
   elif [[ ! -f $fuzz_rt ]]; then
     STAGE_ERR="$san_cxx has no libFuzzer runtime (run scripts/setup.sh --with-fuzz)"
   else
@@ -426,21 +442,18 @@ if wanted asan; then
   t0=$SECONDS
   labels='unit|sim|cli'
   probe_asan
-  [[ -z $san_cxx ]] && echo "    clang++ not found: the asan stage builds with g++ (fuzz cannot run)"
-  extra=()
-  wanted fuzz && fuzz_ready && extra=(fuzzers)
-  # Configure first (targets are read from the configured test list), then build those.
+  # Configure first (targets are read from the configured test list), then build those (the
+  # fuzz targets are the fuzz stage's: a broken one must not stop these tests).
   if san_configure asan &&
     read -r -a targets <<<"$(test_targets "$san_dir" "$labels" unit_tests conformance_tests)" &&
-    stage_compile asan "$san_dir" "${targets[@]}" "${extra[@]}"; then
-    ctest_saved=("${CTEST_COMMON[@]}")
+    stage_compile asan "$san_dir" "${targets[@]}"; then
     # Two tests at a time: the longest (the calibration's synthetic sweeps, ~2.5 min) runs
-    # beside the rest; these tests share no files or ports.
-    CTEST_COMMON+=(-j 2)
+    # beside the rest; these tests share no files (temp paths per process; resume is RUN_SERIAL).
+    CTEST_EXTRA=(-j 2)
     stage_test asan "$san_dir" "$t0" "$labels" \
       "ASAN_OPTIONS=$asan_opts" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      SHARDCAL_PROPERTY_CASES=1000
-    CTEST_COMMON=("${ctest_saved[@]}")
+      SHARDCAL_PROPERTY_CASES=1000 "${san_env[@]}"
+    CTEST_EXTRA=()
   else
     stage_failed_early asan "$t0"
   fi
@@ -457,11 +470,11 @@ if wanted fuzz; then
   if ! fuzz_ready; then
     stage_failed_early fuzz "$t0"
   elif san_configure fuzz && stage_compile fuzz "$san_dir" fuzzers; then
-    ctest_saved=("${CTEST_COMMON[@]}")
-    CTEST_COMMON+=(-j 2)
+    CTEST_EXTRA=(-j 2)
     stage_test fuzz "$san_dir" "$t0" fuzz "ASAN_OPTIONS=$asan_opts" \
-      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "SHARDCAL_FUZZ_SECONDS=${SHARDCAL_FUZZ_SECONDS:-60}"
-    CTEST_COMMON=("${ctest_saved[@]}")
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${san_env[@]}" \
+      "SHARDCAL_FUZZ_SECONDS=${SHARDCAL_FUZZ_SECONDS:-60}"
+    CTEST_EXTRA=()
     grep -h "^run_fuzz.sh: fuzz_" "$san_dir/Testing/Temporary/LastTest.log" | sed "s/^/    /" || true
   else
     stage_failed_early fuzz "$t0"
@@ -498,9 +511,10 @@ fi
 # -- MPICH -------------------------------------------------------------------------------------
 # Every file that includes mpi.h is in shardcal_core or the MPI backend, so building the
 # conformance suite (and the libraries it links) compiles all of them against MPICH; the suite
-# then runs on 1 and 2 MPICH ranks. Not more: MPICH's ranks poll without yielding, and 4 of them
-# on 2 cores took 129 s for what 2 do in 0.3 s (Open MPI runs the larger worlds in the release
-# stage).
+# then runs on 1 and 2 MPICH ranks, and the tests that need sub-communicators or 3+ ranks once
+# on 4. Not the whole suite on 4: MPICH's ranks poll without yielding, and 4 of them on 2 cores
+# took 129 s for what 2 do in 0.3 s (Open MPI runs the larger worlds in the release stage).
+mpich_subcomm_filter='CheckSameSpec.*:PlanChecks.*:Split.*:Redistribute.NamedTransitions'
 if wanted mpich; then
   t0=$SECONDS
   dir=$BUILD_PREFIX-mpich
@@ -511,14 +525,21 @@ if wanted mpich; then
     -DSHARDCAL_WITH_MPI=ON -DSHARDCAL_WITH_NCCL=OFF -DSHARDCAL_BUILD_BENCH=OFF \
     -DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich &&
     stage_compile mpich "$dir" conformance_tests; then
-    if ldd "$dir/bin/conformance_tests" | grep -qi mpich; then
-      ctest_saved=("${CTEST_COMMON[@]}")
-      CTEST_COMMON+=(-R '^conformance\.mpi\.np[12]$')
-      stage_test mpich "$dir" "$t0" mpi
-      CTEST_COMMON=("${ctest_saved[@]}")
-    else
+    banner "[mpich] 4 ranks: mpiexec.mpich -n 4 conformance_tests --gtest_filter='$mpich_subcomm_filter'"
+    if ! ldd "$dir/bin/conformance_tests" | grep -qi mpich; then
       STAGE_ERR="conformance_tests is not linked against MPICH (ldd shows no libmpich)"
       stage_failed_early mpich "$t0"
+    elif ! timeout 300 /usr/bin/mpiexec.mpich -n 4 env SHARDCAL_TEST_BACKEND=mpi GTEST_COLOR=no \
+      "$dir/bin/conformance_tests" "--gtest_filter=$mpich_subcomm_filter" </dev/null \
+      >"$dir/np4.log" 2>&1; then
+      tail -n 30 "$dir/np4.log"
+      STAGE_ERR="conformance on 4 MPICH ranks failed (log: $dir/np4.log)"
+      stage_failed_early mpich "$t0"
+    else
+      grep -E '^\[  PASSED  \]' "$dir/np4.log" | sed 's/^/    /'
+      CTEST_EXTRA=(-R '^conformance\.mpi\.np[12]$')
+      stage_test mpich "$dir" "$t0" mpi
+      CTEST_EXTRA=()
     fi
   else
     stage_failed_early mpich "$t0"
