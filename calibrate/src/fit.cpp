@@ -768,6 +768,15 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
     bool contention = false;
   };
   std::vector<Family> fams;
+  // Classes not pooled: one family per concurrency (the model key) of obs.
+  const auto per_concurrency = [&fams](Collective op, int hosts, const std::vector<Obs>& obs) {
+    for (int c : distinct_cs(obs)) {
+      Family f{{op, hosts, c}, {}, false};
+      for (const Obs& o : obs)
+        if (o.c == c) f.obs.push_back(o);
+      fams.push_back(std::move(f));
+    }
+  };
   for (auto& [hk, all] : by_hosts) {
     const std::vector<int> cs = distinct_cs(all);
     bool contention = false;
@@ -782,12 +791,7 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
       if (d.holdout_separate) {  // pooled residuals pass, held-out sizes do not: one per concurrency
         d.contention = false;
         cal.class_pooling.push_back(d);
-        for (int c : cs) {
-          Family f{{hk.first, hk.second, c}, {}, false};
-          for (const Obs& o : all)
-            if (o.c == c) f.obs.push_back(o);
-          fams.push_back(std::move(f));
-        }
+        per_concurrency(hk.first, hk.second, all);
         continue;
       }
       // Split off the worst class, one at a time, until the rest pools (or holds one
@@ -822,12 +826,7 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
         d.contention = rest_pooled && rest_contention;
         cal.class_pooling.push_back(d);
         fams.push_back({{hk.first, hk.second, rcs.front()}, rest, d.contention});
-        for (int c : scs) {
-          Family f{{hk.first, hk.second, c}, {}, false};
-          for (const Obs& o : split)
-            if (o.c == c) f.obs.push_back(o);
-          fams.push_back(std::move(f));
-        }
+        per_concurrency(hk.first, hk.second, split);
         continue;
       }
       // A split class shares the rest's concurrency (the model key): one model per concurrency.
@@ -835,12 +834,7 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
       d.contention = false;
       cal.class_pooling.push_back(d);
     }
-    for (int c : cs) {
-      Family f{{hk.first, hk.second, c}, {}, false};
-      for (const Obs& o : all)
-        if (o.c == c) f.obs.push_back(o);
-      fams.push_back(std::move(f));
-    }
+    per_concurrency(hk.first, hk.second, all);
   }
   for (const auto& [key, obs, contention] : fams) {
     std::set<DType> dts;
