@@ -6,9 +6,9 @@
 #            scripts/python-env.sh [--torch] (the venv .venv with the shardcal package, and torch
 #            from PyPI when the release stage runs; always)
 #   release  Release, -Werror, every backend that is available; ctest, all labels
-#   asan     clang, ASan+UBSan, sim backend only; builds only what the tests need (and, when
-#            the fuzz stage runs too, the fuzz targets: the two stages share one build);
-#            ctest -L 'unit|sim|cli', two tests at a time
+#   asan     clang, ASan+UBSan, sim backend only; builds only what the tests need (the fuzz
+#            stage shares this build and adds the fuzz targets); ctest -L 'unit|sim|cli', two
+#            tests at a time
 #   fuzz     libFuzzer on every reader of user input (tests/fuzz), in the asan stage's build;
 #            ctest -L fuzz, two targets at a time (one per core of the 2-core CI machine), each
 #            SHARDCAL_FUZZ_SECONDS (default 60, at least 60 when CI=true) over its checked-in
@@ -33,9 +33,8 @@ Usage: bash scripts/test.sh [options]
 
 Builds shardcal and runs every test suite: Release + -Werror (all labels), ASan+UBSan with
 clang (labels unit|sim|cli), libFuzzer on every reader of user input in that same build (label
-fuzz), TSan (label sim),
-the conformance suite on 1, 2 and 4 MPICH ranks, and the simulated cluster (SimGrid SMPI build of shardbench, label
-simulate). Prints per-stage timings and a final line `N passed, M failed`; exits non-zero if anything failed.
+fuzz), TSan (label sim), the conformance suite on 1, 2 and 4 MPICH ranks, and the simulated
+cluster (SimGrid SMPI build of shardbench, label simulate). Prints per-stage timings and a final line `N passed, M failed`; exits non-zero if anything failed.
 
 Options:
   --no-setup          do not run scripts/setup.sh (apt-get); for developers whose machine is set up
