@@ -2,13 +2,16 @@
 // this once per level, interleaved, and prints the table in docs/PERFORMANCE.md).
 //
 // Within one process (one thread level, taken from SHARDCAL_MPI_THREAD_LEVEL by the backend's own
-// MPI_Init_thread) up to five ways of making the same call are timed the OSU way (MPI_Wtime around the
+// MPI_Init_thread) up to six ways of making the same call are timed the OSU way (MPI_Wtime around the
 // call, MPI_Barrier between calls, `skip` untimed warm-up calls), interleaved round by round in a
 // rotating order so that drift in machine load hits each alike:
 //   raw      MPI_Allgather / MPI_Allreduce on MPI_COMM_WORLD (what osu_style.cpp does)
 //   watch    the same call inside the backend's WatchScope (arming/disarming the watchdog)
 //   dup      the raw call on an MPI_Comm_dup of MPI_COMM_WORLD (the backend's communicators are
 //            duplicates or splits of the world, never the world itself)
+//   page     the raw call on page-aligned buffers, as OSU allocates them (posix_memalign to the
+//            page size in osu_util.c) and the sweep places them: raw and sweep differ in
+//            alignment too, page and sweep only in the harness
 //   backend  Communicator::all_gather / all_reduce of the MPI backend (virtual call, argument and
 //            aliasing checks, WatchScope, the MPI call on the backend's duplicate of the world)
 //   sweep    one point of `shardbench sweep` itself: shardbench::sweep::measure_collective, the
@@ -24,13 +27,17 @@
 // std::vector buffers (malloc, 16 bytes past a page boundary at these sizes) raw was 5-15 %
 // slower than sweep at 2-4 MiB all_reduce, an allocation effect, not a harness one.
 // Statistic (as shardbench and osu_style report it): per iteration the slowest rank's time; the
-// median over iterations; then the median over rounds. Sizes follow shardbench's convention
+// median over iterations; then the median over rounds. OSU's statistic is reported too
+// (`rank_mean_max_s`: each rank's mean over its iterations, the largest across ranks, median over
+// rounds), the one osu_compare.sh compares with OSU's binary. Sizes follow shardbench's convention
 // (docs/RESULTS_FORMAT.md): all_gather S is the whole output, all_reduce S one rank's buffer (f32).
 //
-//   mpi_overhead [--iterations N] [--skip K] [--rounds R] [--variants raw,sweep,...]
+//   mpi_overhead [--iterations N] [--skip K] [--rounds R] [--variants raw,page,sweep,...]
 //                [--sweep-config FILE] SIZE...
 //   (JSON lines on rank 0; default variants: raw,watch,backend; sweep needs >= 2 ranks and
 //   --sweep-config)
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -68,9 +75,25 @@ struct Args {
   std::string sweep_config;   // sweep config file for the sweep variant
 };
 
-enum class Variant { Raw, Watch, Backend, Sweep, Dup };
-constexpr const char* kVariantNames[] = {"raw", "watch", "backend", "sweep", "dup"};
-constexpr int kVariants = 5;
+enum class Variant { Raw, Watch, Backend, Sweep, Dup, Page };
+constexpr const char* kVariantNames[] = {"raw", "watch", "backend", "sweep", "dup", "page"};
+constexpr int kVariants = 6;
+
+// A page-aligned f32 buffer (OSU's allocation); freed with the object.
+struct PageBuffer {
+  float* p = nullptr;
+  explicit PageBuffer(std::size_t elems) {
+    void* v = nullptr;
+    const long page = sysconf(_SC_PAGESIZE);
+    const std::size_t align = std::size_t(page > 0 ? page : 4096);
+    if (posix_memalign(&v, align, std::max<std::size_t>(elems, 1) * 4) != 0)
+      throw shardcal::Error("mpi_overhead: posix_memalign failed");
+    p = static_cast<float*>(v);
+  }
+  ~PageBuffer() { std::free(p); }
+  PageBuffer(const PageBuffer&) = delete;
+  PageBuffer& operator=(const PageBuffer&) = delete;
+};
 
 bool parse_int(const char* text, int lo, int& out) {
   char* end = nullptr;
@@ -106,7 +129,7 @@ std::string parse(int argc, char** argv, Args& a) {
         const std::string name = list.substr(b, e - b);
         int k = 0;
         while (k < kVariants && name != kVariantNames[k]) ++k;
-        if (k == kVariants) return "--variants: '" + name + "' is not raw, watch, backend, sweep or dup";
+        if (k == kVariants) return "--variants: '" + name + "' is not raw, watch, backend, sweep, dup or page";
         a.variants.push_back(k);
         b = e + 1;
       }
@@ -133,7 +156,7 @@ int main(int argc, char** argv) {
   if (const std::string err = parse(argc, argv, a); !err.empty()) {
     std::fprintf(stderr,
                  "mpi_overhead: %s\nusage: mpi_overhead [--iterations N] [--skip K] [--rounds R] "
-                 "[--variants raw,watch,backend,sweep] [--sweep-config FILE] SIZE...\n",
+                 "[--variants raw,watch,backend,sweep,dup,page] [--sweep-config FILE] SIZE...\n",
                  err.c_str());
     return 2;
   }
@@ -177,11 +200,15 @@ int main(int argc, char** argv) {
           auto* recv = static_cast<float*>(recv_buf.data());
           std::fill(send, send + count, 1.0f);
           std::fill(recv, recv + recv_count, 0.0f);
-          auto raw_on = [&](MPI_Comm c) {
+          PageBuffer psend{std::size_t(count)}, precv{std::size_t(recv_count)};
+          std::fill(psend.p, psend.p + count, 1.0f);
+          std::fill(precv.p, precv.p + recv_count, 0.0f);
+          auto raw_on = [&](MPI_Comm c, const float* in = nullptr, float* out = nullptr) {
+            if (in == nullptr) in = send, out = recv;
             if (gather)
-              MPI_Allgather(send, int(count), MPI_FLOAT, recv, int(count), MPI_FLOAT, c);
+              MPI_Allgather(in, int(count), MPI_FLOAT, out, int(count), MPI_FLOAT, c);
             else
-              MPI_Allreduce(send, recv, int(count), MPI_FLOAT, MPI_SUM, c);
+              MPI_Allreduce(in, out, int(count), MPI_FLOAT, MPI_SUM, c);
           };
           auto raw = [&] { raw_on(MPI_COMM_WORLD); };
           // The config's point for this op and size.
@@ -201,6 +228,9 @@ int main(int argc, char** argv) {
               case Variant::Dup:
                 raw_on(dup);
                 break;
+              case Variant::Page:
+                raw_on(MPI_COMM_WORLD, psend.p, precv.p);
+                break;
               case Variant::Watch: {
                 detail::WatchScope w(op, group, 300);
                 raw();
@@ -219,7 +249,8 @@ int main(int argc, char** argv) {
           // Per round: the median and the mean over iterations of the slowest rank's time. The
           // mean is reported too because MPI_Wtime ticks in 10 ns steps on the development VM:
           // a median of ~250 ns calls moves in 4 % jumps, a mean averages the ticks out.
-          std::vector<std::vector<double>> per_round(kVariants), per_round_mean(kVariants);
+          std::vector<std::vector<double>> per_round(kVariants), per_round_mean(kVariants),
+              per_round_rank_max(kVariants);
           std::vector<double> mine(std::size_t(a.iterations)), slowest(std::size_t(a.iterations));
           const int nv = int(a.variants.size());
           // Round -1 is untimed: every variant once, so the first point of each op is not measured
@@ -239,6 +270,7 @@ int main(int argc, char** argv) {
                 if (rank == 0 && record) {
                   per_round[std::size_t(v)].push_back(median(m.samples));
                   per_round_mean[std::size_t(v)].push_back(mean(m.samples));
+                  per_round_rank_max[std::size_t(v)].push_back(m.rank_mean_max_s);
                 }
                 continue;
               }
@@ -251,9 +283,13 @@ int main(int argc, char** argv) {
               }
               MPI_Reduce(mine.data(), slowest.data(), a.iterations, MPI_DOUBLE, MPI_MAX, 0,
                          MPI_COMM_WORLD);
+              const double my_mean = mean(mine);
+              double rank_max = 0;
+              MPI_Reduce(&my_mean, &rank_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
               if (rank == 0 && record) {
                 per_round[std::size_t(v)].push_back(median(slowest));
                 per_round_mean[std::size_t(v)].push_back(mean(slowest));
+                per_round_rank_max[std::size_t(v)].push_back(rank_max);
               }
             }
           }
@@ -262,10 +298,10 @@ int main(int argc, char** argv) {
             std::printf(
                 "{\"op\":\"%s\",\"size\":%ld,\"variant\":\"%s\",\"thread_level\":\"%s\","
                 "\"thread_level_requested\":\"%s\",\"ranks\":%d,\"iterations\":%d,\"rounds\":%d,"
-                "\"median_slowest_s\":%.9g,\"mean_slowest_s\":%.9g}\n",
+                "\"median_slowest_s\":%.9g,\"mean_slowest_s\":%.9g,\"rank_mean_max_s\":%.9g}\n",
                 op, s, kVariantNames[v], level.provided.c_str(), level.requested.c_str(), n,
                 a.iterations, a.rounds, median(per_round[std::size_t(v)]),
-                median(per_round_mean[std::size_t(v)]));
+                median(per_round_mean[std::size_t(v)]), median(per_round_rank_max[std::size_t(v)]));
           std::fflush(stdout);
         }
       }

@@ -10,6 +10,9 @@
 #        LEVELS="default single": shardbench once per MPI thread level in each round
 #        (SHARDCAL_MPI_THREAD_LEVEL; "default" = the backend's own: single since 2026-11-27)
 #        OUT=dir (default a new /tmp dir)
+#        OSU_AA=1: OSU runs twice in every round (a second launch set of the same binary, its
+#        own place in the rotation) and the report adds OSU against itself: the floor under
+#        which no per-size ratio between two binaries' launches can be read
 #   REPORT_ONLY=1 OUT=dir bench/scripts/osu_compare.sh
 #        re-prints OUT's table; NP, rounds, ops and sizes come from OUT's files (what that run
 #        recorded), so NP/ROUNDS/SIZES/OPS/LEVELS and build dirs are not needed (and ignored).
@@ -30,8 +33,9 @@
 set -euo pipefail
 die() { echo "osu_compare.sh: $*" >&2; exit 2; }
 usage="usage: osu_compare.sh OSU_BUILD_DIR BUILD_DIR [BUILD_DIR2], or REPORT_ONLY=1 OUT=dir osu_compare.sh"
-REPORT_ONLY=${REPORT_ONLY:-0}
+REPORT_ONLY=${REPORT_ONLY:-0} OSU_AA=${OSU_AA:-0}
 [[ $REPORT_ONLY == 0 || $REPORT_ONLY == 1 ]] || die "REPORT_ONLY=$REPORT_ONLY: expected 0 or 1"
+[[ $OSU_AA == 0 || $OSU_AA == 1 ]] || die "OSU_AA=$OSU_AA: expected 0 or 1"
 declare -A osu_bin=([all_gather]=osu_allgather [all_reduce]=osu_allreduce)
 if [[ $REPORT_ONLY == 1 ]]; then
   # The table is rebuilt from what the run in OUT recorded; the run's settings are not needed.
@@ -107,6 +111,7 @@ JSON
 
 if [[ $REPORT_ONLY != 1 ]]; then
   tools=(osu)
+  ((OSU_AA)) && tools+=(osuB)
   : > "$out/builds.txt"
   for ((b = 0; b < ${#builds[@]}; b++)); do
     for lv in $LEVELS; do
@@ -124,10 +129,10 @@ if [[ $REPORT_ONLY != 1 ]]; then
         cfg=$(config "$op" "$s")
         for ((k = 0; k < nt; k++)); do
           tool=${tools[$(((k + r - 1) % nt))]}
-          if [[ $tool == osu ]]; then
+          if [[ $tool == osu || $tool == osuB ]]; then
             "${mpirun[@]}" "$osu_dir/c/mpi/collective/blocking/${osu_bin[$op]}" -m "$s:$s" \
               -T mpi_float -f -i "$(iters "$s")" -x "$(skip "$s")" </dev/null \
-              > "$out/osu_${op}_${s}_$r.txt"
+              > "$out/${tool}_${op}_${s}_$r.txt"
           else
             b=${tool#ours}
             b=${builds[${b%%-*}]} lv=${tool#*-}
@@ -192,8 +197,8 @@ if not builds or any(len(b) != 2 for b in builds):
     die(f"{out}/builds.txt lists no '<tool>TAB<build>' lines; rerun the comparison into OUT={out}")
 med = statistics.median
 
-def osu(op, s, r):  # (avg, max) in us from OSU's -f line: size avg min max iterations
-    path = f"{out}/osu_{op}_{s}_{r}.txt"
+def osu(op, s, r, tool="osu"):  # (avg, max) in us from OSU's -f line: size avg min max iterations
+    path = f"{out}/{tool}_{op}_{s}_{r}.txt"
     rows = [l.split() for l in lines(path) if l.strip() and l[0] != "#"]
     try:
         if int(rows[-1][0]) == s:
@@ -243,6 +248,25 @@ for tool, what in builds:
     print(f"geomean r_slow {g(rs):.3f} (worst {max(rs):.3f}), r_max {g(rm):.3f} (worst {max(rm):.3f}, "
           f"{sum(x > 1.05 for x in rm)} of {len(rm)} above 1.05), r_avg {g(ra):.3f} (worst "
           f"{max(ra):.3f}, {sum(x > 1.05 for x in ra)} of {len(ra)} above 1.05)")
+# OSU against itself (OSU_AA=1): the same binary, launched as often and rotated the same way.
+if all(os.path.exists(f"{out}/osuB_{op}_{s}_{r}.txt") for op in ops for s in sizes for r in round_ids):
+    print("\nOSU against itself (OSU_AA=1: a second launch set of the same binary in every round); "
+          "r_max = B max / A max, r_avg = B avg / A avg")
+    print("| op | bytes | OSU A max | OSU B max | r_max | r_avg |")
+    print("|---|---:|---:|---:|---:|---:|")
+    am, aa = [], []
+    for op in ops:
+        for s in sizes:
+            a = [osu(op, s, r) for r in round_ids]
+            b = [osu(op, s, r, "osuB") for r in round_ids]
+            amax, bmax = med(x[1] for x in a), med(x[1] for x in b)
+            am.append(bmax / amax); aa.append(med(x[0] for x in b) / med(x[0] for x in a))
+            flag = lambda x: f"{x:.3f}" + (" *" if x > 1.05 or x < 1 / 1.05 else "")
+            print(f"| {op} | {s} | {amax:.2f} | {bmax:.2f} | {flag(am[-1])} | {flag(aa[-1])} |")
+    g = statistics.geometric_mean
+    out_of = lambda xs: sum(x > 1.05 or x < 1 / 1.05 for x in xs)
+    print(f"geomean r_max {g(am):.3f} (range {min(am):.3f}-{max(am):.3f}, {out_of(am)} of {len(am)} "
+          f"outside 1/1.05-1.05), r_avg {g(aa):.3f} ({out_of(aa)} of {len(aa)} outside)")
 print("\nload average (1, 5, 15 min):")
 print("\n".join(lines(f"{out}/load.txt")).rstrip())
 PY
