@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -224,11 +225,14 @@ int seg_of(const Piecewise& p, double s) {
 // With contention the bandwidth slope is inv + kap (conc - 1); the guarantee holds for every
 // concurrency in [1, c_max] (the measured range: beyond it the contention term extrapolates and
 // the prediction is flagged as such).
-void make_monotone(Piecewise& p, Collective c, int n_max, int c_max) {
+// A boundary in `keep_drop` is left as fitted: there the data themselves fall (observed_drop).
+void make_monotone(Piecewise& p, Collective c, int n_max, int c_max,
+                   const std::vector<bool>& keep_drop) {
   const auto& info = collective_info(c);
   const int hi = std::max(64, 2 * n_max);
   const double f_inf = info.busbw(1e15);
   for (std::size_t k = 1; k < p.coef.size(); ++k) {
+    if (keep_drop[k]) continue;
     Coef& prev = p.coef[k - 1];
     Coef& cur = p.coef[k];
     const Coef fitted = cur;
@@ -250,6 +254,28 @@ void make_monotone(Piecewise& p, Collective c, int n_max, int c_max) {
     // a bound). The slope is not touched, so its SE stays.
     if (cur.as != fitted.as || cur.a0 - fitted.a0 > fitted.se_a0) cur.se_a0 = NAN;
   }
+}
+
+// Whether the measured times fall across the gap between sizes a < b: every class (group size,
+// concurrency) measured at both is faster at b by at least `min_drop` (mean over its points at
+// each size). An algorithm switch (a library's selector changing algorithm with the size) does
+// this; a monotone model cannot follow it and mis-prices every size after it.
+bool observed_drop(const std::vector<Obs>& obs, double a, double b, double min_drop) {
+  std::map<std::pair<int, int>, std::array<double, 4>> at;  // sum/count at a, at b
+  for (const Obs& o : obs) {
+    if (o.s != a && o.s != b) continue;
+    auto& v = at[{o.n, o.c}];
+    const int i = o.s == a ? 0 : 2;
+    v[std::size_t(i)] += o.y;
+    v[std::size_t(i + 1)] += 1;
+  }
+  int both = 0;
+  for (const auto& [cls, v] : at) {
+    if (v[1] == 0 || v[3] == 0) continue;
+    ++both;
+    if (v[2] / v[3] > (v[0] / v[1]) * (1 - min_drop)) return false;
+  }
+  return both > 0;
 }
 
 // Best K-segment fit: every split of the distinct sizes into K runs of >= min_per sizes is
@@ -333,8 +359,12 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
     }
     p.lo.push_back(bound);
   }
+  std::vector<bool> keep_drop(p.coef.size(), false);
+  for (std::size_t k = 0; k < best_split.size(); ++k)
+    keep_drop[k + 1] = observed_drop(obs, u[std::size_t(best_split[k] - 1)],
+                                     u[std::size_t(best_split[k])], opt.observed_drop_min);
   const std::vector<int> cs = distinct_cs(obs);
-  make_monotone(p, c, ns.empty() ? 2 : ns.back(), cs.empty() ? 1 : cs.back());
+  make_monotone(p, c, ns.empty() ? 2 : ns.back(), cs.empty() ? 1 : cs.back(), keep_drop);
   return p;
 }
 

@@ -661,6 +661,32 @@ TEST(CalibrateFit, LaterSegmentMayStartBelowTheFirstsAlpha) {
     EXPECT_EQ(segment_time_us(m, k, 1, 1e9), m.segments.front().alpha_us);
 }
 
+// An algorithm switch that makes the next size faster (a library's selector changing algorithm;
+// on the simulated cluster scatter inside a host falls from 9.6 to 7.1 us at 128 KiB): where every
+// measured group size's time falls across the gap, the boundary keeps the drop and every measured
+// size is priced within 2 %; a monotone model would raise the later segment by the drop.
+TEST(CalibrateFit, FollowsATimeDropEveryClassShows) {
+  std::mt19937_64 rng(29);
+  std::vector<json> recs{context()};
+  const TrueSeg before{9.0, 0.0, 50.0}, after{5.0, 0.0, 20.0};
+  for (int n : {2, 4, 8})
+    for (double s : sizes()) {
+      const double y = two_regime_us(Collective::AllGather, s, n, before, after, kBreak);
+      recs.push_back(point(Collective::AllGather, n, s, noisy(y, rng, 0.002), even_counts(n, s), s, s));
+    }
+  TempFile f("drop.jsonl");
+  f.write(recs);
+  const Calibration cal = calibrate(read_results({f.path}));
+  const Model& m = only_model(cal);
+  ASSERT_GE(m.segments.size(), 2u);
+  for (int n : {2, 4, 8}) {
+    for (double s : sizes())
+      EXPECT_NEAR(model_time_us(m, s, n) / two_regime_us(Collective::AllGather, s, n, before, after, kBreak),
+                  1.0, 0.02) << "n=" << n << " S=" << s;
+    EXPECT_LT(model_time_us(m, kBreak, n), model_time_us(m, kBreak / 2, n)) << "n=" << n;
+  }
+}
+
 // Only the sweep results format this calibrator understands is read.
 TEST(CalibrateFit, RefusesOtherResultsFormats) {
   auto message = [](json ctx) {

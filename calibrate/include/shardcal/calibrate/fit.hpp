@@ -28,6 +28,9 @@ struct FitOptions {
   double huber_k = 1.345;         // IRLS Huber constant, in robust-scale units
   double score_delta = 0.05;      // Huber loss delta (relative residual) to compare breakpoints
   double more_segments_gain = 0.05;  // a larger count must cut holdout MAPE by this fraction
+  double observed_drop_min = 0.10;   // a segment boundary may drop in time only where every
+                                     // measured class's time falls by this fraction from the last
+                                     // size before it to the first after (docs/CALIBRATION.md)
   double dtype_bias_min = 0.05;   // dtypes split when a dtype's mean relative residual under the
                                   // pooled fit exceeds this and 3 standard errors
   double class_bias_min = 0.05;   // link classes (group size, concurrency) split likewise; also
