@@ -10,8 +10,8 @@
 //   dup      the raw call on an MPI_Comm_dup of MPI_COMM_WORLD (the backend's communicators are
 //            duplicates or splits of the world, never the world itself)
 //   page     the raw call on page-aligned buffers, as OSU allocates them (posix_memalign to the
-//            page size in osu_util.c) and the sweep places them: raw and sweep differ in
-//            alignment too, page and sweep only in the harness
+//            page size in osu_util.c) and the sweep places them; shardcal's host memory is
+//            page-aligned from 4 KiB up anyway, so page and raw differ only below 4 KiB
 //   backend  Communicator::all_gather / all_reduce of the MPI backend (virtual call, argument and
 //            aliasing checks, WatchScope, the MPI call on the backend's duplicate of the world)
 //   sweep    one point of `shardbench sweep` itself: shardbench::sweep::measure_collective, the
@@ -23,7 +23,8 @@
 // Comparing `sweep` with `raw` inside one process is the side-by-side parity measurement of
 // bench/scripts/parity.sh (table 2): same launch, same rank placement, same MPI thread level
 // (run it with SHARDCAL_MPI_THREAD_LEVEL=single for the OSU loop's MPI_Init level). Every
-// variant's buffers come from shardcal's host memory (64-byte aligned), as the sweep's do: with
+// variant but page takes its buffers from shardcal's host memory (64-byte aligned, page-aligned
+// from 4 KiB), as the sweep's do: with
 // std::vector buffers (malloc, 16 bytes past a page boundary at these sizes) raw was 5-15 %
 // slower than sweep at 2-4 MiB all_reduce, an allocation effect, not a harness one.
 // Statistic (as shardbench and osu_style report it): per iteration the slowest rank's time; the

@@ -112,6 +112,8 @@ JSON
 if [[ $REPORT_ONLY != 1 ]]; then
   tools=(osu)
   ((OSU_AA)) && tools+=(osuB)
+  # A reused OUT must not report an earlier run's second OSU set as this run's.
+  rm -f "$out"/osuB_*.txt
   : > "$out/builds.txt"
   for ((b = 0; b < ${#builds[@]}; b++)); do
     for lv in $LEVELS; do
@@ -249,7 +251,11 @@ for tool, what in builds:
           f"{sum(x > 1.05 for x in rm)} of {len(rm)} above 1.05), r_avg {g(ra):.3f} (worst "
           f"{max(ra):.3f}, {sum(x > 1.05 for x in ra)} of {len(ra)} above 1.05)")
 # OSU against itself (OSU_AA=1): the same binary, launched as often and rotated the same way.
-if all(os.path.exists(f"{out}/osuB_{op}_{s}_{r}.txt") for op in ops for s in sizes for r in round_ids):
+have_b = [os.path.exists(f"{out}/osuB_{op}_{s}_{r}.txt") for op in ops for s in sizes for r in round_ids]
+if any(have_b) and not all(have_b):
+    print(f"\nOSU against itself: {sum(have_b)} of {len(have_b)} osuB_* results in {out}, not "
+          "every (op, size, round): the run was cut off; not reported")
+if all(have_b):
     print("\nOSU against itself (OSU_AA=1: a second launch set of the same binary in every round); "
           "r_max = B max / A max, r_avg = B avg / A avg")
     print("| op | bytes | OSU A max | OSU B max | r_max | r_avg |")

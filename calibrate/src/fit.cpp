@@ -214,7 +214,9 @@ int seg_of(const Piecewise& p, double s) {
   return k;
 }
 
-// Make the prediction never drop at a segment boundary, for EVERY group size n >= 1. At the
+// Make the prediction never drop at a segment boundary, for EVERY group size n >= 1 (or, at a
+// confirmed drop, never fall by more than the data did: BoundaryFloor below, where the terms are
+// r x the earlier segment at s_before against the later at s_after). At the
 // boundary b the drop is D(n) = A + B steps(n) + C f(n) with A = a0' - a0, B = as' - as,
 // C = b (inv' - inv) (primes: the earlier segment). n = 1 (steps = f = 0) is priced at the first
 // segment's alpha0 at every size (segment_time_us), so it needs no check. If B > 0, D grows
@@ -225,25 +227,35 @@ int seg_of(const Piecewise& p, double s) {
 // With contention the bandwidth slope is inv + kap (conc - 1); the guarantee holds for every
 // concurrency in [1, c_max] (the measured range: beyond it the contention term extrapolates and
 // the prediction is flagged as such).
-// A boundary in `keep_drop` is left as fitted: there the data themselves fall (observed_drop).
+// What each boundary must hold, for every group size n >= 2 and concurrency 1..c_max: the later
+// segment's price at s_after >= ratio x the earlier segment's at s_before. Monotone (the
+// default): both sizes at the boundary, ratio 1. Where the data confirm a drop (confirmed_drop),
+// the last and first measured sizes around the gap and the smallest ratio measured there: no
+// group size, measured or not, is priced to fall across the gap by more than the largest drop
+// the data show (a bound at the mildest would raise the measured series that fell further).
+struct BoundaryFloor {
+  double s_before = 0, s_after = 0, ratio = 1;
+};
+
 void make_monotone(Piecewise& p, Collective c, int n_max, int c_max,
-                   const std::vector<bool>& keep_drop) {
+                   const std::vector<std::optional<BoundaryFloor>>& floors) {
   const auto& info = collective_info(c);
   const int hi = std::max(64, 2 * n_max);
   const double f_inf = info.busbw(1e15);
   for (std::size_t k = 1; k < p.coef.size(); ++k) {
-    if (keep_drop[k]) continue;
     Coef& prev = p.coef[k - 1];
     Coef& cur = p.coef[k];
     const Coef fitted = cur;
-    if (cur.as < prev.as) cur.as = prev.as;
-    const double b = p.lo[k];
+    const BoundaryFloor fl = floors[k].value_or(BoundaryFloor{p.lo[k], p.lo[k], 1.0});
+    const double r = fl.ratio, sa = fl.s_before, sb = fl.s_after;
+    if (cur.as < r * prev.as) cur.as = r * prev.as;
     double deficit = 0;  // n = 1 is the first segment's alpha0 at every size (segment_time_us)
     for (int conc = 1; conc <= std::max(1, c_max); ++conc) {
       for (int n = 2; n <= hi; ++n)
-        deficit = std::max(deficit, eval_coef(prev, b, n, c, conc) - eval_coef(cur, b, n, c, conc));
-      const double A = prev.a0 - cur.a0, B = prev.as - cur.as,
-                   C = b * (prev.inv + prev.kap * (conc - 1) - cur.inv - cur.kap * (conc - 1));
+        deficit = std::max(deficit, r * eval_coef(prev, sa, n, c, conc) - eval_coef(cur, sb, n, c, conc));
+      const double A = r * prev.a0 - cur.a0, B = r * prev.as - cur.as,
+                   C = r * sa * (prev.inv + prev.kap * (conc - 1)) -
+                       sb * (cur.inv + cur.kap * (conc - 1));
       const double tail =
           A + B * info.ring_steps(hi + 1) + std::max(C * info.busbw_factor(hi + 1), C * f_inf);
       deficit = std::max(deficit, tail);
@@ -256,26 +268,32 @@ void make_monotone(Piecewise& p, Collective c, int n_max, int c_max,
   }
 }
 
-// Whether the measured times fall across the gap between sizes a < b: every class (group size,
-// concurrency) measured at both is faster at b by at least `min_drop` (mean over its points at
-// each size). An algorithm switch (a library's selector changing algorithm with the size) does
-// this; a monotone model cannot follow it and mis-prices every size after it.
-bool observed_drop(const std::vector<Obs>& obs, double a, double b, double min_drop) {
-  std::map<std::pair<int, int>, std::array<double, 4>> at;  // sum/count at a, at b
+// Whether the measured times fall across the gap between sizes a < b (a protocol or algorithm
+// switch: a monotone model mis-prices every size after it), and by how much: every series
+// (group size, concurrency, dtype, mesh) measured at both sizes is faster at b by >= min_drop,
+// and each of those points is priced within min_drop / 2 by its own segment's robust fit (`before`
+// at a, `after` at b), so one slow point at the end of a segment is not a drop. Returns the
+// smallest ratio t(b) / t(a) over the series (the largest drop), or nothing.
+std::optional<double> confirmed_drop(const std::vector<Obs>& obs, const Coef& before,
+                                     const Coef& after, double a, double b, double min_drop,
+                                     Collective c) {
+  using Series = std::tuple<int, int, DType, std::string>;
+  std::map<Series, std::array<std::vector<double>, 2>> at;
   for (const Obs& o : obs) {
     if (o.s != a && o.s != b) continue;
-    auto& v = at[{o.n, o.c}];
-    const int i = o.s == a ? 0 : 2;
-    v[std::size_t(i)] += o.y;
-    v[std::size_t(i + 1)] += 1;
+    const bool is_a = o.s == a;
+    const double fit = eval_obs(is_a ? before : after, o, c);
+    if (std::abs(o.y - fit) > o.y * min_drop / 2) return std::nullopt;
+    at[{o.n, o.c, o.dtype, o.mesh}][is_a ? 0 : 1].push_back(o.y);
   }
-  int both = 0;
-  for (const auto& [cls, v] : at) {
-    if (v[1] == 0 || v[3] == 0) continue;
-    ++both;
-    if (v[2] / v[3] > (v[0] / v[1]) * (1 - min_drop)) return false;
+  std::optional<double> steepest;
+  for (const auto& [series, y] : at) {
+    if (y[0].empty() || y[1].empty()) continue;
+    const double ratio = formats::median_or_zero(y[1]) / formats::median_or_zero(y[0]);
+    if (!(ratio <= 1 - min_drop)) return std::nullopt;
+    steepest = std::min(steepest.value_or(1.0), ratio);
   }
-  return both > 0;
+  return steepest;
 }
 
 // Best K-segment fit: every split of the distinct sizes into K runs of >= min_per sizes is
@@ -359,12 +377,14 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
     }
     p.lo.push_back(bound);
   }
-  std::vector<bool> keep_drop(p.coef.size(), false);
-  for (std::size_t k = 0; k < best_split.size(); ++k)
-    keep_drop[k + 1] = observed_drop(obs, u[std::size_t(best_split[k] - 1)],
-                                     u[std::size_t(best_split[k])], opt.observed_drop_min);
+  std::vector<std::optional<BoundaryFloor>> floors(p.coef.size());
+  for (std::size_t k = 0; k < best_split.size(); ++k) {
+    const double a = u[std::size_t(best_split[k] - 1)], b = u[std::size_t(best_split[k])];
+    if (auto r = confirmed_drop(obs, p.coef[k], p.coef[k + 1], a, b, opt.observed_drop_min, c))
+      floors[k + 1] = BoundaryFloor{a, b, *r};
+  }
   const std::vector<int> cs = distinct_cs(obs);
-  make_monotone(p, c, ns.empty() ? 2 : ns.back(), cs.empty() ? 1 : cs.back(), keep_drop);
+  make_monotone(p, c, ns.empty() ? 2 : ns.back(), cs.empty() ? 1 : cs.back(), floors);
   return p;
 }
 
@@ -1040,7 +1060,8 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
       {"max_segments", o.max_segments},
       {"min_sizes", o.min_sizes},
       {"min_sizes_per_segment", o.min_sizes_per_segment},
-      {"more_segments_gain", o.more_segments_gain}};
+      {"more_segments_gain", o.more_segments_gain},
+      {"observed_drop_min", o.observed_drop_min}};
   json eff = json::array();
   for (const auto& e : cal.effective_size) {
     json j = {{"collective", collective_info(e.collective).name},

@@ -685,6 +685,34 @@ TEST(CalibrateFit, FollowsATimeDropEveryClassShows) {
                   1.0, 0.02) << "n=" << n << " S=" << s;
     EXPECT_LT(model_time_us(m, kBreak, n), model_time_us(m, kBreak / 2, n)) << "n=" << n;
   }
+  // Group sizes not measured fall across the gap by no more than the largest measured drop.
+  double r_min = 1;
+  for (int n : {2, 4, 8})
+    r_min = std::min(r_min, two_regime_us(Collective::AllGather, kBreak, n, before, after, kBreak) /
+                                two_regime_us(Collective::AllGather, kBreak / 2, n, before, after, kBreak));
+  for (int n : {3, 16, 64, 1000, 1 << 20})
+    EXPECT_GE(model_time_us(m, kBreak, n), 0.99 * r_min * model_time_us(m, kBreak / 2, n)) << "n=" << n;
+}
+
+// One slow point (a daemon waking for a whole point, 3x) at the end of a regime is not a drop:
+// the truth only rises (kSmall -> kLarge jumps up at kBreak), so the model stays non-decreasing
+// for every group size wherever the outlier sits.
+TEST(CalibrateFit, OneSlowPointIsNotADrop) {
+  for (double slow_at : {131072.0, 262144.0})
+    for (unsigned seed : {31u, 32u, 33u}) {
+      std::mt19937_64 rng(seed);
+      std::vector<json> recs{context()};
+      for (double s : sizes()) {
+        const double y = truth_us(Collective::AllGather, s, 8) * (s == slow_at ? 3.0 : 1.0);
+        recs.push_back(point(Collective::AllGather, 8, s, noisy(y, rng), even_counts(8, s), s, s));
+      }
+      TempFile f("slow_point.jsonl");
+      f.write(recs);
+      const Calibration cal = calibrate(read_results({f.path}));
+      const Model& m = only_model(cal);
+      for (int n : {1, 2, 8, 64, 1 << 24})
+        EXPECT_TRUE(non_decreasing_in_size(m, n)) << "slow at " << slow_at << " seed " << seed << " n=" << n;
+    }
 }
 
 // Only the sweep results format this calibrator understands is read.
