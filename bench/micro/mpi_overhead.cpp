@@ -204,14 +204,13 @@ int main(int argc, char** argv) {
           PageBuffer psend{std::size_t(count)}, precv{std::size_t(recv_count)};
           std::fill(psend.p, psend.p + count, 1.0f);
           std::fill(precv.p, precv.p + recv_count, 0.0f);
-          auto raw_on = [&](MPI_Comm c, const float* in = nullptr, float* out = nullptr) {
-            if (in == nullptr) in = send, out = recv;
+          auto raw_on = [&](MPI_Comm c, const float* in, float* out) {
             if (gather)
               MPI_Allgather(in, int(count), MPI_FLOAT, out, int(count), MPI_FLOAT, c);
             else
               MPI_Allreduce(in, out, int(count), MPI_FLOAT, MPI_SUM, c);
           };
-          auto raw = [&] { raw_on(MPI_COMM_WORLD); };
+          auto raw = [&] { raw_on(MPI_COMM_WORLD, send, recv); };
           // The config's point for this op and size.
           const shardbench::sweep::Point* point = nullptr;
           for (const auto& p : points)
@@ -227,7 +226,7 @@ int main(int argc, char** argv) {
                 raw();
                 break;
               case Variant::Dup:
-                raw_on(dup);
+                raw_on(dup, send, recv);
                 break;
               case Variant::Page:
                 raw_on(MPI_COMM_WORLD, psend.p, precv.p);
