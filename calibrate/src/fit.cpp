@@ -237,7 +237,7 @@ struct BoundaryFloor {
   double s_before = 0, s_after = 0, ratio = 1;
 };
 
-void make_monotone(Piecewise& p, Collective c, int n_max, int c_max,
+void make_monotone(Piecewise& p, Collective c, int n_min, int n_max, int c_max,
                    const std::vector<std::optional<BoundaryFloor>>& floors) {
   const auto& info = collective_info(c);
   const int hi = std::max(64, 2 * n_max);
@@ -251,7 +251,7 @@ void make_monotone(Piecewise& p, Collective c, int n_max, int c_max,
     if (cur.as < r * prev.as) cur.as = r * prev.as;
     double deficit = 0;  // n = 1 is the first segment's alpha0 at every size (segment_time_us)
     for (int conc = 1; conc <= std::max(1, c_max); ++conc) {
-      for (int n = 2; n <= hi; ++n)
+      for (int n = std::max(2, n_min); n <= hi; ++n)
         deficit = std::max(deficit, r * eval_coef(prev, sa, n, c, conc) - eval_coef(cur, sb, n, c, conc));
       const double A = r * prev.a0 - cur.a0, B = r * prev.as - cur.as,
                    C = r * sa * (prev.inv + prev.kap * (conc - 1)) -
@@ -294,6 +294,18 @@ std::optional<double> confirmed_drop(const std::vector<Obs>& obs, const Coef& be
     steepest = std::min(steepest.value_or(1.0), ratio);
   }
   return steepest;
+}
+
+// The power of two p with a < p <= b (a size of p takes the later segment: a switch "from 2^k
+// bytes up"); where the gap holds several, the one nearest its geometric middle.
+std::optional<double> power_of_two_in_gap(double a, double b) {
+  if (!(a > 0) || !(b > a)) return std::nullopt;
+  const double mid = std::log2(a * b) / 2;
+  std::optional<double> best;
+  for (double e = std::floor(std::log2(a)) + 1; std::exp2(e) <= b; e += 1)
+    if (std::exp2(e) > a && (!best || std::abs(e - mid) < std::abs(std::log2(*best) - mid)))
+      best = std::exp2(e);
+  return best;
 }
 
 // Best K-segment fit: every split of the distinct sizes into K runs of >= min_per sizes is
@@ -363,7 +375,10 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
   p.coef.push_back(seg_fit(prev, m).first);
   for (std::size_t k = 0; k < best_split.size(); ++k) {
     const double a = u[std::size_t(best_split[k] - 1)], b = u[std::size_t(best_split[k])];
-    // Where the two segments' lines cross (for the reference group size), if inside the gap;
+    // Where the two segments' lines cross (for the reference group size), if inside the gap: a
+    // continuous change of slope. Else the time jumps somewhere in the gap (an algorithm or
+    // protocol switch) and the data cannot say where: the power of two inside the gap, where
+    // one is (libraries switch at powers of two: docs/CALIBRATION.md "Where a boundary goes"),
     // else the geometric middle of the gap.
     const Coef &L = p.coef[k], &R = p.coef[k + 1];
     const auto& info = collective_info(c);
@@ -371,10 +386,16 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
     const double dA = (R.a0 + R.as * info.ring_steps(n_ref)) - (L.a0 + L.as * info.ring_steps(n_ref));
     const double dI = (L.inv - R.inv) * f;
     double bound = std::sqrt(a * b);
+    bool crossed = false;
     if (dI > 0) {
       const double cross = dA / dI;
-      if (cross > a && cross <= b) bound = cross;
+      if (cross > a && cross <= b) {
+        bound = cross;
+        crossed = true;
+      }
     }
+    if (!crossed && opt.boundary_at_power_of_two)
+      if (auto p2 = power_of_two_in_gap(a, b)) bound = *p2;
     p.lo.push_back(bound);
   }
   std::vector<std::optional<BoundaryFloor>> floors(p.coef.size());
@@ -384,7 +405,7 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
       floors[k + 1] = BoundaryFloor{a, b, *r};
   }
   const std::vector<int> cs = distinct_cs(obs);
-  make_monotone(p, c, ns.empty() ? 2 : ns.back(), cs.empty() ? 1 : cs.back(), floors);
+  make_monotone(p, c, ns.empty() ? 2 : ns.front(), ns.empty() ? 2 : ns.back(), cs.empty() ? 1 : cs.back(), floors);
   return p;
 }
 
@@ -1061,7 +1082,8 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
       {"min_sizes", o.min_sizes},
       {"min_sizes_per_segment", o.min_sizes_per_segment},
       {"more_segments_gain", o.more_segments_gain},
-      {"observed_drop_min", o.observed_drop_min}};
+      {"observed_drop_min", o.observed_drop_min},
+      {"boundary_at_power_of_two", o.boundary_at_power_of_two}};
   json eff = json::array();
   for (const auto& e : cal.effective_size) {
     json j = {{"collective", collective_info(e.collective).name},

@@ -696,7 +696,7 @@ TEST(CalibrateFit, FollowsATimeDropEveryClassShows) {
 
 // One slow point (a daemon waking for a whole point, 3x) at the end of a regime is not a drop:
 // the truth only rises (kSmall -> kLarge jumps up at kBreak), so the model stays non-decreasing
-// for every group size wherever the outlier sits.
+// for every group size from the measured one up wherever the outlier sits.
 TEST(CalibrateFit, OneSlowPointIsNotADrop) {
   for (double slow_at : {131072.0, 262144.0})
     for (unsigned seed : {31u, 32u, 33u}) {
@@ -710,9 +710,78 @@ TEST(CalibrateFit, OneSlowPointIsNotADrop) {
       f.write(recs);
       const Calibration cal = calibrate(read_results({f.path}));
       const Model& m = only_model(cal);
-      for (int n : {1, 2, 8, 64, 1 << 24})
+      for (int n : {1, 8, 9, 64, 1 << 24})  // from the measured group size up (n = 8)
         EXPECT_TRUE(non_decreasing_in_size(m, n)) << "slow at " << slow_at << " seed " << seed << " n=" << n;
     }
+}
+
+// Sizes as the 64-rank calibration samples them: four per octave, 16 KiB .. 4 MiB (33 sizes).
+std::vector<double> quarter_octaves() {
+  std::vector<double> v;
+  for (double p = 16384; p <= 4 * 1048576; p *= 2)
+    for (double q : {4.0, 5.0, 6.0, 7.0})
+      if (p * q / 4 <= 4 * 1048576) v.push_back(p * q / 4);
+  return v;
+}
+
+// A time jump between two measured sizes (an algorithm switch) sits somewhere in the gap the
+// data cannot see into. Every switch of the simulated 64-rank cluster (24 of 24) was at a power
+// of two, "from 2^k bytes up": the boundary goes to the power of two inside the gap, so a
+// held-out size on either side of the jump is priced by its own regime. With the gap's
+// geometric middle instead, the sizes next to the jump are priced by the other regime in the
+// k-fold holdout (x5 here: holdout MAPE ~17 % on the simulated all_gather this mimics).
+TEST(CalibrateFit, AJumpsBoundaryGoesToThePowerOfTwoInTheGap) {
+  const TrueSeg before{15.0, 0.0, 4.0}, after{100.0, 0.0, 4.0};
+  for (double jump : {2097152.0, 3145728.0}) {  // a power of two; 3 MiB, a measured size that is not
+    std::mt19937_64 rng(37);
+    std::vector<json> recs{context()};
+    for (double s : quarter_octaves()) {
+      const double y = two_regime_us(Collective::AllGather, s, 32, before, after, jump);
+      recs.push_back(point(Collective::AllGather, 32, s, noisy(y, rng, 0.002), even_counts(32, s), s, s));
+    }
+    TempFile f("jump.jsonl");
+    f.write(recs);
+    const Calibration cal = calibrate(read_results({f.path}));
+    const Model& m = only_model(cal);
+    ASSERT_EQ(m.segments.size(), 2u) << "jump at " << jump;
+    if (jump == 2097152.0) {
+      EXPECT_EQ(m.segments[1].s_lo, jump);
+      ASSERT_TRUE(m.quality.holdout_mape.has_value());
+      EXPECT_LT(*m.quality.holdout_mape, 0.01);
+    } else {  // no power of two between 2.5 and 3 MiB: the geometric middle, as before
+      EXPECT_DOUBLE_EQ(m.segments[1].s_lo, std::sqrt(2621440.0 * jump));
+    }
+    for (double s : quarter_octaves())
+      EXPECT_NEAR(model_time_us(m, s, 32) /
+                      two_regime_us(Collective::AllGather, s, 32, before, after, jump),
+                  1.0, 0.02) << "S=" << s;
+  }
+}
+
+// A model measured at one group size (16) whose later segment's line meets the axis below the
+// first's (a flat regime, then the bandwidth term takes over: the time is the larger of two
+// lines, continuous at n = 16). Extrapolated to a smaller group (n = 2, f(n) halves the
+// bandwidth term) the later segment would start below the flat one; raising it for that
+// unmeasured n moved every measured price after the boundary (+3 us, up to 20 %). Monotonicity is
+// guaranteed from the smallest measured group size up; the measured prices stay on the data.
+TEST(CalibrateFit, SmallerUnmeasuredGroupsDoNotMoveMeasuredPrices) {
+  const TrueSeg flat{12.4, 0.0, 1e4}, sloped{5.5, 0.0, 6.0};  // lines cross at 44 KiB
+  const auto& info = collective_info(Collective::AllGather);
+  auto truth = [&](double s) {
+    const double f = s * info.busbw_factor(16);
+    return std::max(flat.a0 + f / (flat.B * 1e3), sloped.a0 + f / (sloped.B * 1e3));
+  };
+  std::mt19937_64 rng(41);
+  std::vector<json> recs{context()};
+  for (double s : quarter_octaves())
+    recs.push_back(point(Collective::AllGather, 16, s, noisy(truth(s), rng, 0.002), even_counts(16, s), s, s));
+  TempFile f("flat_then_slope.jsonl");
+  f.write(recs);
+  const Calibration cal = calibrate(read_results({f.path}));
+  const Model& m = only_model(cal);
+  ASSERT_GE(m.segments.size(), 2u);
+  for (double s : quarter_octaves()) EXPECT_NEAR(model_time_us(m, s, 16) / truth(s), 1.0, 0.02) << "S=" << s;
+  for (int n : {1, 16, 17, 64, 1000, 1 << 24}) EXPECT_TRUE(non_decreasing_in_size(m, n)) << "n=" << n;
 }
 
 // Only the sweep results format this calibrator understands is read.

@@ -21,7 +21,7 @@ using formats::TransitionStep;
 
 struct FitOptions {
   std::string mode = "per_iteration";  // timing mode the models describe
-  int max_segments = 3;
+  int max_segments = 4;           // segments per model at most (docs/CALIBRATION.md)
   int min_sizes = 4;              // fewer distinct sizes: the model is not fitted
   int min_sizes_per_segment = 3;  // of a segment when there are several
   int folds = 5;                  // k-fold over sizes (k = min(folds, sizes))
@@ -31,6 +31,8 @@ struct FitOptions {
   double observed_drop_min = 0.10;   // a segment boundary may drop in time only where every
                                      // measured class's time falls by this fraction from the last
                                      // size before it to the first after (docs/CALIBRATION.md)
+  bool boundary_at_power_of_two = true;  // a jump's boundary: the power of two inside the gap
+                                         // between the measured sizes, where there is one
   double dtype_bias_min = 0.05;   // dtypes split when a dtype's mean relative residual under the
                                   // pooled fit exceeds this and 3 standard errors
   double class_bias_min = 0.05;   // link classes (group size, concurrency) split likewise; also
