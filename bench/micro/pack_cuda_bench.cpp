@@ -5,7 +5,9 @@
 // cudaMemcpyAsync (the ceiling: one contiguous run) and cudaMemcpy2DAsync (the driver's pitched
 // copy, the same strided pattern for 2-d cases). GB/s = box bytes / time (1e9 B/s), each byte
 // read once and written once in every column, so the columns compare directly. Times are the
-// median of N iterations, each bracketed by CUDA events on the copy stream.
+// median of N iterations, each bracketed by CUDA events on the copy stream. "pack" and "unpack"
+// use the default `rows` kernel; "pack flat" the first kernel (box_kernel.hpp), timed in three
+// alternating rounds with "pack" (median round of each); rows/flat = speedup of the default.
 //
 // Without a CUDA device it prints "skipped: no CUDA device (...)" and exits 0.
 #include <cuda_runtime_api.h>
@@ -100,12 +102,24 @@ void run_case(CudaMemory& mem, const Case& c, int iters) {
                                             cudaMemcpyDeviceToDevice, mem.stream()));
     });
   }
-  const double t_pack = median_seconds(mem.stream(), iters, [&] { mem.copy_box(pack); });
+  // The two box kernels side by side: three rounds, each timing rows then flat (medians of
+  // `iters` runs each), and the median round of each reported.
+  std::vector<double> pack_rows, pack_flat;
+  for (int round = 0; round < 3; ++round) {
+    mem.set_box_kernel(shardcal::nccl::BoxKernel::rows);
+    pack_rows.push_back(median_seconds(mem.stream(), iters, [&] { mem.copy_box(pack); }));
+    mem.set_box_kernel(shardcal::nccl::BoxKernel::flat);
+    pack_flat.push_back(median_seconds(mem.stream(), iters, [&] { mem.copy_box(pack); }));
+  }
+  mem.set_box_kernel(shardcal::nccl::BoxKernel::rows);
+  std::sort(pack_rows.begin(), pack_rows.end());
+  std::sort(pack_flat.begin(), pack_flat.end());
+  const double t_pack = pack_rows[1], t_flat = pack_flat[1];
   const double t_unpack = median_seconds(mem.stream(), iters, [&] { mem.copy_box(unpack); });
   auto gbs = [&](double t) { return double(box_bytes) / t / 1e9; };
-  std::printf("%-34s %10.1f %9u %12.1f %12.1f %10.1f %10.1f\n", c.name.c_str(),
+  std::printf("%-34s %7.1f %6u %11.1f %9.1f %9.1f %9.1f %9.1f %10.2f\n", c.name.c_str(),
               double(box_bytes) / (1 << 20), word, gbs(t_memcpy), gbs(t_2d), gbs(t_pack),
-              gbs(t_unpack));
+              gbs(t_unpack), gbs(t_flat), t_flat / t_pack);
 }
 
 }  // namespace
@@ -133,8 +147,9 @@ int main(int argc, char** argv) {
         "pack/unpack (CudaMemory::copy_box) vs device copies on %s (sm_%d%d), median of "
         "%d runs\n",
         prop.name, prop.major, prop.minor, iters);
-    std::printf("%-34s %10s %9s %12s %12s %10s %10s\n", "case (shard 1 of dim d into k)", "MiB",
-                "word B", "memcpy GB/s", "memcpy2D", "pack", "unpack");
+    std::printf("%-34s %7s %6s %11s %9s %9s %9s %9s %10s\n", "case (shard 1 of dim d into k)",
+                "MiB", "word B", "memcpy GB/s", "memcpy2D", "pack", "unpack", "pack flat",
+                "rows/flat");
     const std::vector<Case> cases = {
         {"bf16 8192x8192 d1 k2", {8192, 8192}, 1, 2, 2},
         {"bf16 8192x8192 d1 k8", {8192, 8192}, 1, 8, 2},

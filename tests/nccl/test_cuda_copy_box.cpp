@@ -275,33 +275,81 @@ class CudaCopyBox : public ::testing::Test {
   }
 };
 
+// Both kernels (box_kernel.hpp): `rows`, the default, and `flat`, kept for comparison.
+constexpr shardcal::nccl::BoxKernel kKernels[] = {shardcal::nccl::BoxKernel::rows,
+                                                  shardcal::nccl::BoxKernel::flat};
+
 TEST_F(CudaCopyBox, RandomBoxesMatchHostCopyBox) {
   shardcal::nccl::CudaMemory mem(0);
-  std::mt19937 rng(7);
-  for (int iter = 0; iter < 1500; ++iter) {
-    Problem p = random_problem(rng, 6, /*allow_empty=*/true);
-    BoxCopy& c = p.copy;
-    const std::size_t src_bytes = std::size_t(numel(c.src_shape)) * c.elem_size;
-    const std::size_t dst_bytes = std::size_t(numel(c.dst_shape)) * c.elem_size;
-    shardcal::Buffer src_dev(mem, src_bytes + 64), dst_dev(mem, dst_bytes + 64);
-    auto* src = static_cast<std::byte*>(src_dev.data()) + p.src_shift;
-    auto* dst = static_cast<std::byte*>(dst_dev.data()) + p.dst_shift;
-    const auto sp = pattern(src_bytes, unsigned(iter)), dp = pattern(dst_bytes, unsigned(iter) + 1);
-    mem.copy_from_host(src, sp.data(), src_bytes);
-    mem.copy_from_host(dst, dp.data(), dst_bytes);
+  for (const auto kernel : kKernels) {
+    SCOPED_TRACE(kernel == shardcal::nccl::BoxKernel::rows ? "kernel rows" : "kernel flat");
+    mem.set_box_kernel(kernel);
+    std::mt19937 rng(7);
+    for (int iter = 0; iter < 1500; ++iter) {
+      Problem p = random_problem(rng, 6, /*allow_empty=*/true);
+      BoxCopy& c = p.copy;
+      const std::size_t src_bytes = std::size_t(numel(c.src_shape)) * c.elem_size;
+      const std::size_t dst_bytes = std::size_t(numel(c.dst_shape)) * c.elem_size;
+      shardcal::Buffer src_dev(mem, src_bytes + 64), dst_dev(mem, dst_bytes + 64);
+      auto* src = static_cast<std::byte*>(src_dev.data()) + p.src_shift;
+      auto* dst = static_cast<std::byte*>(dst_dev.data()) + p.dst_shift;
+      const auto sp = pattern(src_bytes, unsigned(iter)),
+                 dp = pattern(dst_bytes, unsigned(iter) + 1);
+      mem.copy_from_host(src, sp.data(), src_bytes);
+      mem.copy_from_host(dst, dp.data(), dst_bytes);
 
-    c.src = src;
-    c.dst = dst;
-    mem.copy_box(c);
-    std::vector<std::byte> got(dst_bytes);
-    mem.copy_to_host(got.data(), dst, dst_bytes);
+      c.src = src;
+      c.dst = dst;
+      mem.copy_box(c);
+      std::vector<std::byte> got(dst_bytes);
+      mem.copy_to_host(got.data(), dst, dst_bytes);
 
-    std::vector<std::byte> expect = dp;
-    BoxCopy h = c;
-    h.src = sp.data();
-    h.dst = expect.data();
-    shardcal::host_copy_box(h);
-    ASSERT_EQ(got, expect) << describe(c);
+      std::vector<std::byte> expect = dp;
+      BoxCopy h = c;
+      h.src = sp.data();
+      h.dst = expect.data();
+      shardcal::host_copy_box(h);
+      ASSERT_EQ(got, expect) << describe(c);
+    }
+  }
+}
+
+// Rows of every length class the `rows` kernel treats differently: teams of 1 .. 256 threads,
+// one or several items per row, a last item cut short; 1-byte words (odd offsets) and 16-byte.
+TEST_F(CudaCopyBox, EveryRowLengthMatchesHostCopyBox) {
+  shardcal::nccl::CudaMemory mem(0);
+  for (const auto kernel : kKernels) {
+    mem.set_box_kernel(kernel);
+    for (std::int64_t len :
+         {1,   2,   3,   4,   5,   7,   8,    9,    17,   63,   64,   65,   127,
+          128, 129, 255, 256, 257, 511, 1023, 1024, 1025, 1027, 2048, 4097, 20000}) {
+      for (std::size_t es : {std::size_t(1), std::size_t(4)}) {
+        // es 1: box {3, len} at {1, 1} of {5, len + 2}: 1-byte words, run = len words.
+        // es 4: box {3, 4 len} at {1, 4} of {5, 4 len + 4}: 16-byte words, run = len words.
+        const std::int64_t w = es == 1 ? len : 4 * len, pad = es == 1 ? 2 : 4, at = es == 1 ? 1 : 4;
+        const Shape src_shape{5, w + pad}, ext{3, w};
+        const std::size_t src_bytes = std::size_t(numel(src_shape)) * es,
+                          dst_bytes = std::size_t(numel(ext)) * es;
+        shardcal::Buffer src_dev(mem, src_bytes), dst_dev(mem, dst_bytes);
+        const auto sp = pattern(src_bytes, unsigned(len)),
+                   dp = pattern(dst_bytes, unsigned(len) + 7);
+        mem.copy_from_host(src_dev.data(), sp.data(), src_bytes);
+        mem.copy_from_host(dst_dev.data(), dp.data(), dst_bytes);
+        BoxCopy c{dst_dev.data(), ext, {0, 0}, src_dev.data(), src_shape, {1, at}, ext, es};
+        const unsigned word = plan_box_copy(c).word;
+        ASSERT_EQ(word, es == 1 ? 1u : 16u) << describe(c);
+        mem.copy_box(c);
+        std::vector<std::byte> got(dst_bytes);
+        mem.copy_to_host(got.data(), dst_dev.data(), dst_bytes);
+        std::vector<std::byte> expect = dp;
+        BoxCopy h = c;
+        h.src = sp.data();
+        h.dst = expect.data();
+        shardcal::host_copy_box(h);
+        ASSERT_EQ(got, expect) << describe(c)
+                               << (kernel == shardcal::nccl::BoxKernel::rows ? " rows" : " flat");
+      }
+    }
   }
 }
 

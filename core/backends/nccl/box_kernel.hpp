@@ -34,14 +34,12 @@ struct BoxKernelArgs {
   Index dst_stride[kBoxKernelMaxDims] = {};
 };
 
-// Word offsets (from the launch's base pointers) of flat word index i < total.
+// Word offsets (from the launch's base pointers) of the first word of row `row` < total / run.
 template <class Index>
-SHARDCAL_HOST_DEVICE inline void box_word_offsets(const BoxKernelArgs<Index>& a, Index i,
-                                                  Index& src, Index& dst) {
-  Index row = i / a.run;
-  const Index col = i - row * a.run;
-  src = col;
-  dst = col;
+SHARDCAL_HOST_DEVICE inline void box_row_offsets(const BoxKernelArgs<Index>& a, Index row,
+                                                 Index& src, Index& dst) {
+  src = 0;
+  dst = 0;
   for (int d = a.ndim - 1; d >= 0; --d) {
     const Index e = a.extent[d];
     const Index q = row / e;
@@ -52,12 +50,29 @@ SHARDCAL_HOST_DEVICE inline void box_word_offsets(const BoxKernelArgs<Index>& a,
   }
 }
 
+// Word offsets (from the launch's base pointers) of flat word index i < total.
+template <class Index>
+SHARDCAL_HOST_DEVICE inline void box_word_offsets(const BoxKernelArgs<Index>& a, Index i,
+                                                  Index& src, Index& dst) {
+  const Index row = i / a.run;
+  const Index col = i - row * a.run;
+  box_row_offsets(a, row, src, dst);
+  src += col;
+  dst += col;
+}
+
+// Which kernel copies a box. `rows` (the default): a team of threads per piece of a row, the row's
+// offsets computed once per piece and each thread keeping several loads in flight. `flat`: the
+// first kernel, a grid-stride loop over words with the full index math per word; kept for
+// pack_cuda_bench's side-by-side comparison and the tests.
+enum class BoxKernel { rows, flat };
+
 // Enqueues one launch on `stream`. `dst`/`src` are the launch's base pointers (already offset),
 // aligned to `word_bytes`. `narrow_index` selects 32-bit index math (the planner guarantees
 // every offset then fits); it roughly halves the cost of the per-element divisions.
 // Returns the launch error (cudaGetLastError) so the caller can report it with context.
 cudaError_t launch_box_copy(void* dst, const void* src, unsigned word_bytes, bool narrow_index,
                             const BoxKernelArgs<std::uint64_t>& args, int max_blocks,
-                            cudaStream_t stream);
+                            cudaStream_t stream, BoxKernel kernel);
 
 }  // namespace shardcal::nccl

@@ -90,8 +90,9 @@ void CudaMemory::copy_box(const BoxCopy& c) {
     return;
   }
   for (const BoxLaunch& l : split_for_kernel(plan)) {
-    const cudaError_t err = launch_box_copy(dst + l.dst_offset, src + l.src_offset, plan.word,
-                                            l.narrow_index, l.args, max_blocks_, stream_);
+    const cudaError_t err =
+        launch_box_copy(dst + l.dst_offset, src + l.src_offset, plan.word, l.narrow_index, l.args,
+                        max_blocks_, stream_, box_kernel_);
     if (err != cudaSuccess)
       throw_cuda_error(err, "box_copy_kernel<<<...>>> (launch_box_copy)", __FILE__, __LINE__);
   }

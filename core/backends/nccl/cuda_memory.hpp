@@ -9,6 +9,7 @@
 // Overlapping source and destination are not supported by copy_box (same as host_copy_box).
 #include <cuda_runtime_api.h>
 
+#include "nccl/box_kernel.hpp"
 #include "shardcal/memory.hpp"
 
 namespace shardcal::nccl {
@@ -33,6 +34,9 @@ class CudaMemory final : public MemorySpace {
   void synchronize() override;
 
   int device() const { return device_; }
+  // Which kernel copy_box launches (box_kernel.hpp): `rows` unless a benchmark or test asks for
+  // the first one to compare.
+  void set_box_kernel(BoxKernel k) { box_kernel_ = k; }
   cudaStream_t stream() const { return stream_; }
 
   // Stream-ordered scratch memory (cudaMallocAsync) for staging inside an operation; released
@@ -44,6 +48,7 @@ class CudaMemory final : public MemorySpace {
   int device_;
   cudaStream_t stream_ = nullptr;
   int max_blocks_ = 1;  // grid size cap for the box kernel: a few waves of resident blocks
+  BoxKernel box_kernel_ = BoxKernel::rows;
 };
 
 }  // namespace shardcal::nccl
