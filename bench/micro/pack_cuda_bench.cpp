@@ -7,7 +7,8 @@
 // read once and written once in every column, so the columns compare directly. Times are the
 // median of N iterations, each bracketed by CUDA events on the copy stream. "pack" and "unpack"
 // use the default `rows` kernel; "pack flat" the first kernel (box_kernel.hpp), timed in three
-// alternating rounds with "pack" (median round of each); rows/flat = speedup of the default.
+// rounds with "pack", alternating which goes first (median round of each); rows/flat = speedup
+// of the default.
 //
 // Without a CUDA device it prints "skipped: no CUDA device (...)" and exits 0.
 #include <cuda_runtime_api.h>
@@ -102,14 +103,17 @@ void run_case(CudaMemory& mem, const Case& c, int iters) {
                                             cudaMemcpyDeviceToDevice, mem.stream()));
     });
   }
-  // The two box kernels side by side: three rounds, each timing rows then flat (medians of
-  // `iters` runs each), and the median round of each reported.
+  // The two box kernels side by side: three rounds (medians of `iters` runs each), rows first in
+  // rounds 0 and 2, flat first in round 1; the median round of each reported.
   std::vector<double> pack_rows, pack_flat;
+  auto time_kernel = [&](shardcal::nccl::BoxKernel k, std::vector<double>& out) {
+    mem.set_box_kernel(k);
+    out.push_back(median_seconds(mem.stream(), iters, [&] { mem.copy_box(pack); }));
+  };
   for (int round = 0; round < 3; ++round) {
-    mem.set_box_kernel(shardcal::nccl::BoxKernel::rows);
-    pack_rows.push_back(median_seconds(mem.stream(), iters, [&] { mem.copy_box(pack); }));
-    mem.set_box_kernel(shardcal::nccl::BoxKernel::flat);
-    pack_flat.push_back(median_seconds(mem.stream(), iters, [&] { mem.copy_box(pack); }));
+    if (round % 2 == 0) time_kernel(shardcal::nccl::BoxKernel::rows, pack_rows);
+    time_kernel(shardcal::nccl::BoxKernel::flat, pack_flat);
+    if (round % 2 == 1) time_kernel(shardcal::nccl::BoxKernel::rows, pack_rows);
   }
   mem.set_box_kernel(shardcal::nccl::BoxKernel::rows);
   std::sort(pack_rows.begin(), pack_rows.end());
@@ -158,6 +162,10 @@ int main(int argc, char** argv) {
         {"u8 64x1024x1024 d1 k8", {64, 1024, 1024}, 1, 8, 1},
         {"f32 64x512x512 d2 k8 (256 B run)", {64, 512, 512}, 2, 8, 4},
         {"f64 16384x1024 d1 k16 (512 B run)", {16384, 1024}, 1, 16, 8},
+        // Short runs (a last dim sharded many ways): teams of 1-4 threads in the rows kernel.
+        {"f32 65536x1024 d1 k64 (64 B run)", {65536, 1024}, 1, 64, 4},
+        {"f32 262144x256 d1 k64 (16 B run)", {262144, 256}, 1, 64, 4},
+        {"bf16 262144x256 d1 k64 (8 B run)", {262144, 256}, 1, 64, 2},
     };
     for (const Case& c : cases) run_case(mem, c, iters);
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -214,7 +215,9 @@ int seg_of(const Piecewise& p, double s) {
   return k;
 }
 
-// Make the prediction never drop at a segment boundary, for EVERY group size n >= 1 (or, at a
+// Make the prediction never drop at a segment boundary, for n = 1 and EVERY group size from the
+// smallest measured one up, n >= n_min (below it a prediction is an extrapolation, flagged as
+// such, and may drop: checking it moved measured prices, docs/CALIBRATION.md) (or, at a
 // confirmed drop, never fall by more than the data did: BoundaryFloor below, where the terms are
 // r x the earlier segment at s_before against the later at s_after). At the
 // boundary b the drop is D(n) = A + B steps(n) + C f(n) with A = a0' - a0, B = as' - as,
@@ -222,16 +225,16 @@ int seg_of(const Piecewise& p, double s) {
 // segment's alpha0 at every size (segment_time_us), so it needs no check. If B > 0, D grows
 // without bound, so no alpha0 can fix it: the later segment's alpha_step is raised to the
 // earlier's (B = 0). Then for n > hi, D(n) <= A + B steps(hi+1) + max(C f(hi+1), C f(inf)) (B <= 0;
-// f is monotone in n and tends to f(inf)); with the exact values on 2..hi this bounds D on the
+// f is monotone in n and tends to f(inf)); with the exact values on n_min..hi this bounds D on the
 // whole range, and alpha0 is raised by it.
 // With contention the bandwidth slope is inv + kap (conc - 1); the guarantee holds for every
 // concurrency in [1, c_max] (the measured range: beyond it the contention term extrapolates and
 // the prediction is flagged as such).
-// What each boundary must hold, for every group size n >= 2 and concurrency 1..c_max: the later
+// What each boundary must hold, for every group size n >= n_min and concurrency 1..c_max: the later
 // segment's price at s_after >= ratio x the earlier segment's at s_before. Monotone (the
 // default): both sizes at the boundary, ratio 1. Where the data confirm a drop (confirmed_drop),
 // the last and first measured sizes around the gap and the smallest ratio measured there: no
-// group size, measured or not, is priced to fall across the gap by more than the largest drop
+// group size >= n_min, measured or not, is priced to fall across the gap by more than the largest drop
 // the data show (a bound at the mildest would raise the measured series that fell further).
 struct BoundaryFloor {
   double s_before = 0, s_after = 0, ratio = 1;
@@ -297,15 +300,18 @@ std::optional<double> confirmed_drop(const std::vector<Obs>& obs, const Coef& be
 }
 
 // The power of two p with a < p <= b (a size of p takes the later segment: a switch "from 2^k
-// bytes up"); where the gap holds several, the one nearest its geometric middle.
+// bytes up"); where the gap holds several, the one nearest its geometric middle in log2 (on a
+// tie the lower); for a <= 0, 1. Integer exponents, so p is exact and never equals a.
 std::optional<double> power_of_two_in_gap(double a, double b) {
-  if (!(a > 0) || !(b > a)) return std::nullopt;
-  const double mid = std::log2(a * b) / 2;
-  std::optional<double> best;
-  for (double e = std::floor(std::log2(a)) + 1; std::exp2(e) <= b; e += 1)
-    if (std::exp2(e) > a && (!best || std::abs(e - mid) < std::abs(std::log2(*best) - mid)))
-      best = std::exp2(e);
-  return best;
+  if (!(b > a) || !(b >= 1) || !(b < 0x1p62)) return std::nullopt;
+  const int top = int(std::bit_width(std::uint64_t(b))) - 1;  // 2^top <= b < 2^(top+1)
+  if (!(std::ldexp(1.0, top) > a)) return std::nullopt;
+  if (!(a > 0)) return 1.0;
+  const double mid = (std::log2(a) + std::log2(b)) / 2;
+  int best = top;
+  for (int k = top - 1; std::ldexp(1.0, k) > a; --k)
+    if (std::abs(k - mid) <= std::abs(best - mid)) best = k;
+  return std::ldexp(1.0, best);
 }
 
 // Best K-segment fit: every split of the distinct sizes into K runs of >= min_per sizes is
@@ -376,18 +382,18 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
   for (std::size_t k = 0; k < best_split.size(); ++k) {
     const double a = u[std::size_t(best_split[k] - 1)], b = u[std::size_t(best_split[k])];
     // Where the two segments' lines cross (for the reference group size), if inside the gap: a
-    // continuous change of slope. Else the time jumps somewhere in the gap (an algorithm or
-    // protocol switch) and the data cannot say where: the power of two inside the gap, where
-    // one is (libraries switch at powers of two: docs/CALIBRATION.md "Where a boundary goes"),
-    // else the geometric middle of the gap.
+    // continuous change of slope (either line may be the steeper). Else the time jumps somewhere
+    // in the gap (an algorithm or protocol switch) and the data cannot say where: the power of
+    // two inside the gap, where one is (docs/CALIBRATION.md "Segments": why, and what it costs
+    // where a library's threshold is not one), else the geometric middle of the gap.
     const Coef &L = p.coef[k], &R = p.coef[k + 1];
     const auto& info = collective_info(c);
     const double f = info.busbw_factor(n_ref);
     const double dA = (R.a0 + R.as * info.ring_steps(n_ref)) - (L.a0 + L.as * info.ring_steps(n_ref));
     const double dI = (L.inv - R.inv) * f;
-    double bound = std::sqrt(a * b);
+    double bound = a > 0 ? std::sqrt(a * b) : b / 2;
     bool crossed = false;
-    if (dI > 0) {
+    if (dI != 0) {  // a crossing of the wrong sign falls outside the gap
       const double cross = dA / dI;
       if (cross > a && cross <= b) {
         bound = cross;

@@ -240,6 +240,40 @@ TEST(BoxPlan, RejectsWhatHostCopyBoxRejects) {
   EXPECT_THROW((void)plan_box_copy(c), shardcal::Error);
 }
 
+// The `rows` kernel's split (box_rows_split + box_rows_item, the functions the kernel runs):
+// every word of every row copied by exactly one (item, lane, u), for teams of 1 .. 256, one or
+// several items per row, both index widths.
+template <class Index>
+void check_rows_split(std::uint64_t run, std::uint64_t rows) {
+  using shardcal::nccl::box_rows_item;
+  const auto split = shardcal::nccl::box_rows_split(run, rows * run);
+  ASSERT_LE(1 << split.team_log2, shardcal::nccl::kBoxThreadsPerBlock);
+  ASSERT_EQ(split.items, rows * split.chunks);
+  std::vector<int> hits(std::size_t(rows * run), 0);
+  for (std::uint64_t item = 0; item < split.items; ++item)
+    for (std::uint64_t lane = 0; lane < (1u << split.team_log2); ++lane) {
+      Index row = 0, first = 0;
+      box_rows_item(Index(item), Index(lane), split.team_log2, Index(split.chunks), row, first);
+      ASSERT_LT(std::uint64_t(row), rows);
+      for (int u = 0; u < shardcal::nccl::kBoxWordsPerThread; ++u) {
+        const std::uint64_t col = std::uint64_t(first) + (std::uint64_t(u) << split.team_log2);
+        if (col < run) ++hits[std::size_t(std::uint64_t(row) * run + col)];
+      }
+    }
+  for (std::size_t w = 0; w < hits.size(); ++w)
+    ASSERT_EQ(hits[w], 1) << "run " << run << " rows " << rows << " word " << w;
+}
+
+TEST(BoxPlan, RowsKernelSplitCoversEveryWordOnce) {
+  for (std::uint64_t run :
+       {1,   2,   3,   4,   5,   7,   8,    9,    17,   63,   64,   65,   127,
+        128, 129, 255, 256, 257, 511, 1023, 1024, 1025, 1027, 2048, 4097, 20000})
+    for (std::uint64_t rows : {1, 3}) {
+      check_rows_split<std::uint32_t>(run, rows);
+      check_rows_split<std::uint64_t>(run, rows);
+    }
+}
+
 TEST(BoxPlan, ManyDimsSplitIntoSeveralLaunches) {
   // 11 dims of extent 2 inside shape 3: nothing merges, so 11 outer dims (no unit-stride run).
   BoxCopy c;
@@ -316,6 +350,9 @@ TEST_F(CudaCopyBox, RandomBoxesMatchHostCopyBox) {
 
 // Rows of every length class the `rows` kernel treats differently: teams of 1 .. 256 threads,
 // one or several items per row, a last item cut short; 1-byte words (odd offsets) and 16-byte.
+// The destination has a row pitch with padding (prefilled, compared too), so a word written past
+// a row's end is caught; each case also runs through the 64-bit index path (launch_box_copy
+// with narrow_index false), which the planner uses only for boxes of >= 2^31 words.
 TEST_F(CudaCopyBox, EveryRowLengthMatchesHostCopyBox) {
   shardcal::nccl::CudaMemory mem(0);
   for (const auto kernel : kKernels) {
@@ -326,28 +363,41 @@ TEST_F(CudaCopyBox, EveryRowLengthMatchesHostCopyBox) {
       for (std::size_t es : {std::size_t(1), std::size_t(4)}) {
         // es 1: box {3, len} at {1, 1} of {5, len + 2}: 1-byte words, run = len words.
         // es 4: box {3, 4 len} at {1, 4} of {5, 4 len + 4}: 16-byte words, run = len words.
+        // The destination: {3, w + pad}, the box at {0, 0}.
         const std::int64_t w = es == 1 ? len : 4 * len, pad = es == 1 ? 2 : 4, at = es == 1 ? 1 : 4;
-        const Shape src_shape{5, w + pad}, ext{3, w};
+        const Shape src_shape{5, w + pad}, dst_shape{3, w + pad}, ext{3, w};
         const std::size_t src_bytes = std::size_t(numel(src_shape)) * es,
-                          dst_bytes = std::size_t(numel(ext)) * es;
+                          dst_bytes = std::size_t(numel(dst_shape)) * es;
         shardcal::Buffer src_dev(mem, src_bytes), dst_dev(mem, dst_bytes);
         const auto sp = pattern(src_bytes, unsigned(len)),
                    dp = pattern(dst_bytes, unsigned(len) + 7);
         mem.copy_from_host(src_dev.data(), sp.data(), src_bytes);
-        mem.copy_from_host(dst_dev.data(), dp.data(), dst_bytes);
-        BoxCopy c{dst_dev.data(), ext, {0, 0}, src_dev.data(), src_shape, {1, at}, ext, es};
-        const unsigned word = plan_box_copy(c).word;
-        ASSERT_EQ(word, es == 1 ? 1u : 16u) << describe(c);
-        mem.copy_box(c);
-        std::vector<std::byte> got(dst_bytes);
-        mem.copy_to_host(got.data(), dst_dev.data(), dst_bytes);
+        BoxCopy c{dst_dev.data(), dst_shape, {0, 0}, src_dev.data(), src_shape, {1, at}, ext, es};
+        const BoxPlan plan = plan_box_copy(c);
+        ASSERT_EQ(plan.word, es == 1 ? 1u : 16u) << describe(c);
         std::vector<std::byte> expect = dp;
         BoxCopy h = c;
         h.src = sp.data();
         h.dst = expect.data();
         shardcal::host_copy_box(h);
-        ASSERT_EQ(got, expect) << describe(c)
-                               << (kernel == shardcal::nccl::BoxKernel::rows ? " rows" : " flat");
+        for (bool wide : {false, true}) {
+          mem.copy_from_host(dst_dev.data(), dp.data(), dst_bytes);
+          if (!wide) {
+            mem.copy_box(c);
+          } else {
+            for (const auto& l : split_for_kernel(plan))
+              ASSERT_EQ(shardcal::nccl::launch_box_copy(
+                            static_cast<std::byte*>(c.dst) + l.dst_offset,
+                            static_cast<const std::byte*>(c.src) + l.src_offset, plan.word,
+                            /*narrow_index=*/false, l.args, 64, mem.stream(), kernel),
+                        cudaSuccess);
+          }
+          std::vector<std::byte> got(dst_bytes);
+          mem.copy_to_host(got.data(), dst_dev.data(), dst_bytes);
+          ASSERT_EQ(got, expect) << describe(c)
+                                 << (kernel == shardcal::nccl::BoxKernel::rows ? " rows" : " flat")
+                                 << (wide ? " 64-bit index" : "");
+        }
       }
     }
   }

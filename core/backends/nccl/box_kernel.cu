@@ -15,8 +15,8 @@
 namespace shardcal::nccl {
 namespace {
 
-constexpr int kThreadsPerBlock = 256;
-constexpr int kWordsPerThread = 4;
+constexpr int kThreadsPerBlock = kBoxThreadsPerBlock;
+constexpr int kWordsPerThread = kBoxWordsPerThread;
 
 template <class Word, class Index>
 __global__ void box_copy_flat_kernel(Word* __restrict__ dst, const Word* __restrict__ src,
@@ -38,12 +38,11 @@ __global__ void box_copy_rows_kernel(Word* __restrict__ dst, const Word* __restr
   const int team_size = 1 << team_log2;
   const Index lane = Index(threadIdx.x & (team_size - 1));
   const Index teams = Index(gridDim.x) * Index(blockDim.x >> team_log2);
-  const Index chunk_words = Index(kWordsPerThread) << team_log2;
   for (Index item =
            Index(blockIdx.x) * Index(blockDim.x >> team_log2) + Index(threadIdx.x >> team_log2);
        item < items; item += teams) {
-    const Index row = item / chunks;
-    const Index first = (item - row * chunks) * chunk_words + lane;
+    Index row = 0, first = 0;
+    box_rows_item(item, lane, team_log2, chunks, row, first);
     Index s = 0, d = 0;
     box_row_offsets(args, row, s, d);
     Word v[kWordsPerThread];
@@ -88,14 +87,9 @@ void launch_typed(void* dst, const void* src, const BoxKernelArgs<Index>& args, 
            stream>>>(static_cast<Word*>(dst), static_cast<const Word*>(src), args);
     return;
   }
-  // Team size: the power of two nearest above run / kWordsPerThread, at most the block.
-  const std::uint64_t run = std::uint64_t(args.run);
-  int team_log2 = 0;
-  while ((std::uint64_t(kWordsPerThread) << team_log2) < run && (1 << team_log2) < kThreadsPerBlock)
-    ++team_log2;
-  const std::uint64_t chunk_words = std::uint64_t(kWordsPerThread) << team_log2;
-  const std::uint64_t chunks = (run + chunk_words - 1) / chunk_words;
-  const std::uint64_t items = std::uint64_t(args.total) / run * chunks;
+  const BoxRowsSplit split = box_rows_split(std::uint64_t(args.run), std::uint64_t(args.total));
+  const int team_log2 = split.team_log2;
+  const std::uint64_t chunks = split.chunks, items = split.items;
   box_copy_rows_kernel<Word, Index>
       <<<grid_for(items, std::uint64_t(kThreadsPerBlock >> team_log2), max_blocks),
          kThreadsPerBlock, 0, stream>>>(static_cast<Word*>(dst), static_cast<const Word*>(src),

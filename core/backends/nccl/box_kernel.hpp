@@ -1,8 +1,8 @@
 #pragma once
-// The launch-level description of an N-d box copy on a CUDA device, shared by the kernel
-// (box_kernel.cu), the host planner (box_plan.cpp) and the host-side tests. The index math lives
-// here as a host+device function so the tests exercise the exact decomposition the kernel uses,
-// also on a machine without a GPU.
+// The launch-level description of an N-d box copy on a CUDA device, shared by the kernels
+// (box_kernel.cu), the host planner (box_plan.cpp) and the host-side tests. The index math (row
+// offsets, and the `rows` kernel's split into items) lives here as host+device functions so the
+// tests exercise the exact decomposition the kernels use, also on a machine without a GPU.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -59,6 +59,36 @@ SHARDCAL_HOST_DEVICE inline void box_word_offsets(const BoxKernelArgs<Index>& a,
   box_row_offsets(a, row, src, dst);
   src += col;
   dst += col;
+}
+
+// The `rows` kernel's split of a launch (box_kernel.cu): items of up to kBoxWordsPerThread x T
+// contiguous words of one row, T = 2^team_log2 threads per item (the power of two nearest above
+// run / kBoxWordsPerThread, at most a block), `chunks` items per row. Host and device share it,
+// so the tests check on the host that every word is covered exactly once.
+inline constexpr int kBoxThreadsPerBlock = 256;
+inline constexpr int kBoxWordsPerThread = 4;
+struct BoxRowsSplit {
+  int team_log2 = 0;
+  std::uint64_t chunks = 1;  // items per row
+  std::uint64_t items = 0;   // rows x chunks
+};
+inline BoxRowsSplit box_rows_split(std::uint64_t run, std::uint64_t total) {
+  BoxRowsSplit s;
+  while ((std::uint64_t(kBoxWordsPerThread) << s.team_log2) < run &&
+         (1 << s.team_log2) < kBoxThreadsPerBlock)
+    ++s.team_log2;
+  const std::uint64_t chunk_words = std::uint64_t(kBoxWordsPerThread) << s.team_log2;
+  s.chunks = (run + chunk_words - 1) / chunk_words;
+  s.items = total / run * s.chunks;
+  return s;
+}
+// Row of item `item` and the column of the first word lane `lane` copies in it; the thread's
+// words are first + u * T, u < kBoxWordsPerThread, those < run.
+template <class Index>
+SHARDCAL_HOST_DEVICE inline void box_rows_item(Index item, Index lane, int team_log2, Index chunks,
+                                               Index& row, Index& first) {
+  row = item / chunks;
+  first = (item - row * chunks) * (Index(kBoxWordsPerThread) << team_log2) + lane;
 }
 
 // Which kernel copies a box. `rows` (the default): a team of threads per piece of a row, the row's
