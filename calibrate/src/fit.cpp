@@ -301,7 +301,8 @@ std::optional<double> confirmed_drop(const std::vector<Obs>& obs, const Coef& be
 
 // The power of two p with a < p <= b (a size of p takes the later segment: a switch "from 2^k
 // bytes up"); where the gap holds several, the one nearest its geometric middle in log2 (on a
-// tie the lower); for a <= 0, 1. Integer exponents, so p is exact and never equals a.
+// tie the lower); for a <= 0, 1. Integer exponents, so p is exact and never equals a. For byte
+// sizes (b < 1 has none; a fractional a may give a power below 1).
 std::optional<double> power_of_two_in_gap(double a, double b) {
   if (!(b > a) || !(b >= 1) || !(b < 0x1p62)) return std::nullopt;
   const int top = int(std::bit_width(std::uint64_t(b))) - 1;  // 2^top <= b < 2^(top+1)
@@ -323,12 +324,6 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
   const int min_per = K == 1 ? 2 : opt.min_sizes_per_segment;
   if (m < K * min_per) return std::nullopt;
   const std::vector<int> ns = distinct_ns(obs);
-  // Reference group size for boundary placement: the most frequent.
-  std::map<int, int> freq;
-  for (const Obs& o : obs) ++freq[o.n];
-  const int n_ref = std::max_element(freq.begin(), freq.end(), [](auto& a, auto& b) {
-                      return a.second < b.second;
-                    })->first;
 
   std::map<std::pair<int, int>, std::pair<Coef, double>> cache;  // [i, j) size index range
   auto seg_fit = [&](int i, int j) -> std::pair<Coef, double> {
@@ -381,24 +376,31 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
   p.coef.push_back(seg_fit(prev, m).first);
   for (std::size_t k = 0; k < best_split.size(); ++k) {
     const double a = u[std::size_t(best_split[k] - 1)], b = u[std::size_t(best_split[k])];
-    // Where the two segments' lines cross (for the reference group size), if inside the gap: a
-    // continuous change of slope (either line may be the steeper). Else the time jumps somewhere
-    // in the gap (an algorithm or protocol switch) and the data cannot say where: the power of
-    // two inside the gap, where one is (docs/CALIBRATION.md "Segments": why, and what it costs
-    // where a library's threshold is not one), else the geometric middle of the gap.
+    // Where the two segments' lines cross, if inside the gap: a continuous change of slope. The
+    // crossing moves with the group size, so of the measured ones (n >= 2) the boundary takes
+    // the crossing that leaves every measured size's later line at or above its earlier one
+    // there: a later line that is steeper (it starts lower) needs the largest crossing, a flatter
+    // one (it starts higher) the smallest; then make_monotone has nothing to raise at a measured
+    // size. Else the time jumps somewhere in the gap (an algorithm or protocol switch) and the
+    // data cannot say where: the power of two inside the gap, where one is (docs/CALIBRATION.md
+    // "Segments": why, and what it costs where a library's threshold is not one), else the
+    // geometric middle of the gap.
     const Coef &L = p.coef[k], &R = p.coef[k + 1];
     const auto& info = collective_info(c);
-    const double f = info.busbw_factor(n_ref);
-    const double dA = (R.a0 + R.as * info.ring_steps(n_ref)) - (L.a0 + L.as * info.ring_steps(n_ref));
-    const double dI = (L.inv - R.inv) * f;
+    const double d_inv = L.inv - R.inv;
+    std::optional<double> cross;
+    if (d_inv != 0)
+      for (int n : ns) {
+        if (n < 2) continue;  // a group of one is priced at alpha alone
+        const double dA = (R.a0 + R.as * info.ring_steps(n)) - (L.a0 + L.as * info.ring_steps(n));
+        const double x = dA / (d_inv * info.busbw_factor(n));
+        cross = !cross ? x : d_inv < 0 ? std::max(*cross, x) : std::min(*cross, x);
+      }
     double bound = a > 0 ? std::sqrt(a * b) : b / 2;
     bool crossed = false;
-    if (dI != 0) {  // a crossing of the wrong sign falls outside the gap
-      const double cross = dA / dI;
-      if (cross > a && cross <= b) {
-        bound = cross;
-        crossed = true;
-      }
+    if (cross && *cross > a && *cross <= b) {  // a crossing of the wrong sign is negative
+      bound = *cross;
+      crossed = true;
     }
     if (!crossed && opt.boundary_at_power_of_two)
       if (auto p2 = power_of_two_in_gap(a, b)) bound = *p2;
@@ -1089,7 +1091,11 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
       {"min_sizes_per_segment", o.min_sizes_per_segment},
       {"more_segments_gain", o.more_segments_gain},
       {"observed_drop_min", o.observed_drop_min},
-      {"boundary_at_power_of_two", o.boundary_at_power_of_two}};
+      {"boundary_at_power_of_two", o.boundary_at_power_of_two},
+      {"boundary_rule",
+       "lines crossing inside the gap (either steeper; the crossing that keeps every measured "
+       "group size monotone): there; else a power of two inside the gap if "
+       "boundary_at_power_of_two; else the geometric middle"}};
   json eff = json::array();
   for (const auto& e : cal.effective_size) {
     json j = {{"collective", collective_info(e.collective).name},

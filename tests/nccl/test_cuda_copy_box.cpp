@@ -256,7 +256,7 @@ void check_rows_split(std::uint64_t run, std::uint64_t rows) {
       box_rows_item(Index(item), Index(lane), split.team_log2, Index(split.chunks), row, first);
       ASSERT_LT(std::uint64_t(row), rows);
       for (int u = 0; u < shardcal::nccl::kBoxWordsPerThread; ++u) {
-        const std::uint64_t col = std::uint64_t(first) + (std::uint64_t(u) << split.team_log2);
+        const std::uint64_t col = shardcal::nccl::box_rows_col(first, u, split.team_log2);
         if (col < run) ++hits[std::size_t(std::uint64_t(row) * run + col)];
       }
     }

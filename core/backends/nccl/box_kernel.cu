@@ -48,12 +48,12 @@ __global__ void box_copy_rows_kernel(Word* __restrict__ dst, const Word* __restr
     Word v[kWordsPerThread];
 #pragma unroll
     for (int u = 0; u < kWordsPerThread; ++u) {
-      const Index col = first + (Index(u) << team_log2);
+      const Index col = box_rows_col(first, u, team_log2);
       if (col < args.run) v[u] = src[s + col];
     }
 #pragma unroll
     for (int u = 0; u < kWordsPerThread; ++u) {
-      const Index col = first + (Index(u) << team_log2);
+      const Index col = box_rows_col(first, u, team_log2);
       if (col < args.run) dst[d + col] = v[u];
     }
   }

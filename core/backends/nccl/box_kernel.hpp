@@ -91,6 +91,12 @@ SHARDCAL_HOST_DEVICE inline void box_rows_item(Index item, Index lane, int team_
   first = (item - row * chunks) * (Index(kBoxWordsPerThread) << team_log2) + lane;
 }
 
+// Column of the thread's u-th word in its item (copied when < run).
+template <class Index>
+SHARDCAL_HOST_DEVICE inline Index box_rows_col(Index first, int u, int team_log2) {
+  return first + (Index(u) << team_log2);
+}
+
 // Which kernel copies a box. `rows` (the default): a team of threads per piece of a row, the row's
 // offsets computed once per piece and each thread keeping several loads in flight. `flat`: the
 // first kernel, a grid-stride loop over words with the full index math per word; kept for
