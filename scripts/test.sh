@@ -525,7 +525,9 @@ if wanted mpich; then
     -DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich &&
     stage_compile mpich "$dir" conformance_tests; then
     banner "[mpich] 4 ranks: mpiexec.mpich -n 4 conformance_tests --gtest_filter='$mpich_subcomm_filter'"
-    if ! ldd "$dir/bin/conformance_tests" | grep -qi mpich; then
+    # grep reads all of ldd's output (no -q): with pipefail, grep -q stopping at the first match
+    # can kill ldd with SIGPIPE and fail this check although MPICH is linked (seen under load).
+    if ! ldd "$dir/bin/conformance_tests" | grep -i mpich >/dev/null; then
       STAGE_ERR="conformance_tests is not linked against MPICH (ldd shows no libmpich)"
       stage_failed_early mpich "$t0"
     elif ! timeout 300 /usr/bin/mpiexec.mpich -n 4 env SHARDCAL_TEST_BACKEND=mpi GTEST_COLOR=no \
