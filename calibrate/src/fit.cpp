@@ -412,7 +412,8 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
       floors[k + 1] = BoundaryFloor{a, b, *r};
   }
   const std::vector<int> cs = distinct_cs(obs);
-  make_monotone(p, c, ns.empty() ? 2 : ns.front(), ns.empty() ? 2 : ns.back(), cs.empty() ? 1 : cs.back(), floors);
+  make_monotone(p, c, ns.empty() ? 2 : ns.front(), ns.empty() ? 2 : ns.back(),
+                cs.empty() ? 1 : cs.back(), floors);
   return p;
 }
 

@@ -730,6 +730,19 @@ std::vector<double> quarter_octaves() {
   return v;
 }
 
+// Near-exact all_gather points of group size n (0.2 % noise, as on the simulated cluster) at
+// sizes ss, timed truth(s); and the results file they make, read back.
+void add_exact_points(std::vector<json>& recs, int n, const std::vector<double>& ss,
+                      const std::function<double(double)>& truth, std::mt19937_64& rng) {
+  for (double s : ss)
+    recs.push_back(point(Collective::AllGather, n, s, noisy(truth(s), rng, 0.002), even_counts(n, s), s, s));
+}
+ResultSet results_of(const std::vector<json>& recs, const std::string& name) {
+  TempFile f(name);
+  f.write(recs);
+  return read_results({f.path});
+}
+
 // A time jump between two measured sizes (an algorithm switch) sits somewhere in the gap the
 // data cannot see into. Every switch of the simulated 64-rank cluster (24 of 24) was at a power
 // of two, "from 2^k bytes up": the boundary goes to the power of two inside the gap, so a
@@ -741,13 +754,10 @@ TEST(CalibrateFit, AJumpsBoundaryGoesToThePowerOfTwoInTheGap) {
   for (double jump : {2097152.0, 3145728.0}) {  // a power of two; 3 MiB, a measured size that is not
     std::mt19937_64 rng(37);
     std::vector<json> recs{context()};
-    for (double s : quarter_octaves()) {
-      const double y = two_regime_us(Collective::AllGather, s, 32, before, after, jump);
-      recs.push_back(point(Collective::AllGather, 32, s, noisy(y, rng, 0.002), even_counts(32, s), s, s));
-    }
-    TempFile f("jump.jsonl");
-    f.write(recs);
-    const Calibration cal = calibrate(read_results({f.path}));
+    add_exact_points(recs, 32, quarter_octaves(), [&](double s) {
+      return two_regime_us(Collective::AllGather, s, 32, before, after, jump);
+    }, rng);
+    const Calibration cal = calibrate(results_of(recs, "jump.jsonl"));
     const Model& m = only_model(cal);
     ASSERT_EQ(m.segments.size(), 2u) << "jump at " << jump;
     if (jump == 2097152.0) {
@@ -779,11 +789,8 @@ TEST(CalibrateFit, SmallerUnmeasuredGroupsDoNotMoveMeasuredPrices) {
   };
   std::mt19937_64 rng(41);
   std::vector<json> recs{context()};
-  for (double s : quarter_octaves())
-    recs.push_back(point(Collective::AllGather, 16, s, noisy(truth(s), rng, 0.002), even_counts(16, s), s, s));
-  TempFile f("flat_then_slope.jsonl");
-  f.write(recs);
-  const ResultSet rs = read_results({f.path});
+  add_exact_points(recs, 16, quarter_octaves(), truth, rng);
+  const ResultSet rs = results_of(recs, "flat_then_slope.jsonl");
   const Calibration cal = calibrate(rs);
   const Model& m = only_model(cal);
   ASSERT_GE(m.segments.size(), 2u);
@@ -815,11 +822,8 @@ TEST(CalibrateFit, AKneeKeepsItsCrossingWhereTheLaterLineIsSteeper) {
   for (double x = 4096; x <= 4 * 1048576; x *= 2) ss.push_back(x);
   std::mt19937_64 rng(43);
   std::vector<json> recs{context()};
-  for (double s : ss)
-    recs.push_back(point(Collective::AllGather, 8, s, noisy(truth(s), rng, 0.002), even_counts(8, s), s, s));
-  TempFile f("knee.jsonl");
-  f.write(recs);
-  const Calibration cal = calibrate(read_results({f.path}));
+  add_exact_points(recs, 8, ss, truth, rng);
+  const Calibration cal = calibrate(results_of(recs, "knee.jsonl"));
   const Model& m = only_model(cal);
   ASSERT_GE(m.segments.size(), 2u);
   EXPECT_NEAR(m.segments[1].s_lo / 82286.0, 1.0, 0.03);
@@ -848,11 +852,8 @@ TEST(CalibrateFit, PooledKneeStaysOnEveryMeasuredGroupSize) {
   std::mt19937_64 rng(53);
   std::vector<json> recs{context()};
   for (const auto& [n, ss] : grid)
-    for (double s : ss)
-      recs.push_back(point(Collective::AllGather, n, s, noisy(truth(s, n), rng, 0.002), even_counts(n, s), s, s));
-  TempFile f("pooled_knee.jsonl");
-  f.write(recs);
-  const Calibration cal = calibrate(read_results({f.path}));
+    add_exact_points(recs, n, ss, [&, n = n](double s) { return truth(s, n); }, rng);
+  const Calibration cal = calibrate(results_of(recs, "pooled_knee.jsonl"));
   const Model& m = only_model(cal);
   ASSERT_EQ(m.group_sizes, (std::vector<int>{8, 64}));
   for (const auto& [n, ss] : grid)
@@ -870,11 +871,8 @@ TEST(CalibrateFit, FourRegimesFourSegments) {
   };
   std::mt19937_64 rng(47);
   std::vector<json> recs{context()};
-  for (double s : quarter_octaves())
-    recs.push_back(point(Collective::AllGather, 8, s, noisy(truth(s), rng, 0.002), even_counts(8, s), s, s));
-  TempFile f("four.jsonl");
-  f.write(recs);
-  const ResultSet rs = read_results({f.path});
+  add_exact_points(recs, 8, quarter_octaves(), truth, rng);
+  const ResultSet rs = results_of(recs, "four.jsonl");
   const double at_pow2[3] = {65536, 524288, 2097152};
   const double middles[3] = {std::sqrt(57344.0 * 65536), std::sqrt(458752.0 * 524288),
                              std::sqrt(1835008.0 * 2097152)};

@@ -1,9 +1,9 @@
 // CUDA kernels of CudaMemory::copy_box. The host planner (box_plan.cpp) has already merged
 // contiguous dims and picked the widest word both sides are aligned to (16 bytes where possible).
 //
-// rows (default): the box is cut into items, an item being up to kWordsPerThread x T contiguous
+// rows (default): the box is cut into items, an item being up to kBoxWordsPerThread x T contiguous
 // words of one row, copied by a team of T threads (a power of two <= the block; T ~ run /
-// kWordsPerThread, so short rows get small teams and a warp serves several rows). The row's
+// kBoxWordsPerThread, so short rows get small teams and a warp serves several rows). The row's
 // offsets (one division per outer dim) are computed once per item instead of once per word, and
 // each thread issues all its loads before its stores, so several loads are in flight per thread.
 // flat: the first kernel, one grid-stride loop over words with the full index math per word
@@ -14,9 +14,6 @@
 
 namespace shardcal::nccl {
 namespace {
-
-constexpr int kThreadsPerBlock = kBoxThreadsPerBlock;
-constexpr int kWordsPerThread = kBoxWordsPerThread;
 
 template <class Word, class Index>
 __global__ void box_copy_flat_kernel(Word* __restrict__ dst, const Word* __restrict__ src,
@@ -45,14 +42,14 @@ __global__ void box_copy_rows_kernel(Word* __restrict__ dst, const Word* __restr
     box_rows_item(item, lane, team_log2, chunks, row, first);
     Index s = 0, d = 0;
     box_row_offsets(args, row, s, d);
-    Word v[kWordsPerThread];
+    Word v[kBoxWordsPerThread];
 #pragma unroll
-    for (int u = 0; u < kWordsPerThread; ++u) {
+    for (int u = 0; u < kBoxWordsPerThread; ++u) {
       const Index col = box_rows_col(first, u, team_log2);
       if (col < args.run) v[u] = src[s + col];
     }
 #pragma unroll
-    for (int u = 0; u < kWordsPerThread; ++u) {
+    for (int u = 0; u < kBoxWordsPerThread; ++u) {
       const Index col = box_rows_col(first, u, team_log2);
       if (col < args.run) dst[d + col] = v[u];
     }
@@ -83,17 +80,18 @@ void launch_typed(void* dst, const void* src, const BoxKernelArgs<Index>& args, 
                   cudaStream_t stream, BoxKernel kernel) {
   if (kernel == BoxKernel::flat) {
     box_copy_flat_kernel<Word, Index>
-        <<<grid_for(std::uint64_t(args.total), kThreadsPerBlock, max_blocks), kThreadsPerBlock, 0,
-           stream>>>(static_cast<Word*>(dst), static_cast<const Word*>(src), args);
+        <<<grid_for(std::uint64_t(args.total), kBoxThreadsPerBlock, max_blocks),
+           kBoxThreadsPerBlock, 0, stream>>>(static_cast<Word*>(dst), static_cast<const Word*>(src),
+                                             args);
     return;
   }
   const BoxRowsSplit split = box_rows_split(std::uint64_t(args.run), std::uint64_t(args.total));
   const int team_log2 = split.team_log2;
   const std::uint64_t chunks = split.chunks, items = split.items;
   box_copy_rows_kernel<Word, Index>
-      <<<grid_for(items, std::uint64_t(kThreadsPerBlock >> team_log2), max_blocks),
-         kThreadsPerBlock, 0, stream>>>(static_cast<Word*>(dst), static_cast<const Word*>(src),
-                                        args, team_log2, Index(chunks), Index(items));
+      <<<grid_for(items, std::uint64_t(kBoxThreadsPerBlock >> team_log2), max_blocks),
+         kBoxThreadsPerBlock, 0, stream>>>(static_cast<Word*>(dst), static_cast<const Word*>(src),
+                                           args, team_log2, Index(chunks), Index(items));
 }
 
 template <class Index>
