@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/formats/sha256.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
@@ -79,6 +80,26 @@ std::vector<PricedStep> price_all(const shardcal::calib::Profile& p, const shard
     out.push_back(std::move(ps));
   }
   return out;
+}
+
+// The 95 % interval of a plan's total: each collective step's interval (the prediction's, plus
+// its copies at their price), summed -- the bound if the steps' errors go the same way, which
+// they do when one profile misprices a link.
+std::pair<double, double> plan_interval(const std::vector<PricedStep>& steps) {
+  double lo = 0, hi = 0;
+  for (const PricedStep& ps : steps) {
+    const double t = ps.price.time_us;
+    const shardcal::calib::Prediction& p = ps.price.prediction;
+    if (!ps.unpriced.empty()) return {NAN, NAN};
+    if (p.model) {
+      lo += t - (p.time_us - p.lo_us);
+      hi += t + (p.hi_us - p.time_us);
+    } else {
+      lo += t;
+      hi += t;
+    }
+  }
+  return {lo, hi};
 }
 
 // "" when every step is priced, else the distinct reasons, e.g. "no model for all_to_all".
@@ -182,6 +203,14 @@ int run(const PlanArgs& a) {
   const bool greedy_priced = greedy_unpriced.empty() && std::isfinite(g.total);
   const bool is_nested = nested(from) || nested(to);
   const std::string sha = shardcal::formats::sha256_file(a.profile);
+  // The chosen plan against the runner-up (the second cheapest distinct plan): when their 95 %
+  // intervals overlap, this profile cannot tell them apart.
+  const std::pair<double, double> best_iv = plan_interval(best);
+  const CostedPlan* runner_up = r.alternatives.size() >= 2 ? &r.alternatives[1] : nullptr;
+  std::pair<double, double> runner_iv{NAN, NAN};
+  if (runner_up) runner_iv = plan_interval(price_all(profile, runner_up->plan, cost, rph));
+  const bool indistinct = runner_up && std::isfinite(runner_iv.first) && std::isfinite(best_iv.second) &&
+                          runner_iv.first <= best_iv.second;
 
   if (a.json) {
     json j;
@@ -196,6 +225,13 @@ int run(const PlanArgs& a) {
     j["from"] = placements_to_string(from.placements());
     j["to"] = placements_to_string(to.placements());
     j["total_us"] = r.best.total;
+    j["interval_us"] = {best_iv.first, best_iv.second};
+    j["interval_level"] = shardcal::calib::kIntervalLevel;
+    if (runner_up) {
+      j["runner_up_total_us"] = runner_up->total;
+      j["runner_up_interval_us"] = {runner_iv.first, runner_iv.second};
+      j["indistinguishable"] = indistinct;
+    }
     j["steps"] = steps_json(best);
     j["greedy_total_us"] = greedy_priced ? json(g.total) : json(nullptr);
     if (!greedy_priced) j["greedy_unpriced"] = greedy_unpriced;
@@ -225,6 +261,14 @@ int run(const PlanArgs& a) {
   o << "cost-based plan: " << us(r.best.total) << ", " << r.best.plan.steps.size() << " step"
     << (r.best.plan.steps.size() == 1 ? "" : "s") << " (" << r.states_explored
     << " states explored)\n";
+  if (std::isfinite(best_iv.first))
+    o << "  95 % interval " << us(best_iv.first) << " .. " << us(best_iv.second) << "\n";
+  if (runner_up && std::isfinite(runner_iv.first))
+    o << "  runner-up " << us(runner_up->total) << " (95 % interval " << us(runner_iv.first) << " .. "
+      << us(runner_iv.second) << "): "
+      << (indistinct ? "indistinguishable under this profile (the intervals overlap)"
+                     : "the chosen plan is cheaper beyond both intervals")
+      << "\n";
   print_steps(o, best);
   o << "\ngreedy plan (plan_redistribution): ";
   if (!greedy_priced) {

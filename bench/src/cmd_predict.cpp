@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/error.hpp"
 
@@ -123,6 +124,9 @@ int run(const PredictArgs& a) {
     j["concurrent_groups"] = lc.concurrent_groups;
     j["s_eff_bytes"] = s_eff;
     j["time_us"] = p.time_us;
+    j["interval_us"] = {p.lo_us, p.hi_us};
+    j["interval_level"] = calib::kIntervalLevel;
+    j["basis"] = p.basis;
     std::ptrdiff_t index = p.model - profile.models.data();
     j["model"] = {{"index", index},
                   {"pointer", "/models/" + std::to_string(index)},
@@ -145,7 +149,8 @@ int run(const PredictArgs& a) {
   std::ostringstream o;
   o << std::setprecision(6);
   o << a.collective << " n=" << lc.group_size << " hosts=" << lc.hosts << " ranks/host=" << lc.ranks_per_host
-    << " concurrent=" << lc.concurrent_groups << " S_eff=" << s_eff << " B: " << p.time_us << " us\n";
+    << " concurrent=" << lc.concurrent_groups << " S_eff=" << s_eff << " B: " << p.time_us << " us"
+    << " (95 % interval " << p.lo_us << " .. " << p.hi_us << " us; " << p.basis << ")\n";
   o << "  model /models/" << (p.model - profile.models.data()) << " (" << a.collective << ", hosts=" << m.hosts
     << ", concurrent_groups=" << m.concurrent_groups
     << ", dtype=" << (m.dtype ? std::string(dtype_name(*m.dtype)) : std::string("pooled"))

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "curves.hpp"
+#include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/median.hpp"
@@ -52,20 +54,27 @@ struct Coef {
   double se_a0 = NAN, se_inv = NAN, se_kap = NAN;
 };
 
-// Columns of the linear model: alpha0, alpha_step, 1/B, contention.
-constexpr int kCols = 4;
+// Columns of the linear model: the cost model's terms (cost_model.hpp).
+constexpr int kCols = kTerms;
 
-double feat(int j, const Obs& o, Collective c) {
-  const auto& info = collective_info(c);
-  if (j == 0) return 1.0;
-  if (j == 1) return double(info.ring_steps(o.n));
-  if (j == 2) return o.s * info.busbw_factor(o.n);
-  return o.s * info.busbw_factor(o.n) * double(o.c - 1);
+// The design column j of an observation: the cost model's Term j (cost_model.hpp).
+double feat(int j, const Obs& o, Collective c) { return term_feature(Term(j), c, o.n, o.s, o.c); }
+
+// The coefficients of Coef in Term order.
+double coef_of(const Coef& k, int j) {
+  switch (Term(j)) {
+    case Term::Alpha: return k.a0;
+    case Term::AlphaStep: return k.as;
+    case Term::InvBandwidth: return k.inv;
+    case Term::Contention: return k.kap;
+  }
+  return 0.0;
 }
 
 double eval_coef(const Coef& k, double s, int n, Collective c, int conc = 1) {
-  const auto& info = collective_info(c);
-  return k.a0 + k.as * info.ring_steps(n) + s * info.busbw_factor(n) * (k.inv + k.kap * (conc - 1));
+  double t = 0;
+  for (int j = 0; j < kTerms; ++j) t += coef_of(k, j) * term_feature(Term(j), c, n, s, conc);
+  return t;
 }
 
 double eval_obs(const Coef& k, const Obs& o, Collective c) { return eval_coef(k, o.s, o.n, c, o.c); }
@@ -590,6 +599,11 @@ std::variant<Model, UnfittedModel> fit_family(const std::vector<Obs>& obs, const
   if (cs.size() >= 2)
     m.quality.leave_concurrency_out_mape = leave_one_out(
         obs, fit->K, key.op, opt, contention, [](const Obs& o) { return std::to_string(o.c); });
+  // The second layer of the model: each measured class's curve over the backbone.
+  std::vector<CurveObs> co;
+  co.reserve(obs.size());
+  for (const Obs& o : obs) co.push_back({o.s, o.n, o.c, o.y});
+  m.curves = fit_curves(m, co);
   return m;
 }
 

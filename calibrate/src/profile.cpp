@@ -4,6 +4,8 @@
 // operation, and a ctest compares the two.
 #include "shardcal/calibrate/profile.hpp"
 
+#include "shardcal/calibrate/cost_model.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -190,9 +192,63 @@ struct Reader {
            "set the last segment's s_hi to null");
   }
 
+  // A list of finite numbers (each >= lo).
+  static std::vector<double> numbers(const JsonCursor& v, double lo) {
+    if (!v.json().is_array()) fail(v, "expected an array of numbers, got " + json_quote(v.json()), "fix the value");
+    std::vector<double> out;
+    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(v[i].number(lo));
+    return out;
+  }
+
+  static MeasuredCurve curve(const JsonCursor& v, const Model& m) {
+    v.object();
+    v.expect_keys({"group_size", "concurrent_groups", "bytes", "log_ratio", "kappa", "kappa_rms", "noise",
+                   "shrink", "weight"},
+                  kUnknownKeyFix);
+    MeasuredCurve c;
+    const JsonCursor gs = v.required("group_size", kMissingFix);
+    c.group_size = int(gs.integer(1, kMaxInt));
+    if (c.group_size % m.hosts != 0)
+      fail(gs, "group size " + std::to_string(c.group_size) + " is not a multiple of hosts=" + std::to_string(m.hosts),
+           "fix the value or regenerate the profile");
+    c.concurrent_groups = int(v.integer_at("concurrent_groups", kMissingFix, 1, kMaxInt));
+    const JsonCursor by = v.required("bytes", kMissingFix);
+    c.bytes = numbers(by, 1.0);
+    if (c.bytes.size() < 2) fail(by, "a curve needs at least 2 measured sizes", "fix the value or drop the curve");
+    for (std::size_t i = 1; i < c.bytes.size(); ++i)
+      if (!(c.bytes[i] > c.bytes[i - 1]))
+        fail(by[i], "sizes must be strictly ascending", "sort them and drop duplicates");
+    const double lim = -kInf;
+    const JsonCursor lr = v.required("log_ratio", kMissingFix);
+    c.log_ratio = numbers(lr, lim);
+    const JsonCursor ka = v.required("kappa", kMissingFix);
+    c.kappa = numbers(ka, 0.0);
+    if (c.log_ratio.size() != c.bytes.size())
+      fail(lr, "has " + std::to_string(c.log_ratio.size()) + " entries, bytes has " + std::to_string(c.bytes.size()),
+           "give one log ratio per measured size");
+    if (c.kappa.size() != c.bytes.size())
+      fail(ka, "has " + std::to_string(c.kappa.size()) + " entries, bytes has " + std::to_string(c.bytes.size()),
+           "give one kappa per measured size");
+    for (std::size_t i = 0; i < c.log_ratio.size(); ++i)
+      if (std::abs(c.log_ratio[i]) > 50)
+        fail(lr[i], "a log ratio beyond +-50 (a factor e^50 between measurement and model)", "regenerate the profile");
+    c.kappa_rms = v.number_at("kappa_rms", kMissingFix, 0.0);
+    c.noise = v.number_at("noise", kMissingFix, 0.0);
+    const JsonCursor sh = v.required("shrink", kMissingFix);
+    c.shrink = sh.number(0.0);
+    if (c.shrink > 1) fail(sh, "shrink above 1", "shrink is in [0, 1]");
+    const JsonCursor we = v.required("weight", kMissingFix);
+    c.weight = we.number(0.0);
+    if (c.weight > 1) fail(we, "weight above 1", "weight is in [0, 1]");
+    for (const MeasuredCurve& o : m.curves)
+      if (o.group_size == c.group_size && o.concurrent_groups == c.concurrent_groups)
+        fail(v, "a second curve for the same group size and concurrent groups", "keep one curve per class");
+    return c;
+  }
+
   static Model model(const JsonCursor& v) {
     v.expect_keys({"collective", "hosts", "concurrent_groups", "dtype", "group_sizes", "effective_size",
-                   "segments", "quality", "domain", "extra"},
+                   "segments", "quality", "domain", "curves", "extra"},
                   kUnknownKeyFix);
     Model m;
     const JsonCursor cc = v.required("collective", kMissingFix);
@@ -223,6 +279,10 @@ struct Reader {
     segments(v.required("segments", kMissingFix), m);
     m.quality = quality(v.required("quality", kMissingFix));
     if (auto d = v.optional("domain")) m.domain = domain(*d);
+    if (auto cs = v.optional("curves")) {
+      if (!cs->json().is_array()) fail(*cs, "expected an array of curves", "fix the value");
+      for (std::size_t i = 0; i < cs->size(); ++i) m.curves.push_back(curve((*cs)[i], m));
+    }
     if (auto x = v.optional("extra")) m.json_extra = x->object().json().dump();
     return m;
   }
@@ -443,6 +503,23 @@ std::string profile_to_json(const Profile& p) {
       }
       jm["domain"] = std::move(d);
     }
+    if (!m.curves.empty()) {
+      ojson cs = ojson::array();
+      for (const MeasuredCurve& c : m.curves) {
+        ojson jc;
+        jc["group_size"] = c.group_size;
+        jc["concurrent_groups"] = c.concurrent_groups;
+        jc["bytes"] = c.bytes;
+        jc["log_ratio"] = c.log_ratio;
+        jc["kappa"] = c.kappa;
+        jc["kappa_rms"] = c.kappa_rms;
+        jc["noise"] = c.noise;
+        jc["shrink"] = c.shrink;
+        jc["weight"] = c.weight;
+        cs.push_back(std::move(jc));
+      }
+      jm["curves"] = std::move(cs);
+    }
     if (!m.json_extra.empty()) {
       jm["extra"] = parse_json_extra(m.json_extra, "Model::json_extra");
     }
@@ -527,23 +604,6 @@ double effective_bytes(Collective c, EffectiveSize rule, double bytes,
   return best;
 }
 
-double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
-                       int concurrent_groups) {
-  const Segment& s = m.segments.at(segment);
-  // A group of one rank moves nothing (steps(1) = f(1) = 0): the size does not enter, so neither
-  // does the segment. Its time is the model's base latency, alpha of its first segment, at every
-  // size (docs/PROFILE_FORMAT.md). Later segments' alpha describe where their lines meet the
-  // axis, not a group of one, and need not be larger than the first's.
-  if (n <= 1) return m.segments.front().alpha_us;
-  const CollectiveInfo& info = collective_info(m.collective);
-  const double steps = info.ring_steps(n);
-  const double factor = info.busbw_factor(n);
-  const double bw_term = s_eff * factor / (s.bandwidth_GBps * 1e3);
-  if (!s.contention) return s.alpha_us + s.alpha_step_us * steps + bw_term;
-  return s.alpha_us + s.alpha_step_us * steps +
-         bw_term * (1.0 + *s.contention * double(concurrent_groups - 1));
-}
-
 bool non_decreasing_in_size(const Model& m, int n, double rel_tol) {
   for (std::size_t i = 0; i + 1 < m.segments.size(); ++i) {
     if (!m.segments[i].s_hi) return true;
@@ -594,11 +654,6 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   out.model = best;
   const double s_eff =
       effective_bytes(c, best->effective_size, bytes, counts, elem_size, lc.group_size);
-  std::size_t seg = 0;
-  while (seg + 1 < best->segments.size() && s_eff >= *best->segments[seg].s_hi) ++seg;
-  out.segment = int(seg);
-  out.time_us = segment_time_us(*best, seg, lc.group_size, s_eff, lc.concurrent_groups);
-
   const Domain d = effective_domain(*best);
   std::string note;
   auto add = [&](const std::string& what) { note += (note.empty() ? "" : "; ") + what; };
@@ -615,9 +670,20 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         "or concurrency");
   if (ds == 2) add("dtype model " + (best->dtype ? std::string(dtype_name(*best->dtype)) : std::string("pooled")) +
                    " used for " + (dtype ? std::string(dtype_name(*dtype)) : std::string("an unspecified dtype")));
+  // The class is extrapolated when the model's choice was (the size alone is not: the curve
+  // widens the interval for sizes beyond the measured ones itself).
+  const bool class_extrapolated = !note.empty();
   if (!d.bytes.contains(s_eff)) add("size " + fmt(s_eff) + " B outside the measured range");
   out.extrapolated = !note.empty();
   out.note = note;
+  const Priced pr = price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_extrapolated);
+  out.segment = int(pr.segment);
+  out.time_us = pr.time_us;
+  out.lo_us = pr.lo_us;
+  out.hi_us = pr.hi_us;
+  out.basis = !pr.curve ? "backbone" : pr.curve_exact ? "measured curve" : "nearest class's curve";
+  if (pr.switch_gap) out.basis += ", switch in the gap";
+  if (pr.beyond_measured) out.basis += ", beyond the measured sizes";
   return out;
 }
 

@@ -2,6 +2,8 @@
 // docs/PLANNER.md "Costs").
 #include "shardcal/calibrate/step_cost.hpp"
 
+#include "shardcal/calibrate/cost_model.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -171,9 +173,7 @@ class TrafficPricer {
     // predict()'s arithmetic for the chosen model (calibrate/src/profile.cpp).
     const double s_eff = effective_bytes(*t.collective, m.effective_size, double(t.bytes),
                                          t.counts, int(t.elem_size), sl.lc.group_size);
-    std::size_t seg = 0;
-    while (seg + 1 < m.segments.size() && s_eff >= *m.segments[seg].s_hi) ++seg;
-    double time_us = segment_time_us(m, seg, sl.lc.group_size, s_eff, sl.lc.concurrent_groups);
+    double time_us = price_time_us(m, sl.lc.group_size, sl.lc.concurrent_groups, s_eff);
     if (copies_ && t.max_copy_bytes > 0) time_us += double(t.max_copy_bytes) / (bw_ * 1e3);
     return time_us;
   }

@@ -79,6 +79,25 @@ def random_profile(rng):
              "effective_size": rng.choice(["total", "n_times_max"]), "segments": segs,
              "quality": {"points": 10, "mape": 0.05, "max_rel_error": 0.2, "holdout_mape": None,
                          "leave_group_out_mape": 0.1}}
+        if rng.random() < 0.6:  # measured curves (cost_model: the second layer), some classes
+            curves = []
+            for n in sorted(set(rng.choice([hosts * k for k in range(1, 9)]) for _ in range(rng.randint(1, 3)))):
+                if n < 2:
+                    continue
+                k = rng.randint(2, 9)
+                by = sorted(set(float(rng.choice([2 ** rng.randint(0, 30), rng.randint(1, 1 << 28)])) for _ in range(k)))
+                if len(by) < 2:
+                    continue
+                curves.append({"group_size": n, "concurrent_groups": rng.choice([1, cg]),
+                               "bytes": by, "log_ratio": [rnum(rng, -0.5, 0.5) for _ in by],
+                               "kappa": [0.0] + [rnum(rng, 0, 0.2) for _ in by[1:-1]] + [0.0],
+                               "kappa_rms": rnum(rng, 0, 0.2), "noise": rnum(rng, 0.001, 0.05),
+                               "shrink": rnum(rng, 0, 1), "weight": rng.choice([1.0, rnum(rng, 0, 1)])})
+            seen_nc = set()
+            curves = [c for c in curves if (c["group_size"], c["concurrent_groups"]) not in seen_nc
+                      and not seen_nc.add((c["group_size"], c["concurrent_groups"]))]
+            if curves:
+                m["curves"] = curves
         if rng.random() < 0.3:
             lo = rng.choice([0, 64])
             m["domain"] = {"hosts": [hosts, rng.choice([hosts, None])], "concurrent_groups": [1, rng.choice([cg, None])],
@@ -160,10 +179,12 @@ def parity(tool, repo):
                     assert line.startswith("error "), f"{path}: '{text}': python rejected ({e}), C++ gave {line}"
                     continue
                 assert line.startswith("ok "), f"{path}: '{text}': C++ rejected ({line}), python gave {p.time_us}"
-                _, t, mi, seg, ex = line.split()
-                t = float(t)
-                rel = abs(t - p.time_us) / max(abs(p.time_us), 1e-300)
-                assert rel <= 1e-9, f"{path}: '{text}': C++ {t!r} python {p.time_us!r} (rel {rel:.3g})"
+                _, t, lo, hi, mi, seg, ex = line.split()
+                for what, a, b in (("time", float(t), p.time_us), ("interval lo", float(lo), p.lo_us),
+                                   ("interval hi", float(hi), p.hi_us)):
+                    rel = abs(a - b) / max(abs(b), 1e-300)
+                    assert rel <= 1e-9, f"{path}: '{text}': {what}: C++ {a!r} python {b!r} (rel {rel:.3g})"
+                assert p.lo_us <= p.time_us <= p.hi_us, f"{path}: '{text}': {p.time_us} outside [{p.lo_us}, {p.hi_us}]"
                 assert int(mi) == p.model.index, f"{path}: '{text}': model C++ {mi} python {p.model.index}"
                 assert int(seg) == p.segment, f"{path}: '{text}': segment C++ {seg} python {p.segment}"
                 assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} python {p.note}"

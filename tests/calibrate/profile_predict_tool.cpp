@@ -84,8 +84,8 @@ int main(int argc, char** argv) {
       std::optional<DType> dt;
       if (dtype != "-") dt = parse_dtype(dtype);
       const calib::Prediction r = calib::predict(p, *c, lc, bytes, counts, elem, dt);
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.17g", r.time_us);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.17g %.17g %.17g", r.time_us, r.lo_us, r.hi_us);
       std::cout << "ok " << buf << " " << (r.model - p.models.data()) << " " << r.segment << " "
                 << (r.extrapolated ? 1 : 0) << "\n";
     } catch (const Error& e) {

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
@@ -468,6 +469,118 @@ TEST(Profile, DTensorDefaultReproducesDTensor) {
 
 // Random mutations of valid profile texts: every outcome is a valid profile (which then writes
 // and predicts) or a shardcal::Error; never a crash, a hang or another exception.
+// The cost model's second layer (cost_model.hpp): a measured curve over a two-segment backbone.
+// Knots at 1, 4, 16 KiB on the first segment and 256 KiB, 1 MiB on the second (the boundary at
+// 64 KiB lies in the gap 16 KiB .. 256 KiB).
+Model curved_model() {
+  Model m;
+  m.collective = Collective::AllGather;
+  m.group_sizes = {4};
+  m.segments = {{0, 65536.0, 2.0, 0.5, 1.0}, {65536.0, std::nullopt, 20.0, 1.0, 5.0}};
+  m.quality = {10, 0.05, 0.2, 0.07, std::nullopt};
+  MeasuredCurve c;
+  c.group_size = 4;
+  c.bytes = {1024, 4096, 16384, 262144, 1048576};
+  c.log_ratio = {0.1, -0.05, 0.2, 0.0, -0.1};
+  c.kappa = {0, 0.02, 0.03, 0.01, 0};
+  c.kappa_rms = 0.02;
+  c.noise = 0.01;
+  c.shrink = 1.0;
+  c.weight = 1.0;
+  m.curves = {c};
+  return m;
+}
+
+TEST(CostModel, ExactAtMeasuredSizesAndTheBackboneShapeBetween) {
+  const Model m = curved_model();
+  const MeasuredCurve& c = m.curves[0];
+  for (std::size_t i = 0; i < c.bytes.size(); ++i) {
+    const double measured = backbone_time_us(m, 4, c.bytes[i]) * std::exp(c.log_ratio[i]);
+    const Priced p = price(m, 4, 1, c.bytes[i]);
+    EXPECT_NEAR(p.time_us, measured, 1e-9 * measured) << c.bytes[i];
+    // At a measured size the interval is the measurement noise alone.
+    EXPECT_NEAR(std::log(p.hi_us / p.time_us), kIntervalZ * c.noise, 1e-9);
+    EXPECT_TRUE(p.curve_exact);
+  }
+  // 2 KiB, inside the first segment: backbone x the log ratio interpolated in log size.
+  const double s = 2048;
+  const double w = 0.5;  // log2(2048) is halfway between log2(1024) and log2(4096)
+  const double want = backbone_time_us(m, 4, s) * std::exp((1 - w) * 0.1 + w * -0.05);
+  const Priced p = price(m, 4, 1, s);
+  EXPECT_NEAR(p.time_us, want, 1e-9 * want);
+  EXPECT_FALSE(p.switch_gap);
+  // shrink 0: the log-log line between the two measured sizes instead.
+  Model flat = m;
+  flat.curves[0].shrink = 0;
+  const double t1 = backbone_time_us(m, 4, 1024) * std::exp(0.1);
+  const double t2 = backbone_time_us(m, 4, 4096) * std::exp(-0.05);
+  EXPECT_NEAR(price(flat, 4, 1, s).time_us, std::sqrt(t1 * t2), 1e-9 * t1);
+  // The planner's hot path prices the same.
+  EXPECT_DOUBLE_EQ(price_time_us(m, 4, 1, s), p.time_us);
+}
+
+TEST(CostModel, ASwitchInTheGapIsPricedBetweenItsMeasuredNeighbours) {
+  const Model m = curved_model();
+  const double t1 = backbone_time_us(m, 4, 16384) * std::exp(0.2);
+  const double t2 = backbone_time_us(m, 4, 262144) * std::exp(0.0);
+  const Priced p = price(m, 4, 1, 65536);  // log2 16 (16 KiB) .. 18 (256 KiB): w = 0.5
+  EXPECT_TRUE(p.switch_gap);
+  EXPECT_NEAR(p.time_us, std::sqrt(t1 * t2), 1e-9 * t1);
+  // The interval holds both neighbours' times (a time that does not fall with size lies between).
+  EXPECT_LE(p.lo_us, std::min(t1, t2));
+  EXPECT_GE(p.hi_us, std::max(t1, t2));
+}
+
+TEST(CostModel, IntervalsWidenAwayFromWhatWasMeasured) {
+  const Model m = curved_model();
+  auto half = [](const Priced& p) { return std::log(p.hi_us / p.time_us); };
+  const double at_knot = half(price(m, 4, 1, 4096));
+  const double mid_gap = half(price(m, 4, 1, 8192));
+  const double beyond = half(price(m, 4, 1, 64.0 * 1048576));
+  const Priced other_n = price(m, 8, 1, 4096);  // group size 8 was not measured
+  EXPECT_LT(at_knot, mid_gap);
+  EXPECT_LT(mid_gap, beyond);
+  EXPECT_FALSE(other_n.curve_exact);
+  EXPECT_LT(at_knot, half(other_n));
+  EXPECT_LT(half(other_n), half(price(m, 8, 1, 4096, /*class_extrapolated=*/true)));
+  EXPECT_TRUE(price(m, 4, 1, 64.0 * 1048576).beyond_measured);
+  // No curve, no quality (a built-in analytic model): a factor ~2 either way.
+  Model analytic = m;
+  analytic.curves.clear();
+  analytic.quality = {};
+  EXPECT_NEAR(half(price(analytic, 4, 1, 4096)), kIntervalZ * kUnmeasuredModelLogSigma, 1e-12);
+  // predict() carries price()'s interval and says what priced it.
+  Profile pr = sample();
+  pr.models = {m};
+  const Prediction q = predict(pr, Collective::AllGather, LinkClass{4, 1, 4, 1}, 8192);
+  EXPECT_DOUBLE_EQ(q.time_us, price(m, 4, 1, 8192).time_us);
+  EXPECT_LT(q.lo_us, q.time_us);
+  EXPECT_GT(q.hi_us, q.time_us);
+  EXPECT_EQ(q.basis, "measured curve");
+  EXPECT_EQ(predict(pr, Collective::AllGather, LinkClass{4, 1, 4, 1}, 65536).basis,
+            "measured curve, switch in the gap");
+}
+
+TEST(CostModel, CurvesRoundTripAndBadCurvesAreRejected) {
+  Profile pr = sample();
+  pr.models[0].curves = curved_model().curves;
+  pr.models[0].group_sizes = {2, 4};
+  const std::string text = profile_to_json(pr);
+  EXPECT_EQ(profile_to_json(parse_profile(text, "t.json")), text);
+  const json doc = json::parse(text);
+  auto broken = [&](const std::function<void(json&)>& f) {
+    json d = doc;
+    f(d["models"][0]["curves"][0]);
+    return error_of(d.dump());
+  };
+  EXPECT_NE(broken([](json& c) { c["bytes"][1] = 10; }).find("/models/0/curves/0/bytes/1"), std::string::npos);
+  EXPECT_NE(broken([](json& c) { c["kappa"].erase(0); }).find("one kappa per measured size"), std::string::npos);
+  EXPECT_NE(broken([](json& c) { c["shrink"] = 1.5; }).find("shrink"), std::string::npos);
+  EXPECT_NE(broken([](json& c) { c["bytes"] = json::array({1024}); }).find("at least 2"), std::string::npos);
+  EXPECT_NE(broken([](json& c) { c["log_ratio"][0] = 99; }).find("log ratio"), std::string::npos);
+  EXPECT_NE(broken([](json& c) { c["colour"] = 1; }).find("colour"), std::string::npos);
+}
+
 TEST(Profile, FuzzReader) {
   std::ifstream in(kDTensorPath);
   std::stringstream ss;

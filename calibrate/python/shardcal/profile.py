@@ -1,19 +1,22 @@
 """Read shardcal calibration profiles and predict collective times, standard library only.
 
 A profile (schema "shardcal.profile", version 1; docs/PROFILE_FORMAT.md) prices one collective
-on one link class per size segment as
+on one link class with the cost model of cost_model.py (docs/CALIBRATION.md "The model"): per
+size segment the backbone
 
     t_us = alpha_us + alpha_step_us * steps(n) + S_eff * f(n) / (bandwidth_GBps * 1e3)
                                                  * (1 + contention * (concurrent_groups - 1))
 
-(contention absent = 0; n = 1: the first segment's alpha_us at every size). This module predicts exactly what the C++ reader (calibrate/src/profile.cpp) predicts: the same
-model choice (nearest measured class), the same segment and the same floating-point operations in
-the same order; tests/calibrate/parity_test.py checks it on random queries.
+(contention absent = 0; n = 1: the first segment's alpha_us at every size), times the measured
+curve of the link class where the profile has one, with a 95 % interval. This module predicts
+exactly what the C++ reader (calibrate/src/profile.cpp, cost_model.cpp) predicts: the same model
+choice (nearest measured class), the same segment and the same floating-point operations in the
+same order; tests/calibrate/parity_test.py checks it on random queries.
 
     import shardcal.profile as sp
     prof = sp.load("configs/profiles/dtensor-default.json")
     p = prof.predict("all_gather", group_size=8, hosts=2, nbytes=1 << 20)
-    print(p.time_us, p.extrapolated, p.note)
+    print(p.time_us, (p.lo_us, p.hi_us), p.extrapolated, p.note)
     topo = prof.mesh_topo([2, 4], ranks_per_host=4)   # DTensor MeshTopoInfo-shaped numbers
 """
 
@@ -26,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from . import cost_model as _cm
 from . import formats as _formats
 
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", re.ASCII)
@@ -100,6 +104,7 @@ class Model:
     domain: dict  # name -> (lo, hi or None), as effective_domain() in C++
     index: int = 0
     raw: dict = field(default_factory=dict, repr=False)
+    curves: list = field(default_factory=list)  # cost_model.MeasuredCurve per measured class
 
 
 @dataclass
@@ -110,6 +115,9 @@ class Prediction:
     extrapolated: bool
     note: str
     s_eff: float
+    lo_us: float = 0.0  # 95 % prediction interval (cost_model.py)
+    hi_us: float = 0.0
+    basis: str = ""
 
 
 def _fail(origin: str, ptr: str, what: str, fix: str):
@@ -164,11 +172,11 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
     if not isinstance(m, dict):
         _fail(origin, ptr, "expected an object", "fix the value")
     known = {"collective", "hosts", "concurrent_groups", "dtype", "group_sizes", "effective_size",
-             "segments", "quality", "domain", "extra"}
+             "segments", "quality", "domain", "curves", "extra"}
     for k in m:
         if k not in known:
             _fail(origin, f"{ptr}/{k}", f"unknown key '{k}'", "remove it; free-form data belongs under \"extra\"")
-    for k in known - {"domain", "extra"}:
+    for k in known - {"domain", "curves", "extra"}:
         if k not in m:
             _fail(origin, f"{ptr}/{k}", "required field is missing", "add it or regenerate the profile")
     if not isinstance(m["collective"], str) or m["collective"] not in COLLECTIVES:
@@ -265,8 +273,72 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
         domain = {"hosts": (float(hosts), float(hosts)), "concurrent_groups": (float(cg), float(cg)),
                   "group_size": (float(gs[0]), float(gs[-1])) if gs else (1.0, None), "bytes": (0.0, None),
                   "classes": []}
+    curves = _parse_curves(origin, m.get("curves"), f"{ptr}/curves", hosts) if "curves" in m else []
     return Model(m["collective"], hosts, cg, dtype, list(gs), m["effective_size"], out, m["quality"], domain,
-                 index, m)
+                 index, m, curves)
+
+
+def _numbers(origin, v, ptr, lo):
+    if not isinstance(v, list):
+        _fail(origin, ptr, "expected an array of numbers", "fix the value")
+    out = []
+    for i, x in enumerate(v):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < lo:
+            _fail(origin, f"{ptr}/{i}", f"expected a finite number >= {lo}", "fix the value")
+        out.append(float(x))
+    return out
+
+
+def _parse_curves(origin: str, cs: Any, ptr: str, hosts: int) -> list:
+    """The measured curves (docs/PROFILE_FORMAT.md "curves"), checked as the C++ reader does."""
+    if not isinstance(cs, list):
+        _fail(origin, ptr, "expected an array of curves", "fix the value")
+    out, seen = [], set()
+    for i, c in enumerate(cs):
+        p = f"{ptr}/{i}"
+        if not isinstance(c, dict):
+            _fail(origin, p, "expected an object", "fix the value")
+        keys = ("group_size", "concurrent_groups", "bytes", "log_ratio", "kappa", "kappa_rms", "noise", "shrink",
+                "weight")
+        for k in c:
+            if k not in keys:
+                _fail(origin, f"{p}/{k}", f"unknown key '{k}'", "remove it")
+        for k in keys:
+            if k not in c:
+                _fail(origin, f"{p}/{k}", "required field is missing", "add it or regenerate the profile")
+        n = _int(origin, c, p, "group_size", 1)
+        if n % hosts:
+            _fail(origin, f"{p}/group_size", f"group size {n} is not a multiple of hosts={hosts}", "fix the value")
+        cg = _int(origin, c, p, "concurrent_groups", 1)
+        by = _numbers(origin, c["bytes"], f"{p}/bytes", 1.0)
+        if len(by) < 2:
+            _fail(origin, f"{p}/bytes", "a curve needs at least 2 measured sizes", "fix the value or drop the curve")
+        for j in range(1, len(by)):
+            if not by[j] > by[j - 1]:
+                _fail(origin, f"{p}/bytes/{j}", "sizes must be strictly ascending", "sort them and drop duplicates")
+        lr = _numbers(origin, c["log_ratio"], f"{p}/log_ratio", -math.inf)
+        ka = _numbers(origin, c["kappa"], f"{p}/kappa", 0.0)
+        if len(lr) != len(by):
+            _fail(origin, f"{p}/log_ratio", f"has {len(lr)} entries, bytes has {len(by)}",
+                  "give one log ratio per measured size")
+        if len(ka) != len(by):
+            _fail(origin, f"{p}/kappa", f"has {len(ka)} entries, bytes has {len(by)}", "give one kappa per measured size")
+        for j, x in enumerate(lr):
+            if abs(x) > 50:
+                _fail(origin, f"{p}/log_ratio/{j}", "a log ratio beyond +-50", "regenerate the profile")
+        kr = _num(origin, c, p, "kappa_rms", 0.0)
+        noise = _num(origin, c, p, "noise", 0.0)
+        shrink = _num(origin, c, p, "shrink", 0.0)
+        if shrink > 1:
+            _fail(origin, f"{p}/shrink", "shrink above 1", "shrink is in [0, 1]")
+        weight = _num(origin, c, p, "weight", 0.0)
+        if weight > 1:
+            _fail(origin, f"{p}/weight", "weight above 1", "weight is in [0, 1]")
+        if (n, cg) in seen:
+            _fail(origin, p, "a second curve for the same group size and concurrent groups", "keep one curve per class")
+        seen.add((n, cg))
+        out.append(_cm.MeasuredCurve(n, cg, by, lr, ka, kr, noise, shrink, weight))
+    return out
 
 
 def _between_measured_classes(classes, n: int, c: int) -> bool:
@@ -490,19 +562,6 @@ class Profile:
             _row_length(collective, len(counts), group_size)
         m, key = self.choose_model(collective, group_size, hosts, concurrent_groups, dtype)
         s_eff = effective_bytes(collective, m.effective_size, nbytes, counts, elem_size, group_size)
-        seg = 0
-        while seg + 1 < len(m.segments) and s_eff >= m.segments[seg].s_hi:
-            seg += 1
-        s = m.segments[seg]
-        steps = float(ring_steps(collective, group_size))
-        factor = busbw_factor(collective, group_size)
-        bw_term = s_eff * factor / (s.bandwidth_GBps * 1e3)
-        if group_size <= 1:  # a group of one rank moves nothing: the first segment's alpha (as C++)
-            t = m.segments[0].alpha_us
-        elif s.contention is None:
-            t = s.alpha_us + s.alpha_step_us * steps + bw_term
-        else:
-            t = s.alpha_us + s.alpha_step_us * steps + bw_term * (1.0 + s.contention * float(concurrent_groups - 1))
         side, dh, dc, dn, ds = key
         notes = []
         if side != 0 or dh != 1.0 or dc != 1.0:
@@ -515,9 +574,16 @@ class Profile:
                          "between measured pairs at the same group size or concurrency")
         if ds == 2:
             notes.append(f"dtype model {m.dtype or 'pooled'} used for {dtype or 'an unspecified dtype'}")
+        class_extrapolated = bool(notes)  # the size alone is not: the curve widens for it
         if not _contains(m.domain["bytes"], s_eff):
             notes.append(f"size {s_eff} B outside the measured range")
-        return Prediction(t, m, seg, bool(notes), "; ".join(notes), s_eff)
+        pr = _cm.price(m, group_size, concurrent_groups, s_eff, class_extrapolated)
+        basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
+        if pr.switch_gap:
+            basis += ", switch in the gap"
+        if pr.beyond_measured:
+            basis += ", beyond the measured sizes"
+        return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis)
 
     # -- DTensor / autoparallel bridge -----------------------------------------------------
     def mesh_topo(self, mesh_shape: Sequence[int], ranks_per_host: int, collective: str = "all_gather",

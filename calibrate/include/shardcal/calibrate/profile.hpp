@@ -95,6 +95,26 @@ struct FitQuality {
   std::optional<double> leave_concurrency_out_mape = std::nullopt;
 };
 
+// The measured curve of one link class (n, c) of a model (docs/CALIBRATION.md "Measured
+// curves"; evaluated by cost_model.hpp): at each measured S_eff the log ratio of the measured
+// time (median over the class's even-distribution points at that size) to the backbone, and
+// what the 95 % interval needs.
+struct MeasuredCurve {
+  int group_size = 1;
+  int concurrent_groups = 1;
+  std::vector<double> bytes;      // measured S_eff, strictly ascending, > 0
+  std::vector<double> log_ratio;  // ln(measured / backbone) at each
+  // Leave-one-size-out interpolation error at each interior size, per unit of w (1 - w) g
+  // (g: the gap in log2 bytes, w: the position in it); 0 at the two ends.
+  std::vector<double> kappa;
+  double kappa_rms = 0;  // root mean square of the interior kappa (0: fewer than 3 sizes)
+  double noise = 0;      // measurement noise of one size's time, log scale
+  double shrink = 1;     // lambda in [0, 1]: how much of the backbone's shape between two
+                         // measured sizes the curve keeps (0: log-log interpolation)
+  double weight = 1;     // mu in [0, 1]: how much of the measured ratio a price keeps (0: the
+                         // ratios are noise around the backbone, which prices alone)
+};
+
 struct Model {
   Collective collective = Collective::AllGather;
   int hosts = 1;
@@ -106,6 +126,7 @@ struct Model {
   FitQuality quality;
   std::optional<Domain> domain;     // none = derived from the measured class (see Domain)
   std::string json_extra;           // the model's "extra" object verbatim ("" = none)
+  std::vector<MeasuredCurve> curves;  // per measured class; empty: backbone only
 };
 
 // The domain a model is used on without the prediction being marked extrapolated.
@@ -113,6 +134,10 @@ Domain effective_domain(const Model& m);
 
 struct Prediction {
   double time_us = 0;
+  double lo_us = 0, hi_us = 0;      // 95 % prediction interval (cost_model.hpp)
+  // What priced it: "measured curve", "measured curve, switch in the gap", "measured curve,
+  // beyond the measured sizes", "nearest class's curve" (+ the same qualifiers), "backbone".
+  std::string basis;
   const Model* model = nullptr;
   int segment = -1;
   bool extrapolated = false;        // link class, group size or size outside what was measured
@@ -175,9 +200,10 @@ double effective_bytes(Collective c, EffectiveSize rule, double bytes,
 double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_size,
                    int group_size);
 
-// The model's time for group size n at S_eff in segment `segment` (no model choice, no checks).
-// concurrent_groups applies the segment's contention (no effect without one). n = 1: the first
-// segment's alpha at every size (a group of one rank moves nothing).
+// The backbone's time for group size n at S_eff in segment `segment` (no model choice, no
+// checks; cost_model.hpp defines it). concurrent_groups applies the segment's contention (no
+// effect without one). n = 1: the first segment's alpha at every size (a group of one rank
+// moves nothing).
 double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
                        int concurrent_groups = 1);
 // True when the model's predictions for group size n never decrease as S_eff grows: each

@@ -1,0 +1,85 @@
+#pragma once
+// The cost model, defined once (docs/CALIBRATION.md "The model"). Everything that prices a
+// collective from a profile -- predict(), the planner's step cost, the fitter, `shardbench
+// predict`, the gate's model check -- goes through these functions; the Python reader
+// (calibrate/python/shardcal/cost_model.py) mirrors them line for line and a parity test
+// compares the two.
+//
+// A prediction has two layers:
+//  1. the backbone, per size segment a sum of linear terms (the Term table below):
+//        t = alpha0 + alpha_step * steps(n) + S_eff * f(n) / B * (1 + gamma (c - 1))
+//  2. where the link class was measured, the measured curve: the log ratio of measured time to
+//     backbone at every measured size, interpolated in log(size). Between two measured sizes
+//     of one backbone segment the backbone gives the shape and the measurements the level
+//     ("interpolation where measured, the model where not"); between two measured sizes that
+//     straddle a segment boundary (a protocol/algorithm switch somewhere in the gap) the
+//     prediction is the log-log line between them and the interval spans both sides.
+// Every prediction carries a 95 % interval (Priced::lo_us, hi_us).
+//
+// Adding a term: a Term enumerator, its column in term_feature(), its coefficient in
+// segment_coefficient() (and the Segment field it reads/writes in profile.hpp and the fitter's
+// Coef), and the same three lines in cost_model.py.
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "shardcal/calibrate/profile.hpp"
+
+namespace shardcal::calib {
+
+// The backbone's linear terms, in the order of the fitter's design columns.
+enum class Term : int { Alpha = 0, AlphaStep = 1, InvBandwidth = 2, Contention = 3 };
+inline constexpr int kTerms = 4;
+
+// The column of term t for group size n, effective size s_eff (bytes), c concurrent groups:
+// Alpha 1, AlphaStep steps(n), InvBandwidth S_eff f(n), Contention S_eff f(n) (c - 1).
+double term_feature(Term t, Collective op, int n, double s_eff, int concurrent_groups);
+// The coefficient of term t in a profile segment (us per unit of the column): alpha_us,
+// alpha_step_us, 1 / (B 1e3), contention / (B 1e3).
+double segment_coefficient(const Segment& s, Term t);
+
+// The segment of m holding s_eff (s_lo <= s_eff < s_hi).
+std::size_t segment_of(const Model& m, double s_eff);
+
+// The backbone time of m for group size n at s_eff in its segment (no model choice, no checks).
+// n = 1: the first segment's alpha at every size (a group of one rank moves nothing).
+double backbone_time_us(const Model& m, int n, double s_eff, int concurrent_groups = 1);
+
+// The 95 % interval's normal quantile (two-sided).
+inline constexpr double kIntervalZ = 1.959963984540054;
+inline constexpr double kIntervalLevel = 0.95;
+// Relative (log-scale) uncertainty of a price from a model without measured curves or quality
+// (built-in analytic profiles): a factor e^0.7 ~ 2 either way. On public nccl-tests logs
+// DTensor's built-in constants are off by a median 33-73 % per log (docs/CALIBRATION.md).
+inline constexpr double kUnmeasuredModelLogSigma = 0.35;
+// Relative (log-scale) uncertainty added for a link class the model did not measure and that
+// is not between measured ones (another host count, a group size outside the measured range):
+// the nearest class's shape transported by the backbone; the error of such a transport is not
+// estimable from one class's data.
+inline constexpr double kExtrapolatedClassLogSigma = 0.15;
+
+// One priced query.
+struct Priced {
+  double time_us = 0;
+  double lo_us = 0, hi_us = 0;  // 95 % interval
+  std::size_t segment = 0;      // the backbone segment at s_eff
+  const MeasuredCurve* curve = nullptr;  // the curve used (none: backbone only)
+  bool curve_exact = false;     // the curve is the query's own class (n, c)
+  bool switch_gap = false;      // between two measured sizes on different segments
+  bool beyond_measured = false; // s_eff outside the curve's measured sizes
+};
+
+// The time of m for link class (n, c) at s_eff: backbone x measured curve (the curve of the
+// class (n, c) if measured, else the nearest measured class's). `class_extrapolated`: the query
+// is outside the model's measured classes (predict()'s extrapolation flag for the class), which
+// widens the interval.
+Priced price(const Model& m, int n, int concurrent_groups, double s_eff,
+             bool class_extrapolated = false);
+// Only the time (the planner's hot path; same arithmetic as price().time_us).
+double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff);
+
+// The curve price() uses for (n, c): exact match, else the nearest by |ln n/n_i| + |ln c/c_i|
+// (ties: the first); null when the model has none.
+const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact = nullptr);
+
+}  // namespace shardcal::calib

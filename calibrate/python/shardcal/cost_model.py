@@ -1,0 +1,210 @@
+"""The cost model, defined once -- the Python mirror of calibrate/src/cost_model.cpp.
+
+Same operations in the same order as the C++ (tests/calibrate/parity_test.py compares the two on
+random queries). A prediction is the backbone (per size segment a sum of linear terms) times,
+where the link class was measured, the measured curve: the log ratio of measured time to backbone
+interpolated in log(size) between measured sizes, the log-log line between two measured sizes
+that straddle a segment boundary; every price carries a 95 % interval. docs/CALIBRATION.md
+"The model".
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+# Term order = the fitter's design columns (cost_model.hpp `Term`).
+TERMS = ("alpha", "alpha_step", "inv_bandwidth", "contention")
+
+INTERVAL_Z = 1.959963984540054
+INTERVAL_LEVEL = 0.95
+UNMEASURED_MODEL_LOG_SIGMA = 0.35
+EXTRAPOLATED_CLASS_LOG_SIGMA = 0.15
+
+
+@dataclass
+class MeasuredCurve:
+    group_size: int
+    concurrent_groups: int
+    bytes: list
+    log_ratio: list
+    kappa: list
+    kappa_rms: float
+    noise: float
+    shrink: float
+    weight: float = 1.0
+
+
+@dataclass
+class Priced:
+    time_us: float
+    lo_us: float
+    hi_us: float
+    segment: int
+    curve: Optional[MeasuredCurve]
+    curve_exact: bool
+    switch_gap: bool
+    beyond_measured: bool
+
+
+def term_feature(term: int, collective: str, n: int, s_eff: float, concurrent_groups: int) -> float:
+    from .profile import busbw_factor, ring_steps  # the collective table
+    if term == 0:
+        return 1.0
+    if term == 1:
+        return float(ring_steps(collective, n))
+    if term == 2:
+        return s_eff * busbw_factor(collective, n)
+    return s_eff * busbw_factor(collective, n) * float(concurrent_groups - 1)
+
+
+def segment_coefficient(seg, term: int) -> float:
+    if term == 0:
+        return seg.alpha_us
+    if term == 1:
+        return seg.alpha_step_us
+    if term == 2:
+        return 1.0 / (seg.bandwidth_GBps * 1e3)
+    return seg.contention / (seg.bandwidth_GBps * 1e3) if seg.contention is not None else 0.0
+
+
+def segment_of(model, s_eff: float) -> int:
+    seg = 0
+    while seg + 1 < len(model.segments) and s_eff >= model.segments[seg].s_hi:
+        seg += 1
+    return seg
+
+
+def segment_time_us(model, segment: int, n: int, s_eff: float, concurrent_groups: int = 1) -> float:
+    if n <= 1:  # a group of one rank moves nothing: the first segment's alpha at every size
+        return model.segments[0].alpha_us
+    s = model.segments[segment]
+    t = 0.0
+    for j in range(len(TERMS)):
+        t += segment_coefficient(s, j) * term_feature(j, model.collective, n, s_eff, concurrent_groups)
+    return t
+
+
+def backbone_time_us(model, n: int, s_eff: float, concurrent_groups: int = 1) -> float:
+    return segment_time_us(model, segment_of(model, s_eff), n, s_eff, concurrent_groups)
+
+
+def curve_for(model, n: int, concurrent_groups: int):
+    best, best_d = None, math.inf
+    for c in model.curves:
+        d = abs(math.log(float(n) / c.group_size)) + abs(math.log(float(concurrent_groups) / c.concurrent_groups))
+        if d < best_d:
+            best, best_d = c, d
+    return best, best is not None and best_d == 0.0
+
+
+def _lg2(s: float) -> float:
+    return math.log2(max(s, 1.0))
+
+
+def _log_time(t: float) -> float:
+    return math.log(max(t, 1e-6))
+
+
+def _rms(v) -> float:
+    ss = 0.0
+    for r in v:
+        ss += r * r
+    return math.sqrt(ss / float(len(v)))
+
+
+def _hypot(a: float, b: float) -> float:
+    return math.hypot(a, b)
+
+
+def _backbone_sigma(model, seg: int, n: int, s_eff: float, c: int) -> float:
+    s = model.segments[seg]
+    t = max(segment_time_us(model, seg, n, s_eff, c), 1e-6)
+    from .profile import ring_steps
+    alpha_term = t if n <= 1 else s.alpha_us + s.alpha_step_us * float(ring_steps(model.collective, n))
+    bw_term = 0.0 if n <= 1 else t - alpha_term
+    var = 0.0
+    if s.alpha_rel_se is not None:
+        var += (alpha_term / t * s.alpha_rel_se) ** 2
+    if s.bandwidth_rel_se is not None:
+        var += (bw_term / t * s.bandwidth_rel_se) ** 2
+    q = model.quality
+    if q["points"] > 0:
+        err = q["holdout_mape"] if q.get("holdout_mape") is not None else q["mape"]
+        var += err * err
+    else:
+        var += UNMEASURED_MODEL_LOG_SIGMA * UNMEASURED_MODEL_LOG_SIGMA
+    return math.sqrt(var)
+
+
+def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: float):
+    """(log_t, sigma, env_lo, env_hi, switch_gap, beyond), as curve_part() in C++."""
+    k = len(cv.bytes)
+    x = _lg2(s_eff)
+
+    def log_bb_at(i):
+        return _log_time(backbone_time_us(model, n, cv.bytes[i], c))
+
+    x0, xk = _lg2(cv.bytes[0]), _lg2(cv.bytes[-1])
+    if x < x0 or x > xk:
+        end = 0 if x < x0 else k - 1
+        d = x0 - x if x < x0 else x - xk
+        grow = cv.kappa_rms * d / 2.0
+        misfit = (1 - cv.weight) * _rms(cv.log_ratio)
+        return (log_bb + cv.weight * cv.log_ratio[end],
+                math.sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit), 0.0, 0.0, False, True)
+    i = bisect.bisect_right(cv.bytes, max(s_eff, 1.0))
+    i = 0 if i == 0 else i - 1
+    if i + 1 >= k:
+        i = k - 2
+    xi, xj = _lg2(cv.bytes[i]), _lg2(cv.bytes[i + 1])
+    g = xj - xi
+    w = (x - xi) / g if g > 0 else 0.0
+    yi = log_bb_at(i) + cv.log_ratio[i]
+    yj = log_bb_at(i + 1) + cv.log_ratio[i + 1]
+    ruler = (1 - w) * yi + w * yj
+    switch = 0 < w < 1 and segment_of(model, cv.bytes[i]) != segment_of(model, cv.bytes[i + 1])
+    env_lo = env_hi = 0.0
+    if switch:
+        log_t = ruler
+        env_lo, env_hi = min(yi, yj), max(yi, yj)
+    else:
+        shape = log_bb - ((1 - w) * log_bb_at(i) + w * log_bb_at(i + 1))
+        r = (1 - w) * cv.log_ratio[i] + w * cv.log_ratio[i + 1] - (1 - cv.shrink) * shape
+        log_t = log_bb + cv.weight * r
+    kap = max(cv.kappa_rms, cv.kappa[i], cv.kappa[i + 1])
+    curv = kap * w * (1 - w) * g
+    misfit = (1 - cv.weight) * _rms(cv.log_ratio)
+    return log_t, math.sqrt(cv.noise * cv.noise + curv * curv + misfit * misfit), env_lo, env_hi, switch, False
+
+
+def price(model, n: int, concurrent_groups: int, s_eff: float, class_extrapolated: bool = False) -> Priced:
+    c = concurrent_groups
+    seg = segment_of(model, s_eff)
+    bb = segment_time_us(model, seg, n, s_eff, c)
+    cv, exact = curve_for(model, n, c) if n > 1 else (None, False)
+    if cv is None or len(cv.bytes) < 2:
+        sig = _backbone_sigma(model, seg, n, s_eff, c)
+        if class_extrapolated:
+            sig = _hypot(sig, EXTRAPOLATED_CLASS_LOG_SIGMA)
+        return Priced(bb, bb * math.exp(-INTERVAL_Z * sig), bb * math.exp(INTERVAL_Z * sig), seg, None, False,
+                      False, False)
+    log_t, sig, env_lo, env_hi, switch, beyond = _curve_part(model, cv, n, c, s_eff, _log_time(bb))
+    if beyond:
+        sig = _hypot(sig, _backbone_sigma(model, seg, n, s_eff, c))
+    if not exact:
+        lgo = model.quality.get("leave_group_out_mape")
+        sig = _hypot(sig, lgo if lgo is not None else EXTRAPOLATED_CLASS_LOG_SIGMA)
+    if class_extrapolated:
+        sig = _hypot(sig, EXTRAPOLATED_CLASS_LOG_SIGMA)
+    lo, hi = log_t - INTERVAL_Z * sig, log_t + INTERVAL_Z * sig
+    if switch:
+        lo = min(lo, env_lo - INTERVAL_Z * cv.noise)
+        hi = max(hi, env_hi + INTERVAL_Z * cv.noise)
+    return Priced(math.exp(log_t), math.exp(lo), math.exp(hi), seg, cv, exact, switch, beyond)
+
+
+def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
+    return price(model, n, concurrent_groups, s_eff).time_us

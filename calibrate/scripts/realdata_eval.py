@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Real-log evaluation: how well a profile fitted from half of a benchmark log's sizes predicts
+the other half, beside log-log interpolation between the same sizes (docs/CALIBRATION.md
+"Real logs").
+
+For every log (nccl-tests text/JSON, OSU collectives) in the given files or directories:
+`shardbench import` it, keep every other distinct size for training (the first, third, ...; the
+largest size always), `shardbench calibrate` those, and predict every point at the other sizes
+with `shardbench predict --json`. Per log it prints the median and largest relative error of the
+profile's prediction and of the ruler (linear interpolation in log(size)-log(time) between the
+two training sizes around a held-out one, through the geometric mean of the training points at
+each size), how many held-out points the 95 % interval covers and its median half-width.
+Logs with no collective (p2p benchmarks, sendrecv) are skipped with the importer's message.
+
+    python3 calibrate/scripts/realdata_eval.py --shardbench build/bin/shardbench ../shared/realdata
+
+--check makes it an acceptance test (exit 1 when a check fails): per log the fit's median and max
+error at most the ruler's + 0.5 percentage points and the median half-width <= 10 %; pooled over
+all held-out points, the interval covers 90-99 % of them. --json FILE writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+TIE_PP = 0.5          # percentage points within which the fit and the ruler tie
+MAX_HALF_WIDTH = 0.10
+COVER_LO, COVER_HI = 0.90, 0.99
+
+
+def fail(msg: str) -> "NoReturn":  # noqa: F821
+    print(f"realdata_eval: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, **kw)
+
+
+def logs_in(paths):
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += sorted(os.path.join(p, f) for f in os.listdir(p)
+                          if os.path.isfile(os.path.join(p, f)) and not f.lower().startswith("readme"))
+        elif os.path.isfile(p):
+            out.append(p)
+        else:
+            fail(f"{p}: no such file or directory")
+    if not out:
+        fail("no log given (pass log files or directories)")
+    return out
+
+
+def point_time_s(rec):
+    s = sorted(rec["samples_s"])
+    k = len(s)
+    return s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
+
+
+def evaluate(sb, log, work, extra_import_args):
+    base = os.path.join(work, os.path.basename(log))
+    imported = base + ".jsonl"
+    r = run([sb, "import", log, "--out", imported] + extra_import_args)
+    if r.returncode != 0 or not os.path.exists(imported):
+        return {"log": log, "skipped": (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or ["import failed"]}
+    with open(imported) as f:
+        recs = [json.loads(line) for line in f if line.strip()]
+    ctx = [x for x in recs if x.get("type") == "context"]
+    pts = [x for x in recs if x.get("type") == "point" and x.get("point", {}).get("kind") == "collective"
+           and not (isinstance(x.get("wrong"), (int, float)) and x["wrong"] > 0) and x.get("samples_s")]
+    groups = {}
+    for p in pts:  # one series per collective and link class (a log holds one)
+        key = (p["collective"], p["group_size"], p["hosts_spanned"], p["max_ranks_per_host"], p["point"]["dtype"])
+        groups.setdefault(key, []).append(p)
+    results = []
+    for (op, n, hosts, rph, dtype), ps in sorted(groups.items()):
+        sizes = sorted({p["bytes"] for p in ps if p["bytes"] >= 1})
+        if len(sizes) < 8:
+            results.append({"log": log, "collective": op, "skipped": [f"{len(sizes)} sizes, need >= 8"]})
+            continue
+        train = set(sizes[0::2]) | {sizes[-1]}
+        held = [s for s in sizes if s not in train]
+        tr = base + f".{op}.train.jsonl"
+        prof = base + f".{op}.profile.json"
+        with open(tr, "w") as f:
+            for c in ctx:
+                f.write(json.dumps(c) + "\n")
+            for p in ps:
+                if p["bytes"] in train:
+                    f.write(json.dumps(p) + "\n")
+        r = run([sb, "calibrate", "--results", tr, "--out", prof, "--name", "realdata-eval"])
+        if r.returncode != 0:
+            results.append({"log": log, "collective": op, "skipped": ["calibrate failed: " + r.stderr.strip()[-300:]]})
+            continue
+        tsizes = sorted(train)
+        tlog = {s: statistics.fmean(math.log(point_time_s(p)) for p in ps if p["bytes"] == s) for s in tsizes}
+        fit_err, ruler_err, covered, half_widths = [], [], 0, []
+        for s in held:
+            q = run([sb, "predict", "--profile", prof, "--collective", op, "--group-size", str(n), "--hosts",
+                     str(hosts), "--ranks-per-host", str(rph), "--bytes", str(int(s)), "--dtype", dtype, "--json"])
+            if q.returncode != 0:
+                fail(f"predict failed for {log} at {s} B: {q.stderr.strip()}")
+            pr = json.loads(q.stdout)
+            lo, hi = pr["interval_us"]
+            half_widths.append((hi - lo) / 2 / pr["time_us"])
+            i = max(k for k in range(len(tsizes) - 1) if tsizes[k] <= s)
+            a, b = tsizes[i], tsizes[i + 1]
+            w = (math.log(s) - math.log(a)) / (math.log(b) - math.log(a))
+            ruler_us = math.exp((1 - w) * tlog[a] + w * tlog[b]) * 1e6
+            for p in ps:
+                if p["bytes"] != s:
+                    continue
+                t_us = point_time_s(p) * 1e6
+                fit_err.append(abs(pr["time_us"] / t_us - 1))
+                ruler_err.append(abs(ruler_us / t_us - 1))
+                covered += lo <= t_us <= hi
+        results.append({
+            "log": log, "collective": op, "group_size": n, "hosts": hosts, "train_sizes": len(tsizes),
+            "held_points": len(fit_err),
+            "fit_median": statistics.median(fit_err), "fit_max": max(fit_err),
+            "ruler_median": statistics.median(ruler_err), "ruler_max": max(ruler_err),
+            "covered": covered, "half_width_median": statistics.median(half_widths)})
+    return results if results else {"log": log, "skipped": ["no collective point"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Without --check it only reports. Logs without host lines "
+                                        "(OSU) need --hosts/--ranks-per-host, passed to the importer.")
+    ap.add_argument("paths", nargs="+", help="log files or directories of logs")
+    ap.add_argument("--shardbench", default="build/bin/shardbench", help="the shardbench binary (native build)")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless every acceptance check holds")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--hosts", type=int, help="passed to `shardbench import` (logs without host lines)")
+    ap.add_argument("--ranks-per-host", type=int, help="passed to `shardbench import`")
+    a = ap.parse_args()
+    if not os.access(a.shardbench, os.X_OK):
+        fail(f"{a.shardbench}: not an executable shardbench (build it, or pass --shardbench)")
+    extra = []
+    if a.hosts:
+        extra += ["--hosts", str(a.hosts)]
+    if a.ranks_per_host:
+        extra += ["--ranks-per-host", str(a.ranks_per_host)]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="realdata-eval-") as work:
+        for log in logs_in(a.paths):
+            r = evaluate(a.shardbench, log, work, extra)
+            rows += r if isinstance(r, list) else [r]
+    fails = []
+    print(f"{'log':44s} {'fit med/max':>14s} {'ruler med/max':>14s} {'covered':>9s} {'half-width':>10s}")
+    tot = cov = 0
+    for r in rows:
+        name = os.path.basename(r["log"])
+        if "skipped" in r:
+            print(f"{name:44s} skipped: {' '.join(r['skipped'])}")
+            continue
+        tot += r["held_points"]
+        cov += r["covered"]
+        print(f"{name:44s} {100 * r['fit_median']:5.1f}/{100 * r['fit_max']:5.1f} % "
+              f"{100 * r['ruler_median']:5.1f}/{100 * r['ruler_max']:5.1f} % "
+              f"{r['covered']:4d}/{r['held_points']:<4d} {100 * r['half_width_median']:8.1f} %")
+        for what in ("median", "max"):
+            if 100 * r[f"fit_{what}"] > 100 * r[f"ruler_{what}"] + TIE_PP:
+                fails.append(f"{name}: fit {what} {100 * r[f'fit_{what}']:.1f} % > ruler "
+                             f"{100 * r[f'ruler_{what}']:.1f} % + {TIE_PP} pp")
+        if r["half_width_median"] > MAX_HALF_WIDTH:
+            fails.append(f"{name}: median half-width {100 * r['half_width_median']:.1f} % > {100 * MAX_HALF_WIDTH:.0f} %")
+    if tot:
+        share = cov / tot
+        print(f"pooled: the 95 % intervals cover {cov} of {tot} held-out points ({100 * share:.1f} %)")
+        if not COVER_LO <= share <= COVER_HI:
+            fails.append(f"pooled coverage {100 * share:.1f} % outside {100 * COVER_LO:.0f}-{100 * COVER_HI:.0f} %")
+    elif a.check:
+        fails.append("no log with a collective was evaluated")
+    if a.json:
+        tmp = a.json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"rows": rows, "covered": cov, "held_points": tot}, f, indent=2)
+        os.replace(tmp, a.json)
+    if a.check:
+        for f_ in fails:
+            print(f"FAIL: {f_}")
+        print("realdata_eval: all checks hold" if not fails else f"realdata_eval: {len(fails)} check(s) failed")
+        return 1 if fails else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+// The cost model's one definition (cost_model.hpp; docs/CALIBRATION.md "The model").
+// calibrate/python/shardcal/cost_model.py mirrors this file operation for operation.
+#include "shardcal/calibrate/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace shardcal::calib {
+
+double term_feature(Term t, Collective op, int n, double s_eff, int concurrent_groups) {
+  const CollectiveInfo& info = collective_info(op);
+  switch (t) {
+    case Term::Alpha: return 1.0;
+    case Term::AlphaStep: return double(info.ring_steps(n));
+    case Term::InvBandwidth: return s_eff * info.busbw_factor(n);
+    case Term::Contention: return s_eff * info.busbw_factor(n) * double(concurrent_groups - 1);
+  }
+  return 0.0;
+}
+
+double segment_coefficient(const Segment& s, Term t) {
+  switch (t) {
+    case Term::Alpha: return s.alpha_us;
+    case Term::AlphaStep: return s.alpha_step_us;
+    case Term::InvBandwidth: return 1.0 / (s.bandwidth_GBps * 1e3);
+    case Term::Contention: return s.contention ? *s.contention / (s.bandwidth_GBps * 1e3) : 0.0;
+  }
+  return 0.0;
+}
+
+std::size_t segment_of(const Model& m, double s_eff) {
+  std::size_t seg = 0;
+  while (seg + 1 < m.segments.size() && s_eff >= *m.segments[seg].s_hi) ++seg;
+  return seg;
+}
+
+double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
+                       int concurrent_groups) {
+  // A group of one rank moves nothing (steps(1) = f(1) = 0): the size does not enter, so neither
+  // does the segment. Its time is the model's base latency, alpha of its first segment, at every
+  // size (docs/PROFILE_FORMAT.md). Later segments' alpha describe where their lines meet the
+  // axis, not a group of one, and need not be larger than the first's.
+  if (n <= 1) return m.segments.front().alpha_us;
+  const Segment& s = m.segments.at(segment);
+  double t = 0;
+  for (int j = 0; j < kTerms; ++j)
+    t += segment_coefficient(s, Term(j)) *
+         term_feature(Term(j), m.collective, n, s_eff, concurrent_groups);
+  return t;
+}
+
+double backbone_time_us(const Model& m, int n, double s_eff, int concurrent_groups) {
+  return segment_time_us(m, segment_of(m, s_eff), n, s_eff, concurrent_groups);
+}
+
+const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact) {
+  const MeasuredCurve* best = nullptr;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (const MeasuredCurve& c : m.curves) {
+    const double d = std::abs(std::log(double(n) / c.group_size)) +
+                     std::abs(std::log(double(concurrent_groups) / c.concurrent_groups));
+    if (d < best_d) best = &c, best_d = d;
+  }
+  if (exact) *exact = best && best_d == 0.0;
+  return best;
+}
+
+namespace {
+
+// log2 of a size; sizes below one byte count as one (an empty buffer is priced at the
+// smallest sizes' level).
+double lg2(double s) { return std::log2(std::max(s, 1.0)); }
+
+// The backbone's log time (a time of 0 -- alpha 0 at an empty buffer -- is floored at 1 ps so
+// the log exists).
+double log_time(double t) { return std::log(std::max(t, 1e-6)); }
+
+// Log-scale standard deviation of a backbone-only price: the fit's parameter standard errors
+// and its held-out (else training) error; none of them known: kUnmeasuredModelLogSigma.
+double backbone_sigma(const Model& m, std::size_t seg, int n, double s_eff, int c) {
+  const Segment& s = m.segments[seg];
+  const double t = std::max(segment_time_us(m, seg, n, s_eff, c), 1e-6);
+  const double alpha_term = n <= 1 ? t : s.alpha_us + s.alpha_step_us * double(collective_info(m.collective).ring_steps(n));
+  const double bw_term = n <= 1 ? 0.0 : t - alpha_term;
+  double var = 0;
+  if (s.alpha_rel_se) var += std::pow(alpha_term / t * *s.alpha_rel_se, 2);
+  if (s.bandwidth_rel_se) var += std::pow(bw_term / t * *s.bandwidth_rel_se, 2);
+  const FitQuality& q = m.quality;
+  if (q.points > 0) {
+    const double err = q.holdout_mape.value_or(q.mape);
+    var += err * err;
+  } else {
+    var += kUnmeasuredModelLogSigma * kUnmeasuredModelLogSigma;
+  }
+  return std::sqrt(var);
+}
+
+// The curve's part of a price: the log time and the log-scale sigma (plus, in a switch gap, the
+// envelope of the two measured neighbours).
+struct CurvePart {
+  double log_t = 0;
+  double sigma = 0;
+  double env_lo = 0, env_hi = 0;  // log; valid when switch_gap
+  bool switch_gap = false;
+  bool beyond = false;
+};
+
+CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, double s_eff,
+                     double log_bb) {
+  CurvePart out;
+  const std::size_t k = cv.bytes.size();
+  const double x = lg2(s_eff);
+  // The measurement at knot i transported to the query's class: the query's backbone there
+  // times the measured ratio (the class's own time when the class was measured).
+  auto log_bb_at = [&](std::size_t i) { return log_time(backbone_time_us(m, n, cv.bytes[i], c)); };
+  auto yk = [&](std::size_t i) { return log_bb_at(i) + cv.log_ratio[i]; };
+  const double x0 = lg2(cv.bytes.front()), xk = lg2(cv.bytes.back());
+  if (x < x0 || x > xk) {
+    // Beyond the measured sizes: the backbone with the nearest end's ratio; the uncertainty grows
+    // with the distance (half the curve's typical interpolation error per octave).
+    const std::size_t end = x < x0 ? 0 : k - 1;
+    const double d = x < x0 ? x0 - x : x - xk;
+    out.beyond = true;
+    out.log_t = log_bb + cv.weight * cv.log_ratio[end];
+    const double grow = cv.kappa_rms * d / 2.0;
+    double ss = 0;
+    for (double r : cv.log_ratio) ss += r * r;
+    const double misfit = (1 - cv.weight) * std::sqrt(ss / double(k));
+    out.sigma = std::sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit);
+    return out;
+  }
+  // The gap [i, i+1] holding x (x at the last size: the last gap, w = 1).
+  std::size_t i = std::size_t(
+      std::upper_bound(cv.bytes.begin(), cv.bytes.end(), std::max(s_eff, 1.0)) - cv.bytes.begin());
+  i = i == 0 ? 0 : i - 1;
+  if (i + 1 >= k) i = k - 2;
+  const double xi = lg2(cv.bytes[i]), xj = lg2(cv.bytes[i + 1]);
+  const double g = xj - xi;
+  const double w = g > 0 ? (x - xi) / g : 0.0;
+  const double yi = yk(i), yj = yk(i + 1);
+  const double ruler = (1 - w) * yi + w * yj;
+  // At a measured size (w = 0 or 1) there is no gap to be unsure about.
+  out.switch_gap = w > 0 && w < 1 && segment_of(m, cv.bytes[i]) != segment_of(m, cv.bytes[i + 1]);
+  if (out.switch_gap) {
+    // A switch somewhere in the gap, where the data cannot say: the log-log line between the two
+    // measured sizes, and an interval that holds both (a time that does not fall with size lies
+    // between its neighbours').
+    out.log_t = ruler;
+    out.env_lo = std::min(yi, yj);
+    out.env_hi = std::max(yi, yj);
+  } else {
+    // The measured ratio interpolated, less the share (1 - lambda) of the backbone's shape the
+    // curve does not keep, weighted by mu: with lambda = mu = 1 the backbone times the
+    // interpolated ratio; lambda = 0, mu = 1: the log-log line; mu = 0: the backbone.
+    const double shape = log_bb - ((1 - w) * log_bb_at(i) + w * log_bb_at(i + 1));
+    const double r = (1 - w) * cv.log_ratio[i] + w * cv.log_ratio[i + 1] - (1 - cv.shrink) * shape;
+    out.log_t = log_bb + cv.weight * r;
+  }
+  // Interpolation error: the curve's leave-one-size-out error scale (the larger of the gap's
+  // two ends and the curve's rms), times w (1 - w) g: zero at a measured size, largest mid-gap,
+  // growing with the gap.
+  const double kap = std::max({cv.kappa_rms, cv.kappa[i], cv.kappa[i + 1]});
+  const double curv = kap * w * (1 - w) * g;
+  // The share of the measured ratios a price does not keep (mu < 1) is the backbone's misfit:
+  // their rms, scaled by 1 - mu, also at the measured sizes.
+  double ss = 0;
+  for (double r : cv.log_ratio) ss += r * r;
+  const double misfit = (1 - cv.weight) * std::sqrt(ss / double(k));
+  out.sigma = std::sqrt(cv.noise * cv.noise + curv * curv + misfit * misfit);
+  return out;
+}
+
+Priced price_impl(const Model& m, int n, int c, double s_eff, bool class_extrapolated,
+                  bool want_interval) {
+  Priced out;
+  out.segment = segment_of(m, s_eff);
+  const double bb = segment_time_us(m, out.segment, n, s_eff, c);
+  bool exact = false;
+  const MeasuredCurve* cv = n > 1 ? curve_for(m, n, c, &exact) : nullptr;
+  if (!cv || cv->bytes.size() < 2) {
+    out.time_us = bb;
+    if (want_interval) {
+      double sig = backbone_sigma(m, out.segment, n, s_eff, c);
+      if (class_extrapolated) sig = std::hypot(sig, kExtrapolatedClassLogSigma);
+      out.lo_us = bb * std::exp(-kIntervalZ * sig);
+      out.hi_us = bb * std::exp(kIntervalZ * sig);
+    }
+    return out;
+  }
+  out.curve = cv;
+  out.curve_exact = exact;
+  const CurvePart cp = curve_part(m, *cv, n, c, s_eff, log_time(bb));
+  out.switch_gap = cp.switch_gap;
+  out.beyond_measured = cp.beyond;
+  out.time_us = std::exp(cp.log_t);
+  if (!want_interval) return out;
+  double sig = cp.sigma;
+  if (cp.beyond) sig = std::hypot(sig, backbone_sigma(m, out.segment, n, s_eff, c));
+  if (!exact) {
+    // Another class's curve transported by the backbone: the family's leave-one-group-size-out
+    // error where measured, else the generic class term.
+    sig = std::hypot(sig, m.quality.leave_group_out_mape.value_or(kExtrapolatedClassLogSigma));
+  }
+  if (class_extrapolated) sig = std::hypot(sig, kExtrapolatedClassLogSigma);
+  double lo = cp.log_t - kIntervalZ * sig, hi = cp.log_t + kIntervalZ * sig;
+  if (cp.switch_gap) {
+    lo = std::min(lo, cp.env_lo - kIntervalZ * cv->noise);
+    hi = std::max(hi, cp.env_hi + kIntervalZ * cv->noise);
+  }
+  out.lo_us = std::exp(lo);
+  out.hi_us = std::exp(hi);
+  return out;
+}
+
+}  // namespace
+
+Priced price(const Model& m, int n, int concurrent_groups, double s_eff, bool class_extrapolated) {
+  return price_impl(m, n, concurrent_groups, s_eff, class_extrapolated, true);
+}
+
+double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff) {
+  return price_impl(m, n, concurrent_groups, s_eff, false, false).time_us;
+}
+
+}  // namespace shardcal::calib

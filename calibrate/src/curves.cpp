@@ -1,0 +1,129 @@
+// Measured curves: what the fitter stores for cost_model.cpp's second layer
+// (docs/CALIBRATION.md "Measured curves").
+#include "curves.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "shardcal/calibrate/cost_model.hpp"
+
+namespace shardcal::calib {
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t k = v.size();
+  return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+MeasuredCurve fit_one(const Model& m, int n, int c, const std::map<double, std::vector<double>>& by_size) {
+  MeasuredCurve cv;
+  int cv_spikes = 0;
+  cv.group_size = n;
+  cv.concurrent_groups = c;
+  std::vector<double> logy, dev2;
+  for (const auto& [s, ys] : by_size) {
+    std::vector<double> ly;
+    for (double y : ys) ly.push_back(std::log(y));
+    const double med = median_of(ly);
+    if (ly.size() >= 2)
+      for (double l : ly) dev2.push_back((l - med) * (l - med));
+    const double bb = std::max(backbone_time_us(m, n, s, c), 1e-6);
+    cv.bytes.push_back(s);
+    cv.log_ratio.push_back(med - std::log(bb));
+    logy.push_back(med);
+  }
+  // Noise of one measurement: the spread of repeated measurements of one size (out-of-place and
+  // in-place, dtypes, meshes), robustly; floored.
+  cv.noise = std::max(kCurveNoiseFloor, dev2.empty() ? 0.0 : std::sqrt(median_of(dev2)));
+
+  // Leave each interior size out and predict it from its two neighbours, as price() would in a gap
+  // twice as wide: the log-log line (ruler) plus the backbone's shape. lambda, the share of the
+  // shape kept, is the least-squares blend over those sizes (clamped to [0, 1]): 1 where the
+  // backbone's curvature between sizes is right, towards 0 (plain interpolation) where it is not.
+  const std::size_t k = cv.bytes.size();
+  std::vector<double> x(k), lbb(k);
+  for (std::size_t i = 0; i < k; ++i) {
+    x[i] = std::log2(cv.bytes[i]);
+    lbb[i] = std::log(std::max(backbone_time_us(m, n, cv.bytes[i], c), 1e-6));
+  }
+  struct Loo {
+    std::size_t j;
+    double e_ruler, shape, w, gap;
+    bool sw;
+    double pred_ratio = 0;
+  };
+  // An isolated spike -- one size whose time is far from what its two neighbours predict (more
+  // than kCurveSpikeSigmas robust standard deviations of those leave-one-out errors, and of the
+  // noise, and more than a factor e^kCurveSpikeMinLog = 1.5) -- is one slow run, not the curve: it is replaced by that prediction, so it moves
+  // neither its own price nor its neighbours'. The largest first, at most a quarter of the sizes.
+  auto loo_error = [&](std::size_t j) {
+    const double g = x[j + 1] - x[j - 1];
+    const double w = (x[j] - x[j - 1]) / g;
+    const double ruler = (1 - w) * logy[j - 1] + w * logy[j + 1];
+    const bool sw = segment_of(m, cv.bytes[j - 1]) != segment_of(m, cv.bytes[j + 1]);
+    return logy[j] - (sw ? ruler : ruler + lbb[j] - ((1 - w) * lbb[j - 1] + w * lbb[j + 1]));
+  };
+  for (std::size_t round = 0; k >= 5 && round < k / 4; ++round) {
+    std::vector<double> e, ae;
+    for (std::size_t j = 1; j + 1 < k; ++j) e.push_back(loo_error(j)), ae.push_back(std::abs(e.back()));
+    const double scale = std::max(1.4826 * median_of(ae), cv.noise);
+    const std::size_t worst = std::size_t(std::max_element(ae.begin(), ae.end()) - ae.begin());
+    if (ae[worst] <= kCurveSpikeSigmas * scale || ae[worst] <= kCurveSpikeMinLog) break;
+    const std::size_t j = worst + 1;
+    logy[j] -= e[worst];
+    cv.log_ratio[j] -= e[worst];
+    ++cv_spikes;
+  }
+
+  std::vector<Loo> loo;
+  for (std::size_t j = 1; j + 1 < k; ++j) {
+    const double g = x[j + 1] - x[j - 1];
+    const double w = (x[j] - x[j - 1]) / g;
+    const double ruler = (1 - w) * logy[j - 1] + w * logy[j + 1];
+    const bool sw = segment_of(m, cv.bytes[j - 1]) != segment_of(m, cv.bytes[j + 1]);
+    const double shape = sw ? 0.0 : lbb[j] - ((1 - w) * lbb[j - 1] + w * lbb[j + 1]);
+    loo.push_back({j, logy[j] - ruler, shape, w, g, sw, 0.0});
+  }
+  double ce = 0, cc = 0;
+  for (const Loo& l : loo) ce += l.shape * l.e_ruler, cc += l.shape * l.shape;
+  cv.shrink = cc > 1e-12 ? std::clamp(ce / cc, 0.0, 1.0) : 1.0;
+  // mu, the share of the measured ratios kept: shrunk towards the backbone by their
+  // signal-to-noise ratio (the positive-part James-Stein factor 1 - noise^2 / mean ratio^2;
+  // James & Stein 1961, Efron & Morris, JASA 68, 1973): ratios no larger than the measurement
+  // noise are noise around a backbone that fits (mu ~ 0, the backbone prices alone); ratios
+  // well above it are structure the backbone lacks (a bend, a bump: mu ~ 1).
+  double ms = 0;
+  for (double r : cv.log_ratio) ms += r * r;
+  ms /= double(k);
+  cv.weight = ms > 0 ? std::clamp(1.0 - cv.noise * cv.noise / ms, 0.0, 1.0) : 1.0;
+  for (Loo& l : loo)
+    if (!l.sw)
+      l.pred_ratio = (1 - l.w) * cv.log_ratio[l.j - 1] + l.w * cv.log_ratio[l.j + 1] - (1 - cv.shrink) * l.shape;
+  cv.kappa.assign(k, 0.0);
+  double ss = 0;
+  for (const Loo& l : loo) {
+    const double e = l.sw ? l.e_ruler : cv.log_ratio[l.j] - cv.weight * l.pred_ratio;
+    const double kap = std::abs(e) / (l.w * (1 - l.w) * l.gap);
+    cv.kappa[l.j] = kap;
+    ss += kap * kap;
+  }
+  cv.kappa_rms = loo.empty() ? kCurveKappaDefault : std::sqrt(ss / double(loo.size()));
+  (void)cv_spikes;
+  return cv;
+}
+
+}  // namespace
+
+std::vector<MeasuredCurve> fit_curves(const Model& m, const std::vector<CurveObs>& obs) {
+  std::map<std::pair<int, int>, std::map<double, std::vector<double>>> cls;
+  for (const CurveObs& o : obs)
+    if (o.n >= 2 && o.s >= 1.0 && o.y_us > 0 && std::isfinite(o.y_us)) cls[{o.n, o.c}][o.s].push_back(o.y_us);
+  std::vector<MeasuredCurve> out;
+  for (const auto& [nc, by_size] : cls)
+    if (by_size.size() >= 2) out.push_back(fit_one(m, nc.first, nc.second, by_size));
+  return out;
+}
+
+}  // namespace shardcal::calib
