@@ -106,8 +106,10 @@ class RuntimeEstimator:
         self.backend = backend
         # group name -> every group (global ranks) of the mesh dim it belongs to
         self.mesh_groups = dict(mesh_groups or {})
-        self._ops = _op_table(torch)
+        # By id: OpOverload.__hash__ is Python code (~1 us); the table's values keep the ops alive.
+        self._ops = {id(op): (*spec, op) for op, spec in _op_table(torch).items()}
         self._by_node: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self._by_shape: dict = {}
         self._prices: dict = {}
         self._links: dict = {}
         self.unpriceable: dict = {}
@@ -118,8 +120,8 @@ class RuntimeEstimator:
         return (_rebuild, (self.profile.doc, self.ranks_per_host, self.backend, self.mesh_groups))
 
     def __call__(self, node, override_size: Optional[int] = None) -> Optional[float]:
-        spec = self._ops.get(node.target)
-        if spec is None:
+        spec = self._ops.get(id(node.target))
+        if spec is None or spec[4] is not node.target:
             return None
         per_node = self._by_node.get(node)
         if per_node is not None:
@@ -128,7 +130,19 @@ class RuntimeEstimator:
                 return hit[1]
         else:
             per_node = self._by_node[node] = {}
-        ms = self._price(node, spec, override_size)
+        # A new node of a shape already priced: one key from its inputs' shapes and dtypes.
+        try:
+            inputs = node.args[0] if node.args else None
+            vals = tuple((v.shape, v.dtype, v.device.type) for v in (
+                x.meta["val"] for x in (inputs if isinstance(inputs, (list, tuple)) else (inputs,))))
+            shape_key = (spec[3], node.args[1:], tuple(node.kwargs.items()), override_size, vals)
+            ms = self._by_shape.get(shape_key, False)
+        except (TypeError, KeyError, AttributeError):  # symbolic sizes, unusual args: no shape cache
+            shape_key, ms = None, False
+        if ms is False:
+            ms = self._price(node, spec, override_size)
+            if shape_key is not None:
+                self._by_shape[shape_key] = ms
         per_node[override_size] = (node.args, ms)
         return ms
 
@@ -136,13 +150,13 @@ class RuntimeEstimator:
     def query(self, node, override_size: Optional[int] = None):
         """(collective, link class dict, bytes, counts, elem_size, dtype) this node is priced as,
         or None when it is not a functional collective this prices (for tests and reports)."""
-        spec = self._ops.get(node.target) if node.op == "call_function" else None
-        return None if spec is None else self._query(node, spec, override_size)
+        spec = self._ops.get(id(node.target))
+        return None if spec is None or spec[4] is not node.target else self._query(node, spec, override_size)
 
     def _query(self, node, spec, override_size):
         import torch
         from torch._inductor.comm_analysis import estimate_fx_collective_size, get_fx_node_size_numel
-        collective, group_pos, rule, _ = spec
+        collective, group_pos, rule = spec[:3]
         group_arg = node.args[group_pos] if len(node.args) > group_pos else node.kwargs.get("group_name")
         inputs = node.args[0] if node.args else node.kwargs.get("input", node.kwargs.get("inputs"))
         vals = [x.meta.get("val") if hasattr(x, "meta") else None
