@@ -185,7 +185,7 @@ def case_parity_rank(sb, repo, rank, profiles):
         mesh = DeviceMesh("cpu", ranks) if ranks is not None else init_device_mesh("cpu", shape)
         mesh_ranks = mesh.mesh
         for prof in profiles:
-            for trial in range(3):
+            for trial in range(2):
                 program, args, ops = random_program(rng, mesh, len(shape))
                 gm = make_fx(program, tracing_mode="fake")(*args)
                 est = st.runtime_estimator(prof, ranks_per_host=rph, meshes=[mesh] if ranks is not None else ())

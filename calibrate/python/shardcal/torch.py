@@ -11,7 +11,10 @@ priced from the profile instead of DTensor's hard-coded constants: the collectiv
 actually run for the step on the mesh's backend, with the bytes it actually moves (shards padded
 to the largest, as DTensor pads them), in the link class of that mesh dim (hosts its groups span,
 ranks per host, groups at once, from the mesh's global ranks with host = rank // ranks_per_host).
-`install()` / `uninstall()` do the same for long-running programs.
+`install()` / `uninstall()` do the same for long-running programs. Both also set torch.compile's
+collective estimates (`torch._inductor.config.aten_distributed_optimizations.custom_runtime_estimation`)
+to `runtime_estimator(profile, ...)` (shardcal/inductor.py; compile_hook=False leaves it alone), and
+use_profile() blocks nest: on exit each restores what was there when it entered.
 
 Everything patched is restored on exit (also after an exception) and DTensor's plan and sharding
 propagation caches are cleared on enter and exit (sharding propagation's Python cache is per thread:
