@@ -14,7 +14,7 @@ inductor_estimator_test.py SHARDBENCH REPO CASE
   hook     use_profile sets custom_runtime_estimation and restores the previous value on exit,
            nested, after an exception, with compile_hook=False; install/uninstall; an unsupported
            torch is one error naming the supported versions; the overlap scheduler reads the hook
-           from the config
+           from the config; a node it cannot resolve falls back (None) with one warning
   overlap  torch's overlap scheduler (schedule_overlap_bucketing, compute priced by a fixed 1 ms
            per matmul, analytical: no GPU) on one traced graph with two inter-host all_gathers:
            the built-in DTensor profile prices them cheap and they are bucketed into one; a slow
@@ -400,6 +400,17 @@ def case_hook(repo):
         asked = [n for n in gm.graph.nodes if is_collective(n) and n in est._by_node]
     if not asked:
         fail("the overlap scheduler did not ask the hook set by use_profile about the all_gather")
+    # A node the hook cannot resolve (a group name no process group has) falls back to torch's
+    # estimate with one warning instead of aborting the compile.
+    est = st.runtime_estimator(prof, ranks_per_host=8)
+    node = next(n for n in gm.graph.nodes if is_collective(n))
+    node.args = (node.args[0], node.args[1], "no-such-group")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = [est(node, None), est(node, None)]
+    ours = [x for x in w if "shardcal.torch" in str(x.message)]
+    if got != [None, None] or len(ours) != 1 or "no-such-group" not in str(ours[0].message):
+        fail(f"unresolvable group: priced {got}, warnings {[str(x.message) for x in w]}")
     print("hook: set inside use_profile (nested, after exceptions, out of order, install/uninstall), the previous "
           "value back after; unsupported torch and bad ranks_per_host rejected; the scheduler used it")
 

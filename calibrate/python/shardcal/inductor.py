@@ -112,7 +112,8 @@ class RuntimeEstimator:
         self._by_shape: dict = {}
         self._prices: dict = {}
         self._links: dict = {}
-        self.unpriceable: dict = {}
+        self.unpriceable: dict = {}  # (collective, link class) -> why the profile cannot price it
+        self.failed: dict = {}  # op -> the unexpected error that made it fall back
 
     # Pickled by value (the profile's JSON, plain data): inductor's FX graph cache hashes its
     # config, this hook included, so compiled graphs are keyed on the profile that priced them.
@@ -140,7 +141,15 @@ class RuntimeEstimator:
         except (TypeError, KeyError, AttributeError):  # symbolic sizes, unusual args: no shape cache
             shape_key, ms = None, False
         if ms is False:
-            ms = self._price(node, spec, override_size)
+            try:
+                ms = self._price(node, spec, override_size)
+            except Exception as e:  # never abort a compile: torch's own estimate, one warning per op
+                if spec[3] not in self.failed:
+                    self.failed[spec[3]] = f"{type(e).__name__}: {e}"
+                    warnings.warn(f"shardcal.torch: cannot price {spec[3]} node {node.name} "
+                                  f"({type(e).__name__}: {e}); torch.compile uses its own estimate for it",
+                                  RuntimeWarning, stacklevel=2)
+                ms = None
             if shape_key is not None:
                 self._by_shape[shape_key] = ms
         per_node[override_size] = (node.args, ms)
