@@ -400,6 +400,17 @@ def case_hook(repo):
         asked = [n for n in gm.graph.nodes if is_collective(n) and n in est._by_node]
     if not asked:
         fail("the overlap scheduler did not ask the hook set by use_profile about the all_gather")
+    # Sibling groups: from the DeviceMesh when given (exact), else the group's rank pattern
+    # repeated over the world, which this permuted mesh's dim 0 ([0, 9], [1, 8], ...) does not tile.
+    perm = DeviceMesh("cpu", torch.tensor([list(range(8)), [9, 8, 11, 10, 13, 12, 15, 14]]))
+    g2 = make_fx(lambda x: funcol.all_gather_tensor(x, 0, (perm, 0)), tracing_mode="fake")(torch.ones(8))
+    ag = next(n for n in g2.graph.nodes if is_collective(n))
+    with_mesh = st.runtime_estimator(prof, ranks_per_host=8, meshes=[perm]).query(ag)[1]
+    without = st.runtime_estimator(prof, ranks_per_host=8).query(ag)[1]
+    if (with_mesh["hosts"], with_mesh["concurrent_groups"]) != (2, 8) or \
+            (without["hosts"], without["concurrent_groups"]) != (2, 1):
+        fail(f"permuted 2x8 mesh, dim 0: link class {with_mesh} with meshes=, {without} without; want 2 hosts with "
+             "8 groups at once from the mesh, 1 (this group alone) from the rank pattern")
     # A node the hook cannot resolve (a group name no process group has) falls back to torch's
     # estimate with one warning instead of aborting the compile.
     est = st.runtime_estimator(prof, ranks_per_host=8)
