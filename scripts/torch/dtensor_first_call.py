@@ -80,8 +80,9 @@ def main():
                 times[which].append(ms)
                 plans[which] = plan_text(infos)
         d, p, w = (statistics.median(times[k]) for k in ("default", "profile", "warm"))
-        print(f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` | {plans['default']} | {plans['profile']} | "
-              f"{'yes' if plans['default'] == plans['profile'] else 'no'} | {d:.3f} | {p:.3f} | {w:.3f} | {d / p:.2f}× |")
+        same = "yes" if plans["default"] == plans["profile"] else "no"
+        print(f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` | {plans['default']} | "
+              f"{plans['profile']} | {same} | {d:.3f} | {p:.3f} | {w:.3f} | {d / p:.2f}× |")
 
 
 if __name__ == "__main__":

@@ -281,7 +281,8 @@ def calibrated_profile(sb, repo, tmp):
 
 def case_parity(sb, repo):
     with tempfile.TemporaryDirectory() as tmp:
-        profiles = [calibrated_profile(sb, repo, tmp), os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
+        profiles = [calibrated_profile(sb, repo, tmp),
+                    os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
         procs = {r: subprocess.Popen([sys.executable, __file__, sb, repo, f"parity:{r}:{','.join(profiles)}"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 11)}
         results = {}
@@ -296,12 +297,14 @@ def case_parity(sb, repo):
             fail(f"rank {r}: too few checked: {c}")
         need = ["all_gather_into_tensor.default", "reduce_scatter_tensor.default", "all_reduce.default",
                 "all_to_all_single.default", "broadcast.default", "all_gather_into_tensor_coalesced",
-                "reduce_scatter_tensor_coalesced", "all_reduce_coalesced", "bucketed _c10d_functional.all_gather_into_tensor_out"]
+                "reduce_scatter_tensor_coalesced", "all_reduce_coalesced",
+                "bucketed _c10d_functional.all_gather_into_tensor_out"]
         missing = [k for k in need if not any(k in x for x in res["kinds"])]
         if missing:
             fail(f"rank {r}: never saw {missing} (saw {res['kinds']})")
         print(f"parity rank {r}: {c['nodes']} collective nodes, {c['override']} override_size queries and "
-              f"{c['bucketed']} bucketed nodes (merging {c['merged']} collectives away) priced as shardbench predict ({res['queries']} distinct queries); "
+              f"{c['bucketed']} bucketed nodes (merging {c['merged']} collectives away) priced as shardbench "
+              f"predict ({res['queries']} distinct queries); "
               f"{c['other']} other nodes None")
 
 
@@ -468,7 +471,8 @@ def case_overlap(repo):
                                          custom_runtime_estimation=hook, pre_bucketing_fsdp_collectives=False)
         order = [n.name for n in out.graph.nodes if is_collective(n) or n.target is torch.ops.aten.mm.default]
         runs[name] = (ms, [n for n in order if not n.startswith("mm")], order)
-    (fast_ms, fast_colls, fast_order), (slow_ms, slow_colls, slow_order) = runs["dtensor-default"], runs["slow-inter-host"]
+    fast_ms, fast_colls, fast_order = runs["dtensor-default"]
+    slow_ms, slow_colls, slow_order = runs["slow-inter-host"]
     # The direction the costs say: cheap collectives (well under the 1 ms a matmul hides) share one
     # bucket, paying the fixed latency once; each slow one (above the compute between them) would
     # lose its overlap in a bucket, so they stay two.
