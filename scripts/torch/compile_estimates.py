@@ -57,13 +57,22 @@ def main():
     ap.add_argument("--speed", action="store_true", help="also time the hook per call")
     ap.add_argument("--repeats", type=int, default=20001)
     a = ap.parse_args()
-    shape = tuple(int(x) for x in a.mesh.split("x"))
+    try:
+        shape = tuple(int(x) for x in a.mesh.split("x"))
+        sizes = [int(x) for x in a.sizes.split(",")]
+    except ValueError:
+        ap.error(f"--mesh {a.mesh!r} / --sizes {a.sizes!r}: write e.g. --mesh 2x8 --sizes 65536,1048576")
+    if min(shape) < 1 or min(sizes) < 16 or a.repeats < 1:
+        ap.error("mesh sizes must be >= 1, sizes >= 16 bytes, --repeats >= 1")
+    try:
+        est = st.runtime_estimator(a.profile, ranks_per_host=a.ranks_per_host)
+    except st.ShardcalTorchError as e:
+        ap.error(str(e))
     world = 1
     for s in shape:
         world *= s
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     mesh = init_device_mesh("cpu", shape)
-    est = st.runtime_estimator(a.profile, ranks_per_host=a.ranks_per_host)
     print(f"torch {torch.__version__}; profile {a.profile}; mesh {a.mesh} over {world} fake ranks, "
           f"{a.ranks_per_host} per host; f32; ms")
     print()
@@ -73,7 +82,7 @@ def main():
     nodes = []
     for coll in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all"):
         for d in range(len(shape)):
-            for size in (int(x) for x in a.sizes.split(",")):
+            for size in sizes:
                 node = trace(mesh, d, coll, size)
                 nodes.append(node)
                 ours = est(node, None)
@@ -92,7 +101,7 @@ def main():
     # call (the per-node cache), a new node of a priced shape (bytes again, the price cache).
     first, cached, new_node = [], [], []
     node = nodes[0]
-    twins = [trace(mesh, 0, "all_gather", int(a.sizes.split(",")[0])) for _ in range(200)]
+    twins = [trace(mesh, 0, "all_gather", sizes[0]) for _ in range(200)]
     for _ in range(min(a.repeats, 101)):
         e = st.runtime_estimator(a.profile, ranks_per_host=a.ranks_per_host)
         t = time.perf_counter()

@@ -53,8 +53,17 @@ def main():
     ap.add_argument("--repeats", type=int, default=31)
     ap.add_argument("--shape", default="1024x1024", help="global tensor shape (f32)")
     a = ap.parse_args()
+    try:
+        shape = tuple(int(x) for x in a.shape.split("x"))
+    except ValueError:
+        ap.error(f"--shape {a.shape!r}: write e.g. 1024x1024")
+    if min(shape) < 1 or a.repeats < 1:
+        ap.error("--shape sizes and --repeats must be >= 1")
+    try:
+        st.runtime_estimator(a.profile)  # reads and checks the profile (and torch) once, before timing
+    except st.ShardcalTorchError as e:
+        ap.error(str(e))
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
-    shape = tuple(int(x) for x in a.shape.split("x"))
     meta = TensorMeta(torch.Size(shape), tuple(torch.empty(shape, device="meta").stride()), torch.float32)
     print(f"torch {torch.__version__}; profile {a.profile}; {a.shape} f32; median of {a.repeats} interleaved "
           "repeats; ms of wall time for the first _gen_transform_infos of a pair")
