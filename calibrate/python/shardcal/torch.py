@@ -11,7 +11,10 @@ priced from the profile instead of DTensor's hard-coded constants: the collectiv
 actually run for the step on the mesh's backend, with the bytes it actually moves (shards padded
 to the largest, as DTensor pads them), in the link class of that mesh dim (hosts its groups span,
 ranks per host, groups at once, from the mesh's global ranks with host = rank // ranks_per_host).
-`install()` / `uninstall()` do the same for long-running programs.
+`install()` / `uninstall()` do the same for long-running programs. Both also set torch.compile's
+collective estimates (`torch._inductor.config.aten_distributed_optimizations.custom_runtime_estimation`)
+to `runtime_estimator(profile, ...)` (shardcal/inductor.py; compile_hook=False leaves it alone), and
+use_profile() blocks nest: on exit each restores what was there when it entered.
 
 Everything patched is restored on exit (also after an exception) and DTensor's plan and sharding
 propagation caches are cleared on enter and exit (sharding propagation's Python cache is per thread:
@@ -120,15 +123,12 @@ def _largest_logical(full, placements, d: int, mesh_shape) -> list:
 def _dim_backend(dist, mesh, d: int) -> str:
     """The backend that runs mesh dim d's collectives on the mesh's device type: a process group
     made without a backend reports "undefined" and holds one per device ("cpu:gloo,cuda:nccl")."""
+    from .inductor import _group_backend
     try:
         group = mesh.get_group(d)
-        config = str(dist.get_backend_config(group))
     except Exception:  # no process group for this dim: price the real collectives
         return "unknown"
-    per_device = dict(item.split(":", 1) for item in config.split(",") if ":" in item)
-    if mesh.device_type in per_device:
-        return per_device[mesh.device_type]
-    return config if ":" not in config else "unknown"
+    return _group_backend(dist, group, mesh.device_type)
 
 
 def _dim_groups(mesh, d: int) -> list:
@@ -273,12 +273,14 @@ def _is_plain(p) -> bool:
 class _Adapter:
     """The patches of one activation; apply() and restore() are all-or-nothing."""
 
-    def __init__(self, pricer: Pricer):
+    def __init__(self, pricer: Pricer, estimator=None):
         self.pricer = pricer
+        self.estimator = estimator  # torch.compile's custom_runtime_estimation while active
         self.saved: list = []
 
     def apply(self):
         torch, cu, rd, tutils, ops_utils, DTensor, _ = _torch_modules()
+        import torch._inductor.config as inductor_config
         pricer = self.pricer
         orig_setup = rd.DTensorRedistributePlanner.setup_cost_callbacks
         orig_redistribute_cost = cu.redistribute_cost
@@ -382,11 +384,14 @@ class _Adapter:
                    (cu, "redistribute_cost", redistribute_cost),
                    (tutils, "redistribute_cost", redistribute_cost),
                    (ops_utils, "redistribute_cost", redistribute_cost)]
+        if self.estimator is not None:
+            targets.append((inductor_config.aten_distributed_optimizations, "custom_runtime_estimation",
+                            self.estimator))
         for obj, name, _ in targets:
             if not hasattr(obj, name):
                 raise ShardcalTorchError(f"torch {torch.__version__}: {getattr(obj, '__name__', obj)}.{name} is "
                                          f"missing; shardcal.torch supports {SUPPORTED_TEXT}")
-        self.saved = [(obj, name, obj.__dict__[name] if name in obj.__dict__ else getattr(obj, name))
+        self.saved = [(obj, name, obj.__dict__[name] if name in getattr(obj, "__dict__", {}) else getattr(obj, name))
                       for obj, name, _ in targets]
         for obj, name, value in targets:
             setattr(obj, name, value)
@@ -416,23 +421,35 @@ def _clear_caches(rd, DTensor) -> None:
 
 
 _lock = threading.Lock()
-_active: Optional[_Adapter] = None
+# Active adapters, innermost last: use_profile() nests (each block restores what the one outside it
+# set); install() refuses while anything is active.
+_stack: list = []
+_installed: Optional[_Adapter] = None  # the one from install(), until uninstall()
 
 
-def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optional[int] = None,
-            backend: Optional[str] = None, mesh=None, device_type: Optional[str] = None) -> None:
-    """Price DTensor's planning from `profile` until uninstall(). ranks_per_host: devices per host
-    (default: torchrun's LOCAL_WORLD_SIZE, else DTensor's device count per host); backend: the
-    process group's backend ("nccl", "gloo", ...; default: each mesh dim's group's backend for the
-    mesh's device type); mesh: a DeviceMesh to check now that the profile can price every
-    collective on every dim (otherwise a step the profile cannot price is avoided by the planner,
-    with a warning, and ShardcalTorchError comes only if no plan avoids it); device_type: price
-    as if meshes were on this device type ("cuda": all-to-all for S(a)->S(b); for planning offline
-    on a fake process group)."""
-    global _active
+def _check_rph(ranks_per_host) -> None:
     if ranks_per_host is not None and (isinstance(ranks_per_host, bool) or not isinstance(ranks_per_host, int)
                                        or ranks_per_host < 1):
         raise ShardcalTorchError(f"ranks_per_host must be a positive integer, got {ranks_per_host!r}")
+
+
+def runtime_estimator(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optional[int] = None,
+                      backend: Optional[str] = None, meshes=()):
+    """A callable for torch.compile's overlap scheduler,
+    `torch._inductor.config.aten_distributed_optimizations.custom_runtime_estimation`:
+    `(fx.Node, override_size) -> ms | None`, each functional collective node priced by the
+    profile in the link class of its group's global ranks (host = rank // ranks_per_host), None
+    for every other node (torch's own estimate). meshes: DeviceMeshes whose groups the graph uses,
+    for the groups of a mesh dim at once (default: the group's rank pattern repeated over the
+    world). docs/TORCH_COMPILE.md."""
+    _check_rph(ranks_per_host)
+    _torch_modules()
+    from . import inductor
+    return inductor.RuntimeEstimator(_load_profile(profile), ranks_per_host, backend, inductor.mesh_groups(meshes))
+
+
+def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook) -> _Adapter:
+    _check_rph(ranks_per_host)
     _torch_modules()
     pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type)
     if mesh is not None:
@@ -442,33 +459,80 @@ def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optiona
                 (["all_to_all"] if device_type != "cpu" else [])
             for coll in colls:
                 pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
+    estimator = None
+    if compile_hook:
+        from . import inductor
+        estimator = inductor.RuntimeEstimator(pricer.profile, ranks_per_host, backend,
+                                              inductor.mesh_groups([mesh] if mesh is not None else []))
+    return _Adapter(pricer, estimator)
+
+
+def _push(adapter: _Adapter) -> None:
+    try:
+        adapter.apply()
+    except BaseException:
+        adapter.restore()
+        raise
+    _stack.append(adapter)
+
+
+def _remove(adapter: _Adapter) -> None:
+    """Takes an adapter off the stack; one that is not innermost (blocks exited out of order, from
+    other threads) is unwound with those inside it, which are then applied again on top."""
+    if adapter not in _stack:
+        return
+    i = _stack.index(adapter)
+    above = _stack[i + 1:]
+    for a in reversed(_stack[i:]):
+        a.restore()
+    del _stack[i:]
+    for a in above:
+        _push(a)
+
+
+def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optional[int] = None,
+            backend: Optional[str] = None, mesh=None, device_type: Optional[str] = None,
+            compile_hook: bool = True) -> None:
+    """Price DTensor's planning from `profile` until uninstall(). ranks_per_host: devices per host
+    (default: torchrun's LOCAL_WORLD_SIZE, else DTensor's device count per host); backend: the
+    process group's backend ("nccl", "gloo", ...; default: each mesh dim's group's backend for the
+    mesh's device type); mesh: a DeviceMesh to check now that the profile can price every
+    collective on every dim (otherwise a step the profile cannot price is avoided by the planner,
+    with a warning, and ShardcalTorchError comes only if no plan avoids it); device_type: price
+    as if meshes were on this device type ("cuda": all-to-all for S(a)->S(b); for planning offline
+    on a fake process group); compile_hook: also set torch.compile's
+    custom_runtime_estimation to runtime_estimator(profile, ...) (restored on uninstall)."""
+    global _installed
+    adapter = _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook)
     with _lock:
-        if _active is not None:
-            raise ShardcalTorchError("a profile is already installed; call shardcal.torch.uninstall() first")
-        adapter = _Adapter(pricer)
-        try:
-            adapter.apply()
-        except BaseException:
-            adapter.restore()
-            raise
-        _active = adapter
+        if _stack:
+            raise ShardcalTorchError("a profile is already installed; call shardcal.torch.uninstall() first"
+                                     if _installed is not None else
+                                     "a use_profile() block is active; install() outside it")
+        _push(adapter)
+        _installed = adapter
 
 
 def uninstall() -> None:
-    """Restore DTensor's own pricing (a no-op when nothing is installed)."""
-    global _active
+    """Restore DTensor's own pricing and the compile hook (a no-op when nothing is installed)."""
+    global _installed
     with _lock:  # restored before another install can patch: no interleaving of the two
-        adapter, _active = _active, None
+        adapter, _installed = _installed, None
         if adapter is not None:
-            adapter.restore()
+            _remove(adapter)
 
 
 @contextlib.contextmanager
 def use_profile(profile, ranks_per_host: Optional[int] = None, backend: Optional[str] = None, mesh=None,
-                device_type: Optional[str] = None):
-    """Context manager form of install()/uninstall(); yields the Pricer."""
-    install(profile, ranks_per_host=ranks_per_host, backend=backend, mesh=mesh, device_type=device_type)
+                device_type: Optional[str] = None, compile_hook: bool = True):
+    """Context manager form of install()/uninstall() that nests (an inner block prices with its
+    profile, and on exit what the outer one set is back); yields the Pricer. Also sets
+    torch.compile's custom_runtime_estimation (compile_hook=False: leave it alone)."""
+    adapter = _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook)
+    with _lock:
+        _push(adapter)
     try:
-        yield _active.pricer
+        yield adapter.pricer
     finally:
-        uninstall()
+        with _lock:
+            _remove(adapter)
