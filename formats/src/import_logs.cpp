@@ -1,6 +1,8 @@
 // `shardbench import`: format detection and what the parsers share (docs/IMPORT.md).
 #include "shardcal/formats/import_logs.hpp"
 
+#include <algorithm>
+
 #include "import_text.hpp"
 #include "shardcal/error.hpp"
 
@@ -117,8 +119,8 @@ std::string_view strip_launcher_tags(std::string_view line) {
     if (ompi || ompi_err) {
       skip += 8;
       if (skip < line.size() && line[skip] == ':') ++skip;
-    } else if (tag.find(':') == std::string_view::npos) {
-      break;  // "[0000:29:00]"-like text is data, and [x] alone is not a launcher tag
+    } else if (std::count(tag.begin(), tag.end(), ':') != 1) {
+      break;  // [host:pid] has one colon; "[0000:29:00]" (a bus id) or "[x]" is not a tag
     }
     line = line.substr(std::min(skip, line.size()));
   }
