@@ -75,8 +75,9 @@ Topology topology_of(const fm::ParsedLog& log, const std::string& path, const Im
   }
   if (log.ranks.empty())
     throw Error(path + ": the log names no hosts (" +
-                (log.format == fm::LogFormat::Osu ? std::string("OSU prints none")
-                                                  : std::string("no `#  Rank N ... on HOST device` lines")) +
+                (log.format == fm::LogFormat::Osu
+                     ? std::string("OSU prints none")
+                     : std::string("no `#  Rank N ... on HOST device` lines")) +
                 "); pass --hosts H --ranks-per-host R, the nodes and ranks per node the benchmark "
                 "ran on (e.g. --hosts 1 --ranks-per-host 2)");
   std::map<std::string, std::size_t> index;
@@ -86,7 +87,8 @@ Topology topology_of(const fm::ParsedLog& log, const std::string& path, const Im
     t.hosts[it->second].second.push_back(r.rank);
   }
   t.world = int(log.ranks.size());
-  for (const auto& h : t.hosts) t.max_ranks_per_host = std::max(t.max_ranks_per_host, int(h.second.size()));
+  for (const auto& h : t.hosts)
+    t.max_ranks_per_host = std::max(t.max_ranks_per_host, int(h.second.size()));
   t.from = "rank lines";
   return t;
 }
@@ -110,9 +112,9 @@ json point_params(const fm::ParsedLog& log, const fm::LogRow& row, const Topolog
   const bool per_iter = !row.samples_us.empty();
   // nccl-tests: iters x agg ops back to back per mean (one op per sample with per-iteration
   // timing); OSU: one op per timed iteration.
-  protocol["ops_per_sample"] =
-      log.format == fm::LogFormat::Osu ? 1 : per_iter ? std::max(1, log.agg_iters)
-                                                     : std::max(1, log.iters) * std::max(1, log.agg_iters);
+  protocol["ops_per_sample"] = log.format == fm::LogFormat::Osu ? 1
+                               : per_iter                       ? std::max(1, log.agg_iters)
+                                          : std::max(1, log.iters) * std::max(1, log.agg_iters);
   protocol["warmup"] = log.warmup >= 0 ? json(log.warmup) : json(nullptr);
   protocol["statistic"] = per_iter ? "per_iteration" : "mean";
   if (!row.placement.empty()) protocol["placement"] = row.placement;
@@ -208,7 +210,8 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
   const sweep::CollectiveShape sh = sweep::collective_shape(op, first.dtype, S, dist, topo.world);
   std::vector<double> samples;
   for (const fm::LogRow* r : pt.rows) {
-    if (r->samples_us.empty()) samples.push_back(r->time_us * 1e-6);
+    if (r->samples_us.empty())
+      samples.push_back(r->time_us * 1e-6);
     else
       for (double u : r->samples_us) samples.push_back(u * 1e-6);
   }
@@ -235,25 +238,26 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
   rec["bytes_eff"] = sh.bytes_eff;
   rec["stats"] = st.to_json();
   if (pt.rows.size() == 1 && first.min_us && first.max_us)  // OSU -f: the tool's own statistic
-    rec["stats"]["rank_means"] = {{"max", *first.max_us * 1e-6}, {"mean", first.time_us * 1e-6},
+    rec["stats"]["rank_means"] = {{"max", *first.max_us * 1e-6},
+                                  {"mean", first.time_us * 1e-6},
                                   {"min", *first.min_us * 1e-6}};
   rec["algbw_GBps"] = bw.algbw_GBps;
   rec["busbw_GBps"] = bw.busbw_GBps;
   rec["busbw_factor"] = bw.factor;
   rec["algbw_eff_GBps"] = st.p50 > 0 ? double(sh.bytes_eff) / st.p50 / 1e9 : 0.0;
   const bool per_iter = !first.samples_us.empty();
-  rec["timing"] = {{"mode", protocol_mode(log)},
-                   {"ops_per_sample", pt.params["protocol"]["ops_per_sample"]},
-                   {"warmup", pt.params["protocol"]["warmup"]},
-                   {"buffer_slots", 1},
-                   {"barrier", log.format == fm::LogFormat::Osu ? "world, after each iteration" : "none"},
-                   {"timer", per_iter ? "cuda_event" : "host_clock"},
-                   {"reduction", per_iter ? "max over ranks per iteration"
-                                          : log.format == fm::LogFormat::Osu
-                                                ? "mean over ranks of each rank's mean"
-                                                : "mean over ranks of the loop's mean"},
-                   {"stop_reason", "max_iterations"},
-                   {"elapsed_s", nullptr}};
+  rec["timing"] = {
+      {"mode", protocol_mode(log)},
+      {"ops_per_sample", pt.params["protocol"]["ops_per_sample"]},
+      {"warmup", pt.params["protocol"]["warmup"]},
+      {"buffer_slots", 1},
+      {"barrier", log.format == fm::LogFormat::Osu ? "world, after each iteration" : "none"},
+      {"timer", per_iter ? "cuda_event" : "host_clock"},
+      {"reduction", per_iter                           ? "max over ranks per iteration"
+                    : log.format == fm::LogFormat::Osu ? "mean over ranks of each rank's mean"
+                                                       : "mean over ranks of the loop's mean"},
+      {"stop_reason", "max_iterations"},
+      {"elapsed_s", nullptr}};
   rec["samples_s"] = samples;
   // wrong: the sum over repeats; null when the log did not check (N/A) any of them.
   json wrong = nullptr;
@@ -263,8 +267,11 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
   rec["wrong"] = wrong;
   json src = json::array();
   for (const fm::LogRow* r : pt.rows) {
-    json s = {{"line", r->line}, {"size_printed", r->size}, {"time_us", r->time_us},
-              {"type", r->type_name}, {"redop", r->redop}};
+    json s = {{"line", r->line},
+              {"size_printed", r->size},
+              {"time_us", r->time_us},
+              {"type", r->type_name},
+              {"redop", r->redop}};
     if (r->count >= 0) s["count"] = r->count;
     if (r->algbw_GBps > 0) s["algbw_GBps"] = r->algbw_GBps;
     if (r->busbw_GBps > 0) s["busbw_GBps"] = r->busbw_GBps;
@@ -294,11 +301,15 @@ int run(const ImportArgs& a) {
   std::optional<Collective> coll;
   if (!a.collective.empty()) {
     coll = shardcal::find_collective(a.collective);
-    if (!coll) throw Error("--collective \"" + a.collective + "\": expected one of all_gather, reduce_scatter, all_reduce, all_to_all, broadcast, scatter, gather");
+    if (!coll)
+      throw Error("--collective \"" + a.collective +
+                  "\": expected one of all_gather, reduce_scatter, all_reduce, all_to_all, "
+                  "broadcast, scatter, gather");
   }
   if ((a.hosts > 0) != (a.ranks_per_host > 0))
-    throw Error("--hosts and --ranks-per-host go together (the nodes and ranks per node the "
-                "benchmark ran on); give both or neither");
+    throw Error(
+        "--hosts and --ranks-per-host go together (the nodes and ranks per node the "
+        "benchmark ran on); give both or neither");
   std::vector<LogResult> done;
   std::set<std::string> keys;
   std::map<std::string, std::string> key_owner;
@@ -336,11 +347,12 @@ int run(const ImportArgs& a) {
                     "files (gate and calibrate take several)");
       key_owner[key] = path;
     }
-    if (!done.empty() && (done.front().log.backend != lr.log.backend ||
-                          done.front().log.memory != lr.log.memory))
-      throw Error(path + ": backend/memory " + lr.log.backend + "/" + lr.log.memory + " differs from " +
-                  done.front().path + " (" + done.front().log.backend + "/" +
-                  done.front().log.memory + "); one results file holds one backend on one memory "
+    if (!done.empty() &&
+        (done.front().log.backend != lr.log.backend || done.front().log.memory != lr.log.memory))
+      throw Error(path + ": backend/memory " + lr.log.backend + "/" + lr.log.memory +
+                  " differs from " + done.front().path + " (" + done.front().log.backend + "/" +
+                  done.front().log.memory +
+                  "); one results file holds one backend on one memory "
                   "space: import them into separate files");
     done.push_back(std::move(lr));
   }
@@ -367,7 +379,8 @@ int run(const ImportArgs& a) {
     if (l.skipped_na) sk.push_back(std::to_string(l.skipped_na) + " N/A");
     int wrong = 0;
     for (const fm::LogRow& r : l.rows) wrong += r.wrong && *r.wrong > 0;
-    if (wrong) sk.push_back(std::to_string(wrong) + " with #wrong > 0 (recorded, excluded by readers)");
+    if (wrong)
+      sk.push_back(std::to_string(wrong) + " with #wrong > 0 (recorded, excluded by readers)");
     for (std::size_t i = 0; i < sk.size(); ++i) std::cout << (i ? ", " : "; skipped ") << sk[i];
     std::cout << "\n";
     for (const std::string& n : l.notes) std::cout << "  " << n << "\n";
@@ -388,18 +401,22 @@ Runner add_import_command(CLI::App& app) {
       "import",
       "Turn benchmark logs (nccl-tests text or -J JSON, OSU collective latency tests) into a " +
           fm::schema_label(fm::kResultsSchema, fm::kResultsVersion) +
-          " results file that calibrate, gate and the report read like a sweep's (docs/IMPORT.md).\n"
+          " results file that calibrate, gate and the report read like a sweep's "
+          "(docs/IMPORT.md).\n"
           "Each log becomes one context record (provenance: path, sha256, tool, version, GPUs) and "
-          "one point per (size, dtype, redop, out-of-place/in-place). Time: the tool's mean per size "
+          "one point per (size, dtype, redop, out-of-place/in-place). Time: the tool's mean per "
+          "size "
           "(nccl-tests: pipelined mode, iters ops per mean; OSU: per_iteration), one sample per "
-          "point, so calibrate fits it and gate calls a comparison of two such files inconclusive.\n"
+          "point, so calibrate fits it and gate calls a comparison of two such files "
+          "inconclusive.\n"
           "Skipped and counted: size-0 rows, a cut-short last row, N/A times; rows with #wrong > 0 "
           "are recorded and excluded by readers. Logs of benchmarks outside shardcal's table "
           "(sendrecv_perf, osu_latency, osu_bw, ...) are skipped with a message; exit 2 when "
           "nothing is left to import. Exit 2 on bad input (FILE:LINE: what; what to do), nothing "
           "written.");
   cmd->add_option("logs", args->logs, "Benchmark logs (text or JSON)")->required()->expected(1, -1);
-  cmd->add_option("--out", args->out, "Results file to write (JSON Lines, written atomically)")->required();
+  cmd->add_option("--out", args->out, "Results file to write (JSON Lines, written atomically)")
+      ->required();
   cmd->add_option("--format", args->format,
                   "auto (detect per log), nccl-tests (text), nccl-tests-json (-J FILE), osu")
       ->check(CLI::IsMember({"auto", "nccl-tests", "nccl-tests-json", "osu"}))

@@ -19,7 +19,8 @@ std::string_view log_format_name(LogFormat f) {
 }
 
 LogFormat parse_log_format(std::string_view text) {
-  for (LogFormat f : {LogFormat::Auto, LogFormat::NcclTests, LogFormat::NcclTestsJson, LogFormat::Osu})
+  for (LogFormat f :
+       {LogFormat::Auto, LogFormat::NcclTests, LogFormat::NcclTestsJson, LogFormat::Osu})
     if (text == log_format_name(f)) return f;
   throw Error("unknown log format \"" + std::string(text) +
               "\"; expected auto, nccl-tests, nccl-tests-json or osu");
@@ -45,8 +46,9 @@ LogFormat detect_log_format(std::string_view text, const std::string& name) {
   if (nccl && !osu) return LogFormat::NcclTests;
   if (osu && !nccl) return LogFormat::Osu;
   if (nccl && osu)
-    throw Error(name + ":1: the log holds both nccl-tests and OSU output; split it into one file "
-                       "per benchmark run");
+    throw Error(name +
+                ":1: the log holds both nccl-tests and OSU output; split it into one file "
+                "per benchmark run");
   throw Error(name +
               ":1: not a benchmark log shardbench can import (no nccl-tests header `# nThread ...` "
               "or table header `#  size  count  type ...`, no OSU title `# OSU MPI ... Test`, not "
@@ -112,10 +114,10 @@ std::string_view strip_launcher_tags(std::string_view line) {
     std::size_t skip = close + 1;
     if (tag.find_first_of(" \t") != std::string_view::npos) break;
     // Open MPI --tag-output: [job,rank]<stdout>:
-    const bool ompi = tag.find(',') != std::string_view::npos &&
-                      line.substr(skip).substr(0, 8) == "<stdout>";
-    const bool ompi_err = tag.find(',') != std::string_view::npos &&
-                          line.substr(skip).substr(0, 8) == "<stderr>";
+    const bool ompi =
+        tag.find(',') != std::string_view::npos && line.substr(skip).substr(0, 8) == "<stdout>";
+    const bool ompi_err =
+        tag.find(',') != std::string_view::npos && line.substr(skip).substr(0, 8) == "<stderr>";
     if (ompi || ompi_err) {
       skip += 8;
       if (skip < line.size() && line[skip] == ':') ++skip;
@@ -153,7 +155,8 @@ std::optional<Collective> nccl_program(std::string_view program, std::string& wh
   else if (program == "reduce_perf")
     why = "reduce_perf measures reduce, which shardcal's collective table does not have";
   else
-    why = std::string(program) + " is not one of the collectives in shardcal's table "
+    why = std::string(program) +
+          " is not one of the collectives in shardcal's table "
           "(all_reduce, all_gather, reduce_scatter, alltoall, broadcast, scatter, gather)";
   return std::nullopt;
 }

@@ -63,8 +63,8 @@ struct Table {
   std::vector<std::string> names;
   int size = -1, count = -1, type = -1, redop = -1, root = -1;
   std::vector<Block> blocks;
-  std::size_t width = 0;     // tokens a row has
-  bool timestamp = false;    // rows may carry more tokens (a timestamp)
+  std::size_t width = 0;   // tokens a row has
+  bool timestamp = false;  // rows may carry more tokens (a timestamp)
 };
 
 std::optional<Table> parse_header(std::string_view body, int line) {
@@ -78,11 +78,16 @@ std::optional<Table> parse_header(std::string_view body, int line) {
     const std::string_view n = t[i];
     if (n == "time" || n == "cputime") starts.push_back(int(i));
     if (!starts.empty()) continue;
-    if (n == "size") tb.size = int(i);
-    else if (n == "count") tb.count = int(i);
-    else if (n == "type") tb.type = int(i);
-    else if (n == "redop") tb.redop = int(i);
-    else if (n == "root") tb.root = int(i);
+    if (n == "size")
+      tb.size = int(i);
+    else if (n == "count")
+      tb.count = int(i);
+    else if (n == "type")
+      tb.type = int(i);
+    else if (n == "redop")
+      tb.redop = int(i);
+    else if (n == "root")
+      tb.root = int(i);
   }
   if (starts.empty() || starts.size() > 2) return std::nullopt;
   for (std::size_t b = 0; b < starts.size(); ++b) {
@@ -91,10 +96,14 @@ std::optional<Table> parse_header(std::string_view body, int line) {
     bl.time = starts[b];
     const std::size_t end = b + 1 < starts.size() ? std::size_t(starts[b + 1]) : t.size();
     for (std::size_t i = std::size_t(starts[b]); i < end; ++i) {
-      if (t[i] == "algbw") bl.algbw = int(i);
-      else if (t[i] == "busbw") bl.busbw = int(i);
-      else if (t[i] == "#wrong") bl.wrong = int(i);
-      else if (t[i] == "error") bl.wrong = int(i), bl.wrong_is_count = false;
+      if (t[i] == "algbw")
+        bl.algbw = int(i);
+      else if (t[i] == "busbw")
+        bl.busbw = int(i);
+      else if (t[i] == "#wrong")
+        bl.wrong = int(i);
+      else if (t[i] == "error")
+        bl.wrong = int(i), bl.wrong_is_count = false;
     }
     tb.blocks.push_back(bl);
   }
@@ -141,7 +150,8 @@ std::optional<std::string> perf_program(std::string_view line) {
     if (slash != std::string_view::npos) tok = tok.substr(slash + 1);
     if (tok.size() > 5 && tok.substr(tok.size() - 5) == "_perf") {
       bool word = true;
-      for (char c : tok) word = word && ((c >= 'a' && c <= 'z') || c == '_' || (c >= '0' && c <= '9'));
+      for (char c : tok)
+        word = word && ((c >= 'a' && c <= 'z') || c == '_' || (c >= '0' && c <= '9'));
       if (word) return std::string(tok);
     }
   }
@@ -176,7 +186,8 @@ std::optional<Collective> infer_collective(const std::vector<LogRow>& rows, int 
   // (sum, count = size, factor 1) looks like all_reduce on 2 ranks.
   if (reduces && whole && near(2 * (n - 1) / n) && !near(1.0))
     fits.emplace_back(Collective::AllReduce, "all_reduce");
-  if (reduces && per_rank && near((n - 1) / n)) fits.emplace_back(Collective::ReduceScatter, "reduce_scatter");
+  if (reduces && per_rank && near((n - 1) / n))
+    fits.emplace_back(Collective::ReduceScatter, "reduce_scatter");
   if (!reduces && whole && near(1.0) && big->root && *big->root >= 0)
     fits.emplace_back(Collective::Broadcast, "broadcast");
   if (fits.size() == 1) {
@@ -186,13 +197,15 @@ std::optional<Collective> infer_collective(const std::vector<LogRow>& rows, int 
           std::to_string(big->line) + ")";
     return fits.front().first;
   }
-  why = "no program name (`# Collective test starting: X_perf` or the command) in the log, and "
-        "the table fits " +
-        std::string(fits.empty() ? "no collective of the table" : "several collectives");
+  why =
+      "no program name (`# Collective test starting: X_perf` or the command) in the log, and "
+      "the table fits " +
+      std::string(fits.empty() ? "no collective of the table" : "several collectives");
   return std::nullopt;
 }
 
-void set_collective_from_program(ParsedLog& log, const std::string& program, const std::string& from) {
+void set_collective_from_program(ParsedLog& log, const std::string& program,
+                                 const std::string& from) {
   log.benchmark = program;
   log.benchmark_from = from;
   std::string why;
@@ -218,8 +231,8 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
   for_each_line(text, [&](int ln, std::string_view raw) {
     const std::string_view line = trim(strip_launcher_tags(raw));
     if (line.empty()) return;
-    // NCCL's own version line (NCCL_DEBUG=VERSION/INFO): "... NCCL INFO NCCL version 2.26.2+cuda12.4"
-    // or "NCCL version 2.16.5+cuda11.8".
+    // NCCL's own version line (NCCL_DEBUG=VERSION/INFO): "... NCCL INFO NCCL
+    // version 2.26.2+cuda12.4" or "NCCL version 2.16.5+cuda11.8".
     if (const std::size_t v = line.find("NCCL version "); v != std::string_view::npos) {
       const auto t = split_ws(line.substr(v + 13));
       if (!t.empty() && !t[0].empty() && t[0][0] >= '0' && t[0][0] <= '9')
@@ -235,19 +248,26 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
         ++rows_seen;
         const Table& tb = *table;
         if (pending)
-          fail(name, pending->line, pending->what + ", and more rows follow it; repair or delete "
-                                                    "that line (only a log's last row may be cut short)");
+          fail(name, pending->line,
+               pending->what +
+                   ", and more rows follow it; repair or delete "
+                   "that line (only a log's last row may be cut short)");
         if (t.size() < tb.width || (!tb.timestamp && t.size() > tb.width)) {
-          pending = PendingBad{ln, "the row has " + std::to_string(t.size()) + " fields where the "
-                                   "table header (line " + std::to_string(tb.header_line) +
-                                   ") has " + std::to_string(tb.width)};
+          pending = PendingBad{ln, "the row has " + std::to_string(t.size()) +
+                                       " fields where the "
+                                       "table header (line " +
+                                       std::to_string(tb.header_line) + ") has " +
+                                       std::to_string(tb.width)};
           return;
         }
-        auto field = [&](int col) -> std::string_view { return col < 0 ? std::string_view() : t[std::size_t(col)]; };
+        auto field = [&](int col) -> std::string_view {
+          return col < 0 ? std::string_view() : t[std::size_t(col)];
+        };
         auto bad = [&](int col, const char* what) {
-          fail(name, ln, std::string("column ") + tb.names[std::size_t(col)] + " is \"" +
-                             std::string(field(col)) + "\", expected " + what +
-                             "; the row is damaged: repair or delete the line");
+          fail(name, ln,
+               std::string("column ") + tb.names[std::size_t(col)] + " is \"" +
+                   std::string(field(col)) + "\", expected " + what +
+                   "; the row is damaged: repair or delete the line");
         };
         const auto size = to_int(field(tb.size));
         if (!size || *size < 0) bad(tb.size, "a byte count");
@@ -329,9 +349,10 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
       if (!starts_with(body, key)) continue;
       const std::string prog(trim(body.substr(key.size())));
       if (!program_from_test.empty() && prog != program_from_test)
-        fail(name, ln, "a second test (" + prog + ") after " + program_from_test + " (line " +
-                           std::to_string(test_line) +
-                           "); split the log into one file per nccl-tests program");
+        fail(name, ln,
+             "a second test (" + prog + ") after " + program_from_test + " (line " +
+                 std::to_string(test_line) +
+                 "); split the log into one file per nccl-tests program");
       if (program_from_test.empty()) test_line = ln;
       program_from_test = prog;
       return;
@@ -345,18 +366,21 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
       return;
     }
     if (auto r = parse_rank_line(body)) {
-      if (rank_seen[r->rank]) fail(name, ln, "rank " + std::to_string(r->rank) +
-                                                 " is listed twice; the log mixes two runs: "
-                                                 "split it into one file per run");
+      if (rank_seen[r->rank])
+        fail(name, ln,
+             "rank " + std::to_string(r->rank) +
+                 " is listed twice; the log mixes two runs: "
+                 "split it into one file per run");
       rank_seen[r->rank] = true;
       log.ranks.push_back(std::move(*r));
       return;
     }
     if (auto h = parse_header(body, ln)) {
       if (table && table->names != h->names)
-        fail(name, ln, "a second table header with other columns than line " +
-                           std::to_string(table->header_line) +
-                           "; split the log into one file per nccl-tests run");
+        fail(name, ln,
+             "a second table header with other columns than line " +
+                 std::to_string(table->header_line) +
+                 "; split the log into one file per nccl-tests run");
       if (!table) table = std::move(h);
       table_closed = false;
       return;
@@ -367,9 +391,10 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
     }
   });
   if (!table)
-    throw Error(name + ":1: no nccl-tests table header (`#  size  count  type  redop  root  time "
-                       "algbw  busbw  #wrong ...`) in the log; is this nccl-tests output? "
-                       "(--format osu for OSU logs)");
+    throw Error(name +
+                ":1: no nccl-tests table header (`#  size  count  type  redop  root  time "
+                "algbw  busbw  #wrong ...`) in the log; is this nccl-tests output? "
+                "(--format osu for OSU logs)");
   if (pending) {
     // The last row cut short (a killed job, a log copied partially): skip it, say so.
     ++log.skipped_truncated;
@@ -379,15 +404,18 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
   if (rows_seen == 0)
     fail(name, table->header_line,
          "the table has no rows (did the run stop before its first size?); nothing to import");
-  std::sort(log.ranks.begin(), log.ranks.end(), [](const LogRank& a, const LogRank& b) { return a.rank < b.rank; });
+  std::sort(log.ranks.begin(), log.ranks.end(),
+            [](const LogRank& a, const LogRank& b) { return a.rank < b.rank; });
   for (std::size_t i = 0; i < log.ranks.size(); ++i)
     if (log.ranks[i].rank != int(i))
       throw Error(name + ": the rank lines list ranks " + std::to_string(log.ranks.front().rank) +
                   ".." + std::to_string(log.ranks.back().rank) + " with gaps (rank " +
-                  std::to_string(i) + " missing); the log is incomplete: pass --hosts and "
+                  std::to_string(i) +
+                  " missing); the log is incomplete: pass --hosts and "
                   "--ranks-per-host, or repair the `#  Rank` lines");
   if (!program_from_test.empty())
-    set_collective_from_program(log, program_from_test, "`# Collective test starting` line " + std::to_string(test_line));
+    set_collective_from_program(log, program_from_test,
+                                "`# Collective test starting` line " + std::to_string(test_line));
   else if (!program_from_command.empty())
     set_collective_from_program(log, program_from_command, "the command line");
   else if (!log.rows.empty()) {
@@ -416,11 +444,13 @@ struct JsonDoc {
     return *it;
   }
   // A number; nccl-tests writes NaN as the string "nan": nullopt then, and for null.
-  std::optional<double> number(const json& parent, const std::string& pointer, const char* key) const {
+  std::optional<double> number(const json& parent, const std::string& pointer,
+                               const char* key) const {
     const auto it = parent.find(key);
     if (it == parent.end() || it->is_null()) return std::nullopt;
     if (it->is_string() && it->get<std::string>() == "nan") return std::nullopt;
-    if (!it->is_number()) fail_at(pointer + "/" + key, "expected a number, got " + it->dump().substr(0, 40));
+    if (!it->is_number())
+      fail_at(pointer + "/" + key, "expected a number, got " + it->dump().substr(0, 40));
     const double v = it->get<double>();
     if (!std::isfinite(v)) fail_at(pointer + "/" + key, "expected a finite number");
     return v;
@@ -470,10 +500,10 @@ ParsedLog parse_nccl_tests_json(std::string_view text, const std::string& name) 
   if (auto v = cfg_int("warmup_iters")) log.warmup = *v;
   if (auto v = cfg_int("iterations")) log.iters = *v;
   if (auto v = cfg_int("aggregated_iterations")) log.agg_iters = *v;
-  for (const char* k : {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes", "step_factor",
-                        "step_bytes", "warmup_iters", "iterations", "aggregated_iterations",
-                        "validation", "graph", "blocking_collectives", "per_iter_timing",
-                        "per_iter_skip"})
+  for (const char* k :
+       {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes", "step_factor", "step_bytes",
+        "warmup_iters", "iterations", "aggregated_iterations", "validation", "graph",
+        "blocking_collectives", "per_iter_timing", "per_iter_skip"})
     if (cfg.contains(k) && (cfg[k].is_number() || cfg[k].is_string() || cfg[k].is_boolean()))
       log.header[k] = cfg[k];
   if (cfg.contains("devices")) {
@@ -488,16 +518,19 @@ ParsedLog parse_nccl_tests_json(std::string_view text, const std::string& name) 
         d.fail_at(p + "/rank", "expected a rank number");
       r.rank = int(*rank);
       r.host = d.string(devs[i], p, "hostname");
-      r.device = int(std::clamp(d.number(devs[i], p, "device").value_or(-1), -1.0, double(1 << 20)));
+      r.device =
+          int(std::clamp(d.number(devs[i], p, "device").value_or(-1), -1.0, double(1 << 20)));
       if (devs[i].contains("device_info") && devs[i]["device_info"].is_string())
         r.gpu = devs[i]["device_info"].get<std::string>();
       log.ranks.push_back(std::move(r));
     }
   }
-  std::sort(log.ranks.begin(), log.ranks.end(), [](const LogRank& a, const LogRank& b) { return a.rank < b.rank; });
+  std::sort(log.ranks.begin(), log.ranks.end(),
+            [](const LogRank& a, const LogRank& b) { return a.rank < b.rank; });
   for (std::size_t i = 0; i < log.ranks.size(); ++i)
     if (log.ranks[i].rank != int(i))
-      d.fail_at("/config/devices", "ranks are not 0..n-1 (rank " + std::to_string(i) + " missing or listed twice)");
+      d.fail_at("/config/devices",
+                "ranks are not 0..n-1 (rank " + std::to_string(i) + " missing or listed twice)");
   const auto res = doc.find("results");
   if (res == doc.end() || !res->is_array()) d.fail_at("/results", "expected an array");
   const int doc_line = 1;
@@ -509,17 +542,20 @@ ParsedLog parse_nccl_tests_json(std::string_view text, const std::string& name) 
     LogRow base;
     base.line = ln;
     const auto size = d.number(row, p, "size");
-    if (!size || *size < 0 || *size > 9e18 || *size != std::floor(*size)) d.fail_at(p + "/size", "expected a byte count");
+    if (!size || *size < 0 || *size > 9e18 || *size != std::floor(*size))
+      d.fail_at(p + "/size", "expected a byte count");
     base.size = std::int64_t(*size);
     if (base.size == 0) {
       ++log.skipped_zero;
       continue;
     }
-    if (const auto c = d.number(row, p, "count"); c && *c >= 0 && *c < 9e18) base.count = std::int64_t(*c);
+    if (const auto c = d.number(row, p, "count"); c && *c >= 0 && *c < 9e18)
+      base.count = std::int64_t(*c);
     base.type_name = d.string(row, p, "type");
     base.redop = d.string(row, p, "redop");
     if (row.contains("root") && row["root"].is_string())
-      if (const auto r = to_int(trim(row["root"].get<std::string>())); r && *r >= -1 && *r < (1 << 24))
+      if (const auto r = to_int(trim(row["root"].get<std::string>()));
+          r && *r >= -1 && *r < (1 << 24))
         base.root = int(*r);
     const auto dt = nccl_type(base.type_name);
     if (!dt) {
@@ -569,8 +605,9 @@ ParsedLog parse_nccl_tests_json(std::string_view text, const std::string& name) 
     }
   }
   if (log.rows.empty() && log.skipped_zero + log.skipped_dtype + log.skipped_na == 0)
-    d.fail_at("/results", "the results list is empty (did the run stop before its first size?); "
-                          "nothing to import");
+    d.fail_at("/results",
+              "the results list is empty (did the run stop before its first size?); "
+              "nothing to import");
   if (!program.empty()) {
     set_collective_from_program(log, program, "args[0] of the JSON");
   } else {

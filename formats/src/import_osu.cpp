@@ -86,7 +86,7 @@ std::vector<std::string> split_labels(std::string_view body) {
     if (i >= body.size()) break;
     std::size_t j = i;
     while (j < body.size() && !(body[j] == '\t' || (body[j] == ' ' && j + 1 < body.size() &&
-                                                   (body[j + 1] == ' ' || body[j + 1] == '\t'))))
+                                                    (body[j + 1] == ' ' || body[j + 1] == '\t'))))
       ++j;
     out.emplace_back(trim(body.substr(i, j - i)));
     i = j;
@@ -125,10 +125,12 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
         const auto t = split_ws(body);
         std::string mid;
         std::size_t k = 2;  // after "OSU" and the library ("MPI", "MPI-CUDA", "NCCL")
-        for (; k < t.size() && t[k] != "Test"; ++k) mid += (mid.empty() ? "" : " ") + std::string(t[k]);
+        for (; k < t.size() && t[k] != "Test"; ++k)
+          mid += (mid.empty() ? "" : " ") + std::string(t[k]);
         if (!title.empty() && mid != title)
-          fail(name, ln, "a second benchmark (" + mid + ") after " + title + " (line " +
-                             std::to_string(title_line) + "); split the log into one file per benchmark");
+          fail(name, ln,
+               "a second benchmark (" + mid + ") after " + title + " (line " +
+                   std::to_string(title_line) + "); split the log into one file per benchmark");
         title = mid;
         title_line = ln;
         if (t.size() > 1) {
@@ -161,15 +163,21 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
         c.labels = labels;
         for (std::size_t i = 1; i < labels.size(); ++i) {
           const std::string l = lower(labels[i]);
-          if (starts_with(l, "avg latency")) c.avg = int(i);
-          else if (starts_with(l, "min latency")) c.min = int(i);
-          else if (starts_with(l, "max latency")) c.max = int(i);
-          else if (l == "iterations") c.iters = int(i);
-          else if (l == "validation") c.valid = int(i);
+          if (starts_with(l, "avg latency"))
+            c.avg = int(i);
+          else if (starts_with(l, "min latency"))
+            c.min = int(i);
+          else if (starts_with(l, "max latency"))
+            c.max = int(i);
+          else if (l == "iterations")
+            c.iters = int(i);
+          else if (l == "validation")
+            c.valid = int(i);
         }
         if (cols && cols->labels != c.labels)
-          fail(name, ln, "a second column header with other columns than line " +
-                             std::to_string(cols->line) + "; split the log into one file per run");
+          fail(name, ln,
+               "a second column header with other columns than line " + std::to_string(cols->line) +
+                   "; split the log into one file per run");
         if (!cols) cols = std::move(c);
         return;
       }
@@ -189,7 +197,8 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
       }
       if (!log.command_line.empty() && line == log.command_line) {
         for (std::size_t i = 0; i + 1 < t.size(); ++i)
-          if ((t[i] == "-d" || t[i] == "--accelerator") && (t[i + 1] == "cuda" || t[i + 1] == "rocm"))
+          if ((t[i] == "-d" || t[i] == "--accelerator") &&
+              (t[i + 1] == "cuda" || t[i + 1] == "rocm"))
             device_flag = true;
         for (std::size_t i = 0; i + 2 < t.size(); ++i)
           if (starts_with(t[i], "osu_") || t[i].find("/osu_") != std::string_view::npos)
@@ -200,8 +209,10 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
     ++rows_seen;
     const Columns& c = *cols;
     if (pending)
-      fail(name, pending->first, pending->second + ", and more rows follow it; repair or delete "
-                                                   "that line (only a log's last row may be cut short)");
+      fail(name, pending->first,
+           pending->second +
+               ", and more rows follow it; repair or delete "
+               "that line (only a log's last row may be cut short)");
     if (t.size() != c.labels.size()) {
       pending = std::pair<int, std::string>(
           ln, "the row has " + std::to_string(t.size()) + " fields where the column header (line " +
@@ -209,10 +220,12 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
       return;
     }
     if (c.avg < 0)
-      fail(name, c.line, "the column header has no \"Avg Latency(us)\" column: a bandwidth or "
-                         "message-rate table, not a collective latency test");
+      fail(name, c.line,
+           "the column header has no \"Avg Latency(us)\" column: a bandwidth or "
+           "message-rate table, not a collective latency test");
     const auto size = to_int(t[0]);
-    if (!size || *size < 0) fail(name, ln, "the size \"" + std::string(t[0]) + "\" is not a byte count");
+    if (!size || *size < 0)
+      fail(name, ln, "the size \"" + std::string(t[0]) + "\" is not a byte count");
     if (*size == 0) {
       ++log.skipped_zero;
       return;
@@ -220,9 +233,9 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
     auto num = [&](int col) {
       const auto v = to_double(t[std::size_t(col)]);
       if (!v || *v < 0)
-        fail(name, ln, "column " + c.labels[std::size_t(col)] + " is \"" +
-                           std::string(t[std::size_t(col)]) +
-                           "\", expected a time in us; the row is damaged: repair or delete the line");
+        fail(name, ln,
+             "column " + c.labels[std::size_t(col)] + " is \"" + std::string(t[std::size_t(col)]) +
+                 "\", expected a time in us; the row is damaged: repair or delete the line");
       return *v;
     };
     LogRow r;
@@ -241,14 +254,17 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
     }
     if (c.valid >= 0) {
       const std::string v = lower(t[std::size_t(c.valid)]);
-      if (v == "pass") r.wrong = 0;
-      else if (v == "fail") r.wrong = 1;  // OMB prints pass/fail, not a count
+      if (v == "pass")
+        r.wrong = 0;
+      else if (v == "fail")
+        r.wrong = 1;  // OMB prints pass/fail, not a count
     }
     log.rows.push_back(std::move(r));
   });
   if (title.empty())
-    throw Error(name + ":1: no OSU title line (`# OSU MPI ... Test vX.Y`) in the log; is this "
-                       "OSU micro-benchmarks output? (--format nccl-tests for nccl-tests logs)");
+    throw Error(name +
+                ":1: no OSU title line (`# OSU MPI ... Test vX.Y`) in the log; is this "
+                "OSU micro-benchmarks output? (--format nccl-tests for nccl-tests logs)");
   log.benchmark_from = "the OSU title (line " + std::to_string(title_line) + ")";
   if (log.benchmark.empty()) log.benchmark = "OSU " + title;
   std::string why;
@@ -262,21 +278,26 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
     return log;
   }
   if (device_flag) log.memory = "cuda";
-  if (!cols) fail(name, title_line, "no column header `# Size  Avg Latency(us)` follows the title; "
-                                    "the log is incomplete");
+  if (!cols)
+    fail(name, title_line,
+         "no column header `# Size  Avg Latency(us)` follows the title; "
+         "the log is incomplete");
   if (pending) {
     ++log.skipped_truncated;
     log.notes.push_back(name + ":" + std::to_string(pending->first) + ": " + pending->second +
                         ": the last row is cut short; skipped");
   }
   if (rows_seen == 0)
-    fail(name, cols->line, "the table has no rows (did the run stop before its first size?); "
-                           "nothing to import");
+    fail(name, cols->line,
+         "the table has no rows (did the run stop before its first size?); "
+         "nothing to import");
   // OMB before 7 sends MPI_FLOAT in the reducing benchmarks and MPI_CHAR in the others, and
   // prints no Datatype line.
   const bool reduces = collective_info(*log.collective).reduces;
   const DType dt = dtype.value_or(reduces ? DType::F32 : DType::U8);
-  if (!dtype) log.header["datatype"] = reduces ? "MPI_FLOAT (OMB's default, not printed)" : "MPI_CHAR (OMB's default, not printed)";
+  if (!dtype)
+    log.header["datatype"] = reduces ? "MPI_FLOAT (OMB's default, not printed)"
+                                     : "MPI_CHAR (OMB's default, not printed)";
   for (LogRow& r : log.rows) {
     r.dtype = dt;
     r.type_name = log.header["datatype"].get<std::string>();

@@ -20,7 +20,9 @@ inline std::string_view trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-inline bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+inline bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // Calls f(line_number, line) for every line ('\n'-separated, a trailing '\r' kept for trim).
 template <class F>

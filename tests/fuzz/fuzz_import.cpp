@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   shardcal::fuzz::accepts([&] { parse(fm::LogFormat::Auto); });
   // The seed check asks only that valid seeds pass detection; the explicit formats may reject.
   if (!shardcal::fuzz::rejection_is_error)
-    for (fm::LogFormat f : {fm::LogFormat::NcclTests, fm::LogFormat::NcclTestsJson, fm::LogFormat::Osu})
+    for (fm::LogFormat f :
+         {fm::LogFormat::NcclTests, fm::LogFormat::NcclTestsJson, fm::LogFormat::Osu})
       shardcal::fuzz::accepts([&] { parse(f); });
   return 0;
 }

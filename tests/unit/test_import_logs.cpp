@@ -42,13 +42,17 @@ TEST(ImportLogs, NcclTestsDevLogs) {
   const Case cases[] = {
       {"ncclt-all_gather-H100-1x8-1.txt", Collective::AllGather, 8, 54, 4, "NVIDIA H100 80GB HBM3"},
       {"ncclt-all_reduce-H100-1x8-1.txt", Collective::AllReduce, 8, 62, 0, "NVIDIA H100 80GB HBM3"},
-      {"ncclt-all_reduce-H100-2x8-1.txt", Collective::AllReduce, 16, 62, 0, "NVIDIA H100 80GB HBM3"},
-      {"ncclt-alltoall-RTX2080Ti-1x2-1.txt", Collective::AllToAll, 2, 52, 2, "NVIDIA GeForce RTX 2080 Ti"},
-      {"ncclt-reduce_scatter-H100-1x8-1.txt", Collective::ReduceScatter, 8, 54, 4, "NVIDIA H100 80GB HBM3"},
+      {"ncclt-all_reduce-H100-2x8-1.txt", Collective::AllReduce, 16, 62, 0,
+       "NVIDIA H100 80GB HBM3"},
+      {"ncclt-alltoall-RTX2080Ti-1x2-1.txt", Collective::AllToAll, 2, 52, 2,
+       "NVIDIA GeForce RTX 2080 Ti"},
+      {"ncclt-reduce_scatter-H100-1x8-1.txt", Collective::ReduceScatter, 8, 54, 4,
+       "NVIDIA H100 80GB HBM3"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
-    const ParsedLog log = parse_log(read(std::string("realdata/") + c.file), c.file, LogFormat::Auto);
+    const ParsedLog log =
+        parse_log(read(std::string("realdata/") + c.file), c.file, LogFormat::Auto);
     EXPECT_EQ(log.format, LogFormat::NcclTests);
     ASSERT_TRUE(log.collective);
     EXPECT_EQ(*log.collective, c.op);
@@ -63,33 +67,40 @@ TEST(ImportLogs, NcclTestsDevLogs) {
     EXPECT_EQ(log.rows[1].placement, "in_place");
     EXPECT_EQ(log.rows.front().dtype, DType::F32);
   }
-  const ParsedLog h100 = parse_log(read("realdata/ncclt-all_reduce-H100-1x8-1.txt"), "a", LogFormat::Auto);
+  const ParsedLog h100 =
+      parse_log(read("realdata/ncclt-all_reduce-H100-1x8-1.txt"), "a", LogFormat::Auto);
   EXPECT_EQ(h100.tool_version, "2.17.9");
   EXPECT_EQ(h100.library_versions.at("NCCL"), "2.26.2");  // nccl-library=22602
   EXPECT_EQ(h100.rows.front().size, 8);
   EXPECT_DOUBLE_EQ(h100.rows.front().time_us, 35.58);
   EXPECT_DOUBLE_EQ(h100.rows[1].time_us, 34.90);
   EXPECT_EQ(h100.rows.front().wrong, 0.0);
-  const ParsedLog two = parse_log(read("realdata/ncclt-all_reduce-H100-2x8-1.txt"), "b", LogFormat::Auto);
+  const ParsedLog two =
+      parse_log(read("realdata/ncclt-all_reduce-H100-2x8-1.txt"), "b", LogFormat::Auto);
   EXPECT_EQ(two.ranks[8].host, "ztan-mig-gq73");
-  EXPECT_NE(two.benchmark_from.find("inferred from the table"), std::string::npos) << two.benchmark_from;
+  EXPECT_NE(two.benchmark_from.find("inferred from the table"), std::string::npos)
+      << two.benchmark_from;
   // In-place #wrong "N/A": not checked, recorded as unknown.
-  const ParsedLog a2a = parse_log(read("realdata/ncclt-alltoall-RTX2080Ti-1x2-1.txt"), "c", LogFormat::Auto);
+  const ParsedLog a2a =
+      parse_log(read("realdata/ncclt-alltoall-RTX2080Ti-1x2-1.txt"), "c", LogFormat::Auto);
   EXPECT_FALSE(a2a.rows[1].wrong.has_value());
   EXPECT_EQ(a2a.command_line.substr(0, 10), "root@autod");
 }
 
 TEST(ImportLogs, SkippedBenchmarks) {
-  const ParsedLog sr = parse_log(read("realdata/ncclt-sendrecv-A100PCIe-2x1-1.txt"), "s", LogFormat::Auto);
+  const ParsedLog sr =
+      parse_log(read("realdata/ncclt-sendrecv-A100PCIe-2x1-1.txt"), "s", LogFormat::Auto);
   EXPECT_FALSE(sr.collective);
   EXPECT_NE(sr.skip_reason.find("point-to-point"), std::string::npos);
   EXPECT_EQ(sr.library_versions.at("NCCL"), "2.16.5+cuda11.8");  // the NCCL version line wins
   // No program name; sum, count = size, busbw = algbw on 2 ranks: sendrecv or all_reduce.
-  const ParsedLog amb = parse_log(read("realdata/ncclt-sendrecv-H100-2x1-1.txt"), "t", LogFormat::Auto);
+  const ParsedLog amb =
+      parse_log(read("realdata/ncclt-sendrecv-H100-2x1-1.txt"), "t", LogFormat::Auto);
   EXPECT_FALSE(amb.collective);
   EXPECT_NE(amb.skip_reason.find("--collective"), std::string::npos);
   EXPECT_EQ(amb.rows.size(), 26u);
-  const ParsedLog lat = parse_log(read("realdata/osu-latency-GH200-2x1-1.txt"), "u", LogFormat::Auto);
+  const ParsedLog lat =
+      parse_log(read("realdata/osu-latency-GH200-2x1-1.txt"), "u", LogFormat::Auto);
   EXPECT_FALSE(lat.collective);
   EXPECT_NE(lat.skip_reason.find("point-to-point"), std::string::npos);
   // --collective names what the log does not; it cannot rename what the log names.
@@ -106,7 +117,8 @@ TEST(ImportLogs, SkippedBenchmarks) {
 }
 
 TEST(ImportLogs, OsuCollective) {
-  const ParsedLog osu = parse_log(read("realdata/osu-allreduce-A100-1x2-1.txt"), "o", LogFormat::Auto);
+  const ParsedLog osu =
+      parse_log(read("realdata/osu-allreduce-A100-1x2-1.txt"), "o", LogFormat::Auto);
   ASSERT_EQ(osu.collective, Collective::AllReduce);
   EXPECT_EQ(osu.format, LogFormat::Osu);
   EXPECT_EQ(osu.tool_version, "5.9");
@@ -137,16 +149,22 @@ TEST(ImportLogs, OsuCollective) {
 TEST(ImportLogs, OlderNcclTestsLayouts) {
   // nccl-tests 2.0-era: no Group/Pid, no root column, the max-error column "error".
   const std::string old =
-      "# nThread 1 nGpus 2 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+      "# nThread 1 nGpus 2 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20 "
+      "validation: 1\n"
       "#\n# Using devices\n"
       "#   Rank  0 on   node1 device  0 [0x3b] Tesla V100-SXM2-16GB\n"
       "#   Rank  1 on   node1 device  1 [0x5e] Tesla V100-SXM2-16GB\n"
       "#\n"
-      "#                                                     out-of-place                       in-place\n"
-      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
-      "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
-      "           8             2   float     sum    10.10    0.00    0.00  0e+00    10.20    0.00    0.00  0e+00\n"
-      "          16             4   float     sum    10.30    0.00    0.00  0e+00    10.40    0.00    0.00  0e+00\n"
+      "#                                                     out-of-place                       "
+      "in-place\n"
+      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw "
+      "  busbw  error\n"
+      "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s) "
+      " (GB/s)\n"
+      "           8             2   float     sum    10.10    0.00    0.00  0e+00    10.20    0.00 "
+      "   0.00  0e+00\n"
+      "          16             4   float     sum    10.30    0.00    0.00  0e+00    10.40    0.00 "
+      "   0.00  0e+00\n"
       "# Out of bounds values : 0 OK\n";
   const ParsedLog log = parse_log(old + "./build/all_reduce_perf -g 2\n", "old", LogFormat::Auto);
   ASSERT_EQ(log.collective, Collective::AllReduce);
@@ -183,15 +201,17 @@ TEST(ImportLogs, LauncherTagsAndTypes) {
 
 TEST(ImportLogs, BadInputNamesTheLine) {
   EXPECT_NE(error_of("just some text\n").find("x.log:1: not a benchmark log"), std::string::npos);
-  EXPECT_NE(error_of("{\"version\": 3}", LogFormat::Auto).find("x.log:1: /config"), std::string::npos)
+  EXPECT_NE(error_of("{\"version\": 3}", LogFormat::Auto).find("x.log:1: /config"),
+            std::string::npos)
       << error_of("{\"version\": 3}");
-  EXPECT_NE(error_of("# OSU MPI Allreduce Latency Test v7.4\n", LogFormat::Auto)
-                .find("no column header"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("# OSU MPI Allreduce Latency Test v7.4\n", LogFormat::Auto).find("no column header"),
+      std::string::npos);
   EXPECT_NE(error_of("# nThread 1\n#  size count type redop root time algbw busbw #wrong\n")
                 .find("x.log:2: the table has no rows"),
             std::string::npos);
-  EXPECT_NE(error_of("x", LogFormat::NcclTests).find("no nccl-tests table header"), std::string::npos);
+  EXPECT_NE(error_of("x", LogFormat::NcclTests).find("no nccl-tests table header"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -9,12 +9,11 @@
 // ParsedLog::skip_reason says why.
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "shardcal/collectives.hpp"
 #include "shardcal/dtype.hpp"
@@ -40,43 +39,43 @@ struct LogRank {
 
 // One measured (size, dtype, redop, placement) of the table.
 struct LogRow {
-  int line = 0;                 // 1-based line of the log (JSON: of the document's start)
-  std::int64_t size = 0;        // bytes as the tool prints them (table_bytes converts)
-  std::int64_t count = -1;      // the count column (nccl-tests), -1 when absent
+  int line = 0;             // 1-based line of the log (JSON: of the document's start)
+  std::int64_t size = 0;    // bytes as the tool prints them (table_bytes converts)
+  std::int64_t count = -1;  // the count column (nccl-tests), -1 when absent
   DType dtype = DType::F32;
-  std::string type_name;        // the tool's spelling ("float", "MPI_CHAR")
-  std::string redop;            // "sum", ... ; "none" for collectives that do not reduce
-  std::optional<int> root;      // the root column when the table has one (-1: none)
-  std::string placement;        // "out_of_place" | "in_place" (nccl-tests); "" (OSU)
-  double time_us = 0;           // the tool's mean
+  std::string type_name;                  // the tool's spelling ("float", "MPI_CHAR")
+  std::string redop;                      // "sum", ... ; "none" for collectives that do not reduce
+  std::optional<int> root;                // the root column when the table has one (-1: none)
+  std::string placement;                  // "out_of_place" | "in_place" (nccl-tests); "" (OSU)
+  double time_us = 0;                     // the tool's mean
   double algbw_GBps = 0, busbw_GBps = 0;  // as printed (nccl-tests), 0 when absent
-  std::optional<double> wrong;  // #wrong; nullopt when not checked (N/A) or not printed
+  std::optional<double> wrong;            // #wrong; nullopt when not checked (N/A) or not printed
   std::vector<double> samples_us;  // per-iteration times when the log has them (nccl-tests -J -I)
-  std::optional<double> min_us, max_us;  // OSU -f: min/max over ranks of each rank's mean
+  std::optional<double> min_us, max_us;    // OSU -f: min/max over ranks of each rank's mean
   std::optional<std::int64_t> iterations;  // OSU -f: iterations of this size
 };
 
 struct ParsedLog {
   LogFormat format = LogFormat::NcclTests;
-  std::string tool;            // "nccl-tests" | "osu-micro-benchmarks"
-  std::string tool_version;    // "2.17.9", "5.9"; "" when the log does not say
-  std::string benchmark;       // "all_reduce_perf", "osu_allreduce", or the OSU title
-  std::string benchmark_from;  // where the benchmark's name came from, for provenance
+  std::string tool;                      // "nccl-tests" | "osu-micro-benchmarks"
+  std::string tool_version;              // "2.17.9", "5.9"; "" when the log does not say
+  std::string benchmark;                 // "all_reduce_perf", "osu_allreduce", or the OSU title
+  std::string benchmark_from;            // where the benchmark's name came from, for provenance
   std::optional<Collective> collective;  // set unless skip_reason is
-  std::string skip_reason;     // non-empty: nothing in the log maps to shardcal's table
-  std::string command_line;    // the command as the log shows it, if it does
-  std::vector<LogRank> ranks;  // nccl-tests device lines (empty for OSU)
+  std::string skip_reason;               // non-empty: nothing in the log maps to shardcal's table
+  std::string command_line;              // the command as the log shows it, if it does
+  std::vector<LogRank> ranks;            // nccl-tests device lines (empty for OSU)
   std::map<std::string, std::string> library_versions;  // "NCCL" -> "2.26.2+cuda12.4", ...
-  std::string memory = "cuda";  // "cuda" (device buffers) | "host"
-  std::string backend;          // "nccl" | "mpi"
+  std::string memory = "cuda";                          // "cuda" (device buffers) | "host"
+  std::string backend;                                  // "nccl" | "mpi"
   // The timing protocol the tool states: iterations per reported mean, warm-up iterations, ...
   int warmup = -1, iters = -1, agg_iters = 1;
   nlohmann::json header = nlohmann::json::object();  // the tool's run parameters as printed
-  std::vector<LogRow> rows;  // measured rows, in log order (size-0 and truncated rows excluded)
-  int skipped_zero = 0;      // size-0 rows (nothing moves)
-  int skipped_truncated = 0; // a last row cut short
-  int skipped_dtype = 0;     // rows of a type shardcal has no dtype for (int8, fp8, ...)
-  int skipped_na = 0;        // variants whose time is N/A
+  std::vector<LogRow> rows;   // measured rows, in log order (size-0 and truncated rows excluded)
+  int skipped_zero = 0;       // size-0 rows (nothing moves)
+  int skipped_truncated = 0;  // a last row cut short
+  int skipped_dtype = 0;      // rows of a type shardcal has no dtype for (int8, fp8, ...)
+  int skipped_na = 0;         // variants whose time is N/A
   std::vector<std::string> notes;  // "NAME:LINE: what was skipped and why", for the report
 };
 
