@@ -267,11 +267,12 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
   rec["wrong"] = wrong;
   json src = json::array();
   for (const fm::LogRow* r : pt.rows) {
-    json s = {{"line", r->line},
-              {"size_printed", r->size},
-              {"time_us", r->time_us},
-              {"type", r->type_name},
-              {"redop", r->redop}};
+    json s = {
+        {r->line > 0 ? "line" : "json_pointer", r->line > 0 ? json(r->line) : json(r->pointer)},
+        {"size_printed", r->size},
+        {"time_us", r->time_us},
+        {"type", r->type_name},
+        {"redop", r->redop}};
     if (r->count >= 0) s["count"] = r->count;
     if (r->algbw_GBps > 0) s["algbw_GBps"] = r->algbw_GBps;
     if (r->busbw_GBps > 0) s["busbw_GBps"] = r->busbw_GBps;
@@ -339,10 +340,13 @@ int run(const ImportArgs& a) {
     for (const Pending& p : lr.points) {
       const std::string key = p.params.dump();
       if (auto it = key_owner.find(key); it != key_owner.end())
-        throw Error(path + ":" + std::to_string(p.rows.front()->line) + ": the same point (" +
-                    p.params["op"].get<std::string>() + " " + std::to_string(lr.topo.world) +
-                    " ranks, " + std::to_string(p.params["size"].get<std::int64_t>()) +
-                    " B) is in " + it->second +
+        throw Error(path +
+                    (p.rows.front()->line > 0 ? ":" + std::to_string(p.rows.front()->line)
+                                              : ": " + p.rows.front()->pointer) +
+                    ": the same point (" + p.params["op"].get<std::string>() + " " +
+                    std::to_string(lr.topo.world) + " ranks, " +
+                    std::to_string(p.params["size"].get<std::int64_t>()) + " B) is in " +
+                    it->second +
                     "; a results file holds each point once: import these logs into separate "
                     "files (gate and calibrate take several)");
       key_owner[key] = path;

@@ -175,6 +175,14 @@ def check_damaged(tmp):
     assert len(wrong) == 1 and wrong[0]["wrong"] == 5 and len(na) == 1, (wrong, na)
     cal = run(["calibrate", "--results", out, "--out", os.path.join(tmp, "messy.profile.json")], 0)
     assert "1 excluded (wrong > 0)" in cal.stdout, cal.stdout
+    # nccl-tests -N 2 (run_cycles) prints the table twice: one point per size, one sample per cycle.
+    path = os.path.join(tmp, "cycles.txt")
+    open(path, "w").write("".join(lines[:last_row + 1] + lines[first_row:last_row + 1] + lines[last_row + 1:]))
+    out = os.path.join(tmp, "cycles.jsonl")
+    run(["import", path, "--out", out], 0)
+    pts = records(out)[1:]
+    assert len(pts) == 62 and all(p["stats"]["n"] == 2 for p in pts), [p["stats"]["n"] for p in pts]
+    assert [r["line"] for r in pts[0]["import"]["rows"]] == [first_row + 1, last_row + 2], pts[0]["import"]
     print(f"damaged: {len(cases)} damaged copies exit 2 with one FILE:LINE line and no file; a cut "
           "last row is skipped; NCCL INFO lines, launcher tags, #wrong and N/A are handled")
 

@@ -39,7 +39,8 @@ struct LogRank {
 
 // One measured (size, dtype, redop, placement) of the table.
 struct LogRow {
-  int line = 0;             // 1-based line of the log (JSON: of the document's start)
+  int line = 0;             // 1-based line of the log (0 for JSON rows: see pointer)
+  std::string pointer;      // JSON rows: "/results/3"
   std::int64_t size = 0;    // bytes as the tool prints them (table_bytes converts)
   std::int64_t count = -1;  // the count column (nccl-tests), -1 when absent
   DType dtype = DType::F32;
