@@ -50,8 +50,12 @@ std::string dump_line(const json& j) {
 struct Topology {
   std::vector<std::pair<std::string, std::vector<int>>> hosts;  // name, ranks
   int world = 0;
-  int max_ranks_per_host = 0;
-  std::string from;  // "rank lines" | "--hosts/--ranks-per-host"
+  // The measured groups: one per nccl-tests colour (`Group G`, NCCL_TESTS_SPLIT), all running
+  // at once; usually one group of every rank.
+  int groups = 1, group_size = 0;
+  int hosts_spanned = 1;       // most hosts one group spans
+  int max_ranks_per_host = 0;  // most ranks of one group on one host
+  std::string from;            // "rank lines" | "--hosts/--ranks-per-host"
 };
 
 Topology topology_of(const fm::ParsedLog& log, const std::string& path, const ImportArgs& a) {
@@ -68,7 +72,8 @@ Topology topology_of(const fm::ParsedLog& log, const std::string& path, const Im
       for (int r = 0; r < a.ranks_per_host; ++r) ranks.push_back(h * a.ranks_per_host + r);
       t.hosts.emplace_back("host" + std::to_string(h), ranks);
     }
-    t.world = world;
+    t.world = t.group_size = world;
+    t.hosts_spanned = a.hosts;
     t.max_ranks_per_host = a.ranks_per_host;
     t.from = "--hosts/--ranks-per-host";
     return t;
@@ -87,9 +92,26 @@ Topology topology_of(const fm::ParsedLog& log, const std::string& path, const Im
     t.hosts[it->second].second.push_back(r.rank);
   }
   t.world = int(log.ranks.size());
-  for (const auto& h : t.hosts)
-    t.max_ranks_per_host = std::max(t.max_ranks_per_host, int(h.second.size()));
-  t.from = "rank lines";
+  std::map<int, std::map<std::string, int>> per_group;  // colour -> host -> ranks
+  for (const fm::LogRank& r : log.ranks) ++per_group[r.group][r.host];
+  t.groups = int(per_group.size());
+  t.group_size = t.world / t.groups;
+  for (const auto& [colour, hosts] : per_group) {
+    int n = 0;
+    for (const auto& [host, ranks] : hosts) {
+      n += ranks;
+      t.max_ranks_per_host = std::max(t.max_ranks_per_host, ranks);
+    }
+    if (n != t.group_size)
+      throw Error(path + ": the rank lines put " + std::to_string(n) + " ranks in group " +
+                  std::to_string(colour) + " but " + std::to_string(t.world) + " ranks in " +
+                  std::to_string(t.groups) +
+                  " groups; shardcal records groups of one size: "
+                  "pass --hosts and --ranks-per-host to import it as one group");
+    t.hosts_spanned = std::max(t.hosts_spanned, int(hosts.size()));
+  }
+  t.from = t.groups > 1 ? "rank lines (" + std::to_string(t.groups) + " groups: Group column)"
+                        : "rank lines";
   return t;
 }
 
@@ -120,12 +142,14 @@ json point_params(const fm::ParsedLog& log, const fm::LogRow& row, const Topolog
   if (!row.placement.empty()) protocol["placement"] = row.placement;
   json p;
   p["kind"] = "collective";
-  p["mesh"] = std::to_string(topo.world);
-  p["mesh_dim"] = 0;
+  // Several groups at once: a 2-D mesh whose dim 1 is the measured group (as a sweep records it).
+  p["mesh"] = topo.groups > 1 ? std::to_string(topo.groups) + "x" + std::to_string(topo.group_size)
+                              : std::to_string(topo.world);
+  p["mesh_dim"] = topo.groups > 1 ? 1 : 0;
   p["op"] = std::string(info.name);
   p["dtype"] = std::string(shardcal::dtype_name(row.dtype));
   p["distribution"] = "even";
-  p["size"] = fm::table_bytes(log, row, topo.world);
+  p["size"] = fm::table_bytes(log, row, topo.group_size);
   p["mode"] = protocol_mode(log);
   p["protocol"] = protocol;
   if (info.reduces) p["redop"] = row.redop;
@@ -207,7 +231,8 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
   const fm::LogRow& first = *pt.rows.front();
   const std::int64_t S = pt.params["size"].get<std::int64_t>();
   const auto dist = sweep::Distribution::parse("even");
-  const sweep::CollectiveShape sh = sweep::collective_shape(op, first.dtype, S, dist, topo.world);
+  const sweep::CollectiveShape sh =
+      sweep::collective_shape(op, first.dtype, S, dist, topo.group_size);
   std::vector<double> samples;
   for (const fm::LogRow* r : pt.rows) {
     if (r->samples_us.empty())
@@ -216,7 +241,7 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
       for (double u : r->samples_us) samples.push_back(u * 1e-6);
   }
   const sweep::Stats st = sweep::compute_stats(samples);
-  const sweep::Bandwidth bw = sweep::bandwidth(op, topo.world, sh.bytes, st.p50);
+  const sweep::Bandwidth bw = sweep::bandwidth(op, topo.group_size, sh.bytes, st.p50);
   json rec;
   rec["type"] = "point";
   rec["index"] = index;
@@ -225,9 +250,9 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
   rec["collective"] = std::string(info.name);
   rec["variant"] = std::string(info.name);
   if (info.has_root) rec["root"] = pt.params["root"];
-  rec["group_size"] = topo.world;
-  rec["groups"] = 1;
-  rec["hosts_spanned"] = topo.hosts.size();
+  rec["group_size"] = topo.group_size;
+  rec["groups"] = topo.groups;
+  rec["hosts_spanned"] = topo.hosts_spanned;
   rec["max_ranks_per_host"] = topo.max_ranks_per_host;
   rec["elem_size"] = sh.elem;
   rec["counts"] = sh.counts;
@@ -327,8 +352,8 @@ int run(const ImportArgs& a) {
       continue;
     }
     lr.topo = topology_of(lr.log, path, a);
-    if (lr.topo.world < 2)
-      throw Error(path + ": the log has 1 rank; a collective needs at least 2");
+    if (lr.topo.group_size < 2)
+      throw Error(path + ": the log's groups have 1 rank; a collective needs at least 2");
     std::map<std::string, std::size_t> index;
     for (const fm::LogRow& r : lr.log.rows) {
       json params = point_params(lr.log, r, lr.topo);

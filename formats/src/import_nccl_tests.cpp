@@ -41,7 +41,11 @@ std::optional<LogRank> parse_rank_line(std::string_view body) {
   if (!rank || *rank < 0 || *rank > (1 << 24)) return std::nullopt;
   r.rank = int(*rank);
   std::size_t i = 2;
-  while (i + 1 < t.size() && (t[i] == "Group" || t[i] == "Pid")) i += 2;
+  while (i + 1 < t.size() && (t[i] == "Group" || t[i] == "Pid")) {
+    if (t[i] == "Group")
+      if (const auto g = to_int(t[i + 1]); g && *g >= 0 && *g < (1 << 24)) r.group = int(*g);
+    i += 2;
+  }
   if (i + 3 >= t.size() || t[i] != "on" || t[i + 2] != "device") return std::nullopt;
   r.host = std::string(t[i + 1]);
   if (const auto d = to_int(t[i + 3])) r.device = int(std::clamp<std::int64_t>(*d, -1, 1 << 20));
@@ -202,6 +206,13 @@ std::optional<Collective> infer_collective(const std::vector<LogRow>& rows, int 
       "the table fits " +
       std::string(fits.empty() ? "no collective of the table" : "several collectives");
   return std::nullopt;
+}
+
+// Ranks per communicator: nccl-tests splits the ranks by colour (the rank lines' Group).
+int group_size(const std::vector<LogRank>& ranks) {
+  std::map<int, int> n;
+  for (const LogRank& r : ranks) ++n[r.group];
+  return n.empty() ? 0 : int(ranks.size() / n.size());
 }
 
 void set_collective_from_program(ParsedLog& log, const std::string& program,
@@ -420,7 +431,7 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
     set_collective_from_program(log, program_from_command, "the command line");
   else if (!log.rows.empty()) {
     std::string why;
-    log.collective = infer_collective(log.rows, int(log.ranks.size()), why);
+    log.collective = infer_collective(log.rows, group_size(log.ranks), why);
     log.benchmark_from = why;
     if (log.collective)
       log.benchmark = std::string(collective_info(*log.collective).name) + " (inferred)";
@@ -518,6 +529,8 @@ ParsedLog parse_nccl_tests_json(std::string_view text, const std::string& name) 
         d.fail_at(p + "/rank", "expected a rank number");
       r.rank = int(*rank);
       r.host = d.string(devs[i], p, "hostname");
+      if (const auto g = d.number(devs[i], p, "group"); g && *g >= 0 && *g < (1 << 24))
+        r.group = int(*g);
       r.device =
           int(std::clamp(d.number(devs[i], p, "device").value_or(-1), -1.0, double(1 << 20)));
       if (devs[i].contains("device_info") && devs[i]["device_info"].is_string())
@@ -612,7 +625,7 @@ ParsedLog parse_nccl_tests_json(std::string_view text, const std::string& name) 
     set_collective_from_program(log, program, "args[0] of the JSON");
   } else {
     std::string why;
-    log.collective = infer_collective(log.rows, int(log.ranks.size()), why);
+    log.collective = infer_collective(log.rows, group_size(log.ranks), why);
     log.benchmark_from = why;
   }
   return log;

@@ -183,6 +183,14 @@ def check_damaged(tmp):
     pts = records(out)[1:]
     assert len(pts) == 62 and all(p["stats"]["n"] == 2 for p in pts), [p["stats"]["n"] for p in pts]
     assert [r["line"] for r in pts[0]["import"]["rows"]] == [first_row + 1, last_row + 2], pts[0]["import"]
+    # NCCL_TESTS_SPLIT: two colours of 4 ranks (the Group column) -> 2 concurrent groups of 4.
+    path = os.path.join(tmp, "split.txt")
+    open(path, "w").write(re.sub(r"Rank  ([4-7]) Group  0", r"Rank  \1 Group  1", "".join(lines)))
+    out = os.path.join(tmp, "split.jsonl")
+    run(["import", path, "--out", out], 0)
+    p = records(out)[1]
+    assert (p["point"]["mesh"], p["point"]["mesh_dim"], p["group_size"], p["groups"]) == ("2x4", 1, 4, 2), p["point"]
+    assert p["busbw_factor"] == 1.5 and len(p["counts"]) == 4, p
     print(f"damaged: {len(cases)} damaged copies exit 2 with one FILE:LINE line and no file; a cut "
           "last row is skipped; NCCL INFO lines, launcher tags, #wrong and N/A are handled")
 

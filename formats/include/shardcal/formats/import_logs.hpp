@@ -33,6 +33,7 @@ LogFormat detect_log_format(std::string_view text, const std::string& name);
 struct LogRank {
   int rank = 0;
   std::string host;
+  int group = 0;  // nccl-tests' communicator colour (NCCL_TESTS_SPLIT): one group per colour
   int device = -1;
   std::string gpu;  // the device name as printed ("NVIDIA H100 80GB HBM3")
 };
