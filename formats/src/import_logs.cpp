@@ -106,6 +106,12 @@ std::int64_t table_bytes(const ParsedLog& log, const LogRow& row, int world) {
 namespace import_detail {
 
 std::string_view strip_launcher_tags(std::string_view line) {
+  // srun --label: "12: " (digits, colon, blank). No table row or header starts like that.
+  std::size_t digits = 0;
+  while (digits < line.size() && digits < 9 && line[digits] >= '0' && line[digits] <= '9') ++digits;
+  if (digits > 0 && digits + 1 < line.size() && line[digits] == ':' &&
+      (line[digits + 1] == ' ' || line[digits + 1] == '\t'))
+    line = line.substr(digits + 2);
   for (int pass = 0; pass < 2; ++pass) {
     if (line.empty() || line[0] != '[') break;
     const std::size_t close = line.find(']');
@@ -121,6 +127,8 @@ std::string_view strip_launcher_tags(std::string_view line) {
     if (ompi || ompi_err) {
       skip += 8;
       if (skip < line.size() && line[skip] == ':') ++skip;
+    } else if (!tag.empty() && tag.find_first_not_of("0123456789") == std::string_view::npos) {
+      // MPICH/Hydra -prepend-rank: "[3] "
     } else if (std::count(tag.begin(), tag.end(), ':') != 1) {
       break;  // [host:pid] has one colon; "[0000:29:00]" (a bus id) or "[x]" is not a tag
     }

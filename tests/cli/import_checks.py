@@ -163,7 +163,7 @@ def check_damaged(tmp):
         if i == first_row + 2:
             messy.append("gpu-node:1583987:1584001 [0] NCCL INFO Channel 00/24 : 0 1 2 3 4 5 6 7\n")
             l = re.sub(r"(\s)0(\s+\S+\s+\S+\s+\S+\s+)0\s*$", r"\g<1>5\g<2>N/A\n", l)
-        messy.append(("[1,0]<stdout>:" if i % 2 else "[gpu-node:1583987] ") + l)
+        messy.append(["[1,0]<stdout>:", "[gpu-node:1583987] ", "0: ", "[0] "][i % 4] + l)
     path = os.path.join(tmp, "messy.txt")
     open(path, "w").write("".join(messy))
     out = os.path.join(tmp, "messy.jsonl")

@@ -189,6 +189,9 @@ TEST(ImportLogs, LauncherTagsAndTypes) {
   EXPECT_EQ(strip_launcher_tags("[a100-01.cluster:mpi_rank_0][dreg] x"), "[dreg] x");
   EXPECT_EQ(strip_launcher_tags("[0000:29:00] NVIDIA"), "[0000:29:00] NVIDIA");
   EXPECT_EQ(strip_launcher_tags("plain"), "plain");
+  EXPECT_EQ(strip_launcher_tags("3: #  Rank 3"), "#  Rank 3");    // srun --label
+  EXPECT_EQ(strip_launcher_tags("[3] #  Rank 3"), " #  Rank 3");  // mpiexec -prepend-rank
+  EXPECT_EQ(strip_launcher_tags("  1024  256 float"), "  1024  256 float");
   EXPECT_EQ(nccl_type("bfloat16"), DType::BF16);
   EXPECT_EQ(nccl_type("half"), DType::F16);
   EXPECT_EQ(nccl_type("int32"), DType::I32);
