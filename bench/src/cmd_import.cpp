@@ -3,6 +3,7 @@
 // records a sweep writes (the same shape helpers: collective_shape, compute_stats, bandwidth), so
 // calibrate, gate, predict's checks and the report read them like a sweep's.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -336,6 +337,11 @@ int run(const ImportArgs& a) {
     throw Error(
         "--hosts and --ranks-per-host go together (the nodes and ranks per node the "
         "benchmark ran on); give both or neither");
+  for (const std::string& path : a.logs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(path, a.out, ec))
+      throw Error("--out " + a.out + " is one of the logs; write the results to another file");
+  }
   std::vector<LogResult> done;
   std::set<std::string> keys;
   std::map<std::string, std::string> key_owner;
