@@ -2,6 +2,7 @@
 // A thin shell over calibrate/ (shardcal_calibrate): read, fit, print the quality table, write
 // the profile atomically (temp + rename, so a failed run leaves no output file).
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ struct CalibrateArgs {
   std::vector<std::string> results;
   std::string out;
   std::string name;
-  std::string mode = "per_iteration";
+  std::string mode = "auto";
 };
 
 std::string default_cluster_name(const shardcal::calib::ResultSet& rs) {
@@ -33,11 +34,25 @@ std::string default_cluster_name(const shardcal::calib::ResultSet& rs) {
   return "unnamed";
 }
 
+// --mode auto: the one timing mode the files hold (imported nccl-tests logs are pipelined, OSU
+// and sweeps per_iteration by default); per_iteration, the sweep's default, when they hold both.
+std::string resolve_mode(const std::string& mode, const shardcal::calib::ResultSet& rs) {
+  if (mode != "auto") return mode;
+  std::set<std::string> modes;
+  for (const auto& p : rs.collectives) modes.insert(p.mode);
+  for (const auto& t : rs.transitions) modes.insert(t.mode);
+  if (modes.size() == 1) return *modes.begin();
+  if (modes.size() > 1)
+    std::cout << "calibrate: the results hold several timing modes; fitting per_iteration "
+                 "(--mode pipelined for the others)\n";
+  return "per_iteration";
+}
+
 int run(const CalibrateArgs& a) {
   namespace cb = shardcal::calib;
   const cb::ResultSet rs = cb::read_results(a.results);
   cb::FitOptions opt;
-  opt.mode = a.mode;
+  opt.mode = resolve_mode(a.mode, rs);
   const cb::Calibration cal = cb::calibrate(rs, opt);
   const cb::Profile profile =
       cb::make_profile(rs, cal, a.name.empty() ? default_cluster_name(rs) : a.name);
@@ -63,8 +78,10 @@ Runner add_calibrate_command(CLI::App& app) {
       ->expected(1, -1);
   cmd->add_option("--out", args->out, "Profile to write (written atomically)")->required();
   cmd->add_option("--name", args->name, "Cluster name in the profile (default: the first host)");
-  cmd->add_option("--mode", args->mode, "Timing mode the models describe")
-      ->check(CLI::IsMember({"per_iteration", "pipelined"}))
+  cmd->add_option("--mode", args->mode,
+                  "Timing mode the models describe; auto: the one mode the results hold "
+                  "(per_iteration when they hold both)")
+      ->check(CLI::IsMember({"auto", "per_iteration", "pipelined"}))
       ->capture_default_str();
   return [args] { return run(*args); };
 }

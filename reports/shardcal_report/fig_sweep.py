@@ -154,8 +154,10 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
 # -- relative residuals per model segment -----------------------------------------------------------
 def residual_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[Figure]:
     by_model = OrderedDict()
+    # The mode the profile's models describe (imported nccl-tests logs are pipelined).
+    mode = (getattr(prof, "fit_method", None) or {}).get("timing_mode", "per_iteration")
     for p in run.collectives:
-        if p["distribution"] != "even" or p["mode"] != "per_iteration" or p["bytes"] <= 0:
+        if p["distribution"] != "even" or p["mode"] != mode or p["bytes"] <= 0:
             continue
         pr = _predict(prof, p["op"], p, nbytes=p["bytes"])
         if pr is None:

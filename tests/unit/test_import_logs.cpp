@@ -1,0 +1,220 @@
+// The benchmark-log parsers of `shardbench import` (formats/import_logs.hpp): the development
+// logs (tests/data/realdata, public logs), older nccl-tests layouts and OSU's -f columns.
+// End-to-end behaviour (records, exit codes, damaged copies) is tests/cli/import_checks.py.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "shardcal/error.hpp"
+#include "shardcal/formats/import_logs.hpp"
+
+namespace {
+
+using namespace shardcal;
+using namespace shardcal::formats;
+
+std::string read(const std::string& rel) {
+  std::ifstream in(std::string(SHARDCAL_SOURCE_DIR) + "/tests/data/" + rel, std::ios::binary);
+  EXPECT_TRUE(in) << rel;
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+std::string error_of(const std::string& text, LogFormat f = LogFormat::Auto) {
+  try {
+    (void)parse_log(text, "x.log", f);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ImportLogs, NcclTestsDevLogs) {
+  struct Case {
+    const char* file;
+    Collective op;
+    std::size_t ranks, rows;
+    int zero;
+    const char* gpu;
+  };
+  const Case cases[] = {
+      {"ncclt-all_gather-H100-1x8-1.txt", Collective::AllGather, 8, 54, 4, "NVIDIA H100 80GB HBM3"},
+      {"ncclt-all_reduce-H100-1x8-1.txt", Collective::AllReduce, 8, 62, 0, "NVIDIA H100 80GB HBM3"},
+      {"ncclt-all_reduce-H100-2x8-1.txt", Collective::AllReduce, 16, 62, 0,
+       "NVIDIA H100 80GB HBM3"},
+      {"ncclt-alltoall-RTX2080Ti-1x2-1.txt", Collective::AllToAll, 2, 52, 2,
+       "NVIDIA GeForce RTX 2080 Ti"},
+      {"ncclt-reduce_scatter-H100-1x8-1.txt", Collective::ReduceScatter, 8, 54, 4,
+       "NVIDIA H100 80GB HBM3"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const ParsedLog log =
+        parse_log(read(std::string("realdata/") + c.file), c.file, LogFormat::Auto);
+    EXPECT_EQ(log.format, LogFormat::NcclTests);
+    ASSERT_TRUE(log.collective);
+    EXPECT_EQ(*log.collective, c.op);
+    EXPECT_EQ(log.ranks.size(), c.ranks);
+    EXPECT_EQ(log.ranks.back().gpu, c.gpu);
+    EXPECT_EQ(log.rows.size(), c.rows);
+    EXPECT_EQ(log.skipped_zero, c.zero);
+    EXPECT_EQ(log.skipped_truncated, 0);
+    EXPECT_EQ(log.iters, 20);
+    EXPECT_EQ(log.warmup, 5);
+    EXPECT_EQ(log.rows.front().placement, "out_of_place");
+    EXPECT_EQ(log.rows[1].placement, "in_place");
+    EXPECT_EQ(log.rows.front().dtype, DType::F32);
+  }
+  const ParsedLog h100 =
+      parse_log(read("realdata/ncclt-all_reduce-H100-1x8-1.txt"), "a", LogFormat::Auto);
+  EXPECT_EQ(h100.tool_version, "2.17.9");
+  EXPECT_EQ(h100.library_versions.at("NCCL"), "2.26.2");  // nccl-library=22602
+  EXPECT_EQ(h100.rows.front().size, 8);
+  EXPECT_DOUBLE_EQ(h100.rows.front().time_us, 35.58);
+  EXPECT_DOUBLE_EQ(h100.rows[1].time_us, 34.90);
+  EXPECT_EQ(h100.rows.front().wrong, 0.0);
+  const ParsedLog two =
+      parse_log(read("realdata/ncclt-all_reduce-H100-2x8-1.txt"), "b", LogFormat::Auto);
+  EXPECT_EQ(two.ranks[8].host, "ztan-mig-gq73");
+  EXPECT_NE(two.benchmark_from.find("inferred from the table"), std::string::npos)
+      << two.benchmark_from;
+  // In-place #wrong "N/A": not checked, recorded as unknown.
+  const ParsedLog a2a =
+      parse_log(read("realdata/ncclt-alltoall-RTX2080Ti-1x2-1.txt"), "c", LogFormat::Auto);
+  EXPECT_FALSE(a2a.rows[1].wrong.has_value());
+  EXPECT_EQ(a2a.command_line.substr(0, 10), "root@autod");
+}
+
+TEST(ImportLogs, SkippedBenchmarks) {
+  const ParsedLog sr =
+      parse_log(read("realdata/ncclt-sendrecv-A100PCIe-2x1-1.txt"), "s", LogFormat::Auto);
+  EXPECT_FALSE(sr.collective);
+  EXPECT_NE(sr.skip_reason.find("point-to-point"), std::string::npos);
+  EXPECT_EQ(sr.library_versions.at("NCCL"), "2.16.5+cuda11.8");  // the NCCL version line wins
+  // No program name; sum, count = size, busbw = algbw on 2 ranks: sendrecv or all_reduce.
+  const ParsedLog amb =
+      parse_log(read("realdata/ncclt-sendrecv-H100-2x1-1.txt"), "t", LogFormat::Auto);
+  EXPECT_FALSE(amb.collective);
+  EXPECT_NE(amb.skip_reason.find("--collective"), std::string::npos);
+  EXPECT_EQ(amb.rows.size(), 26u);
+  const ParsedLog lat =
+      parse_log(read("realdata/osu-latency-GH200-2x1-1.txt"), "u", LogFormat::Auto);
+  EXPECT_FALSE(lat.collective);
+  EXPECT_NE(lat.skip_reason.find("point-to-point"), std::string::npos);
+  // --collective names what the log does not; it cannot rename what the log names.
+  const ParsedLog forced = parse_log(read("realdata/ncclt-sendrecv-H100-2x1-1.txt"), "t",
+                                     LogFormat::Auto, Collective::AllReduce);
+  EXPECT_EQ(forced.collective, Collective::AllReduce);
+  try {
+    (void)parse_log(read("realdata/ncclt-all_gather-H100-1x8-1.txt"), "g", LogFormat::Auto,
+                    Collective::AllReduce);
+    FAIL() << "a contradicting --collective was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("measures all_gather"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImportLogs, OsuCollective) {
+  const ParsedLog osu =
+      parse_log(read("realdata/osu-allreduce-A100-1x2-1.txt"), "o", LogFormat::Auto);
+  ASSERT_EQ(osu.collective, Collective::AllReduce);
+  EXPECT_EQ(osu.format, LogFormat::Osu);
+  EXPECT_EQ(osu.tool_version, "5.9");
+  EXPECT_EQ(osu.memory, "cuda");  // MPI-CUDA title
+  EXPECT_EQ(osu.backend, "mpi");
+  EXPECT_EQ(osu.rows.size(), 19u);  // the registration-cache warnings between rows are skipped
+  EXPECT_EQ(osu.rows.front().dtype, DType::F32);  // OMB 5.9's allreduce sends MPI_FLOAT
+  EXPECT_EQ(osu.rows.back().size, 1048576);
+  EXPECT_DOUBLE_EQ(osu.rows.back().time_us, 630.67);
+  EXPECT_TRUE(osu.ranks.empty());
+  // OSU's allgather prints the per-rank block: the table's S is n blocks; its -f columns.
+  const std::string ag =
+      "# OSU MPI Allgather Latency Test v7.4\n# Datatype: MPI_CHAR.\n"
+      "# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations\n"
+      "1                       2.50              2.10              2.90        1000\n"
+      "2                       2.60              2.20              3.00        1000\n";
+  const ParsedLog g = parse_log(ag, "ag", LogFormat::Auto);
+  ASSERT_EQ(g.collective, Collective::AllGather);
+  EXPECT_EQ(g.rows[1].dtype, DType::U8);
+  EXPECT_EQ(table_bytes(g, g.rows[1], 4), 8);
+  EXPECT_EQ(g.rows[0].min_us, 2.10);
+  EXPECT_EQ(g.rows[0].max_us, 2.90);
+  EXPECT_EQ(g.rows[0].iterations, 1000);
+  EXPECT_EQ(g.memory, "host");
+  EXPECT_EQ(table_bytes(osu, osu.rows[0], 2), 4);  // all_reduce: the buffer
+}
+
+TEST(ImportLogs, OlderNcclTestsLayouts) {
+  // nccl-tests 2.0-era: no Group/Pid, no root column, the max-error column "error".
+  const std::string old =
+      "# nThread 1 nGpus 2 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20 "
+      "validation: 1\n"
+      "#\n# Using devices\n"
+      "#   Rank  0 on   node1 device  0 [0x3b] Tesla V100-SXM2-16GB\n"
+      "#   Rank  1 on   node1 device  1 [0x5e] Tesla V100-SXM2-16GB\n"
+      "#\n"
+      "#                                                     out-of-place                       "
+      "in-place\n"
+      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw "
+      "  busbw  error\n"
+      "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s) "
+      " (GB/s)\n"
+      "           8             2   float     sum    10.10    0.00    0.00  0e+00    10.20    0.00 "
+      "   0.00  0e+00\n"
+      "          16             4   float     sum    10.30    0.00    0.00  0e+00    10.40    0.00 "
+      "   0.00  0e+00\n"
+      "# Out of bounds values : 0 OK\n";
+  const ParsedLog log = parse_log(old + "./build/all_reduce_perf -g 2\n", "old", LogFormat::Auto);
+  ASSERT_EQ(log.collective, Collective::AllReduce);
+  EXPECT_EQ(log.ranks.size(), 2u);
+  EXPECT_EQ(log.ranks[1].gpu, "Tesla V100-SXM2-16GB");
+  EXPECT_EQ(log.rows.size(), 4u);
+  EXPECT_FALSE(log.rows[0].root);
+  EXPECT_FALSE(log.rows[0].wrong);  // "error" is a max error, not a count of wrong elements
+  EXPECT_DOUBLE_EQ(log.rows[3].time_us, 10.40);
+  // An unknown type is skipped and counted; the rest imports.
+  std::string i8 = old;
+  i8.replace(i8.find("float     sum    10.30"), 5, " int8");
+  const ParsedLog skip = parse_log(i8, "i8", LogFormat::NcclTests, Collective::AllReduce);
+  EXPECT_EQ(skip.skipped_dtype, 1);
+  EXPECT_EQ(skip.rows.size(), 2u);
+}
+
+TEST(ImportLogs, LauncherTagsAndTypes) {
+  using namespace import_detail;
+  EXPECT_EQ(strip_launcher_tags("[1,0]<stdout>:#  Rank 0"), "#  Rank 0");
+  EXPECT_EQ(strip_launcher_tags("[node1:12345] 8 2 float"), " 8 2 float");
+  EXPECT_EQ(strip_launcher_tags("[a100-01.cluster:mpi_rank_0][dreg] x"), "[dreg] x");
+  EXPECT_EQ(strip_launcher_tags("[0000:29:00] NVIDIA"), "[0000:29:00] NVIDIA");
+  EXPECT_EQ(strip_launcher_tags("plain"), "plain");
+  EXPECT_EQ(strip_launcher_tags("3: #  Rank 3"), "#  Rank 3");    // srun --label
+  EXPECT_EQ(strip_launcher_tags("[3] #  Rank 3"), " #  Rank 3");  // mpiexec -prepend-rank
+  EXPECT_EQ(strip_launcher_tags("  1024  256 float"), "  1024  256 float");
+  EXPECT_EQ(nccl_type("bfloat16"), DType::BF16);
+  EXPECT_EQ(nccl_type("half"), DType::F16);
+  EXPECT_EQ(nccl_type("int32"), DType::I32);
+  EXPECT_FALSE(nccl_type("fp8_e4m3"));
+  std::string why;
+  EXPECT_EQ(nccl_program("./build/alltoall_perf", why), Collective::AllToAll);
+  EXPECT_FALSE(nccl_program("hypercube_perf", why));
+  EXPECT_NE(why.find("hypercube_perf"), std::string::npos);
+}
+
+TEST(ImportLogs, BadInputNamesTheLine) {
+  EXPECT_NE(error_of("just some text\n").find("x.log:1: not a benchmark log"), std::string::npos);
+  EXPECT_NE(error_of("{\"version\": 3}", LogFormat::Auto).find("x.log:1: /config"),
+            std::string::npos)
+      << error_of("{\"version\": 3}");
+  EXPECT_NE(
+      error_of("# OSU MPI Allreduce Latency Test v7.4\n", LogFormat::Auto).find("no column header"),
+      std::string::npos);
+  EXPECT_NE(error_of("# nThread 1\n#  size count type redop root time algbw busbw #wrong\n")
+                .find("x.log:2: the table has no rows"),
+            std::string::npos);
+  EXPECT_NE(error_of("x", LogFormat::NcclTests).find("no nccl-tests table header"),
+            std::string::npos);
+}
+
+}  // namespace
