@@ -123,7 +123,7 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     const double d = x < x0 ? x0 - x : x - xk;
     out.beyond = true;
     out.log_t = log_bb + cv.weight * cv.log_ratio[end];
-    const double grow = cv.kappa_rms * d / 2.0;
+    const double grow = cv.kappa_scale * d / 2.0;
     double ss = 0;
     for (double r : cv.log_ratio) ss += r * r;
     const double misfit = (1 - cv.weight) * std::sqrt(ss / double(k));
@@ -160,7 +160,7 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   // Interpolation error: the curve's leave-one-size-out error scale (the larger of the gap's
   // two ends and the curve's rms), times w (1 - w) g: zero at a measured size, largest mid-gap,
   // growing with the gap.
-  const double kap = std::max({cv.kappa_rms, cv.kappa[i], cv.kappa[i + 1]});
+  const double kap = std::max({cv.kappa_scale, cv.kappa[i], cv.kappa[i + 1]});
   const double curv = kap * w * (1 - w) * g;
   // The share of the measured ratios a price does not keep (mu < 1) is the backbone's misfit:
   // their rms, scaled by 1 - mu, also at the measured sizes.
@@ -171,7 +171,7 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   return out;
 }
 
-Priced price_impl(const Model& m, int n, int c, double s_eff, bool class_extrapolated,
+Priced price_impl(const Model& m, int n, int c, double s_eff, double class_sigma,
                   bool want_interval) {
   Priced out;
   out.segment = segment_of(m, s_eff);
@@ -182,7 +182,7 @@ Priced price_impl(const Model& m, int n, int c, double s_eff, bool class_extrapo
     out.time_us = bb;
     if (want_interval) {
       double sig = backbone_sigma(m, out.segment, n, s_eff, c);
-      if (class_extrapolated) sig = std::hypot(sig, kExtrapolatedClassLogSigma);
+      sig = std::hypot(sig, class_sigma);
       out.lo_us = bb * std::exp(-kIntervalZ * sig);
       out.hi_us = bb * std::exp(kIntervalZ * sig);
     }
@@ -202,7 +202,7 @@ Priced price_impl(const Model& m, int n, int c, double s_eff, bool class_extrapo
     // error where measured, else the generic class term.
     sig = std::hypot(sig, m.quality.leave_group_out_mape.value_or(kExtrapolatedClassLogSigma));
   }
-  if (class_extrapolated) sig = std::hypot(sig, kExtrapolatedClassLogSigma);
+  sig = std::hypot(sig, class_sigma);
   double lo = cp.log_t - kIntervalZ * sig, hi = cp.log_t + kIntervalZ * sig;
   if (cp.switch_gap) {
     lo = std::min(lo, cp.env_lo - kIntervalZ * cv->noise);
@@ -215,12 +215,12 @@ Priced price_impl(const Model& m, int n, int c, double s_eff, bool class_extrapo
 
 }  // namespace
 
-Priced price(const Model& m, int n, int concurrent_groups, double s_eff, bool class_extrapolated) {
-  return price_impl(m, n, concurrent_groups, s_eff, class_extrapolated, true);
+Priced price(const Model& m, int n, int concurrent_groups, double s_eff, double class_log_sigma) {
+  return price_impl(m, n, concurrent_groups, s_eff, class_log_sigma, true);
 }
 
 double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff) {
-  return price_impl(m, n, concurrent_groups, s_eff, false, false).time_us;
+  return price_impl(m, n, concurrent_groups, s_eff, 0.0, false).time_us;
 }
 
 }  // namespace shardcal::calib

@@ -202,7 +202,7 @@ struct Reader {
 
   static MeasuredCurve curve(const JsonCursor& v, const Model& m) {
     v.object();
-    v.expect_keys({"group_size", "concurrent_groups", "bytes", "log_ratio", "kappa", "kappa_rms", "noise",
+    v.expect_keys({"group_size", "concurrent_groups", "bytes", "log_ratio", "kappa", "kappa_scale", "noise",
                    "shrink", "weight"},
                   kUnknownKeyFix);
     MeasuredCurve c;
@@ -232,7 +232,7 @@ struct Reader {
     for (std::size_t i = 0; i < c.log_ratio.size(); ++i)
       if (std::abs(c.log_ratio[i]) > 50)
         fail(lr[i], "a log ratio beyond +-50 (a factor e^50 between measurement and model)", "regenerate the profile");
-    c.kappa_rms = v.number_at("kappa_rms", kMissingFix, 0.0);
+    c.kappa_scale = v.number_at("kappa_scale", kMissingFix, 0.0);
     c.noise = v.number_at("noise", kMissingFix, 0.0);
     const JsonCursor sh = v.required("shrink", kMissingFix);
     c.shrink = sh.number(0.0);
@@ -512,7 +512,7 @@ std::string profile_to_json(const Profile& p) {
         jc["bytes"] = c.bytes;
         jc["log_ratio"] = c.log_ratio;
         jc["kappa"] = c.kappa;
-        jc["kappa_rms"] = c.kappa_rms;
+        jc["kappa_scale"] = c.kappa_scale;
         jc["noise"] = c.noise;
         jc["shrink"] = c.shrink;
         jc["weight"] = c.weight;
@@ -672,11 +672,12 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
                    " used for " + (dtype ? std::string(dtype_name(*dtype)) : std::string("an unspecified dtype")));
   // The class is extrapolated when the model's choice was (the size alone is not: the curve
   // widens the interval for sizes beyond the measured ones itself).
-  const bool class_extrapolated = !note.empty();
+  const double class_sigma =
+      side != 0 ? kOtherSideLogSigma : (!note.empty() ? kExtrapolatedClassLogSigma : 0.0);
   if (!d.bytes.contains(s_eff)) add("size " + fmt(s_eff) + " B outside the measured range");
   out.extrapolated = !note.empty();
   out.note = note;
-  const Priced pr = price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_extrapolated);
+  const Priced pr = price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma);
   out.segment = int(pr.segment);
   out.time_us = pr.time_us;
   out.lo_us = pr.lo_us;

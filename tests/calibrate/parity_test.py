@@ -91,7 +91,7 @@ def random_profile(rng):
                 curves.append({"group_size": n, "concurrent_groups": rng.choice([1, cg]),
                                "bytes": by, "log_ratio": [rnum(rng, -0.5, 0.5) for _ in by],
                                "kappa": [0.0] + [rnum(rng, 0, 0.2) for _ in by[1:-1]] + [0.0],
-                               "kappa_rms": rnum(rng, 0, 0.2), "noise": rnum(rng, 0.001, 0.05),
+                               "kappa_scale": rnum(rng, 0, 0.2), "noise": rnum(rng, 0.001, 0.05),
                                "shrink": rnum(rng, 0, 1), "weight": rng.choice([1.0, rnum(rng, 0, 1)])})
             seen_nc = set()
             curves = [c for c in curves if (c["group_size"], c["concurrent_groups"]) not in seen_nc

@@ -483,7 +483,7 @@ Model curved_model() {
   c.bytes = {1024, 4096, 16384, 262144, 1048576};
   c.log_ratio = {0.1, -0.05, 0.2, 0.0, -0.1};
   c.kappa = {0, 0.02, 0.03, 0.01, 0};
-  c.kappa_rms = 0.02;
+  c.kappa_scale = 0.02;
   c.noise = 0.01;
   c.shrink = 1.0;
   c.weight = 1.0;
@@ -542,7 +542,8 @@ TEST(CostModel, IntervalsWidenAwayFromWhatWasMeasured) {
   EXPECT_LT(mid_gap, beyond);
   EXPECT_FALSE(other_n.curve_exact);
   EXPECT_LT(at_knot, half(other_n));
-  EXPECT_LT(half(other_n), half(price(m, 8, 1, 4096, /*class_extrapolated=*/true)));
+  EXPECT_LT(half(other_n), half(price(m, 8, 1, 4096, kExtrapolatedClassLogSigma)));
+  EXPECT_LT(half(price(m, 8, 1, 4096, kExtrapolatedClassLogSigma)), half(price(m, 8, 1, 4096, kOtherSideLogSigma)));
   EXPECT_TRUE(price(m, 4, 1, 64.0 * 1048576).beyond_measured);
   // No curve, no quality (a built-in analytic model): a factor ~2 either way.
   Model analytic = m;

@@ -22,6 +22,7 @@ INTERVAL_Z = 1.959963984540054
 INTERVAL_LEVEL = 0.95
 UNMEASURED_MODEL_LOG_SIGMA = 0.35
 EXTRAPOLATED_CLASS_LOG_SIGMA = 0.15
+OTHER_SIDE_LOG_SIGMA = 1.0
 
 
 @dataclass
@@ -31,7 +32,7 @@ class MeasuredCurve:
     bytes: list
     log_ratio: list
     kappa: list
-    kappa_rms: float
+    kappa_scale: float
     noise: float
     shrink: float
     weight: float = 1.0
@@ -151,7 +152,7 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     if x < x0 or x > xk:
         end = 0 if x < x0 else k - 1
         d = x0 - x if x < x0 else x - xk
-        grow = cv.kappa_rms * d / 2.0
+        grow = cv.kappa_scale * d / 2.0
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
         return (log_bb + cv.weight * cv.log_ratio[end],
                 math.sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit), 0.0, 0.0, False, True)
@@ -174,21 +175,20 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
         shape = log_bb - ((1 - w) * log_bb_at(i) + w * log_bb_at(i + 1))
         r = (1 - w) * cv.log_ratio[i] + w * cv.log_ratio[i + 1] - (1 - cv.shrink) * shape
         log_t = log_bb + cv.weight * r
-    kap = max(cv.kappa_rms, cv.kappa[i], cv.kappa[i + 1])
+    kap = max(cv.kappa_scale, cv.kappa[i], cv.kappa[i + 1])
     curv = kap * w * (1 - w) * g
     misfit = (1 - cv.weight) * _rms(cv.log_ratio)
     return log_t, math.sqrt(cv.noise * cv.noise + curv * curv + misfit * misfit), env_lo, env_hi, switch, False
 
 
-def price(model, n: int, concurrent_groups: int, s_eff: float, class_extrapolated: bool = False) -> Priced:
+def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: float = 0.0) -> Priced:
     c = concurrent_groups
     seg = segment_of(model, s_eff)
     bb = segment_time_us(model, seg, n, s_eff, c)
     cv, exact = curve_for(model, n, c) if n > 1 else (None, False)
     if cv is None or len(cv.bytes) < 2:
         sig = _backbone_sigma(model, seg, n, s_eff, c)
-        if class_extrapolated:
-            sig = _hypot(sig, EXTRAPOLATED_CLASS_LOG_SIGMA)
+        sig = _hypot(sig, class_log_sigma)
         return Priced(bb, bb * math.exp(-INTERVAL_Z * sig), bb * math.exp(INTERVAL_Z * sig), seg, None, False,
                       False, False)
     log_t, sig, env_lo, env_hi, switch, beyond = _curve_part(model, cv, n, c, s_eff, _log_time(bb))
@@ -197,8 +197,7 @@ def price(model, n: int, concurrent_groups: int, s_eff: float, class_extrapolate
     if not exact:
         lgo = model.quality.get("leave_group_out_mape")
         sig = _hypot(sig, lgo if lgo is not None else EXTRAPOLATED_CLASS_LOG_SIGMA)
-    if class_extrapolated:
-        sig = _hypot(sig, EXTRAPOLATED_CLASS_LOG_SIGMA)
+    sig = _hypot(sig, class_log_sigma)
     lo, hi = log_t - INTERVAL_Z * sig, log_t + INTERVAL_Z * sig
     if switch:
         lo = min(lo, env_lo - INTERVAL_Z * cv.noise)

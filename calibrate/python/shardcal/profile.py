@@ -298,7 +298,7 @@ def _parse_curves(origin: str, cs: Any, ptr: str, hosts: int) -> list:
         p = f"{ptr}/{i}"
         if not isinstance(c, dict):
             _fail(origin, p, "expected an object", "fix the value")
-        keys = ("group_size", "concurrent_groups", "bytes", "log_ratio", "kappa", "kappa_rms", "noise", "shrink",
+        keys = ("group_size", "concurrent_groups", "bytes", "log_ratio", "kappa", "kappa_scale", "noise", "shrink",
                 "weight")
         for k in c:
             if k not in keys:
@@ -326,7 +326,7 @@ def _parse_curves(origin: str, cs: Any, ptr: str, hosts: int) -> list:
         for j, x in enumerate(lr):
             if abs(x) > 50:
                 _fail(origin, f"{p}/log_ratio/{j}", "a log ratio beyond +-50", "regenerate the profile")
-        kr = _num(origin, c, p, "kappa_rms", 0.0)
+        kr = _num(origin, c, p, "kappa_scale", 0.0)
         noise = _num(origin, c, p, "noise", 0.0)
         shrink = _num(origin, c, p, "shrink", 0.0)
         if shrink > 1:
@@ -574,10 +574,12 @@ class Profile:
                          "between measured pairs at the same group size or concurrency")
         if ds == 2:
             notes.append(f"dtype model {m.dtype or 'pooled'} used for {dtype or 'an unspecified dtype'}")
-        class_extrapolated = bool(notes)  # the size alone is not: the curve widens for it
+        # The class's sigma (the size alone is not: the curve widens for it).
+        class_sigma = (_cm.OTHER_SIDE_LOG_SIGMA if side != 0
+                       else (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if notes else 0.0))
         if not _contains(m.domain["bytes"], s_eff):
             notes.append(f"size {s_eff} B outside the measured range")
-        pr = _cm.price(m, group_size, concurrent_groups, s_eff, class_extrapolated)
+        pr = _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma)
         basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
         if pr.switch_gap:
             basis += ", switch in the gap"

@@ -57,6 +57,14 @@ inline constexpr double kUnmeasuredModelLogSigma = 0.35;
 // the nearest class's shape transported by the backbone; the error of such a transport is not
 // estimable from one class's data.
 inline constexpr double kExtrapolatedClassLogSigma = 0.15;
+// ... and for a model of the other side of the host boundary (an intra-host model pricing a
+// group across hosts, or the reverse): it knows nothing of the other side's links (on public
+// logs an 8-GPU NVLink profile prices a 2-node all_reduce 72 % low, median), a factor e^1.96 ~ 7.
+inline constexpr double kOtherSideLogSigma = 1.0;
+
+// The log-scale sigma predict() adds for the model choice: 0 for a measured class (or one
+// between measured classes), kExtrapolatedClassLogSigma for a nearest-class extrapolation,
+// kOtherSideLogSigma when the model is of the other side of the host boundary.
 
 // One priced query.
 struct Priced {
@@ -70,11 +78,11 @@ struct Priced {
 };
 
 // The time of m for link class (n, c) at s_eff: backbone x measured curve (the curve of the
-// class (n, c) if measured, else the nearest measured class's). `class_extrapolated`: the query
+// class (n, c) if measured, else the nearest measured class's). class_log_sigma: the query
 // is outside the model's measured classes (predict()'s extrapolation flag for the class), which
-// widens the interval.
+// widens the interval by class_log_sigma (in quadrature; see kOtherSideLogSigma).
 Priced price(const Model& m, int n, int concurrent_groups, double s_eff,
-             bool class_extrapolated = false);
+             double class_log_sigma = 0.0);
 // Only the time (the planner's hot path; same arithmetic as price().time_us).
 double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff);
 

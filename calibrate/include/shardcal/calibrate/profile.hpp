@@ -107,7 +107,7 @@ struct MeasuredCurve {
   // Leave-one-size-out interpolation error at each interior size, per unit of w (1 - w) g
   // (g: the gap in log2 bytes, w: the position in it); 0 at the two ends.
   std::vector<double> kappa;
-  double kappa_rms = 0;  // root mean square of the interior kappa (0: fewer than 3 sizes)
+  double kappa_scale = 0;  // the interior kappa's upper quartile (fewer than 3 sizes: a default)
   double noise = 0;      // measurement noise of one size's time, log scale
   double shrink = 1;     // lambda in [0, 1]: how much of the backbone's shape between two
                          // measured sizes the curve keeps (0: log-log interpolation)
