@@ -1096,12 +1096,15 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                          {"excluded_failed", rs.skipped_failed},
                          {"other_mode", cal.points_other_mode}};
   extra["fit_method"] = {
-      {"method", "piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B per size "
-                 "segment; weighted least squares of relative residuals; Huber IRLS; breakpoints "
-                 "by exhaustive search; segment count by k-fold held-out error over sizes "
-                 "(docs/CALIBRATION.md)"},
+      {"method", "backbone: piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B "
+                 "per size segment; weighted least squares of relative residuals; Huber IRLS; "
+                 "segment ends by dynamic programming; segment count by k-fold held-out error "
+                 "over sizes. Measured curves: per measured class the log ratio of measured time "
+                 "to backbone at each measured size (spikes removed, shrunk by signal-to-noise), "
+                 "interpolated in log size; 95 % intervals from leave-one-size-out errors "
+                 "(docs/CALIBRATION.md \"The model\")"},
       {"timing_mode", o.mode},
-      {"y", "median of the slowest-rank samples"},
+      {"y", "median of the slowest-rank samples (imported logs: the tool's mean per size)"},
       {"huber_k", o.huber_k},
       {"folds", o.folds},
       {"max_segments", o.max_segments},

@@ -190,7 +190,7 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
     if not isinstance(gs, list):
         _fail(origin, f"{ptr}/group_sizes", "expected an array", "fix the value")
     for i, n in enumerate(gs):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n % hosts or (i and n <= gs[i - 1]):
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1 << 24 or n % hosts or (i and n <= gs[i - 1]):
             _fail(origin, f"{ptr}/group_sizes/{i}", "group sizes must be ascending integers, multiples of hosts",
                   "fix the value")
     if not isinstance(m["effective_size"], str) or m["effective_size"] not in ("total", "n_times_max"):
@@ -281,12 +281,7 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
 def _numbers(origin, v, ptr, lo):
     if not isinstance(v, list):
         _fail(origin, ptr, "expected an array of numbers", "fix the value")
-    out = []
-    for i, x in enumerate(v):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < lo:
-            _fail(origin, f"{ptr}/{i}", f"expected a finite number >= {lo}", "fix the value")
-        out.append(float(x))
-    return out
+    return [_num(origin, dict(enumerate(v)), ptr, i, lo) for i in range(len(v))]
 
 
 def _parse_curves(origin: str, cs: Any, ptr: str, hosts: int) -> list:
