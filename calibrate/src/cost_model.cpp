@@ -114,7 +114,9 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   // The measurement at knot i transported to the query's class: the query's backbone there
   // times the measured ratio (the class's own time when the class was measured).
   auto log_bb_at = [&](std::size_t i) { return log_time(backbone_time_us(m, n, cv.bytes[i], c)); };
-  auto yk = [&](std::size_t i) { return log_bb_at(i) + cv.log_ratio[i]; };
+  // The priced value at knot i: the query's backbone there times the mu-weighted ratio (the
+  // class's own measured time when measured and mu = 1).
+  auto yk = [&](std::size_t i) { return log_bb_at(i) + cv.weight * cv.log_ratio[i]; };
   const double x0 = lg2(cv.bytes.front()), xk = lg2(cv.bytes.back());
   if (x < x0 || x > xk) {
     // Beyond the measured sizes: the backbone with the nearest end's ratio; the uncertainty grows
@@ -155,7 +157,10 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     // interpolated ratio; lambda = 0, mu = 1: the log-log line; mu = 0: the backbone.
     const double shape = log_bb - ((1 - w) * log_bb_at(i) + w * log_bb_at(i + 1));
     const double r = (1 - w) * cv.log_ratio[i] + w * cv.log_ratio[i + 1] - (1 - cv.shrink) * shape;
-    out.log_t = log_bb + cv.weight * r;
+    // Convex in log size inside a segment (ln of alpha + beta S is), so held at or above the
+    // gap's lower end it never falls: with non-decreasing knots (curves.cpp) prices are
+    // non-decreasing in size.
+    out.log_t = std::max(log_bb + cv.weight * r, yi);
   }
   // Interpolation error: the curve's leave-one-size-out error scale (the larger of the gap's
   // two ends and the curve's rms), times w (1 - w) g: zero at a measured size, largest mid-gap,

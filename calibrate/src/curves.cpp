@@ -114,6 +114,37 @@ MeasuredCurve fit_one(const Model& m, int n, int c, const std::map<double, std::
     const double kap = std::abs(e) / (l.w * (1 - l.w) * l.gap);
     cv.kappa[l.j] = kap;
   }
+  // Prices never fall with size where the backbone does not (a planner pads shards and takes the
+  // slowest rank's size as the step's): the priced knot values ln bb + mu rho made non-decreasing
+  // by pooling adjacent violators (isotonic regression, equal weights; Barlow et al. 1972) within
+  // each run of sizes the backbone does not drop across (a drop the data confirm stays:
+  // docs/CALIBRATION.md "Monotone across boundaries"). A first-size warm-up outlier of nccl-tests
+  // is pooled with its neighbour. cost_model.cpp keeps prices inside a gap at or above the gap's
+  // lower end, so with these knots every price is non-decreasing in size.
+  if (cv.weight > 0) {
+    std::vector<double> z(k);
+    for (std::size_t i = 0; i < k; ++i) z[i] = lbb[i] + cv.weight * cv.log_ratio[i];
+    std::size_t run = 0;
+    for (std::size_t i = 1; i <= k; ++i) {
+      if (i < k && !(lbb[i] < lbb[i - 1])) continue;
+      // [run, i): pool adjacent violators.
+      std::vector<std::pair<double, int>> blocks;  // (mean, count)
+      for (std::size_t q = run; q < i; ++q) {
+        blocks.push_back({z[q], 1});
+        while (blocks.size() >= 2 && blocks[blocks.size() - 2].first > blocks.back().first) {
+          auto [m2, c2] = blocks.back();
+          blocks.pop_back();
+          auto& b = blocks.back();
+          b.first = (b.first * b.second + m2 * c2) / double(b.second + c2);
+          b.second += c2;
+        }
+      }
+      std::size_t q = run;
+      for (const auto& [mean, count] : blocks)
+        for (int t = 0; t < count; ++t, ++q) cv.log_ratio[q] = (mean - lbb[q]) / cv.weight;
+      run = i;
+    }
+  }
   // The curve's typical scale, robustly: the upper quartile of the interior kappa (one switch's
   // large leave-one-out error widens its own gaps, through kappa there, not every gap of the
   // curve; the quartile rather than the median, since real curves hold surprises no single

@@ -163,8 +163,8 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     xi, xj = _lg2(cv.bytes[i]), _lg2(cv.bytes[i + 1])
     g = xj - xi
     w = (x - xi) / g if g > 0 else 0.0
-    yi = log_bb_at(i) + cv.log_ratio[i]
-    yj = log_bb_at(i + 1) + cv.log_ratio[i + 1]
+    yi = log_bb_at(i) + cv.weight * cv.log_ratio[i]
+    yj = log_bb_at(i + 1) + cv.weight * cv.log_ratio[i + 1]
     ruler = (1 - w) * yi + w * yj
     switch = 0 < w < 1 and segment_of(model, cv.bytes[i]) != segment_of(model, cv.bytes[i + 1])
     env_lo = env_hi = 0.0
@@ -174,7 +174,7 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     else:
         shape = log_bb - ((1 - w) * log_bb_at(i) + w * log_bb_at(i + 1))
         r = (1 - w) * cv.log_ratio[i] + w * cv.log_ratio[i + 1] - (1 - cv.shrink) * shape
-        log_t = log_bb + cv.weight * r
+        log_t = max(log_bb + cv.weight * r, yi)
     kap = max(cv.kappa_scale, cv.kappa[i], cv.kappa[i + 1])
     curv = kap * w * (1 - w) * g
     misfit = (1 - cv.weight) * _rms(cv.log_ratio)
