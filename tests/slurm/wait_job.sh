@@ -7,6 +7,16 @@
 # The wait is bounded by TIMEOUT_S and by what is left of BUDGET_S. A job that Slurm requeued
 # (e.g. slurmd could not launch it: a socket path over 108 bytes, a node that failed) fails at
 # once with Slurm's reason and the restart count, not as a job that stays PENDING until timeout.
+# The last error line of the local cluster's slurmd log(s) (why a launch failed), if there are any.
+slurmd_last_error() {
+  local logs=("${SHARDCAL_SLURM_DIR:-/nonexistent}"/log/slurmd*.log) last
+  if [[ -r ${logs[0]} ]] && last=$(grep -h "error:" "${logs[@]}" | tail -n 1) && [[ -n $last ]]; then
+    echo "slurmd's last error: $last"
+  else
+    echo "slurmd's log says why"
+  fi
+}
+
 wait_job() {  # jobid timeout_s -> prints "STATE EXIT"
   local id=$1 limit=$2 i line state='' reason='' restarts=0
   ((limit <= DEADLINE - SECONDS)) || limit=$((DEADLINE - SECONDS))
@@ -23,7 +33,7 @@ wait_job() {  # jobid timeout_s -> prints "STATE EXIT"
       PENDING | REQUEUED | REQUEUE_HOLD | REQUEUE_FED)
         if [[ ${restarts:-0} -gt 0 && -z ${WAIT_JOB_ALLOW_REQUEUE:-} ]]; then
           scancel "$id" 2>/dev/null || true
-          fail "job $id was requeued by Slurm (state $state, reason ${reason:-none}, restarts $restarts); cancelled it. The slurmd logs say why (e.g. a socket path over 108 bytes)"
+          fail "job $id was requeued by Slurm (state $state, reason ${reason:-none}, restarts $restarts); cancelled it. $(slurmd_last_error)"
         fi ;;
     esac
     sleep 0.25  # polling slurmctld's job state: there is no event to wait on
