@@ -46,26 +46,9 @@ mkdir -p "$WORK"
 cd "$SRC"
 COMMON=(--shardbench "$SB" --out-base "$WORK" --name e2e)
 
-# Job state and exit code of a finished job, polled from slurmctld (sbatch --wait polls with a
-# back-off of up to 30 s, which would dominate this test's time).
-# The wait is bounded by LIMIT and by what is left of BUDGET_S.
-wait_job() {  # jobid timeout_s -> prints "STATE EXIT"
-  local id=$1 limit=$2 i line state=
-  ((limit <= DEADLINE - SECONDS)) || limit=$((DEADLINE - SECONDS))
-  ((limit > 0)) || limit=1
-  for ((i = 0; i < limit * 4; i++)); do
-    line=$(scontrol -o show job "$id" 2>/dev/null) || fail "scontrol show job $id failed"
-    state=$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<<"$line")
-    case $state in
-      COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | PREEMPTED | BOOT_FAIL | DEADLINE)
-        echo "$state $(sed -n 's/.* ExitCode=\([0-9]*\):.*/\1/p' <<<"$line")"
-        return 0 ;;
-    esac
-    sleep 0.25  # polling slurmctld's job state: there is no event to wait on
-  done
-  scancel "$id" 2>/dev/null || true
-  fail "job $id did not finish within ${limit}s (state $state; test budget ${BUDGET_S}s); cancelled it"
-}
+# wait_job JOBID TIMEOUT_S -> "STATE EXIT"; a requeued job fails at once with Slurm's reason.
+# shellcheck source=tests/slurm/wait_job.sh
+source "$SRC/tests/slurm/wait_job.sh"
 
 check_run() {  # dir config expected_contexts_min: results + profile valid, every point once
   "$PY" - "$1" "$2" "$SRC" "$SB" "${3:-1}" <<'EOF'
