@@ -117,6 +117,18 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   // The priced value at knot i: the query's backbone there times the mu-weighted ratio (the
   // class's own measured time when measured and mu = 1).
   auto yk = [&](std::size_t i) { return log_bb_at(i) + cv.weight * cv.log_ratio[i]; };
+  // ... made non-decreasing up to knot `upto` (a running maximum, restarted where the query's
+  // backbone drops between two knots: a drop the data confirmed). The fitter already pooled the
+  // measured class's knots (curves.cpp); this keeps another class's transported knots monotone.
+  auto ymono = [&](std::size_t upto) {
+    double run = yk(0), prev_bb = log_bb_at(0);
+    for (std::size_t j = 1; j <= upto; ++j) {
+      const double bb = log_bb_at(j), y = yk(j);
+      run = bb < prev_bb ? y : std::max(run, y);
+      prev_bb = bb;
+    }
+    return run;
+  };
   const double x0 = lg2(cv.bytes.front()), xk = lg2(cv.bytes.back());
   if (x < x0 || x > xk) {
     // Beyond the measured sizes: the backbone with the nearest end's ratio; the uncertainty grows
@@ -125,6 +137,7 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     const double d = x < x0 ? x0 - x : x - xk;
     out.beyond = true;
     out.log_t = log_bb + cv.weight * cv.log_ratio[end];
+    if (end == k - 1) out.log_t = std::max(out.log_t, ymono(k - 1));
     const double grow = cv.kappa_scale * d / 2.0;
     double ss = 0;
     for (double r : cv.log_ratio) ss += r * r;
@@ -140,7 +153,8 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   const double xi = lg2(cv.bytes[i]), xj = lg2(cv.bytes[i + 1]);
   const double g = xj - xi;
   const double w = g > 0 ? (x - xi) / g : 0.0;
-  const double yi = yk(i), yj = yk(i + 1);
+  const double yi = ymono(i);
+  const double yj = log_bb_at(i + 1) < log_bb_at(i) ? yk(i + 1) : std::max(yk(i + 1), yi);
   const double ruler = (1 - w) * yi + w * yj;
   // At a measured size (w = 0 or 1) there is no gap to be unsure about.
   out.switch_gap = w > 0 && w < 1 && segment_of(m, cv.bytes[i]) != segment_of(m, cv.bytes[i + 1]);

@@ -1042,6 +1042,16 @@ TEST(CalibrateFit, MeasuredCurveBeatsTheBackboneAcrossASoftKnee) {
   EXPECT_LE(med(e_curve), med(e_ruler) + 0.005);
   EXPECT_LE(mx(e_curve), mx(e_ruler) + 0.005);
   EXPECT_GE(double(covered), 0.9 * double(held.size()));
+  // Prices never fall with size, for the measured class and for classes priced through its
+  // curve (a planner pads shards and prices the slowest rank's size): a fine grid, noisy data.
+  for (int n : {8, 4, 16}) {
+    double last = 0;
+    for (double s = 1; s <= 256.0 * 1048576; s *= 1.07) {
+      const double t = predict(p, Collective::AllGather, LinkClass{n, 1, n, 1}, s).time_us;
+      EXPECT_GE(t, last * (1 - 1e-12)) << "n=" << n << " S=" << s;
+      last = t;
+    }
+  }
 }
 
 // A switch between two measured sizes that is not where the backbone put its boundary (failure

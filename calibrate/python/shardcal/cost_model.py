@@ -148,14 +148,27 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     def log_bb_at(i):
         return _log_time(backbone_time_us(model, n, cv.bytes[i], c))
 
+    def yk(i):
+        return log_bb_at(i) + cv.weight * cv.log_ratio[i]
+
+    def ymono(upto):  # non-decreasing knot values, restarted at a backbone drop (as C++)
+        run, prev_bb = yk(0), log_bb_at(0)
+        for j in range(1, upto + 1):
+            bb, y = log_bb_at(j), yk(j)
+            run = y if bb < prev_bb else max(run, y)
+            prev_bb = bb
+        return run
+
     x0, xk = _lg2(cv.bytes[0]), _lg2(cv.bytes[-1])
     if x < x0 or x > xk:
         end = 0 if x < x0 else k - 1
         d = x0 - x if x < x0 else x - xk
+        log_t = log_bb + cv.weight * cv.log_ratio[end]
+        if end == k - 1:
+            log_t = max(log_t, ymono(k - 1))
         grow = cv.kappa_scale * d / 2.0
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
-        return (log_bb + cv.weight * cv.log_ratio[end],
-                math.sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit), 0.0, 0.0, False, True)
+        return (log_t, math.sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit), 0.0, 0.0, False, True)
     i = bisect.bisect_right(cv.bytes, max(s_eff, 1.0))
     i = 0 if i == 0 else i - 1
     if i + 1 >= k:
@@ -163,8 +176,8 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     xi, xj = _lg2(cv.bytes[i]), _lg2(cv.bytes[i + 1])
     g = xj - xi
     w = (x - xi) / g if g > 0 else 0.0
-    yi = log_bb_at(i) + cv.weight * cv.log_ratio[i]
-    yj = log_bb_at(i + 1) + cv.weight * cv.log_ratio[i + 1]
+    yi = ymono(i)
+    yj = yk(i + 1) if log_bb_at(i + 1) < log_bb_at(i) else max(yk(i + 1), yi)
     ruler = (1 - w) * yi + w * yj
     switch = 0 < w < 1 and segment_of(model, cv.bytes[i]) != segment_of(model, cv.bytes[i + 1])
     env_lo = env_hi = 0.0
