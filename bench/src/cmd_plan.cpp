@@ -82,24 +82,21 @@ std::vector<PricedStep> price_all(const shardcal::calib::Profile& p, const shard
   return out;
 }
 
-// The 95 % interval of a plan's total: each collective step's interval (the prediction's, plus
-// its copies at their price), summed -- the bound if the steps' errors go the same way, which
-// they do when one profile misprices a link.
+// A plan's total and its 95 % interval, the steps' errors taken as independent: each collective
+// step's interval half-widths (below and above its price) added in quadrature (copies and local
+// steps at their price, no uncertainty). {NaN, NaN} when a step is unpriced.
 std::pair<double, double> plan_interval(const std::vector<PricedStep>& steps) {
-  double lo = 0, hi = 0;
+  double total = 0, lo2 = 0, hi2 = 0;
   for (const PricedStep& ps : steps) {
-    const double t = ps.price.time_us;
-    const shardcal::calib::Prediction& p = ps.price.prediction;
     if (!ps.unpriced.empty()) return {NAN, NAN};
+    const shardcal::calib::Prediction& p = ps.price.prediction;
+    total += ps.price.time_us;
     if (p.model) {
-      lo += t - (p.time_us - p.lo_us);
-      hi += t + (p.hi_us - p.time_us);
-    } else {
-      lo += t;
-      hi += t;
+      lo2 += (p.time_us - p.lo_us) * (p.time_us - p.lo_us);
+      hi2 += (p.hi_us - p.time_us) * (p.hi_us - p.time_us);
     }
   }
-  return {lo, hi};
+  return {std::max(0.0, total - std::sqrt(lo2)), total + std::sqrt(hi2)};
 }
 
 // "" when every step is priced, else the distinct reasons, e.g. "no model for all_to_all".
@@ -203,14 +200,19 @@ int run(const PlanArgs& a) {
   const bool greedy_priced = greedy_unpriced.empty() && std::isfinite(g.total);
   const bool is_nested = nested(from) || nested(to);
   const std::string sha = shardcal::formats::sha256_file(a.profile);
-  // The chosen plan against the runner-up (the second cheapest distinct plan): when their 95 %
-  // intervals overlap, this profile cannot tell them apart.
+  // The chosen plan against the runner-up (the second cheapest distinct plan): a two-sided test of
+  // their difference at 95 %, the plans' errors taken as independent (sigma = the upper half-width
+  // of the chosen plan's interval, the lower of the runner-up's, / 1.96, in quadrature). Both are
+  // priced by one profile, so where they share a mispriced link their errors partly cancel and
+  // the difference is better known than this says: "indistinguishable" is the cautious answer.
   const std::pair<double, double> best_iv = plan_interval(best);
   const CostedPlan* runner_up = r.alternatives.size() >= 2 ? &r.alternatives[1] : nullptr;
   std::pair<double, double> runner_iv{NAN, NAN};
   if (runner_up) runner_iv = plan_interval(price_all(profile, runner_up->plan, cost, rph));
-  const bool indistinct = runner_up && std::isfinite(runner_iv.first) && std::isfinite(best_iv.second) &&
-                          runner_iv.first <= best_iv.second;
+  const bool indistinct =
+      runner_up && std::isfinite(runner_iv.first) && std::isfinite(best_iv.second) &&
+      runner_up->total - r.best.total <=
+          std::hypot(best_iv.second - r.best.total, runner_up->total - runner_iv.first);
 
   if (a.json) {
     json j;
@@ -263,11 +265,13 @@ int run(const PlanArgs& a) {
     << " states explored)\n";
   if (std::isfinite(best_iv.first))
     o << "  95 % interval " << us(best_iv.first) << " .. " << us(best_iv.second) << "\n";
+  if (!runner_up)
+    o << "  runner-up: " << (a.k < 2 ? "not searched (--k 1)" : "none (no other plan)") << "\n";
   if (runner_up && std::isfinite(runner_iv.first))
     o << "  runner-up " << us(runner_up->total) << " (95 % interval " << us(runner_iv.first) << " .. "
       << us(runner_iv.second) << "): "
-      << (indistinct ? "indistinguishable under this profile (the intervals overlap)"
-                     : "the chosen plan is cheaper beyond both intervals")
+      << (indistinct ? "indistinguishable under this profile (the difference is within its 95 % uncertainty)"
+                     : "the chosen plan is cheaper beyond the 95 % uncertainty of the difference")
       << "\n";
   print_steps(o, best);
   o << "\ngreedy plan (plan_redistribution): ";

@@ -55,12 +55,16 @@ double backbone_time_us(const Model& m, int n, double s_eff, int concurrent_grou
 }
 
 const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact) {
+  // Nearest by |ln n/n_i| + |ln c/c_i|; on a tie the curve measured at the query's concurrency
+  // (contention changes the curve more than the group size does), then the first.
   const MeasuredCurve* best = nullptr;
   double best_d = std::numeric_limits<double>::infinity();
+  bool best_same_c = false;
   for (const MeasuredCurve& c : m.curves) {
     const double d = std::abs(std::log(double(n) / c.group_size)) +
                      std::abs(std::log(double(concurrent_groups) / c.concurrent_groups));
-    if (d < best_d) best = &c, best_d = d;
+    const bool same_c = c.concurrent_groups == concurrent_groups;
+    if (d < best_d || (d == best_d && same_c && !best_same_c)) best = &c, best_d = d, best_same_c = same_c;
   }
   if (exact) *exact = best && best_d == 0.0;
   return best;
@@ -157,7 +161,9 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   const double yj = log_bb_at(i + 1) < log_bb_at(i) ? yk(i + 1) : std::max(yk(i + 1), yi);
   const double ruler = (1 - w) * yi + w * yj;
   // At a measured size (w = 0 or 1) there is no gap to be unsure about.
-  out.switch_gap = w > 0 && w < 1 && segment_of(m, cv.bytes[i]) != segment_of(m, cv.bytes[i + 1]);
+  out.switch_gap = w > 0 && w < 1 &&
+                   (segment_of(m, cv.bytes[i]) != segment_of(m, cv.bytes[i + 1]) ||
+                    cv.weight * std::abs(cv.log_ratio[i + 1] - cv.log_ratio[i]) > kCurveSwitchLog);
   if (out.switch_gap) {
     // A switch somewhere in the gap, where the data cannot say: the log-log line between the two
     // measured sizes, and an interval that holds both (a time that does not fall with size lies
@@ -227,8 +233,9 @@ Priced price_impl(const Model& m, int n, int c, double s_eff, double class_sigma
     lo = std::min(lo, cp.env_lo - kIntervalZ * cv->noise);
     hi = std::max(hi, cp.env_hi + kIntervalZ * cv->noise);
   }
-  out.lo_us = std::exp(lo);
-  out.hi_us = std::exp(hi);
+  // Bounded so a wild profile cannot overflow exp() (readers bound noise and kappa too).
+  out.lo_us = std::exp(std::clamp(lo, -700.0, 700.0));
+  out.hi_us = std::exp(std::clamp(hi, -700.0, 700.0));
   return out;
 }
 

@@ -56,7 +56,8 @@ MeasuredCurve fit_one(const Model& m, int n, int c, const std::map<double, std::
   };
   // An isolated spike -- one size whose time is far from what its two neighbours predict (more
   // than kCurveSpikeSigmas robust standard deviations of those leave-one-out errors, and of the
-  // noise, and more than a factor e^kCurveSpikeMinLog = 1.3) -- is one slow run, not the curve: it is replaced by that prediction, so it moves
+  // noise, and more than a factor e^kCurveSpikeMinLog = 1.3 off both neighbours the same way) --
+  // is one slow run, not the curve: it is replaced by that prediction, so it moves
   // neither its own price nor its neighbours'. The largest first, at most a quarter of the sizes.
   // A size next to a segment boundary (a switch between it and a neighbour) is no candidate: its
   // neighbours cannot predict it.
@@ -67,15 +68,22 @@ MeasuredCurve fit_one(const Model& m, int n, int c, const std::map<double, std::
     return logy[j] - (ruler + lbb[j] - ((1 - w) * lbb[j - 1] + w * lbb[j + 1]));
   };
   auto at_switch = [&](std::size_t j) {
-    return segment_of(m, cv.bytes[j - 1]) != segment_of(m, cv.bytes[j + 1]);
+    return segment_of(m, cv.bytes[j - 1]) != segment_of(m, cv.bytes[j + 1]) ||
+           std::abs(cv.log_ratio[j + 1] - cv.log_ratio[j - 1]) > kCurveSwitchLog;
   };
   for (std::size_t round = 0; k >= 5 && round < k / 4; ++round) {
-    std::vector<double> e, ae;
+    std::vector<double> e, ae, all;  // all: |e| of every size not at a switch (the scale)
     for (std::size_t j = 1; j + 1 < k; ++j) {
       e.push_back(loo_error(j));
-      ae.push_back(at_switch(j) ? 0.0 : std::abs(e.back()));
+      if (!at_switch(j)) all.push_back(std::abs(e.back()));
+      // Isolated: off both neighbours the same way by more than the factor (a level shift, where
+      // the next size stays up, is a switch, not a spike).
+      const double dl = cv.log_ratio[j] - cv.log_ratio[j - 1], dr = cv.log_ratio[j] - cv.log_ratio[j + 1];
+      const bool isolated = dl * dr > 0 && std::min(std::abs(dl), std::abs(dr)) > kCurveSpikeMinLog;
+      ae.push_back(at_switch(j) || !isolated ? 0.0 : std::abs(e.back()));
     }
-    const double scale = std::max(1.4826 * median_of(ae), cv.noise);
+    if (all.empty()) break;
+    const double scale = std::max(1.4826 * median_of(all), cv.noise);
     const std::size_t worst = std::size_t(std::max_element(ae.begin(), ae.end()) - ae.begin());
     if (ae[worst] <= kCurveSpikeSigmas * scale || ae[worst] <= kCurveSpikeMinLog) break;
     const std::size_t j = worst + 1;
@@ -89,7 +97,7 @@ MeasuredCurve fit_one(const Model& m, int n, int c, const std::map<double, std::
     const double g = x[j + 1] - x[j - 1];
     const double w = (x[j] - x[j - 1]) / g;
     const double ruler = (1 - w) * logy[j - 1] + w * logy[j + 1];
-    const bool sw = segment_of(m, cv.bytes[j - 1]) != segment_of(m, cv.bytes[j + 1]);
+    const bool sw = at_switch(j);
     const double shape = sw ? 0.0 : lbb[j] - ((1 - w) * lbb[j - 1] + w * lbb[j + 1]);
     loo.push_back({j, logy[j] - ruler, shape, w, g, sw, 0.0});
   }

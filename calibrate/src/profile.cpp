@@ -223,6 +223,9 @@ struct Reader {
     c.log_ratio = numbers(lr, lim);
     const JsonCursor ka = v.required("kappa", kMissingFix);
     c.kappa = numbers(ka, 0.0);
+    for (std::size_t i = 0; i < c.kappa.size(); ++i)
+      if (c.kappa[i] > kCurveMaxKappa)
+        fail(ka[i], "kappa above " + json_quote(json(kCurveMaxKappa)), "regenerate the profile");
     if (c.log_ratio.size() != c.bytes.size())
       fail(lr, "has " + std::to_string(c.log_ratio.size()) + " entries, bytes has " + std::to_string(c.bytes.size()),
            "give one log ratio per measured size");
@@ -232,8 +235,8 @@ struct Reader {
     for (std::size_t i = 0; i < c.log_ratio.size(); ++i)
       if (std::abs(c.log_ratio[i]) > 50)
         fail(lr[i], "a log ratio beyond +-50 (a factor e^50 between measurement and model)", "regenerate the profile");
-    c.kappa_scale = v.number_at("kappa_scale", kMissingFix, 0.0);
-    c.noise = v.number_at("noise", kMissingFix, 0.0);
+    c.kappa_scale = v.number_at("kappa_scale", kMissingFix, 0.0, kCurveMaxKappa);
+    c.noise = v.number_at("noise", kMissingFix, 0.0, kCurveMaxNoise);
     const JsonCursor sh = v.required("shrink", kMissingFix);
     c.shrink = sh.number(0.0);
     if (c.shrink > 1) fail(sh, "shrink above 1", "shrink is in [0, 1]");

@@ -1083,3 +1083,29 @@ TEST(CalibrateFit, ASizeBetweenTwoMeasuredSizesAcrossASwitchIsPricedBetweenThem)
     EXPECT_GE(pr.hi_us, truth(s)) << s;
   }
 }
+
+// One slow run (a point 3x its neighbours, a daemon waking up) is not the curve: it is replaced
+// by what its neighbours predict, so neither its own price nor its neighbours' moves. A level
+// shift (the next sizes stay up) is not a spike: it stays.
+TEST(CalibrateFit, ASpikeIsRemovedALevelShiftIsNot) {
+  auto truth = [](double s) { return 10.0 + s / 20e3; };  // 10 us + S at 20 GB/s
+  std::vector<double> ss;
+  for (double s = 1024; s <= 64.0 * 1048576; s *= 2) ss.push_back(s);
+  const double spike = 65536;
+  std::mt19937_64 rng(3);
+  std::vector<json> recs{context()};
+  add_exact_points(recs, 8, ss, [&](double s) { return truth(s) * (s == spike ? 3.0 : 1.0); }, rng);
+  Profile p;
+  p.cluster = "t";
+  p.models = calibrate(results_of(recs, "spike.jsonl")).models;
+  ASSERT_EQ(p.models.size(), 1u);
+  for (double s : {spike / 2, spike * 0.75, spike, spike * 1.5, spike * 2}) {
+    const double t = predict(p, Collective::AllGather, LinkClass{8, 1, 8, 1}, s).time_us;
+    EXPECT_LE(std::abs(t / truth(s) - 1), 0.05) << s;
+  }
+  // A level shift at 64 KiB (every size from there on 3x): priced as measured on both sides.
+  std::vector<json> shift{context()};
+  add_exact_points(shift, 8, ss, [&](double s) { return truth(s) * (s >= spike && s < 1048576 ? 3.0 : 1.0); }, rng);
+  p.models = calibrate(results_of(shift, "shift.jsonl")).models;
+  EXPECT_GE(predict(p, Collective::AllGather, LinkClass{8, 1, 8, 1}, spike * 2).time_us, 2.5 * truth(spike * 2));
+}

@@ -23,6 +23,9 @@ INTERVAL_LEVEL = 0.95
 UNMEASURED_MODEL_LOG_SIGMA = 0.35
 EXTRAPOLATED_CLASS_LOG_SIGMA = 0.15
 OTHER_SIDE_LOG_SIGMA = 1.0
+CURVE_SWITCH_LOG = 0.6931471805599453  # ln 2 (cost_model.hpp kCurveSwitchLog)
+CURVE_MAX_NOISE = 5.0
+CURVE_MAX_KAPPA = 100.0
 
 
 @dataclass
@@ -93,11 +96,12 @@ def backbone_time_us(model, n: int, s_eff: float, concurrent_groups: int = 1) ->
 
 
 def curve_for(model, n: int, concurrent_groups: int):
-    best, best_d = None, math.inf
+    best, best_d, best_same_c = None, math.inf, False
     for c in model.curves:
         d = abs(math.log(float(n) / c.group_size)) + abs(math.log(float(concurrent_groups) / c.concurrent_groups))
-        if d < best_d:
-            best, best_d = c, d
+        same_c = c.concurrent_groups == concurrent_groups
+        if d < best_d or (d == best_d and same_c and not best_same_c):
+            best, best_d, best_same_c = c, d, same_c
     return best, best is not None and best_d == 0.0
 
 
@@ -179,7 +183,8 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     yi = ymono(i)
     yj = yk(i + 1) if log_bb_at(i + 1) < log_bb_at(i) else max(yk(i + 1), yi)
     ruler = (1 - w) * yi + w * yj
-    switch = 0 < w < 1 and segment_of(model, cv.bytes[i]) != segment_of(model, cv.bytes[i + 1])
+    switch = 0 < w < 1 and (segment_of(model, cv.bytes[i]) != segment_of(model, cv.bytes[i + 1])
+                            or cv.weight * abs(cv.log_ratio[i + 1] - cv.log_ratio[i]) > CURVE_SWITCH_LOG)
     env_lo = env_hi = 0.0
     if switch:
         log_t = ruler
@@ -215,7 +220,8 @@ def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: 
     if switch:
         lo = min(lo, env_lo - INTERVAL_Z * cv.noise)
         hi = max(hi, env_hi + INTERVAL_Z * cv.noise)
-    return Priced(math.exp(log_t), math.exp(lo), math.exp(hi), seg, cv, exact, switch, beyond)
+    return Priced(math.exp(log_t), math.exp(min(max(lo, -700.0), 700.0)), math.exp(min(max(hi, -700.0), 700.0)),
+                  seg, cv, exact, switch, beyond)
 
 
 def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:

@@ -313,6 +313,9 @@ def _parse_curves(origin: str, cs: Any, ptr: str, hosts: int) -> list:
                 _fail(origin, f"{p}/bytes/{j}", "sizes must be strictly ascending", "sort them and drop duplicates")
         lr = _numbers(origin, c["log_ratio"], f"{p}/log_ratio", -math.inf)
         ka = _numbers(origin, c["kappa"], f"{p}/kappa", 0.0)
+        for j, x in enumerate(ka):
+            if x > _cm.CURVE_MAX_KAPPA:
+                _fail(origin, f"{p}/kappa/{j}", f"kappa above {_cm.CURVE_MAX_KAPPA}", "regenerate the profile")
         if len(lr) != len(by):
             _fail(origin, f"{p}/log_ratio", f"has {len(lr)} entries, bytes has {len(by)}",
                   "give one log ratio per measured size")
@@ -323,6 +326,10 @@ def _parse_curves(origin: str, cs: Any, ptr: str, hosts: int) -> list:
                 _fail(origin, f"{p}/log_ratio/{j}", "a log ratio beyond +-50", "regenerate the profile")
         kr = _num(origin, c, p, "kappa_scale", 0.0)
         noise = _num(origin, c, p, "noise", 0.0)
+        if kr > _cm.CURVE_MAX_KAPPA:
+            _fail(origin, f"{p}/kappa_scale", f"above {_cm.CURVE_MAX_KAPPA}", "regenerate the profile")
+        if noise > _cm.CURVE_MAX_NOISE:
+            _fail(origin, f"{p}/noise", f"above {_cm.CURVE_MAX_NOISE}", "regenerate the profile")
         shrink = _num(origin, c, p, "shrink", 0.0)
         if shrink > 1:
             _fail(origin, f"{p}/shrink", "shrink above 1", "shrink is in [0, 1]")

@@ -66,6 +66,17 @@ inline constexpr double kOtherSideLogSigma = 1.0;
 // between measured classes), kExtrapolatedClassLogSigma for a nearest-class extrapolation,
 // kOtherSideLogSigma when the model is of the other side of the host boundary.
 
+// A gap across which the measured ratio changes by more than this (log scale: a factor 2) holds a
+// switch the backbone does not have (a protocol change between two measured sizes no segment
+// boundary marks): the backbone's shape says nothing there, so it is priced like a gap across a
+// segment boundary (the log-log line, an interval holding both ends).
+inline constexpr double kCurveSwitchLog = 0.6931471805599453;  // ln 2
+
+// Bounds the profile readers put on a curve's noise and kappa_scale (log scale): beyond them an
+// interval would be meaningless (e^(1.96 x 5) ~ 18000x) and exp() could overflow.
+inline constexpr double kCurveMaxNoise = 5.0;
+inline constexpr double kCurveMaxKappa = 100.0;
+
 // One priced query.
 struct Priced {
   double time_us = 0;
@@ -87,7 +98,7 @@ Priced price(const Model& m, int n, int concurrent_groups, double s_eff,
 double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff);
 
 // The curve price() uses for (n, c): exact match, else the nearest by |ln n/n_i| + |ln c/c_i|
-// (ties: the first); null when the model has none.
+// (ties: the one measured at concurrency c, then the first); null when the model has none.
 const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact = nullptr);
 
 }  // namespace shardcal::calib
