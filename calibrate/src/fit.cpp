@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "curves.hpp"
+#include "fit_text.hpp"
 #include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
@@ -31,6 +32,8 @@ namespace shardcal::calib {
 namespace {
 
 using nlohmann::json;
+using fit_text::fmt;
+using fit_text::key_name;
 
 // A segment that shows no growth with S gets this slope (B = 1e6 GB/s): "bandwidth unresolved",
 // still finite and positive as the profile requires.
@@ -479,13 +482,6 @@ struct FamilyKey {
   auto operator<=>(const FamilyKey&) const = default;
 };
 
-std::string key_name(Collective op, int hosts, int conc, std::optional<DType> dt) {
-  std::string s = std::string(collective_info(op).name) + " hosts=" + std::to_string(hosts) +
-                  " concurrent=" + std::to_string(conc);
-  if (dt) s += " dtype=" + std::string(dtype_name(*dt));
-  return s;
-}
-
 // Mean |relative error| of each value of `key` predicted from a fit to the others (the chosen
 // K, or fewer segments where the rest has too few sizes). None when fewer than two values, or
 // when some value's complement cannot be fitted (the data do not allow the measurement).
@@ -726,18 +722,6 @@ const Model* find_model(const std::vector<Model>& models, Collective op, int hos
   }
   if (exact) *exact = best && best_d == 0;
   return best;
-}
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string pct(std::optional<double> v) { return v ? fmt("%.1f%%", *v * 100) : "-"; }
-
-std::string eff_name(EffectiveSize e) {
-  return e == EffectiveSize::Total ? "total" : "n_times_max";
 }
 
 }  // namespace
@@ -1068,262 +1052,6 @@ Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
   }
   fit_copy_cost(cal, tmp, local_only);
   return cal;
-}
-
-Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::string& cluster) {
-  Profile p;
-  p.cluster = cluster;
-  p.created = formats::utc_now_iso8601();
-  p.backend = rs.backend;
-  p.memory = rs.memory;
-  p.shardcal_version = "unknown";
-  for (const auto& f : rs.files)
-    for (const auto& c : f.contexts)
-      if (c.contains("shardcal_version") && c["shardcal_version"].is_string())
-        p.shardcal_version = c["shardcal_version"].get<std::string>();
-  p.models = cal.models;
-  if (cal.local_copy.used)
-    p.local_copy = Profile::LocalCopy{cal.local_copy.ns_per_byte, cal.local_copy.se_ns_per_byte,
-                                      cal.local_copy.transitions};
-  const FitOptions& o = cal.options;
-  json extra;
-  json files = json::array();
-  for (const auto& f : rs.files)
-    files.push_back({{"path", f.path}, {"sha256", f.sha256}, {"contexts", f.contexts}});
-  extra["provenance"] = {{"results", files},
-                         {"point_records", rs.point_records},
-                         {"excluded_wrong", rs.skipped_wrong},
-                         {"excluded_failed", rs.skipped_failed},
-                         {"other_mode", cal.points_other_mode}};
-  extra["fit_method"] = {
-      {"method", "backbone: piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B "
-                 "per size segment; weighted least squares of relative residuals; Huber IRLS; "
-                 "segment ends by dynamic programming; segment count by k-fold held-out error "
-                 "over sizes. Measured curves: per measured class the log ratio of measured time "
-                 "to backbone at each measured size (spikes removed, shrunk by signal-to-noise), "
-                 "interpolated in log size; 95 % intervals from leave-one-size-out errors "
-                 "(docs/CALIBRATION.md \"The model\")"},
-      {"timing_mode", o.mode},
-      {"y", "median of the slowest-rank samples (imported logs: the tool's mean per size)"},
-      {"huber_k", o.huber_k},
-      {"folds", o.folds},
-      {"max_segments", o.max_segments},
-      {"min_sizes", o.min_sizes},
-      {"min_sizes_per_segment", o.min_sizes_per_segment},
-      {"more_segments_gain", o.more_segments_gain},
-      {"observed_drop_min", o.observed_drop_min},
-      {"boundary_at_power_of_two", o.boundary_at_power_of_two},
-      {"boundary_rule",
-       "lines crossing inside the gap (either steeper; the crossing that keeps every measured "
-       "group size monotone): there; else a power of two inside the gap if "
-       "boundary_at_power_of_two; else the geometric middle"}};
-  json eff = json::array();
-  for (const auto& e : cal.effective_size) {
-    json j = {{"collective", collective_info(e.collective).name},
-              {"points", e.points},
-              {"chosen", eff_name(e.chosen)},
-              {"measured", e.measured}};
-    if (e.measured) {
-      j["mape_total"] = e.mape_total;
-      j["mape_n_times_max"] = e.mape_n_max;
-    }
-    eff.push_back(j);
-  }
-  json more;
-  more["effective_size_comparison"] = eff;
-  json dts = json::array();
-  for (const auto& d : cal.dtypes) {
-    json names = json::array();
-    for (DType t : d.dtypes) names.push_back(std::string(dtype_name(t)));
-    dts.push_back({{"collective", collective_info(d.collective).name},
-                   {"hosts", d.hosts},
-                   {"concurrent_groups", d.concurrent_groups},
-                   {"dtypes", names},
-                   {"pooled", d.pooled},
-                   {"detail", d.detail}});
-  }
-  more["dtype_pooling"] = dts;
-  json cls = json::array();
-  for (const auto& d : cal.class_pooling) {
-    json res = json::array();
-    for (const auto& r : d.class_residuals)
-      res.push_back({{"group_size", r.group_size},
-                     {"concurrent_groups", r.concurrent_groups},
-                     {"median_rel_residual", r.median},
-                     {"se", std::isfinite(r.se) ? json(r.se) : json(nullptr)},
-                     {"differs", r.differs}});
-    cls.push_back({{"collective", collective_info(d.collective).name},
-                   {"hosts", d.hosts},
-                   {"test", "per class (group size, concurrent groups) with >= 3 points: median "
-                            "relative residual under the pooled fit, SE from the pooled robust "
-                            "scale; split when > " +
-                                fmt("%.0f%%", o.class_bias_min * 100) + " and > 3 SE"},
-                   {"pooled", d.pooled},
-                   {"contention", d.contention},
-                   {"contention_z", d.contention_z},
-                   {"contention_effect", d.contention_effect},
-                   {"classes", res},
-                   {"split_off", d.split_off},
-                   {"detail", d.detail}});
-    if (d.holdout_pooled && d.holdout_separate) {
-      cls.back()["holdout_pooled"] = *d.holdout_pooled;
-      cls.back()["holdout_separate"] = *d.holdout_separate;
-    }
-  }
-  more["class_pooling"] = cls;
-  json unf = json::array();
-  for (const auto& u : cal.unfitted)
-    unf.push_back({{"collective", collective_info(u.collective).name},
-                   {"hosts", u.hosts},
-                   {"concurrent_groups", u.concurrent_groups},
-                   {"dtype", u.dtype ? json(std::string(dtype_name(*u.dtype))) : json(nullptr)},
-                   {"group_sizes", u.group_sizes},
-                   {"sizes", u.sizes},
-                   {"reason", u.reason}});
-  more["unfitted_models"] = unf;
-  const LocalCopyFit& lc = cal.local_copy;
-  json tr = {{"count", cal.transitions.size()},
-             {"mape", cal.composition_mape ? json(*cal.composition_mape) : json(nullptr)},
-             {"copy_cost",
-              {{"local_only_transitions", lc.transitions},
-               {"fitted", lc.fitted},
-               {"adopted", lc.used},
-               {"alpha_us", lc.fitted ? json(lc.alpha_us) : json(nullptr)},
-               {"ns_per_byte", lc.fitted ? json(lc.ns_per_byte) : json(nullptr)},
-               {"se_ns_per_byte", lc.fitted ? json(lc.se_ns_per_byte) : json(nullptr)},
-               {"clamped", lc.clamped},
-               {"built_in_ns_per_byte", lc.default_ns_per_byte},
-               {"mape_at_built_in",
-                lc.composition_mape_default ? json(*lc.composition_mape_default) : json(nullptr)},
-               {"mape_at_fitted",
-                lc.composition_mape_fitted ? json(*lc.composition_mape_fitted) : json(nullptr)}}}};
-  json items = json::array();
-  for (const auto& t : cal.transitions)
-    items.push_back({{"transition", t.label},
-                     {"comm_steps", t.comm_steps},
-                     {"measured_us", t.measured_us},
-                     {"predicted_us", t.predicted_us},
-                     {"rel_error", t.rel_error},
-                     {"extrapolated", t.extrapolated}});
-  tr["items"] = items;
-  more["transition_composition"] = tr;
-  extra["extra"] = more;
-  p.json_extra = extra.dump();
-  return p;
-}
-
-std::string quality_report(const ResultSet& rs, const Calibration& cal) {
-  std::string out;
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "calibration: backend %s, memory %s, %zu file(s), %d point record(s): %d used, %d "
-                "excluded (wrong > 0), %d failed, %d in another timing mode (models describe %s)\n",
-                rs.backend.c_str(), rs.memory.c_str(), rs.files.size(), rs.point_records,
-                cal.points_used, rs.skipped_wrong, rs.skipped_failed, cal.points_other_mode,
-                cal.options.mode.c_str());
-  out += buf;
-  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %7s %7s %8s %7s %7s %7s  %s\n",
-                "collective", "hosts", "conc", "dtype", "n", "pts", "segs", "MAPE",
-                "max", "holdout", "LOGO", "LOMO", "LOCO",
-                "segments: [from) alpha+step us, B GB/s[, contention]");
-  out += buf;
-  for (const Model& m : cal.models) {
-    std::string ns;
-    for (int n : m.group_sizes) ns += (ns.empty() ? "" : ",") + std::to_string(n);
-    std::string segs;
-    for (const Segment& s : m.segments)
-      segs += (segs.empty() ? "" : " | ") + fmt("%.0f:", s.s_lo) + fmt(" %.2f", s.alpha_us) +
-              fmt("+%.3f", s.alpha_step_us) + fmt(" %.3g", s.bandwidth_GBps) +
-              (s.contention ? fmt(" c%.3f", *s.contention) : "");
-    const Domain dom = effective_domain(m);
-    const std::string conc = dom.concurrent_groups.hi && *dom.concurrent_groups.hi > dom.concurrent_groups.lo
-                                 ? fmt("%.0f-", dom.concurrent_groups.lo) + fmt("%.0f", *dom.concurrent_groups.hi)
-                                 : std::to_string(m.concurrent_groups);
-    std::snprintf(buf, sizeof buf, "%-15s %5d %4s %-6s %-10s %4d %4zu %7s %7s %8s %7s %7s %7s  %s\n",
-                  std::string(collective_info(m.collective).name).c_str(), m.hosts,
-                  conc.c_str(),
-                  m.dtype ? std::string(dtype_name(*m.dtype)).c_str() : "pooled", ns.c_str(),
-                  m.quality.points, m.segments.size(), pct(m.quality.mape).c_str(),
-                  pct(m.quality.max_rel_error).c_str(), pct(m.quality.holdout_mape).c_str(),
-                  pct(m.quality.leave_group_out_mape).c_str(),
-                  pct(m.quality.leave_mesh_out_mape).c_str(),
-                  pct(m.quality.leave_concurrency_out_mape).c_str(), segs.c_str());
-    out += buf;
-  }
-  for (const auto& u : cal.unfitted)
-    out += "not fitted: " + key_name(u.collective, u.hosts, u.concurrent_groups, u.dtype) + ": " +
-           u.reason + "\n";
-  for (const auto& d : cal.class_pooling) {
-    std::string res, split;
-    for (const auto& [n, c] : d.split_off)
-      split += (split.empty() ? "" : ", ") + std::string("n=") + std::to_string(n) + "/c=" +
-               std::to_string(c);
-    for (const auto& r : d.class_residuals)
-      res += (res.empty() ? "" : ", ") + std::string("n=") + std::to_string(r.group_size) +
-             "/c=" + std::to_string(r.concurrent_groups) + " " + fmt("%+.1f%%", r.median * 100) +
-             (std::isfinite(r.se) ? " (se " + fmt("%.1f%%", r.se * 100) + ")" : " (untested)") +
-             (r.differs ? " differs" : "");
-    out += "classes " + std::string(collective_info(d.collective).name) +
-           " hosts=" + std::to_string(d.hosts) + ": " +
-           (d.pooled ? std::string("pooled")
-            : d.split_off.empty()
-                ? std::string("not pooled, one model per concurrency")
-                : "not pooled: split off " + split + " (one model per concurrency), the rest pooled") +
-           (d.pooled && d.contention ? " with contention" : "") + " (contention z " +
-           fmt("%.1f", d.contention_z) + ", effect " + fmt("%.1f%%", d.contention_effect * 100) +
-           "; median residual per class, split at > " +
-           fmt("%.0f%%", cal.options.class_bias_min * 100) + " and > 3 SE: " +
-           (d.detail.empty() ? res : d.detail) +
-           (d.holdout_pooled && d.holdout_separate
-                ? "; holdout pooled " + pct(d.holdout_pooled) + ", one model per concurrency " +
-                      pct(d.holdout_separate)
-                : std::string()) +
-           ")\n";
-  }
-  for (const auto& d : cal.dtypes)
-    if (d.dtypes.size() >= 2)
-      out += "dtypes " + key_name(d.collective, d.hosts, d.concurrent_groups, std::nullopt) + ": " +
-             (d.pooled ? "pooled" : "fitted separately") + " (" + d.detail + ")\n";
-  out += "uneven shards, effective size (MAPE of v-form points priced with the even-shard model):\n";
-  for (const auto& e : cal.effective_size) {
-    if (!e.measured)
-      out += "  " + std::string(collective_info(e.collective).name) +
-             ": no uneven points; default n_times_max\n";
-    else
-      out += "  " + std::string(collective_info(e.collective).name) + ": " +
-             std::to_string(e.points) + " points, total " + pct(e.mape_total) + ", n x max " +
-             pct(e.mape_n_max) + " -> " + eff_name(e.chosen) + "\n";
-  }
-  if (cal.composition_mape) {
-    int extr = 0;
-    double worst = 0;
-    for (const auto& t : cal.transitions) {
-      extr += t.extrapolated;
-      worst = std::max(worst, std::abs(t.rel_error));
-    }
-    out += "transitions predicted from their steps: " + std::to_string(cal.transitions.size()) +
-           ", composition MAPE " + pct(cal.composition_mape) + ", max " + pct(worst) + " (" +
-           std::to_string(extr) + " used an extrapolated model)\n";
-    const LocalCopyFit& lc = cal.local_copy;
-    char line[256];
-    if (lc.fitted && lc.composition_mape_fitted)
-      std::snprintf(line, sizeof line,
-                    "copy cost: %.4g ns/B (se %.2g%s; fixed %.3g us) from %d local-only transitions; "
-                    "composition MAPE at it %s, at the built-in %.4g ns/B %s: %s\n",
-                    lc.ns_per_byte, lc.se_ns_per_byte, lc.clamped ? ", clamped" : "", lc.alpha_us,
-                    lc.transitions, pct(lc.composition_mape_fitted).c_str(), lc.default_ns_per_byte,
-                    pct(lc.composition_mape_default).c_str(),
-                    lc.why.c_str());
-    else
-      std::snprintf(line, sizeof line,
-                    "copy cost: built-in %.4g ns/B (%d local-only transitions measured; %d at two "
-                    "sizes or more needed to fit it)\n",
-                    lc.default_ns_per_byte, lc.transitions, kMinCopyTransitions);
-    out += line;
-  } else {
-    out += "transitions: none to predict\n";
-  }
-  return out;
 }
 
 }  // namespace shardcal::calib

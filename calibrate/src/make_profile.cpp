@@ -1,0 +1,165 @@
+// The profile a calibration writes: models, provenance, fit method, decisions and comparisons
+// (docs/PROFILE_FORMAT.md, docs/CALIBRATION.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fit_text.hpp"
+#include "shardcal/calibrate/fit.hpp"
+#include "shardcal/error.hpp"
+#include "shardcal/formats/utc_time.hpp"
+
+namespace shardcal::calib {
+
+using nlohmann::json;
+using fit_text::eff_name;
+using fit_text::fmt;
+
+Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::string& cluster) {
+  Profile p;
+  p.cluster = cluster;
+  p.created = formats::utc_now_iso8601();
+  p.backend = rs.backend;
+  p.memory = rs.memory;
+  p.shardcal_version = "unknown";
+  for (const auto& f : rs.files)
+    for (const auto& c : f.contexts)
+      if (c.contains("shardcal_version") && c["shardcal_version"].is_string())
+        p.shardcal_version = c["shardcal_version"].get<std::string>();
+  p.models = cal.models;
+  if (cal.local_copy.used)
+    p.local_copy = Profile::LocalCopy{cal.local_copy.ns_per_byte, cal.local_copy.se_ns_per_byte,
+                                      cal.local_copy.transitions};
+  const FitOptions& o = cal.options;
+  json extra;
+  json files = json::array();
+  for (const auto& f : rs.files)
+    files.push_back({{"path", f.path}, {"sha256", f.sha256}, {"contexts", f.contexts}});
+  extra["provenance"] = {{"results", files},
+                         {"point_records", rs.point_records},
+                         {"excluded_wrong", rs.skipped_wrong},
+                         {"excluded_failed", rs.skipped_failed},
+                         {"other_mode", cal.points_other_mode}};
+  extra["fit_method"] = {
+      {"method", "backbone: piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B "
+                 "per size segment; weighted least squares of relative residuals; Huber IRLS; "
+                 "segment ends by dynamic programming; segment count by k-fold held-out error "
+                 "over sizes. Measured curves: per measured class the log ratio of measured time "
+                 "to backbone at each measured size (spikes removed, shrunk by signal-to-noise), "
+                 "interpolated in log size; 95 % intervals from leave-one-size-out errors "
+                 "(docs/CALIBRATION.md \"The model\")"},
+      {"timing_mode", o.mode},
+      {"y", "median of the slowest-rank samples (imported logs: the tool's mean per size)"},
+      {"huber_k", o.huber_k},
+      {"folds", o.folds},
+      {"max_segments", o.max_segments},
+      {"min_sizes", o.min_sizes},
+      {"min_sizes_per_segment", o.min_sizes_per_segment},
+      {"more_segments_gain", o.more_segments_gain},
+      {"observed_drop_min", o.observed_drop_min},
+      {"boundary_at_power_of_two", o.boundary_at_power_of_two},
+      {"boundary_rule",
+       "lines crossing inside the gap (either steeper; the crossing that keeps every measured "
+       "group size monotone): there; else a power of two inside the gap if "
+       "boundary_at_power_of_two; else the geometric middle"}};
+  json eff = json::array();
+  for (const auto& e : cal.effective_size) {
+    json j = {{"collective", collective_info(e.collective).name},
+              {"points", e.points},
+              {"chosen", eff_name(e.chosen)},
+              {"measured", e.measured}};
+    if (e.measured) {
+      j["mape_total"] = e.mape_total;
+      j["mape_n_times_max"] = e.mape_n_max;
+    }
+    eff.push_back(j);
+  }
+  json more;
+  more["effective_size_comparison"] = eff;
+  json dts = json::array();
+  for (const auto& d : cal.dtypes) {
+    json names = json::array();
+    for (DType t : d.dtypes) names.push_back(std::string(dtype_name(t)));
+    dts.push_back({{"collective", collective_info(d.collective).name},
+                   {"hosts", d.hosts},
+                   {"concurrent_groups", d.concurrent_groups},
+                   {"dtypes", names},
+                   {"pooled", d.pooled},
+                   {"detail", d.detail}});
+  }
+  more["dtype_pooling"] = dts;
+  json cls = json::array();
+  for (const auto& d : cal.class_pooling) {
+    json res = json::array();
+    for (const auto& r : d.class_residuals)
+      res.push_back({{"group_size", r.group_size},
+                     {"concurrent_groups", r.concurrent_groups},
+                     {"median_rel_residual", r.median},
+                     {"se", std::isfinite(r.se) ? json(r.se) : json(nullptr)},
+                     {"differs", r.differs}});
+    cls.push_back({{"collective", collective_info(d.collective).name},
+                   {"hosts", d.hosts},
+                   {"test", "per class (group size, concurrent groups) with >= 3 points: median "
+                            "relative residual under the pooled fit, SE from the pooled robust "
+                            "scale; split when > " +
+                                fmt("%.0f%%", o.class_bias_min * 100) + " and > 3 SE"},
+                   {"pooled", d.pooled},
+                   {"contention", d.contention},
+                   {"contention_z", d.contention_z},
+                   {"contention_effect", d.contention_effect},
+                   {"classes", res},
+                   {"split_off", d.split_off},
+                   {"detail", d.detail}});
+    if (d.holdout_pooled && d.holdout_separate) {
+      cls.back()["holdout_pooled"] = *d.holdout_pooled;
+      cls.back()["holdout_separate"] = *d.holdout_separate;
+    }
+  }
+  more["class_pooling"] = cls;
+  json unf = json::array();
+  for (const auto& u : cal.unfitted)
+    unf.push_back({{"collective", collective_info(u.collective).name},
+                   {"hosts", u.hosts},
+                   {"concurrent_groups", u.concurrent_groups},
+                   {"dtype", u.dtype ? json(std::string(dtype_name(*u.dtype))) : json(nullptr)},
+                   {"group_sizes", u.group_sizes},
+                   {"sizes", u.sizes},
+                   {"reason", u.reason}});
+  more["unfitted_models"] = unf;
+  const LocalCopyFit& lc = cal.local_copy;
+  json tr = {{"count", cal.transitions.size()},
+             {"mape", cal.composition_mape ? json(*cal.composition_mape) : json(nullptr)},
+             {"copy_cost",
+              {{"local_only_transitions", lc.transitions},
+               {"fitted", lc.fitted},
+               {"adopted", lc.used},
+               {"alpha_us", lc.fitted ? json(lc.alpha_us) : json(nullptr)},
+               {"ns_per_byte", lc.fitted ? json(lc.ns_per_byte) : json(nullptr)},
+               {"se_ns_per_byte", lc.fitted ? json(lc.se_ns_per_byte) : json(nullptr)},
+               {"clamped", lc.clamped},
+               {"built_in_ns_per_byte", lc.default_ns_per_byte},
+               {"mape_at_built_in",
+                lc.composition_mape_default ? json(*lc.composition_mape_default) : json(nullptr)},
+               {"mape_at_fitted",
+                lc.composition_mape_fitted ? json(*lc.composition_mape_fitted) : json(nullptr)}}}};
+  json items = json::array();
+  for (const auto& t : cal.transitions)
+    items.push_back({{"transition", t.label},
+                     {"comm_steps", t.comm_steps},
+                     {"measured_us", t.measured_us},
+                     {"predicted_us", t.predicted_us},
+                     {"rel_error", t.rel_error},
+                     {"extrapolated", t.extrapolated}});
+  tr["items"] = items;
+  more["transition_composition"] = tr;
+  extra["extra"] = more;
+  p.json_extra = extra.dump();
+  return p;
+}
+
+}  // namespace shardcal::calib
