@@ -110,8 +110,17 @@ struct CurvePart {
   bool beyond = false;
 };
 
+// The share of the measured ratios a price does not keep (mu < 1) is the backbone's misfit: their
+// rms, scaled by 1 - mu, at every size.
+double curve_misfit(const MeasuredCurve& cv) {
+  double ss = 0;
+  for (double r : cv.log_ratio) ss += r * r;
+  return (1 - cv.weight) * std::sqrt(ss / double(cv.log_ratio.size()));
+}
+
+// want_sigma false: the time only (the planner's path), sigma left 0.
 CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, double s_eff,
-                     double log_bb) {
+                     double log_bb, bool want_sigma) {
   CurvePart out;
   const std::size_t k = cv.bytes.size();
   const double x = lg2(s_eff);
@@ -142,10 +151,9 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     out.beyond = true;
     out.log_t = log_bb + cv.weight * cv.log_ratio[end];
     if (end == k - 1) out.log_t = std::max(out.log_t, ymono(k - 1));
+    if (!want_sigma) return out;
     const double grow = cv.kappa_scale * d / 2.0;
-    double ss = 0;
-    for (double r : cv.log_ratio) ss += r * r;
-    const double misfit = (1 - cv.weight) * std::sqrt(ss / double(k));
+    const double misfit = curve_misfit(cv);
     out.sigma = std::sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit);
     return out;
   }
@@ -157,8 +165,9 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   const double xi = lg2(cv.bytes[i]), xj = lg2(cv.bytes[i + 1]);
   const double g = xj - xi;
   const double w = g > 0 ? (x - xi) / g : 0.0;
+  const double lbb_i = log_bb_at(i), lbb_j = log_bb_at(i + 1);
   const double yi = ymono(i);
-  const double yj = log_bb_at(i + 1) < log_bb_at(i) ? yk(i + 1) : std::max(yk(i + 1), yi);
+  const double yj = lbb_j < lbb_i ? yk(i + 1) : std::max(yk(i + 1), yi);
   const double ruler = (1 - w) * yi + w * yj;
   // At a measured size (w = 0 or 1) there is no gap to be unsure about.
   out.switch_gap = w > 0 && w < 1 &&
@@ -175,23 +184,20 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     // The measured ratio interpolated, less the share (1 - lambda) of the backbone's shape the
     // curve does not keep, weighted by mu: with lambda = mu = 1 the backbone times the
     // interpolated ratio; lambda = 0, mu = 1: the log-log line; mu = 0: the backbone.
-    const double shape = log_bb - ((1 - w) * log_bb_at(i) + w * log_bb_at(i + 1));
+    const double shape = log_bb - ((1 - w) * lbb_i + w * lbb_j);
     const double r = (1 - w) * cv.log_ratio[i] + w * cv.log_ratio[i + 1] - (1 - cv.shrink) * shape;
     // Convex in log size inside a segment (ln of alpha + beta S is), so held at or above the
     // gap's lower end it never falls: with non-decreasing knots (curves.cpp) prices are
     // non-decreasing in size.
     out.log_t = std::max(log_bb + cv.weight * r, yi);
   }
+  if (!want_sigma) return out;
   // Interpolation error: the curve's leave-one-size-out error scale (the larger of the gap's
-  // two ends and the curve's rms), times w (1 - w) g: zero at a measured size, largest mid-gap,
-  // growing with the gap.
+  // two ends and the curve's typical kappa), times w (1 - w) g: zero at a measured size, largest
+  // mid-gap, growing with the gap.
   const double kap = std::max({cv.kappa_scale, cv.kappa[i], cv.kappa[i + 1]});
   const double curv = kap * w * (1 - w) * g;
-  // The share of the measured ratios a price does not keep (mu < 1) is the backbone's misfit:
-  // their rms, scaled by 1 - mu, also at the measured sizes.
-  double ss = 0;
-  for (double r : cv.log_ratio) ss += r * r;
-  const double misfit = (1 - cv.weight) * std::sqrt(ss / double(k));
+  const double misfit = curve_misfit(cv);
   out.sigma = std::sqrt(cv.noise * cv.noise + curv * curv + misfit * misfit);
   return out;
 }
@@ -215,7 +221,7 @@ Priced price_impl(const Model& m, int n, int c, double s_eff, double class_sigma
   }
   out.curve = cv;
   out.curve_exact = exact;
-  const CurvePart cp = curve_part(m, *cv, n, c, s_eff, log_time(bb));
+  const CurvePart cp = curve_part(m, *cv, n, c, s_eff, log_time(bb), want_interval);
   out.switch_gap = cp.switch_gap;
   out.beyond_measured = cp.beyond;
   out.time_us = std::exp(cp.log_t);
