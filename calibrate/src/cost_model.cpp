@@ -255,4 +255,53 @@ double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff)
   return price_impl(m, n, concurrent_groups, s_eff, 0.0, false).time_us;
 }
 
+namespace {
+
+// The transported log time from the two models' prices (cost_model.hpp HostTransport).
+double transported_log(const HostTransport& t, double tb, double ta) {
+  return (1.0 + t.exponent) * std::log(tb) - t.exponent * std::log(ta);
+}
+
+}  // namespace
+
+Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff,
+                         double class_log_sigma) {
+  const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
+  const Priced a = price(*t.other, t.n_other, concurrent_groups, s_eff);
+  Priced out = b;
+  out.curve_exact = false;
+  out.switch_gap = b.switch_gap || a.switch_gap;
+  out.beyond_measured = b.beyond_measured || a.beyond_measured;
+  if (!(b.time_us > 0) || !(a.time_us > 0)) return out;  // no log: the nearest count's price
+  const double lt = transported_log(t, b.time_us, a.time_us);
+  out.time_us = std::exp(lt);
+  // Each price's own interval as a log sigma per side, propagated through the power law (errors
+  // taken as independent), then the transport's own term and the class term in quadrature.
+  // With e > 0 a high t_a lowers t, so t's lower side takes a's upper side and the reverse.
+  const double z = kIntervalZ;
+  // (An interval bound of 0 -- exp() underflow -- counts as the widest the clamp allows.)
+  auto side = [z](double big, double small) {
+    return small > 0 && big > small ? std::min(std::log(big / small), 700.0) / z : 0.0;
+  };
+  const double b_lo = side(b.time_us, b.lo_us), b_hi = side(b.hi_us, b.time_us);
+  const double a_lo = side(a.time_us, a.lo_us), a_hi = side(a.hi_us, a.time_us);
+  const double wb = 1.0 + t.exponent, wa = t.exponent;
+  const double tr = kHostTransportLogSigma * t.doublings;
+  const double s_lo = std::sqrt(wb * wb * b_lo * b_lo + wa * wa * (wa > 0 ? a_hi * a_hi : a_lo * a_lo) +
+                                tr * tr + class_log_sigma * class_log_sigma);
+  const double s_hi = std::sqrt(wb * wb * b_hi * b_hi + wa * wa * (wa > 0 ? a_lo * a_lo : a_hi * a_hi) +
+                                tr * tr + class_log_sigma * class_log_sigma);
+  out.lo_us = std::exp(std::clamp(lt - z * s_lo, -700.0, 700.0));
+  out.hi_us = std::exp(std::clamp(lt + z * s_hi, -700.0, 700.0));
+  return out;
+}
+
+double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
+                                 double s_eff) {
+  const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
+  const double ta = price_time_us(*t.other, t.n_other, concurrent_groups, s_eff);
+  if (!(tb > 0) || !(ta > 0)) return tb;
+  return std::exp(transported_log(t, tb, ta));
+}
+
 }  // namespace shardcal::calib

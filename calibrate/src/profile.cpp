@@ -618,6 +618,39 @@ bool non_decreasing_in_size(const Model& m, int n, double rel_tol) {
   return true;
 }
 
+namespace {
+
+// The host-count transport for a query (cost_model.hpp HostTransport): when the query spans
+// hosts the chosen model did not measure, a second measured inter-host model of the collective
+// (same dtype and concurrency as the chosen one, both with domains derived from measurements),
+// preferably on the other side of the query's host count (interpolation), else the one nearest
+// the chosen model's count. None when the query or the chosen model is intra-host.
+HostTransport host_transport(const Profile& p, const Model& best, const LinkClass& lc) {
+  HostTransport t;
+  if (lc.hosts <= 1 || best.hosts <= 1 || best.hosts == lc.hosts || best.domain) return t;
+  const bool best_below = best.hosts < lc.hosts;
+  bool other_across = false;
+  double other_d = 0;
+  for (const Model& m : p.models) {
+    if (&m == &best || m.collective != best.collective || m.hosts <= 1 || m.hosts == best.hosts ||
+        m.domain || m.dtype != best.dtype || m.concurrent_groups != best.concurrent_groups)
+      continue;
+    const bool across = m.hosts != lc.hosts && (m.hosts < lc.hosts) != best_below;
+    const double d = std::abs(std::log(double(m.hosts) / (across ? lc.hosts : best.hosts)));
+    if (!t.other || (across && !other_across) || (across == other_across && d < other_d))
+      t.other = &m, other_across = across, other_d = d;
+  }
+  if (!t.other) return t;
+  const double hq = lc.hosts, hb = best.hosts, ha = t.other->hosts;
+  t.n_model = best.hosts * lc.ranks_per_host;
+  t.n_other = t.other->hosts * lc.ranks_per_host;
+  t.exponent = std::log(hq / hb) / std::log(hb / ha);
+  t.doublings = std::abs(std::log2(hq / hb));
+  return t;
+}
+
+}  // namespace
+
 Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
                    std::span<const std::int64_t> counts, int elem_size, std::optional<DType> dtype) {
   const std::string cname(collective_info(c).name);
@@ -661,10 +694,22 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   std::string note;
   auto add = [&](const std::string& what) { note += (note.empty() ? "" : "; ") + what; };
   const auto& [side, dh, dc, dn, ds] = best_key;
-  if (side != 0 || dh != 1.0 || dc != 1.0)
+  out.transport = host_transport(p, *best, lc);
+  const HostTransport& tr = out.transport;
+  if (tr.other) {
+    // Priced from two measured host counts: the group size is each model's own (its hosts x
+    // these ranks per host), so neither "nearest class" nor "group size outside" applies.
+    const int ha = tr.other->hosts, hb = best->hosts;
+    if (lc.hosts > std::max(ha, hb) || lc.hosts < std::min(ha, hb))
+      add("hosts=" + std::to_string(lc.hosts) + " beyond the measured hosts=" + std::to_string(std::min(ha, hb)) +
+          " and " + std::to_string(std::max(ha, hb)) + " (per-size power law in hosts)");
+    if (dc != 1.0)
+      add("nearest measured class: concurrent_groups=" + std::to_string(best->concurrent_groups));
+  } else if (side != 0 || dh != 1.0 || dc != 1.0)
     add("nearest measured class: hosts=" + std::to_string(best->hosts) +
         " concurrent_groups=" + std::to_string(best->concurrent_groups));
-  if (dn != 1.0) add("group size " + std::to_string(lc.group_size) + " outside the measured range");
+  if (tr.other) {
+  } else if (dn != 1.0) add("group size " + std::to_string(lc.group_size) + " outside the measured range");
   else if (dc == 1.0 && !d.classes.empty() &&
            !between_measured_classes(d.classes, lc.group_size, lc.concurrent_groups))
     add("group size " + std::to_string(lc.group_size) + " with " +
@@ -676,16 +721,21 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   // The class is extrapolated when the model's choice was (the size alone is not: the curve
   // widens the interval for sizes beyond the measured ones itself).
   const double class_sigma =
-      side != 0 ? kOtherSideLogSigma : (!note.empty() ? kExtrapolatedClassLogSigma : 0.0);
+      tr.other ? (dc != 1.0 || ds == 2 ? kExtrapolatedClassLogSigma : 0.0)
+      : side != 0 ? kOtherSideLogSigma : (!note.empty() ? kExtrapolatedClassLogSigma : 0.0);
   if (!d.bytes.contains(s_eff)) add("size " + fmt(s_eff) + " B outside the measured range");
   out.extrapolated = !note.empty();
   out.note = note;
-  const Priced pr = price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma);
+  const Priced pr = tr.other ? price_transported(*best, tr, lc.concurrent_groups, s_eff, class_sigma)
+                             : price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma);
   out.segment = int(pr.segment);
   out.time_us = pr.time_us;
   out.lo_us = pr.lo_us;
   out.hi_us = pr.hi_us;
   out.basis = !pr.curve ? "backbone" : pr.curve_exact ? "measured curve" : "nearest class's curve";
+  if (tr.other)
+    out.basis = "hosts=" + std::to_string(best->hosts) + " and " + std::to_string(tr.other->hosts) +
+                " transported to hosts=" + std::to_string(lc.hosts) + " (" + out.basis + ")";
   if (pr.switch_gap) out.basis += ", switch in the gap";
   if (pr.beyond_measured) out.basis += ", beyond the measured sizes";
   return out;

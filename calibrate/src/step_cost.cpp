@@ -129,6 +129,7 @@ struct MeshPrices {
     bool ready = false;
     LinkClass lc;
     const Model* model = nullptr;
+    HostTransport transport;  // predict()'s host-count transport for the class, if any
   };
   std::vector<int> shape;
   DType dtype;
@@ -173,7 +174,10 @@ class TrafficPricer {
     // predict()'s arithmetic for the chosen model (calibrate/src/profile.cpp).
     const double s_eff = effective_bytes(*t.collective, m.effective_size, double(t.bytes),
                                          t.counts, int(t.elem_size), sl.lc.group_size);
-    double time_us = price_time_us(m, sl.lc.group_size, sl.lc.concurrent_groups, s_eff);
+    double time_us =
+        sl.transport.other
+            ? price_transported_time_us(m, sl.transport, sl.lc.concurrent_groups, s_eff)
+            : price_time_us(m, sl.lc.group_size, sl.lc.concurrent_groups, s_eff);
     if (copies_ && t.max_copy_bytes > 0) time_us += double(t.max_copy_bytes) / (bw_ * 1e3);
     return time_us;
   }
@@ -202,7 +206,11 @@ class TrafficPricer {
                         : mesh_dim_link_class(DeviceMesh(mesh_->shape), dim, rph_);
       const bool any = std::any_of(prof_->models.begin(), prof_->models.end(),
                                    [&](const Model& m) { return m.collective == c; });
-      shared.model = any ? predict(*prof_, c, shared.lc, 0.0, {}, 1, mesh_->dtype).model : nullptr;
+      if (any) {
+        const Prediction pr = predict(*prof_, c, shared.lc, 0.0, {}, 1, mesh_->dtype);
+        shared.model = pr.model;
+        shared.transport = pr.transport;
+      }
       shared.ready = true;
     }
     sl = shared;

@@ -51,14 +51,14 @@ def rnum(rng, lo, hi):
     return round(x, rng.choice([0, 1, 3, 17]))
 
 
-def random_profile(rng):
+def random_profile(rng, host_counts=(1, 1, 2, 4), colls=None, cgs=(1, 1, 2, 4), dtypes=(None, None, "f32", "bf16")):
     models = []
     used = set()
     for _ in range(rng.randint(1, 10)):
-        coll = rng.choice(COLLS)
-        hosts = rng.choice([1, 1, 2, 4])
-        cg = rng.choice([1, 1, 2, 4])
-        dtype = rng.choice([None, None, "f32", "bf16"])
+        coll = rng.choice(colls or COLLS)
+        hosts = rng.choice(host_counts)
+        cg = rng.choice(cgs)
+        dtype = rng.choice(dtypes)
         if (coll, hosts, cg, dtype) in used:
             continue
         used.add((coll, hosts, cg, dtype))
@@ -114,9 +114,9 @@ def random_profile(rng):
     return doc
 
 
-def random_query(rng):
-    coll = rng.choice(COLLS)
-    hosts = rng.choice([1, 1, 2, 3, 4, 8])
+def random_query(rng, colls=None, host_counts=(1, 1, 2, 3, 4, 8)):
+    coll = rng.choice(colls or COLLS)
+    hosts = rng.choice(host_counts)
     rph = rng.choice([1, 2, 4, 8])
     n = hosts * rph
     if rng.random() < 0.03:
@@ -143,6 +143,7 @@ def parity(tool, repo):
     rng = random.Random(20261123)
     total = 0
     compared = 0
+    transported = 0
     seen_ok = set()
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
@@ -150,6 +151,11 @@ def parity(tool, repo):
             path = os.path.join(tmp, f"p{i}.json")
             with open(path, "w") as f:
                 json.dump(random_profile(rng), f)
+            profiles.append(path)
+        for i in range(4):  # inter-host models only: queries at other host counts are transported
+            path = os.path.join(tmp, f"h{i}.json")
+            with open(path, "w") as f:
+                json.dump(random_profile(rng, (2, 4, 8), ("all_gather", "all_reduce", "reduce_scatter"), (1,), (None,)), f)
             profiles.append(path)
         for path in profiles:
             prof = sp.load(path)
@@ -159,7 +165,9 @@ def parity(tool, repo):
                 for seg, rs in zip(m.segments, rm["segments"]):
                     assert (seg.alpha_rel_se, seg.bandwidth_rel_se, seg.contention) == \
                         (rs.get("alpha_rel_se"), rs.get("bandwidth_rel_se"), rs.get("contention")), (path, rs)
-            queries = [random_query(rng) for _ in range(200)]
+            inter = os.path.basename(path).startswith("h")
+            queries = [random_query(rng, ("all_gather", "all_reduce", "reduce_scatter"), (2, 3, 4, 6, 8, 16))
+                       if inter else random_query(rng) for _ in range(200)]
             lines = []
             for (coll, n, hosts, rph, cg, nbytes, dtype, elem, counts) in queries:
                 lines.append(f"{coll} {n} {hosts} {rph} {cg} {nbytes!r} {dtype or '-'} {elem} "
@@ -189,6 +197,7 @@ def parity(tool, repo):
                 assert int(seg) == p.segment, f"{path}: '{text}': segment C++ {seg} python {p.segment}"
                 assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} python {p.note}"
                 compared += 1
+                transported += "transported" in p.basis
                 seen_ok.add(coll)
     for c in COLLS:  # every collective is queried and predicted by both
         assert c in seen_ok, f"no accepted query for {c}: {sorted(seen_ok)}"
@@ -196,8 +205,9 @@ def parity(tool, repo):
     agree = reject_parity(tool, sp, rng)
     print(f"parity: both readers agree on accepting/rejecting {agree} mutated profiles")
     print(f"parity: {compared} predictions equal (<= 1e-9 rel), {total - compared} rejected by both, "
-          f"{len(profiles)} profiles")
+          f"{len(profiles)} profiles; {transported} of them transported between host counts")
     assert compared >= 1000, compared
+    assert transported >= 20, f"only {transported} queries exercised the host-count transport"
 
 
 MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,

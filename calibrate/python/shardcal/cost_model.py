@@ -23,6 +23,7 @@ INTERVAL_LEVEL = 0.95
 UNMEASURED_MODEL_LOG_SIGMA = 0.35
 EXTRAPOLATED_CLASS_LOG_SIGMA = 0.15
 OTHER_SIDE_LOG_SIGMA = 1.0
+HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (cost_model.hpp kHostTransportLogSigma)
 CURVE_SWITCH_LOG = 0.6931471805599453  # ln 2 (cost_model.hpp kCurveSwitchLog)
 CURVE_MAX_NOISE = 5.0
 CURVE_MAX_KAPPA = 100.0
@@ -226,3 +227,52 @@ def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: 
 
 def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
     return price(model, n, concurrent_groups, s_eff).time_us
+
+
+@dataclass
+class HostTransport:
+    """cost_model.hpp / profile.hpp HostTransport: a price from two measured host counts."""
+    other: object  # the second host count's Model
+    n_model: int
+    n_other: int
+    exponent: float
+    doublings: float
+
+
+def _transported_log(t: HostTransport, tb: float, ta: float) -> float:
+    return (1.0 + t.exponent) * math.log(tb) - t.exponent * math.log(ta)
+
+
+def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
+                      class_log_sigma: float = 0.0) -> Priced:
+    b = price(model, t.n_model, concurrent_groups, s_eff)
+    a = price(t.other, t.n_other, concurrent_groups, s_eff)
+    out = Priced(b.time_us, b.lo_us, b.hi_us, b.segment, b.curve, False, b.switch_gap or a.switch_gap,
+                 b.beyond_measured or a.beyond_measured)
+    if not (b.time_us > 0) or not (a.time_us > 0):
+        return out
+    lt = _transported_log(t, b.time_us, a.time_us)
+    z = INTERVAL_Z
+
+    def side(big, small):
+        return min(math.log(big / small), 700.0) / z if small > 0 and big > small else 0.0
+    b_lo, b_hi = side(b.time_us, b.lo_us), side(b.hi_us, b.time_us)
+    a_lo, a_hi = side(a.time_us, a.lo_us), side(a.hi_us, a.time_us)
+    wb, wa = 1.0 + t.exponent, t.exponent
+    tr = HOST_TRANSPORT_LOG_SIGMA * t.doublings
+    s_lo = math.sqrt(wb * wb * b_lo * b_lo + wa * wa * (a_hi * a_hi if wa > 0 else a_lo * a_lo) +
+                     tr * tr + class_log_sigma * class_log_sigma)
+    s_hi = math.sqrt(wb * wb * b_hi * b_hi + wa * wa * (a_lo * a_lo if wa > 0 else a_hi * a_hi) +
+                     tr * tr + class_log_sigma * class_log_sigma)
+    out.time_us = math.exp(lt)
+    out.lo_us = math.exp(min(max(lt - z * s_lo, -700.0), 700.0))
+    out.hi_us = math.exp(min(max(lt + z * s_hi, -700.0), 700.0))
+    return out
+
+
+def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
+    tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
+    ta = price_time_us(t.other, t.n_other, concurrent_groups, s_eff)
+    if not (tb > 0) or not (ta > 0):
+        return tb
+    return math.exp(_transported_log(t, tb, ta))

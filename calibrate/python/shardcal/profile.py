@@ -548,6 +548,27 @@ class Profile:
                                f"calibrate from a sweep that measures {collective}")
         return best, best_key
 
+    def host_transport(self, best, hosts: int, ranks_per_host: int):
+        """profile.cpp host_transport(): a second measured inter-host model to transport the
+        chosen one to another host count (cost_model.HostTransport), or None."""
+        if hosts <= 1 or best.hosts <= 1 or best.hosts == hosts or "domain" in best.raw:
+            return None
+        best_below = best.hosts < hosts
+        other, other_across, other_d = None, False, 0.0
+        for m in self.models:
+            if (m is best or m.collective != best.collective or m.hosts <= 1 or m.hosts == best.hosts
+                    or "domain" in m.raw or m.dtype != best.dtype or m.concurrent_groups != best.concurrent_groups):
+                continue
+            across = m.hosts != hosts and (m.hosts < hosts) != best_below
+            d = abs(math.log(m.hosts / (hosts if across else best.hosts)))
+            if other is None or (across and not other_across) or (across == other_across and d < other_d):
+                other, other_across, other_d = m, across, d
+        if other is None:
+            return None
+        return _cm.HostTransport(other, best.hosts * ranks_per_host, other.hosts * ranks_per_host,
+                                 math.log(hosts / best.hosts) / math.log(best.hosts / other.hosts),
+                                 abs(math.log2(hosts / best.hosts)))
+
     def predict(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
                 nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
                 dtype: Optional[str] = None, concurrent_groups: int = 1, _check_class: bool = True) -> Prediction:
@@ -566,9 +587,19 @@ class Profile:
         s_eff = effective_bytes(collective, m.effective_size, nbytes, counts, elem_size, group_size)
         side, dh, dc, dn, ds = key
         notes = []
-        if side != 0 or dh != 1.0 or dc != 1.0:
+        tr = self.host_transport(m, hosts, ranks_per_host)
+        if tr is not None:
+            ha, hb = tr.other.hosts, m.hosts
+            if hosts > max(ha, hb) or hosts < min(ha, hb):
+                notes.append(f"hosts={hosts} beyond the measured hosts={min(ha, hb)} and {max(ha, hb)} "
+                             "(per-size power law in hosts)")
+            if dc != 1.0:
+                notes.append(f"nearest measured class: concurrent_groups={m.concurrent_groups}")
+        elif side != 0 or dh != 1.0 or dc != 1.0:
             notes.append(f"nearest measured class: hosts={m.hosts} concurrent_groups={m.concurrent_groups}")
-        if dn != 1.0:
+        if tr is not None:
+            pass
+        elif dn != 1.0:
             notes.append(f"group size {group_size} outside the measured range")
         elif dc == 1.0 and m.domain["classes"] and not _between_measured_classes(
                 m.domain["classes"], group_size, concurrent_groups):
@@ -577,12 +608,18 @@ class Profile:
         if ds == 2:
             notes.append(f"dtype model {m.dtype or 'pooled'} used for {dtype or 'an unspecified dtype'}")
         # The class's sigma (the size alone is not: the curve widens for it).
-        class_sigma = (_cm.OTHER_SIDE_LOG_SIGMA if side != 0
-                       else (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if notes else 0.0))
+        if tr is not None:
+            class_sigma = _cm.EXTRAPOLATED_CLASS_LOG_SIGMA if (dc != 1.0 or ds == 2) else 0.0
+        else:
+            class_sigma = (_cm.OTHER_SIDE_LOG_SIGMA if side != 0
+                           else (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if notes else 0.0))
         if not _contains(m.domain["bytes"], s_eff):
             notes.append(f"size {s_eff} B outside the measured range")
-        pr = _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma)
+        pr = (_cm.price_transported(m, tr, concurrent_groups, s_eff, class_sigma) if tr is not None
+              else _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma))
         basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
+        if tr is not None:
+            basis = f"hosts={m.hosts} and {tr.other.hosts} transported to hosts={hosts} ({basis})"
         if pr.switch_gap:
             basis += ", switch in the gap"
         if pr.beyond_measured:

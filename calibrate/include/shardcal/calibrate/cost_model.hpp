@@ -101,4 +101,28 @@ double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff)
 // (ties: the one measured at concurrency c, then the first); null when the model has none.
 const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact = nullptr);
 
+// Host-count transport (docs/CALIBRATION.md "Other host counts"). A group spanning h hosts
+// where the profile measured the same collective across two other host counts h_b (the nearest)
+// and h_a is priced, size by size, on the power law in h through the two measured prices:
+//     t(h) = t_b (t_b / t_a)^e,   e = ln(h / h_b) / ln(h_b / h_a),
+// each priced at its own group size (its hosts x the query's ranks per host) and the query's
+// S_eff. Exact at h_a and h_b, an interpolation between them, and where h is outside them it
+// carries each size's measured growth per factor of hosts on (nccl-tests' busbw convention
+// makes the bandwidth part of that growth ~1; the latency part is what the logs measure). No
+// per-size growth can be learnt from one host count: a profile with one inter-host count
+// prices other counts with the backbone (nearest class) as before.
+// Per doubling of hosts away from the nearest measured count, the interval's log sigma grows by
+// this much on top of the two prices' own (propagated): the transport's error is not estimable
+// from two host counts: one extrapolated class (kExtrapolatedClassLogSigma) per doubling. On
+// NCCL-like curves at 2-16 hosts (tests/data/scaling: torch's analytical copy of NCCL's tuning
+// model) one doubling out misses by a median 4-11 %, and these intervals cover 79-100 %.
+inline constexpr double kHostTransportLogSigma = 0.15;
+
+// (HostTransport, what predict() chose, is in profile.hpp beside Prediction.)
+// The chosen model m transported to another host count by t (t.other non-null).
+Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff,
+                         double class_log_sigma = 0.0);
+double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
+                                 double s_eff);
+
 }  // namespace shardcal::calib

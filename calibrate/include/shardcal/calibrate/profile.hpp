@@ -132,6 +132,15 @@ struct Model {
 // The domain a model is used on without the prediction being marked extrapolated.
 Domain effective_domain(const Model& m);
 
+// A price transported from two measured host counts (cost_model.hpp kHostTransportLogSigma).
+struct HostTransport {
+  const Model* other = nullptr;  // the second host count's model (null: no transport)
+  int n_model = 0;               // the group size the chosen model is priced at
+  int n_other = 0;               // ... and the other model
+  double exponent = 0;           // e = ln(h / h_b) / ln(h_b / h_a)
+  double doublings = 0;          // |log2(h / h_b)|: distance to the nearest measured count
+};
+
 struct Prediction {
   double time_us = 0;
   double lo_us = 0, hi_us = 0;      // 95 % prediction interval (cost_model.hpp)
@@ -142,6 +151,9 @@ struct Prediction {
   int segment = -1;
   bool extrapolated = false;        // link class, group size or size outside what was measured
   std::string note;                 // why extrapolated: "nearest measured class: hosts=1 ..."
+  // Set (transport.other non-null) when the price came from two measured host counts
+  // (cost_model.hpp HostTransport); the planner's hot path repeats it from here.
+  HostTransport transport;
 };
 
 struct Profile {
