@@ -15,12 +15,32 @@
 
 namespace shardcal {
 
+namespace detail {
+enum class BoxFault { InconsistentRanks, ElementSizeZero, OutOfBounds };
+// Throws the Error for a fault (out of line: the message is built only on failure).
+[[noreturn]] void throw_box_fault(BoxFault fault, std::size_t dim);
+}  // namespace detail
+
 // Checks a box copy's shapes. Throws Error "internal: copy_box with inconsistent ranks" (shape,
 // offset and extent vectors of different lengths), "... with element size 0", or "... out of
 // bounds on dim D" (a negative extent or offset, or the box leaving either array; the first such
 // dim). Returns false at the first dim whose extent is 0 (nothing to copy; later dims are not
-// checked), true otherwise.
-bool check_box(const BoxCopy& c);
+// checked), true otherwise. Inline: a call here cost the host copy of a small box about 30
+// instructions (of about 260) at -O3, measured with callgrind.
+inline bool check_box(const BoxCopy& c) {
+  const std::size_t nd = c.extent.size();
+  if (c.src_shape.size() != nd || c.dst_shape.size() != nd || c.src_offset.size() != nd ||
+      c.dst_offset.size() != nd)
+    detail::throw_box_fault(detail::BoxFault::InconsistentRanks, 0);
+  if (c.elem_size == 0) detail::throw_box_fault(detail::BoxFault::ElementSizeZero, 0);
+  for (std::size_t d = 0; d < nd; ++d) {
+    if (c.extent[d] == 0) return false;
+    if (c.extent[d] < 0 || c.src_offset[d] < 0 || c.src_offset[d] + c.extent[d] > c.src_shape[d] ||
+        c.dst_offset[d] < 0 || c.dst_offset[d] + c.extent[d] > c.dst_shape[d])
+      detail::throw_box_fault(detail::BoxFault::OutOfBounds, d);
+  }
+  return true;
+}
 
 // One strided outer dim of a collapsed box: `extent` steps of `src_stride` / `dst_stride` bytes.
 struct BoxDim {
