@@ -15,3 +15,19 @@ set(SHARDCAL_WITH_NCCL OFF)
 execute_process(COMMAND ${CMAKE_CXX_COMPILER} --version OUTPUT_VARIABLE _shardcal_smpi_version
                 OUTPUT_STRIP_TRAILING_WHITESPACE)
 message(STATUS "shardcal: SMPI build (${_shardcal_smpi_version})")
+
+# The dynamic loader's path (PT_INTERP of this system's /bin/sh), for the SMPI shardbench's
+# direct-run guard (bench/src/smpi/direct_run.cpp): without it, that shared object run by itself
+# dies with SIGSEGV instead of saying to use smpirun.
+set(SHARDCAL_SMPI_INTERP "")
+if(CMAKE_READELF)
+  execute_process(COMMAND ${CMAKE_READELF} -l /bin/sh OUTPUT_VARIABLE _shardcal_sh_headers
+                  ERROR_QUIET RESULT_VARIABLE _shardcal_readelf_rc)
+  if(_shardcal_readelf_rc EQUAL 0 AND _shardcal_sh_headers MATCHES "interpreter: ([^]\n]+)]")
+    set(SHARDCAL_SMPI_INTERP "${CMAKE_MATCH_1}")
+  endif()
+endif()
+if(NOT SHARDCAL_SMPI_INTERP)
+  message(WARNING "shardcal: no dynamic loader path found (readelf -l /bin/sh): the SMPI "
+                  "shardbench will crash instead of printing an error when run without smpirun")
+endif()

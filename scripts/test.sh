@@ -18,7 +18,8 @@
 #            links); ctest conformance.mpi.np1/np2 on MPICH ranks, the sub-communicator tests
 #            on 4
 #   simulate shardbench built for SimGrid SMPI (smpicxx), only that target; ctest -L simulate
-#            (8 simulated ranks: determinism, bandwidth ground truth, bad input)
+#            (8 simulated ranks: determinism, bandwidth ground truth, bad input; and that
+#            build run without smpirun: an error line and exit 2)
 # A failing stage does not stop the later ones (unless --fail-fast); the script ends with the
 # summed ctest results of all stages, last line `N passed, M failed`, and exits non-zero when
 # anything failed (a stage whose configure or build fails counts as one failure).

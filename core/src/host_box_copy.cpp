@@ -9,8 +9,9 @@
 //   - other runs below 16 B: two overlapping 8/4/2/1-byte moves;
 //   - longer runs: std::memcpy (the C library picks the best code for the CPU).
 // Everything works on bytes, so every element size (1, 2, 4, 8, 16 B) takes the same paths.
-// Dims are collapsed first: extents of 1 are dropped, and a dim is merged into the next inner
-// one when the box is contiguous across both in source and destination.
+// Dims are collapsed first (collapse_box, shared with the CUDA copy): extents of 1 are dropped,
+// and a dim is merged into the next inner one when the box is contiguous across both in source
+// and destination.
 //
 // No threads: measured on the 2-core development VM (docs/PERFORMANCE.md, "Host pack/unpack"),
 // a second thread did not pay for boxes up to the micro suite's largest (4 MiB).
@@ -20,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "shardcal/box_copy.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/memory.hpp"
 
@@ -136,64 +138,26 @@ constexpr auto kFixed = fixed_table(std::make_index_sequence<32>());  // 8, 16, 
 }  // namespace
 
 void host_copy_box(const BoxCopy& c) {
-  const std::size_t nd = c.extent.size();
-  if (c.src_shape.size() != nd || c.dst_shape.size() != nd || c.src_offset.size() != nd ||
-      c.dst_offset.size() != nd)
-    throw Error("internal: copy_box with inconsistent ranks");
-  // Same checks, order and messages as the CUDA version (core/backends/nccl/box_plan.cpp).
-  if (c.elem_size == 0) throw Error("internal: copy_box with element size 0");
-  for (std::size_t d = 0; d < nd; ++d) {
-    if (c.extent[d] == 0) return;
-    if (c.extent[d] < 0 || c.src_offset[d] < 0 || c.src_offset[d] + c.extent[d] > c.src_shape[d] ||
-        c.dst_offset[d] < 0 || c.dst_offset[d] + c.extent[d] > c.dst_shape[d])
-      throw Error("internal: copy_box out of bounds on dim " + std::to_string(d));
-  }
-
-  // Byte strides and base offsets of both arrays.
-  const auto es = std::int64_t(c.elem_size);
-  std::int64_t sstr = es, dstr = es, sbase = 0, dbase = 0;
-  // Walk dims innermost first, building collapsed dims innermost first in `rev`.
-  struct Dim {
-    std::int64_t extent, sstride, dstride;
-  };
-  Dim rev[kMaxDims + 1];
+  // Validation and collapse are shared with the CUDA copy (shardcal/box_copy.hpp); the outer
+  // dims arrive innermost first and are stored outermost first.
+  BoxDim rev[kMaxDims];
   std::size_t nrev = 0;
-  std::int64_t run = es;       // contiguous bytes per run so far
-  bool run_open = true;        // still growing the contiguous run
-  for (std::size_t k = nd; k-- > 0;) {
-    const std::int64_t e = c.extent[k];
-    sbase += c.src_offset[k] * sstr;
-    dbase += c.dst_offset[k] * dstr;
-    if (e != 1) {
-      if (run_open && sstr == run && dstr == run) {
-        run *= e;  // contiguous with the run in both arrays
-      } else {
-        run_open = false;
-        if (nrev > 0 && rev[nrev - 1].sstride * rev[nrev - 1].extent == sstr &&
-            rev[nrev - 1].dstride * rev[nrev - 1].extent == dstr) {
-          rev[nrev - 1].extent *= e;  // merges with the previous outer dim
-        } else {
-          if (nrev == kMaxDims) throw Error("internal: copy_box with more than 16 strided dims");
-          rev[nrev++] = {e, sstr, dstr};
-        }
-      }
-    }
-    // A dim the box does not fully cover ends the contiguous run.
-    if (e != c.src_shape[k] || e != c.dst_shape[k]) run_open = false;
-    sstr *= c.src_shape[k];
-    dstr *= c.dst_shape[k];
-  }
+  const BoxRuns box = collapse_box(c, [&](const BoxDim& d) {
+    if (nrev == kMaxDims) throw Error("internal: copy_box with more than 16 strided dims");
+    rev[nrev++] = d;
+  });
+  if (box.empty) return;
   Plan p;
   p.nd = nrev;
   for (std::size_t i = 0; i < nrev; ++i) {
     p.extent[i] = rev[nrev - 1 - i].extent;
-    p.sstride[i] = rev[nrev - 1 - i].sstride;
-    p.dstride[i] = rev[nrev - 1 - i].dstride;
+    p.sstride[i] = rev[nrev - 1 - i].src_stride;
+    p.dstride[i] = rev[nrev - 1 - i].dst_stride;
   }
-  p.run = std::size_t(run);
+  p.run = std::size_t(box.run);
 
-  const auto* src = static_cast<const std::byte*>(c.src) + sbase;
-  auto* dst = static_cast<std::byte*>(c.dst) + dbase;
+  const auto* src = static_cast<const std::byte*>(c.src) + box.src_base;
+  auto* dst = static_cast<std::byte*>(c.dst) + box.dst_base;
   const std::size_t n = p.run;
   // Fixed-size copiers: 1, 2, 4 B and every multiple of 8 B up to 256 B (element sizes are 1, 2,
   // 4, 8 or 16 B, so most short runs are multiples of 8).

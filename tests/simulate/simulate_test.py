@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The simulated-cluster tests (label `simulate`, docs/SIMULATION.md).
 
-Usage: simulate_test.py determinism|ground_truth|bad_input SHARDBENCH_SMPI SOURCE_DIR WORK_DIR
+Usage: simulate_test.py determinism|ground_truth|bad_input|direct_run SHARDBENCH_SMPI SOURCE_DIR WORK_DIR
 
 On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2x2: groups of 2 only):
   determinism   the same sweep twice gives identical timing samples, and the results' context
@@ -11,6 +11,8 @@ On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2
                 simulated validate records the simulation in its summary
   bad_input     make-platform, smpirun.sh and the check scripts reject bad input with exit 2
                 and one error line; a run failing inside smpirun leaves no temp files
+  direct_run    the SMPI build run by itself (not under smpirun) says to use smpirun.sh or a
+                native build, in one error line, and exits 2 (not SIGSEGV); no platform needed
 calibrate runs natively when SHARDCAL_NATIVE_SHARDBENCH names a shardbench, else the SMPI
 build runs it as one simulated rank (calibrate does no communication).
 """
@@ -155,7 +157,24 @@ def bad_input():
     print(f"bad input: {len(cases)} cases, exit 2 with one error line each")
 
 
+def direct_run():
+    """The shared object smpirun loads, executed directly: a message and exit 2, never a signal."""
+    for args in (["calibrate", "--results", os.path.join(WORK, "r.jsonl"), "--out",
+                  os.path.join(WORK, "p.json")], ["--help"], []):
+        p = subprocess.run([SB] + args, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           cwd=WORK)
+        assert p.returncode == 2, f"{SB} {' '.join(args)}: exit {p.returncode} (negative: a signal), expected 2\n{p.stderr[-2000:]}"
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        assert len(lines) == 1 and lines[0].startswith("shardbench: error: ") and \
+            "scripts/simulate/smpirun.sh" in lines[0] and "native build" in lines[0], p.stderr
+        assert p.stdout == "", p.stdout
+    assert os.listdir(WORK) == [], os.listdir(WORK)  # nothing written
+    print(f"direct run: exit 2 and one line: {lines[0][:100]}...")
+
+
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
-make_platform()
-{"determinism": determinism, "ground_truth": ground_truth, "bad_input": bad_input}[MODE]()
+if MODE != "direct_run":
+    make_platform()
+{"determinism": determinism, "ground_truth": ground_truth, "bad_input": bad_input,
+ "direct_run": direct_run}[MODE]()

@@ -1,5 +1,6 @@
 // host_copy_box (core/src/host_box_copy.cpp) against a naive per-element reference on random
-// boxes, element sizes 1..16 bytes and 1-6 dims, plus the run-size paths and the error checks.
+// boxes, element sizes 1..16 bytes and 1-6 dims, plus the run-size paths and the error checks;
+// and collapse_box (shardcal/box_copy.hpp, shared with the CUDA copy) on known boxes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "shardcal/box_copy.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/memory.hpp"
 
@@ -52,8 +54,9 @@ std::string describe(const BoxCopy& c) {
     o << ']';
     return o.str();
   };
-  return "es=" + std::to_string(c.elem_size) + " extent=" + v(c.extent) + " src_shape=" + v(c.src_shape) +
-         " src_offset=" + v(c.src_offset) + " dst_shape=" + v(c.dst_shape) + " dst_offset=" + v(c.dst_offset);
+  return "es=" + std::to_string(c.elem_size) + " extent=" + v(c.extent) +
+         " src_shape=" + v(c.src_shape) + " src_offset=" + v(c.src_offset) +
+         " dst_shape=" + v(c.dst_shape) + " dst_offset=" + v(c.dst_offset);
 }
 
 // Runs host_copy_box and the reference on the same random source and the same random initial
@@ -163,4 +166,43 @@ TEST(HostBoxCopy, RefusesBadBoxes) {
             "internal: copy_box out of bounds on dim 1");
   EXPECT_EQ(msg({a.data(), {3, 4}, {0, 0}, b.data(), {3, 4}, {0, 0}, {3, 4}, 0}),
             "internal: copy_box with element size 0");
+}
+
+// The example of shardcal/box_copy.hpp, and the order the outer dims are reported in.
+TEST(CollapseBox, MergesWholeDimsAndReportsOuterDimsInnermostFirst) {
+  std::vector<shardcal::BoxDim> dims;
+  auto collect = [&](const shardcal::BoxDim& d) { dims.push_back(d); };
+  // Pack of the upper half of the last dim: dims 0 and 1 merge into one outer dim.
+  shardcal::BoxRuns r = shardcal::collapse_box(
+      {nullptr, {4, 6, 4}, {0, 0, 0}, nullptr, {4, 6, 8}, {0, 0, 4}, {4, 6, 4}, 4}, collect);
+  EXPECT_FALSE(r.empty);
+  EXPECT_EQ(r.run, 16);
+  EXPECT_EQ(r.src_base, 16);
+  EXPECT_EQ(r.dst_base, 0);
+  ASSERT_EQ(dims.size(), 1u);
+  EXPECT_EQ(dims[0].extent, 24);
+  EXPECT_EQ(dims[0].src_stride, 32);
+  EXPECT_EQ(dims[0].dst_stride, 16);
+
+  // Cut in every dim: nothing merges; an extent-1 dim only moves the bases.
+  dims.clear();
+  r = shardcal::collapse_box(
+      {nullptr, {3, 1, 4, 5}, {0, 0, 0, 0}, nullptr, {4, 2, 5, 6}, {1, 1, 1, 1}, {3, 1, 4, 5}, 2},
+      collect);
+  EXPECT_EQ(r.run, 10);                                          // 5 elements of 2 bytes
+  EXPECT_EQ(r.src_base, 2 * ((((1 * 2) + 1) * 5 + 1) * 6 + 1));  // row-major offset, in bytes
+  ASSERT_EQ(dims.size(), 2u);
+  EXPECT_EQ(dims[0].extent, 4);  // innermost outer dim first
+  EXPECT_EQ(dims[0].src_stride, 12);
+  EXPECT_EQ(dims[0].dst_stride, 10);
+  EXPECT_EQ(dims[1].extent, 3);
+  EXPECT_EQ(dims[1].src_stride, 2 * 2 * 5 * 6);
+  EXPECT_EQ(dims[1].dst_stride, 2 * 1 * 4 * 5);
+
+  // Empty: no dims reported, even when a later dim is out of bounds (not checked).
+  dims.clear();
+  r = shardcal::collapse_box({nullptr, {3, 4}, {0, 0}, nullptr, {3, 4}, {0, 9}, {0, 4}, 4},
+                             collect);
+  EXPECT_TRUE(r.empty);
+  EXPECT_TRUE(dims.empty());
 }

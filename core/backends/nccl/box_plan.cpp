@@ -1,9 +1,8 @@
 #include "nccl/box_plan.hpp"
 
 #include <numeric>
-#include <string>
 
-#include "shardcal/error.hpp"
+#include "shardcal/box_copy.hpp"
 
 namespace shardcal::nccl {
 
@@ -15,90 +14,41 @@ std::int64_t BoxPlan::rows() const {
 
 namespace {
 
-struct Dim {
-  std::int64_t extent, src_stride, dst_stride;  // strides in elements until the word is known
-};
-
 std::uint64_t gcd_u64(std::uint64_t a, std::uint64_t b) { return std::gcd(a, b); }
 
 }  // namespace
 
 BoxPlan plan_box_copy(const BoxCopy& c) {
-  const std::size_t nd = c.extent.size();
-  if (c.src_shape.size() != nd || c.dst_shape.size() != nd || c.src_offset.size() != nd ||
-      c.dst_offset.size() != nd)
-    throw Error("internal: copy_box with inconsistent ranks");
-  if (c.elem_size == 0) throw Error("internal: copy_box with element size 0");
+  // Validation and collapse are shared with the host copy (shardcal/box_copy.hpp): the same
+  // boxes are refused with the same messages, and both copy the same runs. Outer dims arrive
+  // innermost first, in bytes.
+  std::vector<BoxDim> outer;
+  const BoxRuns box = collapse_box(c, [&](const BoxDim& d) { outer.push_back(d); });
   BoxPlan plan;
-  for (std::size_t d = 0; d < nd; ++d) {
-    if (c.extent[d] == 0) {
-      plan.empty = true;
-      return plan;
-    }
-    if (c.extent[d] < 0 || c.src_offset[d] < 0 || c.src_offset[d] + c.extent[d] > c.src_shape[d] ||
-        c.dst_offset[d] < 0 || c.dst_offset[d] + c.extent[d] > c.dst_shape[d])
-      throw Error("internal: copy_box out of bounds on dim " + std::to_string(d));
+  if (box.empty) {
+    plan.empty = true;
+    return plan;
   }
-
-  // Row-major element strides and the element offset of the box's corner on both sides.
-  std::vector<std::int64_t> ss(nd, 1), ds(nd, 1);
-  for (std::size_t d = nd; d-- > 1;) {
-    ss[d - 1] = ss[d] * c.src_shape[d];
-    ds[d - 1] = ds[d] * c.dst_shape[d];
-  }
-  std::int64_t src_base = 0, dst_base = 0;
-  for (std::size_t d = 0; d < nd; ++d) {
-    src_base += c.src_offset[d] * ss[d];
-    dst_base += c.dst_offset[d] * ds[d];
-  }
-  const auto es = std::int64_t(c.elem_size);
-  plan.src_base = src_base * es;
-  plan.dst_base = dst_base * es;
-
-  // Extent-1 dims only shift the corner, which is already in the bases. Adjacent dims merge
-  // when stepping the outer one equals stepping the inner one through its whole extent on both
-  // sides; this covers the host version's "trailing dims copied whole" and also whole dims in
-  // the middle, so the kernel does fewer divisions per element.
-  std::vector<Dim> dims;
-  for (std::size_t d = 0; d < nd; ++d)
-    if (c.extent[d] != 1) dims.push_back({c.extent[d], ss[d], ds[d]});
-  std::vector<Dim> merged;
-  for (const Dim& d : dims) {
-    if (!merged.empty()) {
-      Dim& outer = merged.back();
-      if (outer.src_stride == d.src_stride * d.extent &&
-          outer.dst_stride == d.dst_stride * d.extent) {
-        outer = {outer.extent * d.extent, d.src_stride, d.dst_stride};
-        continue;
-      }
-    }
-    merged.push_back(d);
-  }
-  // The innermost dim is the contiguous run when it has unit stride on both sides (always, in
-  // row-major arrays, unless the true innermost dim had extent 1 and was dropped).
-  std::int64_t run_elems = 1;
-  if (!merged.empty() && merged.back().src_stride == 1 && merged.back().dst_stride == 1) {
-    run_elems = merged.back().extent;
-    merged.pop_back();
-  }
+  plan.src_base = box.src_base;
+  plan.dst_base = box.dst_base;
 
   // Widest word (<= 16 bytes) dividing every byte quantity the kernel steps by: the run, the
   // outer strides and both absolute start addresses.
-  auto g = std::uint64_t(run_elems * es);
+  auto g = std::uint64_t(box.run);
   g = gcd_u64(g, reinterpret_cast<std::uintptr_t>(c.src) + std::uint64_t(plan.src_base));
   g = gcd_u64(g, reinterpret_cast<std::uintptr_t>(c.dst) + std::uint64_t(plan.dst_base));
-  for (const Dim& d : merged) {
-    g = gcd_u64(g, std::uint64_t(d.src_stride * es));
-    g = gcd_u64(g, std::uint64_t(d.dst_stride * es));
+  for (const BoxDim& d : outer) {
+    g = gcd_u64(g, std::uint64_t(d.src_stride));
+    g = gcd_u64(g, std::uint64_t(d.dst_stride));
   }
   unsigned word = 16;
   while (word > 1 && g % word != 0) word /= 2;
   plan.word = word;
-  plan.run = run_elems * es / word;
-  for (const Dim& d : merged) {
-    plan.extent.push_back(d.extent);
-    plan.src_stride.push_back(d.src_stride * es / word);
-    plan.dst_stride.push_back(d.dst_stride * es / word);
+  plan.run = box.run / word;
+  for (auto d = outer.rbegin(); d != outer.rend(); ++d) {  // outermost first
+    plan.extent.push_back(d->extent);
+    plan.src_stride.push_back(d->src_stride / word);
+    plan.dst_stride.push_back(d->dst_stride / word);
   }
   return plan;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Host-side planning of an N-d box copy for the CUDA kernel: validation, dim merging and word
-// size selection. Pure C++ (no CUDA calls) so it is unit-tested on machines without a GPU.
+// Host-side planning of an N-d box copy for the CUDA kernel: the shared validation and dim
+// collapse (shardcal/box_copy.hpp, as host_copy_box), then word size selection and the split
+// into launches. Pure C++ (no CUDA calls) so it is unit-tested on machines without a GPU.
 #include <cstdint>
 #include <vector>
 
@@ -22,7 +23,8 @@ struct BoxPlan {
   std::int64_t total_words() const { return rows() * run; }
 };
 
-// Validates c (same checks and messages as host_copy_box) and plans it. The word size depends on
+// Validates and collapses c (collapse_box: the checks, messages and runs of host_copy_box) and
+// plans it. The word size depends on
 // the addresses c.src / c.dst, so plan with the pointers that will be copied.
 BoxPlan plan_box_copy(const BoxCopy& c);
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -82,21 +83,30 @@ std::byte* at(void* base, std::size_t elems, std::size_t es) {
 
 }  // namespace
 
-// A copy of an operation's input in stream-ordered scratch memory, made when the input overlaps
-// the output in a way NCCL does not support in place. Freed (stream-ordered) on destruction.
+// The one overlap rule of every collective: an operation's input as NCCL may read it. get() is
+// `input` itself unless the input's `input_bytes` overlap the output's `output_bytes` in a way
+// NCCL does not support in place; then it is a copy of the input in stream-ordered scratch
+// memory, freed (stream-ordered) on destruction. `native_in_place`: the buffers are in the
+// layout NCCL documents as in place (or this rank reads no input), so no copy is made.
 class NcclCommunicator::Staging {
  public:
-  Staging(CudaMemory& mem, const void* input, std::size_t bytes) : mem_(mem) {
-    copy_ = mem_.allocate_async(bytes);
-    mem_.copy(copy_, input, bytes);
+  Staging(CudaMemory& mem, const void* input, std::size_t input_bytes, const void* output,
+          std::size_t output_bytes, bool native_in_place = false)
+      : mem_(mem), input_(input) {
+    if (native_in_place || !buffers_overlap(input, input_bytes, output, output_bytes)) return;
+    copy_ = mem_.allocate_async(input_bytes);
+    mem_.copy(copy_, input, input_bytes);
   }
-  ~Staging() { mem_.free_async(copy_); }
+  ~Staging() {
+    if (copy_ != nullptr) mem_.free_async(copy_);
+  }
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
-  const void* get() const { return copy_; }
+  const void* get() const { return copy_ != nullptr ? copy_ : input_; }
 
  private:
   CudaMemory& mem_;
+  const void* input_;
   void* copy_ = nullptr;
 };
 
@@ -298,11 +308,8 @@ void NcclCommunicator::do_all_reduce(const void* send, void* recv, std::size_t c
   if (count == 0) return;
   const std::size_t bytes = count * dtype_size(t);
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
-    if (send != recv && buffers_overlap(send, bytes, recv, bytes)) {
-      stage = std::make_unique<Staging>(*mem_, send, bytes);
-      send = stage->get();
-    }
+    const Staging in(*mem_, send, bytes, recv, bytes, send == recv);
+    send = in.get();
     issued(op, "ncclAllReduce",
            ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(rop), comm_, mem_->stream()), dl);
   });
@@ -313,13 +320,9 @@ void NcclCommunicator::do_all_gather(const void* send, void* recv, std::size_t c
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
-    const bool native_in_place = send == at(recv, std::size_t(rank_) * count, es);
-    if (!native_in_place &&
-        buffers_overlap(send, count * es, recv, std::size_t(size_) * count * es)) {
-      stage = std::make_unique<Staging>(*mem_, send, count * es);
-      send = stage->get();
-    }
+    const Staging in(*mem_, send, count * es, recv, std::size_t(size_) * count * es,
+                     send == at(recv, std::size_t(rank_) * count, es));
+    send = in.get();
     issued(op, "ncclAllGather",
            ncclAllGather(send, recv, count, nccl_type(t), comm_, mem_->stream()), dl);
   });
@@ -337,13 +340,10 @@ void NcclCommunicator::do_all_gatherv(const void* send, std::size_t send_count, 
   if (regular) return do_all_gather(send, recv, counts[0], t);
 
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
     void* own = at(recv, displs[std::size_t(rank_)], es);
-    if (send != own &&
-        buffers_overlap(send, send_count * es, recv, blocks_extent(counts, displs) * es)) {
-      stage = std::make_unique<Staging>(*mem_, send, send_count * es);
-      send = stage->get();
-    }
+    const Staging in(*mem_, send, send_count * es, recv, blocks_extent(counts, displs) * es,
+                     send == own);
+    send = in.get();
     if (send != own) mem_->copy(own, send, send_count * es);
     const ncclDataType_t dt = nccl_type(t);
     grouped(op, dl, [&](auto& add) {
@@ -366,13 +366,9 @@ void NcclCommunicator::do_reduce_scatter(const void* send, void* recv, std::size
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
-    const std::size_t total = std::size_t(size_) * count * es;
-    const bool native_in_place = recv == at(send, std::size_t(rank_) * count, es);
-    if (!native_in_place && buffers_overlap(send, total, recv, count * es)) {
-      stage = std::make_unique<Staging>(*mem_, send, total);
-      send = stage->get();
-    }
+    const Staging in(*mem_, send, std::size_t(size_) * count * es, recv, count * es,
+                     recv == at(send, std::size_t(rank_) * count, es));
+    send = in.get();
     issued(op, "ncclReduceScatter",
            ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(rop), comm_, mem_->stream()),
            dl);
@@ -396,12 +392,9 @@ void NcclCommunicator::do_reduce_scatterv(const void* send, void* recv, Counts c
   const std::size_t mine = counts[std::size_t(rank_)];
 
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
-    const bool native_in_place = recv == at(send, offset[std::size_t(rank_)], es);
-    if (!native_in_place && buffers_overlap(send, total * es, recv, mine * es)) {
-      stage = std::make_unique<Staging>(*mem_, send, total * es);
-      send = stage->get();
-    }
+    const Staging in(*mem_, send, total * es, recv, mine * es,
+                     recv == at(send, offset[std::size_t(rank_)], es));
+    send = in.get();
     const ncclDataType_t dt = nccl_type(t);
     const ncclRedOp_t ro = nccl_op(rop);
     grouped(op, dl, [&](auto& add) {
@@ -423,11 +416,8 @@ void NcclCommunicator::do_all_to_all(const void* send, void* recv, std::size_t c
   const std::size_t es = dtype_size(t);
   const std::size_t total = std::size_t(size_) * count * es;
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
-    if (buffers_overlap(send, total, recv, total)) {
-      stage = std::make_unique<Staging>(*mem_, send, total);
-      send = stage->get();
-    }
+    const Staging in(*mem_, send, total, recv, total);
+    send = in.get();
     const ncclDataType_t dt = nccl_type(t);
 #if SHARDCAL_NCCL_NATIVE_A2A
     issued(op, "ncclAlltoAll", ncclAlltoAll(send, recv, count, dt, comm_, mem_->stream()), dl);
@@ -455,11 +445,8 @@ void NcclCommunicator::do_all_to_allv(const void* send, Counts send_counts, Coun
   const std::size_t send_extent = blocks_extent(send_counts, send_displs);
   const std::size_t recv_extent = blocks_extent(recv_counts, recv_displs);
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
-    if (buffers_overlap(send, send_extent * es, recv, recv_extent * es)) {
-      stage = std::make_unique<Staging>(*mem_, send, send_extent * es);
-      send = stage->get();
-    }
+    const Staging in(*mem_, send, send_extent * es, recv, recv_extent * es);
+    send = in.get();
     mem_->copy(at(recv, recv_displs[me], es), at(send, send_displs[me], es), send_counts[me] * es);
     const ncclDataType_t dt = nccl_type(t);
     grouped(op, dl, [&](auto& add) {
@@ -483,14 +470,11 @@ void NcclCommunicator::do_scatter(const void* send, void* recv, std::size_t coun
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
     const bool is_root = rank_ == root;
-    const std::size_t total = std::size_t(size_) * count * es;
-    const void* own = is_root ? at(send, std::size_t(root) * count, es) : nullptr;
-    if (is_root && recv != own && buffers_overlap(send, total, recv, count * es)) {
-      stage = std::make_unique<Staging>(*mem_, send, total);
-      send = stage->get();
-    }
+    // Only the root reads an input.
+    const Staging in(*mem_, send, std::size_t(size_) * count * es, recv, count * es,
+                     !is_root || recv == at(send, std::size_t(root) * count, es));
+    send = in.get();
     const ncclDataType_t dt = nccl_type(t);
 #if SHARDCAL_NCCL_NATIVE_A2A
     issued(op, "ncclScatter", ncclScatter(send, recv, count, dt, root, comm_, mem_->stream()), dl);
@@ -516,17 +500,13 @@ void NcclCommunicator::do_scatterv(const void* send, Counts counts, Counts displ
   const bool is_root = rank_ == root;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
+    std::optional<Staging> in;  // only the root reads an input (and has counts and displs)
     const ncclDataType_t dt = nccl_type(t);
     if (is_root) {
-      const void* own = at(send, displs[std::size_t(root)], es);
-      const std::size_t extent = blocks_extent(counts, displs);
-      if (recv != own && buffers_overlap(send, extent * es, recv, recv_count * es)) {
-        stage = std::make_unique<Staging>(*mem_, send, extent * es);
-        send = stage->get();
-        own = at(send, displs[std::size_t(root)], es);
-      }
-      mem_->copy(recv, own, recv_count * es);
+      send = in.emplace(*mem_, send, blocks_extent(counts, displs) * es, recv, recv_count * es,
+                        recv == at(send, displs[std::size_t(root)], es))
+                 .get();
+      mem_->copy(recv, at(send, displs[std::size_t(root)], es), recv_count * es);
     }
     grouped(op, dl, [&](auto& add) {
       if (is_root) {
@@ -549,14 +529,12 @@ void NcclCommunicator::do_gather(const void* send, void* recv, std::size_t count
   if (count == 0) return;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
     const bool is_root = rank_ == root;
     void* own = is_root ? at(recv, std::size_t(root) * count, es) : nullptr;
-    if (is_root && send != own &&
-        buffers_overlap(send, count * es, recv, std::size_t(size_) * count * es)) {
-      stage = std::make_unique<Staging>(*mem_, send, count * es);
-      send = stage->get();
-    }
+    // Only the root's input can meet its output.
+    const Staging in(*mem_, send, count * es, recv, std::size_t(size_) * count * es,
+                     !is_root || send == own);
+    send = in.get();
     const ncclDataType_t dt = nccl_type(t);
 #if SHARDCAL_NCCL_NATIVE_A2A
     issued(op, "ncclGather", ncclGather(send, recv, count, dt, root, comm_, mem_->stream()), dl);
@@ -582,15 +560,13 @@ void NcclCommunicator::do_gatherv(const void* send, std::size_t send_count, void
   const bool is_root = rank_ == root;
   const std::size_t es = dtype_size(t);
   run(op, [&](const Deadline& dl) {
-    std::unique_ptr<Staging> stage;
+    std::optional<Staging> in;  // only the root's input can meet its output
     const ncclDataType_t dt = nccl_type(t);
     if (is_root) {
       void* own = at(recv, displs[std::size_t(root)], es);
-      if (send != own &&
-          buffers_overlap(send, send_count * es, recv, blocks_extent(counts, displs) * es)) {
-        stage = std::make_unique<Staging>(*mem_, send, send_count * es);
-        send = stage->get();
-      }
+      send = in.emplace(*mem_, send, send_count * es, recv, blocks_extent(counts, displs) * es,
+                        send == own)
+                 .get();
       mem_->copy(own, send, send_count * es);
     }
     grouped(op, dl, [&](auto& add) {
