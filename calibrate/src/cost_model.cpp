@@ -262,14 +262,41 @@ double transported_log(const HostTransport& t, double tb, double ta) {
   return (1.0 + t.exponent) * std::log(tb) - t.exponent * std::log(ta);
 }
 
+// The prior's factor on the chosen model's time t_b (one measured count).
+double prior_factor(const HostTransport& t, double tb) {
+  const double share = tb > 0 ? std::min(1.0, t.latency_us / tb) : 1.0;
+  return share * t.latency_ratio + (1.0 - share) * t.bus_ratio;
+}
+
 }  // namespace
+
+double latency_growth(Collective op, int n_b, int h_b, int n, int h) {
+  if (op == Collective::AllReduce)
+    return (1.0 + std::log2(double(h))) / (1.0 + std::log2(double(h_b)));
+  return n_b > 1 ? double(n - 1) / double(n_b - 1) : 1.0;
+}
 
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff,
                          double class_log_sigma) {
   const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
-  const Priced a = price(*t.other, t.n_other, concurrent_groups, s_eff);
   Priced out = b;
   out.curve_exact = false;
+  if (!t.other) {
+    // The prior: b's interval scaled by the factor, widened by the transport and class terms.
+    const double f = prior_factor(t, b.time_us);
+    const double tr = kHostTransportLogSigma * t.doublings;
+    const double extra = std::sqrt(tr * tr + class_log_sigma * class_log_sigma);
+    auto widen = [&](double bound, double sign) {
+      if (!(bound > 0) || !(b.time_us > 0)) return bound * f;
+      const double lb = std::log(bound / b.time_us);
+      return f * b.time_us * std::exp(std::clamp(sign * std::hypot(lb, kIntervalZ * extra), -700.0, 700.0));
+    };
+    out.time_us = b.time_us * f;
+    out.lo_us = widen(b.lo_us, -1.0);
+    out.hi_us = widen(b.hi_us, 1.0);
+    return out;
+  }
+  const Priced a = price(*t.other, t.n_other, concurrent_groups, s_eff);
   out.switch_gap = b.switch_gap || a.switch_gap;
   out.beyond_measured = b.beyond_measured || a.beyond_measured;
   if (!(b.time_us > 0) || !(a.time_us > 0)) return out;  // no log: the nearest count's price
@@ -299,6 +326,7 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff) {
   const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
+  if (!t.other) return tb * prior_factor(t, tb);
   const double ta = price_time_us(*t.other, t.n_other, concurrent_groups, s_eff);
   if (!(tb > 0) || !(ta > 0)) return tb;
   return std::exp(transported_log(t, tb, ta));

@@ -640,12 +640,22 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     if (!t.other || (across && !other_across) || (across == other_across && d < other_d))
       t.other = &m, other_across = across, other_d = d;
   }
-  if (!t.other) return t;
-  const double hq = lc.hosts, hb = best.hosts, ha = t.other->hosts;
+  const double hq = lc.hosts, hb = best.hosts;
+  t.active = true;
   t.n_model = best.hosts * lc.ranks_per_host;
-  t.n_other = t.other->hosts * lc.ranks_per_host;
-  t.exponent = std::log(hq / hb) / std::log(hb / ha);
   t.doublings = std::abs(std::log2(hq / hb));
+  if (t.other) {
+    t.n_other = t.other->hosts * lc.ranks_per_host;
+    t.exponent = std::log(hq / hb) / std::log(hb / double(t.other->hosts));
+    return t;
+  }
+  // One measured inter-host count: the growth prior (cost_model.hpp).
+  const CollectiveInfo& info = collective_info(best.collective);
+  t.latency_us = price_time_us(best, t.n_model, lc.concurrent_groups, 1.0);
+  t.latency_ratio = latency_growth(best.collective, t.n_model, best.hosts, lc.group_size, lc.hosts);
+  t.bus_ratio = t.n_model > 1 && info.busbw_factor(t.n_model) > 0
+                    ? info.busbw_factor(lc.group_size) / info.busbw_factor(t.n_model)
+                    : 1.0;
   return t;
 }
 
@@ -696,7 +706,12 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   const auto& [side, dh, dc, dn, ds] = best_key;
   out.transport = host_transport(p, *best, lc);
   const HostTransport& tr = out.transport;
-  if (tr.other) {
+  if (tr.active && !tr.other) {
+    add("hosts=" + std::to_string(lc.hosts) + " from the one measured inter-host count hosts=" +
+        std::to_string(best->hosts) + " (latency growth prior)");
+    if (dc != 1.0)
+      add("nearest measured class: concurrent_groups=" + std::to_string(best->concurrent_groups));
+  } else if (tr.other) {
     // Priced from two measured host counts: the group size is each model's own (its hosts x
     // these ranks per host), so neither "nearest class" nor "group size outside" applies.
     const int ha = tr.other->hosts, hb = best->hosts;
@@ -708,7 +723,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   } else if (side != 0 || dh != 1.0 || dc != 1.0)
     add("nearest measured class: hosts=" + std::to_string(best->hosts) +
         " concurrent_groups=" + std::to_string(best->concurrent_groups));
-  if (tr.other) {
+  if (tr.active) {
   } else if (dn != 1.0) add("group size " + std::to_string(lc.group_size) + " outside the measured range");
   else if (dc == 1.0 && !d.classes.empty() &&
            !between_measured_classes(d.classes, lc.group_size, lc.concurrent_groups))
@@ -721,12 +736,12 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   // The class is extrapolated when the model's choice was (the size alone is not: the curve
   // widens the interval for sizes beyond the measured ones itself).
   const double class_sigma =
-      tr.other ? (dc != 1.0 || ds == 2 ? kExtrapolatedClassLogSigma : 0.0)
+      tr.active ? (dc != 1.0 || ds == 2 || !tr.other ? kExtrapolatedClassLogSigma : 0.0)
       : side != 0 ? kOtherSideLogSigma : (!note.empty() ? kExtrapolatedClassLogSigma : 0.0);
   if (!d.bytes.contains(s_eff)) add("size " + fmt(s_eff) + " B outside the measured range");
   out.extrapolated = !note.empty();
   out.note = note;
-  const Priced pr = tr.other ? price_transported(*best, tr, lc.concurrent_groups, s_eff, class_sigma)
+  const Priced pr = tr.active ? price_transported(*best, tr, lc.concurrent_groups, s_eff, class_sigma)
                              : price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma);
   out.segment = int(pr.segment);
   out.time_us = pr.time_us;
@@ -736,6 +751,9 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   if (tr.other)
     out.basis = "hosts=" + std::to_string(best->hosts) + " and " + std::to_string(tr.other->hosts) +
                 " transported to hosts=" + std::to_string(lc.hosts) + " (" + out.basis + ")";
+  else if (tr.active)
+    out.basis = "hosts=" + std::to_string(best->hosts) + " grown to hosts=" + std::to_string(lc.hosts) +
+                " by the latency growth prior (" + out.basis + ")";
   if (pr.switch_gap) out.basis += ", switch in the gap";
   if (pr.beyond_measured) out.basis += ", beyond the measured sizes";
   return out;

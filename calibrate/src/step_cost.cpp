@@ -175,7 +175,7 @@ class TrafficPricer {
     const double s_eff = effective_bytes(*t.collective, m.effective_size, double(t.bytes),
                                          t.counts, int(t.elem_size), sl.lc.group_size);
     double time_us =
-        sl.transport.other
+        sl.transport.active
             ? price_transported_time_us(m, sl.transport, sl.lc.concurrent_groups, s_eff)
             : price_time_us(m, sl.lc.group_size, sl.lc.concurrent_groups, s_eff);
     if (copies_ && t.max_copy_bytes > 0) time_us += double(t.max_copy_bytes) / (bw_ * 1e3);

@@ -144,6 +144,7 @@ def parity(tool, repo):
     total = 0
     compared = 0
     transported = 0
+    grown = 0
     seen_ok = set()
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
@@ -198,6 +199,7 @@ def parity(tool, repo):
                 assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} python {p.note}"
                 compared += 1
                 transported += "transported" in p.basis
+                grown += "grown" in p.basis
                 seen_ok.add(coll)
     for c in COLLS:  # every collective is queried and predicted by both
         assert c in seen_ok, f"no accepted query for {c}: {sorted(seen_ok)}"
@@ -205,9 +207,10 @@ def parity(tool, repo):
     agree = reject_parity(tool, sp, rng)
     print(f"parity: both readers agree on accepting/rejecting {agree} mutated profiles")
     print(f"parity: {compared} predictions equal (<= 1e-9 rel), {total - compared} rejected by both, "
-          f"{len(profiles)} profiles; {transported} of them transported between host counts")
+          f"{len(profiles)} profiles; {transported} of them transported between host counts, {grown} grown from one")
     assert compared >= 1000, compared
     assert transported >= 20, f"only {transported} queries exercised the host-count transport"
+    assert grown >= 20, f"only {grown} queries exercised the latency growth prior"
 
 
 MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,

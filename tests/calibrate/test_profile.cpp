@@ -409,13 +409,60 @@ TEST(Profile, NonDecreasingInSizeChecksBreakpoints) {
   }
 }
 
+// Host-count transport (cost_model.hpp): two measured inter-host counts give a per-size power law
+// in hosts; one gives the latency growth prior. Checked against the formulas written out here.
+TEST(Profile, HostCountTransport) {
+  Profile one = sample();
+  // One inter-host count (hosts=2, 2 ranks per host): all_gather at 4 hosts x 2 = 8 ranks.
+  const double s = 1 << 20;
+  const Prediction b = predict(one, Collective::AllGather, LinkClass{4, 2, 2, 1}, s);
+  const double lat = predict(one, Collective::AllGather, LinkClass{4, 2, 2, 1}, 1.0).time_us;
+  const double share = std::min(1.0, lat / b.time_us);
+  const double ring = 7.0 / 3.0, bus = (7.0 / 8.0) / (3.0 / 4.0);  // (n-1)/(n_b-1), f(8)/f(4)
+  Prediction r = predict(one, Collective::AllGather, LinkClass{8, 4, 2, 1}, s);
+  EXPECT_NEAR(r.time_us, b.time_us * (share * ring + (1 - share) * bus), 1e-9 * r.time_us);
+  EXPECT_TRUE(r.transport.active);
+  EXPECT_EQ(r.transport.other, nullptr);
+  EXPECT_LT(r.lo_us, r.time_us);
+  EXPECT_GT(r.hi_us, r.time_us);
+  EXPECT_NE(r.basis.find("grown to hosts=4"), std::string::npos) << r.basis;
+
+  // A second count (hosts=4, slower): the power law through both.
+  Profile two = sample();
+  Model m4 = two.models[1];
+  m4.hosts = 4;
+  m4.group_sizes = {4, 8, 16};
+  m4.segments = {{0, std::nullopt, 45.0, 3.5, 0.45}};
+  two.models.push_back(m4);
+  const double t2 = predict(two, Collective::AllGather, LinkClass{4, 2, 2, 1}, s).time_us;
+  const double t4 = predict(two, Collective::AllGather, LinkClass{8, 4, 2, 1}, s).time_us;
+  EXPECT_FALSE(predict(two, Collective::AllGather, LinkClass{8, 4, 2, 1}, s).transport.active);
+  r = predict(two, Collective::AllGather, LinkClass{16, 8, 2, 1}, s);  // beyond: e = 1
+  EXPECT_NEAR(r.time_us, t4 * (t4 / t2), 1e-9 * r.time_us);
+  EXPECT_TRUE(r.extrapolated);
+  EXPECT_NE(r.note.find("beyond the measured hosts=2 and 4"), std::string::npos) << r.note;
+  EXPECT_LT(r.lo_us, r.time_us);
+  EXPECT_GT(r.hi_us, r.time_us);
+  r = predict(two, Collective::AllGather, LinkClass{6, 3, 2, 1}, s);  // between: nearest is 4
+  const double e = std::log(3.0 / 4.0) / std::log(4.0 / 2.0);
+  EXPECT_NEAR(r.time_us, t4 * std::pow(t4 / t2, e), 1e-9 * r.time_us);
+  EXPECT_GT(r.time_us, std::min(t2, t4));
+  EXPECT_LT(r.time_us, std::max(t2, t4));
+  EXPECT_FALSE(r.extrapolated) << r.note;
+  // The planner's hot path prices the same.
+  EXPECT_NEAR(price_transported_time_us(*r.model, r.transport, 1, s), r.time_us, 1e-12 * r.time_us);
+  // Intra-host queries and models never take part.
+  EXPECT_FALSE(predict(two, Collective::AllGather, LinkClass{4, 1, 4, 1}, s).transport.active);
+}
+
 TEST(Profile, NearestMeasuredClassAndExtrapolation) {
   const Profile p = sample();
-  // Inter-host query with 4 hosts: the hosts=2 model (same side), marked extrapolated.
+  // Inter-host query with 4 hosts: the hosts=2 model (same side, the one inter-host count:
+  // grown by the latency growth prior), marked extrapolated.
   Prediction r = predict(p, Collective::AllGather, LinkClass{8, 4, 2, 1}, 1 << 20);
   EXPECT_EQ(r.model, &p.models[1]);
   EXPECT_TRUE(r.extrapolated);
-  EXPECT_NE(r.note.find("nearest measured class: hosts=2"), std::string::npos) << r.note;
+  EXPECT_NE(r.note.find("one measured inter-host count hosts=2"), std::string::npos) << r.note;
   // Exactly measured inter-host class.
   r = predict(p, Collective::AllGather, LinkClass{8, 2, 4, 1}, 1 << 20);
   EXPECT_EQ(r.model, &p.models[1]);

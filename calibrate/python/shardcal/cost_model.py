@@ -231,12 +231,27 @@ def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
 
 @dataclass
 class HostTransport:
-    """cost_model.hpp / profile.hpp HostTransport: a price from two measured host counts."""
-    other: object  # the second host count's Model
+    """cost_model.hpp / profile.hpp HostTransport: a price transported from other host counts,
+    from two measured counts (other set) or from one by the latency growth prior."""
+    other: object  # the second host count's Model, or None (the prior)
     n_model: int
     n_other: int
     exponent: float
     doublings: float
+    latency_us: float = 0.0
+    latency_ratio: float = 1.0
+    bus_ratio: float = 1.0
+
+
+def latency_growth(collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
+    if collective == "all_reduce":
+        return (1.0 + math.log2(h)) / (1.0 + math.log2(h_b))
+    return (n - 1) / (n_b - 1) if n_b > 1 else 1.0
+
+
+def _prior_factor(t: HostTransport, tb: float) -> float:
+    share = min(1.0, t.latency_us / tb) if tb > 0 else 1.0
+    return share * t.latency_ratio + (1.0 - share) * t.bus_ratio
 
 
 def _transported_log(t: HostTransport, tb: float, ta: float) -> float:
@@ -246,6 +261,18 @@ def _transported_log(t: HostTransport, tb: float, ta: float) -> float:
 def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
                       class_log_sigma: float = 0.0) -> Priced:
     b = price(model, t.n_model, concurrent_groups, s_eff)
+    if t.other is None:
+        f = _prior_factor(t, b.time_us)
+        tr = HOST_TRANSPORT_LOG_SIGMA * t.doublings
+        extra = math.sqrt(tr * tr + class_log_sigma * class_log_sigma)
+
+        def widen(bound, sign):
+            if not (bound > 0) or not (b.time_us > 0):
+                return bound * f
+            lb = math.log(bound / b.time_us)
+            return f * b.time_us * math.exp(min(max(sign * math.hypot(lb, INTERVAL_Z * extra), -700.0), 700.0))
+        return Priced(b.time_us * f, widen(b.lo_us, -1.0), widen(b.hi_us, 1.0), b.segment, b.curve, False,
+                      b.switch_gap, b.beyond_measured)
     a = price(t.other, t.n_other, concurrent_groups, s_eff)
     out = Priced(b.time_us, b.lo_us, b.hi_us, b.segment, b.curve, False, b.switch_gap or a.switch_gap,
                  b.beyond_measured or a.beyond_measured)
@@ -272,6 +299,8 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
     tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
+    if t.other is None:
+        return tb * _prior_factor(t, tb)
     ta = price_time_us(t.other, t.n_other, concurrent_groups, s_eff)
     if not (tb > 0) or not (ta > 0):
         return tb

@@ -548,7 +548,7 @@ class Profile:
                                f"calibrate from a sweep that measures {collective}")
         return best, best_key
 
-    def host_transport(self, best, hosts: int, ranks_per_host: int):
+    def host_transport(self, best, hosts: int, ranks_per_host: int, concurrent_groups: int = 1):
         """profile.cpp host_transport(): a second measured inter-host model to transport the
         chosen one to another host count (cost_model.HostTransport), or None."""
         if hosts <= 1 or best.hosts <= 1 or best.hosts == hosts or "domain" in best.raw:
@@ -563,11 +563,18 @@ class Profile:
             d = abs(math.log(m.hosts / (hosts if across else best.hosts)))
             if other is None or (across and not other_across) or (across == other_across and d < other_d):
                 other, other_across, other_d = m, across, d
-        if other is None:
-            return None
-        return _cm.HostTransport(other, best.hosts * ranks_per_host, other.hosts * ranks_per_host,
-                                 math.log(hosts / best.hosts) / math.log(best.hosts / other.hosts),
-                                 abs(math.log2(hosts / best.hosts)))
+        n_model = best.hosts * ranks_per_host
+        doublings = abs(math.log2(hosts / best.hosts))
+        if other is not None:
+            return _cm.HostTransport(other, n_model, other.hosts * ranks_per_host,
+                                     math.log(hosts / best.hosts) / math.log(best.hosts / other.hosts), doublings)
+        # One measured inter-host count: the growth prior (cost_model.hpp).
+        group_size = hosts * ranks_per_host
+        fb = busbw_factor(best.collective, n_model)
+        return _cm.HostTransport(None, n_model, 0, 0.0, doublings,
+                                 _cm.price_time_us(best, n_model, concurrent_groups, 1.0),
+                                 _cm.latency_growth(best.collective, n_model, best.hosts, group_size, hosts),
+                                 busbw_factor(best.collective, group_size) / fb if n_model > 1 and fb > 0 else 1.0)
 
     def predict(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
                 nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
@@ -587,8 +594,13 @@ class Profile:
         s_eff = effective_bytes(collective, m.effective_size, nbytes, counts, elem_size, group_size)
         side, dh, dc, dn, ds = key
         notes = []
-        tr = self.host_transport(m, hosts, ranks_per_host)
-        if tr is not None:
+        tr = self.host_transport(m, hosts, ranks_per_host, concurrent_groups)
+        if tr is not None and tr.other is None:
+            notes.append(f"hosts={hosts} from the one measured inter-host count hosts={m.hosts} "
+                         "(latency growth prior)")
+            if dc != 1.0:
+                notes.append(f"nearest measured class: concurrent_groups={m.concurrent_groups}")
+        elif tr is not None:
             ha, hb = tr.other.hosts, m.hosts
             if hosts > max(ha, hb) or hosts < min(ha, hb):
                 notes.append(f"hosts={hosts} beyond the measured hosts={min(ha, hb)} and {max(ha, hb)} "
@@ -609,7 +621,8 @@ class Profile:
             notes.append(f"dtype model {m.dtype or 'pooled'} used for {dtype or 'an unspecified dtype'}")
         # The class's sigma (the size alone is not: the curve widens for it).
         if tr is not None:
-            class_sigma = _cm.EXTRAPOLATED_CLASS_LOG_SIGMA if (dc != 1.0 or ds == 2) else 0.0
+            class_sigma = (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if (dc != 1.0 or ds == 2 or tr.other is None)
+                           else 0.0)
         else:
             class_sigma = (_cm.OTHER_SIDE_LOG_SIGMA if side != 0
                            else (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if notes else 0.0))
@@ -618,8 +631,10 @@ class Profile:
         pr = (_cm.price_transported(m, tr, concurrent_groups, s_eff, class_sigma) if tr is not None
               else _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma))
         basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
-        if tr is not None:
+        if tr is not None and tr.other is not None:
             basis = f"hosts={m.hosts} and {tr.other.hosts} transported to hosts={hosts} ({basis})"
+        elif tr is not None:
+            basis = f"hosts={m.hosts} grown to hosts={hosts} by the latency growth prior ({basis})"
         if pr.switch_gap:
             basis += ", switch in the gap"
         if pr.beyond_measured:

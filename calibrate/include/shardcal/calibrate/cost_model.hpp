@@ -108,15 +108,21 @@ const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, boo
 // each priced at its own group size (its hosts x the query's ranks per host) and the query's
 // S_eff. Exact at h_a and h_b, an interpolation between them, and where h is outside them it
 // carries each size's measured growth per factor of hosts on (nccl-tests' busbw convention
-// makes the bandwidth part of that growth ~1; the latency part is what the logs measure). No
-// per-size growth can be learnt from one host count: a profile with one inter-host count
-// prices other counts with the backbone (nearest class) as before.
+// makes the bandwidth part of that growth ~1; the latency part is what the logs measure).
+// With one measured inter-host count the growth per size is not measurable; a prior prices it:
+//     t(h) = t_b (share R + (1 - share) F),   share = min(1, L / t_b),
+// L the count's time at 1 byte (its latency floor), F = f(n) / f(n_b) (bus factors: busbw
+// independent of the rank count), R the latency's growth: ring steps (n - 1) / (n_b - 1) for
+// collectives NCCL runs as rings, tree depth (1 + log2 h) / (1 + log2 h_b) for all_reduce (NCCL's
+// double binary trees at small sizes across nodes, NCCL 2.4+).
 // Per doubling of hosts away from the nearest measured count, the interval's log sigma grows by
 // this much on top of the two prices' own (propagated): the transport's error is not estimable
 // from two host counts: one extrapolated class (kExtrapolatedClassLogSigma) per doubling. On
 // NCCL-like curves at 2-16 hosts (tests/data/scaling: torch's analytical copy of NCCL's tuning
 // model) one doubling out misses by a median 4-11 %, and these intervals cover 79-100 %.
 inline constexpr double kHostTransportLogSigma = 0.15;
+// The prior's growth R for collective op from n_b ranks on h_b hosts to n ranks on h hosts.
+double latency_growth(Collective op, int n_b, int h_b, int n, int h);
 
 // (HostTransport, what predict() chose, is in profile.hpp beside Prediction.)
 // The chosen model m transported to another host count by t (t.other non-null).

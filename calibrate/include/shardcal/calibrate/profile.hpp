@@ -132,13 +132,19 @@ struct Model {
 // The domain a model is used on without the prediction being marked extrapolated.
 Domain effective_domain(const Model& m);
 
-// A price transported from two measured host counts (cost_model.hpp kHostTransportLogSigma).
+// A price transported from measured host counts to another (cost_model.hpp "Host-count
+// transport"): from two measured counts (other non-null), or from one by the growth prior.
 struct HostTransport {
-  const Model* other = nullptr;  // the second host count's model (null: no transport)
+  bool active = false;           // false: priced by the chosen model alone
+  const Model* other = nullptr;  // the second host count's model (null: the prior)
   int n_model = 0;               // the group size the chosen model is priced at
   int n_other = 0;               // ... and the other model
   double exponent = 0;           // e = ln(h / h_b) / ln(h_b / h_a)
   double doublings = 0;          // |log2(h / h_b)|: distance to the nearest measured count
+  // The prior (one measured count): t = t_b (share R + (1 - share) F), share = min(1, L / t_b).
+  double latency_us = 0;         // L: the chosen model's time at 1 byte (its latency floor)
+  double latency_ratio = 1;      // R: latency growth from h_b to h
+  double bus_ratio = 1;          // F: busbw factor ratio f(n) / f(n_b)
 };
 
 struct Prediction {
@@ -151,7 +157,7 @@ struct Prediction {
   int segment = -1;
   bool extrapolated = false;        // link class, group size or size outside what was measured
   std::string note;                 // why extrapolated: "nearest measured class: hosts=1 ..."
-  // Set (transport.other non-null) when the price came from two measured host counts
+  // Set (transport.active) when the price was transported from other host counts
   // (cost_model.hpp HostTransport); the planner's hot path repeats it from here.
   HostTransport transport;
 };
