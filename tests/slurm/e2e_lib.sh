@@ -2,8 +2,9 @@
 # tests/slurm/e2e_lib.sh - sourced by the Slurm end-to-end tests (slurm_e2e.sh, slurm2_e2e.sh,
 # slurm2_lost_node.sh): what they share. Before sourcing set NAME (the message prefix), SRC,
 # SB (shardbench), WORK and BUDGET_S; it sets DEADLINE, PY, fail, step, submit, check_report,
-# wait_job (tests/slurm/wait_job.sh) and time_limit_resume. For the two-node tests, e2e2_setup
-# adds the cluster's names, `leftovers` and the EXIT trap that stops the cluster.
+# check_run, count_points, wait_job (tests/slurm/wait_job.sh), array_and_merge and
+# time_limit_resume. For the two-node tests, e2e2_setup adds the cluster's names, `leftovers`,
+# check_results and the EXIT trap that stops the cluster.
 
 DEADLINE=$((SECONDS + BUDGET_S))
 PY=/usr/bin/python3
@@ -36,10 +37,36 @@ check_report() {  # dir log
   fi
 }
 
+# check_run DIR CONFIG [MIN_CONTEXTS]: the run is complete and valid (tests/slurm/check_run.py).
+check_run() { "$PY" "$SRC/tests/slurm/check_run.py" "$1" "$2" "$SRC" "$SB" "${3:-1}"; }
+
 # Points in a results file (it must parse as JSON Lines: a stopped or killed run leaves complete
 # records only).
 count_points() {  # results.jsonl
   "$PY" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print(sum(x["type"]=="point" for x in r))' "$1"
+}
+
+# calibrate-array.sbatch --array=0-1 on tests/slurm/tiny.json + the afterok merge job: both
+# shards written, CHECK DIR CONFIG 2 passes on the merged run, the report. Sets ARR (the array
+# job id); the jobs go to JOBS.
+array_and_merge() {  # check_function merge_wait_s sbatch_shape_args...
+  local check=$1 limit=$2 merge state code i
+  shift 2
+  ARR=$(submit --array=0-1 "$@" -o "$WORK/array-%A-%a.log" scripts/slurm/calibrate-array.sbatch \
+    --config tests/slurm/tiny.json "${COMMON[@]}")
+  JOBS+=("$ARR")
+  merge=$(submit --dependency=afterok:"$ARR" -n 1 -o "$WORK/merge-%j.log" \
+    scripts/slurm/calibrate-array.sbatch --config tests/slurm/tiny.json "${COMMON[@]}" --merge "$ARR")
+  JOBS+=("$merge")
+  read -r state code < <(wait_job "$merge" "$limit")
+  tail -4 "$WORK/merge-$merge.log" 2>/dev/null || true
+  [[ $state == COMPLETED && $code == 0 ]] ||
+    fail "merge job $merge: $state exit $code; logs: $WORK/array-$ARR-*.log $WORK/merge-$merge.log"
+  for i in 0 1; do
+    [[ -s $WORK/calib-$ARR/results.shard-$i-of-2.jsonl ]] || fail "shard $i of 2 missing"
+  done
+  "$check" "$WORK/calib-$ARR" tests/slurm/tiny.json 2 || fail "array job $ARR: merged outputs invalid"
+  check_report "$WORK/calib-$ARR" "$WORK/merge-$merge.log"
 }
 
 # A 1-minute job (tests/slurm/long.json, ~1 s per point) stopped by its USR1 warning: exit 3, a
@@ -137,51 +164,9 @@ e2e2_start() {  # rate
   echo "ok: sinfo from outside the namespaces: $nodes"
 }
 
-# check_results DIR CONFIG MIN_CONTEXTS: results: schema, every point once and correct, both nodes named, groups spanning both.
-check_results() {  # dir config min_contexts
-  "$PY" - "$1" "$2" "$SRC" "$SB" "$3" "$H0" "$H1" <<'EOF'
-import json, subprocess, sys
-d, cfg, src, sb, min_ctx, h0, h1 = sys.argv[1:8]
-import jsonschema
-def schema(name):
-    with open(f"{src}/configs/schema/{name}") as f:
-        return jsonschema.Draft202012Validator(json.load(f))
-rs = schema("results.schema.json")
-recs = [json.loads(l) for l in open(f"{d}/results.jsonl")]
-for i, r in enumerate(recs, 1):
-    errs = list(rs.iter_errors(r))
-    if errs:
-        sys.exit(f"{d}/results.jsonl record {i}: {errs[0].message}")
-ctx = [r for r in recs if r["type"] == "context"]
-pts = [r for r in recs if r["type"] == "point"]
-if len(ctx) < int(min_ctx):
-    sys.exit(f"{d}: {len(ctx)} context record(s), expected at least {min_ctx}")
-for c in ctx:
-    hosts = {h["name"]: sorted(h["ranks"]) for h in c["hosts"]}
-    if hosts != {h0: [0, 1], h1: [2, 3]}:
-        sys.exit(f"{d}: context hosts {hosts}, expected {h0}: ranks 0,1 and {h1}: ranks 2,3")
-    s = c.get("slurm") or {}
-    if s.get("num_nodes") != 2 or s.get("num_tasks") != 4:
-        sys.exit(f"{d}: context slurm record {s}: expected 2 nodes, 4 tasks")
-want = int(subprocess.run([sb, "sweep", "--validate-only", "--backend", "sim", "--world", "4",
-                           "--config", cfg], capture_output=True, text=True,
-                          check=True).stdout.split("ok, ")[1].split()[0])
-keys = [p["key"] for p in pts]
-if len(keys) != want or len(set(keys)) != want:
-    sys.exit(f"{d}: {len(keys)} points ({len(set(keys))} distinct), the config has {want}")
-if any(p["wrong"] for p in pts):
-    sys.exit(f"{d}: some points have wrong results")
-spanning = sum(p.get("hosts_spanned") == 2 for p in pts)
-if spanning == 0:
-    sys.exit(f"{d}: no point has a group spanning both nodes (hosts_spanned 2)")
-prof = json.load(open(f"{d}/profile.json"))
-errs = list(schema("profile.schema.json").iter_errors(prof))
-if errs:
-    sys.exit(f"{d}/profile.json: {errs[0].message}")
-print(f"ok: {d}: {len(pts)} points ({spanning} across {h0} and {h1}) in {len(ctx)} context(s), "
-      f"slurm job {ctx[0]['slurm']['job_id']}, profile valid")
-EOF
-}
+# check_results DIR CONFIG MIN_CONTEXTS: the run is complete and valid, and names both nodes
+# (tests/slurm/check_run.py).
+check_results() { "$PY" "$SRC/tests/slurm/check_run.py" "$1" "$2" "$SRC" "$SB" "$3" "$H0" "$H1"; }
 
 # The end of every two-node test: stop (twice), nothing left (checked here, independently of
 # local-cluster check-stopped, which must agree), status no longer running.
