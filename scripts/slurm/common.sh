@@ -21,7 +21,7 @@ Options (after the script name; sbatch's own options go before it):
   --mpi PLUGIN        srun --mpi plugin (default pmix; falls back to what `srun --mpi=list` offers)
   --resume DIR        continue the run in DIR (an earlier job's run directory) instead of a new one
   --timeout S         seconds a rank waits in one operation before the sweep's watchdog ends it
-                      (exit 124, naming the rank it waited for): the bound on ranks left waiting
+                      (exit 124, naming the operation): the bound on ranks left waiting
                       for a lost node (shardbench sweep --timeout; default 300)
   --no-report         skip the report step
   --help              this help
