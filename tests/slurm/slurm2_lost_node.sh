@@ -11,7 +11,8 @@
 #      within the bound; no rank left on H0; the results file holds the complete points only
 #      (valid JSON Lines).
 #   2. the node comes back (`local-cluster start` starts the missing slurmd, on a spool cleared
-#      as after a reboot): the job ends FAILED exit 124 (or stays NODE_FAIL); both nodes idle.
+#      as after a reboot: the killed step's PMIx directory and socket, there before, are gone):
+#      the job ends FAILED exit 124 (or stays NODE_FAIL); both nodes idle.
 #   3. `calibrate.sbatch --resume DIR` on both nodes completes the run: every point once, both
 #      hosts named, profile valid.
 #   4. stop: no daemon, namespace, veth or directory of the cluster left.
@@ -112,10 +113,17 @@ echo "ok: the watchdog's lines in the log, no rank left on $H0, $kept complete p
 
 # ---------------------------------------------------------------------------------------------
 step "2. $H1 comes back: its registration completes the job"
+# What the killed step left on H1 (a reboot would clear it): the PMIx plugin's directory and
+# socket of step $jid.0. A requeued job keeps its id, and its step failed on them ("File exists").
+stale=/run/shardcal-slurm/$HASH/spool/$H1/pmix.$jid.0
+[[ -d $stale ]] || fail "no stale $stale after the loss (the PMIx plugin's layout changed? see local-cluster's clear_lost_node)"
 "$LC" start >"$WORK/restart.log" 2>&1 || { cat "$WORK/restart.log"; fail "local-cluster start (bringing $H1 back) failed"; }
 cat "$WORK/restart.log"
 grep -q "starting the daemons that are not running" "$WORK/restart.log" ||
   fail "start did not repair the running cluster (it should start only $H1's slurmd)"
+grep -q "$H1 comes back as after a reboot" "$WORK/restart.log" || fail "start did not clear $H1's stale job-step state"
+[[ ! -e $stale && ! -e /run/shardcal-slurm/$HASH/spool/$H1/stepd.slurm.pmix.$jid.0 ]] ||
+  fail "$H1's stale PMIx state of step $jid.0 is still there after start"
 read -r state code < <(wait_job "$jid" 30)
 [[ $state == NODE_FAIL && $final == NODE_FAIL || "$state $code" == "$final" ]] ||
   fail "job $jid after $H1 came back: $state exit $code, expected $final"
