@@ -48,7 +48,8 @@ e2e2_start 200mbit
 
 # ---------------------------------------------------------------------------------------------
 step "1. a 2-node job loses $H1 mid-sweep: the watchdog ends the surviving ranks"
-# --no-requeue: Slurm must not requeue it if it declared H1 DOWN (it does not within SlurmdTimeout).
+# --no-requeue: should srun wait until H1 is declared DOWN, the job ends NODE_FAIL instead of
+# being requeued (held for cred_expire, 120 s).
 jid=$(submit --no-requeue -N 2 --ntasks-per-node 2 -o "$WORK/calib-%j.log" \
   scripts/slurm/calibrate.sbatch --config "$CONFIG" "${COMMON[@]}")
 results=$WORK/calib-$jid/results.jsonl
@@ -62,9 +63,10 @@ for ((i = 0; i < 240; i++)); do  # <= 60 s: the job starts and measures 2 points
 done
 ((points >= 2)) || fail "job $jid wrote $points point(s) within 60 s (state $(job_field "$jid" JobState)); log $WORK/calib-$jid.log"
 victims=$(ip netns pids "$H1" | xargs -r ps -o pid=,comm= -p | awk '{print $2 "(" $1 ")"}' | paste -sd' ' -)
-for p in slurmd slurmstepd shardbench; do
+for p in slurmd slurmstepd; do
   [[ $victims == *"$p("* ]] || fail "no $p in $H1's namespace to kill (found: $victims)"
 done
+[[ $(grep -o 'shardbench(' <<<"$victims" | wc -l) == 2 ]] || fail "expected the job's 2 ranks in $H1's namespace, found: $victims"
 ip netns pids "$H1" | xargs -r kill -KILL
 t0=$SECONDS
 echo "ok: $points points written; killed everything in $H1's namespace: $victims"
