@@ -20,6 +20,9 @@ Options (after the script name; sbatch's own options go before it):
   --shardbench PATH   the shardbench binary (default build/bin/shardbench)
   --mpi PLUGIN        srun --mpi plugin (default pmix; falls back to what `srun --mpi=list` offers)
   --resume DIR        continue the run in DIR (an earlier job's run directory) instead of a new one
+  --timeout S         seconds a rank waits in one operation before the sweep's watchdog ends it
+                      (exit 124, naming the operation): the bound on ranks left waiting
+                      for a lost node (shardbench sweep --timeout; default 300)
   --no-report         skip the report step
   --help              this help
 Relative paths are taken from the submit directory, which must be the shardcal checkout (or set
@@ -40,9 +43,10 @@ slurm_parse_args() {
   SC_RESUME_DIR=
   SC_REPORT=1
   SC_MERGE=
+  SC_TIMEOUT=
   while [[ $# -gt 0 ]]; do
     case "$1" in
-      --config | --backend | --out-base | --name | --shardbench | --mpi | --resume | --merge)
+      --config | --backend | --out-base | --name | --shardbench | --mpi | --resume | --merge | --timeout)
         [[ $# -ge 2 && -n $2 ]] || slurm_die "$1 needs a value (see --help)"
         case "$1" in
           --config) SC_CONFIG=$2 ;;
@@ -53,6 +57,7 @@ slurm_parse_args() {
           --mpi) SC_MPI=$2 ;;
           --resume) SC_RESUME_DIR=$2 ;;
           --merge) SC_MERGE=$2 ;;
+          --timeout) SC_TIMEOUT=$2 ;;
         esac
         shift ;;
       --no-report) SC_REPORT=0 ;;
@@ -63,6 +68,8 @@ slurm_parse_args() {
   done
   [[ ${SC_HELP:-0} == 1 ]] && return 0
   [[ $SC_BACKEND == mpi || $SC_BACKEND == nccl ]] || slurm_die "--backend $SC_BACKEND: expected mpi or nccl"
+  [[ -z $SC_TIMEOUT || $SC_TIMEOUT =~ ^[0-9]+(\.[0-9]+)?$ && $SC_TIMEOUT =~ [1-9] ]] ||
+    slurm_die "--timeout $SC_TIMEOUT: expected a positive number of seconds, e.g. 300"
   cd "$SC_ROOT" || slurm_die "cannot cd to $SC_ROOT (the shardcal checkout; submit from it or set SHARDCAL_ROOT)"
   [[ -x $SC_SB ]] || slurm_die "$SC_SB: not an executable shardbench; build first (cmake --build build) or pass --shardbench PATH"
   [[ -r $SC_CONFIG ]] || slurm_die "--config $SC_CONFIG: not readable (relative to $SC_ROOT)"
@@ -105,14 +112,21 @@ SC_STOPPED=0
 SC_SRUN_PID=
 SC_RESEND_S=5
 SC_RESEND_MAX=12
-slurm_on_stop() {
+slurm_on_stop() {  # USR1|TERM
   if [[ $SC_STOPPED == 0 ]]; then
-    slurm_log "stop signal received (time limit near): asking the sweep to stop cleanly"
+    if [[ ${1:-USR1} == USR1 ]]; then
+      slurm_log "stop signal received (USR1: time limit near): asking the sweep to stop cleanly"
+    else
+      slurm_log "stop signal received (TERM: time limit, scancel, or Slurm ending the job, e.g. after a node failure): asking the sweep to stop cleanly"
+    fi
   fi
   SC_STOPPED=1
   if [[ -n $SC_SRUN_PID ]]; then slurm_signal_steps; fi
 }
-slurm_install_traps() { trap slurm_on_stop USR1 TERM; }
+slurm_install_traps() {
+  trap 'slurm_on_stop USR1' USR1
+  trap 'slurm_on_stop TERM' TERM
+}
 
 # SIGTERM to the job's steps; without scancel, to srun (the child of the wrapper subshell).
 slurm_signal_steps() {
@@ -168,6 +182,7 @@ slurm_sweep() {  # results_file extra_args...
     mode=(--resume "$results")
     slurm_log "resuming $results (requeued or --resume; restart count ${SLURM_RESTART_COUNT:-0})"
   fi
+  [[ -z ${SC_TIMEOUT:-} ]] || mode+=(--timeout "$SC_TIMEOUT")
   slurm_log "srun --mpi=$SC_MPI $SC_SB sweep --backend $SC_BACKEND --config $SC_CONFIG ${mode[*]} $*"
   local rc=0
   slurm_srun --mpi="$SC_MPI" --kill-on-bad-exit=1 "$SC_SB" sweep --backend "$SC_BACKEND" \
@@ -187,6 +202,13 @@ slurm_after_stop() {  # rc results resume_hint
       slurm_log "continue with: $hint"
     fi
     exit 3
+  fi
+  if [[ $rc == 124 ]]; then
+    # The watchdog (shardbench sweep --timeout) ended a rank that waited too long for another:
+    # what is left of a job whose node was lost (Slurm may take SlurmdTimeout to notice).
+    slurm_log "the sweep's watchdog ended it (exit 124): a rank waited longer than --timeout ${SC_TIMEOUT:-300} s for another (a node lost, or a rank hung: the 'timed out' lines above name the operation); $results holds complete records only"
+    slurm_log "once the nodes are back (sinfo), continue with: $hint"
+    exit 124
   fi
   slurm_log "the sweep failed (exit $rc); see the messages above"
   exit "$rc"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# tests/slurm/wait_job.sh - sourced by the Slurm end-to-end tests (slurm_e2e.sh, slurm2_e2e.sh).
+# tests/slurm/wait_job.sh - sourced by tests/slurm/e2e_lib.sh (the Slurm end-to-end tests).
 # Needs: fail MESSAGE (exits), DEADLINE (in $SECONDS), BUDGET_S.
 #
 # wait_job JOBID TIMEOUT_S: polls slurmctld until the job has finished and prints "STATE EXIT"
