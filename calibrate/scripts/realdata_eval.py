@@ -5,7 +5,7 @@ the other half, beside log-log interpolation between the same sizes (docs/CALIBR
 
 For every log (nccl-tests text/JSON, OSU collectives) in the given files or directories:
 `shardbench import` it, keep every other distinct size for training (the first, third, ...; the
-largest size always), `shardbench calibrate` those, and predict every point at the other sizes
+largest size always; --every K --offset O for other splits), `shardbench calibrate` those, and predict every point at the other sizes
 with `shardbench predict --json`. Per log it prints the median and largest relative error of the
 profile's prediction and of the ruler (linear interpolation in log(size)-log(time) between the
 two training sizes around a held-out one, through the geometric mean of the training points at
@@ -72,7 +72,7 @@ def point_time_s(rec):
     return s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
 
 
-def evaluate(sb, log, work, extra_import_args):
+def evaluate(sb, log, work, extra_import_args, every=2, offset=0):
     base = os.path.join(work, os.path.basename(log))
     imported = base + ".jsonl"
     r = run([sb, "import", log, "--out", imported] + extra_import_args)
@@ -89,7 +89,7 @@ def evaluate(sb, log, work, extra_import_args):
         if len(sizes) < 8:
             results.append({"log": log, "collective": op, "skipped": [f"{len(sizes)} sizes, need >= 8"]})
             continue
-        train = set(sizes[0::2]) | {sizes[-1]}
+        train = set(sizes[offset::every]) | {sizes[0], sizes[-1]}
         held = [s for s in sizes if s not in train]
         tr = base + f".{op}.train.jsonl"
         prof = base + f".{op}.profile.json"
@@ -196,8 +196,14 @@ def main():
     ap.add_argument("--median-only", action="store_true",
                     help="with --check: compare medians with the ruler, not the largest errors (for a log whose "
                          "largest error is a jump between two measured sizes that both miss by the same)")
+    ap.add_argument("--every", type=int, default=2, metavar="K",
+                    help="train on every K-th distinct size (default 2: every other), the first and last always")
+    ap.add_argument("--offset", type=int, default=0, metavar="O",
+                    help="start the training sizes at the O-th (default 0); --every 2 --offset 1: the other half")
     ap.add_argument("--scale-to", metavar="LOG", help="fit all sizes of the given logs, predict every point of LOG")
     a = ap.parse_args()
+    if a.every < 2 or not 0 <= a.offset < a.every:
+        fail(f"--every {a.every} --offset {a.offset}: need every >= 2 and 0 <= offset < every")
     if not os.access(a.shardbench, os.X_OK):
         fail(f"{a.shardbench}: not an executable shardbench (build it, or pass --shardbench)")
     extra = []
@@ -222,7 +228,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory(prefix="realdata-eval-") as work:
         for log in logs_in(a.paths):
-            r = evaluate(a.shardbench, log, work, extra)
+            r = evaluate(a.shardbench, log, work, extra, a.every, a.offset)
             rows += r if isinstance(r, list) else [r]
     fails = []
     print(f"{'log':44s} {'fit med/max':>14s} {'ruler med/max':>14s} {'covered':>9s} {'half-width':>10s}")

@@ -197,7 +197,9 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     kap = max(cv.kappa_scale, cv.kappa[i], cv.kappa[i + 1])
     curv = kap * w * (1 - w) * g
     misfit = (1 - cv.weight) * _rms(cv.log_ratio)
-    return log_t, math.sqrt(cv.noise * cv.noise + curv * curv + misfit * misfit), env_lo, env_hi, switch, False
+    shape_dev = abs(log_t - ruler)  # the backbone's shape vs the log-log line: one sigma
+    return (log_t, math.sqrt(cv.noise * cv.noise + curv * curv + misfit * misfit + shape_dev * shape_dev),
+            env_lo, env_hi, switch, False)
 
 
 def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: float = 0.0) -> Priced:
