@@ -101,11 +101,13 @@ std::shared_ptr<const calib::LoadedProfile> bench_profile() {
   return lp;
 }
 
-void BM_CostPlanRebound(benchmark::State& state, const char* mesh, const char* from, const char* to) {
+void BM_CostPlanRebound(benchmark::State& state, const char* mesh, const char* from,
+                        const char* to) {
   const Transition t = make(mesh, from, to);
   const auto lp = bench_profile();
   for (auto _ : state)
-    benchmark::DoNotOptimize(plan_cheapest(t.from, t.to, calib::profile_step_cost(lp->profile(), 4)));
+    benchmark::DoNotOptimize(
+        plan_cheapest(t.from, t.to, calib::profile_step_cost(lp->profile(), 4)));
 }
 void BM_CostPlanBound(benchmark::State& state, const char* mesh, const char* from, const char* to) {
   const Transition t = make(mesh, from, to);
@@ -119,6 +121,10 @@ BENCHMARK_CAPTURE(BM_CostPlanBound, s0s1r_to_rs0s1_2x2x2, "2x2x2", "S(0),S(1),R"
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CostPlanRebound, s0_to_r_4, "4", "S(0)", "R")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CostPlanBound, s0_to_r_4, "4", "S(0)", "R")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CostPlanRebound, s0s1r_to_rs0s1_8x16x8, "8x16x8", "S(0),S(1),R", "R,S(0),S(1)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CostPlanBound, s0s1r_to_rs0s1_8x16x8, "8x16x8", "S(0),S(1),R", "R,S(0),S(1)")
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_CostPlanCached(benchmark::State& state, const char* mesh, const char* from,
                        const char* to) {

@@ -43,7 +43,8 @@ int run(const GateArgs& a) {
     bp = shardcal::calib::LoadedProfile::load(a.baseline_profile, "--baseline-profile");
     cp = shardcal::calib::LoadedProfile::load(a.candidate_profile, "--candidate-profile");
   }
-  g::Report r = g::compare_runs(b, c, a.opt, bp ? &bp->profile() : nullptr, cp ? &cp->profile() : nullptr);
+  g::Report r =
+      g::compare_runs(b, c, a.opt, bp ? &bp->profile() : nullptr, cp ? &cp->profile() : nullptr);
   if (bp) {
     r.baseline_profile = a.baseline_profile;
     r.candidate_profile = a.candidate_profile;

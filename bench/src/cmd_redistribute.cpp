@@ -58,8 +58,8 @@ int run(const RedistributeArgs& a) {
     std::ostringstream os;
     os << "planner: " << planner->name();
     if (planner->priced())
-      os << " (profile " << a.profile << ", cluster " << planner->profile().value("cluster", "") << ", sha256 "
-         << planner->profile().value("sha256", "").substr(0, 12) << ", " << rph
+      os << " (profile " << a.profile << ", cluster " << planner->profile().value("cluster", "")
+         << ", sha256 " << planner->profile().value("sha256", "").substr(0, 12) << ", " << rph
          << " ranks per host), predicted " << pt.total_us << " us";
     return os.str();
   };

@@ -109,7 +109,8 @@ Planned plan_transition(const shardcal::TensorSpec& from, const shardcal::Tensor
   };
   if (r.alternatives.empty()) throw shardcal::Error("the cost planner returned no plan");
   add(r.alternatives[0].plan, r.alternatives[0].step_cost, r.alternatives[0].total, "chosen");
-  const shardcal::CostedPlan greedy = shardcal::price_plan(shardcal::plan_redistribution(from, to), planner.step_cost(rph));
+  const shardcal::CostedPlan greedy =
+      shardcal::price_plan(shardcal::plan_redistribution(from, to), planner.step_cost(rph));
   // The greedy plan may take a step the profile prices +inf (no model for its collective): it is
   // still measured, but has no prediction (left out of the MAPE, counted as unpriced).
   std::string greedy_unpriced;
@@ -174,9 +175,10 @@ ValidatePoints plan_validate_points(shardcal::Communicator& world, const Validat
     try {
       const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
       const shardcal::TensorMeta meta{p.shape, p.dtype};
-      v.planned.push_back(plan_transition(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
-                                          shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
-                                          planner, v.rph, cli.k));
+      v.planned.push_back(
+          plan_transition(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
+                          shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
+                          planner, v.rph, cli.k));
     } catch (const shardcal::Error& e) {
       plan_error = "planning " + p.label() + ": " + e.what();
       break;
@@ -426,8 +428,8 @@ std::string finish_validate_output(const ValidateCli& cli, std::size_t transitio
 }
 
 // Runs on every rank. Returns the exit code (the same on every rank).
-int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, const sw::SweepConfig& cfg,
-                      const CostPlanner& planner) {
+int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli,
+                      const sw::SweepConfig& cfg, const CostPlanner& planner) {
   const bool root = world.rank() == 0;
   ValidatePoints v = plan_validate_points(world, cli, cfg, planner);
   const std::vector<sw::Point>& points = v.points;
@@ -438,11 +440,14 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
 
   const std::unique_ptr<shardcal::formats::AtomicFile> file = open_validate_output(world, cli);
   if (root && !cli.quiet) {
-    std::fprintf(stderr, "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, %d rounds%s\n",
+    std::fprintf(stderr,
+                 "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, "
+                 "%d rounds%s\n",
                  points.size(), planner.loaded().path().c_str(),
                  planner.loaded().profile().cluster.c_str(), v.rph, cli.k, cli.rounds,
                  v.skipped_collectives ? (", " + std::to_string(v.skipped_collectives) +
-                                          " collective point(s) of the config ignored").c_str()
+                                          " collective point(s) of the config ignored")
+                                             .c_str()
                                        : "");
   }
 
@@ -500,15 +505,15 @@ int run_validate(const ValidateCli& cli) {
       const std::string path = !cli.profile.empty() ? cli.profile : cfg.profile;
       if (path.empty())
         throw shardcal::Error("validate needs --profile FILE (or a \"profile\" key in " + cli.config + ")");
-      planner = make_cost_planner(path, !cli.profile.empty() ? "--profile" : cli.config + ": /profile",
-                                  cli.ranks_per_host);
+      planner = make_cost_planner(
+          path, !cli.profile.empty() ? "--profile" : cli.config + ": /profile", cli.ranks_per_host);
     } catch (const std::exception& e) {
       error = e.what();
     }
     sw::agree_on_input(world, error);
-    const std::string mode = "validate k=" + std::to_string(cli.k) + " rounds=" +
-                             std::to_string(cli.rounds) + " profile " + planner->loaded().sha256() +
-                             " rph=" + std::to_string(cli.ranks_per_host);
+    const std::string mode =
+        "validate k=" + std::to_string(cli.k) + " rounds=" + std::to_string(cli.rounds) +
+        " profile " + planner->loaded().sha256() + " rph=" + std::to_string(cli.ranks_per_host);
     sw::check_same_job(world, cfg.hash(), mode, "config " + cli.config + " (hash " + cfg.hash() + "), " + mode);
     return run_validate_rank(world, cli, cfg, *planner);
   });

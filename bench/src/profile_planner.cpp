@@ -40,7 +40,8 @@ nlohmann::json CostPlanner::describe(int rph) const {
 
 nlohmann::json CostPlanner::profile() const { return nlohmann::json(profile_->identity()); }
 
-std::shared_ptr<const CostPlanner> make_cost_planner(const std::string& path, const std::string& option,
+std::shared_ptr<const CostPlanner> make_cost_planner(const std::string& path,
+                                                     const std::string& option,
                                                      int ranks_per_host_override) {
   return std::make_shared<const CostPlanner>(shardcal::calib::LoadedProfile::load(path, option),
                                              ranks_per_host_override);

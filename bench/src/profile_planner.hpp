@@ -45,7 +45,8 @@ class CostPlanner final : public sweep::TransitionPlanner {
 };
 
 // The cost planner over the profile at `path` (LoadedProfile::load; errors name `option`).
-std::shared_ptr<const CostPlanner> make_cost_planner(const std::string& path, const std::string& option,
+std::shared_ptr<const CostPlanner> make_cost_planner(const std::string& path,
+                                                     const std::string& option,
                                                      int ranks_per_host_override);
 
 }  // namespace shardbench

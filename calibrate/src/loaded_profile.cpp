@@ -23,8 +23,8 @@ std::shared_ptr<const LoadedProfile> LoadedProfile::load(const std::string& path
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw Error(option + " " + path + ": cannot open profile: " +
-                (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") +
-                "; " + kProfileFix);
+                (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") + "; " +
+                kProfileFix);
   try {
     return parse(formats::read_text_file(path, "profile", kProfileFix), path);
   } catch (const Error& e) {
@@ -34,7 +34,8 @@ std::shared_ptr<const LoadedProfile> LoadedProfile::load(const std::string& path
   }
 }
 
-std::shared_ptr<const LoadedProfile> LoadedProfile::parse(std::string bytes, const std::string& path) {
+std::shared_ptr<const LoadedProfile> LoadedProfile::parse(std::string bytes,
+                                                          const std::string& path) {
   // read_profile's checks, on bytes already read.
   if (bytes.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(path + ": the profile file is empty; regenerate it with shardbench calibrate");

@@ -2,6 +2,7 @@
 // rejection rule (with the JSON pointer in the message), the nearest-measured-class rule, the
 // built-in DTensor profile, atomic writes, and a fuzz test of the reader.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -11,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 
 #include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/calibrate/loaded_profile.hpp"
@@ -304,10 +304,10 @@ TEST(LoadedProfile, IdentityAndErrors) {
   EXPECT_EQ(lp->sha256(), formats::sha256_file(kDTensorPath));
   EXPECT_EQ(lp->path(), kDTensorPath);
   EXPECT_EQ(profile_to_json(lp->profile()), profile_to_json(read_profile(kDTensorPath)));
-  EXPECT_EQ(lp->identity().dump(), nlohmann::ordered_json({{"path", kDTensorPath},
-                                                           {"cluster", "dtensor-default"},
-                                                           {"sha256", lp->sha256()}})
-                                       .dump());
+  EXPECT_EQ(lp->identity().dump(),
+            nlohmann::ordered_json(
+                {{"path", kDTensorPath}, {"cluster", "dtensor-default"}, {"sha256", lp->sha256()}})
+                .dump());
   EXPECT_EQ(formats::sha256_bytes(""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");  // FIPS 180-2
   auto error_of_load = [](const std::string& path) {
@@ -318,11 +318,16 @@ TEST(LoadedProfile, IdentityAndErrors) {
     }
     return std::string("no error");
   };
-  const fs::path dir = fs::temp_directory_path() / ("shardcal_loaded_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("shardcal_loaded_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "empty.json") << "\n";
   const std::string missing = error_of_load((dir / "missing.json").string());
-  EXPECT_EQ(missing.rfind("cfg.json: /profile " + (dir / "missing.json").string() + ": cannot open profile: no such file", 0), 0u) << missing;
+  EXPECT_EQ(missing.rfind("cfg.json: /profile " + (dir / "missing.json").string() +
+                              ": cannot open profile: no such file",
+                          0),
+            0u)
+      << missing;
   EXPECT_NE(error_of_load(dir.string()).find("not a regular file"), std::string::npos);
   EXPECT_NE(error_of_load((dir / "empty.json").string()).find("empty"), std::string::npos);
   fs::remove_all(dir);
@@ -343,7 +348,8 @@ TEST(LoadedProfile, StepCostIsBoundOnceAndPricesAsProfileStepCost) {
   const TensorSpec to(mesh, parse_placements("R,S(0),S(1)"), meta);
   SearchOptions opt;
   opt.k = 3;
-  const SearchResult fresh = plan_cheapest(from, to, profile_step_cost(read_profile(kDTensorPath), 4), opt);
+  const SearchResult fresh =
+      plan_cheapest(from, to, profile_step_cost(read_profile(kDTensorPath), 4), opt);
   for (int search = 0; search < 2; ++search) {  // the second search reuses the kept memo
     const SearchResult r = plan_cheapest(from, to, a, opt);
     ASSERT_EQ(r.alternatives.size(), fresh.alternatives.size());

@@ -18,7 +18,8 @@ class LoadedProfile {
   // Reads `path` once: the sha256 is of the very bytes parsed (no second read that could see
   // another file). Throws Error "<option> <path>: ..." with a fix; `option` names where the path
   // came from ("--profile", "cfg.json: /profile").
-  static std::shared_ptr<const LoadedProfile> load(const std::string& path, const std::string& option);
+  static std::shared_ptr<const LoadedProfile> load(const std::string& path,
+                                                   const std::string& option);
   // The same from bytes already in memory; `path` names them in errors and in identity().
   static std::shared_ptr<const LoadedProfile> parse(std::string bytes, const std::string& path);
 
