@@ -4,8 +4,11 @@
 // length. The greedy planner on the same transitions for scale.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
+#include <memory>
 #include <string>
 
+#include "shardcal/calibrate/loaded_profile.hpp"
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/planner.hpp"
@@ -81,6 +84,46 @@ BENCHMARK_CAPTURE(BM_CostPlanFreshCostFn, s0s1r_to_rs0s1_8x16x8, "8x16x8", "S(0)
 // Explicit sizes: specs check them per outer coordinate tuple, not per rank.
 BENCHMARK_CAPTURE(BM_CostPlanFreshCostFn, explicit_s0s1r_to_rs0s1_8x16x8, "8x16x8",
                   "S(0)[2048,1024,1024,1024,1024,1024,1024,0],S(1),R", "R,S(0),S(1)")
+    ->Unit(benchmark::kMicrosecond);
+
+// One transition searched again with a profile loaded once, as redistribute/sweep/validate plan
+// many: "Rebound" is the binding before LoadedProfile (profile_step_cost per search: the profile
+// copied, the price memo rebuilt), "Bound" the kept LoadedProfile::step_cost. The profile is
+// SHARDCAL_BENCH_PROFILE (e.g. a calibrated one) or dtensor-default.
+std::shared_ptr<const calib::LoadedProfile> bench_profile() {
+  static const auto lp = [] {
+    const char* env = std::getenv("SHARDCAL_BENCH_PROFILE");
+    return calib::LoadedProfile::load(
+        env && *env ? std::string(env)
+                    : std::string(SHARDCAL_SOURCE_DIR) + "/configs/profiles/dtensor-default.json",
+        "SHARDCAL_BENCH_PROFILE");
+  }();
+  return lp;
+}
+
+void BM_CostPlanRebound(benchmark::State& state, const char* mesh, const char* from,
+                        const char* to) {
+  const Transition t = make(mesh, from, to);
+  const auto lp = bench_profile();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        plan_cheapest(t.from, t.to, calib::profile_step_cost(lp->profile(), 4)));
+}
+void BM_CostPlanBound(benchmark::State& state, const char* mesh, const char* from, const char* to) {
+  const Transition t = make(mesh, from, to);
+  const auto lp = bench_profile();
+  (void)plan_cheapest(t.from, t.to, lp->step_cost(4));  // the first search fills the memo
+  for (auto _ : state) benchmark::DoNotOptimize(plan_cheapest(t.from, t.to, lp->step_cost(4)));
+}
+BENCHMARK_CAPTURE(BM_CostPlanRebound, s0s1r_to_rs0s1_2x2x2, "2x2x2", "S(0),S(1),R", "R,S(0),S(1)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CostPlanBound, s0s1r_to_rs0s1_2x2x2, "2x2x2", "S(0),S(1),R", "R,S(0),S(1)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CostPlanRebound, s0_to_r_4, "4", "S(0)", "R")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CostPlanBound, s0_to_r_4, "4", "S(0)", "R")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CostPlanRebound, s0s1r_to_rs0s1_8x16x8, "8x16x8", "S(0),S(1),R", "R,S(0),S(1)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CostPlanBound, s0s1r_to_rs0s1_8x16x8, "8x16x8", "S(0),S(1),R", "R,S(0),S(1)")
     ->Unit(benchmark::kMicrosecond);
 
 void BM_CostPlanCached(benchmark::State& state, const char* mesh, const char* from,

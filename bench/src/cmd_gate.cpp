@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/calibrate/loaded_profile.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/atomic_write.hpp"
 #include "shardcal/formats/schemas.hpp"
@@ -38,12 +38,13 @@ int run(const GateArgs& a) {
   for (const auto& p : a.candidate) cs.push_back(g::read_run(p));
   const g::RunData b = g::pool_runs(bs, "baseline");
   const g::RunData c = g::pool_runs(cs, "candidate");
-  std::optional<shardcal::calib::Profile> bp, cp;
+  std::shared_ptr<const shardcal::calib::LoadedProfile> bp, cp;
   if (!a.baseline_profile.empty()) {
-    bp = shardcal::calib::read_profile(a.baseline_profile);
-    cp = shardcal::calib::read_profile(a.candidate_profile);
+    bp = shardcal::calib::LoadedProfile::load(a.baseline_profile, "--baseline-profile");
+    cp = shardcal::calib::LoadedProfile::load(a.candidate_profile, "--candidate-profile");
   }
-  g::Report r = g::compare_runs(b, c, a.opt, bp ? &*bp : nullptr, cp ? &*cp : nullptr);
+  g::Report r =
+      g::compare_runs(b, c, a.opt, bp ? &bp->profile() : nullptr, cp ? &cp->profile() : nullptr);
   if (bp) {
     r.baseline_profile = a.baseline_profile;
     r.candidate_profile = a.candidate_profile;

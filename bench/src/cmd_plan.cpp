@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "profile_planner.hpp"
 #include "shardcal/calibrate/cost_model.hpp"
-#include "shardcal/formats/sha256.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/plan.hpp"
@@ -175,7 +175,8 @@ void print_steps(std::ostream& o, const std::vector<PricedStep>& steps) {
 
 int run(const PlanArgs& a) {
   using namespace shardcal;
-  const calib::Profile profile = calib::read_profile(a.profile);
+  const CostPlanner planner(calib::LoadedProfile::load(a.profile, "--profile"), a.ranks_per_host);
+  const calib::Profile& profile = planner.loaded().profile();
   const DeviceMesh mesh = DeviceMesh::parse(a.mesh);
   const TensorMeta meta{parse_shape(a.shape), parse_dtype(a.dtype)};
   auto make = [&](const std::string& text, const char* opt) {
@@ -189,8 +190,8 @@ int run(const PlanArgs& a) {
   const TensorSpec from = make(a.from, "--from");
   const TensorSpec to = make(a.to, "--to");
   const int rph = a.ranks_per_host > 0 ? a.ranks_per_host : mesh.size();
-  const StepCostFn cost = calib::profile_step_cost(profile, rph);
-  const SearchResult r = plan_cheapest(from, to, cost, SearchOptions{a.k, a.max_states});
+  const StepCostFn& cost = planner.step_cost(rph);
+  const SearchResult r = planner.search(from, to, rph, SearchOptions{a.k, a.max_states});
   const Plan greedy = plan_redistribution(from, to);
   const CostedPlan g = price_plan(greedy, cost);
   const std::vector<PricedStep> best = price_all(profile, r.best.plan, cost, rph);
@@ -199,7 +200,6 @@ int run(const PlanArgs& a) {
   const std::string greedy_unpriced = unpriced_reason(gsteps);
   const bool greedy_priced = greedy_unpriced.empty() && std::isfinite(g.total);
   const bool is_nested = nested(from) || nested(to);
-  const std::string sha = shardcal::formats::sha256_file(a.profile);
   // The chosen plan against the runner-up (the second cheapest distinct plan): a two-sided test of
   // their difference at 95 %, the plans' errors taken as independent (sigma = the upper half-width
   // of the chosen plan's interval, the lower of the runner-up's, / 1.96, in quadrature). Both are
@@ -219,7 +219,7 @@ int run(const PlanArgs& a) {
     j["schema"] = "shardcal.plan";
     j["version"] = 1;
     j["planner"] = "cost";
-    j["profile"] = {{"path", a.profile}, {"cluster", profile.cluster}, {"sha256", sha}};
+    j["profile"] = planner.loaded().identity();
     j["mesh"] = mesh.to_string();
     j["ranks_per_host"] = rph;
     j["shape"] = shape_to_string(meta.shape);
@@ -259,7 +259,7 @@ int run(const PlanArgs& a) {
     << shape_to_string(meta.shape) << " " << dtype_name(meta.dtype) << ", " << rph
     << " ranks per host\n";
   o << "profile " << a.profile << " (cluster " << profile.cluster << ", sha256 "
-    << sha.substr(0, 12) << "...)\n\n";
+    << planner.loaded().sha256().substr(0, 12) << "...)\n\n";
   o << "cost-based plan: " << us(r.best.total) << ", " << r.best.plan.steps.size() << " step"
     << (r.best.plan.steps.size() == 1 ? "" : "s") << " (" << r.states_explored
     << " states explored)\n";

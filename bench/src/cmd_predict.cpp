@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "shardcal/calibrate/cost_model.hpp"
+#include "shardcal/calibrate/loaded_profile.hpp"
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/error.hpp"
 
@@ -72,7 +73,8 @@ std::vector<std::int64_t> parse_counts(const std::string& text) {
 
 int run(const PredictArgs& a) {
   using namespace shardcal;
-  const calib::Profile profile = calib::read_profile(a.profile);
+  const auto loaded = calib::LoadedProfile::load(a.profile, "--profile");
+  const calib::Profile& profile = loaded->profile();
   auto c = find_collective(a.collective);
   if (!c) {
     std::string names;

@@ -48,25 +48,24 @@ int run(const RedistributeArgs& a) {
   const shardcal::TensorMeta meta{shardcal::parse_shape(a.shape), shardcal::parse_dtype(a.dtype)};
   const shardcal::TensorSpec from(mesh, shardcal::parse_placements(a.from), meta);
   const shardcal::TensorSpec to(mesh, shardcal::parse_placements(a.to), meta);
-  sweep::TransitionPlanner planner;  // greedy
+  std::shared_ptr<const sweep::TransitionPlanner> planner = sweep::greedy_planner();
   if (!a.profile.empty())
-    planner = make_cost_planner(std::make_shared<const LoadedProfile>(load_profile(a.profile, "--profile")),
-                                a.ranks_per_host);
+    planner = make_cost_planner(a.profile, "--profile", a.ranks_per_host);
   else if (a.ranks_per_host > 0)
     throw shardcal::Error("--ranks-per-host only applies with --profile");
   // Which planner made the plan, with the predicted time when the profile priced it.
   auto planner_line = [&](const sweep::PlannedTransition& pt, int rph) {
     std::ostringstream os;
-    os << "planner: " << planner.name;
-    if (planner.cost())
-      os << " (profile " << a.profile << ", cluster " << planner.profile.value("cluster", "") << ", sha256 "
-         << planner.profile.value("sha256", "").substr(0, 12) << ", " << rph
+    os << "planner: " << planner->name();
+    if (planner->priced())
+      os << " (profile " << a.profile << ", cluster " << planner->profile().value("cluster", "")
+         << ", sha256 " << planner->profile().value("sha256", "").substr(0, 12) << ", " << rph
          << " ranks per host), predicted " << pt.total_us << " us";
     return os.str();
   };
   if (a.plan_only) {  // no communication: ranks per host from the option, else all on one host
     const int rph = a.ranks_per_host > 0 ? a.ranks_per_host : mesh.size();
-    const sweep::PlannedTransition pt = planner.plan(from, to, rph);
+    const sweep::PlannedTransition pt = planner->plan(from, to, rph);
     std::cout << pt.plan.to_string() << "\n" << planner_line(pt, rph) << "\n";
     return 0;
   }
@@ -81,8 +80,8 @@ int run(const RedistributeArgs& a) {
       shardcal::check_same_spec(world, "redistribute --to", to.hash(), to.serialize());
     }
     // Hostnames only matter to the cost planner (and need an all-gather, so only then).
-    const int rph = planner.cost() && a.ranks_per_host == 0
-                        ? planner.resolve_ranks_per_host(shardcal::discover_topology(world))
+    const int rph = planner->priced() && a.ranks_per_host == 0
+                        ? planner->resolve_ranks_per_host(shardcal::discover_topology(world))
                         : a.ranks_per_host;
     // Each rank plans from its own --profile file: ranks given different files (or linked with
     // another libm) can choose different plans, which would hang or corrupt data. Planning errors
@@ -90,11 +89,11 @@ int run(const RedistributeArgs& a) {
     std::string plan_error;
     sweep::PlannedTransition planned;
     try {
-      planned = planner.plan(from, to, rph);
+      planned = planner->plan(from, to, rph);
     } catch (const shardcal::Error& e) {
       plan_error = e.what();
     }
-    if (planner.cost() && !a.no_check) {
+    if (planner->priced() && !a.no_check) {
       sweep::agree_on_input(world, plan_error);
       std::string steps;
       for (const shardcal::Step& s : planned.plan.steps)

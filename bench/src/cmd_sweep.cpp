@@ -121,8 +121,9 @@ Runner add_sweep_command(CLI::App& app) {
       const sw::SweepConfig cfg = sw::load_config(opts->config);
       const auto pts = sw::expand_points(cfg, opts->backend.world);
       if (!opts->profile.empty() || !cfg.profile.empty())  // the profile must be readable too
-        (void)load_profile(!opts->profile.empty() ? opts->profile : cfg.profile,
-                           !opts->profile.empty() ? "--profile" : opts->config + ": /profile");
+        (void)make_cost_planner(!opts->profile.empty() ? opts->profile : cfg.profile,
+                                !opts->profile.empty() ? "--profile" : opts->config + ": /profile",
+                                opts->ranks_per_host);
       std::cout << opts->config << ": ok, " << pts.size() << " points for " << opts->backend.world
                 << " ranks\n";
       return 0;
@@ -148,8 +149,7 @@ Runner add_sweep_command(CLI::App& app) {
           const std::string prof = !opts->profile.empty() ? opts->profile : mine.config.profile;
           if (!prof.empty())
             mine.planner = make_cost_planner(
-                std::make_shared<const LoadedProfile>(load_profile(
-                    prof, !opts->profile.empty() ? "--profile" : opts->config + ": /profile")),
+                prof, !opts->profile.empty() ? "--profile" : opts->config + ": /profile",
                 opts->ranks_per_host);
           else if (opts->ranks_per_host > 0)
             error = "--ranks-per-host only applies with --profile (or a config \"profile\")";
@@ -159,7 +159,7 @@ Runner add_sweep_command(CLI::App& app) {
       }
       sw::agree_on_input(world, error);
       const std::string planned =
-          mode + ", planner " + mine.planner.describe(mine.planner.ranks_per_host).dump();
+          mode + ", planner " + mine.planner->describe(opts->ranks_per_host).dump();
       sw::check_same_job(world, mine.config.hash(), planned,
                          "config " + opts->config + " (hash " + mine.config.hash() + "), " +
                              planned);

@@ -82,10 +82,10 @@ struct Planned {
 };
 
 Planned plan_transition(const shardcal::TensorSpec& from, const shardcal::TensorSpec& to,
-                        const shardcal::StepCostFn& cost, int k) {
+                        const CostPlanner& planner, int rph, int k) {
   shardcal::SearchOptions opt;
   opt.k = k;
-  const shardcal::SearchResult r = shardcal::plan_cheapest(from, to, cost, opt);
+  const shardcal::SearchResult r = planner.search(from, to, rph, opt);
   Planned out;
   out.states_explored = r.states_explored;
   std::vector<std::string> sigs;
@@ -109,7 +109,8 @@ Planned plan_transition(const shardcal::TensorSpec& from, const shardcal::Tensor
   };
   if (r.alternatives.empty()) throw shardcal::Error("the cost planner returned no plan");
   add(r.alternatives[0].plan, r.alternatives[0].step_cost, r.alternatives[0].total, "chosen");
-  const shardcal::CostedPlan greedy = shardcal::price_plan(shardcal::plan_redistribution(from, to), cost);
+  const shardcal::CostedPlan greedy =
+      shardcal::price_plan(shardcal::plan_redistribution(from, to), planner.step_cost(rph));
   // The greedy plan may take a step the profile prices +inf (no model for its collective): it is
   // still measured, but has no prediction (left out of the MAPE, counted as unpriced).
   std::string greedy_unpriced;
@@ -152,7 +153,7 @@ struct ValidatePoints {
 
 // Phase 1: points and plans; pure, identical on every rank; problems are input errors.
 ValidatePoints plan_validate_points(shardcal::Communicator& world, const ValidateCli& cli,
-                                    const sw::SweepConfig& cfg, const LoadedProfile& profile) {
+                                    const sw::SweepConfig& cfg, const CostPlanner& planner) {
   ValidatePoints v;
   try {
     for (sw::Point& p : sw::expand_points(cfg, world.size())) {
@@ -167,17 +168,17 @@ ValidatePoints plan_validate_points(shardcal::Communicator& world, const Validat
                          "transitions (\"transitions\": [{\"mesh\": \"2x2\", \"from\": \"S(0),R\", "
                          "\"to\": \"R,S(0)\"}])");
   const shardcal::Topology topo = shardcal::discover_topology(world);
-  v.rph = cli.ranks_per_host > 0 ? cli.ranks_per_host : std::max(1, topo.max_ranks_per_host);
-  const shardcal::StepCostFn cost = shardcal::calib::profile_step_cost(profile.profile, v.rph);
+  v.rph = planner.resolve_ranks_per_host(topo);
   // Agreed on below: a rank that failed alone must not leave the others waiting.
   std::string plan_error;
   for (const sw::Point& p : v.points) {
     try {
       const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
       const shardcal::TensorMeta meta{p.shape, p.dtype};
-      v.planned.push_back(plan_transition(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
-                                          shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
-                                          cost, cli.k));
+      v.planned.push_back(
+          plan_transition(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
+                          shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
+                          planner, v.rph, cli.k));
     } catch (const shardcal::Error& e) {
       plan_error = "planning " + p.label() + ": " + e.what();
       break;
@@ -322,10 +323,10 @@ json plans_json(const std::vector<Candidate>& plans, const Verdict& v, Totals& t
 
 // The transition's record (docs/RESULTS_FORMAT.md "Validate file").
 json transition_record(const sw::Point& p, const Planned& planned, const Verdict& v, json jplans,
-                       const ValidateCli& cli, const LoadedProfile& profile, int rph) {
+                       const ValidateCli& cli, const CostPlanner& planner, int rph) {
   return {{"schema", kValidateSchema},
           {"version", kValidateVersion},
-          {"profile", profile.identity()},
+          {"profile", planner.profile()},
           {"ranks_per_host", rph},
           {"transition", {{"mesh", p.mesh},
                           {"shape", shardcal::shape_to_string(p.shape)},
@@ -427,10 +428,10 @@ std::string finish_validate_output(const ValidateCli& cli, std::size_t transitio
 }
 
 // Runs on every rank. Returns the exit code (the same on every rank).
-int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, const sw::SweepConfig& cfg,
-                      const LoadedProfile& profile) {
+int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli,
+                      const sw::SweepConfig& cfg, const CostPlanner& planner) {
   const bool root = world.rank() == 0;
-  ValidatePoints v = plan_validate_points(world, cli, cfg, profile);
+  ValidatePoints v = plan_validate_points(world, cli, cfg, planner);
   const std::vector<sw::Point>& points = v.points;
 
   // A simulated run says so, and on what platform (simulation_env.hpp), like a sweep's context;
@@ -439,10 +440,14 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
 
   const std::unique_ptr<shardcal::formats::AtomicFile> file = open_validate_output(world, cli);
   if (root && !cli.quiet) {
-    std::fprintf(stderr, "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, %d rounds%s\n",
-                 points.size(), profile.path.c_str(), profile.profile.cluster.c_str(), v.rph, cli.k, cli.rounds,
+    std::fprintf(stderr,
+                 "validate: %zu transition(s), profile %s (cluster %s), %d ranks per host, k=%d, "
+                 "%d rounds%s\n",
+                 points.size(), planner.loaded().path().c_str(),
+                 planner.loaded().profile().cluster.c_str(), v.rph, cli.k, cli.rounds,
                  v.skipped_collectives ? (", " + std::to_string(v.skipped_collectives) +
-                                          " collective point(s) of the config ignored").c_str()
+                                          " collective point(s) of the config ignored")
+                                             .c_str()
                                        : "");
   }
 
@@ -468,7 +473,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli, con
     }
     const Verdict verdict = judge_transition(plans, cfg.confidence, p.label(), totals);
     json rec = transition_record(p, v.planned[ti], verdict, plans_json(plans, verdict, totals), cli,
-                                 profile, v.rph);
+                                 planner, v.rph);
     if (root) {
       file->stream() << rec.dump() << '\n';
       std::cout << transition_line(ti, points.size(), p, plans, verdict) << std::endl;
@@ -494,23 +499,23 @@ int run_validate(const ValidateCli& cli) {
     // Every rank loads its input; the ranks agree on errors (one message everywhere).
     std::string error;
     sw::SweepConfig cfg;
-    std::unique_ptr<LoadedProfile> prof;
+    std::shared_ptr<const CostPlanner> planner;
     try {
       cfg = sw::load_config(cli.config);
       const std::string path = !cli.profile.empty() ? cli.profile : cfg.profile;
       if (path.empty())
         throw shardcal::Error("validate needs --profile FILE (or a \"profile\" key in " + cli.config + ")");
-      prof = std::make_unique<LoadedProfile>(
-          load_profile(path, !cli.profile.empty() ? "--profile" : cli.config + ": /profile"));
+      planner = make_cost_planner(
+          path, !cli.profile.empty() ? "--profile" : cli.config + ": /profile", cli.ranks_per_host);
     } catch (const std::exception& e) {
       error = e.what();
     }
     sw::agree_on_input(world, error);
-    const std::string mode = "validate k=" + std::to_string(cli.k) + " rounds=" +
-                             std::to_string(cli.rounds) + " profile " + prof->sha256 +
-                             " rph=" + std::to_string(cli.ranks_per_host);
+    const std::string mode =
+        "validate k=" + std::to_string(cli.k) + " rounds=" + std::to_string(cli.rounds) +
+        " profile " + planner->loaded().sha256() + " rph=" + std::to_string(cli.ranks_per_host);
     sw::check_same_job(world, cfg.hash(), mode, "config " + cli.config + " (hash " + cfg.hash() + "), " + mode);
-    return run_validate_rank(world, cli, cfg, *prof);
+    return run_validate_rank(world, cli, cfg, *planner);
   });
 }
 

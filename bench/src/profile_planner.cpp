@@ -1,45 +1,50 @@
 #include "profile_planner.hpp"
 
-#include <filesystem>
+#include <algorithm>
 
-#include "shardcal/formats/sha256.hpp"
 #include "shardcal/error.hpp"
 
 namespace shardbench {
 
-nlohmann::json LoadedProfile::identity() const {
-  return {{"path", path}, {"cluster", profile.cluster}, {"sha256", sha256}};
+CostPlanner::CostPlanner(std::shared_ptr<const shardcal::calib::LoadedProfile> profile,
+                         int ranks_per_host_override)
+    : profile_(std::move(profile)), rph_override_(ranks_per_host_override) {
+  if (!profile_) throw shardcal::Error("internal: cost planner without a profile");
 }
 
-LoadedProfile load_profile(const std::string& path, const std::string& option) {
-  if (!std::filesystem::is_regular_file(path))
-    throw shardcal::Error(option + " " + path + ": no such profile file; give a profile written by "
-                          "`shardbench calibrate` or a built-in one such as "
-                          "configs/profiles/dtensor-default.json");
-  LoadedProfile lp;
-  lp.path = path;
-  try {
-    lp.profile = shardcal::calib::read_profile(path);
-  } catch (const shardcal::Error& e) {
-    throw shardcal::Error(option + " " + path + ": " + e.what());
-  }
-  lp.sha256 = shardcal::formats::sha256_file(path);
-  return lp;
+sweep::PlannedTransition CostPlanner::plan(const shardcal::TensorSpec& from,
+                                           const shardcal::TensorSpec& to, int rph) const {
+  const shardcal::SearchResult r = search(from, to, rph);
+  shardcal::validate_plan(r.best.plan);  // a plan the executor can run, or one clear error
+  return {r.best.plan, r.best.step_cost, r.best.total};
 }
 
-sweep::TransitionPlanner make_cost_planner(std::shared_ptr<const LoadedProfile> profile,
-                                           int ranks_per_host_override) {
-  sweep::TransitionPlanner tp;
-  tp.name = "cost";
-  tp.profile = profile->identity();
-  tp.ranks_per_host = ranks_per_host_override;
-  // No shared mutable state: on the simulator every rank thread plans with this hook at once.
-  tp.search = [profile](const shardcal::TensorSpec& from, const shardcal::TensorSpec& to, int rph) {
-    const shardcal::StepCostFn cost = shardcal::calib::profile_step_cost(profile->profile, rph);
-    const shardcal::SearchResult r = shardcal::plan_cheapest(from, to, cost);
-    return sweep::PlannedTransition{r.best.plan, r.best.step_cost, r.best.total};
-  };
-  return tp;
+shardcal::SearchResult CostPlanner::search(const shardcal::TensorSpec& from,
+                                           const shardcal::TensorSpec& to, int rph,
+                                           const shardcal::SearchOptions& opt) const {
+  return shardcal::plan_cheapest(from, to, profile_->step_cost(rph), opt);
+}
+
+int CostPlanner::resolve_ranks_per_host(const shardcal::Topology& topo) const {
+  if (rph_override_ > 0) return rph_override_;
+  return std::max(1, topo.max_ranks_per_host);
+}
+
+nlohmann::json CostPlanner::key(int rph) const {
+  return {{"name", "cost"}, {"profile_sha256", profile_->sha256()}, {"ranks_per_host", rph}};
+}
+
+nlohmann::json CostPlanner::describe(int rph) const {
+  return {{"name", "cost"}, {"profile", profile()}, {"ranks_per_host", rph}};
+}
+
+nlohmann::json CostPlanner::profile() const { return nlohmann::json(profile_->identity()); }
+
+std::shared_ptr<const CostPlanner> make_cost_planner(const std::string& path,
+                                                     const std::string& option,
+                                                     int ranks_per_host_override) {
+  return std::make_shared<const CostPlanner>(shardcal::calib::LoadedProfile::load(path, option),
+                                             ranks_per_host_override);
 }
 
 }  // namespace shardbench

@@ -233,10 +233,14 @@ StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int 
 }
 
 StepCostFn profile_step_cost(const Profile& p, int ranks_per_host) {
+  return profile_step_cost(std::make_shared<const Profile>(p), ranks_per_host);
+}
+
+StepCostFn profile_step_cost(std::shared_ptr<const Profile> prof, int ranks_per_host) {
+  if (!prof) throw Error("profile_step_cost: no profile");
   if (ranks_per_host < 1)
     throw Error("ranks per host = " + std::to_string(ranks_per_host) +
                 ": must be >= 1 (how many consecutive ranks share a host)");
-  auto prof = std::make_shared<const Profile>(p);
   auto memo = std::make_shared<PriceMemo>();
   return StepCostFn::from_traffic(
       [prof, memo, ranks_per_host](const DeviceMesh& mesh, DType dtype) -> TrafficCostFn {

@@ -2,6 +2,7 @@
 // rejection rule (with the JSON pointer in the message), the nearest-measured-class rule, the
 // built-in DTensor profile, atomic writes, and a fuzz test of the reader.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -11,12 +12,14 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 
 #include "shardcal/calibrate/cost_model.hpp"
+#include "shardcal/calibrate/loaded_profile.hpp"
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/sha256.hpp"
+#include "shardcal/planner.hpp"
 
 #ifndef SHARDCAL_SOURCE_DIR
 #error "SHARDCAL_SOURCE_DIR must be defined"
@@ -292,6 +295,69 @@ TEST(Profile, RejectsNonJsonTruncatedAndEmpty) {
   EXPECT_THROW(read_profile((dir / "missing.json").string()), Error);
   EXPECT_THROW(read_profile(dir.string()), Error);
   fs::remove_all(dir);
+}
+
+// The one loader: the sha256 is of the bytes parsed (equal to hashing the file), the identity
+// names path, cluster and hash in that order, and errors name the option and the path.
+TEST(LoadedProfile, IdentityAndErrors) {
+  const auto lp = LoadedProfile::load(kDTensorPath, "--profile");
+  EXPECT_EQ(lp->sha256(), formats::sha256_file(kDTensorPath));
+  EXPECT_EQ(lp->path(), kDTensorPath);
+  EXPECT_EQ(profile_to_json(lp->profile()), profile_to_json(read_profile(kDTensorPath)));
+  EXPECT_EQ(lp->identity().dump(),
+            nlohmann::ordered_json(
+                {{"path", kDTensorPath}, {"cluster", "dtensor-default"}, {"sha256", lp->sha256()}})
+                .dump());
+  EXPECT_EQ(formats::sha256_bytes(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");  // FIPS 180-2
+  auto error_of_load = [](const std::string& path) {
+    try {
+      (void)LoadedProfile::load(path, "cfg.json: /profile");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const fs::path dir =
+      fs::temp_directory_path() / ("shardcal_loaded_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "empty.json") << "\n";
+  const std::string missing = error_of_load((dir / "missing.json").string());
+  EXPECT_EQ(missing.rfind("cfg.json: /profile " + (dir / "missing.json").string() +
+                              ": cannot open profile: no such file",
+                          0),
+            0u)
+      << missing;
+  EXPECT_NE(error_of_load(dir.string()).find("not a regular file"), std::string::npos);
+  EXPECT_NE(error_of_load((dir / "empty.json").string()).find("empty"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Bound once per ranks-per-host and kept: the same function (and memo) for every search, with
+// the plans and prices of a fresh profile_step_cost.
+TEST(LoadedProfile, StepCostIsBoundOnceAndPricesAsProfileStepCost) {
+  const auto lp = LoadedProfile::load(kDTensorPath, "--profile");
+  const StepCostFn& a = lp->step_cost(4);
+  EXPECT_EQ(&a, &lp->step_cost(4));
+  EXPECT_NE(&a, &lp->step_cost(1));
+  EXPECT_THROW((void)lp->step_cost(0), Error);
+  EXPECT_EQ(lp->cost_key(4), "sha256:" + lp->sha256() + ";rph=4");
+  const TensorMeta meta{{1024, 1024}, DType::BF16};
+  const DeviceMesh mesh = DeviceMesh::parse("2x2x2");
+  const TensorSpec from(mesh, parse_placements("S(0),S(1),R"), meta);
+  const TensorSpec to(mesh, parse_placements("R,S(0),S(1)"), meta);
+  SearchOptions opt;
+  opt.k = 3;
+  const SearchResult fresh =
+      plan_cheapest(from, to, profile_step_cost(read_profile(kDTensorPath), 4), opt);
+  for (int search = 0; search < 2; ++search) {  // the second search reuses the kept memo
+    const SearchResult r = plan_cheapest(from, to, a, opt);
+    ASSERT_EQ(r.alternatives.size(), fresh.alternatives.size());
+    for (std::size_t i = 0; i < r.alternatives.size(); ++i) {
+      EXPECT_EQ(r.alternatives[i].plan.to_string(), fresh.alternatives[i].plan.to_string());
+      EXPECT_EQ(r.alternatives[i].step_cost, fresh.alternatives[i].step_cost);
+    }
+  }
 }
 
 TEST(Profile, AtomicWriteLeavesOnlyTheFile) {

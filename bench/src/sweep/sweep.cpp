@@ -127,7 +127,7 @@ json make_context(const SweepJob& job, Communicator& world, const shardcal::Topo
   ctx["git_revision"] = git_revision();
   ctx["git_dirty"] = git_dirty() < 0 ? json(nullptr) : json(git_dirty() == 1);
   ctx["points_total"] = points_total;
-  ctx["planner"] = job.planner.describe(job.planner.resolve_ranks_per_host(topo));
+  ctx["planner"] = job.planner->describe(job.planner->resolve_ranks_per_host(topo));
   ctx["timing_method"] =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
       "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
@@ -246,20 +246,20 @@ std::map<std::size_t, PlannedTransition> plan_transitions(Communicator& world, c
   std::string plan_error;
   for (Point& p : points) {
     if (!p.transition) continue;
-    p.planner = job.planner.key(rph);
+    p.planner = job.planner->key(rph);
     try {
       const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
       const shardcal::TensorMeta meta{p.shape, p.dtype};
-      plans.emplace(p.index, job.planner.plan(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
+      plans.emplace(p.index, job.planner->plan(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
                                               shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta), rph));
     } catch (const Error& e) {
       plan_error =
-          "planning " + p.label() + " with the " + job.planner.name + " planner: " + e.what();
+          "planning " + p.label() + " with the " + job.planner->name() + " planner: " + e.what();
       break;
     }
   }
   agree_on_input(world, plan_error);
-  if (job.planner.cost()) {  // greedy plans are a pure function of the (checked) config
+  if (job.planner->priced()) {  // greedy plans are a pure function of the (checked) config
     std::string text;
     for (const auto& [index, pt] : plans)
       text += std::to_string(index) + ":" + pt.plan.to_string() + "\n";
@@ -480,8 +480,8 @@ bool run_transition_point(shardcal::MeshCommunicator& mc, const Point& p,
     max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
   rec["transition"] = {{"from", p.from}, {"to", p.to}, {"from_given", p.from_given},
                        {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps},
-                       {"planner", job.planner.describe(rph)}};
-  if (job.planner.cost()) rec["transition"]["predicted_us"] = planned.total_us;
+                       {"planner", job.planner->describe(rph)}};
+  if (job.planner->priced()) rec["transition"]["predicted_us"] = planned.total_us;
   rec["group_size"] = mesh.size();
   rec["groups"] = 1;
   std::vector<int> all_dims(std::size_t(mesh.ndim()));
@@ -573,17 +573,17 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
   // Hostnames (or SHARDCAL_HOSTNAME, to emulate hosts) tell which groups cross hosts, and go
   // into the context record.
   const shardcal::Topology topo = shardcal::discover_topology(world);
-  const int rph = job.planner.resolve_ranks_per_host(topo);
+  const int rph = job.planner->resolve_ranks_per_host(topo);
   const std::map<std::size_t, PlannedTransition> plans =
       plan_transitions(world, job, owned.points, rph);
   ResultsFile file;
   const std::vector<bool> done = open_results(world, job, topo, owned, file);
   const auto n_done = std::size_t(std::count(done.begin(), done.end(), true));
 
-  if (root && !job.quiet && job.planner.cost() && !plans.empty())
+  if (root && !job.quiet && job.planner->priced() && !plans.empty())
     std::fprintf(stderr, "sweep: transitions planned by the cost planner: profile %s (cluster %s, sha256 %.12s), %d ranks per host\n",
-                 job.planner.profile.value("path", "").c_str(), job.planner.profile.value("cluster", "").c_str(),
-                 job.planner.profile.value("sha256", "").c_str(), rph);
+                 job.planner->profile().value("path", "").c_str(), job.planner->profile().value("cluster", "").c_str(),
+                 job.planner->profile().value("sha256", "").c_str(), rph);
   Progress progress(root && !job.quiet, points.size(), n_done, job.progress_tty);
   const RunOutcome out = run_points(world, job, points, done, plans, rph, topo, file, progress);
   file.close();

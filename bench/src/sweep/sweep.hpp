@@ -44,7 +44,8 @@ struct SweepJob {
   int progress_tty = -1;  // -1: isatty(stderr)
   std::string command_line;
   std::vector<std::pair<std::string, std::string>> library_versions;
-  TransitionPlanner planner;  // greedy unless --profile / config "profile"
+  // greedy unless --profile / config "profile"; shared, never null
+  std::shared_ptr<const TransitionPlanner> planner = greedy_planner();
 };
 
 // Collective over world. Every rank passes its own input error ("" = none). Returns when no rank

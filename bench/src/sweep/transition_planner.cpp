@@ -2,33 +2,33 @@
 
 #include <algorithm>
 
-#include "shardcal/error.hpp"
 #include "shardcal/placement.hpp"
 
 namespace shardbench::sweep {
 
 int TransitionPlanner::resolve_ranks_per_host(const shardcal::Topology& topo) const {
-  if (ranks_per_host > 0) return ranks_per_host;
   return std::max(1, topo.max_ranks_per_host);
 }
 
-PlannedTransition TransitionPlanner::plan(const shardcal::TensorSpec& from, const shardcal::TensorSpec& to,
-                                          int rph) const {
-  if (!cost()) return {shardcal::plan_redistribution(from, to), {}, 0.0};
-  if (!search) throw shardcal::Error("internal: cost planner without a search function");
-  PlannedTransition t = search(from, to, rph);
-  shardcal::validate_plan(t.plan);  // a plan the executor can run, or one clear error
-  return t;
-}
+namespace {
 
-nlohmann::json TransitionPlanner::key(int rph) const {
-  if (!cost()) return nullptr;
-  return {{"name", "cost"}, {"profile_sha256", profile.value("sha256", "")}, {"ranks_per_host", rph}};
-}
+class GreedyPlanner final : public TransitionPlanner {
+ public:
+  std::string name() const override { return "greedy"; }
+  bool priced() const override { return false; }
+  PlannedTransition plan(const shardcal::TensorSpec& from, const shardcal::TensorSpec& to,
+                         int /*ranks_per_host*/) const override {
+    return {shardcal::plan_redistribution(from, to), {}, 0.0};
+  }
+  nlohmann::json key(int /*ranks_per_host*/) const override { return nullptr; }
+  nlohmann::json describe(int /*ranks_per_host*/) const override { return {{"name", "greedy"}}; }
+};
 
-nlohmann::json TransitionPlanner::describe(int rph) const {
-  if (!cost()) return {{"name", "greedy"}};
-  return {{"name", "cost"}, {"profile", profile}, {"ranks_per_host", rph}};
+}  // namespace
+
+std::shared_ptr<const TransitionPlanner> greedy_planner() {
+  static const auto planner = std::make_shared<const GreedyPlanner>();
+  return planner;
 }
 
 std::string step_short(const shardcal::Step& s) {

@@ -4,6 +4,7 @@
 // transition composition (fit.cpp), so a transition is priced the same way everywhere.
 // docs/PLANNER.md "Costs".
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -77,7 +78,10 @@ StepPrice price_step(const Profile& p, const Step& s, const StepTraffic& t, int 
 // collective) the link class and the model predict() chooses are looked up once per cost
 // function, so per step, after the first use of that (mesh dim, collective) in a search, a price
 // takes no lock, builds no string and allocates nothing (binding, once per search, locks the
-// shared memo and allocates the search's slots).
+// shared memo and allocates the search's slots). The memo lives as long as the returned function:
+// keep one for many searches (LoadedProfile::step_cost does) rather than one per search.
 StepCostFn profile_step_cost(const Profile& p, int ranks_per_host);
+// The same over a shared profile, without the copy.
+StepCostFn profile_step_cost(std::shared_ptr<const Profile> p, int ranks_per_host);
 
 }  // namespace shardcal::calib
