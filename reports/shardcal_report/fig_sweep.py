@@ -121,6 +121,13 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
                     (h,) = ax.plot(*_broken(xs, preds, yb), "-" if not extrap else "--", color="k", lw=1.3,
                                    label=lab, zorder=3)
                     handles.setdefault(lab, h)
+                    # The prediction's 95 % interval (docs/CALIBRATION.md "Prediction intervals"):
+                    # a slower time is a lower bandwidth, so hi_us gives the band's lower edge.
+                    ylo = np.array([s * f0 / (pr.hi_us * 1e3) if pr.hi_us > 0 else np.nan for s, pr in zip(xs, preds)])
+                    yhi = np.array([s * f0 / (pr.lo_us * 1e3) if pr.lo_us > 0 else np.nan for s, pr in zip(xs, preds)])
+                    h = ax.fill_between(xs, ylo, yhi, color="0.6", alpha=0.25, lw=0, zorder=1,
+                                        label="model's 95% prediction interval")
+                    handles.setdefault("model's 95% prediction interval", h)
                     m = preds[-1].model
                     for seg in m.segments[:-1]:
                         if lo <= seg.s_hi <= hi:
@@ -140,7 +147,8 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
         name = f"{prefix}busbw_{op}{'_' + dtype if multi_dtype else ''}.png"
         style.save(fig, f"{outdir}/{name}")
         model_txt = ("the black line is the fitted profile's prediction (dashed: extrapolated from the nearest "
-                     "measured class), dotted verticals its size-segment boundaries"
+                     "measured class), the grey band its 95% prediction interval, dotted verticals its "
+                     "size-segment boundaries"
                      if prof is not None else "no profile given, so no model curve")
         figs.append(Figure(name, f"{op}{dt}: bus bandwidth vs size",
                            f"Bus bandwidth (GB/s, log) of {op} against message size (log2 bytes), one panel per "
