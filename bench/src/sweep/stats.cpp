@@ -69,21 +69,6 @@ Stats compute_stats(const std::vector<double>& samples, double ci_level) {
   return st;
 }
 
-nlohmann::json Stats::to_json() const {
-  return {{"n", n},
-          {"min", min},
-          {"p10", p10},
-          {"p50", p50},
-          {"p90", p90},
-          {"p99", p99},
-          {"max", max},
-          {"mean", mean},
-          {"stddev", stddev},
-          {"median_ci", {{"lo", ci_lo}, {"hi", ci_hi}, {"level", ci_level}, {"coverage", ci_coverage},
-                         {"method", "order_statistics_binomial"}}},
-          {"rel_ci_halfwidth", rel_ci_halfwidth()}};
-}
-
 Bandwidth bandwidth(Collective op, int n, std::int64_t bytes, double seconds) {
   Bandwidth b;
   b.factor = collective_info(op).busbw_factor(n);
