@@ -162,40 +162,26 @@ json point_params(const fm::ParsedLog& log, const fm::LogRow& row, const Topolog
 
 json context_record(const fm::ParsedLog& log, const std::string& path, const std::string& text,
                     const Topology& topo, std::size_t points, const ImportArgs& a) {
-  json ctx;
-  ctx["type"] = "context";
-  ctx["schema"] = fm::kResultsSchema;
-  ctx["version"] = fm::kResultsVersion;
-  ctx["date"] = fm::utc_now_iso8601();
-  ctx["command_line"] = a.command_line;
+  fm::ContextRecord ctx;
+  ctx.date = fm::utc_now_iso8601();
+  ctx.command_line = a.command_line;
   const std::string sha = fm::sha256_file(path);
-  ctx["config_path"] = path;
-  ctx["config"] = json::object();
+  ctx.config_path = path;
+  ctx.config = json::object();
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
                 static_cast<unsigned long long>(shardcal::fnv1a64(sha)));
-  ctx["config_hash"] = std::string(hash);
-  ctx["backend"] = log.backend;
-  ctx["world"] = topo.world;
-  ctx["memory"] = log.memory;
-  json hs = json::array();
-  json rph = json::array();
-  for (const auto& [name, ranks] : topo.hosts) {
-    hs.push_back({{"name", name}, {"ranks", ranks}});
-    rph.push_back(ranks.size());
-  }
-  ctx["hosts"] = hs;
-  ctx["n_hosts"] = topo.hosts.size();
-  ctx["ranks_per_host"] = rph;
-  json libs = json::object();
-  for (const auto& [k, v] : log.library_versions) libs[k] = v;
-  ctx["library_versions"] = libs;
-  ctx["backend_settings"] = json::object();
-  ctx["shardcal_version"] = sweep::shardcal_version();
-  ctx["git_revision"] = sweep::git_revision();
-  ctx["git_dirty"] = sweep::git_dirty() < 0 ? json(nullptr) : json(sweep::git_dirty() == 1);
-  ctx["points_total"] = points;
-  ctx["timing_method"] =
+  ctx.config_hash = hash;
+  ctx.backend = log.backend;
+  ctx.world = topo.world;
+  ctx.memory = log.memory;
+  for (const auto& [name, ranks] : topo.hosts) ctx.hosts.push_back({name, ranks});
+  for (const auto& [k, v] : log.library_versions) ctx.library_versions[k] = v;
+  ctx.shardcal_version = sweep::shardcal_version();
+  ctx.git_revision = sweep::git_revision();
+  if (sweep::git_dirty() >= 0) ctx.git_dirty = sweep::git_dirty() == 1;
+  ctx.points_total = points;
+  ctx.timing_method =
       log.format == fm::LogFormat::Osu
           ? "imported from OSU micro-benchmarks: per size, each rank times `iterations` calls "
             "(MPI_Wtime around each, barrier between), its mean; the log prints the mean of the "
@@ -223,8 +209,8 @@ json context_record(const fm::ParsedLog& log, const std::string& path, const std
                  {"skipped_dtype", log.skipped_dtype},
                  {"skipped_na", log.skipped_na}};
   imp["notes"] = log.notes;
-  ctx["import"] = imp;
-  return ctx;
+  ctx.import = imp;
+  return fm::to_json(ctx);
 }
 
 json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& topo,
@@ -243,31 +229,16 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
     else
       for (double u : r->samples_us) rec.samples_s.push_back(u * 1e-6);
   }
-  rec.stats = sweep::compute_stats(rec.samples_s);
-  const sweep::Bandwidth bw = sweep::bandwidth(op, topo.group_size, sh.bytes, rec.stats.p50);
+  sweep::fill_collective_record(rec, op, sh, rec.samples_s);
   rec.index = index;
   rec.key = pt.params.dump();
   rec.point = pt.params;
-  rec.collective = std::string(info.name);
-  rec.variant = std::string(info.name);
   if (info.has_root) rec.root = pt.params["root"].get<std::int64_t>();
-  rec.group_size = topo.group_size;
   rec.groups = topo.groups;
   rec.hosts_spanned = topo.hosts_spanned;
   rec.max_ranks_per_host = topo.max_ranks_per_host;
-  rec.elem_size = int(sh.elem);
-  rec.counts = sh.counts;
-  rec.bytes = sh.bytes;
-  rec.bytes_convention = std::string(info.bytes_convention);
-  rec.bytes_total = sh.bytes_total;
-  rec.bytes_max_rank = sh.bytes_max_rank;
-  rec.bytes_eff = sh.bytes_eff;
   if (pt.rows.size() == 1 && first.min_us && first.max_us)  // OSU -f: the tool's own statistic
     rec.rank_means = {*first.max_us * 1e-6, first.time_us * 1e-6, *first.min_us * 1e-6};
-  rec.algbw_GBps = bw.algbw_GBps;
-  rec.busbw_GBps = bw.busbw_GBps;
-  rec.busbw_factor = bw.factor;
-  rec.algbw_eff_GBps = rec.stats.p50 > 0 ? double(sh.bytes_eff) / rec.stats.p50 / 1e9 : 0.0;
   const bool per_iter = !first.samples_us.empty();
   const json& protocol = pt.params["protocol"];
   rec.timing.mode = protocol_mode(log);

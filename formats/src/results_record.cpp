@@ -2,6 +2,7 @@
 #include "shardcal/formats/results_record.hpp"
 
 #include "shardcal/collectives.hpp"
+#include "shardcal/formats/schemas.hpp"
 
 namespace shardcal::formats {
 
@@ -89,6 +90,42 @@ json timing_json(const PointTiming& t) {
 }
 
 }  // namespace
+
+json to_json(const ContextRecord& c) {
+  json ctx;
+  ctx["type"] = "context";
+  ctx["schema"] = kResultsSchema;
+  ctx["version"] = kResultsVersion;
+  ctx["date"] = c.date;
+  ctx["command_line"] = c.command_line;
+  ctx["config_path"] = c.config_path;
+  ctx["config_hash"] = c.config_hash;
+  ctx["config"] = c.config;
+  ctx["backend"] = c.backend;
+  ctx["world"] = c.world;
+  ctx["memory"] = c.memory;
+  json hosts = json::array(), per_host = json::array();
+  for (const HostRecord& h : c.hosts) {
+    hosts.push_back({{"name", h.name}, {"ranks", h.ranks}});
+    per_host.push_back(h.ranks.size());
+  }
+  ctx["hosts"] = hosts;
+  ctx["n_hosts"] = c.hosts.size();
+  ctx["ranks_per_host"] = per_host;
+  ctx["library_versions"] = c.library_versions;
+  ctx["backend_settings"] = c.backend_settings;
+  ctx["shardcal_version"] = c.shardcal_version;
+  ctx["git_revision"] = c.git_revision;
+  ctx["git_dirty"] = or_null(c.git_dirty);
+  ctx["points_total"] = c.points_total;
+  if (!c.planner.is_null()) ctx["planner"] = c.planner;
+  ctx["timing_method"] = c.timing_method;
+  if (!c.slurm.is_null()) ctx["slurm"] = c.slurm;
+  if (!c.simulation.is_null()) ctx["simulation"] = c.simulation;
+  if (!c.shard.is_null()) ctx["shard"] = c.shard;
+  if (!c.import.is_null()) ctx["import"] = c.import;
+  return ctx;
+}
 
 json to_json(const PointRecord& r) {
   json rec;

@@ -22,11 +22,11 @@ using nlohmann::json;
 
 namespace {
 
-json field_list() {
+json field_list(const char* which = "fields") {
   std::ifstream in(SHARDCAL_FORMATS_JSON);
   std::stringstream ss;
   ss << in.rdbuf();
-  return json::parse(ss.str()).at("results_point").at("fields");
+  return json::parse(ss.str()).at("results_point").at(which);
 }
 
 // Whether `v` has the listed type ("integer", "numbers", "integer|null", ...; no "?").
@@ -48,6 +48,7 @@ bool has_type(const json& v, const std::string& type) {
   if (type == "number") return v.is_number();
   if (type == "boolean") return v.is_boolean();
   if (type == "object") return v.is_object();
+  if (type == "array") return v.is_array();
   if (type == "null") return v.is_null();
   if (type == "integers" || type == "numbers") {
     if (!v.is_array()) return false;
@@ -59,9 +60,10 @@ bool has_type(const json& v, const std::string& type) {
   return false;
 }
 
-// column 1: collective points, 2: transition points.
-void expect_matches_list(const json& rec, int column, const std::string& what) {
-  const json list = field_list();
+// column 1: collective points, 2: transition points (the context list has one column).
+void expect_matches_list(const json& rec, int column, const std::string& what,
+                         const char* which = "fields") {
+  const json list = field_list(which);
   std::set<std::string> listed;
   for (const auto& row : list) {
     const std::string name = row.at(0);
@@ -79,8 +81,9 @@ void expect_matches_list(const json& rec, int column, const std::string& what) {
     }
     EXPECT_TRUE(has_type(rec.at(name), type))
         << what << ": \"" << name << "\" is " << rec.at(name).dump() << ", listed " << type;
-    if (row.size() > 3 && rec.at(name).is_number()) {
-      EXPECT_GE(rec.at(name).get<double>(), row.at(3).get<double>()) << what << ": " << name;
+    const std::size_t least = which == std::string("context") ? 2 : 3;
+    if (row.size() > least && rec.at(name).is_number()) {
+      EXPECT_GE(rec.at(name).get<double>(), row.at(least).get<double>()) << what << ": " << name;
     }
   }
   for (const auto& [k, v] : rec.items()) {
@@ -157,4 +160,29 @@ TEST(ResultsRecord, TransitionRecordHasTheListedFields) {
   r.transition->plan[0].predicted_us = 12.5;
   EXPECT_EQ(f::to_json(r).at("transition").at("predicted_us"), 12.5);
   EXPECT_EQ(f::to_json(r).at("transition").at("plan").at(0).at("predicted_us"), 12.5);
+}
+
+TEST(ResultsRecord, ContextRecordHasTheListedFields) {
+  f::ContextRecord c;
+  c.date = "2026-11-28T09:00:00Z";
+  c.backend = "sim";
+  c.world = 4;
+  c.memory = "host";
+  c.config = json::object();
+  c.hosts = {{"a", {0, 1}}, {"b", {2, 3}}};
+  c.planner = {{"name", "greedy"}};
+  json j = f::to_json(c);
+  expect_matches_list(j, 1, "sweep context", "context");
+  // The hosts' shape is written from the hosts, never given twice.
+  EXPECT_EQ(j.at("n_hosts"), 2);
+  EXPECT_EQ(j.at("ranks_per_host"), json::array({2, 2}));
+  EXPECT_TRUE(j.at("git_dirty").is_null());
+  // An import's context: no planner, its provenance instead.
+  c.planner = nullptr;
+  c.import = {{"format", "osu"}};
+  c.git_dirty = true;
+  j = f::to_json(c);
+  expect_matches_list(j, 1, "import context", "context");
+  EXPECT_FALSE(j.contains("planner"));
+  EXPECT_EQ(j.at("git_dirty"), true);
 }

@@ -77,4 +77,26 @@ Bandwidth bandwidth(Collective op, int n, std::int64_t bytes, double seconds) {
   return b;
 }
 
+void fill_collective_record(shardcal::formats::PointRecord& rec, Collective op,
+                            const CollectiveShape& sh, const std::vector<double>& samples,
+                            double ci_level) {
+  const auto& info = collective_info(op);
+  rec.stats = compute_stats(samples, ci_level);
+  const Bandwidth bw = bandwidth(op, sh.n, sh.bytes, rec.stats.p50);
+  rec.collective = std::string(info.name);
+  rec.variant = std::string(info.name) + (info.has_v_form && !sh.uniform ? "v" : "");
+  rec.group_size = sh.n;
+  rec.elem_size = int(sh.elem);
+  rec.counts = sh.counts;
+  rec.bytes = sh.bytes;
+  rec.bytes_convention = std::string(info.bytes_convention);
+  rec.bytes_total = sh.bytes_total;
+  rec.bytes_max_rank = sh.bytes_max_rank;
+  rec.bytes_eff = sh.bytes_eff;
+  rec.algbw_GBps = bw.algbw_GBps;
+  rec.busbw_GBps = bw.busbw_GBps;
+  rec.busbw_factor = bw.factor;
+  rec.algbw_eff_GBps = rec.stats.p50 > 0 ? double(sh.bytes_eff) / rec.stats.p50 / 1e9 : 0.0;
+}
+
 }  // namespace shardbench::sweep

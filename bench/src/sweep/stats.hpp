@@ -7,6 +7,7 @@
 
 #include "shardcal/collectives.hpp"
 #include "shardcal/formats/results_record.hpp"
+#include "sweep/config.hpp"
 
 namespace shardbench::sweep {
 using shardcal::Collective;
@@ -35,5 +36,12 @@ struct Bandwidth {
   double factor = 0;
 };
 Bandwidth bandwidth(Collective op, int n, std::int64_t bytes, double seconds);
+
+// A collective point record's measured fields, alike for the sweep and the importer: name and
+// variant, group size, element counts and byte conventions of `sh`, statistics over `samples`
+// and the bandwidths of their median.
+void fill_collective_record(shardcal::formats::PointRecord& rec, Collective op,
+                            const CollectiveShape& sh, const std::vector<double>& samples,
+                            double ci_level = 0.95);
 
 }  // namespace shardbench::sweep

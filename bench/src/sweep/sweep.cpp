@@ -38,8 +38,6 @@ using shardcal::Error;
 using shardcal::fnv1a64;
 using shardcal::formats::context_differences;
 using shardcal::formats::host_renames;
-using shardcal::formats::kResultsSchema;
-using shardcal::formats::kResultsVersion;
 using shardcal::formats::PointRecord;
 using shardcal::formats::read_for_resume;
 using shardcal::formats::ResultsFile;
@@ -85,54 +83,41 @@ std::string human_time(double s) {
 }
 
 // The context record of this run (line 1 of a new file; appended on --resume-anyway).
-json make_context(const SweepJob& job, Communicator& world, const shardcal::Topology& topo,
-                  std::size_t points_total) {
+shardcal::formats::ContextRecord make_context(const SweepJob& job, Communicator& world,
+                                              const shardcal::Topology& topo,
+                                              std::size_t points_total) {
   const SweepConfig& cfg = job.config;
-  json ctx;
-  ctx["type"] = "context";
-  ctx["schema"] = kResultsSchema;
-  ctx["version"] = kResultsVersion;
-  ctx["date"] = shardcal::formats::utc_now_iso8601();
-  ctx["command_line"] = job.command_line;
-  ctx["config_path"] = job.config_path;
-  ctx["config_hash"] = cfg.hash();
-  ctx["config"] = cfg.json;
-  ctx["backend"] = world.backend();
-  ctx["world"] = world.size();
-  ctx["memory"] = world.memory().kind() == shardcal::MemoryKind::Cuda ? "cuda" : "host";
-  json hs = json::array();
-  std::vector<int> per_host(std::size_t(topo.num_hosts), 0);
+  shardcal::formats::ContextRecord ctx;
+  ctx.date = shardcal::formats::utc_now_iso8601();
+  ctx.command_line = job.command_line;
+  ctx.config_path = job.config_path;
+  ctx.config_hash = cfg.hash();
+  ctx.config = cfg.json;
+  ctx.backend = world.backend();
+  ctx.world = world.size();
+  ctx.memory = world.memory().kind() == shardcal::MemoryKind::Cuda ? "cuda" : "host";
   for (int hi = 0; hi < topo.num_hosts; ++hi) {
-    json ranks = json::array();
-    std::string name;
+    shardcal::formats::HostRecord h;
     for (std::size_t r = 0; r < topo.host_of_rank.size(); ++r)
       if (topo.host_of_rank[r] == hi) {
-        if (ranks.empty()) name = topo.hostnames[r];
-        ranks.push_back(r);
+        if (h.ranks.empty()) h.name = topo.hostnames[r];
+        h.ranks.push_back(int(r));
       }
-    per_host[std::size_t(hi)] = int(ranks.size());
-    hs.push_back({{"name", name}, {"ranks", ranks}});
+    ctx.hosts.push_back(std::move(h));
   }
-  ctx["hosts"] = hs;
-  ctx["n_hosts"] = topo.num_hosts;
-  ctx["ranks_per_host"] = per_host;
-  json libs = json::object();
   for (const auto& [k, v] : job.library_versions) {
     std::string text = v;  // some libraries report a trailing NUL or newline: keep it clean
     while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back()))))
       text.pop_back();
-    libs[k] = text;
+    ctx.library_versions[k] = text;
   }
-  ctx["library_versions"] = libs;
-  json settings = json::object();
-  for (const auto& [k, v] : shardcal::backend_settings(world.backend())) settings[k] = v;
-  ctx["backend_settings"] = settings;
-  ctx["shardcal_version"] = shardcal_version();
-  ctx["git_revision"] = git_revision();
-  ctx["git_dirty"] = git_dirty() < 0 ? json(nullptr) : json(git_dirty() == 1);
-  ctx["points_total"] = points_total;
-  ctx["planner"] = job.planner.describe(job.planner.resolve_ranks_per_host(topo));
-  ctx["timing_method"] =
+  for (const auto& [k, v] : shardcal::backend_settings(world.backend())) ctx.backend_settings[k] = v;
+  ctx.shardcal_version = shardcal_version();
+  ctx.git_revision = git_revision();
+  if (git_dirty() >= 0) ctx.git_dirty = git_dirty() == 1;
+  ctx.points_total = points_total;
+  ctx.planner = job.planner.describe(job.planner.resolve_ranks_per_host(topo));
+  ctx.timing_method =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
       "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
       "stats.rank_means: each rank's mean over its samples, then max/mean/min over ranks (OSU); "
@@ -273,18 +258,18 @@ std::map<std::size_t, PlannedTransition> plan_transitions(Communicator& world, c
 // simulated platform, the shard.
 json run_context(const SweepJob& job, Communicator& world, const shardcal::Topology& topo,
                  const OwnedPoints& owned) {
-  json ctx = make_context(job, world, topo, owned.points.size());
+  shardcal::formats::ContextRecord ctx = make_context(job, world, topo, owned.points.size());
   // Under Slurm, the hosts the ranks found must be the ones Slurm allocated (slurm_env.hpp).
   const SlurmStep slurm = read_slurm_env();
   if (const std::string bad = slurm_topology_mismatch(slurm, world.size(), topo); !bad.empty())
     throw Error(bad);
-  if (slurm.present) ctx["slurm"] = slurm.to_json();
+  if (slurm.present) ctx.slurm = slurm.to_json();
   // A simulated run says so, and on what platform (simulation_env.hpp).
-  if (json sim = simulation_description(); !sim.is_null()) ctx["simulation"] = std::move(sim);
+  ctx.simulation = simulation_description();
   if (job.shard_count > 1)
-    ctx["shard"] = {{"index", job.shard_index}, {"count", job.shard_count},
-                    {"points_in_config", owned.in_config}};
-  return ctx;
+    ctx.shard = {{"index", job.shard_index}, {"count", job.shard_count},
+                 {"points_in_config", owned.in_config}};
+  return shardcal::formats::to_json(ctx);
 }
 
 // A transition point key with "buffer_rotation": null was timed on one hot buffer set, by a
@@ -425,27 +410,12 @@ bool run_collective_point(shardcal::MeshCommunicator& mc, const Point& p, const 
   const CollectiveShape sh = collective_shape(p.op, p.dtype, p.size, p.dist, n);
   m = measure_collective(mc, p, cfg);
   if (m.abandoned) return false;
-  rec.stats = compute_stats(m.samples, cfg.confidence);
-  const Bandwidth bw = bandwidth(p.op, n, sh.bytes, rec.stats.p50);
-  rec.collective = std::string(info.name);
-  rec.variant = std::string(info.name) + (info.has_v_form && !sh.uniform ? "v" : "");
+  fill_collective_record(rec, p.op, sh, m.samples, cfg.confidence);
   if (info.has_root) rec.root = 0;
-  rec.group_size = n;
   rec.groups = world_size / n;
   const shardcal::GroupSpan span = dims_span(mc.mesh(), {p.mesh_dim}, topo);
   rec.hosts_spanned = span.hosts;
   rec.max_ranks_per_host = span.max_ranks_per_host;
-  rec.elem_size = int(sh.elem);
-  rec.counts = sh.counts;
-  rec.bytes = sh.bytes;
-  rec.bytes_convention = std::string(info.bytes_convention);
-  rec.bytes_total = sh.bytes_total;
-  rec.bytes_max_rank = sh.bytes_max_rank;
-  rec.bytes_eff = sh.bytes_eff;
-  rec.algbw_GBps = bw.algbw_GBps;
-  rec.busbw_GBps = bw.busbw_GBps;
-  rec.busbw_factor = bw.factor;
-  rec.algbw_eff_GBps = rec.stats.p50 > 0 ? double(sh.bytes_eff) / rec.stats.p50 / 1e9 : 0.0;
   return true;
 }
 

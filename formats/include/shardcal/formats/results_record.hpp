@@ -1,12 +1,14 @@
 #pragma once
-// The point record of a sweep results file (docs/RESULTS_FORMAT.md "Point records") as one type.
-// `shardbench sweep` and `shardbench import` fill a PointRecord; to_json() below is its one
-// writer (ResultsFile::write appends the line); results_reader.hpp is its reader for the
+// The records of a sweep results file (docs/RESULTS_FORMAT.md) as types: the context record and
+// the point record. `shardbench sweep` and `shardbench import` fill a ContextRecord and
+// PointRecords; the to_json() overloads below are their one writer (ResultsFile::write appends
+// the line); results_reader.hpp is its reader for the
 // calibrator and the gate; formats/formats.json "results_point" lists its fields for the Python
 // readers (reports/shardcal_report/load.py reads by that list), and the unit test ResultsRecord
 // checks this writer against that list. Adding a field: docs/DEVELOPING.md "Adding a field to
 // the results record".
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -16,6 +18,34 @@
 #include "shardcal/plan.hpp"
 
 namespace shardcal::formats {
+
+// One host of the run and the world ranks it holds, in rank order.
+struct HostRecord {
+  std::string name;
+  std::vector<int> ranks;
+};
+
+// The context record (line 1 of a file; --resume-anyway and `import` of several logs append
+// more): what was measured where, with what, by which build. n_hosts and ranks_per_host are
+// written from `hosts`.
+struct ContextRecord {
+  std::string date;  // UTC, ISO 8601
+  std::string command_line, config_path, config_hash;
+  nlohmann::json config;  // the sweep config as given ({} for an import)
+  std::string backend;
+  int world = 0;
+  std::string memory;  // "host" | "cuda"
+  std::vector<HostRecord> hosts;
+  std::map<std::string, std::string> library_versions, backend_settings;
+  std::string shardcal_version, git_revision;
+  std::optional<bool> git_dirty;  // null: unknown
+  std::size_t points_total = 0;
+  nlohmann::json planner;  // the sweep's transition planner (null: left out, import)
+  std::string timing_method;
+  // Left out when null: the Slurm step, the simulated platform, the --shard I/N part, and an
+  // import's provenance (source log, tool, rows).
+  nlohmann::json slurm, simulation, shard, import;
+};
 
 // Statistics over the slowest-rank samples of one point ("stats").
 struct SampleStats {
@@ -96,7 +126,9 @@ struct PointRecord {
   nlohmann::json import;              // imported points: the log rows they came from (else null)
 };
 
-// The record as the results file holds it (one JSON object; ResultsFile::write adds the line).
+// The records as the results file holds them (one JSON object each; ResultsFile::write adds the
+// line).
+nlohmann::json to_json(const ContextRecord& c);
 nlohmann::json to_json(const PointRecord& r);
 
 // One plan step's traffic fields ("call", "groups", "counts", ..., "max_out_bytes"), shared by
