@@ -1,7 +1,8 @@
 // `shardbench import`: nccl-tests / OSU logs -> a sweep results file (docs/IMPORT.md). The
-// parsing is formats/ (import_logs.hpp, pure text -> rows); this file turns rows into the
-// records a sweep writes (the same shape helpers: collective_shape, compute_stats, bandwidth), so
-// calibrate, gate, predict's checks and the report read them like a sweep's.
+// parsing is formats/ (import_logs.hpp, pure text -> rows); this file turns rows into the point
+// records a sweep writes (the same type, formats/results_record.hpp, and the same shape helpers:
+// collective_shape, compute_stats, bandwidth), so calibrate, gate, predict's checks and the
+// report read them like a sweep's.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "shardcal/formats/atomic_write.hpp"
 #include "shardcal/formats/import_logs.hpp"
 #include "shardcal/formats/json.hpp"
+#include "shardcal/formats/results_record.hpp"
 #include "shardcal/formats/schemas.hpp"
 #include "shardcal/formats/sha256.hpp"
 #include "shardcal/formats/utc_time.hpp"
@@ -160,40 +162,26 @@ json point_params(const fm::ParsedLog& log, const fm::LogRow& row, const Topolog
 
 json context_record(const fm::ParsedLog& log, const std::string& path, const std::string& text,
                     const Topology& topo, std::size_t points, const ImportArgs& a) {
-  json ctx;
-  ctx["type"] = "context";
-  ctx["schema"] = fm::kResultsSchema;
-  ctx["version"] = fm::kResultsVersion;
-  ctx["date"] = fm::utc_now_iso8601();
-  ctx["command_line"] = a.command_line;
+  fm::ContextRecord ctx;
+  ctx.date = fm::utc_now_iso8601();
+  ctx.command_line = a.command_line;
   const std::string sha = fm::sha256_file(path);
-  ctx["config_path"] = path;
-  ctx["config"] = json::object();
+  ctx.config_path = path;
+  ctx.config = json::object();
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
                 static_cast<unsigned long long>(shardcal::fnv1a64(sha)));
-  ctx["config_hash"] = std::string(hash);
-  ctx["backend"] = log.backend;
-  ctx["world"] = topo.world;
-  ctx["memory"] = log.memory;
-  json hs = json::array();
-  json rph = json::array();
-  for (const auto& [name, ranks] : topo.hosts) {
-    hs.push_back({{"name", name}, {"ranks", ranks}});
-    rph.push_back(ranks.size());
-  }
-  ctx["hosts"] = hs;
-  ctx["n_hosts"] = topo.hosts.size();
-  ctx["ranks_per_host"] = rph;
-  json libs = json::object();
-  for (const auto& [k, v] : log.library_versions) libs[k] = v;
-  ctx["library_versions"] = libs;
-  ctx["backend_settings"] = json::object();
-  ctx["shardcal_version"] = sweep::shardcal_version();
-  ctx["git_revision"] = sweep::git_revision();
-  ctx["git_dirty"] = sweep::git_dirty() < 0 ? json(nullptr) : json(sweep::git_dirty() == 1);
-  ctx["points_total"] = points;
-  ctx["timing_method"] =
+  ctx.config_hash = hash;
+  ctx.backend = log.backend;
+  ctx.world = topo.world;
+  ctx.memory = log.memory;
+  for (const auto& [name, ranks] : topo.hosts) ctx.hosts.push_back({name, ranks});
+  for (const auto& [k, v] : log.library_versions) ctx.library_versions[k] = v;
+  ctx.shardcal_version = sweep::shardcal_version();
+  ctx.git_revision = sweep::git_revision();
+  if (sweep::git_dirty() >= 0) ctx.git_dirty = sweep::git_dirty() == 1;
+  ctx.points_total = points;
+  ctx.timing_method =
       log.format == fm::LogFormat::Osu
           ? "imported from OSU micro-benchmarks: per size, each rank times `iterations` calls "
             "(MPI_Wtime around each, barrier between), its mean; the log prints the mean of the "
@@ -221,8 +209,8 @@ json context_record(const fm::ParsedLog& log, const std::string& path, const std
                  {"skipped_dtype", log.skipped_dtype},
                  {"skipped_na", log.skipped_na}};
   imp["notes"] = log.notes;
-  ctx["import"] = imp;
-  return ctx;
+  ctx.import = imp;
+  return fm::to_json(ctx);
 }
 
 json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& topo,
@@ -234,63 +222,40 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
   const auto dist = sweep::Distribution::parse("even");
   const sweep::CollectiveShape sh =
       sweep::collective_shape(op, first.dtype, S, dist, topo.group_size);
-  std::vector<double> samples;
+  fm::PointRecord rec;
   for (const fm::LogRow* r : pt.rows) {
     if (r->samples_us.empty())
-      samples.push_back(r->time_us * 1e-6);
+      rec.samples_s.push_back(r->time_us * 1e-6);
     else
-      for (double u : r->samples_us) samples.push_back(u * 1e-6);
+      for (double u : r->samples_us) rec.samples_s.push_back(u * 1e-6);
   }
-  const sweep::Stats st = sweep::compute_stats(samples);
-  const sweep::Bandwidth bw = sweep::bandwidth(op, topo.group_size, sh.bytes, st.p50);
-  json rec;
-  rec["type"] = "point";
-  rec["index"] = index;
-  rec["key"] = pt.params.dump();
-  rec["point"] = pt.params;
-  rec["collective"] = std::string(info.name);
-  rec["variant"] = std::string(info.name);
-  if (info.has_root) rec["root"] = pt.params["root"];
-  rec["group_size"] = topo.group_size;
-  rec["groups"] = topo.groups;
-  rec["hosts_spanned"] = topo.hosts_spanned;
-  rec["max_ranks_per_host"] = topo.max_ranks_per_host;
-  rec["elem_size"] = sh.elem;
-  rec["counts"] = sh.counts;
-  rec["bytes"] = sh.bytes;
-  rec["bytes_convention"] = std::string(info.bytes_convention);
-  rec["bytes_total"] = sh.bytes_total;
-  rec["bytes_max_rank"] = sh.bytes_max_rank;
-  rec["bytes_eff"] = sh.bytes_eff;
-  rec["stats"] = st.to_json();
+  sweep::fill_collective_record(rec, op, sh, rec.samples_s);
+  rec.index = index;
+  rec.key = pt.params.dump();
+  rec.point = pt.params;
+  if (info.has_root) rec.root = pt.params["root"].get<std::int64_t>();
+  rec.groups = topo.groups;
+  rec.hosts_spanned = topo.hosts_spanned;
+  rec.max_ranks_per_host = topo.max_ranks_per_host;
   if (pt.rows.size() == 1 && first.min_us && first.max_us)  // OSU -f: the tool's own statistic
-    rec["stats"]["rank_means"] = {{"max", *first.max_us * 1e-6},
-                                  {"mean", first.time_us * 1e-6},
-                                  {"min", *first.min_us * 1e-6}};
-  rec["algbw_GBps"] = bw.algbw_GBps;
-  rec["busbw_GBps"] = bw.busbw_GBps;
-  rec["busbw_factor"] = bw.factor;
-  rec["algbw_eff_GBps"] = st.p50 > 0 ? double(sh.bytes_eff) / st.p50 / 1e9 : 0.0;
+    rec.rank_means = {*first.max_us * 1e-6, first.time_us * 1e-6, *first.min_us * 1e-6};
   const bool per_iter = !first.samples_us.empty();
-  rec["timing"] = {
-      {"mode", protocol_mode(log)},
-      {"ops_per_sample", pt.params["protocol"]["ops_per_sample"]},
-      {"warmup", pt.params["protocol"]["warmup"]},
-      {"buffer_slots", 1},
-      {"barrier", log.format == fm::LogFormat::Osu ? "world, after each iteration" : "none"},
-      {"timer", per_iter ? "cuda_event" : "host_clock"},
-      {"reduction", per_iter                           ? "max over ranks per iteration"
-                    : log.format == fm::LogFormat::Osu ? "mean over ranks of each rank's mean"
-                                                       : "mean over ranks of the loop's mean"},
-      {"stop_reason", "max_iterations"},
-      {"elapsed_s", nullptr}};
-  rec["samples_s"] = samples;
+  const json& protocol = pt.params["protocol"];
+  rec.timing.mode = protocol_mode(log);
+  rec.timing.ops_per_sample = protocol["ops_per_sample"].get<int>();
+  if (protocol["warmup"].is_number()) rec.timing.warmup = protocol["warmup"].get<int>();
+  rec.timing.buffer_slots = 1;
+  rec.timing.barrier = log.format == fm::LogFormat::Osu ? "world, after each iteration" : "none";
+  rec.timing.timer = per_iter ? "cuda_event" : "host_clock";
+  rec.timing.reduction = per_iter                           ? "max over ranks per iteration"
+                         : log.format == fm::LogFormat::Osu ? "mean over ranks of each rank's mean"
+                                                            : "mean over ranks of the loop's mean";
+  rec.timing.stop_reason = "max_iterations";
   // wrong: the sum over repeats; null when the log did not check (N/A) any of them.
-  json wrong = nullptr;
+  double wrong = 0;
   for (const fm::LogRow* r : pt.rows)
-    if (r->wrong) wrong = (wrong.is_null() ? 0.0 : wrong.get<double>()) + *r->wrong;
-  if (wrong.is_number()) wrong = std::int64_t(wrong.get<double>());
-  rec["wrong"] = wrong;
+    if (r->wrong) wrong += *r->wrong, rec.wrong = 0;
+  if (rec.wrong) rec.wrong = std::int64_t(wrong);
   json src = json::array();
   for (const fm::LogRow* r : pt.rows) {
     json s = {
@@ -307,12 +272,12 @@ json point_record(const fm::ParsedLog& log, const Pending& pt, const Topology& t
     if (!r->samples_us.empty()) s["per_iteration_samples"] = r->samples_us.size();
     src.push_back(std::move(s));
   }
-  rec["import"] = {{"rows", src},
-                   {"statistic", per_iter ? "per-iteration times (slowest rank per iteration)"
-                                          : "the tool's mean over its iterations (one sample per "
-                                            "row; not a median of samples)"},
-                   {"iterations_per_sample", pt.params["protocol"]["ops_per_sample"]}};
-  return rec;
+  rec.import = {{"rows", src},
+                {"statistic", per_iter ? "per-iteration times (slowest rank per iteration)"
+                                       : "the tool's mean over its iterations (one sample per "
+                                         "row; not a median of samples)"},
+                {"iterations_per_sample", protocol["ops_per_sample"]}};
+  return fm::to_json(rec);
 }
 
 struct LogResult {

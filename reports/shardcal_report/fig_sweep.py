@@ -30,13 +30,13 @@ RULE_NAMES = {"total": "total (sum of shards)", "n_times_max": "n × largest sha
 
 
 def _class_label(p: dict) -> str:
-    return (f"n={p['n']}, {p['hosts']} host{'s' if p['hosts'] != 1 else ''}, "
+    return (f"n={p['group_size']}, {p['hosts_spanned']} host{'s' if p['hosts_spanned'] != 1 else ''}, "
             f"{p['conc']} group{'s' if p['conc'] != 1 else ''} at once per host")
 
 
 def _predict(prof, op: str, p: dict, nbytes: float = 0.0, counts=()):
     """Profile prediction for a point's link class (None when the profile has no model)."""
-    n, hosts = p["n"], p["hosts"]
+    n, hosts = p["group_size"], p["hosts_spanned"]
     rph = n // hosts if n % hosts == 0 else max(1, n // hosts)
     try:
         return prof.predict(op, n, hosts=hosts, ranks_per_host=rph, nbytes=nbytes, counts=counts,
@@ -77,7 +77,7 @@ def busbw_figures(run, prof, where: str, prefix: str, outdir: str) -> list:
     for (op, dtype), pts in _ordered(even, lambda p: (p["op"], p["dtype"])).items():
         # One panel per link class (group size, hosts a group spans, groups at once per host): what a
         # model covers. Colour: the mesh dims of that class (legend in the panel); marker: timing mode.
-        panels = _ordered(pts, lambda p: (p["n"], p["hosts"], p["conc"]))
+        panels = _ordered(pts, lambda p: (p["group_size"], p["hosts_spanned"], p["conc"]))
         fig, axes = style.grid(len(panels), max_cols=3, w=5.2, h=3.9)
         handles = OrderedDict()
         lo = min(p["bytes"] for p in pts)
@@ -244,7 +244,7 @@ def uneven_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[F
         if not classes:
             continue
         # The class with the largest group (the most uneven shapes), first on ties.
-        (mesh, dim), _ = max(classes.items(), key=lambda kv: kv[1][0]["n"])
+        (mesh, dim), _ = max(classes.items(), key=lambda kv: kv[1][0]["group_size"])
         cls = [p for p in pts if p["mesh"] == mesh and p["mesh_dim"] == dim]
         chosen = None
         if prof is not None:
@@ -268,7 +268,7 @@ def uneven_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[F
             xs_all = []
             groups = _ordered(cls, lambda p: p["distribution"])
             for dist, dp in groups.items():
-                x = np.array([sp.effective_bytes(op, rule, 0, p["counts"], p["elem_size"], p["n"]) for p in dp])
+                x = np.array([sp.effective_bytes(op, rule, 0, p["counts"], p["elem_size"], p["group_size"]) for p in dp])
                 y = np.array([p["p50_s"] * 1e6 for p in dp])
                 ok = x > 0
                 x, y = x[ok], y[ok]
@@ -299,7 +299,7 @@ def uneven_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[F
                     for p in cls:
                         if not p["uneven"]:
                             continue
-                        s_eff = sp.effective_bytes(op, rule, 0, p["counts"], p["elem_size"], p["n"])
+                        s_eff = sp.effective_bytes(op, rule, 0, p["counts"], p["elem_size"], p["group_size"])
                         pr = _predict(prof, op, p, nbytes=s_eff)
                         if pr is not None and s_eff > 0:
                             errs.append(abs(pr.time_us - p["p50_s"] * 1e6) / (p["p50_s"] * 1e6))
@@ -310,7 +310,7 @@ def uneven_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional[F
             ax.set_xlabel(f"S_eff = {RULE_NAMES[rule]} (bytes)")
             ax.set_ylabel("median time (µs)")
             tag = ("chosen by the fit" if rule == chosen else "not chosen") if chosen else "no profile"
-            ax.set_title(f"{op}, mesh {cls[0]['mesh']} dim {cls[0]['mesh_dim']} (n={cls[0]['n']}): "
+            ax.set_title(f"{op}, mesh {cls[0]['mesh']} dim {cls[0]['mesh_dim']} (n={cls[0]['group_size']}): "
                          f"{RULE_NAMES[rule]} — {tag}{mape_txt}", fontsize=9)
     fig.suptitle(f"Even vs uneven shards on the effective size S_eff — {where}")
     style.legend_below(fig, list(handles.values()), list(handles.keys()), ncol=4)

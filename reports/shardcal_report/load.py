@@ -182,58 +182,88 @@ def _median_ci(rec: dict, path: str, line: int):
     return lo, hi
 
 
-def _collective(rec: dict, path: str, line: int, n_hosts: int) -> dict:
-    counts = _get(rec, "counts", path, line)
-    if not isinstance(counts, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
-                                               for c in counts):
-        raise InputError(f"{path}: line {line}: field \"counts\" must be a list of integers >= 0")
-    groups = _int(rec, "groups", path, line, 1)
-    hosts = _int(rec, "hosts_spanned", path, line, 1)
+# The point record's fields, per kind, as formats.json lists them: [name, type in a collective
+# point, in a transition point, least value]. The C++ writer is checked against the same list
+# (unit test ResultsRecord), so the report reads every field by its listed name and type and names
+# none itself.
+_POINT_FIELDS = FORMATS["results_point"]["fields"]
+_POINT_PARAMS = FORMATS["results_point"]["point"]
+_KIND_COLUMN = {"collective": 1, "transition": 2}
+
+
+def _typed(obj: dict, name: str, typ: str, lo, path: str, line: int):
+    """The field `name` of `obj` checked against its listed type (formats.json "results_point")."""
+    lo = -math.inf if lo is None else lo
+    if "|" in typ:
+        if _get(obj, name, path, line) is None and "null" in typ.split("|"):
+            return None
+        return _typed(obj, name, typ.split("|")[0], lo, path, line)
+    if typ == "string":
+        return _str(obj, name, path, line)
+    if typ == "collective":
+        return _str(obj, name, path, line, sp.COLLECTIVES)
+    if typ == "dtype":
+        return _str(obj, name, path, line, sp.DTYPES)
+    if typ == "integer":
+        return _int(obj, name, path, line, int(lo) if lo != -math.inf else -(1 << 62))
+    if typ == "number":
+        return _num(obj, name, path, line, lo)
+    v = _get(obj, name, path, line)
+    ok = {"object": lambda: isinstance(v, dict),
+          "boolean": lambda: isinstance(v, bool),
+          "null": lambda: v is None,
+          "integers": lambda: isinstance(v, list) and all(
+              isinstance(x, int) and not isinstance(x, bool) and x >= lo for x in v),
+          "numbers": lambda: isinstance(v, list) and all(
+              isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= lo
+              for x in v)}.get(typ)
+    if ok is None:
+        raise InputError(f"formats.json lists field \"{name}\" with the unknown type {typ!r}")
+    if not ok():
+        bound = f" >= {lo:g}" if lo != -math.inf else ""
+        raise InputError(f"{_where(path, line)}: field \"{name}\" must be {typ}{bound}, got "
+                         f"{json.dumps(v)[:60]}; the file is damaged or not in the documented format")
+    return v
+
+
+def _listed(obj: dict, rows: list, kind: str, path: str, line: int, prefix: str = "") -> dict:
+    """Every field `rows` lists for `kind`, read and checked; optional ones only when present."""
+    out = {}
+    holder = _get(obj, prefix[:-1], path, line) if prefix else obj
+    for row in rows:
+        name, typ = row[0], row[_KIND_COLUMN[kind]]
+        lo = row[3] if len(row) > 3 else None
+        if typ == "absent" or (typ.endswith("?") and not (isinstance(holder, dict) and name in holder)):
+            continue
+        out[name] = _typed(obj, prefix + name, typ.rstrip("?"), lo, path, line)
+    return out
+
+
+def _point(rec: dict, kind: str, path: str, line: int) -> dict:
+    """A point record as a dict of its listed fields, the "point" fields merged in (the same
+    names mean the same values: root, mode), plus the p50 and its confidence interval."""
+    out = _listed(rec, _POINT_FIELDS, kind, path, line)
+    out.update(_listed(rec, _POINT_PARAMS, kind, path, line, "point."))
     p50 = _num(rec, "stats.p50", path, line, 0.0, strict=True)
     lo, hi = _median_ci(rec, path, line)
-    return {
-        "line": line,
-        "op": _str(rec, "collective", path, line, sp.COLLECTIVES),
-        "mesh": _str(rec, "point.mesh", path, line),
-        "mesh_dim": _int(rec, "point.mesh_dim", path, line, 0),
-        "dtype": _str(rec, "point.dtype", path, line, sp.DTYPES),
-        "distribution": _str(rec, "point.distribution", path, line),
-        "mode": _str(rec, "point.mode", path, line),
-        "n": _int(rec, "group_size", path, line, 1),
-        "groups": groups,
-        "hosts": hosts,
-        "conc": concurrent_groups(groups, hosts, n_hosts),
-        "elem_size": _int(rec, "elem_size", path, line, 1),
-        "counts": counts,
-        "bytes": _num(rec, "bytes", path, line, 0.0),
-        "bytes_total": _num(rec, "bytes_total", path, line, 0.0),
-        "bytes_eff": _num(rec, "bytes_eff", path, line, 0.0),
-        "uneven": len(set(counts)) > 1,
-        "p50_s": p50,
-        "ci_lo_s": lo if lo is not None else p50,
-        "ci_hi_s": hi if hi is not None else p50,
-        "busbw_factor": _num(rec, "busbw_factor", path, line, 0.0),
-    }
+    out.update({"line": line, "p50_s": p50,
+                "ci_lo_s": lo if lo is not None else p50,
+                "ci_hi_s": hi if hi is not None else p50})
+    return out
+
+
+def _collective(rec: dict, path: str, line: int, n_hosts: int) -> dict:
+    p = _point(rec, "collective", path, line)
+    p["conc"] = concurrent_groups(p["groups"], p["hosts_spanned"], n_hosts)
+    p["uneven"] = len(set(p["counts"])) > 1
+    return p
 
 
 def _transition(rec: dict, path: str, line: int) -> dict:
-    p50 = _num(rec, "stats.p50", path, line, 0.0, strict=True)
-    lo, hi = _median_ci(rec, path, line)
-    plan = _get(rec, "transition.plan", path, line)
-    return {
-        "line": line,
-        "mesh": _str(rec, "point.mesh", path, line),
-        "from": _str(rec, "point.from", path, line),
-        "to": _str(rec, "point.to", path, line),
-        "dtype": _str(rec, "point.dtype", path, line, sp.DTYPES),
-        "distribution": _str(rec, "point.distribution", path, line),
-        "mode": _str(rec, "point.mode", path, line),
-        "size": _num(rec, "point.size", path, line, 0.0),
-        "steps": len(plan) if isinstance(plan, list) else 0,
-        "p50_s": p50,
-        "ci_lo_s": lo if lo is not None else p50,
-        "ci_hi_s": hi if hi is not None else p50,
-    }
+    p = _point(rec, "transition", path, line)
+    plan = p["transition"].get("plan")
+    p["steps"] = len(plan) if isinstance(plan, list) else 0
+    return p
 
 
 def load_results(path: str) -> Run:

@@ -11,12 +11,12 @@
 #include <utility>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/results_record.hpp"
 #include "shardcal/mesh_comm.hpp"
 #include "shardcal/placement.hpp"
 #include "shardcal/redistribute.hpp"
 #include "spmd.hpp"
 #include "sweep/runner.hpp"
-#include "sweep/step_record.hpp"
 #include "sweep/signals.hpp"
 
 using namespace shardbench;
@@ -352,7 +352,7 @@ TEST(StepRecord, GroupsThatDifferRecordAMixedCall) {
         shardcal::plan_redistribution(shardcal::TensorSpec(mesh, shardcal::parse_placements("S(0),S(0)"), meta),
                                       shardcal::TensorSpec(mesh, shardcal::parse_placements("S(0),R"), meta));
     EXPECT_EQ(p.steps.size(), 1u);
-    return step_traffic_json(shardcal::describe_step(p.steps.at(0)));
+    return shardcal::formats::step_traffic_json(shardcal::describe_step(p.steps.at(0)));
   };
   const auto mixed = step_json(5);
   EXPECT_EQ(mixed.at("call"), "mixed");

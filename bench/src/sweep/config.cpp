@@ -560,6 +560,7 @@ std::vector<Point> collective_points(const JsonSource& c, const SweepConfig& cfg
               for (std::int64_t size : cfg.sizes) {
                 Point p;
                 p.mesh = mesh_text;
+                p.device_mesh = mesh;
                 p.op = sel.op;
                 p.mesh_dim = d;
                 p.dtype = t;
@@ -641,13 +642,14 @@ std::vector<std::pair<std::string, std::string>> transition_pairs(const Transiti
 }
 
 // One transition point; its placements are checked on the mesh and the tensor.
-Point transition_point(const JsonSource& c, const TransitionSelection& sel, const std::string& mesh_text,
+Point transition_point(const JsonSource& c, const TransitionSelection& sel,
+                       const shardcal::DeviceMesh& mesh, const std::string& mesh_text,
                        const std::string& fa, const std::string& fb, DType t,
                        const Distribution& dist, std::int64_t size) {
-  const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
   Point p;
   p.transition = true;
   p.mesh = mesh_text;
+  p.device_mesh = mesh;
   p.dtype = t;
   p.dist = dist;
   p.size = size;
@@ -659,10 +661,11 @@ Point transition_point(const JsonSource& c, const TransitionSelection& sel, cons
     const std::string& text = side == 0 ? fa : fb;
     const std::string where = sel.where + (sel.all_single_dim ? "" : side == 0 ? "/from" : "/to");
     try {
-      (side == 0 ? p.from_canonical : p.to_canonical) =
-          shardcal::placements_to_string(shardcal::parse_placements(text));
-      auto ps = apply_distribution(shardcal::parse_placements(text), mesh, p.shape, dist);
-      const shardcal::TensorSpec spec(mesh, ps, meta);  // validates
+      std::vector<shardcal::Placement> given = shardcal::parse_placements(text);
+      (side == 0 ? p.from_canonical : p.to_canonical) = shardcal::placements_to_string(given);
+      shardcal::TensorSpec& spec = side == 0 ? p.from_spec : p.to_spec;
+      spec = shardcal::TensorSpec(mesh, apply_distribution(std::move(given), mesh, p.shape, dist),
+                                  meta);  // validates
       (side == 0 ? p.from : p.to) = shardcal::placements_to_string(spec.placements());
     } catch (const Error& e) {
       c.fail(where, "bad placement \"" + text + "\" on mesh " + mesh_text + " for a " +
@@ -680,13 +683,15 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
   check_meshes_fit(c, meshes, world);
   std::vector<Point> pts = collective_points(c, cfg, meshes);
   for (const auto& sel : cfg.transitions)
-    for (const auto& mesh_text : transition_meshes(c, sel, meshes, world))
-      for (const auto& [fa, fb] : transition_pairs(sel, shardcal::DeviceMesh::parse(mesh_text)))
+    for (const auto& mesh_text : transition_meshes(c, sel, meshes, world)) {
+      const auto mesh = shardcal::DeviceMesh::parse(mesh_text);
+      for (const auto& [fa, fb] : transition_pairs(sel, mesh))
         for (DType t : cfg.dtypes)
           for (const auto& dist : cfg.transition_distributions)
             for (std::int64_t size : sel.shape.empty() ? cfg.sizes : std::vector<std::int64_t>{
                      shardcal::numel(sel.shape) * std::int64_t(shardcal::dtype_size(t))})
-              pts.push_back(transition_point(c, sel, mesh_text, fa, fb, t, dist, size));
+              pts.push_back(transition_point(c, sel, mesh, mesh_text, fa, fb, t, dist, size));
+    }
   std::set<std::string> seen;
   for (std::size_t i = 0; i < pts.size(); ++i) {
     pts[i].index = i;

@@ -120,7 +120,8 @@ struct Protocol {
 struct Point {
   std::size_t index = 0;
   bool transition = false;
-  std::string mesh;  // "2x2"
+  std::string mesh;  // "2x2": the key's and the labels' text of `device_mesh`
+  shardcal::DeviceMesh device_mesh;  // parsed once at expansion
   shardcal::DType dtype = shardcal::DType::F32;
   Distribution dist;
   std::int64_t size = 0;  // configured logical bytes
@@ -135,6 +136,9 @@ struct Point {
   std::string from_canonical, to_canonical;
   std::string from, to;
   shardcal::Shape shape;
+  // Transition points: the layouts as run (mesh, placements of `from`/`to`, shape, dtype), parsed
+  // and validated once at expansion; the planner and the timed run use these.
+  shardcal::TensorSpec from_spec, to_spec;
   // Transition points: the planner's part of the key (TransitionPlanner::key; null = greedy,
   // left out of the key). Set by the driver once the planner and topology are known.
   nlohmann::json planner;

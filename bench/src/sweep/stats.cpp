@@ -69,27 +69,34 @@ Stats compute_stats(const std::vector<double>& samples, double ci_level) {
   return st;
 }
 
-nlohmann::json Stats::to_json() const {
-  return {{"n", n},
-          {"min", min},
-          {"p10", p10},
-          {"p50", p50},
-          {"p90", p90},
-          {"p99", p99},
-          {"max", max},
-          {"mean", mean},
-          {"stddev", stddev},
-          {"median_ci", {{"lo", ci_lo}, {"hi", ci_hi}, {"level", ci_level}, {"coverage", ci_coverage},
-                         {"method", "order_statistics_binomial"}}},
-          {"rel_ci_halfwidth", rel_ci_halfwidth()}};
-}
-
 Bandwidth bandwidth(Collective op, int n, std::int64_t bytes, double seconds) {
   Bandwidth b;
   b.factor = collective_info(op).busbw_factor(n);
   if (seconds > 0) b.algbw_GBps = double(bytes) / seconds / 1e9;
   b.busbw_GBps = b.algbw_GBps * b.factor;
   return b;
+}
+
+void fill_collective_record(shardcal::formats::PointRecord& rec, Collective op,
+                            const CollectiveShape& sh, const std::vector<double>& samples,
+                            double ci_level) {
+  const auto& info = collective_info(op);
+  rec.stats = compute_stats(samples, ci_level);
+  const Bandwidth bw = bandwidth(op, sh.n, sh.bytes, rec.stats.p50);
+  rec.collective = std::string(info.name);
+  rec.variant = std::string(info.name) + (info.has_v_form && !sh.uniform ? "v" : "");
+  rec.group_size = sh.n;
+  rec.elem_size = int(sh.elem);
+  rec.counts = sh.counts;
+  rec.bytes = sh.bytes;
+  rec.bytes_convention = std::string(info.bytes_convention);
+  rec.bytes_total = sh.bytes_total;
+  rec.bytes_max_rank = sh.bytes_max_rank;
+  rec.bytes_eff = sh.bytes_eff;
+  rec.algbw_GBps = bw.algbw_GBps;
+  rec.busbw_GBps = bw.busbw_GBps;
+  rec.busbw_factor = bw.factor;
+  rec.algbw_eff_GBps = rec.stats.p50 > 0 ? double(sh.bytes_eff) / rec.stats.p50 / 1e9 : 0.0;
 }
 
 }  // namespace shardbench::sweep

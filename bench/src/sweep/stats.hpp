@@ -6,20 +6,15 @@
 #include <vector>
 
 #include "shardcal/collectives.hpp"
+#include "shardcal/formats/results_record.hpp"
+#include "sweep/config.hpp"
 
 namespace shardbench::sweep {
 using shardcal::Collective;
 using shardcal::collective_info;
 
-struct Stats {
-  std::size_t n = 0;
-  double min = 0, p10 = 0, p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0, stddev = 0;
-  // Distribution-free confidence interval of the median (order statistics); `ci_coverage` is the
-  // exact coverage achieved (>= the level asked for, or the best possible for small n).
-  double ci_lo = 0, ci_hi = 0, ci_level = 0, ci_coverage = 0;
-  double rel_ci_halfwidth() const { return p50 > 0 ? (ci_hi - ci_lo) / 2.0 / p50 : 0.0; }
-  nlohmann::json to_json() const;
-};
+// The statistics of a point are part of its results record (formats/results_record.hpp).
+using Stats = shardcal::formats::SampleStats;
 
 // Percentile by linear interpolation between closest ranks (numpy's default "linear" method),
 // q in [0, 1]; `sorted` ascending and non-empty.
@@ -41,5 +36,12 @@ struct Bandwidth {
   double factor = 0;
 };
 Bandwidth bandwidth(Collective op, int n, std::int64_t bytes, double seconds);
+
+// A collective point record's measured fields, alike for the sweep and the importer: name and
+// variant, group size, element counts and byte conventions of `sh`, statistics over `samples`
+// and the bandwidths of their median.
+void fill_collective_record(shardcal::formats::PointRecord& rec, Collective op,
+                            const CollectiveShape& sh, const std::vector<double>& samples,
+                            double ci_level = 0.95);
 
 }  // namespace shardbench::sweep

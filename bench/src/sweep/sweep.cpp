@@ -12,6 +12,7 @@
 
 #include "shardcal/check.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/results_record.hpp"
 #include "shardcal/formats/results_writer.hpp"
 #include "shardcal/formats/schemas.hpp"
 #include "shardcal/formats/utc_time.hpp"
@@ -28,7 +29,6 @@
 #include "sweep/simulation_env.hpp"
 #include "sweep/slurm_env.hpp"
 #include "sweep/stats.hpp"
-#include "sweep/step_record.hpp"
 
 namespace shardbench::sweep {
 
@@ -38,8 +38,7 @@ using shardcal::Error;
 using shardcal::fnv1a64;
 using shardcal::formats::context_differences;
 using shardcal::formats::host_renames;
-using shardcal::formats::kResultsSchema;
-using shardcal::formats::kResultsVersion;
+using shardcal::formats::PointRecord;
 using shardcal::formats::read_for_resume;
 using shardcal::formats::ResultsFile;
 using shardcal::formats::ResumeState;
@@ -60,16 +59,19 @@ shardcal::GroupSpan dims_span(const shardcal::DeviceMesh& mesh, const std::vecto
   return most;
 }
 
-json timing_json(const SweepConfig& cfg, const Point& p, const Measurement& m) {
-  return {{"mode", std::string(mode_name(p.mode))},
-          {"ops_per_sample", m.depth},
-          {"warmup", cfg.warmup},
-          {"buffer_slots", m.slots},
-          {"barrier", "world, untimed, before every sample"},
-          {"timer", m.timer},
-          {"reduction", "max over ranks per sample"},
-          {"stop_reason", m.stop_reason},
-          {"elapsed_s", m.elapsed_s}};
+shardcal::formats::PointTiming point_timing(const SweepConfig& cfg, const Point& p,
+                                            const Measurement& m) {
+  shardcal::formats::PointTiming t;
+  t.mode = std::string(mode_name(p.mode));
+  t.ops_per_sample = m.depth;
+  t.warmup = cfg.warmup;
+  t.buffer_slots = m.slots;
+  t.barrier = "world, untimed, before every sample";
+  t.timer = m.timer;
+  t.reduction = "max over ranks per sample";
+  t.stop_reason = m.stop_reason;
+  t.elapsed_s = m.elapsed_s;
+  return t;
 }
 
 std::string human_time(double s) {
@@ -81,54 +83,41 @@ std::string human_time(double s) {
 }
 
 // The context record of this run (line 1 of a new file; appended on --resume-anyway).
-json make_context(const SweepJob& job, Communicator& world, const shardcal::Topology& topo,
-                  std::size_t points_total) {
+shardcal::formats::ContextRecord make_context(const SweepJob& job, Communicator& world,
+                                              const shardcal::Topology& topo,
+                                              std::size_t points_total) {
   const SweepConfig& cfg = job.config;
-  json ctx;
-  ctx["type"] = "context";
-  ctx["schema"] = kResultsSchema;
-  ctx["version"] = kResultsVersion;
-  ctx["date"] = shardcal::formats::utc_now_iso8601();
-  ctx["command_line"] = job.command_line;
-  ctx["config_path"] = job.config_path;
-  ctx["config_hash"] = cfg.hash();
-  ctx["config"] = cfg.json;
-  ctx["backend"] = world.backend();
-  ctx["world"] = world.size();
-  ctx["memory"] = world.memory().kind() == shardcal::MemoryKind::Cuda ? "cuda" : "host";
-  json hs = json::array();
-  std::vector<int> per_host(std::size_t(topo.num_hosts), 0);
+  shardcal::formats::ContextRecord ctx;
+  ctx.date = shardcal::formats::utc_now_iso8601();
+  ctx.command_line = job.command_line;
+  ctx.config_path = job.config_path;
+  ctx.config_hash = cfg.hash();
+  ctx.config = cfg.json;
+  ctx.backend = world.backend();
+  ctx.world = world.size();
+  ctx.memory = world.memory().kind() == shardcal::MemoryKind::Cuda ? "cuda" : "host";
   for (int hi = 0; hi < topo.num_hosts; ++hi) {
-    json ranks = json::array();
-    std::string name;
+    shardcal::formats::HostRecord h;
     for (std::size_t r = 0; r < topo.host_of_rank.size(); ++r)
       if (topo.host_of_rank[r] == hi) {
-        if (ranks.empty()) name = topo.hostnames[r];
-        ranks.push_back(r);
+        if (h.ranks.empty()) h.name = topo.hostnames[r];
+        h.ranks.push_back(int(r));
       }
-    per_host[std::size_t(hi)] = int(ranks.size());
-    hs.push_back({{"name", name}, {"ranks", ranks}});
+    ctx.hosts.push_back(std::move(h));
   }
-  ctx["hosts"] = hs;
-  ctx["n_hosts"] = topo.num_hosts;
-  ctx["ranks_per_host"] = per_host;
-  json libs = json::object();
   for (const auto& [k, v] : job.library_versions) {
     std::string text = v;  // some libraries report a trailing NUL or newline: keep it clean
     while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back()))))
       text.pop_back();
-    libs[k] = text;
+    ctx.library_versions[k] = text;
   }
-  ctx["library_versions"] = libs;
-  json settings = json::object();
-  for (const auto& [k, v] : shardcal::backend_settings(world.backend())) settings[k] = v;
-  ctx["backend_settings"] = settings;
-  ctx["shardcal_version"] = shardcal_version();
-  ctx["git_revision"] = git_revision();
-  ctx["git_dirty"] = git_dirty() < 0 ? json(nullptr) : json(git_dirty() == 1);
-  ctx["points_total"] = points_total;
-  ctx["planner"] = job.planner->describe(job.planner->resolve_ranks_per_host(topo));
-  ctx["timing_method"] =
+  for (const auto& [k, v] : shardcal::backend_settings(world.backend())) ctx.backend_settings[k] = v;
+  ctx.shardcal_version = shardcal_version();
+  ctx.git_revision = git_revision();
+  if (git_dirty() >= 0) ctx.git_dirty = git_dirty() == 1;
+  ctx.points_total = points_total;
+  ctx.planner = job.planner->describe(job.planner->resolve_ranks_per_host(topo));
+  ctx.timing_method =
       "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
       "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
       "stats.rank_means: each rank's mean over its samples, then max/mean/min over ranks (OSU); "
@@ -248,10 +237,7 @@ std::map<std::size_t, PlannedTransition> plan_transitions(Communicator& world, c
     if (!p.transition) continue;
     p.planner = job.planner->key(rph);
     try {
-      const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
-      const shardcal::TensorMeta meta{p.shape, p.dtype};
-      plans.emplace(p.index, job.planner->plan(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
-                                              shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta), rph));
+      plans.emplace(p.index, job.planner->plan(p.from_spec, p.to_spec, rph));
     } catch (const Error& e) {
       plan_error =
           "planning " + p.label() + " with the " + job.planner->name() + " planner: " + e.what();
@@ -272,18 +258,18 @@ std::map<std::size_t, PlannedTransition> plan_transitions(Communicator& world, c
 // simulated platform, the shard.
 json run_context(const SweepJob& job, Communicator& world, const shardcal::Topology& topo,
                  const OwnedPoints& owned) {
-  json ctx = make_context(job, world, topo, owned.points.size());
+  shardcal::formats::ContextRecord ctx = make_context(job, world, topo, owned.points.size());
   // Under Slurm, the hosts the ranks found must be the ones Slurm allocated (slurm_env.hpp).
   const SlurmStep slurm = read_slurm_env();
   if (const std::string bad = slurm_topology_mismatch(slurm, world.size(), topo); !bad.empty())
     throw Error(bad);
-  if (slurm.present) ctx["slurm"] = slurm.to_json();
+  if (slurm.present) ctx.slurm = slurm.to_json();
   // A simulated run says so, and on what platform (simulation_env.hpp).
-  if (json sim = simulation_description(); !sim.is_null()) ctx["simulation"] = std::move(sim);
+  ctx.simulation = simulation_description();
   if (job.shard_count > 1)
-    ctx["shard"] = {{"index", job.shard_index}, {"count", job.shard_count},
-                    {"points_in_config", owned.in_config}};
-  return ctx;
+    ctx.shard = {{"index", job.shard_index}, {"count", job.shard_count},
+                 {"points_in_config", owned.in_config}};
+  return shardcal::formats::to_json(ctx);
 }
 
 // A transition point key with "buffer_rotation": null was timed on one hot buffer set, by a
@@ -417,35 +403,19 @@ std::vector<bool> open_results(Communicator& world, const SweepJob& job,
 
 // Times one collective point and fills its record; false when a stop signal abandoned it.
 bool run_collective_point(shardcal::MeshCommunicator& mc, const Point& p, const SweepConfig& cfg,
-                          const shardcal::Topology& topo, int world_size, json& rec,
+                          const shardcal::Topology& topo, int world_size, PointRecord& rec,
                           Measurement& m) {
   const auto& info = collective_info(p.op);
   const int n = mc.mesh().extent(p.mesh_dim);
   const CollectiveShape sh = collective_shape(p.op, p.dtype, p.size, p.dist, n);
   m = measure_collective(mc, p, cfg);
   if (m.abandoned) return false;
-  const Stats st = compute_stats(m.samples, cfg.confidence);
-  const Bandwidth bw = bandwidth(p.op, n, sh.bytes, st.p50);
-  rec["collective"] = std::string(info.name);
-  rec["variant"] = std::string(info.name) + (info.has_v_form && !sh.uniform ? "v" : "");
-  if (info.has_root) rec["root"] = 0;
-  rec["group_size"] = n;
-  rec["groups"] = world_size / n;
+  fill_collective_record(rec, p.op, sh, m.samples, cfg.confidence);
+  if (info.has_root) rec.root = 0;
+  rec.groups = world_size / n;
   const shardcal::GroupSpan span = dims_span(mc.mesh(), {p.mesh_dim}, topo);
-  rec["hosts_spanned"] = span.hosts;
-  rec["max_ranks_per_host"] = span.max_ranks_per_host;
-  rec["elem_size"] = sh.elem;
-  rec["counts"] = sh.counts;
-  rec["bytes"] = sh.bytes;
-  rec["bytes_convention"] = std::string(info.bytes_convention);
-  rec["bytes_total"] = sh.bytes_total;
-  rec["bytes_max_rank"] = sh.bytes_max_rank;
-  rec["bytes_eff"] = sh.bytes_eff;
-  rec["stats"] = st.to_json();
-  rec["algbw_GBps"] = bw.algbw_GBps;
-  rec["busbw_GBps"] = bw.busbw_GBps;
-  rec["busbw_factor"] = bw.factor;
-  rec["algbw_eff_GBps"] = st.p50 > 0 ? double(sh.bytes_eff) / st.p50 / 1e9 : 0.0;
+  rec.hosts_spanned = span.hosts;
+  rec.max_ranks_per_host = span.max_ranks_per_host;
   return true;
 }
 
@@ -453,60 +423,59 @@ bool run_collective_point(shardcal::MeshCommunicator& mc, const Point& p, const 
 // signal abandoned it.
 bool run_transition_point(shardcal::MeshCommunicator& mc, const Point& p,
                           const PlannedTransition& planned, const SweepJob& job, int rph,
-                          const shardcal::Topology& topo, json& rec, Measurement& m) {
+                          const shardcal::Topology& topo, PointRecord& rec, Measurement& m) {
   const SweepConfig& cfg = job.config;
   const auto& mesh = mc.mesh();
-  const shardcal::TensorMeta meta{p.shape, p.dtype};
-  const shardcal::TensorSpec from(mesh, shardcal::parse_placements(p.from), meta);
-  const shardcal::TensorSpec to(mesh, shardcal::parse_placements(p.to), meta);
+  const shardcal::TensorMeta& meta = p.from_spec.meta();
   const shardcal::Plan& plan = planned.plan;
   m = measure_transition(mc, plan, cfg);
   if (m.abandoned) return false;
-  const Stats st = compute_stats(m.samples, cfg.confidence);
-  json steps = json::array();
+  rec.stats = compute_stats(m.samples, cfg.confidence);
+  shardcal::formats::TransitionRecord tr;
   for (const auto& s : plan.steps) {
-    const shardcal::StepTraffic tr = shardcal::describe_step(s);
-    json step = {{"mesh_dim", s.mesh_dim},
-                 {"collective", shardcal::step_kind_name(s.kind)},
-                 {"from", shardcal::placements_to_string(s.before.placements())},
-                 {"to", shardcal::placements_to_string(s.after.placements())}};
-    step.update(step_traffic_json(tr));
-    step["hosts_spanned"] = dims_span(mesh, {s.mesh_dim}, topo).hosts;
-    if (!planned.step_us.empty()) step["predicted_us"] = planned.step_us.at(steps.size());
-    steps.push_back(std::move(step));
+    shardcal::formats::PlanStepRecord step;
+    step.mesh_dim = s.mesh_dim;
+    step.collective = shardcal::step_kind_name(s.kind);
+    step.from = shardcal::placements_to_string(s.before.placements());
+    step.to = shardcal::placements_to_string(s.after.placements());
+    step.traffic = shardcal::describe_step(s);
+    step.hosts_spanned = dims_span(mesh, {s.mesh_dim}, topo).hosts;
+    if (!planned.step_us.empty()) step.predicted_us = planned.step_us.at(tr.plan.size());
+    tr.plan.push_back(std::move(step));
   }
   std::int64_t max_local = 0;
   for (int r = 0; r < mesh.size(); ++r)
-    max_local = std::max({max_local, from.local_nbytes(r), to.local_nbytes(r)});
-  rec["transition"] = {{"from", p.from}, {"to", p.to}, {"from_given", p.from_given},
-                       {"to_given", p.to_given}, {"shape", p.shape}, {"plan", steps},
-                       {"planner", job.planner->describe(rph)}};
-  if (job.planner->priced()) rec["transition"]["predicted_us"] = planned.total_us;
-  rec["group_size"] = mesh.size();
-  rec["groups"] = 1;
+    max_local = std::max({max_local, p.from_spec.local_nbytes(r), p.to_spec.local_nbytes(r)});
+  tr.from = p.from;
+  tr.to = p.to;
+  tr.from_given = p.from_given;
+  tr.to_given = p.to_given;
+  tr.shape = p.shape;
+  tr.planner = job.planner->describe(rph);
+  if (job.planner->priced()) tr.predicted_us = planned.total_us;
+  rec.transition = std::move(tr);
+  rec.group_size = mesh.size();
+  rec.groups = 1;
   std::vector<int> all_dims(std::size_t(mesh.ndim()));
   for (int d = 0; d < mesh.ndim(); ++d) all_dims[std::size_t(d)] = d;
   const shardcal::GroupSpan span = dims_span(mesh, all_dims, topo);
-  rec["hosts_spanned"] = span.hosts;
-  rec["max_ranks_per_host"] = span.max_ranks_per_host;
-  rec["elem_size"] = shardcal::dtype_size(p.dtype);
-  rec["bytes"] = meta.nbytes();
-  rec["bytes_convention"] = "the logical (global) tensor";
-  rec["bytes_total"] = meta.nbytes();
-  rec["bytes_max_rank"] = max_local;
-  rec["stats"] = st.to_json();
-  rec["algbw_GBps"] = st.p50 > 0 ? double(meta.nbytes()) / st.p50 / 1e9 : 0.0;
-  rec["busbw_GBps"] = nullptr;  // a plan mixes collectives: no single bus factor
-  rec["busbw_factor"] = nullptr;
+  rec.hosts_spanned = span.hosts;
+  rec.max_ranks_per_host = span.max_ranks_per_host;
+  rec.elem_size = int(shardcal::dtype_size(p.dtype));
+  rec.bytes = meta.nbytes();
+  rec.bytes_convention = "the logical (global) tensor";
+  rec.bytes_total = meta.nbytes();
+  rec.bytes_max_rank = max_local;
+  rec.algbw_GBps = rec.stats.p50 > 0 ? double(meta.nbytes()) / rec.stats.p50 / 1e9 : 0.0;
   return true;
 }
 
 // The progress line's summary of a finished point.
-std::string point_summary(const json& rec, const Measurement& m) {
-  std::string summary = "p50 " + human_time(rec["stats"]["p50"].get<double>());
-  if (rec["busbw_GBps"].is_number()) {
+std::string point_summary(const PointRecord& rec, const Measurement& m) {
+  std::string summary = "p50 " + human_time(rec.stats.p50);
+  if (!rec.transition) {
     char buf[48];
-    std::snprintf(buf, sizeof buf, "  busbw %.3g GB/s", rec["busbw_GBps"].get<double>());
+    std::snprintf(buf, sizeof buf, "  busbw %.3g GB/s", rec.busbw_GBps);
     summary += buf;
   }
   if (m.wrong > 0) summary += "  WRONG " + std::to_string(m.wrong);
@@ -533,15 +502,14 @@ RunOutcome run_points(Communicator& world, const SweepJob& job, const std::vecto
     for (auto s : world.all_gather_u64(std::uint64_t(pending_signal())))
       if (s != 0 && out.stop_signal == 0) out.stop_signal = int(s);
     if (out.stop_signal != 0) break;
-    if (!mc || mc->mesh().to_string() != p.mesh)
-      mc = std::make_unique<shardcal::MeshCommunicator>(shardcal::DeviceMesh::parse(p.mesh), world);
+    if (!mc || mc->mesh() != p.device_mesh)
+      mc = std::make_unique<shardcal::MeshCommunicator>(p.device_mesh, world);
     progress.start_point(p.label());
 
-    json rec;
-    rec["type"] = "point";
-    rec["index"] = p.index;
-    rec["key"] = p.key();
-    rec["point"] = p.params();
+    PointRecord rec;
+    rec.index = p.index;
+    rec.point = p.params();
+    rec.key = rec.point.dump();
     Measurement m;
     const bool measured =
         p.transition ? run_transition_point(*mc, p, plans.at(p.index), job, rph, topo, rec, m)
@@ -550,14 +518,13 @@ RunOutcome run_points(Communicator& world, const SweepJob& job, const std::vecto
       out.stop_signal = m.signal;
       break;
     }
-    rec["timing"] = timing_json(cfg, p, m);
-    rec["stats"]["rank_means"] = {{"max", m.rank_mean_max_s}, {"mean", m.rank_mean_avg_s},
-                                  {"min", m.rank_mean_min_s}};
-    rec["samples_s"] = m.samples;
-    rec["wrong"] = cfg.check ? json(m.wrong) : json(nullptr);
+    rec.timing = point_timing(cfg, p, m);
+    rec.rank_means = {m.rank_mean_max_s, m.rank_mean_avg_s, m.rank_mean_min_s};
+    rec.samples_s = m.samples;
+    if (cfg.check) rec.wrong = std::int64_t(m.wrong);
     if (m.wrong > 0) ++out.bad_points;
     if (root) {
-      file.write(rec);
+      file.write(shardcal::formats::to_json(rec));
       progress.finish_point(point_summary(rec, m));
     }
   }
