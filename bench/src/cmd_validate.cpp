@@ -173,12 +173,8 @@ ValidatePoints plan_validate_points(shardcal::Communicator& world, const Validat
   std::string plan_error;
   for (const sw::Point& p : v.points) {
     try {
-      const auto mesh = shardcal::DeviceMesh::parse(p.mesh);
-      const shardcal::TensorMeta meta{p.shape, p.dtype};
-      v.planned.push_back(
-          plan_transition(shardcal::TensorSpec(mesh, shardcal::parse_placements(p.from), meta),
-                          shardcal::TensorSpec(mesh, shardcal::parse_placements(p.to), meta),
-                          planner, v.rph, cli.k));
+      // The layouts as the config expansion parsed them (sweep/config.hpp: parsed once).
+      v.planned.push_back(plan_transition(p.from_spec, p.to_spec, planner, v.rph, cli.k));
     } catch (const shardcal::Error& e) {
       plan_error = "planning " + p.label() + ": " + e.what();
       break;
@@ -466,7 +462,7 @@ int run_validate_rank(shardcal::Communicator& world, const ValidateCli& cli,
     const sw::Point& p = points[ti];
     std::vector<Candidate>& plans = v.planned[ti].plans;
     if (!mc || mc->mesh().to_string() != p.mesh)
-      mc = std::make_unique<shardcal::MeshCommunicator>(shardcal::DeviceMesh::parse(p.mesh), world);
+      mc = std::make_unique<shardcal::MeshCommunicator>(p.device_mesh, world);
     if (const int signal = measure_rounds(*mc, plans, sub, cli.rounds); signal != 0) {
       if (root) std::fprintf(stderr, "validate: stopped by signal %d; no output written\n", signal);
       return sw::exit_code_for_signal(signal);
