@@ -22,8 +22,144 @@ Placement codes: t >= 0 = Shard(t), -1 = Replicate, -2 - k = Partial(reduce op n
 from __future__ import annotations
 
 import heapq
+import threading
 
 _R = -1
+_lock = threading.Lock()
+_op_codes: dict = {}  # reduce op name -> its code (-2, -3, ...), the same in every plan
+_graphs: dict = {}  # (mesh dims, tensor dims, R -> P codes in order) -> _Graph
+
+
+def _op_code(op: str) -> int:
+    c = _op_codes.get(op)
+    if c is None:
+        with _lock:
+            c = _op_codes.setdefault(op, -2 - len(_op_codes))
+    return c
+
+
+class _Graph:
+    """DTensor's state graph for one (mesh dims, tensor dims, R -> P reduce ops) without costs: states
+    numbered as first met, each expanded state's neighbours (state number, edge number) in
+    get_next_state's order, each edge (placements, mesh dim, new code). It depends on no shape,
+    dtype, mesh or profile, so it is kept for the process and shared by every plan (and warmed by
+    use_profile(mesh=...))."""
+
+    def __init__(self, ndim_t: int, r_to_p: tuple):
+        self.ndim_t = ndim_t
+        self.r_to_p = r_to_p  # (code, op name) in the planner's set order
+        self.ids: dict = {}
+        self.states: list = []
+        self.adj: list = []  # state number -> [(state number, edge number)] or None
+        self.edge_ids: dict = {}
+        self.edges: list = []  # edge number -> (placements, mesh dim, code)
+
+    def sid(self, state) -> int:
+        i = self.ids.get(state)
+        if i is None:
+            with _lock:
+                i = self.ids.get(state)
+                if i is None:
+                    i = len(self.states)
+                    self.states.append(state)
+                    self.adj.append(None)
+                    self.ids[state] = i
+        return i
+
+    def neighbours(self, i: int) -> list:
+        nb = self.adj[i]
+        if nb is None:
+            nb = self._expand(self.states[i])
+            self.adj[i] = nb
+        return nb
+
+    def _eid(self, key) -> int:
+        e = self.edge_ids.get(key)
+        if e is None:
+            with _lock:
+                e = self.edge_ids.get(key)
+                if e is None:
+                    e = len(self.edges)
+                    self.edges.append(key)
+                    self.edge_ids[key] = e
+        return e
+
+    def _expand(self, state) -> list:
+        """get_next_state's cases 1-6 in its order (no _StridedShard: plain placements only)."""
+        pl, order = state
+        ndim_t = self.ndim_t
+        out = []
+        for a in range(ndim_t):  # case 1: S(a) -> S(b) on the last mesh dim sharding a
+            if not order[a]:
+                continue
+            m = order[a][-1]
+            rest = order[a][:-1]
+            for b in range(ndim_t):
+                if b == a:
+                    continue
+                no = list(order)
+                no[a] = rest
+                no[b] = order[b] + (m,)
+                out.append(((pl[:m] + (b,) + pl[m + 1:], tuple(no)), (pl, m, b)))
+        for a in range(ndim_t):  # case 2: S -> R
+            if not order[a]:
+                continue
+            m = order[a][-1]
+            no = order[:a] + (order[a][:-1],) + order[a + 1:]
+            out.append(((pl[:m] + (_R,) + pl[m + 1:], no), (pl, m, _R)))
+        for m, p in enumerate(pl):  # case 3: P -> R
+            if p <= -2:
+                out.append(((pl[:m] + (_R,) + pl[m + 1:], order), (pl, m, _R)))
+        for m, p in enumerate(pl):  # case 4: R -> S
+            if p == _R:
+                for b in range(ndim_t):
+                    no = order[:b] + (order[b] + (m,),) + order[b + 1:]
+                    out.append(((pl[:m] + (b,) + pl[m + 1:], no), (pl, m, b)))
+        for m, p in enumerate(pl):  # case 5: P -> S
+            if p <= -2:
+                for b in range(ndim_t):
+                    no = order[:b] + (order[b] + (m,),) + order[b + 1:]
+                    out.append(((pl[:m] + (b,) + pl[m + 1:], no), (pl, m, b)))
+        names = {c: op for op, c in _op_codes.items()}
+        for m, p in enumerate(pl):  # case 6: R -> P, no mixed reduce ops except sum + avg
+            if p == _R:
+                for c, _ in self.r_to_p:
+                    npl = pl[:m] + (c,) + pl[m + 1:]
+                    kinds = {names[q] for q in npl if q <= -2}
+                    if len(kinds) > 1 and kinds != {"sum", "avg"}:
+                        continue
+                    out.append(((npl, order), (pl, m, c)))
+        # get_next_state returns a dict: a repeated state keeps its first place and its last edge
+        seen: dict = {}
+        for nxt, key in out:
+            seen[nxt] = key
+        return [(self.sid(nxt), self._eid(key)) for nxt, key in seen.items()]
+
+
+def _graph(ndim_t: int, r_to_p: tuple) -> _Graph:
+    key = (ndim_t, r_to_p)
+    g = _graphs.get(key)
+    if g is None:
+        with _lock:
+            g = _graphs.setdefault(key, _Graph(ndim_t, r_to_p))
+    return g
+
+
+def warm(ndim_mesh: int, tensor_dims=(1, 2, 3), ops=("sum",)) -> None:
+    """Expands every state of the graphs plans on a mesh of ndim_mesh dims will most likely use
+    (tensors of tensor_dims dims; no reduce op and each of ops for R -> P), so a first plan finds
+    its graph built. A few ms per graph; what a plan then pays is the search and its prices."""
+    import itertools
+    for ndim_t in tensor_dims:
+        for r_to_p in [()] + [((_op_code(op), op),) for op in ops]:
+            g = _graph(ndim_t, r_to_p)
+            codes = [_R] + list(range(ndim_t)) + [c for c, _ in r_to_p]
+            for pl in itertools.product(codes, repeat=ndim_mesh):
+                order = [[] for _ in range(ndim_t)]
+                for m, c in enumerate(pl):
+                    if c >= 0:
+                        order[c].append(m)
+                g.neighbours(g.sid((tuple(pl), tuple(tuple(o) for o in order))))
 
 
 def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
@@ -39,33 +175,21 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     mesh = src_spec.mesh
     full = src_spec.shape
     ndim_t = len(full)
-    try:
-        full_ints = tuple(int(x) for x in full)
-    except TypeError:
-        return None
     if any(type(x) is not int for x in full):  # SymInt: DTensor's symbolic costs
         return None
     ops_set = planner.partial_reduce_ops_in_target
+    partial_obj: dict = {}  # reduce op -> a Partial object (the specs' own where they have one)
     for p in (*src_spec.placements, *dst_spec.placements):
         if type(p) is Partial:
             ops_set.add(p.reduce_op)
-    ops: list = []  # reduce op number k -> name
-    partial_obj: dict = {}  # reduce op -> a Partial object (the specs' own where they have one)
-    for p in (*src_spec.placements, *dst_spec.placements):
-        if type(p) is Partial and p.reduce_op not in partial_obj:
-            partial_obj[p.reduce_op] = p
-    for op in ops_set:
-        if op not in partial_obj:
-            partial_obj[op] = Partial(op)
+            partial_obj.setdefault(p.reduce_op, p)
 
     def code(p) -> int:
         if type(p) is Shard:
             return p.dim
         if type(p) is Replicate:
             return _R
-        if p.reduce_op not in ops:
-            ops.append(p.reduce_op)
-        return -2 - ops.index(p.reduce_op)
+        return _op_code(p.reduce_op)
 
     def order_of(spec):
         order = [()] * ndim_t
@@ -76,130 +200,100 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     src = (tuple(code(p) for p in src_spec.placements), order_of(src_spec))
     dst = (tuple(code(p) for p in dst_spec.placements), order_of(dst_spec))
     # R -> P edges: one per reduce op of the planner's set, in the set's own iteration order
-    r_to_p = [(-2 - (ops.index(op) if op in ops else (ops.append(op) or len(ops) - 1)), op) for op in ops_set]
-    sum_codes = {c for c, op in ((-2 - k, op) for k, op in enumerate(ops)) if op == "sum"}
+    g = _graph(ndim_t, tuple((_op_code(op), op) for op in ops_set))
+    sum_code = _op_code("sum")
     dst_pl = dst[0]
+    to_sum = sum_code in dst_pl  # explicit S -> P(sum) steps exist only toward a P(sum) target
 
     _, mesh_shape, device_type, backends, _, _ = pricer.mesh_info(mesh)
     cpu = device_type == "cpu"
+    full_ints = tuple(full)
     time_us = pricer.time_us
     inf = float("inf")
-    edge_memo: dict = {}
+    edges = g.edges
 
-    def edge(pl, d, b):
-        """The adapter's cost_function for changing mesh dim d of placements pl to code b."""
-        key = (pl, d, b)
-        c = edge_memo.get(key)
-        if c is not None:
-            return c
+    def edge(e):
+        """The adapter's cost_function for edge e: Pricer.step_us of the mesh dim that changes."""
+        pl, d, b = edges[e]
         a = pl[d]
         if a == _R:  # R -> S, R -> P: local
-            c = 0.0
-        elif b <= -2:  # S -> P, P -> P: DTensor's +inf for the search
-            c = inf
-        else:
-            n = mesh_shape[d]
-            ls = list(full_ints)  # the largest logical shape mesh dim d sees
-            for m, q in enumerate(pl):
-                if m != d and q >= 0:
-                    ls[q] = -(-ls[q] // mesh_shape[m])
-            if a >= 0:
-                ls[a] = -(-ls[a] // n)
-                if b == _R:
-                    coll, nb = "all_gather", n
-                else:
-                    ls[b] = -(-ls[b] // n) * n
-                    coll, nb = ("all_gather", n) if cpu else ("all_to_all", 1)
-            elif b == _R:
-                coll, nb = "all_reduce", 1
+            return 0.0
+        if b <= -2:  # S -> P, P -> P: DTensor's +inf for the search
+            return inf
+        n = mesh_shape[d]
+        ls = list(full_ints)  # the largest logical shape mesh dim d sees
+        for m, q in enumerate(pl):
+            if m != d and q >= 0:
+                ls[q] = -(-ls[q] // mesh_shape[m])
+        if a >= 0:
+            ls[a] = -(-ls[a] // n)
+            if b == _R:
+                coll, nb = "all_gather", n
             else:
                 ls[b] = -(-ls[b] // n) * n
-                coll, nb = ("all_reduce", 1) if backends[d] == "gloo" else ("reduce_scatter", 1)
-            numel = nb * itemsize
-            for x in ls:
-                numel *= x
-            c = time_us(mesh, d, coll, numel, dtype)
-        edge_memo[key] = c
-        return c
+                coll, nb = ("all_gather", n) if cpu else ("all_to_all", 1)
+        elif b == _R:
+            coll, nb = "all_reduce", 1
+        else:
+            ls[b] = -(-ls[b] // n) * n
+            coll, nb = ("all_reduce", 1) if backends[d] == "gloo" else ("reduce_scatter", 1)
+        numel = nb * itemsize
+        for x in ls:
+            numel *= x
+        return time_us(mesh, d, coll, numel, dtype)
 
-    def neighbours(state):
-        """(next state, cost) in get_next_state's order, then the explicit S -> P(sum) steps."""
-        pl, order = state
+    def to_sum_steps(i):
+        """_get_shard_to_partial_target_states: S -> P(sum) on the last mesh dim sharding a tensor
+        dim where the target is P(sum), cost 0."""
+        pl, order = g.states[i]
         out = []
-        for a in range(ndim_t):  # case 1: S(a) -> S(b) on the last mesh dim sharding a
-            if not order[a]:
-                continue
-            m = order[a][-1]
-            rest = order[a][:-1]
-            for b in range(ndim_t):
-                if b == a:
-                    continue
-                no = list(order)
-                no[a] = rest
-                no[b] = order[b] + (m,)
-                npl = pl[:m] + (b,) + pl[m + 1:]
-                out.append(((npl, tuple(no)), edge(pl, m, b)))
-        for a in range(ndim_t):  # case 2: S -> R
-            if not order[a]:
-                continue
-            m = order[a][-1]
-            no = order[:a] + (order[a][:-1],) + order[a + 1:]
-            out.append(((pl[:m] + (_R,) + pl[m + 1:], no), edge(pl, m, _R)))
-        for m, p in enumerate(pl):  # case 3: P -> R
-            if p <= -2:
-                out.append(((pl[:m] + (_R,) + pl[m + 1:], order), edge(pl, m, _R)))
-        for m, p in enumerate(pl):  # case 4: R -> S
-            if p == _R:
-                for b in range(ndim_t):
-                    no = order[:b] + (order[b] + (m,),) + order[b + 1:]
-                    out.append(((pl[:m] + (b,) + pl[m + 1:], no), edge(pl, m, b)))
-        for m, p in enumerate(pl):  # case 5: P -> S
-            if p <= -2:
-                for b in range(ndim_t):
-                    no = order[:b] + (order[b] + (m,),) + order[b + 1:]
-                    out.append(((pl[:m] + (b,) + pl[m + 1:], no), edge(pl, m, b)))
-        for m, p in enumerate(pl):  # case 6: R -> P, no mixed reduce ops except sum + avg
-            if p == _R:
-                for c, op in r_to_p:
-                    npl = pl[:m] + (c,) + pl[m + 1:]
-                    kinds = {ops[-2 - q] for q in npl if q <= -2}
-                    if len(kinds) > 1 and kinds != {"sum", "avg"}:
-                        continue
-                    out.append(((npl, order), edge(pl, m, c)))
-        for a in range(ndim_t):  # explicit S -> P(sum) where the target is P(sum): 0 (DTensor's)
-            if not order[a]:
-                continue
-            m = order[a][-1]
-            if dst_pl[m] in sum_codes:
+        for a in range(ndim_t):
+            if order[a] and dst_pl[order[a][-1]] == sum_code:
+                m = order[a][-1]
                 no = order[:a] + (order[a][:-1],) + order[a + 1:]
-                out.append(((pl[:m] + (dst_pl[m],) + pl[m + 1:], no), 0.0))
+                out.append((g.sid((pl[:m] + (sum_code,) + pl[m + 1:], no)), -1))
         return out
 
-    # Dijkstra exactly as find_min_cost_path: heap of (cost, counter, state, path link)
+    # Dijkstra as find_min_cost_path: heap of (cost, push counter, state, path link). An entry
+    # costing at least the best target entry pushed so far would be popped after it, so it is
+    # counted (the counter orders ties) but not pushed.
+    src_i, dst_i = g.sid(src), g.sid(dst)
+    cost_of: dict = {-1: 0.0}  # edge number -> price (this tensor, mesh and profile)
     counter = 0
-    pq = [(0.0, 0, src, (src, None))]
+    best = inf
+    pq = [(0.0, 0, src_i, (src_i, None))]
     visited = set()
     path = None
+    pop, push = heapq.heappop, heapq.heappush
     while pq:
-        cost, _, state, link = heapq.heappop(pq)
-        if state == dst:
+        cost, _, i, link = pop(pq)
+        if i == dst_i:
             path = link
             break
-        if state in visited:
+        if i in visited:
             continue
-        visited.add(state)
-        seen: dict = {}  # get_next_state returns a dict: a repeated state keeps its first place, last cost
-        for nxt, c in neighbours(state):
-            seen[nxt] = c
-        for nxt, c in seen.items():
-            if nxt not in visited:
-                counter += 1
-                heapq.heappush(pq, (cost + c, counter, nxt, (nxt, link)))
+        visited.add(i)
+        nb = g.neighbours(i)
+        if to_sum:
+            nb = nb + to_sum_steps(i)
+        for j, e in nb:
+            if j in visited:
+                continue
+            counter += 1
+            c = cost_of.get(e)
+            if c is None:
+                c = cost_of[e] = edge(e)
+            c += cost
+            if c >= best:
+                continue
+            if j == dst_i:
+                best = c
+            push(pq, (c, counter, j, (j, link)))
     if path is None:
         return None  # DTensor raises here: let its planner say so
     states = []
     while path is not None:
-        states.append(path[0])
+        states.append(g.states[path[0]])
         path = path[1]
     states.reverse()
 
@@ -208,7 +302,8 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
             return Shard(c)
         if c == _R:
             return Replicate()
-        return partial_obj[ops[-2 - c]]
+        op = next(o for o, k in _op_codes.items() if k == c)
+        return partial_obj.get(op) or Partial(op)
 
     from torch.distributed.tensor._dtensor_spec import ShardOrderEntry
     objs: dict = {}
