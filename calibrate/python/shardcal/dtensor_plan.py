@@ -205,7 +205,10 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     dst_pl = dst[0]
     to_sum = sum_code in dst_pl  # explicit S -> P(sum) steps exist only toward a P(sum) target
 
-    _, mesh_shape, device_type, backends, _, _ = pricer.mesh_info(mesh)
+    _, mesh_shape, device_type, backends, _, links = pricer.mesh_info(mesh)
+    # Pricer.time_us's cache keys, per mesh dim: a hit costs one lookup
+    prefix = [(lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"]) for lc in links]
+    times = pricer._times
     cpu = device_type == "cpu"
     full_ints = tuple(full)
     time_us = pricer.time_us
@@ -240,7 +243,8 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
         numel = nb * itemsize
         for x in ls:
             numel *= x
-        return time_us(mesh, d, coll, numel, dtype)
+        t = times.get(prefix[d] + (coll, numel, dtype))
+        return t if t is not None else time_us(mesh, d, coll, numel, dtype)
 
     def to_sum_steps(i):
         """_get_shard_to_partial_target_states: S -> P(sum) on the last mesh dim sharding a tensor

@@ -320,11 +320,11 @@ class _Adapter:
                 use_graph_based_transform = True
             infos = None
             if plain and pricer.fast_plan and _graph_planned(rd, src_spec, dst_spec, use_graph_based_transform):
-                from torch.distributed._functional_collectives import _are_we_tracing
                 mesh = src_spec.mesh
                 meta = src_spec.tensor_meta
-                if meta is not None and not _are_we_tracing() and mesh._is_current_rank_part_of_mesh():
-                    # DTensor's graph plan, step for step, at a fraction of its cost (dtensor_plan.py)
+                if meta is not None and mesh._is_current_rank_part_of_mesh():
+                    # DTensor's graph plan, step for step, at a fraction of its cost (dtensor_plan.py;
+                    # symbolic shapes go to DTensor's planner)
                     infos = _dtensor_plan.plan(pricer, rd, rd.get_redistribute_planner(mesh, meta), src_spec,
                                                dst_spec, meta.dtype.itemsize,
                                                _DTYPES.get(str(meta.dtype).replace("torch.", "")))
@@ -499,6 +499,8 @@ def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_h
                 (["all_to_all"] if device_type != "cpu" else [])
             for coll in colls:
                 pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
+        if len(shape) <= 3:  # the state graphs of this many mesh dims, built once per process (~30 ms for 3)
+            _dtensor_plan.warm(len(shape))
     estimator = None
     if compile_hook:
         from . import inductor
