@@ -13,6 +13,8 @@ gives medians and default / variant (>= 1: the profile is not slower). Variants:
                 state graphs cleared, the mesh's link classes unknown): the very first plan
   mesh=         a fresh `use_profile(P, mesh=mesh)`, which works out the mesh's link classes and
                 builds the state graphs on entry (what a program does once)
+  dtensor search  as mesh=, but with DTensor's own graph planner searching under the profile's
+                prices (`Pricer.fast_plan = False`): what shardcal/dtensor_plan.py saves
 
 Columns "plan": one `_gen_transform_infos`; "redistribute": `DTensor.redistribute` of a
 1024x1024 f32 (by default) DTensor, the first call of the pair (plan cache cleared; the fake
@@ -40,7 +42,7 @@ import shardcal.torch as st
 CASES = [((2, 2), 2, "R,P", "R,R"), ((2, 2), 2, "R,S(1)", "R,R"), ((2, 2), 2, "P,P", "R,R"),
          ((2, 2), 2, "S(0),R", "R,S(0)"), ((2, 2), 2, "S(1),R", "R,R"),
          ((2, 4), 4, "R,S(0)", "R,R"), ((2, 4), 4, "S(0),R", "R,R"), ((2, 2, 2), 4, "S(0),S(1),R", "R,S(0),S(1)")]
-VARIANTS = ("default", "profile", "mesh=")
+VARIANTS = ("default", "profile", "mesh=", "dtensor search")
 
 
 def placements(text):
@@ -83,7 +85,8 @@ def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl):
             clear()
             red_ms, _ = timed(lambda: x.redistribute(mesh, dst_pl))
         return plan_ms, red_ms, cached_ms, infos
-    with st.use_profile(profile, ranks_per_host=rph, mesh=mesh):
+    with st.use_profile(profile, ranks_per_host=rph, mesh=mesh) as pricer:
+        pricer.fast_plan = which != "dtensor search"
         return measure()
 
 
@@ -109,7 +112,8 @@ def main():
     print(f"torch {torch.__version__}; profile {a.profile}; {a.shape} f32; fake process group, rank 0 of 8; "
           f"medians of {a.repeats} interleaved repeats; ms of wall time; ratio = default / variant")
     print()
-    print("| mesh | ranks/host | from → to | same plan | plan: default / profile / mesh= (ms) | plan ratio "
+    print("| mesh | ranks/host | from → to | same plan | plan: default / profile / mesh= / dtensor search (ms) "
+          "| plan ratio "
           "profile, mesh= | redistribute: default / profile / mesh= (ms) | redistribute ratio profile, mesh= "
           "| cached: default / mesh= (µs) |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -131,10 +135,12 @@ def main():
                     lst.append(v)
                 plans[which] = plan_text(infos)
         med = {v: [statistics.median(lst) for lst in t[v]] for v in VARIANTS}
-        same = "yes" if plans["default"] == plans["mesh="] == plans["profile"] else "no"
-        d, p, w = med["default"], med["profile"], med["mesh="]
+        same = "yes" if plans["default"] == plans["mesh="] else "no"
+        if not plans["mesh="] == plans["profile"] == plans["dtensor search"]:  # never seen: say so, no abort
+            same += f" (profile variants differ: {plans})"
+        d, p, w, ds = med["default"], med["profile"], med["mesh="], med["dtensor search"]
         print(f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` | {same} | "
-              f"{d[0]:.3f} / {p[0]:.3f} / {w[0]:.3f} | {d[0] / p[0]:.2f}×, {d[0] / w[0]:.2f}× | "
+              f"{d[0]:.3f} / {p[0]:.3f} / {w[0]:.3f} / {ds[0]:.3f} | {d[0] / p[0]:.2f}×, {d[0] / w[0]:.2f}× | "
               f"{d[1]:.3f} / {p[1]:.3f} / {w[1]:.3f} | {d[1] / p[1]:.2f}×, {d[1] / w[1]:.2f}× | "
               f"{d[2] * 1e3:.1f} / {w[2] * 1e3:.1f} |")
 
