@@ -415,6 +415,18 @@ def case_fastplan(repo):
                     if a.shard_order == DTensorSpec.compute_default_shard_order(a.placements) else None
                 differ_from_greedy += greedy is not None and greedy != want
                 compared += 1
+    # Through DTensor's public API: a redistribute inside use_profile is planned by the compact
+    # planner, one outside it by DTensor (the counter, not a timing).
+    from torch.distributed.tensor import DTensor
+    mesh = init_device_mesh("cpu", (2, 2))
+    x = DTensor.from_local(torch.ones(8, 4), mesh, [Shard(0), Shard(1)], run_check=False)
+    with st.use_profile(prof, ranks_per_host=2, mesh=mesh) as pricer:
+        x.redistribute(mesh, [Replicate(), Shard(0)])
+        if pricer.plans != {"fast": 1, "dtensor": 0}:
+            fail(f"DTensor.redistribute inside use_profile: plans {pricer.plans}, want one by the compact planner")
+    x.redistribute(mesh, [Replicate(), Replicate()])
+    if pricer.plans != {"fast": 1, "dtensor": 0}:
+        fail(f"a redistribute after use_profile reached the adapter: {pricer.plans}")
     if compared < 2500 or differ_from_greedy < 100:
         fail(f"too few compared: {compared} plans, {differ_from_greedy} unlike the greedy plan")
     print(f"fastplan: {compared} plans identical to DTensor's graph planner under the profile "
