@@ -27,7 +27,7 @@ import threading
 _R = -1
 _lock = threading.Lock()
 _op_codes: dict = {}  # reduce op name -> its code (-2, -3, ...), the same in every plan
-_graphs: dict = {}  # (mesh dims, tensor dims, R -> P codes in order) -> _Graph
+_graphs: dict = {}  # (tensor dims, R -> P codes in order) -> _Graph (its states: any number of mesh dims)
 
 
 def _op_code(op: str) -> int:
@@ -39,7 +39,7 @@ def _op_code(op: str) -> int:
 
 
 class _Graph:
-    """DTensor's state graph for one (mesh dims, tensor dims, R -> P reduce ops) without costs: states
+    """DTensor's state graph for one (tensor dims, R -> P reduce ops) without costs: states
     numbered as first met, each expanded state's neighbours (state number, edge number) in
     get_next_state's order, each edge (placements, mesh dim, new code). It depends on no shape,
     dtype, mesh or profile, so it is kept for the process and shared by every plan (and warmed by
