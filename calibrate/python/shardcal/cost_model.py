@@ -238,10 +238,4 @@ def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: 
 
 
 def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
-    """price(...).time_us without the interval (the planners' path): the same arithmetic."""
-    seg = segment_of(model, s_eff)
-    bb = segment_time_us(model, seg, n, s_eff, concurrent_groups)
-    cv, _ = curve_for(model, n, concurrent_groups) if n > 1 else (None, False)
-    if cv is None or len(cv.bytes) < 2:
-        return bb
-    return math.exp(_curve_part(model, cv, n, concurrent_groups, s_eff, _log_time(bb))[0])
+    return price(model, n, concurrent_groups, s_eff).time_us

@@ -32,7 +32,6 @@ import threading
 import warnings
 from typing import Any, Optional, Union
 
-from . import cost_model as _cost_model
 from . import dtensor_plan as _dtensor_plan
 from . import formats as _formats
 from . import profile as _profile
@@ -162,7 +161,6 @@ class Pricer:
         self.backend = backend
         self.device_type = device_type
         self._times: dict = {}
-        self._models: dict = {}  # (link class, collective, dtype) -> the profile's model for it
         self._mesh_info: dict = {}
         self.unpriceable: dict = {}  # (link class, collective) -> why
         # Plans made by shardcal.dtensor_plan (DTensor's graph plan over compact states) and by
@@ -199,17 +197,9 @@ class Pricer:
         t = self._times.get(key)
         if t is None:
             try:
-                # Profile.predict's time without its interval and notes: the model chosen once per
-                # collective, link class and dtype (it does not depend on the size), then priced.
-                mkey = key[:5] + (dtype,)
-                m = self._models.get(mkey)
-                if m is None:
-                    m = self._models[mkey] = self.profile.choose_model(collective, lc["group_size"], lc["hosts"],
-                                                                       lc["concurrent_groups"], dtype)[0]
-                n = lc["group_size"]
-                t = _cost_model.price_time_us(m, n, lc["concurrent_groups"],
-                                              _profile.effective_bytes(collective, m.effective_size, float(nbytes),
-                                                                       (), 1, n))
+                t = self.profile.predict(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"],
+                                         nbytes=float(nbytes), dtype=dtype,
+                                         concurrent_groups=lc["concurrent_groups"], _check_class=False).time_us
             except _profile.ProfileError as e:
                 msg = (f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price {collective} of {nbytes} B: "
                        f"{e}")
