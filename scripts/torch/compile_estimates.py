@@ -91,7 +91,7 @@ def main():
                 lc = q[1]
                 ranks = dist.get_process_group_ranks(mesh.get_group(d))
                 link = f"{lc['hosts']} host(s) x {lc['ranks_per_host']}, {lc['concurrent_groups']} at once"
-                ratio = f"{torch_ms / ours:.2f}" if ours else "-"
+                ratio = f"{torch_ms / ours:.3g}" if ours else "-"
                 print(f"| {coll} | {d} ({ranks}) | {link} | {size} | {torch_ms:.4f} | "
                       f"{'-' if ours is None else f'{ours:.4f}'} | {ratio} |")
     if not a.speed:

@@ -75,7 +75,9 @@ def main():
             for rep in range(repeats):
                 for mode in (("dtensor", "profile") if rep % 2 == 0 else ("profile", "dtensor")):
                     if mode == "profile":
-                        st.install(prof, ranks_per_host=2)  # clears DTensor's plan caches
+                        # clears DTensor's plan caches; the mesh's link classes and the state
+                        # graphs are built here, as a program installing with its mesh does
+                        st.install(prof, ranks_per_host=2, mesh=mesh)
                     else:
                         rd._gen_transform_infos.cache_clear()
                         rd.clear_redistribute_planner_cache()

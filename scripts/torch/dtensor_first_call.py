@@ -1,14 +1,26 @@
-"""First-call planning time: DTensor's default planner vs DTensor with a shardcal profile.
+"""First-call speed: DTensor's default planner vs DTensor with a shardcal profile (no assertions).
 
 What a redistribute pays on the first call of a (spec, spec) pair is one `_gen_transform_infos`
-(its plan cache is empty). One process, torch's fake process group, CPU wall time
-(`time.perf_counter`), the two interleaved in every repeat (default first in odd repeats, the
-profile first in even ones), plan caches cleared before each timed call, medians. Prints a
-Markdown table: both plans, both times, and default / profile (>= 1 means the profile is not
-slower). "mesh known": the mesh's link classes computed before the timed call (what a
-use_profile(mesh=...) that warmed them would save).
+(its plan cache is empty) on top of the communication. One process, torch's fake process group
+(collectives complete at once, so the redistribute column is planning + DTensor's dispatch and
+local tensor work, the least favourable case for a slower planner), CPU wall time
+(`time.perf_counter`). Every repeat runs each variant once, interleaved (A, B, C, A, B, C, ...;
+the order reversed in odd repeats), with plan caches cleared before each timed call; the table
+gives medians and default / variant (>= 1: the profile is not slower). Variants:
 
-    .venv/bin/python scripts/torch/dtensor_first_call.py [--profile P] [--repeats N]
+  default       DTensor as shipped (its greedy planner)
+  profile       a fresh `use_profile(P)` and a process that has never planned with it (shardcal's
+                state graphs cleared, the mesh's link classes unknown): the very first plan
+  mesh=         a fresh `use_profile(P, mesh=mesh)`, which works out the mesh's link classes and
+                builds the state graphs on entry (what a program does once)
+  dtensor search  as mesh=, but with DTensor's own graph planner searching under the profile's
+                prices (`Pricer.fast_plan = False`): what shardcal/dtensor_plan.py saves
+
+Columns "plan": one `_gen_transform_infos`; "redistribute": `DTensor.redistribute` of a
+1024x1024 f32 (by default) DTensor, the first call of the pair (plan cache cleared; the fake
+group's collectives take no time); "cached": the next `_gen_transform_infos` of the pair (cache hit).
+
+    .venv/bin/python scripts/torch/dtensor_first_call.py [--profile P] [--repeats N] [--shape AxB]
 """
 import argparse
 import statistics
@@ -18,10 +30,11 @@ import torch
 import torch.distributed as dist
 import torch.distributed.tensor._redistribute as rd
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.tensor import Partial, Replicate, Shard
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 from torch.distributed.tensor._dtensor_spec import DTensorSpec, TensorMeta
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
+import shardcal.dtensor_plan as dplan
 import shardcal.torch as st
 
 # mesh, ranks per host, from, to: the emulated two-host rows of docs/PERFORMANCE.md (2x2, 2 per
@@ -29,6 +42,7 @@ import shardcal.torch as st
 CASES = [((2, 2), 2, "R,P", "R,R"), ((2, 2), 2, "R,S(1)", "R,R"), ((2, 2), 2, "P,P", "R,R"),
          ((2, 2), 2, "S(0),R", "R,S(0)"), ((2, 2), 2, "S(1),R", "R,R"),
          ((2, 4), 4, "R,S(0)", "R,R"), ((2, 4), 4, "S(0),R", "R,R"), ((2, 2, 2), 4, "S(0),S(1),R", "R,S(0),S(1)")]
+VARIANTS = ("default", "profile", "mesh=", "dtensor search")
 
 
 def placements(text):
@@ -39,12 +53,41 @@ def plan_text(infos):
     return " ".join(f"{i.mesh_dim}:{i.src_dst_placements[0]}→{i.src_dst_placements[1]}" for i in infos)
 
 
-def first_call(src, dst):
+def clear():
     rd._gen_transform_infos.cache_clear()
     rd.clear_redistribute_planner_cache()
+
+
+def timed(fn):
     t = time.perf_counter()
-    infos = rd._gen_transform_infos(src, dst)
-    return (time.perf_counter() - t) * 1e3, infos
+    out = fn()
+    return (time.perf_counter() - t) * 1e3, out
+
+
+def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl):
+    """(plan ms, redistribute ms, cached ms, plan) of one variant."""
+    def measure():
+        clear()
+        plan_ms, infos = timed(lambda: rd._gen_transform_infos(src, dst))
+        cached_ms, _ = timed(lambda: rd._gen_transform_infos(src, dst))
+        clear()
+        red_ms, _ = timed(lambda: x.redistribute(mesh, dst_pl))
+        return plan_ms, red_ms, cached_ms, infos
+
+    if which == "default":
+        return measure()
+    if which == "profile":
+        dplan._graphs.clear()  # a process that never planned with a profile
+        with st.use_profile(profile, ranks_per_host=rph):
+            plan_ms, _, cached_ms, infos = measure()
+        dplan._graphs.clear()
+        with st.use_profile(profile, ranks_per_host=rph):  # the first redistribute, likewise cold
+            clear()
+            red_ms, _ = timed(lambda: x.redistribute(mesh, dst_pl))
+        return plan_ms, red_ms, cached_ms, infos
+    with st.use_profile(profile, ranks_per_host=rph, mesh=mesh) as pricer:
+        pricer.fast_plan = which != "dtensor search"
+        return measure()
 
 
 def main():
@@ -60,38 +103,51 @@ def main():
     if min(shape) < 1 or a.repeats < 1:
         ap.error("--shape sizes and --repeats must be >= 1")
     try:
-        st.runtime_estimator(a.profile)  # reads and checks the profile (and torch) once, before timing
+        profile = st._load_profile(a.profile)  # read and checked once, outside the timing
+        st.runtime_estimator(profile)
     except st.ShardcalTorchError as e:
         ap.error(str(e))
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
     meta = TensorMeta(torch.Size(shape), tuple(torch.empty(shape, device="meta").stride()), torch.float32)
-    print(f"torch {torch.__version__}; profile {a.profile}; {a.shape} f32; median of {a.repeats} interleaved "
-          "repeats; ms of wall time for the first _gen_transform_infos of a pair")
+    print(f"torch {torch.__version__}; profile {a.profile}; {a.shape} f32; fake process group, rank 0 of 8; "
+          f"medians of {a.repeats} interleaved repeats; ms of wall time; ratio = default / variant")
     print()
-    print("| mesh | ranks/host | from → to | DTensor default plan | plan with profile | same | default (ms) "
-          "| profile (ms) | profile, mesh known (ms) | default / profile |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| mesh | ranks/host | from → to | same plan | plan: default / profile / mesh= / dtensor search (ms) "
+          "| plan ratio "
+          "profile, mesh= | redistribute: default / profile / mesh= (ms) | redistribute ratio profile, mesh= "
+          "| cached: default / mesh= (µs) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for mesh_shape, rph, frm, to in CASES:
         mesh = init_device_mesh("cpu", mesh_shape)
         src = DTensorSpec(mesh, placements(frm), tensor_meta=meta)
         dst = DTensorSpec(mesh, placements(to), tensor_meta=meta)
-        times = {"default": [], "profile": [], "warm": []}
+        full = torch.randn(shape)
+        local = torch.randn(_local_shape(shape, mesh, placements(frm)))
+        x = DTensor.from_local(local, mesh, placements(frm), run_check=False, shape=full.shape,
+                               stride=full.stride())
+        t = {v: ([], [], []) for v in VARIANTS}
         plans = {}
         for r in range(a.repeats):
-            for which in (("default", "profile", "warm") if r % 2 else ("warm", "profile", "default")):
-                if which == "default":
-                    ms, infos = first_call(src, dst)
-                else:
-                    with st.use_profile(a.profile, ranks_per_host=rph) as pricer:
-                        if which == "warm":  # the mesh's link classes and backends known before
-                            pricer.mesh_info(mesh)
-                        ms, infos = first_call(src, dst)
-                times[which].append(ms)
+            for which in (VARIANTS if r % 2 else VARIANTS[::-1]):
+                plan_ms, red_ms, cached_ms, infos = run_variant(which, profile, rph, mesh, src, dst, x,
+                                                                placements(to))
+                for lst, v in zip(t[which], (plan_ms, red_ms, cached_ms)):
+                    lst.append(v)
                 plans[which] = plan_text(infos)
-        d, p, w = (statistics.median(times[k]) for k in ("default", "profile", "warm"))
-        same = "yes" if plans["default"] == plans["profile"] else "no"
-        print(f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` | {plans['default']} | "
-              f"{plans['profile']} | {same} | {d:.3f} | {p:.3f} | {w:.3f} | {d / p:.2f}× |")
+        med = {v: [statistics.median(lst) for lst in t[v]] for v in VARIANTS}
+        same = "yes" if plans["default"] == plans["mesh="] else "no"
+        if not plans["mesh="] == plans["profile"] == plans["dtensor search"]:  # never seen: say so, no abort
+            same += f" (profile variants differ: {plans})"
+        d, p, w, ds = med["default"], med["profile"], med["mesh="], med["dtensor search"]
+        print(f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` | {same} | "
+              f"{d[0]:.3f} / {p[0]:.3f} / {w[0]:.3f} / {ds[0]:.3f} | {d[0] / p[0]:.2f}×, {d[0] / w[0]:.2f}× | "
+              f"{d[1]:.3f} / {p[1]:.3f} / {w[1]:.3f} | {d[1] / p[1]:.2f}×, {d[1] / w[1]:.2f}× | "
+              f"{d[2] * 1e3:.1f} / {w[2] * 1e3:.1f} |")
+
+
+def _local_shape(shape, mesh, pls):
+    from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+    return list(compute_local_shape_and_global_offset(torch.Size(shape), mesh, pls)[0])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@
               of a 2x4 mesh, a transposed (column-major) mesh, a 4x3 mesh not aligned with hosts
   gloo        a real process group made without a backend (world 1: "undefined", gloo for cpu)
               prices P->S as gloo runs it (an all-reduce)
+  fastplan    the adapter's compact planner (shardcal/dtensor_plan.py) chooses exactly DTensor's graph
+              plan under the profile's prices (steps, placements, logical shapes) for every pair of
+              a set of sources and targets (R, P(sum/avg/max), S(t), nested shards, non-default shard
+              orders), several meshes, shapes, dtypes, ranks per host and backends; its counter shows
+              it was taken
   errors      bad profiles, ranks per host, an unsupported torch and an unpriceable mesh raise one
               ShardcalTorchError with DTensor untouched; exit restores everything (also after an
               exception) and clears the plan caches
@@ -353,6 +358,81 @@ def case_ranks(repo):
     print(f"ranks: {len(base) - plans} edge prices, {plans} plans and their costs identical on ranks 0, 3, 7")
 
 
+def plan_key(infos):
+    return [(i.mesh_dim, i.src_dst_placements, [int(x) for x in i.logical_shape]) for i in infos]
+
+
+def case_fastplan(repo):
+    """The compact planner against DTensor's own graph planner (fast_plan=False), same prices."""
+    import random
+    prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
+    rng = random.Random(34)
+    compared = 0
+    differ_from_greedy = 0
+    for shape, rph, device_type, tshape, dtype in (
+            ((8,), 4, None, (64, 32), torch.bfloat16),
+            ((2, 4), 4, None, (37, 10), torch.float32),
+            ((2, 4), 1, "cuda", (1001, 1000), torch.bfloat16),
+            ((4, 2), 2, "cuda", (64, 30), torch.float16),
+            ((2, 2, 2), 4, None, (1023, 517), torch.float32),
+            ((2, 2, 2), 2, "cuda", (16, 9, 32), torch.float32)):
+        mesh = init_device_mesh("cpu", shape)
+        m = meta(tshape, dtype)
+        opts = [Replicate(), Partial(), Partial("avg"), Partial("max")] + [Shard(t) for t in range(len(tshape))]
+        specs = []
+        for pl in itertools.product(opts, repeat=len(shape)):
+            ops = {p.reduce_op for p in pl if p.is_partial()}
+            if len(ops) > 1 and ops != {"sum", "avg"}:
+                continue
+            specs.append(DTensorSpec(mesh, tuple(pl), tensor_meta=m))
+            order = DTensorSpec.compute_default_shard_order(tuple(pl))
+            for e in order:  # the same placements with a tensor dim's mesh dims in reverse order
+                if len(e.mesh_dims) > 1:
+                    rev = tuple(type(x)(x.tensor_dim, x.mesh_dims[::-1] if x is e else x.mesh_dims) for x in order)
+                    specs.append(DTensorSpec(mesh, tuple(pl), tensor_meta=m, shard_order=rev))
+        pairs = [(a, b) for a in specs for b in specs if a != b]
+        rng.shuffle(pairs)
+        with st.use_profile(prof, ranks_per_host=rph, device_type=device_type) as pricer:
+            rd.clear_redistribute_planner_cache()
+            for a, b in pairs[:500]:
+                before = dict(pricer.plans)
+                pricer.fast_plan = False
+                try:
+                    want = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                except AssertionError:  # no path (e.g. to P(max) from S): both must refuse
+                    want = "no path"
+                pricer.fast_plan = True
+                try:
+                    got = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                except AssertionError:
+                    got = "no path"
+                if got != want:
+                    fail(f"mesh {shape} rph {rph} {device_type} {tshape} {dtype}: {a} -> {b}: compact planner {got}, "
+                         f"DTensor's graph planner {want}")
+                if want != "no path" and pricer.plans["fast"] != before["fast"] + 1:
+                    fail(f"{a} -> {b}: the compact planner was not taken ({before} -> {pricer.plans})")
+                greedy = plan_key(rd.DTensorRedistributePlanner(mesh, m).generate_greedy_transform_infos(a, b)) \
+                    if a.shard_order == DTensorSpec.compute_default_shard_order(a.placements) else None
+                differ_from_greedy += greedy is not None and greedy != want
+                compared += 1
+    # Through DTensor's public API: a redistribute inside use_profile is planned by the compact
+    # planner, one outside it by DTensor (the counter, not a timing).
+    from torch.distributed.tensor import DTensor
+    mesh = init_device_mesh("cpu", (2, 2))
+    x = DTensor.from_local(torch.ones(8, 4), mesh, [Shard(0), Shard(1)], run_check=False)
+    with st.use_profile(prof, ranks_per_host=2, mesh=mesh) as pricer:
+        x.redistribute(mesh, [Replicate(), Shard(0)])
+        if pricer.plans != {"fast": 1, "dtensor": 0}:
+            fail(f"DTensor.redistribute inside use_profile: plans {pricer.plans}, want one by the compact planner")
+    x.redistribute(mesh, [Replicate(), Replicate()])
+    if pricer.plans != {"fast": 1, "dtensor": 0}:
+        fail(f"a redistribute after use_profile reached the adapter: {pricer.plans}")
+    if compared < 2500 or differ_from_greedy < 100:
+        fail(f"too few compared: {compared} plans, {differ_from_greedy} unlike the greedy plan")
+    print(f"fastplan: {compared} plans identical to DTensor's graph planner under the profile "
+          f"({differ_from_greedy} differ from DTensor's greedy plan)")
+
+
 def case_links(repo):
     """Expected values worked out by hand from the rank lists (host = rank // 4)."""
     from torch.distributed.device_mesh import DeviceMesh
@@ -549,7 +629,7 @@ def main():
     if case.startswith("dump"):
         return case_dump(repo, rank)
     {"default": lambda: case_default(repo), "calibrated": lambda: case_calibrated(sb, repo),
-     "ranks": lambda: case_ranks(repo), "links": lambda: case_links(repo), "errors": lambda: case_errors(repo)}[case]()
+     "ranks": lambda: case_ranks(repo), "fastplan": lambda: case_fastplan(repo), "links": lambda: case_links(repo), "errors": lambda: case_errors(repo)}[case]()
 
 
 if __name__ == "__main__":

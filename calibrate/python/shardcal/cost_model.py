@@ -54,8 +54,15 @@ class Priced:
     beyond_measured: bool
 
 
+_table_fns: tuple = ()  # (busbw_factor, ring_steps) from .profile, imported on first use (a cycle)
+
+
 def term_feature(term: int, collective: str, n: int, s_eff: float, concurrent_groups: int) -> float:
-    from .profile import busbw_factor, ring_steps  # the collective table
+    global _table_fns
+    if not _table_fns:
+        from .profile import busbw_factor, ring_steps  # the collective table
+        _table_fns = (busbw_factor, ring_steps)
+    busbw_factor, ring_steps = _table_fns
     if term == 0:
         return 1.0
     if term == 1:
@@ -149,9 +156,15 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     """(log_t, sigma, env_lo, env_hi, switch_gap, beyond), as curve_part() in C++."""
     k = len(cv.bytes)
     x = _lg2(s_eff)
+    # The backbone at the knots depends on the class, not the size: computed once per (n, c) and
+    # kept on the curve (a query walks the knots; a planner prices many sizes of one class).
+    memo = cv.__dict__.setdefault("_knot_log_bb", {})
+    knots = memo.get((n, c))
+    if knots is None or len(knots) != k:
+        knots = memo[(n, c)] = [_log_time(backbone_time_us(model, n, b, c)) for b in cv.bytes]
 
     def log_bb_at(i):
-        return _log_time(backbone_time_us(model, n, cv.bytes[i], c))
+        return knots[i]
 
     def yk(i):
         return log_bb_at(i) + cv.weight * cv.log_ratio[i]

@@ -32,6 +32,7 @@ import threading
 import warnings
 from typing import Any, Optional, Union
 
+from . import dtensor_plan as _dtensor_plan
 from . import formats as _formats
 from . import profile as _profile
 
@@ -162,6 +163,10 @@ class Pricer:
         self._times: dict = {}
         self._mesh_info: dict = {}
         self.unpriceable: dict = {}  # (link class, collective) -> why
+        # Plans made by shardcal.dtensor_plan (DTensor's graph plan over compact states) and by
+        # DTensor's own planner; fast_plan=False sends every plan to DTensor's (tests compare them).
+        self.fast_plan = True
+        self.plans = {"fast": 0, "dtensor": 0}
 
     # -- the mesh: shape, device type, backend and link class per dim ---------------------
     def mesh_info(self, mesh):
@@ -264,6 +269,17 @@ class Pricer:
         return self.time_us(mesh, d, q[0], q[1], dtype)
 
 
+def _graph_planned(rd, src_spec, dst_spec, use_graph_based_transform) -> bool:
+    """Whether DTensor's `_gen_transform_infos_non_cached` takes its graph planner for these plain
+    placements: a non-default shard order forces it, else the global flag of
+    `use_min_cost_redistribution_plan`, else the argument."""
+    from torch.distributed.tensor._dtensor_spec import DTensorSpec
+    if not all(DTensorSpec.is_default_device_order(o) for o in (src_spec.shard_order, dst_spec.shard_order)):
+        return True
+    force = rd._FORCE_MIN_COST_REDISTRIBUTION_PLAN
+    return bool(force if force is not None else use_graph_based_transform)
+
+
 def _is_plain(p) -> bool:
     # Exact types: subclasses (_MaskPartial of vocab-parallel embedding, _StridedShard, ...) have
     # their own reductions and layouts that DTensor's graph planner does not model.
@@ -289,10 +305,24 @@ class _Adapter:
         def gen_transform_infos(src_spec, dst_spec, use_graph_based_transform=None):
             # The graph planner (the priced one) for plain placements only: DTensor's greedy path
             # handles the rest (the graph planner finds no path to a _MaskPartial).
-            if use_graph_based_transform is None and \
-                    all(_is_plain(p) for p in (*src_spec.placements, *dst_spec.placements)):
+            plain = all(_is_plain(p) for p in (*src_spec.placements, *dst_spec.placements))
+            if use_graph_based_transform is None and plain:
                 use_graph_based_transform = True
-            infos = orig_gen(src_spec, dst_spec, use_graph_based_transform)
+            infos = None
+            if plain and pricer.fast_plan and _graph_planned(rd, src_spec, dst_spec, use_graph_based_transform):
+                mesh = src_spec.mesh
+                meta = src_spec.tensor_meta
+                if meta is not None and mesh._is_current_rank_part_of_mesh():
+                    # DTensor's graph plan, step for step, at a fraction of its cost (dtensor_plan.py;
+                    # symbolic shapes go to DTensor's planner)
+                    infos = _dtensor_plan.plan(pricer, rd, rd.get_redistribute_planner(mesh, meta), src_spec,
+                                               dst_spec, meta.dtype.itemsize,
+                                               _DTYPES.get(str(meta.dtype).replace("torch.", "")))
+            if infos is None:
+                infos = orig_gen(src_spec, dst_spec, use_graph_based_transform)
+                pricer.plans["dtensor"] += 1
+            else:
+                pricer.plans["fast"] += 1
             if pricer.unpriceable and use_graph_based_transform:
                 pricer.check_plan(src_spec.mesh, infos, src_spec.tensor_meta.dtype.itemsize)
             return infos
@@ -459,6 +489,8 @@ def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_h
                 (["all_to_all"] if device_type != "cpu" else [])
             for coll in colls:
                 pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
+        if len(shape) <= 3:  # the state graphs of this many mesh dims, built once per process (~30 ms for 3)
+            _dtensor_plan.warm(len(shape))
     estimator = None
     if compile_hook:
         from . import inductor
