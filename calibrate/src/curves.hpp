@@ -2,7 +2,7 @@
 // The fitter's measured curves (docs/CALIBRATION.md "Measured curves"): per measured link class of
 // a fitted model, the log ratio of measured time to the backbone at every measured size, the
 // shrink lambda and the interpolation error scales the 95 % interval uses. Internal to the
-// fitter (fit.cpp calls it once per fitted model).
+// fitter (family_fit.cpp calls it once per fitted model).
 #include <vector>
 
 #include "shardcal/calibrate/profile.hpp"

@@ -1,5 +1,6 @@
 #pragma once
-// Text helpers shared by the fitter's files (fit.cpp, make_profile.cpp, quality_report.cpp).
+// Text helpers shared by the fitter's files (fit.cpp, pooling.cpp, copy_cost.cpp, make_profile.cpp,
+// quality_report.cpp).
 // Internal to calibrate/src.
 #include <cstdio>
 #include <optional>

@@ -46,13 +46,20 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                          {"excluded_failed", rs.skipped_failed},
                          {"other_mode", cal.points_other_mode}};
   extra["fit_method"] = {
-      {"method", "backbone: piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B "
-                 "per size segment; weighted least squares of relative residuals; Huber IRLS; "
-                 "segment ends by dynamic programming; segment count by k-fold held-out error "
-                 "over sizes. Measured curves: per measured class the log ratio of measured time "
-                 "to backbone at each measured size (spikes removed, shrunk by signal-to-noise), "
-                 "interpolated in log size; 95 % intervals from leave-one-size-out errors "
-                 "(docs/CALIBRATION.md \"The model\")"},
+      {"method",
+       "backbone: piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B per size "
+       "segment (+ S_eff*f(n)*(c-1)*contention/B where classes of several concurrencies c "
+       "pool); weighted least squares of relative residuals with active-set bounds (alpha, "
+       "alpha_step >= 0, B finite); Huber IRLS; segment ends by dynamic programming, boundaries "
+       "per boundary_rule; non-decreasing across boundaries except where every measured series "
+       "drops by observed_drop_min; segment count by k-fold held-out error over sizes. Measured "
+       "curves: per measured class the log ratio of measured time to backbone at each measured "
+       "size (spikes replaced, shrunk towards the backbone by signal-to-noise, pooled to stay "
+       "non-decreasing), interpolated in log size along the backbone's shape (across a switch: "
+       "the log-log line); 95 % intervals from measurement noise, leave-one-size-out "
+       "interpolation errors, shrinkage misfit and the distance between backbone shape and "
+       "log-log line (docs/CALIBRATION.md \"The model\", \"Prediction intervals\", \"Model and "
+       "fit (the backbone)\")"},
       {"timing_mode", o.mode},
       {"y", "median of the slowest-rank samples (imported logs: the tool's mean per size)"},
       {"huber_k", o.huber_k},

@@ -46,7 +46,7 @@ struct Segment {
   double alpha_step_us = 0;         // per ring step
   double bandwidth_GBps = 0;        // B, 1e9 bytes/s
   // Relative standard errors of alpha_us and bandwidth_GBps from the fit's weighted
-  // least-squares covariance (calibrate/src/fit.cpp). None = unknown: analytic profiles, a
+  // least-squares covariance (calibrate/src/fit_kernel.cpp). None = unknown: analytic profiles, a
   // parameter set by a bound or constraint rather than by the data, too few points. The gate
   // uses them as the parameters' uncertainty (docs/GATE.md "Model level").
   // (Initialised here so aggregate initialisers that stop at bandwidth_GBps stay warning-free.)

@@ -1,7 +1,7 @@
 #pragma once
 // Prices of plan steps from a calibrated profile: the bridge between the cost model
 // (profile.hpp) and the cost-based planner (shardcal/planner.hpp). Also used by the fitter's
-// transition composition (fit.cpp), so a transition is priced the same way everywhere.
+// transition composition (src/copy_cost.cpp), so a transition is priced the same way everywhere.
 // docs/PLANNER.md "Costs".
 #include <cstdint>
 #include <memory>
@@ -58,7 +58,7 @@ LinkClass mesh_dim_link_class(const DeviceMesh& mesh, int mesh_dim, int ranks_pe
 LinkClass group_link_class(int group_size, int hosts_spanned, int concurrent_groups);
 
 // The price of one collective step from what it moves, shared by price_step and the fitter's
-// transition composition (fit.cpp): predict() for collective c on link class lc with the
+// transition composition (src/copy_cost.cpp): predict() for collective c on link class lc with the
 // heaviest group's counts (elements per group position, all_to_all the m x m send matrix; S_eff
 // by the chosen model's effective-size rule) and S = bytes in the table's convention.
 Prediction price_collective(const Profile& p, Collective c, const LinkClass& lc, double bytes,

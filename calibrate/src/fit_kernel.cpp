@@ -1,0 +1,175 @@
+// The fitter's kernel: robust weighted least squares of one segment over the cost model's term
+// columns (relative residuals, active-set bounds, Huber IRLS) and its standard errors.
+// Method and citations: docs/CALIBRATION.md.
+#include "fit_kernel.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "shardcal/formats/median.hpp"
+
+namespace shardcal::calib::fitter {
+namespace {
+
+// Columns of the linear model: the cost model's terms (cost_model.hpp).
+constexpr int kCols = kTerms;
+
+// The design column j of an observation: the cost model's Term j (cost_model.hpp).
+double feat(int j, const Obs& o, Collective c) { return term_feature(Term(j), c, o.n, o.s, o.c); }
+
+// The coefficients of Coef in Term order.
+double coef_of(const Coef& k, int j) {
+  switch (Term(j)) {
+    case Term::Alpha: return k.a0;
+    case Term::AlphaStep: return k.as;
+    case Term::InvBandwidth: return k.inv;
+    case Term::Contention: return k.kap;
+  }
+  return 0.0;
+}
+
+// Weighted least squares of relative residuals, with an active set keeping alpha0, alpha_step
+// >= 0 and the slope >= kInvFloor (non-negative latencies, positive finite bandwidth; a
+// non-negative slope also makes each segment non-decreasing in S).
+Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool joint,
+         bool contention, Collective c) {
+  std::vector<int> free_vars{0};
+  if (joint) free_vars.push_back(1);
+  free_vars.push_back(2);
+  if (contention) free_vars.push_back(3);
+  double fixed[kCols] = {0, 0, kInvFloor, 0};
+  Coef out;
+  // Each attempt pins one more coefficient at its bound, so kCols + 1 attempts cover all cases.
+  for (int attempt = 0; attempt <= kCols; ++attempt) {
+    Eigen::MatrixXd A(Eigen::Index(o.size()), Eigen::Index(free_vars.size()));
+    Eigen::VectorXd b(Eigen::Index(o.size()));
+    for (std::size_t i = 0; i < o.size(); ++i) {
+      const double sw = std::sqrt(w[i]) / o[i]->y;
+      double target = o[i]->y;
+      for (int j = 0; j < kCols; ++j)
+        if (std::find(free_vars.begin(), free_vars.end(), j) == free_vars.end())
+          target -= fixed[j] * feat(j, *o[i], c);
+      for (std::size_t q = 0; q < free_vars.size(); ++q)
+        A(Eigen::Index(i), Eigen::Index(q)) = feat(free_vars[q], *o[i], c) * sw;
+      b(Eigen::Index(i)) = target * sw;
+    }
+    double x[kCols] = {fixed[0], fixed[1], fixed[2], fixed[3]};
+    double se[kCols] = {NAN, NAN, NAN, NAN};
+    if (!free_vars.empty()) {
+      // Columns differ by orders of magnitude (1 vs S*f): scale them for the QR.
+      Eigen::VectorXd scale(A.cols());
+      for (Eigen::Index q = 0; q < A.cols(); ++q) {
+        scale(q) = A.col(q).norm();
+        if (scale(q) <= 0) scale(q) = 1;
+        A.col(q) /= scale(q);
+      }
+      const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
+      Eigen::VectorXd sol = qr.solve(b);
+      for (std::size_t q = 0; q < free_vars.size(); ++q)
+        x[free_vars[q]] = sol(Eigen::Index(q)) / scale(Eigen::Index(q));
+      // Standard errors of the free coefficients: the weighted least-squares covariance
+      // Cov = s^2 (A^T W A)^-1, s^2 = sum w_i r_i^2 / (N - p) (Seber & Lee, "Linear Regression
+      // Analysis", 2nd ed., Wiley 2003, sections 3.3 and 3.10). A's rows already carry the
+      // weights sqrt(w_i)/y_i (relative residuals times the Huber weights of this IRLS step), so
+      // b - A sol are the weighted residuals. With A P = Q R, (A^T A)^-1 = P R^-1 R^-T P^T; the
+      // column scaling is undone by dividing by scale. Coefficients pinned at a bound are not
+      // estimated: they get no SE. Huber IRLS: the covariance of the final iteration, the usual
+      // approximation (Holland & Welsch 1977).
+      const Eigen::Index N = A.rows(), P = A.cols();
+      if (N > P && qr.rank() == P) {
+        const double s2 = (b - A * sol).squaredNorm() / double(N - P);
+        const Eigen::MatrixXd r_inv =
+            qr.matrixR().topLeftCorner(P, P).triangularView<Eigen::Upper>().solve(
+                Eigen::MatrixXd::Identity(P, P));
+        const Eigen::MatrixXd cov =
+            qr.colsPermutation() * (r_inv * r_inv.transpose()) * qr.colsPermutation().transpose();
+        for (Eigen::Index q = 0; q < P; ++q)
+          se[free_vars[std::size_t(q)]] = std::sqrt(s2 * cov(q, q)) / scale(q);
+      }
+    }
+    int worst = -1;
+    double worst_v = 0;
+    for (int j : free_vars) {
+      const double lim = j == 2 ? kInvFloor : 0.0;
+      const double v = (x[j] - lim) / (j == 2 ? kInvFloor : 1.0);
+      if (x[j] < lim && (worst < 0 || v < worst_v)) {
+        worst = j;
+        worst_v = v;
+      }
+    }
+    out = Coef{x[0], x[1], x[2], x[3], se[0], se[2], se[3]};
+    if (worst < 0) break;
+    free_vars.erase(std::find(free_vars.begin(), free_vars.end(), worst));  // pinned at its bound
+  }
+  out.a0 = std::max(out.a0, 0.0);
+  out.as = std::max(out.as, 0.0);
+  out.inv = std::max(out.inv, kInvFloor);
+  out.kap = std::max(out.kap, 0.0);
+  return out;
+}
+
+}  // namespace
+
+double eval_coef(const Coef& k, double s, int n, Collective c, int conc) {
+  double t = 0;
+  for (int j = 0; j < kTerms; ++j) t += coef_of(k, j) * term_feature(Term(j), c, n, s, conc);
+  return t;
+}
+
+double eval_obs(const Coef& k, const Obs& o, Collective c) {
+  return eval_coef(k, o.s, o.n, c, o.c);
+}
+
+Coef irls(const std::vector<const Obs*>& o, Collective c, double k, bool contention) {
+  std::set<int> ns, cs;
+  for (const Obs* p : o) ns.insert(p->n), cs.insert(p->c);
+  const bool joint = ns.size() >= 2;
+  contention = contention && cs.size() >= 2;
+  std::vector<double> w(o.size(), 1.0);
+  Coef coef;
+  for (int it = 0; it < 40; ++it) {
+    coef = wls(o, w, joint, contention, c);
+    std::vector<double> r(o.size());
+    for (std::size_t i = 0; i < o.size(); ++i)
+      r[i] = (o[i]->y - eval_obs(coef, *o[i], c)) / o[i]->y;
+    std::vector<double> ar(r.size());
+    for (std::size_t i = 0; i < r.size(); ++i) ar[i] = std::abs(r[i]);
+    const double scale = std::max(formats::median_or_zero(ar) / 0.6745, 1e-3);
+    double change = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const double u = std::abs(r[i]) / scale;
+      const double nw = u <= k ? 1.0 : k / u;
+      change = std::max(change, std::abs(nw - w[i]));
+      w[i] = nw;
+    }
+    if (change < 1e-6) break;
+  }
+  return coef;
+}
+
+double huber(double r, double d) {
+  const double a = std::abs(r);
+  return a <= d ? 0.5 * r * r : d * (a - 0.5 * d);
+}
+
+std::vector<double> distinct_sizes(const std::vector<Obs>& obs) {
+  std::set<double> s;
+  for (const Obs& o : obs) s.insert(o.s);
+  return {s.begin(), s.end()};
+}
+
+std::vector<int> distinct_ns(const std::vector<Obs>& obs) {
+  std::set<int> s;
+  for (const Obs& o : obs) s.insert(o.n);
+  return {s.begin(), s.end()};
+}
+
+std::vector<int> distinct_cs(const std::vector<Obs>& obs) {
+  std::set<int> s;
+  for (const Obs& o : obs) s.insert(o.c);
+  return {s.begin(), s.end()};
+}
+
+}  // namespace shardcal::calib::fitter
