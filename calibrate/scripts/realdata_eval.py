@@ -21,7 +21,7 @@ only). --json FILE writes the figures.
 
 Scaling: --scale-to LOG fits ALL sizes of the other logs (e.g. one cluster's 2- and 4-node runs)
 and predicts every point of LOG (its 8-node run): median / max error, interval coverage; with
---check, median error <= 10 %.
+--check, median error <= 10 % and prices non-decreasing in size (8 sizes per octave).
 
     python3 calibrate/scripts/realdata_eval.py --shardbench B --check --scale-to ar-8x8.txt ar-2x8.txt ar-4x8.txt
 """
@@ -176,8 +176,23 @@ def scaling(sb, fit_logs, target, work, extra):
         widths.append((hi - lo) / 2 / pr["time_us"])
     if not errs:
         fail(f"{target}: no point to predict")
+    # Prices never fall with size (docs/CALIBRATION.md "Monotone"): checked on a grid of 8 sizes
+    # per octave over the target's range, for its class.
+    p0 = pts[0]
+    sizes = sorted(p["bytes"] for p in pts if p["bytes"] >= 1)
+    grid = [sizes[0] * 2 ** (k / 8) for k in range(int(8 * math.log2(sizes[-1] / sizes[0])) + 1)]
+    falls, prev = [], None
+    for s in grid:
+        q = run([sb, "predict", "--profile", prof, "--collective", p0["collective"], "--group-size",
+                 str(p0["group_size"]), "--hosts", str(p0["hosts_spanned"]), "--ranks-per-host",
+                 str(p0["max_ranks_per_host"]), "--bytes", str(int(s)), "--dtype", p0["point"]["dtype"], "--json"])
+        t = json.loads(q.stdout)["time_us"]
+        if prev is not None and t < prev[1] * (1 - 1e-12):
+            falls.append(f"{int(prev[0])} B {prev[1]:.3f} us -> {int(s)} B {t:.3f} us")
+        prev = (s, t)
     return {"target": target, "fitted": fit_logs, "points": len(errs), "median": statistics.median(errs),
-            "max": max(errs), "covered": covered, "half_width_median": statistics.median(widths)}
+            "max": max(errs), "covered": covered, "half_width_median": statistics.median(widths),
+            "falls": falls}
 
 
 def main():
@@ -221,8 +236,13 @@ def main():
             with open(a.json + ".tmp", "w") as f:
                 json.dump(r, f, indent=2)
             os.replace(a.json + ".tmp", a.json)
-        if a.check and r["median"] > 0.10:
-            print(f"FAIL: median error {100 * r['median']:.1f} % > 10 %")
+        for f_ in r["falls"]:
+            print(f"price falls with size: {f_}")
+        if a.check and (r["median"] > 0.10 or r["falls"]):
+            if r["median"] > 0.10:
+                print(f"FAIL: median error {100 * r['median']:.1f} % > 10 %")
+            if r["falls"]:
+                print(f"FAIL: the price falls with size at {len(r['falls'])} grid step(s)")
             return 1
         return 0
     rows = []

@@ -207,13 +207,13 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   return out;
 }
 
-Priced price_impl(const Model& m, int n, int c, double s_eff, double class_sigma,
-                  bool want_interval) {
+// price() on a given curve (cv: the class's or the nearest class's from curve_for(), or a
+// transported class's built by host_transport(); exact: it is the query's own class).
+Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int c, double s_eff,
+                double class_sigma, bool want_interval) {
   Priced out;
   out.segment = segment_of(m, s_eff);
   const double bb = segment_time_us(m, out.segment, n, s_eff, c);
-  bool exact = false;
-  const MeasuredCurve* cv = n > 1 ? curve_for(m, n, c, &exact) : nullptr;
   if (!cv || cv->bytes.size() < 2) {
     out.time_us = bb;
     if (want_interval) {
@@ -250,6 +250,13 @@ Priced price_impl(const Model& m, int n, int c, double s_eff, double class_sigma
   return out;
 }
 
+Priced price_impl(const Model& m, int n, int c, double s_eff, double class_sigma,
+                  bool want_interval) {
+  bool exact = false;
+  const MeasuredCurve* cv = n > 1 ? curve_for(m, n, c, &exact) : nullptr;
+  return price_on(m, cv, exact, n, c, s_eff, class_sigma, want_interval);
+}
+
 }  // namespace
 
 Priced price(const Model& m, int n, int concurrent_groups, double s_eff, double class_log_sigma) {
@@ -274,6 +281,10 @@ double prior_factor(const HostTransport& t, double tb) {
 }
 
 }  // namespace
+
+double transported_time_us(const HostTransport& t, double tb, double ta) {
+  return tb > 0 && ta > 0 ? std::exp(transported_log(t, tb, ta)) : tb;
+}
 
 double latency_growth(Collective op, int n_b, int h_b, int n, int h) {
   if (op == Collective::AllReduce)
@@ -300,6 +311,26 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
     out.lo_us = widen(b.lo_us, -1.0);
     out.hi_us = widen(b.hi_us, 1.0);
     return out;
+  }
+  if (t.curve.bytes.size() >= 2) {
+    // The transported class's curve (its knots: the power law at both measured curves' sizes)
+    // priced like a measured one on the chosen model's backbone: monotone in size like every
+    // curve price. Its interval widened by the transport term, the class term and the distance
+    // to the prior's price (two plausible transports disagreeing: one sigma).
+    Priced tp = price_on(m, &t.curve, true, t.n_query, concurrent_groups, s_eff, 0.0, true);
+    tp.curve_exact = t.exact;
+    const double prior = b.time_us * prior_factor(t, b.time_us);
+    const double dis = prior > 0 && tp.time_us > 0 ? std::log(tp.time_us / prior) : 0.0;
+    const double tr = kHostTransportLogSigma * t.doublings;
+    const double extra = std::sqrt(tr * tr + class_log_sigma * class_log_sigma + dis * dis);
+    auto widen = [&](double bound, double sign) {
+      if (!(bound > 0) || !(tp.time_us > 0)) return bound;
+      const double lb = std::log(bound / tp.time_us);
+      return tp.time_us * std::exp(std::clamp(sign * std::hypot(lb, kIntervalZ * extra), -700.0, 700.0));
+    };
+    tp.lo_us = widen(tp.lo_us, -1.0);
+    tp.hi_us = widen(tp.hi_us, 1.0);
+    return tp;
   }
   const Priced a = price(*t.other, t.n_other, concurrent_groups, s_eff);
   out.switch_gap = b.switch_gap || a.switch_gap;
@@ -330,6 +361,8 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
 
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff) {
+  if (t.other && t.curve.bytes.size() >= 2)
+    return price_on(m, &t.curve, true, t.n_query, concurrent_groups, s_eff, 0.0, false).time_us;
   const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
   if (!t.other) return tb * prior_factor(t, tb);
   const double ta = price_time_us(*t.other, t.n_other, concurrent_groups, s_eff);

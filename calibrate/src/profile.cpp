@@ -641,21 +641,59 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
       t.other = &m, other_across = across, other_d = d;
   }
   const double hq = lc.hosts, hb = best.hosts;
+  const int c = lc.concurrent_groups;
   t.active = true;
   t.n_model = best.hosts * lc.ranks_per_host;
+  t.n_query = lc.group_size;
   t.doublings = std::abs(std::log2(hq / hb));
-  if (t.other) {
-    t.n_other = t.other->hosts * lc.ranks_per_host;
-    t.exponent = std::log(hq / hb) / std::log(hb / double(t.other->hosts));
-    return t;
-  }
-  // One measured inter-host count: the growth prior (cost_model.hpp).
+  // The growth prior (cost_model.hpp): the price with one measured count, and with two the
+  // second opinion whose distance widens the interval.
   const CollectiveInfo& info = collective_info(best.collective);
-  t.latency_us = price_time_us(best, t.n_model, lc.concurrent_groups, 1.0);
+  t.latency_us = price_time_us(best, t.n_model, c, 1.0);
   t.latency_ratio = latency_growth(best.collective, t.n_model, best.hosts, lc.group_size, lc.hosts);
   t.bus_ratio = t.n_model > 1 && info.busbw_factor(t.n_model) > 0
                     ? info.busbw_factor(lc.group_size) / info.busbw_factor(t.n_model)
                     : 1.0;
+  if (!t.other) return t;
+  t.n_other = t.other->hosts * lc.ranks_per_host;
+  t.exponent = std::log(hq / hb) / std::log(hb / double(t.other->hosts));
+  // The transported class's curve: the power law at every size either measured curve has, as a
+  // ratio to the chosen model's backbone at the query's group size. Its knots made
+  // non-decreasing (a running maximum, as the fitter's isotonic rule, restarted where that
+  // backbone drops): the power law of two rising curves can fall where one rises faster.
+  bool exact_b = false, exact_a = false;
+  const MeasuredCurve* cb = t.n_model > 1 ? curve_for(best, t.n_model, c, &exact_b) : nullptr;
+  const MeasuredCurve* ca = t.n_other > 1 ? curve_for(*t.other, t.n_other, c, &exact_a) : nullptr;
+  t.exact = exact_b && exact_a;
+  std::vector<double> knots;
+  for (const MeasuredCurve* cv : {cb, ca})
+    if (cv) knots.insert(knots.end(), cv->bytes.begin(), cv->bytes.end());
+  std::sort(knots.begin(), knots.end());
+  knots.erase(std::unique(knots.begin(), knots.end()), knots.end());
+  if (knots.size() < 2) return t;
+  MeasuredCurve& tc = t.curve;
+  tc.group_size = lc.group_size;
+  tc.concurrent_groups = c;
+  double run = -std::numeric_limits<double>::infinity(), prev_bb = 0;
+  for (double k : knots) {
+    const double tt = transported_time_us(t, price_time_us(best, t.n_model, c, k),
+                                          price_time_us(*t.other, t.n_other, c, k));
+    const double lbb = std::log(std::max(backbone_time_us(best, lc.group_size, k, c), 1e-6));
+    const double y = std::log(std::max(tt, 1e-6));
+    run = !tc.bytes.empty() && lbb < prev_bb ? y : std::max(run, y);
+    prev_bb = lbb;
+    tc.bytes.push_back(k);
+    tc.log_ratio.push_back(run - lbb);
+    tc.kappa.push_back(0.0);
+  }
+  // Interval scale, noise and shape share from the measured curves; the power law's weights
+  // (1 + e, e) on the two noises.
+  const double nb = cb ? cb->noise : 0.0, na = ca ? ca->noise : 0.0;
+  const double wb = 1.0 + t.exponent, wa = t.exponent;
+  tc.noise = std::min(kCurveMaxNoise, std::sqrt(wb * wb * nb * nb + wa * wa * na * na));
+  tc.kappa_scale = std::max(cb ? cb->kappa_scale : 0.0, ca ? ca->kappa_scale : 0.0);
+  tc.shrink = cb ? cb->shrink : ca->shrink;
+  tc.weight = 1.0;
   return t;
 }
 
@@ -706,6 +744,19 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   const auto& [side, dh, dc, dn, ds] = best_key;
   out.transport = host_transport(p, *best, lc);
   const HostTransport& tr = out.transport;
+  if (tr.active) {
+    // Each model is priced at its hosts x these ranks per host: a group size it did not measure
+    // is a class extrapolation of its own.
+    auto outside = [](const Model& m, int n) {
+      return factor_distance(n, effective_domain(m).group_size) != 1.0;
+    };
+    if (outside(*best, tr.n_model) || (tr.other && outside(*tr.other, tr.n_other)))
+      add(std::to_string(lc.ranks_per_host) + " ranks per host: group sizes " +
+          std::to_string(tr.n_model) + (tr.other ? " and " + std::to_string(tr.n_other) : std::string()) +
+          " outside the measured ones at hosts=" + std::to_string(best->hosts) +
+          (tr.other ? " and " + std::to_string(tr.other->hosts) : std::string()));
+  }
+  const bool transport_class_extrapolated = !note.empty();
   if (tr.active && !tr.other) {
     add("hosts=" + std::to_string(lc.hosts) + " from the one measured inter-host count hosts=" +
         std::to_string(best->hosts) + " (latency growth prior)");
@@ -736,7 +787,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   // The class is extrapolated when the model's choice was (the size alone is not: the curve
   // widens the interval for sizes beyond the measured ones itself).
   const double class_sigma =
-      tr.active ? (dc != 1.0 || ds == 2 || !tr.other ? kExtrapolatedClassLogSigma : 0.0)
+      tr.active ? (dc != 1.0 || ds == 2 || !tr.other || transport_class_extrapolated
+                       ? kExtrapolatedClassLogSigma : 0.0)
       : side != 0 ? kOtherSideLogSigma : (!note.empty() ? kExtrapolatedClassLogSigma : 0.0);
   if (!d.bytes.contains(s_eff)) add("size " + fmt(s_eff) + " B outside the measured range");
   out.extrapolated = !note.empty();

@@ -216,10 +216,16 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
 
 
 def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: float = 0.0) -> Priced:
+    cv, exact = curve_for(model, n, concurrent_groups) if n > 1 else (None, False)
+    return price_on(model, cv, exact, n, concurrent_groups, s_eff, class_log_sigma)
+
+
+def price_on(model, cv, exact: bool, n: int, concurrent_groups: int, s_eff: float,
+             class_log_sigma: float = 0.0) -> Priced:
+    """price() on a given curve (cost_model.cpp price_on)."""
     c = concurrent_groups
     seg = segment_of(model, s_eff)
     bb = segment_time_us(model, seg, n, s_eff, c)
-    cv, exact = curve_for(model, n, c) if n > 1 else (None, False)
     if cv is None or len(cv.bytes) < 2:
         sig = _backbone_sigma(model, seg, n, s_eff, c)
         sig = _hypot(sig, class_log_sigma)
@@ -256,6 +262,13 @@ class HostTransport:
     latency_us: float = 0.0
     latency_ratio: float = 1.0
     bus_ratio: float = 1.0
+    n_query: int = 0
+    curve: Optional[MeasuredCurve] = None  # two counts: the transported class's curve
+    exact: bool = False
+
+
+def transported_time_us(t: HostTransport, tb: float, ta: float) -> float:
+    return math.exp(_transported_log(t, tb, ta)) if tb > 0 and ta > 0 else tb
 
 
 def latency_growth(collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
@@ -288,6 +301,21 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
             return f * b.time_us * math.exp(min(max(sign * math.hypot(lb, INTERVAL_Z * extra), -700.0), 700.0))
         return Priced(b.time_us * f, widen(b.lo_us, -1.0), widen(b.hi_us, 1.0), b.segment, b.curve, False,
                       b.switch_gap, b.beyond_measured)
+    if t.curve is not None and len(t.curve.bytes) >= 2:
+        tp = price_on(model, t.curve, True, t.n_query, concurrent_groups, s_eff, 0.0)
+        tp.curve_exact = t.exact
+        prior = b.time_us * _prior_factor(t, b.time_us)
+        dis = math.log(tp.time_us / prior) if prior > 0 and tp.time_us > 0 else 0.0
+        tr = HOST_TRANSPORT_LOG_SIGMA * t.doublings
+        extra = math.sqrt(tr * tr + class_log_sigma * class_log_sigma + dis * dis)
+
+        def widen_t(bound, sign):
+            if not (bound > 0) or not (tp.time_us > 0):
+                return bound
+            lb = math.log(bound / tp.time_us)
+            return tp.time_us * math.exp(min(max(sign * math.hypot(lb, INTERVAL_Z * extra), -700.0), 700.0))
+        tp.lo_us, tp.hi_us = widen_t(tp.lo_us, -1.0), widen_t(tp.hi_us, 1.0)
+        return tp
     a = price(t.other, t.n_other, concurrent_groups, s_eff)
     out = Priced(b.time_us, b.lo_us, b.hi_us, b.segment, b.curve, False, b.switch_gap or a.switch_gap,
                  b.beyond_measured or a.beyond_measured)
@@ -313,6 +341,8 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
 
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
+    if t.other is not None and t.curve is not None and len(t.curve.bytes) >= 2:
+        return price_on(model, t.curve, True, t.n_query, concurrent_groups, s_eff).time_us
     tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
     if t.other is None:
         return tb * _prior_factor(t, tb)

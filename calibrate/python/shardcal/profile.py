@@ -563,18 +563,48 @@ class Profile:
             d = abs(math.log(m.hosts / (hosts if across else best.hosts)))
             if other is None or (across and not other_across) or (across == other_across and d < other_d):
                 other, other_across, other_d = m, across, d
+        c = concurrent_groups
         n_model = best.hosts * ranks_per_host
-        doublings = abs(math.log2(hosts / best.hosts))
-        if other is not None:
-            return _cm.HostTransport(other, n_model, other.hosts * ranks_per_host,
-                                     math.log(hosts / best.hosts) / math.log(best.hosts / other.hosts), doublings)
-        # One measured inter-host count: the growth prior (cost_model.hpp).
         group_size = hosts * ranks_per_host
+        doublings = abs(math.log2(hosts / best.hosts))
         fb = busbw_factor(best.collective, n_model)
-        return _cm.HostTransport(None, n_model, 0, 0.0, doublings,
-                                 _cm.price_time_us(best, n_model, concurrent_groups, 1.0),
-                                 _cm.latency_growth(best.collective, n_model, best.hosts, group_size, hosts),
-                                 busbw_factor(best.collective, group_size) / fb if n_model > 1 and fb > 0 else 1.0)
+        t = _cm.HostTransport(None, n_model, 0, 0.0, doublings,
+                              _cm.price_time_us(best, n_model, c, 1.0),
+                              _cm.latency_growth(best.collective, n_model, best.hosts, group_size, hosts),
+                              busbw_factor(best.collective, group_size) / fb if n_model > 1 and fb > 0 else 1.0,
+                              group_size)
+        if other is None:
+            return t  # one measured inter-host count: the growth prior (cost_model.hpp)
+        t.other = other
+        t.n_other = other.hosts * ranks_per_host
+        t.exponent = math.log(hosts / best.hosts) / math.log(best.hosts / other.hosts)
+        # The transported class's curve (profile.cpp host_transport).
+        cb, exact_b = _cm.curve_for(best, n_model, c) if n_model > 1 else (None, False)
+        ca, exact_a = _cm.curve_for(other, t.n_other, c) if t.n_other > 1 else (None, False)
+        t.exact = exact_b and exact_a
+        knots = sorted({k for cv in (cb, ca) if cv is not None for k in cv.bytes})
+        if len(knots) < 2:
+            return t
+        by, lr = [], []
+        run, prev_bb = -math.inf, 0.0
+        for k in knots:
+            tt = _cm.transported_time_us(t, _cm.price_time_us(best, n_model, c, k),
+                                         _cm.price_time_us(other, t.n_other, c, k))
+            lbb = math.log(max(_cm.backbone_time_us(best, group_size, k, c), 1e-6))
+            y = math.log(max(tt, 1e-6))
+            run = y if (by and lbb < prev_bb) else max(run, y)
+            prev_bb = lbb
+            by.append(k)
+            lr.append(run - lbb)
+        nb = cb.noise if cb is not None else 0.0
+        na = ca.noise if ca is not None else 0.0
+        wb, wa = 1.0 + t.exponent, t.exponent
+        t.curve = _cm.MeasuredCurve(group_size, c, by, lr, [0.0] * len(by),
+                                    max(cb.kappa_scale if cb is not None else 0.0,
+                                        ca.kappa_scale if ca is not None else 0.0),
+                                    min(_cm.CURVE_MAX_NOISE, math.sqrt(wb * wb * nb * nb + wa * wa * na * na)),
+                                    cb.shrink if cb is not None else ca.shrink, 1.0)
+        return t
 
     def predict(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
                 nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
@@ -595,6 +625,15 @@ class Profile:
         side, dh, dc, dn, ds = key
         notes = []
         tr = self.host_transport(m, hosts, ranks_per_host, concurrent_groups)
+        if tr is not None:
+            def outside(model, n):
+                return _factor_distance(n, model.domain["group_size"]) != 1.0
+            if outside(m, tr.n_model) or (tr.other is not None and outside(tr.other, tr.n_other)):
+                sizes = f"{tr.n_model}" + (f" and {tr.n_other}" if tr.other is not None else "")
+                counts = f"{m.hosts}" + (f" and {tr.other.hosts}" if tr.other is not None else "")
+                notes.append(f"{ranks_per_host} ranks per host: group sizes {sizes} outside the measured ones "
+                             f"at hosts={counts}")
+        transport_class_extrapolated = bool(notes)
         if tr is not None and tr.other is None:
             notes.append(f"hosts={hosts} from the one measured inter-host count hosts={m.hosts} "
                          "(latency growth prior)")
@@ -621,8 +660,8 @@ class Profile:
             notes.append(f"dtype model {m.dtype or 'pooled'} used for {dtype or 'an unspecified dtype'}")
         # The class's sigma (the size alone is not: the curve widens for it).
         if tr is not None:
-            class_sigma = (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if (dc != 1.0 or ds == 2 or tr.other is None)
-                           else 0.0)
+            class_sigma = (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA
+                           if (dc != 1.0 or ds == 2 or tr.other is None or transport_class_extrapolated) else 0.0)
         else:
             class_sigma = (_cm.OTHER_SIDE_LOG_SIGMA if side != 0
                            else (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if notes else 0.0))

@@ -117,12 +117,16 @@ const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, boo
 // double binary trees at small sizes across nodes, NCCL 2.4+).
 // Per doubling of hosts away from the nearest measured count, the interval's log sigma grows by
 // this much on top of the two prices' own (propagated): the transport's error is not estimable
-// from two host counts: one extrapolated class (kExtrapolatedClassLogSigma) per doubling. On
-// NCCL-like curves at 2-16 hosts (tests/data/scaling: torch's analytical copy of NCCL's tuning
-// model) one doubling out misses by a median 4-11 %, and these intervals cover 79-100 %.
+// from two host counts: one extrapolated class (kExtrapolatedClassLogSigma) per doubling, beside
+// the distance to the growth prior's price. On NCCL-like curves at 2-16 hosts
+// (tests/data/scaling: torch's analytical copy of NCCL's tuning model) one doubling out misses by
+// a median 4-11 %. The power law is applied at the measured curves' sizes and priced as the
+// query class's curve (HostTransport::curve), so prices stay non-decreasing in size.
 inline constexpr double kHostTransportLogSigma = 0.15;
 // The prior's growth R for collective op from n_b ranks on h_b hosts to n ranks on h hosts.
 double latency_growth(Collective op, int n_b, int h_b, int n, int h);
+// The power law's time from the two measured counts' times t_b, t_a (t_b where either is <= 0).
+double transported_time_us(const HostTransport& t, double tb, double ta);
 
 // (HostTransport, what predict() chose, is in profile.hpp beside Prediction.)
 // The chosen model m transported to another host count by t (t.other non-null).

@@ -145,6 +145,12 @@ struct HostTransport {
   double latency_us = 0;         // L: the chosen model's time at 1 byte (its latency floor)
   double latency_ratio = 1;      // R: latency growth from h_b to h
   double bus_ratio = 1;          // F: busbw factor ratio f(n) / f(n_b)
+  // Two counts: the transported class's curve on the chosen model's backbone at the query's
+  // group size n_query: knots at both measured curves' sizes, valued by the power law (empty:
+  // neither model has a curve; then the power law of the two prices).
+  int n_query = 0;
+  MeasuredCurve curve;
+  bool exact = false;            // both measured curves are their classes' own
 };
 
 struct Prediction {
