@@ -197,9 +197,10 @@ class Pricer:
         t = self._times.get(key)
         if t is None:
             try:
-                t = self.profile.predict(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"],
-                                         nbytes=float(nbytes), dtype=dtype,
-                                         concurrent_groups=lc["concurrent_groups"], _check_class=False).time_us
+                # predict(...).time_us, bit-identical, with the model choice and host transport of
+                # this class resolved once (Profile.time_fn): a first plan prices 2-10 edges
+                t = self.profile.time_fn(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
+                                         lc["concurrent_groups"])(float(nbytes))
             except _profile.ProfileError as e:
                 msg = (f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price {collective} of {nbytes} B: "
                        f"{e}")
