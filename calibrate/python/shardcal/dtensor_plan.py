@@ -309,19 +309,29 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
         op = next(o for o, k in _op_codes.items() if k == c)
         return partial_obj.get(op) or Partial(op)
 
-    from torch.distributed.tensor._dtensor_spec import ShardOrderEntry
     objs: dict = {}
     for p in (*src_spec.placements, *dst_spec.placements):
         objs.setdefault(code(p), p)
+    # Each step's logical shape as planner.get_logical_shape(DistState(...), d, full) computes it
+    # (the same Shard.local_shard_size_and_offset calls with this rank's coordinates, tensor dims
+    # in order, each one's mesh dims in shard order) without building a DistState per step.
+    coords: dict = {}
+    shard_size = Shard.local_shard_size_and_offset
     infos = []
     for cur, nxt in zip(states, states[1:]):
         if cur[0] == nxt[0]:
             continue
         d = next(m for m, (a, b) in enumerate(zip(cur[0], nxt[0])) if a != b)
-        pls = tuple(objs.get(c) or placement(c) for c in cur[0])
-        order = tuple(ShardOrderEntry(tensor_dim=t, mesh_dims=ms) for t, ms in enumerate(cur[1]) if ms)
-        ls = planner.get_logical_shape(planner.DistState(pls, order), d, full)
-        infos.append(rd._TransformInfo(mesh_dim=d, src_dst_placements=(pls[d], objs.get(nxt[0][d]) or
-                                                                       placement(nxt[0][d])),
+        ls = list(full)
+        for t, ms in enumerate(cur[1]):
+            for m in ms:
+                if m == d:
+                    continue
+                r = coords.get(m)
+                if r is None:
+                    r = coords[m] = mesh._sym_get_coordinate(m)
+                ls[t] = shard_size(ls[t], mesh.size(mesh_dim=m), r)[0]
+        infos.append(rd._TransformInfo(mesh_dim=d, src_dst_placements=(objs.get(cur[0][d]) or placement(cur[0][d]),
+                                                                       objs.get(nxt[0][d]) or placement(nxt[0][d])),
                                        logical_shape=ls))
     return infos
