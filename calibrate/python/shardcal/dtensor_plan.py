@@ -162,6 +162,16 @@ def warm(ndim_mesh: int, tensor_dims=(1, 2, 3), ops=("sum",)) -> None:
                 g.neighbours(g.sid((tuple(pl), tuple(tuple(o) for o in order))))
 
 
+_placement_types: tuple = ()
+
+
+def _load_placement_types() -> tuple:
+    global _placement_types
+    from torch.distributed.tensor.placement_types import Partial, Replicate, Shard
+    _placement_types = (Partial, Replicate, Shard)
+    return _placement_types
+
+
 def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     """DTensor's min-cost plan (a list of `_TransformInfo`) for src_spec -> dst_spec, or None when
     this planner does not handle the case. `planner` is `rd.get_redistribute_planner(mesh, meta)`,
@@ -170,7 +180,7 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     if planner.strided_shard_placements_in_target or src_spec.use_strided_shard_as_shard_order or \
             dst_spec.use_strided_shard_as_shard_order or src_spec.shard_order is None or dst_spec.shard_order is None:
         return None
-    from torch.distributed.tensor.placement_types import Partial, Replicate, Shard
+    Partial, Replicate, Shard = _placement_types or _load_placement_types()
 
     mesh = src_spec.mesh
     full = src_spec.shape
@@ -330,7 +340,15 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
                 r = coords.get(m)
                 if r is None:
                     r = coords[m] = mesh._sym_get_coordinate(m)
-                ls[t] = shard_size(ls[t], mesh.size(mesh_dim=m), r)[0]
+                x, k = ls[t], mesh_shape[m]
+                if type(x) is int and type(r) is int:  # local_shard_size_and_offset's ints, ~5 us less
+                    if x % k == 0:
+                        ls[t] = x // k
+                    else:
+                        c = (x + k - 1) // k
+                        ls[t] = max(0, min(x, c * r + c) - c * r)
+                else:
+                    ls[t] = shard_size(x, k, r)[0]
         infos.append(rd._TransformInfo(mesh_dim=d, src_dst_placements=(objs.get(cur[0][d]) or placement(cur[0][d]),
                                                                        objs.get(nxt[0][d]) or placement(nxt[0][d])),
                                        logical_shape=ls))
