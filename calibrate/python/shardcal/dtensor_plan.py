@@ -24,6 +24,8 @@ from __future__ import annotations
 import heapq
 import threading
 
+from .profile import ProfileError
+
 _R = -1
 _lock = threading.Lock()
 _op_codes: dict = {}  # reduce op name -> its code (-2, -3, ...), the same in every plan
@@ -222,6 +224,8 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     cpu = device_type == "cpu"
     full_ints = tuple(full)
     time_us = pricer.time_us
+    profile = pricer.profile
+    fns: dict = {}
     inf = float("inf")
     edges = g.edges
 
@@ -253,8 +257,24 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
         numel = nb * itemsize
         for x in ls:
             numel *= x
-        t = times.get(prefix[d] + (coll, numel, dtype))
-        return t if t is not None else time_us(mesh, d, coll, numel, dtype)
+        key = prefix[d] + (coll, numel, dtype)
+        t = times.get(key)
+        if t is None:
+            # Pricer.time_us's price through the class's Profile.time_fn, bound once per plan;
+            # a class the profile cannot price goes through time_us (its warning and +inf)
+            fn = fns.get((d, coll))
+            if fn is None:
+                lc = links[d]
+                try:
+                    fn = profile.time_fn(coll, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
+                                         lc["concurrent_groups"])
+                except ProfileError:
+                    fn = False
+                fns[(d, coll)] = fn
+            if fn is False:
+                return time_us(mesh, d, coll, numel, dtype)
+            t = times[key] = fn(float(numel))
+        return t
 
     def to_sum_steps(i):
         """_get_shard_to_partial_target_states: S -> P(sum) on the last mesh dim sharding a tensor
