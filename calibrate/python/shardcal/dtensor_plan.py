@@ -55,6 +55,9 @@ class _Graph:
         self.adj: list = []  # state number -> [(state number, edge number)] or None
         self.edge_ids: dict = {}
         self.edges: list = []  # edge number -> (placements, mesh dim, code)
+        # edge number -> 0.0 (R -> S, R -> P: local), +inf (S -> P, P -> P: never searched) or None
+        # (a collective, priced per plan): the adapter's cost_function's rules, without a call
+        self.fixed: list = []
 
     def sid(self, state) -> int:
         i = self.ids.get(state)
@@ -82,6 +85,8 @@ class _Graph:
                 e = self.edge_ids.get(key)
                 if e is None:
                     e = len(self.edges)
+                    pl, d, b = key
+                    self.fixed.append(0.0 if pl[d] == _R else (float("inf") if b <= -2 else None))
                     self.edges.append(key)
                     self.edge_ids[key] = e
         return e
@@ -228,6 +233,7 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     fns: dict = {}
     inf = float("inf")
     edges = g.edges
+    fixed = g.fixed
 
     def edge(e):
         """The adapter's cost_function for edge e: Pricer.step_us of the mesh dim that changes."""
@@ -316,7 +322,10 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
             counter += 1
             c = cost_of.get(e)
             if c is None:
-                c = cost_of[e] = edge(e)
+                c = fixed[e] if e >= 0 else None
+                if c is None:
+                    c = edge(e)
+                cost_of[e] = c
             c += cost
             if c >= best:
                 continue
