@@ -285,6 +285,12 @@ def timefn(repo):
                         raise AssertionError(f"time_fn took {nb}")
                     except sp.ProfileError as e2:
                         assert str(e2) == str(e), (str(e), str(e2))
+    import pickle  # a profile with bound price functions still pickles (they are closures: rebuilt)
+    prof = sp.load(profiles[1])
+    want = prof.time_fn("all_gather", 4, 2, 2, "f32")(1e6)
+    again = pickle.loads(pickle.dumps(prof))
+    assert again.time_fn("all_gather", 4, 2, 2, "f32")(1e6) == want == \
+        prof.predict("all_gather", 4, 2, 2, nbytes=1e6, dtype="f32").time_us
     print(f"time_fn == predict().time_us on {counts['compared']} queries over {len(profiles)} profiles "
           f"({counts['curve']} on a measured curve, {counts['two counts']} transported between two host counts, "
           f"{counts['prior']} by the growth prior); {counts['rejected']} rejected alike")

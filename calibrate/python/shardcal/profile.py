@@ -641,6 +641,11 @@ class Profile:
             basis += ", beyond the measured sizes"
         return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis)
 
+    def __getstate__(self):  # the price functions of time_fn are closures: rebuilt on use
+        state = dict(self.__dict__)
+        state.pop("_time_fns", None)
+        return state
+
     def time_fn(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
                 dtype: Optional[str] = None, concurrent_groups: int = 1):
         """predict(...).time_us for one link class, collective and dtype as a function of nbytes
