@@ -10,9 +10,11 @@ gives medians and default / variant (>= 1: the profile is not slower). Variants:
 
   default       DTensor as shipped (its greedy planner)
   profile       a fresh `use_profile(P)` and a process that has never planned with it (shardcal's
-                state graphs cleared, the mesh's link classes unknown): the very first plan
-  mesh=         a fresh `use_profile(P, mesh=mesh)`, which works out the mesh's link classes and
-                builds the state graphs on entry (what a program does once)
+                state graphs and the profile's per-class price functions cleared, the mesh's link
+                classes unknown): the very first plan
+  mesh=         a fresh `use_profile(P, mesh=mesh)`, which works out the mesh's link classes,
+                binds their price functions (Profile.time_fn; cleared before entry) and builds the
+                state graphs on entry (what a program does once); every price of the plan is new
   dtensor search  as mesh=, but with DTensor's own graph planner searching under the profile's
                 prices (`Pricer.fast_plan = False`): what shardcal/dtensor_plan.py saves
 
@@ -76,11 +78,13 @@ def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl):
 
     if which == "default":
         return measure()
+    profile.__dict__.pop("_time_fns", None)  # the profile's per-class price functions: none yet
     if which == "profile":
         dplan._graphs.clear()  # a process that never planned with a profile
         with st.use_profile(profile, ranks_per_host=rph):
             plan_ms, _, cached_ms, infos = measure()
         dplan._graphs.clear()
+        profile.__dict__.pop("_time_fns", None)
         with st.use_profile(profile, ranks_per_host=rph):  # the first redistribute, likewise cold
             clear()
             red_ms, _ = timed(lambda: x.redistribute(mesh, dst_pl))

@@ -15,6 +15,9 @@ standard library; the schema check needs jsonschema and skips without it).
                      aligned with the hosts or not (mesh 2x3 on 4-rank hosts: groups of 3 across
                      a host boundary) is the same in shardcal.formats, in mesh_topo() and in C++
                      (profile_predict_tool --link-classes: `shardbench plan`'s rule).
+  timefn REPO        Profile.time_fn (the DTensor adapter's time-only prices) is bit-identical to
+                     predict().time_us on random queries over random profiles with curves and
+                     transported host counts; same queries rejected with the same message.
   dtensor REPO       configs/profiles/dtensor-default.json reproduces PyTorch DTensor's cost
                      functions (torch/distributed/tensor/_collective_utils.py: MeshTopoInfo,
                      allgather_cost, allreduce_cost, reduce_scatter_cost, and redistribute_cost's
@@ -215,6 +218,84 @@ def parity(tool, repo):
 
 MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,
            99999999999999999999, 10 ** 400, 65536, "2026-11-23T16:00:00Z"]
+
+
+def timefn(repo):
+    """Profile.time_fn (the time-only price path the DTensor adapter plans with) returns exactly
+    predict(..., _check_class=False).time_us -- bit-identical, not within a tolerance -- and
+    rejects the same queries, on random queries over random profiles (curves, several host counts
+    transported two ways: by a second measured count and by the latency growth prior), the built-in
+    DTensor profile and the emulated two-host profile; each class's function is asked twice (its
+    cache) and sizes at and around the curves' knots."""
+    sp = load_module(repo)
+    rng = random.Random(20261128)
+    counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json"),
+                    os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")]
+        for i in range(16):
+            path = os.path.join(tmp, f"p{i}.json")
+            with open(path, "w") as f:
+                json.dump(random_profile(rng), f)
+            profiles.append(path)
+        for i in range(8):  # inter-host models only: queries at other host counts are transported
+            path = os.path.join(tmp, f"h{i}.json")
+            with open(path, "w") as f:
+                json.dump(random_profile(rng, (2, 4, 8) if i % 2 else (2,), ("all_gather", "all_reduce",
+                                                                            "reduce_scatter"), (1,), (None,)), f)
+            profiles.append(path)
+        for path in profiles:
+            prof = sp.load(path)
+            inter = os.path.basename(path).startswith("h")
+            knots = sorted({b for m in prof.models for c in m.curves for b in c.bytes})
+            for _ in range(300):
+                coll, n, hosts, rph, cg, nbytes, dtype, _, _ = (
+                    random_query(rng, ("all_gather", "all_reduce", "reduce_scatter"), (2, 3, 4, 6, 8, 16))
+                    if inter else random_query(rng))
+                if knots and rng.random() < 0.3:  # at a knot, just off it, or between two
+                    b = rng.choice(knots)
+                    nbytes = rng.choice([b, math.nextafter(b, 0.0), math.nextafter(b, math.inf), b * rng.uniform(0.5, 2)])
+                args = (coll, n, hosts, rph, dtype, cg)
+                try:
+                    want = prof.predict(coll, n, hosts, rph, nbytes=nbytes, dtype=dtype, concurrent_groups=cg,
+                                        _check_class=False)
+                except sp.ProfileError as e:
+                    try:
+                        got = prof.time_fn(*args)(nbytes)
+                    except sp.ProfileError as e2:
+                        assert str(e2) == str(e), f"{path}: {args} {nbytes!r}: predict: {e}; time_fn: {e2}"
+                        counts["rejected"] += 1
+                        continue
+                    raise AssertionError(f"{path}: {args} {nbytes!r}: predict rejected ({e}), time_fn gave {got!r}")
+                for _ in range(2):
+                    got = prof.time_fn(*args)(nbytes)
+                    assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} time_fn {got!r}"
+                counts["compared"] += 1
+                counts["curve"] += "curve" in want.basis
+                counts["two counts"] += " and " in want.basis and "transported" in want.basis
+                counts["prior"] += "growth prior" in want.basis
+            for nb in (-1.0, math.inf, math.nan):  # effective_bytes's rejection, word for word
+                m = prof.models[0]
+                try:
+                    prof.predict(m.collective, 2, 1, 2, nbytes=nb, _check_class=False)
+                    raise AssertionError(f"predict took {nb}")
+                except sp.ProfileError as e:
+                    try:
+                        prof.time_fn(m.collective, 2, 1, 2)(nb)
+                        raise AssertionError(f"time_fn took {nb}")
+                    except sp.ProfileError as e2:
+                        assert str(e2) == str(e), (str(e), str(e2))
+    import pickle  # a profile with bound price functions still pickles (they are closures: rebuilt)
+    prof = sp.load(profiles[1])
+    want = prof.time_fn("all_gather", 4, 2, 2, "f32")(1e6)
+    again = pickle.loads(pickle.dumps(prof))
+    assert again.time_fn("all_gather", 4, 2, 2, "f32")(1e6) == want == \
+        prof.predict("all_gather", 4, 2, 2, nbytes=1e6, dtype="f32").time_us
+    print(f"time_fn == predict().time_us on {counts['compared']} queries over {len(profiles)} profiles "
+          f"({counts['curve']} on a measured curve, {counts['two counts']} transported between two host counts, "
+          f"{counts['prior']} by the growth prior); {counts['rejected']} rejected alike")
+    for k in ("compared", "curve", "two counts", "prior", "rejected"):
+        assert counts[k] >= 20, f"too few queries of kind {k!r}: {counts}"
 
 
 def mutate(rng, doc):
@@ -499,6 +580,8 @@ if __name__ == "__main__":
         sys.exit(0)
     if len(sys.argv) >= 2 and sys.argv[1] == "parity" and len(sys.argv) == 4:
         parity(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "timefn":
+        timefn(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "table":
         table(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 2 and sys.argv[1] == "dtensor" and len(sys.argv) == 3:

@@ -250,6 +250,104 @@ def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
     return price(model, n, concurrent_groups, s_eff).time_us
 
 
+def time_pricer(model, n: int, concurrent_groups: int):
+    """price(model, n, concurrent_groups, s_eff).time_us as a function of s_eff alone, bit-identical
+    (the same operations in the same order) but without the interval: the segment coefficients,
+    collective-table factors, curve and its monotone knot values are resolved once for the class,
+    so a planner pricing many sizes pays only the segment lookup, four products and, with a curve,
+    the interpolation. tests/calibrate/time_pricer_test.py compares it to price()."""
+    segs = model.segments
+    if n <= 1:  # segment_time_us: a group of one rank moves nothing
+        a = segs[0].alpha_us
+        return lambda s_eff: a
+    from .profile import busbw_factor, ring_steps
+    c = concurrent_groups
+    rs = float(ring_steps(model.collective, n))
+    bf = busbw_factor(model.collective, n)
+    cm1 = float(c - 1)
+    coefs = [tuple(segment_coefficient(sg, j) for j in range(len(TERMS))) for sg in segs]
+    his = [sg.s_hi for sg in segs]
+    last = len(segs) - 1
+
+    def backbone(s_eff):
+        seg = 0
+        while seg < last and s_eff >= his[seg]:
+            seg += 1
+        a0, a1, a2, a3 = coefs[seg]
+        t = 0.0  # segment_time_us's sum, term by term as term_feature computes each
+        t += a0 * 1.0
+        t += a1 * rs
+        x = s_eff * bf
+        t += a2 * x
+        t += a3 * (x * cm1)
+        return t
+
+    cv, _ = curve_for(model, n, c)
+    if cv is None or len(cv.bytes) < 2:
+        return backbone
+    k = len(cv.bytes)
+    kb = [_log_time(backbone_time_us(model, n, b, c)) for b in cv.bytes]  # as _curve_part's knots
+    wgt, lr = cv.weight, cv.log_ratio
+    yk = [kb[i] + wgt * lr[i] for i in range(k)]
+    ym = [yk[0]]  # ymono(j) for every j: _curve_part's running value
+    run, prev_bb = yk[0], kb[0]
+    for j in range(1, k):
+        run = yk[j] if kb[j] < prev_bb else max(run, yk[j])
+        prev_bb = kb[j]
+        ym.append(run)
+    xs = [_lg2(b) for b in cv.bytes]
+    x0, xk = xs[0], xs[-1]
+    knot_bytes = cv.bytes
+    seg_at = [segment_of(model, b) for b in cv.bytes]
+    shrink1 = 1 - cv.shrink
+    exp, log, bisect_right = math.exp, math.log, bisect.bisect_right
+
+    def with_curve(s_eff):
+        bb = backbone(s_eff)
+        log_bb = log(max(bb, 1e-6))
+        x = math.log2(max(s_eff, 1.0))
+        if x < x0:
+            return exp(log_bb + wgt * lr[0])
+        if x > xk:
+            return exp(max(log_bb + wgt * lr[k - 1], ym[k - 1]))
+        i = bisect_right(knot_bytes, max(s_eff, 1.0))
+        i = 0 if i == 0 else i - 1
+        if i + 1 >= k:
+            i = k - 2
+        xi, xj = xs[i], xs[i + 1]
+        g = xj - xi
+        w = (x - xi) / g if g > 0 else 0.0
+        yi = ym[i]
+        yj = yk[i + 1] if kb[i + 1] < kb[i] else max(yk[i + 1], yi)
+        if 0 < w < 1 and (seg_at[i] != seg_at[i + 1] or wgt * abs(lr[i + 1] - lr[i]) > CURVE_SWITCH_LOG):
+            return exp((1 - w) * yi + w * yj)
+        shape = log_bb - ((1 - w) * kb[i] + w * kb[i + 1])
+        r = (1 - w) * lr[i] + w * lr[i + 1] - shrink1 * shape
+        return exp(max(log_bb + wgt * r, yi))
+
+    return with_curve
+
+
+def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
+    """price_transported(model, t, concurrent_groups, s_eff).time_us as a function of s_eff alone
+    (time_pricer for both host counts), bit-identical."""
+    fb = time_pricer(model, t.n_model, concurrent_groups)
+    if t.other is None:
+        def prior(s_eff):
+            tb = fb(s_eff)
+            return tb * _prior_factor(t, tb)
+        return prior
+    fa = time_pricer(t.other, t.n_other, concurrent_groups)
+
+    def two(s_eff):
+        tb = fb(s_eff)
+        ta = fa(s_eff)
+        if not (tb > 0) or not (ta > 0):
+            return tb
+        return math.exp(_transported_log(t, tb, ta))
+    return two
+
+
 @dataclass
 class HostTransport:
     """cost_model.hpp / profile.hpp HostTransport: a price transported from other host counts,

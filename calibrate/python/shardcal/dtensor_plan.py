@@ -24,6 +24,8 @@ from __future__ import annotations
 import heapq
 import threading
 
+from .profile import ProfileError
+
 _R = -1
 _lock = threading.Lock()
 _op_codes: dict = {}  # reduce op name -> its code (-2, -3, ...), the same in every plan
@@ -53,6 +55,9 @@ class _Graph:
         self.adj: list = []  # state number -> [(state number, edge number)] or None
         self.edge_ids: dict = {}
         self.edges: list = []  # edge number -> (placements, mesh dim, code)
+        # edge number -> 0.0 (R -> S, R -> P: local), +inf (S -> P, P -> P: never searched) or None
+        # (a collective, priced per plan): the adapter's cost_function's rules, without a call
+        self.fixed: list = []
 
     def sid(self, state) -> int:
         i = self.ids.get(state)
@@ -80,6 +85,8 @@ class _Graph:
                 e = self.edge_ids.get(key)
                 if e is None:
                     e = len(self.edges)
+                    pl, d, b = key
+                    self.fixed.append(0.0 if pl[d] == _R else (float("inf") if b <= -2 else None))
                     self.edges.append(key)
                     self.edge_ids[key] = e
         return e
@@ -162,6 +169,16 @@ def warm(ndim_mesh: int, tensor_dims=(1, 2, 3), ops=("sum",)) -> None:
                 g.neighbours(g.sid((tuple(pl), tuple(tuple(o) for o in order))))
 
 
+_placement_types: tuple = ()
+
+
+def _load_placement_types() -> tuple:
+    global _placement_types
+    from torch.distributed.tensor.placement_types import Partial, Replicate, Shard
+    _placement_types = (Partial, Replicate, Shard)
+    return _placement_types
+
+
 def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     """DTensor's min-cost plan (a list of `_TransformInfo`) for src_spec -> dst_spec, or None when
     this planner does not handle the case. `planner` is `rd.get_redistribute_planner(mesh, meta)`,
@@ -170,7 +187,7 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     if planner.strided_shard_placements_in_target or src_spec.use_strided_shard_as_shard_order or \
             dst_spec.use_strided_shard_as_shard_order or src_spec.shard_order is None or dst_spec.shard_order is None:
         return None
-    from torch.distributed.tensor.placement_types import Partial, Replicate, Shard
+    Partial, Replicate, Shard = _placement_types or _load_placement_types()
 
     mesh = src_spec.mesh
     full = src_spec.shape
@@ -212,8 +229,11 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     cpu = device_type == "cpu"
     full_ints = tuple(full)
     time_us = pricer.time_us
+    profile = pricer.profile
+    fns: dict = {}
     inf = float("inf")
     edges = g.edges
+    fixed = g.fixed
 
     def edge(e):
         """The adapter's cost_function for edge e: Pricer.step_us of the mesh dim that changes."""
@@ -243,8 +263,24 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
         numel = nb * itemsize
         for x in ls:
             numel *= x
-        t = times.get(prefix[d] + (coll, numel, dtype))
-        return t if t is not None else time_us(mesh, d, coll, numel, dtype)
+        key = prefix[d] + (coll, numel, dtype)
+        t = times.get(key)
+        if t is None:
+            # Pricer.time_us's price through the class's Profile.time_fn, bound once per plan;
+            # a class the profile cannot price goes through time_us (its warning and +inf)
+            fn = fns.get((d, coll))
+            if fn is None:
+                lc = links[d]
+                try:
+                    fn = profile.time_fn(coll, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
+                                         lc["concurrent_groups"])
+                except ProfileError:
+                    fn = False
+                fns[(d, coll)] = fn
+            if fn is False:
+                return time_us(mesh, d, coll, numel, dtype)
+            t = times[key] = fn(float(numel))
+        return t
 
     def to_sum_steps(i):
         """_get_shard_to_partial_target_states: S -> P(sum) on the last mesh dim sharding a tensor
@@ -286,7 +322,10 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
             counter += 1
             c = cost_of.get(e)
             if c is None:
-                c = cost_of[e] = edge(e)
+                c = fixed[e] if e >= 0 else None
+                if c is None:
+                    c = edge(e)
+                cost_of[e] = c
             c += cost
             if c >= best:
                 continue
@@ -309,19 +348,37 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
         op = next(o for o, k in _op_codes.items() if k == c)
         return partial_obj.get(op) or Partial(op)
 
-    from torch.distributed.tensor._dtensor_spec import ShardOrderEntry
     objs: dict = {}
     for p in (*src_spec.placements, *dst_spec.placements):
         objs.setdefault(code(p), p)
+    # Each step's logical shape as planner.get_logical_shape(DistState(...), d, full) computes it
+    # (the same Shard.local_shard_size_and_offset calls with this rank's coordinates, tensor dims
+    # in order, each one's mesh dims in shard order) without building a DistState per step.
+    coords: dict = {}
+    shard_size = Shard.local_shard_size_and_offset
     infos = []
     for cur, nxt in zip(states, states[1:]):
         if cur[0] == nxt[0]:
             continue
         d = next(m for m, (a, b) in enumerate(zip(cur[0], nxt[0])) if a != b)
-        pls = tuple(objs.get(c) or placement(c) for c in cur[0])
-        order = tuple(ShardOrderEntry(tensor_dim=t, mesh_dims=ms) for t, ms in enumerate(cur[1]) if ms)
-        ls = planner.get_logical_shape(planner.DistState(pls, order), d, full)
-        infos.append(rd._TransformInfo(mesh_dim=d, src_dst_placements=(pls[d], objs.get(nxt[0][d]) or
-                                                                       placement(nxt[0][d])),
+        ls = list(full)
+        for t, ms in enumerate(cur[1]):
+            for m in ms:
+                if m == d:
+                    continue
+                r = coords.get(m)
+                if r is None:
+                    r = coords[m] = mesh._sym_get_coordinate(m)
+                x, k = ls[t], mesh_shape[m]
+                if type(x) is int and type(r) is int:  # local_shard_size_and_offset's ints, ~5 us less
+                    if x % k == 0:
+                        ls[t] = x // k
+                    else:
+                        c = (x + k - 1) // k
+                        ls[t] = max(0, min(x, c * r + c) - c * r)
+                else:
+                    ls[t] = shard_size(x, k, r)[0]
+        infos.append(rd._TransformInfo(mesh_dim=d, src_dst_placements=(objs.get(cur[0][d]) or placement(cur[0][d]),
+                                                                       objs.get(nxt[0][d]) or placement(nxt[0][d])),
                                        logical_shape=ls))
     return infos

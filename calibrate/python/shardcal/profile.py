@@ -680,6 +680,43 @@ class Profile:
             basis += ", beyond the measured sizes"
         return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis)
 
+    def __getstate__(self):  # the price functions of time_fn are closures: rebuilt on use
+        state = dict(self.__dict__)
+        state.pop("_time_fns", None)
+        return state
+
+    def time_fn(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
+                dtype: Optional[str] = None, concurrent_groups: int = 1):
+        """predict(...).time_us for one link class, collective and dtype as a function of nbytes
+        alone, bit-identical to predict(..., _check_class=False): the model choice and the host
+        transport depend only on the class, so they are resolved once (and kept on the profile),
+        and a call is the backbone plus the curve (cost_model.time_pricer). For planners that price
+        many sizes and need no interval or notes. ProfileError as predict raises it."""
+        fns = self.__dict__.setdefault("_time_fns", {})
+        key = (collective, group_size, hosts, ranks_per_host, dtype, concurrent_groups)
+        fn = fns.get(key)
+        if fn is not None:
+            return fn
+        if collective not in COLLECTIVES:
+            raise ProfileError(f"unknown collective {collective!r}; use one of {COLLECTIVES}")
+        rph = ranks_per_host
+        if rph is None:
+            rph = group_size // hosts if hosts >= 1 else 0
+        if min(group_size, hosts, rph, concurrent_groups) < 1:
+            raise ProfileError("link class: group size, hosts, ranks per host and concurrent groups must all be >= 1")
+        m, _ = self.choose_model(collective, group_size, hosts, concurrent_groups, dtype)
+        tr = self.host_transport(m, hosts, rph, concurrent_groups)
+        price = (_cm.transported_time_pricer(m, tr, concurrent_groups) if tr is not None
+                 else _cm.time_pricer(m, group_size, concurrent_groups))
+        inf = math.inf
+
+        def time_us(nbytes: float) -> float:
+            if not (nbytes >= 0.0) or nbytes == inf:  # effective_bytes's check
+                raise ProfileError(f"bytes must be finite and >= 0, got {nbytes}")
+            return price(float(nbytes))
+        fns[key] = time_us
+        return time_us
+
     # -- DTensor / autoparallel bridge -----------------------------------------------------
     def mesh_topo(self, mesh_shape: Sequence[int], ranks_per_host: int, collective: str = "all_gather",
                   nbytes: Optional[float] = None, dtype: Optional[str] = None) -> dict:

@@ -197,9 +197,10 @@ class Pricer:
         t = self._times.get(key)
         if t is None:
             try:
-                t = self.profile.predict(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"],
-                                         nbytes=float(nbytes), dtype=dtype,
-                                         concurrent_groups=lc["concurrent_groups"], _check_class=False).time_us
+                # predict(...).time_us, bit-identical, with the model choice and host transport of
+                # this class resolved once (Profile.time_fn): a first plan prices 2-10 edges
+                t = self.profile.time_fn(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
+                                         lc["concurrent_groups"])(float(nbytes))
             except _profile.ProfileError as e:
                 msg = (f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price {collective} of {nbytes} B: "
                        f"{e}")
@@ -487,8 +488,13 @@ def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_h
         for d in range(len(shape)):  # the collectives DTensor runs on this dim's backend
             colls = ["all_gather", "all_reduce"] + (["reduce_scatter"] if backends[d] != "gloo" else []) + \
                 (["all_to_all"] if device_type != "cpu" else [])
+            lc = pricer.link(mesh, d)
             for coll in colls:
                 pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
+                # the class's price functions for the usual dtypes, so a first plan only prices
+                for dt in ("f32", "bf16", "f16"):
+                    pricer.profile.time_fn(coll, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dt,
+                                           lc["concurrent_groups"])
         if len(shape) <= 3:  # the state graphs of this many mesh dims, built once per process (~30 ms for 3)
             _dtensor_plan.warm(len(shape))
     estimator = None
