@@ -250,7 +250,7 @@ def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
     return price(model, n, concurrent_groups, s_eff).time_us
 
 
-def time_pricer(model, n: int, concurrent_groups: int):
+def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredCurve] = None):
     """price(model, n, concurrent_groups, s_eff).time_us as a function of s_eff alone, bit-identical
     (the same operations in the same order) but without the interval: the segment coefficients,
     collective-table factors, curve and its monotone knot values are resolved once for the class,
@@ -282,7 +282,7 @@ def time_pricer(model, n: int, concurrent_groups: int):
         t += a3 * (x * cm1)
         return t
 
-    cv, _ = curve_for(model, n, c)
+    cv = curve if curve is not None else curve_for(model, n, c)[0]  # given: a transported class's
     if cv is None or len(cv.bytes) < 2:
         return backbone
     k = len(cv.bytes)
@@ -337,6 +337,8 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
             tb = fb(s_eff)
             return tb * _prior_factor(t, tb)
         return prior
+    if t.curve is not None and len(t.curve.bytes) >= 2:  # the transported class's curve
+        return time_pricer(model, t.n_query, concurrent_groups, t.curve)
     fa = time_pricer(t.other, t.n_other, concurrent_groups)
 
     def two(s_eff):
