@@ -274,6 +274,14 @@ double transported_log(const HostTransport& t, double tb, double ta) {
   return (1.0 + t.exponent) * std::log(tb) - t.exponent * std::log(ta);
 }
 
+// An interval bound of a price t widened by a further log sigma `extra` (in quadrature with the
+// bound's own distance from t), then scaled by f: sign -1 for the lower bound, +1 the upper.
+double widened_bound(double f, double t, double bound, double sign, double extra) {
+  if (!(bound > 0) || !(t > 0)) return bound * f;
+  const double lb = std::log(bound / t);
+  return f * t * std::exp(std::clamp(sign * std::hypot(lb, kIntervalZ * extra), -700.0, 700.0));
+}
+
 // The prior's factor on the chosen model's time t_b (one measured count).
 double prior_factor(const HostTransport& t, double tb) {
   const double share = tb > 0 ? std::min(1.0, t.latency_us / tb) : 1.0;
@@ -294,43 +302,33 @@ double latency_growth(Collective op, int n_b, int h_b, int n, int h) {
 
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff,
                          double class_log_sigma) {
-  const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
-  Priced out = b;
-  out.curve_exact = false;
-  if (!t.other) {
-    // The prior: b's interval scaled by the factor, widened by the transport and class terms.
-    const double f = prior_factor(t, b.time_us);
-    const double tr = kHostTransportLogSigma * t.doublings;
-    const double extra = std::sqrt(tr * tr + class_log_sigma * class_log_sigma);
-    auto widen = [&](double bound, double sign) {
-      if (!(bound > 0) || !(b.time_us > 0)) return bound * f;
-      const double lb = std::log(bound / b.time_us);
-      return f * b.time_us * std::exp(std::clamp(sign * std::hypot(lb, kIntervalZ * extra), -700.0, 700.0));
-    };
-    out.time_us = b.time_us * f;
-    out.lo_us = widen(b.lo_us, -1.0);
-    out.hi_us = widen(b.hi_us, 1.0);
-    return out;
-  }
-  if (t.curve.bytes.size() >= 2) {
+  const double tr = kHostTransportLogSigma * t.doublings;
+  if (t.other && t.curve.bytes.size() >= 2) {
     // The transported class's curve (its knots: the power law at both measured curves' sizes)
     // priced like a measured one on the chosen model's backbone: monotone in size like every
     // curve price. Its interval widened by the transport term, the class term and the distance
     // to the prior's price (two plausible transports disagreeing: one sigma).
     Priced tp = price_on(m, &t.curve, true, t.n_query, concurrent_groups, s_eff, 0.0, true);
     tp.curve_exact = t.exact;
-    const double prior = b.time_us * prior_factor(t, b.time_us);
+    const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
+    const double prior = tb * prior_factor(t, tb);
     const double dis = prior > 0 && tp.time_us > 0 ? std::log(tp.time_us / prior) : 0.0;
-    const double tr = kHostTransportLogSigma * t.doublings;
     const double extra = std::sqrt(tr * tr + class_log_sigma * class_log_sigma + dis * dis);
-    auto widen = [&](double bound, double sign) {
-      if (!(bound > 0) || !(tp.time_us > 0)) return bound;
-      const double lb = std::log(bound / tp.time_us);
-      return tp.time_us * std::exp(std::clamp(sign * std::hypot(lb, kIntervalZ * extra), -700.0, 700.0));
-    };
-    tp.lo_us = widen(tp.lo_us, -1.0);
-    tp.hi_us = widen(tp.hi_us, 1.0);
+    tp.lo_us = widened_bound(1.0, tp.time_us, tp.lo_us, -1.0, extra);
+    tp.hi_us = widened_bound(1.0, tp.time_us, tp.hi_us, 1.0, extra);
     return tp;
+  }
+  const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
+  Priced out = b;
+  out.curve_exact = false;
+  if (!t.other) {
+    // The prior: b's interval scaled by the factor, widened by the transport and class terms.
+    const double f = prior_factor(t, b.time_us);
+    const double extra = std::sqrt(tr * tr + class_log_sigma * class_log_sigma);
+    out.time_us = b.time_us * f;
+    out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, extra);
+    out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, extra);
+    return out;
   }
   const Priced a = price(*t.other, t.n_other, concurrent_groups, s_eff);
   out.switch_gap = b.switch_gap || a.switch_gap;
@@ -349,7 +347,6 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const double b_lo = side(b.time_us, b.lo_us), b_hi = side(b.hi_us, b.time_us);
   const double a_lo = side(a.time_us, a.lo_us), a_hi = side(a.hi_us, a.time_us);
   const double wb = 1.0 + t.exponent, wa = t.exponent;
-  const double tr = kHostTransportLogSigma * t.doublings;
   const double s_lo = std::sqrt(wb * wb * b_lo * b_lo + wa * wa * (wa > 0 ? a_hi * a_hi : a_lo * a_lo) +
                                 tr * tr + class_log_sigma * class_log_sigma);
   const double s_hi = std::sqrt(wb * wb * b_hi * b_hi + wa * wa * (wa > 0 ? a_lo * a_lo : a_hi * a_hi) +

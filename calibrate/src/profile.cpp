@@ -774,9 +774,10 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   } else if (side != 0 || dh != 1.0 || dc != 1.0)
     add("nearest measured class: hosts=" + std::to_string(best->hosts) +
         " concurrent_groups=" + std::to_string(best->concurrent_groups));
-  if (tr.active) {
-  } else if (dn != 1.0) add("group size " + std::to_string(lc.group_size) + " outside the measured range");
-  else if (dc == 1.0 && !d.classes.empty() &&
+  // (Transported: each model's own group size was checked above.)
+  if (!tr.active && dn != 1.0)
+    add("group size " + std::to_string(lc.group_size) + " outside the measured range");
+  else if (!tr.active && dc == 1.0 && !d.classes.empty() &&
            !between_measured_classes(d.classes, lc.group_size, lc.concurrent_groups))
     add("group size " + std::to_string(lc.group_size) + " with " +
         std::to_string(lc.concurrent_groups) +

@@ -331,14 +331,14 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
 def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
     """price_transported(model, t, concurrent_groups, s_eff).time_us as a function of s_eff alone
     (time_pricer for both host counts), bit-identical."""
+    if t.other is not None and t.curve is not None and len(t.curve.bytes) >= 2:  # the transported class's curve
+        return time_pricer(model, t.n_query, concurrent_groups, t.curve)
     fb = time_pricer(model, t.n_model, concurrent_groups)
     if t.other is None:
         def prior(s_eff):
             tb = fb(s_eff)
             return tb * _prior_factor(t, tb)
         return prior
-    if t.curve is not None and len(t.curve.bytes) >= 2:  # the transported class's curve
-        return time_pricer(model, t.n_query, concurrent_groups, t.curve)
     fa = time_pricer(t.other, t.n_other, concurrent_groups)
 
     def two(s_eff):
@@ -386,36 +386,34 @@ def _transported_log(t: HostTransport, tb: float, ta: float) -> float:
     return (1.0 + t.exponent) * math.log(tb) - t.exponent * math.log(ta)
 
 
+def _widened_bound(f: float, t: float, bound: float, sign: float, extra: float) -> float:
+    """cost_model.cpp widened_bound."""
+    if not (bound > 0) or not (t > 0):
+        return bound * f
+    lb = math.log(bound / t)
+    return f * t * math.exp(min(max(sign * math.hypot(lb, INTERVAL_Z * extra), -700.0), 700.0))
+
+
 def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
                       class_log_sigma: float = 0.0) -> Priced:
+    tr = HOST_TRANSPORT_LOG_SIGMA * t.doublings
+    if t.other is not None and t.curve is not None and len(t.curve.bytes) >= 2:
+        tp = price_on(model, t.curve, True, t.n_query, concurrent_groups, s_eff, 0.0)
+        tp.curve_exact = t.exact
+        tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
+        prior = tb * _prior_factor(t, tb)
+        dis = math.log(tp.time_us / prior) if prior > 0 and tp.time_us > 0 else 0.0
+        extra = math.sqrt(tr * tr + class_log_sigma * class_log_sigma + dis * dis)
+        tp.lo_us = _widened_bound(1.0, tp.time_us, tp.lo_us, -1.0, extra)
+        tp.hi_us = _widened_bound(1.0, tp.time_us, tp.hi_us, 1.0, extra)
+        return tp
     b = price(model, t.n_model, concurrent_groups, s_eff)
     if t.other is None:
         f = _prior_factor(t, b.time_us)
-        tr = HOST_TRANSPORT_LOG_SIGMA * t.doublings
         extra = math.sqrt(tr * tr + class_log_sigma * class_log_sigma)
-
-        def widen(bound, sign):
-            if not (bound > 0) or not (b.time_us > 0):
-                return bound * f
-            lb = math.log(bound / b.time_us)
-            return f * b.time_us * math.exp(min(max(sign * math.hypot(lb, INTERVAL_Z * extra), -700.0), 700.0))
-        return Priced(b.time_us * f, widen(b.lo_us, -1.0), widen(b.hi_us, 1.0), b.segment, b.curve, False,
+        return Priced(b.time_us * f, _widened_bound(f, b.time_us, b.lo_us, -1.0, extra),
+                      _widened_bound(f, b.time_us, b.hi_us, 1.0, extra), b.segment, b.curve, False,
                       b.switch_gap, b.beyond_measured)
-    if t.curve is not None and len(t.curve.bytes) >= 2:
-        tp = price_on(model, t.curve, True, t.n_query, concurrent_groups, s_eff, 0.0)
-        tp.curve_exact = t.exact
-        prior = b.time_us * _prior_factor(t, b.time_us)
-        dis = math.log(tp.time_us / prior) if prior > 0 and tp.time_us > 0 else 0.0
-        tr = HOST_TRANSPORT_LOG_SIGMA * t.doublings
-        extra = math.sqrt(tr * tr + class_log_sigma * class_log_sigma + dis * dis)
-
-        def widen_t(bound, sign):
-            if not (bound > 0) or not (tp.time_us > 0):
-                return bound
-            lb = math.log(bound / tp.time_us)
-            return tp.time_us * math.exp(min(max(sign * math.hypot(lb, INTERVAL_Z * extra), -700.0), 700.0))
-        tp.lo_us, tp.hi_us = widen_t(tp.lo_us, -1.0), widen_t(tp.hi_us, 1.0)
-        return tp
     a = price(t.other, t.n_other, concurrent_groups, s_eff)
     out = Priced(b.time_us, b.lo_us, b.hi_us, b.segment, b.curve, False, b.switch_gap or a.switch_gap,
                  b.beyond_measured or a.beyond_measured)
@@ -429,7 +427,6 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     b_lo, b_hi = side(b.time_us, b.lo_us), side(b.hi_us, b.time_us)
     a_lo, a_hi = side(a.time_us, a.lo_us), side(a.hi_us, a.time_us)
     wb, wa = 1.0 + t.exponent, t.exponent
-    tr = HOST_TRANSPORT_LOG_SIGMA * t.doublings
     s_lo = math.sqrt(wb * wb * b_lo * b_lo + wa * wa * (a_hi * a_hi if wa > 0 else a_lo * a_lo) +
                      tr * tr + class_log_sigma * class_log_sigma)
     s_hi = math.sqrt(wb * wb * b_hi * b_hi + wa * wa * (a_lo * a_lo if wa > 0 else a_hi * a_hi) +

@@ -648,7 +648,7 @@ class Profile:
                 notes.append(f"nearest measured class: concurrent_groups={m.concurrent_groups}")
         elif side != 0 or dh != 1.0 or dc != 1.0:
             notes.append(f"nearest measured class: hosts={m.hosts} concurrent_groups={m.concurrent_groups}")
-        if tr is not None:
+        if tr is not None:  # transported: each model's own group size was checked above
             pass
         elif dn != 1.0:
             notes.append(f"group size {group_size} outside the measured range")
