@@ -63,6 +63,13 @@ print(" ".join(m for m in ("pip", "setuptools", "wheel") if importlib.util.find_
   exit 1
 fi
 "${PIP[@]}" install -q --no-build-isolation --no-deps --no-index -e ./calibrate/python
+# The compiled DTensor plan search is optional for the package (setup.py) but not for the tests
+# (torch.dtensor_fastplan fails without it): say here why it is missing.
+if ! "$PY" -c 'import shardcal._dtensor_search' 2>/dev/null; then
+  echo "python-env.sh: warning: shardcal._dtensor_search (calibrate/python/shardcal/_dtensor_search.cpp) was" \
+       "not built; shardcal.torch plans in Python (slower first calls). It needs g++, python3-dev and" \
+       "pybind11-dev: bash scripts/setup.sh installs them" >&2
+fi
 if [[ $TORCH == 1 ]]; then
   # The version range is the package's `torch` extra (calibrate/python/pyproject.toml); pip
   # leaves an installed torch alone when it satisfies it.

@@ -5,8 +5,12 @@ Environment: RANK, WORLD_SIZE (4), MASTER_ADDR, MASTER_PORT (torch's env:// rend
     dtensor_emulated.py PROFILE OUT.jsonl REPEATS
 Rank 0 writes one JSON line per (transition, size, mode, repeat) with the slowest rank's time of
 two back-to-back redistributes after DTensor's plan caches were cleared: "first_s" plans (the
-profile's graph planner or DTensor's default greedy one), "time_s" reuses the cached plan.
+profile's graph planner or DTensor's default greedy one), "time_s" reuses the cached plan. The
+profile is a program's: made once (what install(P, ranks_per_host=2, mesh=mesh) makes) and applied
+around each repeat, its price cache cleared; both modes clear the caches install() clears and
+collect garbage before the first call.
 """
+import gc
 import json
 import sys
 import time
@@ -15,7 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.tensor._redistribute as rd
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.tensor import Partial, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
 import shardcal.profile
 import shardcal.torch as st
@@ -45,7 +49,6 @@ def make(mesh, nbytes, frm):
     start = [Replicate() if p.is_partial() else p for p in pl]
     dt = distribute_tensor(full, mesh, start)
     if any(p.is_partial() for p in pl):
-        from torch.distributed.tensor import DTensor
         dt = DTensor.from_local(dt.to_local(), mesh, pl, run_check=False)
     return dt
 
@@ -66,6 +69,9 @@ def main():
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     mesh = init_device_mesh("cpu", (2, 2))
+    # what install(prof, ranks_per_host=2, mesh=mesh) makes (link classes, price functions, state
+    # graphs): made once, as a program installs once
+    adapter = st._make_adapter(prof, 2, None, mesh, None, True)
     lines = []
     for frm, to in CASES:
         for nbytes in SIZES:
@@ -74,21 +80,20 @@ def main():
             timed(dt, tp)  # warm-up (allocations, gloo connections)
             for rep in range(repeats):
                 for mode in (("dtensor", "profile") if rep % 2 == 0 else ("profile", "dtensor")):
-                    if mode == "profile":
-                        # clears DTensor's plan caches; the mesh's link classes and the state
-                        # graphs are built here, as a program installing with its mesh does
-                        st.install(prof, ranks_per_host=2, mesh=mesh)
-                    else:
-                        rd._gen_transform_infos.cache_clear()
-                        rd.clear_redistribute_planner_cache()
+                    if mode == "profile":  # the profile a program installed once, applied again
+                        st._push(adapter)
+                        adapter.pricer._times.clear()  # every price of the first plan new
+                    # what install() clears (plans, planners, op shardings), in both modes
+                    st._clear_caches(rd, DTensor)
                     try:
+                        gc.collect()  # the same heap state for both modes' timed first call
                         first, out = timed(dt, tp)  # plans
                         steady, out = timed(dt, tp)  # plan cached
                         plan = [(i.mesh_dim, str(i.src_dst_placements[0]), str(i.src_dst_placements[1]))
                                 for i in rd._gen_transform_infos(dt._spec, out._spec)]
                     finally:
                         if mode == "profile":
-                            st.uninstall()
+                            st._remove(adapter)
                     if rank == 0:
                         lines.append({"from": frm, "to": to, "bytes": nbytes, "mode": mode, "rep": rep,
                                       "first_s": first, "time_s": steady, "plan": plan})

@@ -5,26 +5,32 @@ What a redistribute pays on the first call of a (spec, spec) pair is one `_gen_t
 (collectives complete at once, so the redistribute column is planning + DTensor's dispatch and
 local tensor work, the least favourable case for a slower planner), CPU wall time
 (`time.perf_counter`). Every repeat runs each variant once, interleaved (A, B, C, A, B, C, ...;
-the order reversed in odd repeats), with plan caches cleared before each timed call; the table
-gives medians and default / variant (>= 1: the profile is not slower). Variants:
+the order reversed in odd repeats); before each timed call every variant clears what install()
+clears (plans, planners, DTensor's op-sharding caches), so all find the same caches empty. The
+table gives medians and default / variant (>= 1: the profile is not slower). Variants:
 
   default       DTensor as shipped (its greedy planner)
-  profile       a fresh `use_profile(P)` and a process that has never planned with it (shardcal's
-                state graphs and the profile's per-class price functions cleared, the mesh's link
-                classes unknown): the very first plan
-  mesh=         a fresh `use_profile(P, mesh=mesh)`, which works out the mesh's link classes,
-                binds their price functions (Profile.time_fn; cleared before entry) and builds the
-                state graphs on entry (what a program does once); every price of the plan is new
-  dtensor search  as mesh=, but with DTensor's own graph planner searching under the profile's
+  active        a program that installed the profile once (`use_profile(P, mesh=mesh)`, made once
+                per case and applied around each timed call): the first call of a pair it has not
+                planned before, every price new (the pricer's price cache cleared). The issue's
+                "first call with the profile".
+  mesh=         a fresh `use_profile(P, mesh=mesh)` per repeat, the call right after entry: it also
+                pays for entry's side effects on the process (memory the entry touched and freed)
+  profile       a fresh `use_profile(P)` in a process that has never planned with a profile
+                (shardcal's state graphs and the profile's price functions cleared, the mesh's
+                link classes unknown): the very first plan
+  dtensor search  as active, but with DTensor's own graph planner searching under the profile's
                 prices (`Pricer.fast_plan = False`): what shardcal/dtensor_plan.py saves
 
 Columns "plan": one `_gen_transform_infos`; "redistribute": `DTensor.redistribute` of a
 1024x1024 f32 (by default) DTensor, the first call of the pair (plan cache cleared; the fake
 group's collectives take no time); "cached": the next `_gen_transform_infos` of the pair (cache hit).
+--gc collects garbage before each timed call (all variants), which also leaves the CPU caches cold.
 
-    .venv/bin/python scripts/torch/dtensor_first_call.py [--profile P] [--repeats N] [--shape AxB]
+    .venv/bin/python scripts/torch/dtensor_first_call.py [--profile P] [--repeats N] [--shape AxB] [--gc]
 """
 import argparse
+import gc
 import statistics
 import time
 
@@ -44,7 +50,7 @@ import shardcal.torch as st
 CASES = [((2, 2), 2, "R,P", "R,R"), ((2, 2), 2, "R,S(1)", "R,R"), ((2, 2), 2, "P,P", "R,R"),
          ((2, 2), 2, "S(0),R", "R,S(0)"), ((2, 2), 2, "S(1),R", "R,R"),
          ((2, 4), 4, "R,S(0)", "R,R"), ((2, 4), 4, "S(0),R", "R,R"), ((2, 2, 2), 4, "S(0),S(1),R", "R,S(0),S(1)")]
-VARIANTS = ("default", "profile", "mesh=", "dtensor search")
+VARIANTS = ("default", "active", "mesh=", "profile", "dtensor search")
 
 
 def placements(text):
@@ -56,28 +62,45 @@ def plan_text(infos):
 
 
 def clear():
-    rd._gen_transform_infos.cache_clear()
-    rd.clear_redistribute_planner_cache()
+    # what install() clears (plans, planners, DTensor's op-sharding caches), in every variant, so
+    # the first redistribute of each finds the same caches empty
+    st._clear_caches(rd, DTensor)
+
+
+COLLECT = False
 
 
 def timed(fn):
+    if COLLECT:
+        gc.collect()
     t = time.perf_counter()
     out = fn()
     return (time.perf_counter() - t) * 1e3, out
 
 
-def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl):
+def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl, adapter):
     """(plan ms, redistribute ms, cached ms, plan) of one variant."""
-    def measure():
-        clear()
+    def measure(pricer=None):
+        def fresh():
+            clear()
+            if pricer is not None:
+                pricer._times.clear()  # every price of the plan new
+        fresh()
         plan_ms, infos = timed(lambda: rd._gen_transform_infos(src, dst))
         cached_ms, _ = timed(lambda: rd._gen_transform_infos(src, dst))
-        clear()
+        fresh()
         red_ms, _ = timed(lambda: x.redistribute(mesh, dst_pl))
         return plan_ms, red_ms, cached_ms, infos
 
     if which == "default":
         return measure()
+    if which in ("active", "dtensor search"):
+        adapter.pricer.fast_plan = which == "active"
+        st._push(adapter)
+        try:
+            return measure(adapter.pricer)
+        finally:
+            st._remove(adapter)
     profile.__dict__.pop("_time_fns", None)  # the profile's per-class price functions: none yet
     if which == "profile":
         dplan._graphs.clear()  # a process that never planned with a profile
@@ -89,8 +112,7 @@ def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl):
             clear()
             red_ms, _ = timed(lambda: x.redistribute(mesh, dst_pl))
         return plan_ms, red_ms, cached_ms, infos
-    with st.use_profile(profile, ranks_per_host=rph, mesh=mesh) as pricer:
-        pricer.fast_plan = which != "dtensor search"
+    with st.use_profile(profile, ranks_per_host=rph, mesh=mesh):
         return measure()
 
 
@@ -99,7 +121,10 @@ def main():
     ap.add_argument("--profile", default="configs/profiles/dtensor-default.json")
     ap.add_argument("--repeats", type=int, default=31)
     ap.add_argument("--shape", default="1024x1024", help="global tensor shape (f32)")
+    ap.add_argument("--gc", action="store_true", help="gc.collect() before each timed call")
     a = ap.parse_args()
+    global COLLECT
+    COLLECT = a.gc
     try:
         shape = tuple(int(x) for x in a.shape.split("x"))
     except ValueError:
@@ -114,12 +139,12 @@ def main():
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
     meta = TensorMeta(torch.Size(shape), tuple(torch.empty(shape, device="meta").stride()), torch.float32)
     print(f"torch {torch.__version__}; profile {a.profile}; {a.shape} f32; fake process group, rank 0 of 8; "
-          f"medians of {a.repeats} interleaved repeats; ms of wall time; ratio = default / variant")
+          f"medians of {a.repeats} interleaved repeats; ms of wall time; ratio = default / variant"
+          f"{'; gc.collect() before each timed call' if a.gc else ''}")
     print()
-    print("| mesh | ranks/host | from → to | same plan | plan: default / profile / mesh= / dtensor search (ms) "
-          "| plan ratio "
-          "profile, mesh= | redistribute: default / profile / mesh= (ms) | redistribute ratio profile, mesh= "
-          "| cached: default / mesh= (µs) |")
+    print("| mesh | ranks/host | from → to | same plan | plan: default / active / mesh= / profile / dtensor search (ms) "
+          "| plan ratio active, mesh= | redistribute: default / active / mesh= / profile (ms) "
+          "| redistribute ratio active, mesh= | cached: default / active (µs) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for mesh_shape, rph, frm, to in CASES:
         mesh = init_device_mesh("cpu", mesh_shape)
@@ -129,24 +154,25 @@ def main():
         local = torch.randn(_local_shape(shape, mesh, placements(frm)))
         x = DTensor.from_local(local, mesh, placements(frm), run_check=False, shape=full.shape,
                                stride=full.stride())
+        adapter = st._make_adapter(profile, rph, None, mesh, None, True)  # what use_profile(mesh=) makes
         t = {v: ([], [], []) for v in VARIANTS}
         plans = {}
         for r in range(a.repeats):
             for which in (VARIANTS if r % 2 else VARIANTS[::-1]):
                 plan_ms, red_ms, cached_ms, infos = run_variant(which, profile, rph, mesh, src, dst, x,
-                                                                placements(to))
+                                                                placements(to), adapter)
                 for lst, v in zip(t[which], (plan_ms, red_ms, cached_ms)):
                     lst.append(v)
                 plans[which] = plan_text(infos)
         med = {v: [statistics.median(lst) for lst in t[v]] for v in VARIANTS}
-        same = "yes" if plans["default"] == plans["mesh="] else "no"
-        if not plans["mesh="] == plans["profile"] == plans["dtensor search"]:  # never seen: say so, no abort
+        same = "yes" if plans["default"] == plans["active"] else "no"
+        if len({plans[v] for v in VARIANTS if v != "default"}) > 1:  # never seen: say so, no abort
             same += f" (profile variants differ: {plans})"
-        d, p, w, ds = med["default"], med["profile"], med["mesh="], med["dtensor search"]
+        d, ac, w, p, ds = (med[v] for v in VARIANTS)
         print(f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` | {same} | "
-              f"{d[0]:.3f} / {p[0]:.3f} / {w[0]:.3f} / {ds[0]:.3f} | {d[0] / p[0]:.2f}×, {d[0] / w[0]:.2f}× | "
-              f"{d[1]:.3f} / {p[1]:.3f} / {w[1]:.3f} | {d[1] / p[1]:.2f}×, {d[1] / w[1]:.2f}× | "
-              f"{d[2] * 1e3:.1f} / {w[2] * 1e3:.1f} |")
+              f"{d[0]:.3f} / {ac[0]:.3f} / {w[0]:.3f} / {p[0]:.3f} / {ds[0]:.3f} | {d[0] / ac[0]:.2f}×, {d[0] / w[0]:.2f}× | "
+              f"{d[1]:.3f} / {ac[1]:.3f} / {w[1]:.3f} / {p[1]:.3f} | {d[1] / ac[1]:.2f}×, {d[1] / w[1]:.2f}× | "
+              f"{d[2] * 1e3:.1f} / {ac[2] * 1e3:.1f} |")
 
 
 def _local_shape(shape, mesh, pls):

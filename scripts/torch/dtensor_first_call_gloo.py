@@ -1,18 +1,18 @@
-"""First redistribute call on real gloo ranks: DTensor's default vs `install(P, mesh=mesh)` (no
-assertions). Run as 4 ranks, e.g. on one machine:
+"""First redistribute call on real gloo ranks: DTensor's default vs a profile installed with
+`install(P, mesh=mesh)` (no assertions). Run as 4 ranks, e.g. on one machine:
 
     torchrun --nproc-per-node 4 scripts/torch/dtensor_first_call_gloo.py [--profile P] [--repeats N]
 
 2x2 CPU mesh, 2 ranks per host as the profile is told (dim 0 "inter-host"; on one machine nothing is
 shaped: use scripts/emulate/dtensor-two-hosts.sh for a real slow link). For each pair whose plan is
 DTensor's default plan, every repeat times the first `redistribute` after the plan caches were
-cleared, once as shipped and once right after `install(P, ranks_per_host=2, mesh=mesh)` (order
-alternating), and each rank records its own planning time (`_gen_transform_infos_non_cached`) and its
-wall time; the table (rank 0) gives medians: the slowest rank's call time (what a program waits for),
-and the per-rank planning time. Both modes start from the same state: the default mode clears the
-caches install() clears (plans, planners, op shardings), and both collect garbage (gc.collect)
-before the barrier that starts the timed call, so install()'s garbage (once per program in real
-use, once per repeat here) is not collected inside the profile's timed call.
+cleared, once as shipped and once with the profile (order alternating), and each rank records its
+own planning time (`_gen_transform_infos_non_cached`) and its wall time; the table (rank 0) gives
+medians: the slowest rank's call time (what a program waits for), and the per-rank planning time.
+The profile is the program's: made once (what install(P, ranks_per_host=2, mesh=mesh) makes) and
+applied around each timed call, its price cache cleared so every price is new. Both modes clear the
+caches install() clears (plans, planners, op shardings) and collect garbage (gc.collect) before the
+barrier that starts the timed call.
 """
 import argparse
 import gc
@@ -46,6 +46,7 @@ def main():
     if dist.get_world_size() != 4:
         raise SystemExit("run with 4 ranks (torchrun --nproc-per-node 4 ...)")
     mesh = init_device_mesh("cpu", (2, 2))
+    adapter = st._make_adapter(prof, 2, None, mesh, None, True)  # what install(prof, 2, mesh=mesh) makes
     plan_s = []
 
     def timed_gen(*args, **kw):  # wraps whichever planner is installed
@@ -66,10 +67,10 @@ def main():
             res = {m: ([], []) for m in ("default", "profile")}
             for rep in range(a.repeats):
                 for mode in (("default", "profile") if rep % 2 == 0 else ("profile", "default")):
-                    if mode == "profile":
-                        st.install(prof, ranks_per_host=2, mesh=mesh)
-                    else:  # the caches install() clears: plans, planners, op shardings
-                        st._clear_caches(rd, DTensor)
+                    if mode == "profile":  # the profile a program installed once, applied again
+                        st._push(adapter)
+                        adapter.pricer._times.clear()  # every price of the plan new
+                    st._clear_caches(rd, DTensor)  # what install() clears: plans, planners, op shardings
                     timed_gen.inner = rd._gen_transform_infos_non_cached
                     rd._gen_transform_infos_non_cached = timed_gen
                     plan_s.clear()
@@ -82,7 +83,7 @@ def main():
                     finally:
                         rd._gen_transform_infos_non_cached = timed_gen.inner
                         if mode == "profile":
-                            st.uninstall()
+                            st._remove(adapter)
                     dist.all_reduce(el, op=dist.ReduceOp.MAX)
                     res[mode][0].append(el.item())
                     res[mode][1].append(sum(plan_s))

@@ -17,7 +17,8 @@ standard library; the schema check needs jsonschema and skips without it).
                      (profile_predict_tool --link-classes: `shardbench plan`'s rule).
   timefn REPO        Profile.time_fn (the DTensor adapter's time-only prices) is bit-identical to
                      predict().time_us on random queries over random profiles with curves and
-                     transported host counts; same queries rejected with the same message.
+                     transported host counts; same queries rejected with the same message; and so
+                     is the compiled evaluator of the same function (shardcal._dtensor_search.Price).
   dtensor REPO       configs/profiles/dtensor-default.json reproduces PyTorch DTensor's cost
                      functions (torch/distributed/tensor/_collective_utils.py: MeshTopoInfo,
                      allgather_cost, allreduce_cost, reduce_scatter_cost, and redistribute_cost's
@@ -228,8 +229,16 @@ def timefn(repo):
     DTensor profile and the emulated two-host profile; each class's function is asked twice (its
     cache) and sizes at and around the curves' knots."""
     sp = load_module(repo)
+    # The DTensor adapter's compiled search evaluates a price function from its spec in C++
+    # (shardcal._dtensor_search.Price); each one is compared here too, bit for bit.
+    try:
+        from shardcal import _dtensor_search as compiled
+    except ImportError:
+        raise AssertionError("shardcal._dtensor_search is not built (scripts/python-env.sh builds it: needs g++, "
+                             "python3-dev and Debian's pybind11-dev, bash scripts/setup.sh)") from None
     rng = random.Random(20261128)
-    counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0}
+    counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0, "compiled": 0,
+              "compiled curve": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json"),
                     os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")]
@@ -270,6 +279,12 @@ def timefn(repo):
                 for _ in range(2):
                     got = prof.time_fn(*args)(nbytes)
                     assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} time_fn {got!r}"
+                spec = prof.time_fn(*args).spec
+                if spec is not None:  # (None: a transported kind, which the search calls in Python)
+                    got = compiled.Price(spec)(float(nbytes))
+                    assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} compiled {got!r}"
+                    counts["compiled"] += 1
+                    counts["compiled curve"] += len(spec) == 7
                 counts["compared"] += 1
                 counts["curve"] += "curve" in want.basis
                 counts["two counts"] += " and " in want.basis and "transported" in want.basis
@@ -293,8 +308,9 @@ def timefn(repo):
         prof.predict("all_gather", 4, 2, 2, nbytes=1e6, dtype="f32").time_us
     print(f"time_fn == predict().time_us on {counts['compared']} queries over {len(profiles)} profiles "
           f"({counts['curve']} on a measured curve, {counts['two counts']} transported between two host counts, "
-          f"{counts['prior']} by the growth prior); {counts['rejected']} rejected alike")
-    for k in ("compared", "curve", "two counts", "prior", "rejected"):
+          f"{counts['prior']} by the growth prior; {counts['compiled']} also by the compiled Price, "
+          f"{counts['compiled curve']} of them with a curve); {counts['rejected']} rejected alike")
+    for k in ("compared", "curve", "two counts", "prior", "rejected", "compiled", "compiled curve"):
         assert counts[k] >= 20, f"too few queries of kind {k!r}: {counts}"
 
 

@@ -15,8 +15,8 @@
               of a 2x4 mesh, a transposed (column-major) mesh, a 4x3 mesh not aligned with hosts
   gloo        a real process group made without a backend (world 1: "undefined", gloo for cpu)
               prices P->S as gloo runs it (an all-reduce)
-  fastplan    the adapter's compact planner (shardcal/dtensor_plan.py) chooses exactly DTensor's graph
-              plan under the profile's prices (steps, placements, logical shapes) for every pair of
+  fastplan    the adapter's compact planner (shardcal/dtensor_plan.py; its compiled search and its
+              Python search) chooses exactly DTensor's graph plan under the profile's prices (steps, placements, logical shapes) for every pair of
               a set of sources and targets (R, P(sum/avg/max), S(t), nested shards, non-default shard
               orders), several meshes, shapes, dtypes, ranks per host and backends; its counter shows
               it was taken
@@ -363,8 +363,13 @@ def plan_key(infos):
 
 
 def case_fastplan(repo):
-    """The compact planner against DTensor's own graph planner (fast_plan=False), same prices."""
+    """The compact planner against DTensor's own graph planner (fast_plan=False), same prices, with
+    the compiled search (which the test command builds: scripts/python-env.sh) and the Python one."""
     import random
+    import shardcal.dtensor_plan as dplan
+    if dplan._compiled is None:
+        fail("shardcal._dtensor_search is not built (scripts/python-env.sh builds it: needs g++ and Debian's "
+             "pybind11-dev, bash scripts/setup.sh): the adapter would plan with the slower Python search")
     prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
     rng = random.Random(34)
     compared = 0
@@ -402,14 +407,17 @@ def case_fastplan(repo):
                 except AssertionError:  # no path (e.g. to P(max) from S): both must refuse
                     want = "no path"
                 pricer.fast_plan = True
-                try:
-                    got = plan_key(rd._gen_transform_infos_non_cached(a, b))
-                except AssertionError:
-                    got = "no path"
-                if got != want:
-                    fail(f"mesh {shape} rph {rph} {device_type} {tshape} {dtype}: {a} -> {b}: compact planner {got}, "
-                         f"DTensor's graph planner {want}")
-                if want != "no path" and pricer.plans["fast"] != before["fast"] + 1:
+                for search in ("compiled", "python"):  # both searches of dtensor_plan, the same plans
+                    dplan.use_compiled = search == "compiled"
+                    try:
+                        got = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                    except AssertionError:
+                        got = "no path"
+                    if got != want:
+                        fail(f"mesh {shape} rph {rph} {device_type} {tshape} {dtype}: {a} -> {b}: compact planner "
+                             f"({search} search) {got}, DTensor's graph planner {want}")
+                dplan.use_compiled = True
+                if want != "no path" and pricer.plans["fast"] != before["fast"] + 2:
                     fail(f"{a} -> {b}: the compact planner was not taken ({before} -> {pricer.plans})")
                 greedy = plan_key(rd.DTensorRedistributePlanner(mesh, m).generate_greedy_transform_infos(a, b)) \
                     if a.shard_order == DTensorSpec.compute_default_shard_order(a.placements) else None

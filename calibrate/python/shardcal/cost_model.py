@@ -259,7 +259,11 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
     segs = model.segments
     if n <= 1:  # segment_time_us: a group of one rank moves nothing
         a = segs[0].alpha_us
-        return lambda s_eff: a
+
+        def constant(s_eff):
+            return a
+        constant.spec = ("constant", a)  # price_spec: the same function as data
+        return constant
     from .profile import busbw_factor, ring_steps
     c = concurrent_groups
     rs = float(ring_steps(model.collective, n))
@@ -282,8 +286,12 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
         t += a3 * (x * cm1)
         return t
 
+    # price_spec: these functions as data, for a compiled evaluator (shardcal._dtensor_search.Price,
+    # the DTensor adapter's plan search) that computes the same operations in the same order
+    spec = ("backbone", rs, bf, cm1, coefs, his[:last])  # (the last segment's upper bound is never compared)
     cv = curve if curve is not None else curve_for(model, n, c)[0]  # given: a transported class's
     if cv is None or len(cv.bytes) < 2:
+        backbone.spec = spec
         return backbone
     k = len(cv.bytes)
     kb = [_log_time(backbone_time_us(model, n, b, c)) for b in cv.bytes]  # as _curve_part's knots
@@ -325,6 +333,8 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
         r = (1 - w) * lr[i] + w * lr[i + 1] - shrink1 * shape
         return exp(max(log_bb + wgt * r, yi))
 
+    with_curve.spec = spec + (("curve", [float(b) for b in knot_bytes], xs, kb, yk, ym, list(lr), seg_at, wgt,
+                               shrink1, CURVE_SWITCH_LOG),)
     return with_curve
 
 

@@ -6,13 +6,18 @@ Why: DTensor's Dijkstra builds a `DistState` dataclass, `Shard`/`Replicate` obje
 two `DTensorSpec`s; a first plan took 0.4-11 ms where DTensor's greedy default takes ~0.05 ms.
 Here a state is two tuples of ints (a code per mesh dim, the mesh dims sharding each tensor dim in
 order) and an edge is priced by the same `Pricer` calls, so the first plan costs a fraction of that.
+The search loop runs compiled (`_dtensor_search.cpp`, pybind11; ~2 us per popped state in Python
+was most of a first plan): the graph stays defined here (`_Graph` registers its edges and expanded
+states with the compiled copy), and prices come from `plan`'s `price` callback, so the cost model
+keeps its one definition. Without the compiled module (no C++ compiler or pybind11 at install) the
+same search runs in Python (`_search`).
 
 The plans are DTensor's own, step for step: the same neighbours in the same order (get_next_state's
 cases 1-6, then `_get_shard_to_partial_target_states`), the same edge costs (the adapter's
 cost_function: `Pricer.step_us` of the one mesh dim that changes, with the largest logical shape),
 summed in the same order, and the same heap order ((cost, push counter)), so ties break the same
-way. `tests/torch/dtensor_adapter_test.py` case `fastplan` compares the two on every source and
-target of several meshes, shapes and dtypes. Only plain Shard/Replicate/Partial placements without
+way. `tests/torch/dtensor_adapter_test.py` case `fastplan` compares DTensor's planner with both
+searches on every source and target of several meshes, shapes and dtypes. Only plain Shard/Replicate/Partial placements without
 symbolic shapes come here; anything else (a `_StridedShard` in the planner's targets, tracing)
 returns None and the caller uses DTensor's planner.
 
@@ -23,10 +28,20 @@ from __future__ import annotations
 
 import heapq
 import threading
+import weakref
 
 from .profile import ProfileError
 
+try:  # the search compiled (calibrate/python/setup.py; pybind11)
+    from . import _dtensor_search as _compiled
+except ImportError:  # built without a C++ compiler or pybind11: the same search in Python
+    _compiled = None
+
+# Whether plan() searches with the compiled module (tests set False to check the Python search)
+use_compiled = _compiled is not None
 _R = -1
+# The price callback's collective codes (_dtensor_search.cpp's Coll)
+COLLECTIVES = ("all_gather", "all_to_all", "all_reduce", "reduce_scatter")
 _lock = threading.Lock()
 _op_codes: dict = {}  # reduce op name -> its code (-2, -3, ...), the same in every plan
 _graphs: dict = {}  # (tensor dims, R -> P codes in order) -> _Graph (its states: any number of mesh dims)
@@ -55,9 +70,16 @@ class _Graph:
         self.adj: list = []  # state number -> [(state number, edge number)] or None
         self.edge_ids: dict = {}
         self.edges: list = []  # edge number -> (placements, mesh dim, code)
-        # edge number -> 0.0 (R -> S, R -> P: local), +inf (S -> P, P -> P: never searched) or None
-        # (a collective, priced per plan): the adapter's cost_function's rules, without a call
-        self.fixed: list = []
+        # state number -> [(mesh dim m, state number)]: _get_shard_to_partial_target_states's
+        # S -> P(sum) steps on the last mesh dim sharding each tensor dim, taken (cost 0) when the
+        # target has P(sum) on m
+        self.sums: list = []
+        # the compiled copy: edges and expanded states mirrored; it expands a state through a weak
+        # reference (a C++ object's references are invisible to Python's cycle collector)
+        self.compiled = None
+        if _compiled is not None:
+            ref = weakref.ref(self)
+            self.compiled = _compiled.Graph(lambda i: ref().neighbours(i), _op_code("sum"))
 
     def sid(self, state) -> int:
         i = self.ids.get(state)
@@ -68,6 +90,7 @@ class _Graph:
                     i = len(self.states)
                     self.states.append(state)
                     self.adj.append(None)
+                    self.sums.append(None)
                     self.ids[state] = i
         return i
 
@@ -75,8 +98,26 @@ class _Graph:
         nb = self.adj[i]
         if nb is None:
             nb = self._expand(self.states[i])
-            self.adj[i] = nb
+            sums = self._sum_steps(self.states[i])
+            with _lock:
+                if self.adj[i] is None:
+                    self.sums[i] = sums
+                    self.adj[i] = nb
+                    if self.compiled is not None:
+                        self.compiled.set_adj(i, nb, sums)
+                nb = self.adj[i]
         return nb
+
+    def _sum_steps(self, state) -> list:
+        pl, order = state
+        sum_code = _op_code("sum")
+        out = []
+        for a in range(self.ndim_t):
+            if order[a]:
+                m = order[a][-1]
+                no = order[:a] + (order[a][:-1],) + order[a + 1:]
+                out.append((m, self.sid((pl[:m] + (sum_code,) + pl[m + 1:], no))))
+        return out
 
     def _eid(self, key) -> int:
         e = self.edge_ids.get(key)
@@ -86,8 +127,9 @@ class _Graph:
                 if e is None:
                     e = len(self.edges)
                     pl, d, b = key
-                    self.fixed.append(0.0 if pl[d] == _R else (float("inf") if b <= -2 else None))
                     self.edges.append(key)
+                    if self.compiled is not None and self.compiled.add_edge(list(pl), d, b) != e:
+                        raise AssertionError("shardcal.dtensor_plan: compiled edge table out of step")
                     self.edge_ids[key] = e
         return e
 
@@ -147,8 +189,9 @@ def _graph(ndim_t: int, r_to_p: tuple) -> _Graph:
     key = (ndim_t, r_to_p)
     g = _graphs.get(key)
     if g is None:
+        new = _Graph(ndim_t, r_to_p)  # (outside the lock: it registers P(sum)'s code, which takes it)
         with _lock:
-            g = _graphs.setdefault(key, _Graph(ndim_t, r_to_p))
+            g = _graphs.setdefault(key, new)
     return g
 
 
@@ -169,6 +212,88 @@ def warm(ndim_mesh: int, tensor_dims=(1, 2, 3), ops=("sum",)) -> None:
                 g.neighbours(g.sid((tuple(pl), tuple(tuple(o) for o in order))))
 
 
+def _edge_query(edge, full, itemsize: int, mesh_shape, cpu: bool, gloo):
+    """What edge (placements, mesh dim d, new code) runs: 0.0 (local), +inf (never searched) or
+    (d, collective code, bytes), by the adapter's cost_function (Pricer.step_query) for the largest
+    logical shape mesh dim d sees. _dtensor_search.cpp's edge_price mirrors it."""
+    pl, d, b = edge
+    a = pl[d]
+    if a == _R:  # R -> S, R -> P: local
+        return 0.0
+    if b <= -2:  # S -> P, P -> P: DTensor's +inf for the search
+        return float("inf")
+    n = mesh_shape[d]
+    ls = list(full)
+    for m, q in enumerate(pl):
+        if m != d and q >= 0:
+            ls[q] = -(-ls[q] // mesh_shape[m])
+    if a >= 0:
+        ls[a] = -(-ls[a] // n)
+        if b == _R:
+            ci, nb = 0, n  # all_gather
+        else:
+            ls[b] = -(-ls[b] // n) * n
+            ci, nb = (0, n) if cpu else (1, 1)  # all_gather (gloo: no all-to-all) or all_to_all
+    elif b == _R:
+        ci, nb = 2, 1  # all_reduce
+    else:
+        ls[b] = -(-ls[b] // n) * n
+        ci, nb = (2, 1) if gloo[d] else (3, 1)  # reduce_scatter (gloo: all_reduce)
+    numel = nb * itemsize
+    for x in ls:
+        numel *= x
+    return d, ci, numel
+
+
+def _search(g, src_i, dst_i, full, itemsize, mesh_shape, cpu, gloo, dst_pl, sum_code, price):
+    """find_min_cost_path's Dijkstra in Python (the compiled one's reference and fallback): heap of
+    (cost, push counter, state, path link). An entry costing at least the best target entry
+    pushed so far would be popped after it, so it is counted (the counter orders ties) but not
+    pushed. Returns the path's states, or None."""
+    cost_of: dict = {-1: 0.0}  # edge number -> price (this tensor, mesh and profile)
+    edges = g.edges
+    to_sum = sum_code in dst_pl  # explicit S -> P(sum) steps exist only toward a P(sum) target
+    counter = 0
+    best = float("inf")
+    pq = [(0.0, 0, src_i, (src_i, None))]
+    visited = set()
+    path = None
+    pop, push = heapq.heappop, heapq.heappush
+    while pq:
+        cost, _, i, link = pop(pq)
+        if i == dst_i:
+            path = link
+            break
+        if i in visited:
+            continue
+        visited.add(i)
+        nb = g.neighbours(i)
+        if to_sum:
+            nb = nb + [(j, -1) for m, j in g.sums[i] if dst_pl[m] == sum_code]
+        for j, e in nb:
+            if j in visited:
+                continue
+            counter += 1
+            c = cost_of.get(e)
+            if c is None:
+                q = _edge_query(edges[e], full, itemsize, mesh_shape, cpu, gloo)
+                c = cost_of[e] = q if type(q) is float else price(*q)
+            c += cost
+            if c >= best:
+                continue
+            if j == dst_i:
+                best = c
+            push(pq, (c, counter, j, (j, link)))
+    if path is None:
+        return None  # DTensor raises here: let its planner say so
+    states = []
+    while path is not None:
+        states.append(g.states[path[0]])
+        path = path[1]
+    states.reverse()
+    return states
+
+
 _placement_types: tuple = ()
 
 
@@ -177,6 +302,92 @@ def _load_placement_types() -> tuple:
     from torch.distributed.tensor.placement_types import Partial, Replicate, Shard
     _placement_types = (Partial, Replicate, Shard)
     return _placement_types
+
+
+class _MeshContext:
+    """What plan() needs of a mesh, worked out once per Pricer and mesh: its shape, whether S(a) ->
+    S(b) is an all-gather (cpu), which dims run gloo, Pricer.time_us's cache key prefix per dim
+    (group size, hosts, ranks per host, concurrent groups), the bound price functions and this
+    rank's coordinates."""
+
+    def __init__(self, pricer, mesh):
+        self.mesh = mesh
+        _, self.shape, device_type, backends, _, self.links = pricer.mesh_info(mesh)
+        self.cpu = device_type == "cpu"
+        self.gloo = [b == "gloo" for b in backends]
+        self.prefix = [(lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"])
+                       for lc in self.links]
+        self.profile = pricer.profile
+        self.pricer = weakref.ref(pricer)  # (the pricer keeps this context: no cycle)
+        self.fns: dict = {}  # (mesh dim, collective code, dtype) -> Profile.time_fn, or False
+        self.coords: dict = {}  # mesh dim -> this rank's coordinate
+        self.tables: dict = {}  # dtype -> price_table(dtype)
+
+    def bind_usual(self) -> None:
+        """Binds now the collectives DTensor runs on each dim for the usual dtypes, so a first plan
+        only prices (use_profile(mesh=...))."""
+        for d, gloo in enumerate(self.gloo):
+            for ci, coll in enumerate(COLLECTIVES):
+                if (coll == "all_to_all" and self.cpu) or (coll == "reduce_scatter" and gloo):
+                    continue
+                for dt in ("f32", "bf16", "f16"):
+                    self.bound(d, ci, dt)
+
+    def price_table(self, dtype):
+        """The compiled search's _dtensor_search.MeshPrices for dtype: the mesh, and in entry
+        d * 4 + collective code the bound price function (evaluated in C++ from its spec where it
+        has one); where none is bound yet or the profile cannot price it, the search calls plan's
+        price callback, which binds it or warns and gives +inf."""
+        t = self.tables.get(dtype)
+        if t is None:
+            ref = weakref.ref(self)  # (no cycle through the C++ object: see _Graph.compiled)
+            t = self.tables[dtype] = _compiled.MeshPrices(list(self.shape), self.cpu, self.gloo,
+                                                          lambda d, ci, numel: ref().price(d, ci, numel, dtype))
+            for (d, ci, dt), fn in self.fns.items():
+                if dt == dtype and fn is not False:
+                    t.set(d * len(COLLECTIVES) + ci, fn)
+        return t
+
+    def price(self, d: int, ci: int, numel: int, dtype) -> float:
+        """Pricer.time_us's price of collective COLLECTIVES[ci] moving numel bytes on mesh dim d,
+        through the class's Profile.time_fn (bound once per mesh dim, collective and dtype); a
+        class the profile cannot price goes through time_us (its warning and +inf)."""
+        pricer = self.pricer()
+        key = self.prefix[d] + (COLLECTIVES[ci], numel, dtype)
+        times = pricer._times
+        t = times.get(key)
+        if t is None:
+            fn = self.bound(d, ci, dtype)
+            if fn is False:
+                return pricer.time_us(self.mesh, d, COLLECTIVES[ci], numel, dtype)
+            t = times[key] = fn(float(numel))
+        return t
+
+    def bound(self, d: int, ci: int, dtype):
+        """Profile.time_fn of collective COLLECTIVES[ci] on mesh dim d for dtype (False: unpriceable)."""
+        fn = self.fns.get((d, ci, dtype))
+        if fn is None:
+            fn = self.fns[(d, ci, dtype)] = self.time_fn(d, COLLECTIVES[ci], dtype)
+            if fn is not False and _compiled is not None:
+                self.price_table(dtype).set(d * len(COLLECTIVES) + ci, fn)
+        return fn
+
+    def time_fn(self, d: int, coll: str, dtype):
+        lc = self.links[d]
+        try:
+            return self.profile.time_fn(coll, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
+                                        lc["concurrent_groups"])
+        except ProfileError:
+            return False
+
+
+def mesh_context(pricer, mesh, bind_usual: bool = False) -> _MeshContext:
+    """The pricer's _MeshContext for mesh, made now (use_profile(mesh=...) makes it on entry, with
+    bind_usual)."""
+    ctx = pricer._plan_ctx[id(mesh)] = _MeshContext(pricer, mesh)
+    if bind_usual:
+        ctx.bind_usual()
+    return ctx
 
 
 def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
@@ -192,175 +403,76 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     mesh = src_spec.mesh
     full = src_spec.shape
     ndim_t = len(full)
-    if any(type(x) is not int for x in full):  # SymInt: DTensor's symbolic costs
-        return None
+    for x in full:
+        if type(x) is not int:  # SymInt: DTensor's symbolic costs
+            return None
     ops_set = planner.partial_reduce_ops_in_target
-    partial_obj: dict = {}  # reduce op -> a Partial object (the specs' own where they have one)
+    objs: dict = {}  # code -> a placement object (the specs' own where they have one)
+    codes = []
     for p in (*src_spec.placements, *dst_spec.placements):
-        if type(p) is Partial:
-            ops_set.add(p.reduce_op)
-            partial_obj.setdefault(p.reduce_op, p)
-
-    def code(p) -> int:
-        if type(p) is Shard:
-            return p.dim
-        if type(p) is Replicate:
-            return _R
-        return _op_code(p.reduce_op)
-
-    def order_of(spec):
-        order = [()] * ndim_t
-        for entry in spec.shard_order:
-            order[entry.tensor_dim] = tuple(entry.mesh_dims)
-        return tuple(order)
-
-    src = (tuple(code(p) for p in src_spec.placements), order_of(src_spec))
-    dst = (tuple(code(p) for p in dst_spec.placements), order_of(dst_spec))
-    # R -> P edges: one per reduce op of the planner's set, in the set's own iteration order
-    g = _graph(ndim_t, tuple((_op_code(op), op) for op in ops_set))
-    sum_code = _op_code("sum")
-    dst_pl = dst[0]
-    to_sum = sum_code in dst_pl  # explicit S -> P(sum) steps exist only toward a P(sum) target
-
-    _, mesh_shape, device_type, backends, _, links = pricer.mesh_info(mesh)
-    # Pricer.time_us's cache keys, per mesh dim: a hit costs one lookup
-    prefix = [(lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"]) for lc in links]
-    times = pricer._times
-    cpu = device_type == "cpu"
-    full_ints = tuple(full)
-    time_us = pricer.time_us
-    profile = pricer.profile
-    fns: dict = {}
-    inf = float("inf")
-    edges = g.edges
-    fixed = g.fixed
-
-    def edge(e):
-        """The adapter's cost_function for edge e: Pricer.step_us of the mesh dim that changes."""
-        pl, d, b = edges[e]
-        a = pl[d]
-        if a == _R:  # R -> S, R -> P: local
-            return 0.0
-        if b <= -2:  # S -> P, P -> P: DTensor's +inf for the search
-            return inf
-        n = mesh_shape[d]
-        ls = list(full_ints)  # the largest logical shape mesh dim d sees
-        for m, q in enumerate(pl):
-            if m != d and q >= 0:
-                ls[q] = -(-ls[q] // mesh_shape[m])
-        if a >= 0:
-            ls[a] = -(-ls[a] // n)
-            if b == _R:
-                coll, nb = "all_gather", n
-            else:
-                ls[b] = -(-ls[b] // n) * n
-                coll, nb = ("all_gather", n) if cpu else ("all_to_all", 1)
-        elif b == _R:
-            coll, nb = "all_reduce", 1
+        t = type(p)
+        if t is Shard:
+            c = p.dim
+        elif t is Replicate:
+            c = _R
         else:
-            ls[b] = -(-ls[b] // n) * n
-            coll, nb = ("all_reduce", 1) if backends[d] == "gloo" else ("reduce_scatter", 1)
-        numel = nb * itemsize
-        for x in ls:
-            numel *= x
-        key = prefix[d] + (coll, numel, dtype)
-        t = times.get(key)
-        if t is None:
-            # Pricer.time_us's price through the class's Profile.time_fn, bound once per plan;
-            # a class the profile cannot price goes through time_us (its warning and +inf)
-            fn = fns.get((d, coll))
-            if fn is None:
-                lc = links[d]
-                try:
-                    fn = profile.time_fn(coll, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
-                                         lc["concurrent_groups"])
-                except ProfileError:
-                    fn = False
-                fns[(d, coll)] = fn
-            if fn is False:
-                return time_us(mesh, d, coll, numel, dtype)
-            t = times[key] = fn(float(numel))
-        return t
+            ops_set.add(p.reduce_op)
+            c = _op_code(p.reduce_op)
+        codes.append(c)
+        if c not in objs:
+            objs[c] = p
+    k = len(src_spec.placements)
+    src_order = [()] * ndim_t
+    for entry in src_spec.shard_order:
+        src_order[entry.tensor_dim] = tuple(entry.mesh_dims)
+    dst_order = [()] * ndim_t
+    for entry in dst_spec.shard_order:
+        dst_order[entry.tensor_dim] = tuple(entry.mesh_dims)
+    src = (tuple(codes[:k]), tuple(src_order))
+    dst_pl = tuple(codes[k:])
+    dst = (dst_pl, tuple(dst_order))
+    # R -> P edges: one per reduce op of the planner's set, in the set's own iteration order
+    key = (ndim_t, tuple((_op_code(op), op) for op in ops_set) if ops_set else ())
+    g = _graphs.get(key) or _graph(*key)
 
-    def to_sum_steps(i):
-        """_get_shard_to_partial_target_states: S -> P(sum) on the last mesh dim sharding a tensor
-        dim where the target is P(sum), cost 0."""
-        pl, order = g.states[i]
-        out = []
-        for a in range(ndim_t):
-            if order[a] and dst_pl[order[a][-1]] == sum_code:
-                m = order[a][-1]
-                no = order[:a] + (order[a][:-1],) + order[a + 1:]
-                out.append((g.sid((pl[:m] + (sum_code,) + pl[m + 1:], no)), -1))
-        return out
+    ctx = pricer._plan_ctx.get(id(mesh))
+    if ctx is None or ctx.mesh is not mesh:
+        ctx = mesh_context(pricer, mesh)
+    mesh_shape, coords = ctx.shape, ctx.coords
+    full_ints = tuple(full)
 
-    # Dijkstra as find_min_cost_path: heap of (cost, push counter, state, path link). An entry
-    # costing at least the best target entry pushed so far would be popped after it, so it is
-    # counted (the counter orders ties) but not pushed.
     src_i, dst_i = g.sid(src), g.sid(dst)
-    cost_of: dict = {-1: 0.0}  # edge number -> price (this tensor, mesh and profile)
-    counter = 0
-    best = inf
-    pq = [(0.0, 0, src_i, (src_i, None))]
-    visited = set()
-    path = None
-    pop, push = heapq.heappop, heapq.heappush
-    while pq:
-        cost, _, i, link = pop(pq)
-        if i == dst_i:
-            path = link
-            break
-        if i in visited:
-            continue
-        visited.add(i)
-        nb = g.neighbours(i)
-        if to_sum:
-            nb = nb + to_sum_steps(i)
-        for j, e in nb:
-            if j in visited:
-                continue
-            counter += 1
-            c = cost_of.get(e)
-            if c is None:
-                c = fixed[e] if e >= 0 else None
-                if c is None:
-                    c = edge(e)
-                cost_of[e] = c
-            c += cost
-            if c >= best:
-                continue
-            if j == dst_i:
-                best = c
-            push(pq, (c, counter, j, (j, link)))
-    if path is None:
-        return None  # DTensor raises here: let its planner say so
-    states = []
-    while path is not None:
-        states.append(g.states[path[0]])
-        path = path[1]
-    states.reverse()
+    if use_compiled and g.compiled is not None:
+        ids = g.compiled.search(src_i, dst_i, full_ints, itemsize, dst_pl, ctx.price_table(dtype))
+        if ids is None:
+            return None  # DTensor raises here: let its planner say so
+        states = [g.states[i] for i in ids]
+    else:
+        states = _search(g, src_i, dst_i, full_ints, itemsize, mesh_shape, ctx.cpu, ctx.gloo, dst_pl, _op_code("sum"),
+                         lambda d, ci, numel: ctx.price(d, ci, numel, dtype))
+        if states is None:
+            return None
 
     def placement(c):
         if c >= 0:
             return Shard(c)
         if c == _R:
             return Replicate()
-        op = next(o for o, k in _op_codes.items() if k == c)
-        return partial_obj.get(op) or Partial(op)
+        return Partial(next(o for o, k in _op_codes.items() if k == c))
 
-    objs: dict = {}
-    for p in (*src_spec.placements, *dst_spec.placements):
-        objs.setdefault(code(p), p)
     # Each step's logical shape as planner.get_logical_shape(DistState(...), d, full) computes it
     # (the same Shard.local_shard_size_and_offset calls with this rank's coordinates, tensor dims
     # in order, each one's mesh dims in shard order) without building a DistState per step.
-    coords: dict = {}
     shard_size = Shard.local_shard_size_and_offset
     infos = []
-    for cur, nxt in zip(states, states[1:]):
+    TransformInfo = rd._TransformInfo
+    for j in range(1, len(states)):
+        cur, nxt = states[j - 1], states[j]
         if cur[0] == nxt[0]:
             continue
-        d = next(m for m, (a, b) in enumerate(zip(cur[0], nxt[0])) if a != b)
+        d = 0
+        while cur[0][d] == nxt[0][d]:
+            d += 1
         ls = list(full)
         for t, ms in enumerate(cur[1]):
             for m in ms:
@@ -368,7 +480,9 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
                     continue
                 r = coords.get(m)
                 if r is None:
-                    r = coords[m] = mesh._sym_get_coordinate(m)
+                    r = mesh._sym_get_coordinate(m)
+                    if type(r) is int:  # this rank's place in the mesh does not change
+                        coords[m] = r
                 x, k = ls[t], mesh_shape[m]
                 if type(x) is int and type(r) is int:  # local_shard_size_and_offset's ints, ~5 us less
                     if x % k == 0:
@@ -378,7 +492,7 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
                         ls[t] = max(0, min(x, c * r + c) - c * r)
                 else:
                     ls[t] = shard_size(x, k, r)[0]
-        infos.append(rd._TransformInfo(mesh_dim=d, src_dst_placements=(objs.get(cur[0][d]) or placement(cur[0][d]),
-                                                                       objs.get(nxt[0][d]) or placement(nxt[0][d])),
-                                       logical_shape=ls))
+        infos.append(TransformInfo(mesh_dim=d, src_dst_placements=(objs.get(cur[0][d]) or placement(cur[0][d]),
+                                                                   objs.get(nxt[0][d]) or placement(nxt[0][d])),
+                                   logical_shape=ls))
     return infos

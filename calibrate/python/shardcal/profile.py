@@ -714,6 +714,7 @@ class Profile:
             if not (nbytes >= 0.0) or nbytes == inf:  # effective_bytes's check
                 raise ProfileError(f"bytes must be finite and >= 0, got {nbytes}")
             return price(float(nbytes))
+        time_us.spec = getattr(price, "spec", None)  # cost_model.time_pricer's price as data (or None)
         fns[key] = time_us
         return time_us
 

@@ -48,6 +48,16 @@ class ShardcalTorchError(RuntimeError):
     """Bad input to the adapter (profile, ranks per host, torch version, a mesh it cannot price)."""
 
 
+_dtype_names: dict = {}  # torch.dtype -> the profile's dtype name (or None)
+
+
+def _dtype_name(dt) -> Optional[str]:
+    name = _dtype_names.get(dt, False)
+    if name is False:
+        name = _dtype_names[dt] = _DTYPES.get(str(dt).replace("torch.", ""))
+    return name
+
+
 def _torch_modules():
     try:
         import torch
@@ -162,6 +172,7 @@ class Pricer:
         self.device_type = device_type
         self._times: dict = {}
         self._mesh_info: dict = {}
+        self._plan_ctx: dict = {}  # id(mesh) -> dtensor_plan._MeshContext
         self.unpriceable: dict = {}  # (link class, collective) -> why
         # Plans made by shardcal.dtensor_plan (DTensor's graph plan over compact states) and by
         # DTensor's own planner; fast_plan=False sends every plan to DTensor's (tests compare them).
@@ -274,6 +285,9 @@ def _graph_planned(rd, src_spec, dst_spec, use_graph_based_transform) -> bool:
     """Whether DTensor's `_gen_transform_infos_non_cached` takes its graph planner for these plain
     placements: a non-default shard order forces it, else the global flag of
     `use_min_cost_redistribution_plan`, else the argument."""
+    force = rd._FORCE_MIN_COST_REDISTRIBUTION_PLAN
+    if force is None and use_graph_based_transform:  # the order check cannot change the answer
+        return True
     from torch.distributed.tensor._dtensor_spec import DTensorSpec
     if not all(DTensorSpec.is_default_device_order(o) for o in (src_spec.shard_order, dst_spec.shard_order)):
         return True
@@ -303,22 +317,32 @@ class _Adapter:
         orig_redistribute_cost = cu.redistribute_cost
         orig_gen = rd._gen_transform_infos_non_cached
 
+        plain_types = frozenset(_torch_modules()[6])  # exact Shard, Replicate, Partial (see _is_plain)
+        plan = _dtensor_plan.plan
+
         def gen_transform_infos(src_spec, dst_spec, use_graph_based_transform=None):
             # The graph planner (the priced one) for plain placements only: DTensor's greedy path
-            # handles the rest (the graph planner finds no path to a _MaskPartial).
-            plain = all(_is_plain(p) for p in (*src_spec.placements, *dst_spec.placements))
+            # handles the rest (the graph planner finds no path to a _MaskPartial). Lean: a first
+            # redistribute pays for every line here (docs/PERFORMANCE.md).
+            plain = True
+            for p in (*src_spec.placements, *dst_spec.placements):
+                if type(p) not in plain_types:
+                    plain = False
+                    break
             if use_graph_based_transform is None and plain:
                 use_graph_based_transform = True
             infos = None
-            if plain and pricer.fast_plan and _graph_planned(rd, src_spec, dst_spec, use_graph_based_transform):
-                mesh = src_spec.mesh
+            if plain and pricer.fast_plan and (
+                    (use_graph_based_transform and rd._FORCE_MIN_COST_REDISTRIBUTION_PLAN is None) or
+                    _graph_planned(rd, src_spec, dst_spec, use_graph_based_transform)):
                 meta = src_spec.tensor_meta
+                mesh = src_spec.mesh
                 if meta is not None and mesh._is_current_rank_part_of_mesh():
                     # DTensor's graph plan, step for step, at a fraction of its cost (dtensor_plan.py;
                     # symbolic shapes go to DTensor's planner)
-                    infos = _dtensor_plan.plan(pricer, rd, rd.get_redistribute_planner(mesh, meta), src_spec,
-                                               dst_spec, meta.dtype.itemsize,
-                                               _DTYPES.get(str(meta.dtype).replace("torch.", "")))
+                    dt = meta.dtype
+                    infos = plan(pricer, rd, rd.get_redistribute_planner(mesh, meta), src_spec, dst_spec, dt.itemsize,
+                                 _dtype_name(dt))
             if infos is None:
                 infos = orig_gen(src_spec, dst_spec, use_graph_based_transform)
                 pricer.plans["dtensor"] += 1
@@ -330,11 +354,26 @@ class _Adapter:
 
         def setup_cost_callbacks(planner):
             orig_setup(planner)
+            # The profile's cost_function, built when DTensor's own search first asks for a price:
+            # a plan by shardcal.dtensor_plan never does, and a first plan pays for the planner
+            # DTensor makes per (mesh, tensor meta).
             dtensor_cost = planner.cost_function
+
+            built = []
+
+            def first_cost(src_state, dst_state):
+                if not built:  # (a search may hold this function: built once either way)
+                    built.append(priced_cost_function(planner, dtensor_cost))
+                    planner.cost_function = built[0]
+                return built[0](src_state, dst_state)
+
+            planner.cost_function = first_cost
+
+        def priced_cost_function(planner, dtensor_cost):
             meta = planner.dtensor_meta
             mesh = planner.device_mesh
             itemsize = meta.dtype.itemsize
-            dtype = _DTYPES.get(str(meta.dtype).replace("torch.", ""))
+            dtype = _dtype_name(meta.dtype)
             full = tuple(meta.shape)
             edges: dict = {}
             shapes: dict = {}
@@ -364,7 +403,7 @@ class _Adapter:
                     edges[key] = c
                 return c
 
-            planner.cost_function = cost_function
+            return cost_function
 
         costs: dict = {}  # (current, target) -> us; specs hash their mesh, placements, meta, order
 
@@ -395,7 +434,7 @@ class _Adapter:
                 return orig_redistribute_cost(current_spec, target_spec)
             meta = current_spec.tensor_meta
             itemsize = meta.dtype.itemsize
-            dtype = _DTYPES.get(str(meta.dtype).replace("torch.", ""))
+            dtype = _dtype_name(meta.dtype)
             cost = 0.0
             mesh = current_spec.mesh
             mesh_shape = tuple(int(x) for x in mesh.shape)
@@ -479,24 +518,31 @@ def runtime_estimator(profile: Union[str, os.PathLike, dict, Any], ranks_per_hos
     return inductor.RuntimeEstimator(_load_profile(profile), ranks_per_host, backend, inductor.mesh_groups(meshes))
 
 
+_warned_uncompiled = False
+
+
 def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook) -> _Adapter:
+    global _warned_uncompiled
     _check_rph(ranks_per_host)
     _torch_modules()
+    if _dtensor_plan._compiled is None and not _warned_uncompiled:
+        _warned_uncompiled = True
+        warnings.warn("shardcal.torch: shardcal._dtensor_search is not built, so DTensor's plans are searched in "
+                      "Python (the same plans; a first redistribute pays ~20-60 us more): reinstall the package "
+                      "with g++, python3-dev and pybind11-dev present (bash scripts/setup.sh; "
+                      "bash scripts/python-env.sh)", RuntimeWarning, stacklevel=3)
     pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type)
     if mesh is not None:
         _, shape, device_type, backends, _, _ = pricer.mesh_info(mesh)
         for d in range(len(shape)):  # the collectives DTensor runs on this dim's backend
             colls = ["all_gather", "all_reduce"] + (["reduce_scatter"] if backends[d] != "gloo" else []) + \
                 (["all_to_all"] if device_type != "cpu" else [])
-            lc = pricer.link(mesh, d)
             for coll in colls:
                 pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
-                # the class's price functions for the usual dtypes, so a first plan only prices
-                for dt in ("f32", "bf16", "f16"):
-                    pricer.profile.time_fn(coll, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dt,
-                                           lc["concurrent_groups"])
         if len(shape) <= 3:  # the state graphs of this many mesh dims, built once per process (~30 ms for 3)
             _dtensor_plan.warm(len(shape))
+        # the mesh's link classes and their price functions for the usual dtypes, bound now
+        _dtensor_plan.mesh_context(pricer, mesh, bind_usual=True)
     estimator = None
     if compile_hook:
         from . import inductor
