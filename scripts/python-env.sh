@@ -62,7 +62,17 @@ print(" ".join(m for m in ("pip", "setuptools", "wheel") if importlib.util.find_
        "or remove $VENV if it was not made with --system-site-packages" >&2
   exit 1
 fi
-"${PIP[@]}" install -q --no-build-isolation --no-deps --no-index -e ./calibrate/python
+# The editable install compiles the package's C++ extension (~10 s): skipped when this checkout is
+# what the venv imports and the built extension is newer than its source and the build files.
+so=$(compgen -G "calibrate/python/shardcal/_dtensor_search.cpython-*.so" | head -n 1 || true)
+if [[ -n $so && $so -nt calibrate/python/shardcal/_dtensor_search.cpp && $so -nt calibrate/python/setup.py &&
+      $so -nt calibrate/python/pyproject.toml ]] &&
+   "$PY" -c 'import os, sys, shardcal._dtensor_search as m
+sys.exit(os.path.realpath(m.__file__) != os.path.realpath(sys.argv[1]))' "$so" 2>/dev/null; then
+  :
+else
+  "${PIP[@]}" install -q --no-build-isolation --no-deps --no-index -e ./calibrate/python
+fi
 # The compiled DTensor plan search is optional for the package (setup.py) but not for the tests
 # (torch.dtensor_fastplan fails without it): say here why it is missing.
 if ! "$PY" -c 'import shardcal._dtensor_search' 2>/dev/null; then

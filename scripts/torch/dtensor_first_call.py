@@ -122,9 +122,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=31)
     ap.add_argument("--shape", default="1024x1024", help="global tensor shape (f32)")
     ap.add_argument("--gc", action="store_true", help="gc.collect() before each timed call")
+    ap.add_argument("--no-gc", action="store_true",
+                    help="gc.disable() for the run: no collection lands in a timed call (the variants "
+                         "allocate differently around it: use_profile's entry, the adapter's apply)")
     a = ap.parse_args()
     global COLLECT
     COLLECT = a.gc
+    if a.no_gc:
+        gc.disable()
     try:
         shape = tuple(int(x) for x in a.shape.split("x"))
     except ValueError:
@@ -140,7 +145,7 @@ def main():
     meta = TensorMeta(torch.Size(shape), tuple(torch.empty(shape, device="meta").stride()), torch.float32)
     print(f"torch {torch.__version__}; profile {a.profile}; {a.shape} f32; fake process group, rank 0 of 8; "
           f"medians of {a.repeats} interleaved repeats; ms of wall time; ratio = default / variant"
-          f"{'; gc.collect() before each timed call' if a.gc else ''}")
+          f"{'; gc.collect() before each timed call' if a.gc else ''}{'; gc disabled' if a.no_gc else ''}")
     print()
     print("| mesh | ranks/host | from → to | same plan | plan: default / active / mesh= / profile / dtensor search (ms) "
           "| plan ratio active, mesh= | redistribute: default / active / mesh= / profile (ms) "

@@ -374,6 +374,7 @@ def case_fastplan(repo):
     rng = random.Random(34)
     compared = 0
     differ_from_greedy = 0
+    without_planner = 0
     for shape, rph, device_type, tshape, dtype in (
             ((8,), 4, None, (64, 32), torch.bfloat16),
             ((2, 4), 4, None, (37, 10), torch.float32),
@@ -419,6 +420,26 @@ def case_fastplan(repo):
                 dplan.use_compiled = True
                 if want != "no path" and pricer.plans["fast"] != before["fast"] + 2:
                     fail(f"{a} -> {b}: the compact planner was not taken ({before} -> {pricer.plans})")
+                if not any(p.is_partial() for p in (*a.placements, *b.placements)):
+                    # No Partial and no planner for (mesh, meta) yet: the adapter plans without
+                    # making one (an empty reduce-op set), as DTensor's fresh planner would
+                    rd.clear_redistribute_planner_cache()
+                    try:
+                        got = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                    except AssertionError:
+                        got = "no path"
+                    if rd._planner_cache:
+                        fail(f"{a} -> {b}: the adapter made a DTensor planner for a plan without Partial")
+                    pricer.fast_plan = False
+                    try:
+                        fresh = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                    except AssertionError:
+                        fresh = "no path"
+                    pricer.fast_plan = True
+                    if got != fresh:
+                        fail(f"mesh {shape} {tshape}: {a} -> {b} with no planner yet: compact planner {got}, "
+                             f"DTensor's fresh graph planner {fresh}")
+                    without_planner += 1
                 greedy = plan_key(rd.DTensorRedistributePlanner(mesh, m).generate_greedy_transform_infos(a, b)) \
                     if a.shard_order == DTensorSpec.compute_default_shard_order(a.placements) else None
                 differ_from_greedy += greedy is not None and greedy != want
@@ -435,10 +456,12 @@ def case_fastplan(repo):
     x.redistribute(mesh, [Replicate(), Replicate()])
     if pricer.plans != {"fast": 1, "dtensor": 0}:
         fail(f"a redistribute after use_profile reached the adapter: {pricer.plans}")
-    if compared < 2500 or differ_from_greedy < 100:
-        fail(f"too few compared: {compared} plans, {differ_from_greedy} unlike the greedy plan")
+    if compared < 2500 or differ_from_greedy < 100 or without_planner < 100:
+        fail(f"too few compared: {compared} plans, {differ_from_greedy} unlike the greedy plan, {without_planner} "
+             f"with no planner yet")
     print(f"fastplan: {compared} plans identical to DTensor's graph planner under the profile "
-          f"({differ_from_greedy} differ from DTensor's greedy plan)")
+          f"({differ_from_greedy} differ from DTensor's greedy plan; {without_planner} also made with no "
+          f"DTensor planner yet)")
 
 
 def case_links(repo):

@@ -394,9 +394,11 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     """DTensor's min-cost plan (a list of `_TransformInfo`) for src_spec -> dst_spec, or None when
     this planner does not handle the case. `planner` is `rd.get_redistribute_planner(mesh, meta)`,
     whose reduce-op set is updated as DTensor updates it (it persists between plans and decides
-    which R -> P edges exist)."""
-    if planner.strided_shard_placements_in_target or src_spec.use_strided_shard_as_shard_order or \
-            dst_spec.use_strided_shard_as_shard_order or src_spec.shard_order is None or dst_spec.shard_order is None:
+    which R -> P edges exist), or None when there is none and the specs hold no Partial (an empty
+    set, which this plan would not change)."""
+    if (planner is not None and planner.strided_shard_placements_in_target) or \
+            src_spec.use_strided_shard_as_shard_order or dst_spec.use_strided_shard_as_shard_order or \
+            src_spec.shard_order is None or dst_spec.shard_order is None:
         return None
     Partial, Replicate, Shard = _placement_types or _load_placement_types()
 
@@ -406,7 +408,7 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     for x in full:
         if type(x) is not int:  # SymInt: DTensor's symbolic costs
             return None
-    ops_set = planner.partial_reduce_ops_in_target
+    ops_set = planner.partial_reduce_ops_in_target if planner is not None else ()
     objs: dict = {}  # code -> a placement object (the specs' own where they have one)
     codes = []
     for p in (*src_spec.placements, *dst_spec.placements):
@@ -416,6 +418,8 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
         elif t is Replicate:
             c = _R
         else:
+            if planner is None:  # (a Partial needs DTensor's planner: its reduce-op set)
+                return None
             ops_set.add(p.reduce_op)
             c = _op_code(p.reduce_op)
         codes.append(c)

@@ -30,6 +30,7 @@ import math
 import os
 import threading
 import warnings
+import weakref
 from typing import Any, Optional, Union
 
 from . import dtensor_plan as _dtensor_plan
@@ -318,17 +319,26 @@ class _Adapter:
         orig_gen = rd._gen_transform_infos_non_cached
 
         plain_types = frozenset(_torch_modules()[6])  # exact Shard, Replicate, Partial (see _is_plain)
+        partial_type = _torch_modules()[6][2]
         plan = _dtensor_plan.plan
+        from torch.distributed._functional_collectives import _are_we_tracing
+        planners = rd._planner_cache
+        if not isinstance(planners, dict):
+            raise ShardcalTorchError(f"torch {torch.__version__}: DTensor's planner cache is not a dict; "
+                                     f"shardcal.torch supports {SUPPORTED_TEXT}")
 
         def gen_transform_infos(src_spec, dst_spec, use_graph_based_transform=None):
             # The graph planner (the priced one) for plain placements only: DTensor's greedy path
             # handles the rest (the graph planner finds no path to a _MaskPartial). Lean: a first
             # redistribute pays for every line here (docs/PERFORMANCE.md).
             plain = True
+            partial = False
             for p in (*src_spec.placements, *dst_spec.placements):
-                if type(p) not in plain_types:
+                t = type(p)
+                if t not in plain_types:
                     plain = False
                     break
+                partial = partial or t is partial_type
             if use_graph_based_transform is None and plain:
                 use_graph_based_transform = True
             infos = None
@@ -340,9 +350,18 @@ class _Adapter:
                 if meta is not None and mesh._is_current_rank_part_of_mesh():
                     # DTensor's graph plan, step for step, at a fraction of its cost (dtensor_plan.py;
                     # symbolic shapes go to DTensor's planner)
+                    # DTensor's planner for (mesh, meta) keeps the reduce ops of the Partials it
+                    # has planned for (which R -> P edges exist). Without a Partial here a plan
+                    # neither reads nor adds any when no planner exists yet: an empty set, and
+                    # no planner made (a tracing DTensor makes a fresh one per plan: empty too).
+                    if partial:
+                        planner = rd.get_redistribute_planner(mesh, meta)
+                    elif _are_we_tracing():
+                        planner = None
+                    else:
+                        planner = planners.get((weakref.ref(mesh), meta))
                     dt = meta.dtype
-                    infos = plan(pricer, rd, rd.get_redistribute_planner(mesh, meta), src_spec, dst_spec, dt.itemsize,
-                                 _dtype_name(dt))
+                    infos = plan(pricer, rd, planner, src_spec, dst_spec, dt.itemsize, _dtype_name(dt))
             if infos is None:
                 infos = orig_gen(src_spec, dst_spec, use_graph_based_transform)
                 pricer.plans["dtensor"] += 1
