@@ -238,7 +238,7 @@ def timefn(repo):
                              "python3-dev and Debian's pybind11-dev, bash scripts/setup.sh)") from None
     rng = random.Random(20261128)
     counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0, "compiled": 0,
-              "compiled curve": 0}
+              "compiled curve": 0, "compiled sweep": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json"),
                     os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")]
@@ -279,12 +279,19 @@ def timefn(repo):
                 for _ in range(2):
                     got = prof.time_fn(*args)(nbytes)
                     assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} time_fn {got!r}"
-                spec = prof.time_fn(*args).spec
-                if spec is not None:  # (None: a transported kind, which the search calls in Python)
-                    got = compiled.Price(spec)(float(nbytes))
+                fn = prof.time_fn(*args)
+                if fn.spec is not None:  # (None: a transported kind, which the search calls in Python)
+                    price = compiled.Price(fn.spec)
+                    got = price(float(nbytes))
                     assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} compiled {got!r}"
                     counts["compiled"] += 1
-                    counts["compiled curve"] += len(spec) == 7
+                    if len(fn.spec) == 7:  # a curve: also a sweep across its knots (every branch)
+                        counts["compiled curve"] += 1
+                        top = 2.0 * max(fn.spec[6][1])
+                        for j in range(48):
+                            b = rng.uniform(0.5, top) if j % 2 else math.exp(rng.uniform(0.0, math.log(top)))
+                            assert price(b) == fn(b), f"{path}: {args} {b!r}: time_fn {fn(b)!r} compiled {price(b)!r}"
+                            counts["compiled sweep"] += 1
                 counts["compared"] += 1
                 counts["curve"] += "curve" in want.basis
                 counts["two counts"] += " and " in want.basis and "transported" in want.basis
@@ -309,7 +316,8 @@ def timefn(repo):
     print(f"time_fn == predict().time_us on {counts['compared']} queries over {len(profiles)} profiles "
           f"({counts['curve']} on a measured curve, {counts['two counts']} transported between two host counts, "
           f"{counts['prior']} by the growth prior; {counts['compiled']} also by the compiled Price, "
-          f"{counts['compiled curve']} of them with a curve); {counts['rejected']} rejected alike")
+          f"{counts['compiled curve']} of them with a curve, swept at {counts['compiled sweep']} more sizes); "
+          f"{counts['rejected']} rejected alike")
     for k in ("compared", "curve", "two counts", "prior", "rejected", "compiled", "compiled curve"):
         assert counts[k] >= 20, f"too few queries of kind {k!r}: {counts}"
 

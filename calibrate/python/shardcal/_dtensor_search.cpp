@@ -1,17 +1,19 @@
 // shardcal._dtensor_search: the Dijkstra of shardcal/dtensor_plan.py (DTensor's
 // find_min_cost_path over compact states) compiled, for the adapter's first plan of a pair.
 //
-// Why: in Python the search costs ~2 us per popped state (14-46 edges a plan) and a first
-// DTensor.redistribute with a profile ran at 0.6-0.8x the greedy default's speed (issue 34).
-// Here it costs well under a microsecond per edge. The graph itself (states, neighbours in
-// get_next_state's order, edges) stays defined once, in Python (`_Graph`), which registers each
-// edge and each expanded state's neighbours here; a state not yet expanded is expanded through
-// the `expand` callback. Prices: a class's price function (cost_model.time_pricer) is evaluated
-// here from its `spec` (the same constants, the same operations: `Price`), other kinds through
-// their Python function; the cost model's definition stays in Python, and the test compares. What is mirrored from Python, line for line, is the search loop (heap of
-// (cost, push counter), the cut at the best target entry) and the edge rule (which collective an
-// edge runs and its bytes: dtensor_plan._edge_query); tests/torch/dtensor_adapter_test.py case
-// `fastplan` compares both searches with DTensor's own planner.
+// Why: in Python the search costs ~2 us per popped state (7-37 a plan) and a first
+// DTensor.redistribute with a profile ran at 0.6-0.8x the greedy default's speed (issue 34);
+// here a plan's search costs a few microseconds. What stays defined once, in Python:
+//   - the graph (states, neighbours in get_next_state's order, edges): `_Graph` registers each
+//     edge and each expanded state's neighbours here; a state not yet expanded is expanded
+//     through the `expand` callback;
+//   - the cost model: a class's price function (cost_model.time_pricer) is evaluated here from its
+//     `spec` (its constants; the same operations in the same order: `Price`), other kinds through
+//     their Python function. tests/calibrate/parity_test.py `timefn` compares them bit for bit.
+// What is mirrored from Python, line for line: the search loop (heap of (cost, push counter), the
+// cut at the best target entry) and the edge rule (which collective an edge runs and its bytes:
+// dtensor_plan._edge_query). tests/torch/dtensor_adapter_test.py `fastplan` compares both searches
+// with DTensor's own planner.
 //
 // Placement codes: t >= 0 = Shard(t), -1 = Replicate, <= -2 = Partial (a reduce op's code).
 
@@ -23,8 +25,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <string>
 #include <optional>
+#include <string>
 #include <queue>
 #include <utility>
 #include <vector>
@@ -36,7 +38,7 @@ namespace {
 constexpr int kReplicate = -1;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Collective codes passed to the price callback (dtensor_plan.COLLECTIVES' order).
+// Collective codes (dtensor_plan.COLLECTIVES' order).
 enum Coll : int { kAllGather = 0, kAllToAll = 1, kAllReduce = 2, kReduceScatter = 3, kColls = 4 };
 
 struct Edge {   // (placements, mesh dim d, new code b), placements in Graph::codes_
@@ -283,9 +285,14 @@ class Graph {
       if (b <= -2) return kInf;         // S -> P, P -> P: DTensor's +inf for the search
       const std::int64_t n = mesh[static_cast<std::size_t>(d)];
       ls.assign(full.begin(), full.end());  // the largest logical shape mesh dim d sees
+      // (a graph holds one tensor rank: a Shard code past it is a caller's error, not a read)
+      if (a >= static_cast<int>(ls.size()) || b >= static_cast<int>(ls.size()))
+        throw py::value_error("search: a Shard dim past the tensor's rank");
       for (std::size_t m = 0; m < mesh.size(); ++m) {
         const int q = pl[m];
-        if (static_cast<int>(m) != d && q >= 0) ls[static_cast<std::size_t>(q)] = ceil_div(ls[static_cast<std::size_t>(q)], mesh[m]);
+        if (q >= static_cast<int>(ls.size())) throw py::value_error("search: a Shard dim past the tensor's rank");
+        if (static_cast<int>(m) != d && q >= 0)
+          ls[static_cast<std::size_t>(q)] = ceil_div(ls[static_cast<std::size_t>(q)], mesh[m]);
       }
       int coll;
       std::int64_t nbytes = itemsize;
