@@ -62,23 +62,26 @@ print(" ".join(m for m in ("pip", "setuptools", "wheel") if importlib.util.find_
        "or remove $VENV if it was not made with --system-site-packages" >&2
   exit 1
 fi
-# The editable install compiles the package's C++ extension (~10 s): skipped when this checkout is
-# what the venv imports and the built extension is newer than its source and the build files.
+# The editable install compiles the package's C++ extension (~10 s; required under CI=true, see
+# calibrate/python/setup.py): skipped outside CI when this checkout is what the venv imports and the
+# built extension is newer than its source and the build files.
 so=$(compgen -G "calibrate/python/shardcal/_dtensor_search.cpython-*.so" | head -n 1 || true)
-if [[ -n $so && $so -nt calibrate/python/shardcal/_dtensor_search.cpp && $so -nt calibrate/python/setup.py &&
-      $so -nt calibrate/python/pyproject.toml ]] &&
+if [[ ${CI:-} != true && -n $so && $so -nt calibrate/python/shardcal/_dtensor_search.cpp &&
+      $so -nt calibrate/python/setup.py && $so -nt calibrate/python/pyproject.toml ]] &&
    "$PY" -c 'import os, sys, shardcal._dtensor_search as m
 sys.exit(os.path.realpath(m.__file__) != os.path.realpath(sys.argv[1]))' "$so" 2>/dev/null; then
   :
 else
+  rm -f calibrate/python/shardcal/_dtensor_search.cpython-*.so  # a failed build leaves no stale one
   "${PIP[@]}" install -q --no-build-isolation --no-deps --no-index -e ./calibrate/python
 fi
 # The compiled DTensor plan search is optional for the package (setup.py) but not for the tests
-# (torch.dtensor_fastplan fails without it): say here why it is missing.
+# (torch.dtensor_fastplan and calibrate.python_timefn fail without it): say here that it is missing.
 if ! "$PY" -c 'import shardcal._dtensor_search' 2>/dev/null; then
   echo "python-env.sh: warning: shardcal._dtensor_search (calibrate/python/shardcal/_dtensor_search.cpp) was" \
-       "not built; shardcal.torch plans in Python (slower first calls). It needs g++, python3-dev and" \
-       "pybind11-dev: bash scripts/setup.sh installs them" >&2
+       "not built, so shardcal.torch plans in Python (slower first calls). It needs g++, python3-dev and" \
+       "pybind11-dev (bash scripts/setup.sh installs them); SHARDCAL_REQUIRE_EXT=1 bash scripts/python-env.sh" \
+       "shows the compiler's error" >&2
 fi
 if [[ $TORCH == 1 ]]; then
   # The version range is the package's `torch` extra (calibrate/python/pyproject.toml); pip

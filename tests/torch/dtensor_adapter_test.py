@@ -375,13 +375,17 @@ def case_fastplan(repo):
     compared = 0
     differ_from_greedy = 0
     without_planner = 0
-    for shape, rph, device_type, tshape, dtype in (
-            ((8,), 4, None, (64, 32), torch.bfloat16),
-            ((2, 4), 4, None, (37, 10), torch.float32),
-            ((2, 4), 1, "cuda", (1001, 1000), torch.bfloat16),
-            ((4, 2), 2, "cuda", (64, 30), torch.float16),
-            ((2, 2, 2), 4, None, (1023, 517), torch.float32),
-            ((2, 2, 2), 2, "cuda", (16, 9, 32), torch.float32)):
+    # the emulated two-host profile: measured curves (the compiled Price's curve branch), bound at
+    # use_profile(mesh=...)
+    two_hosts = os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")
+    for shape, rph, device_type, tshape, dtype, path in (
+            ((8,), 4, None, (64, 32), torch.bfloat16, prof),
+            ((2, 4), 4, None, (37, 10), torch.float32, prof),
+            ((2, 4), 1, "cuda", (1001, 1000), torch.bfloat16, prof),
+            ((4, 2), 2, "cuda", (64, 30), torch.float16, prof),
+            ((2, 2, 2), 4, None, (1023, 517), torch.float32, prof),
+            ((2, 2, 2), 2, "cuda", (16, 9, 32), torch.float32, prof),
+            ((2, 2), 2, None, (4096, 515), torch.float32, two_hosts)):
         mesh = init_device_mesh("cpu", shape)
         m = meta(tshape, dtype)
         opts = [Replicate(), Partial(), Partial("avg"), Partial("max")] + [Shard(t) for t in range(len(tshape))]
@@ -398,7 +402,8 @@ def case_fastplan(repo):
                     specs.append(DTensorSpec(mesh, tuple(pl), tensor_meta=m, shard_order=rev))
         pairs = [(a, b) for a in specs for b in specs if a != b]
         rng.shuffle(pairs)
-        with st.use_profile(prof, ranks_per_host=rph, device_type=device_type) as pricer:
+        with st.use_profile(path, ranks_per_host=rph, device_type=device_type,
+                            mesh=mesh if path == two_hosts else None) as pricer:
             rd.clear_redistribute_planner_cache()
             for a, b in pairs[:500]:
                 before = dict(pricer.plans)
@@ -410,6 +415,11 @@ def case_fastplan(repo):
                 pricer.fast_plan = True
                 for search in ("compiled", "python"):  # both searches of dtensor_plan, the same plans
                     dplan.use_compiled = search == "compiled"
+                    # every price new for each search (DTensor's search above filled the cache):
+                    # the compiled one evaluates them itself
+                    pricer._times.clear()
+                    if path != two_hosts:  # (there: the bindings made on entry, as a program has them)
+                        pricer._plan_ctx.clear()
                     try:
                         got = plan_key(rd._gen_transform_infos_non_cached(a, b))
                     except AssertionError:

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <queue>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,7 @@ namespace py = pybind11;
 namespace {
 
 constexpr int kReplicate = -1;
+constexpr int kMaxStates = 1 << 22;  // far above any plan graph (3 mesh dims, 3 tensor dims: ~200 states)
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Collective codes (dtensor_plan.COLLECTIVES' order).
@@ -77,7 +79,13 @@ struct Later {  // std::priority_queue is a max-heap: "greater" pops the least (
   }
 };
 
-std::int64_t ceil_div(std::int64_t x, std::int64_t k) { return (x + k - 1) / k; }
+std::int64_t ceil_div(std::int64_t x, std::int64_t k) { return x / k + (x % k != 0); }  // x >= 0, k >= 1
+
+std::int64_t round_up(std::int64_t x, std::int64_t k) {  // ceil(x / k) * k, or overflow_error
+  std::int64_t r;
+  if (__builtin_mul_overflow(ceil_div(x, k), k, &r)) throw std::overflow_error("search: bytes past int64");
+  return r;
+}
 
 double py_max(double a, double b) { return b > a ? b : a; }  // Python's max(a, b): the first unless b is larger
 
@@ -229,16 +237,22 @@ class Graph {
   }
 
   void set_adj(int state, const std::vector<std::pair<int, int>>& nbrs, const std::vector<std::pair<int, int>>& sums) {
-    if (state < 0) throw py::value_error("state number < 0");
+    check_state(state);
     auto s = static_cast<std::size_t>(state);
     if (states_.size() <= s) states_.resize(s + 1);
     StateRec& r = states_[s];
+    // checked before anything is stored: a refused call leaves the state unexpanded
+    for (const auto& [to, e] : nbrs) {
+      check_state(to);
+      if (e < 0 || e >= static_cast<int>(edges_.size())) throw py::value_error("set_adj: unknown edge");
+    }
+    for (const auto& [m, to] : sums) {
+      check_state(to);
+      if (m < 0) throw py::value_error("set_adj: mesh dim < 0");
+    }
     r.adj_off = static_cast<int>(steps_.size());
     r.adj_len = static_cast<int>(nbrs.size());
-    for (const auto& [to, e] : nbrs) {
-      if (to < 0 || e < -1 || e >= static_cast<int>(edges_.size())) throw py::value_error("set_adj: unknown edge or state");
-      steps_.push_back(Step{to, e});
-    }
+    for (const auto& [to, e] : nbrs) steps_.push_back(Step{to, e});
     r.sum_off = static_cast<int>(sum_steps_.size());
     r.sum_len = static_cast<int>(sums.size());
     for (const auto& [m, to] : sums) sum_steps_.push_back(SumStep{m, to});
@@ -247,12 +261,23 @@ class Graph {
 
   std::size_t edges() const { return edges_.size(); }
 
+  // A state number as Python's _Graph numbers them: dense from 0 (a graph has a few hundred)
+  static void check_state(int state) {
+    if (state < 0 || state >= kMaxStates) throw py::value_error("not a state number of a plan graph");
+  }
+
   // DTensor's min-cost path src -> dst as state numbers (src first), or None when there is none.
   // full: the global shape; dst_pl: the target's codes (S -> P(sum) steps exist toward a P(sum)
   // there); prices: the mesh and its prices.
   std::optional<std::vector<int>> search(int src, int dst, const std::vector<std::int64_t>& full, std::int64_t itemsize,
                                          const std::vector<int>& dst_pl, const MeshPrices& fns) {
     if (!expand_) throw py::value_error("search: Graph made without expand");
+    check_state(src);
+    check_state(dst);
+    if (full.size() > 64) throw py::value_error("search: more than 64 tensor dims");
+    for (std::int64_t x : full)
+      if (x < 0) throw py::value_error("search: a negative tensor size");
+    if (itemsize < 1 || itemsize > 64) throw py::value_error("search: itemsize must be 1..64 bytes");
     const std::vector<std::int64_t>& mesh = fns.mesh();
     const bool cpu = fns.cpu();
     if (dst_pl.size() != mesh.size()) throw py::value_error("search: dst_pl has one code per mesh dim");
@@ -304,7 +329,7 @@ class Graph {
           nbytes *= n;
         } else {
           auto& lb = ls[static_cast<std::size_t>(b)];
-          lb = ceil_div(lb, n) * n;
+          lb = round_up(lb, n);
           coll = cpu ? kAllGather : kAllToAll;
           if (cpu) nbytes *= n;
         }
@@ -312,10 +337,11 @@ class Graph {
         coll = kAllReduce;
       } else {
         auto& lb = ls[static_cast<std::size_t>(b)];
-        lb = ceil_div(lb, n) * n;
+        lb = round_up(lb, n);
         coll = fns.gloo(static_cast<std::size_t>(d)) ? kAllReduce : kReduceScatter;
       }
-      for (std::int64_t x : ls) nbytes *= x;
+      for (std::int64_t x : ls)  // Python's ints do not overflow: past int64, the Python search plans
+        if (__builtin_mul_overflow(nbytes, x, &nbytes)) throw std::overflow_error("search: bytes past int64");
       for (const auto& p : prices)
         if (p.d == d && p.coll == coll && p.bytes == nbytes) return p.us;
       const double us = fns.at(d, coll, nbytes);

@@ -101,10 +101,10 @@ class _Graph:
             sums = self._sum_steps(self.states[i])
             with _lock:
                 if self.adj[i] is None:
+                    if self.compiled is not None:  # first: if it refuses, nothing is half-registered
+                        self.compiled.set_adj(i, nb, sums)
                     self.sums[i] = sums
                     self.adj[i] = nb
-                    if self.compiled is not None:
-                        self.compiled.set_adj(i, nb, sums)
                 nb = self.adj[i]
         return nb
 
@@ -169,7 +169,8 @@ class _Graph:
                 for b in range(ndim_t):
                     no = order[:b] + (order[b] + (m,),) + order[b + 1:]
                     out.append(((pl[:m] + (b,) + pl[m + 1:], no), (pl, m, b)))
-        names = {c: op for op, c in _op_codes.items()}
+        with _lock:  # (another thread may register a reduce op meanwhile)
+            names = {c: op for op, c in _op_codes.items()}
         for m, p in enumerate(pl):  # case 6: R -> P, no mixed reduce ops except sum + avg
             if p == _R:
                 for c, _ in self.r_to_p:
@@ -446,10 +447,15 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     full_ints = tuple(full)
 
     src_i, dst_i = g.sid(src), g.sid(dst)
+    ids = False
     if use_compiled and g.compiled is not None:
-        ids = g.compiled.search(src_i, dst_i, full_ints, itemsize, dst_pl, ctx.price_table(dtype))
-        if ids is None:
-            return None  # DTensor raises here: let its planner say so
+        try:
+            ids = g.compiled.search(src_i, dst_i, full_ints, itemsize, dst_pl, ctx.price_table(dtype))
+        except OverflowError:  # bytes past int64 (meta tensors of exabytes): Python's ints plan it
+            ids = False
+    if ids is None:
+        return None  # DTensor raises here: let its planner say so
+    if ids is not False:
         states = [g.states[i] for i in ids]
     else:
         states = _search(g, src_i, dst_i, full_ints, itemsize, mesh_shape, ctx.cpu, ctx.gloo, dst_pl, _op_code("sum"),
