@@ -72,20 +72,31 @@ array_and_merge() {  # check_function merge_wait_s sbatch_shape_args...
 # A 1-minute job (tests/slurm/long.json, ~1 s per point) stopped by its USR1 warning: exit 3, a
 # valid partial file, no profile; then a second job with --resume completes it and CHECK DIR
 # CONFIG passes. --signal=B:USR1@55: the warning comes at slurmctld's next time-limit check (every
-# ~30 s), 5-35 s into the ~45 s sweep; the job ends by ~60 s (+ KillWait 10 s) at the latest.
+# ~30 s), 0-35 s into the ~45 s sweep; the job ends by ~60 s (+ KillWait 10 s) at the latest. A
+# warning at the job's start stops it before the sweep runs: then the job is submitted once more.
 # COMMON (array) holds the script options shared by every job of the test.
 time_limit_resume() {  # check_function sbatch_shape_args...
-  local check=$1 t1 t2 state code log1 partial
+  local check=$1 t1 t2 state code log1 partial try
   shift
-  t1=$(submit --time=1 --signal=B:USR1@55 "$@" -o "$WORK/calib-%j.log" \
-    scripts/slurm/calibrate.sbatch --config tests/slurm/long.json "${COMMON[@]}")
-  JOBS+=("$t1")
-  read -r state code < <(wait_job "$t1" 100)
-  log1=$WORK/calib-$t1.log
-  tail -4 "$log1" || true
-  [[ $state == FAILED && $code == 3 ]] ||
-    fail "time-limit job $t1: $state exit $code, expected FAILED exit 3 (stopped cleanly); log $log1"
-  grep -q "stop signal received" "$log1" || fail "$log1: the USR1 warning was not received"
+  for try in 1 2; do
+    t1=$(submit --time=1 --signal=B:USR1@55 "$@" -o "$WORK/calib-%j.log" \
+      scripts/slurm/calibrate.sbatch --config tests/slurm/long.json "${COMMON[@]}")
+    JOBS+=("$t1")
+    read -r state code < <(wait_job "$t1" 100)
+    log1=$WORK/calib-$t1.log
+    tail -4 "$log1" || true
+    [[ $state == FAILED && $code == 3 ]] ||
+      fail "time-limit job $t1: $state exit $code, expected FAILED exit 3 (stopped cleanly); log $log1"
+    grep -q "stop signal received" "$log1" || fail "$log1: the USR1 warning was not received"
+    # slurmctld sometimes sends the warning as the job starts (seen: 80 ms in), before the ranks
+    # run: the step is stopped while it starts, nothing is written, exit 3 (what a user would get,
+    # with the resume hint), but the clean stop of a running sweep is not exercised: once more.
+    if [[ $try == 1 && ! -e $WORK/calib-$t1/results.jsonl ]] && ! grep -q "sweep: stopped by signal" "$log1"; then
+      echo "note: job $t1 was warned before its sweep started (exit 3, nothing written); submitting it again"
+      continue
+    fi
+    break
+  done
   grep -q "sweep: stopped by signal" "$log1" || fail "$log1: the sweep did not report a clean stop"
   partial=$(count_points "$WORK/calib-$t1/results.jsonl") || fail "the partial results file is not valid JSON Lines"
   [[ -e $WORK/calib-$t1/profile.json ]] && fail "a stopped job must not calibrate"
