@@ -307,32 +307,33 @@ def _load_placement_types() -> tuple:
 
 class _MeshContext:
     """What plan() needs of a mesh, worked out once per Pricer and mesh: its shape, whether S(a) ->
-    S(b) is an all-gather (cpu), which dims run gloo, Pricer.time_us's cache key prefix per dim
-    (group size, hosts, ranks per host, concurrent groups), the bound price functions and this
-    rank's coordinates."""
+    S(b) is an all-gather (cpu), which dims run gloo, the bound price functions and this rank's
+    coordinates."""
 
     def __init__(self, pricer, mesh):
         self.mesh = mesh
         _, self.shape, device_type, backends, _, self.links = pricer.mesh_info(mesh)
         self.cpu = device_type == "cpu"
         self.gloo = [b == "gloo" for b in backends]
-        self.prefix = [(lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"])
-                       for lc in self.links]
         self.profile = pricer.profile
         self.pricer = weakref.ref(pricer)  # (the pricer keeps this context: no cycle)
         self.fns: dict = {}  # (mesh dim, collective code, dtype) -> Profile.time_fn, or False
         self.coords: dict = {}  # mesh dim -> this rank's coordinate
         self.tables: dict = {}  # dtype -> price_table(dtype)
 
+    def collectives(self, d: int) -> list:
+        """The collectives DTensor runs on mesh dim d (_edge_query's rule): no all-to-all on a CPU
+        mesh (gloo has none), no reduce-scatter on a gloo dim (an all-reduce instead)."""
+        return ["all_gather", "all_reduce"] + ([] if self.gloo[d] else ["reduce_scatter"]) + \
+            ([] if self.cpu else ["all_to_all"])
+
     def bind_usual(self) -> None:
         """Binds now the collectives DTensor runs on each dim for the usual dtypes, so a first plan
         only prices (use_profile(mesh=...))."""
-        for d, gloo in enumerate(self.gloo):
-            for ci, coll in enumerate(COLLECTIVES):
-                if (coll == "all_to_all" and self.cpu) or (coll == "reduce_scatter" and gloo):
-                    continue
+        for d in range(len(self.shape)):
+            for coll in self.collectives(d):
                 for dt in ("f32", "bf16", "f16"):
-                    self.bound(d, ci, dt)
+                    self.bound(d, COLLECTIVES.index(coll), dt)
 
     def price_table(self, dtype):
         """The compiled search's _dtensor_search.MeshPrices for dtype: the mesh, and in entry
@@ -350,19 +351,11 @@ class _MeshContext:
         return t
 
     def price(self, d: int, ci: int, numel: int, dtype) -> float:
-        """Pricer.time_us's price of collective COLLECTIVES[ci] moving numel bytes on mesh dim d,
-        through the class's Profile.time_fn (bound once per mesh dim, collective and dtype); a
-        class the profile cannot price goes through time_us (its warning and +inf)."""
-        pricer = self.pricer()
-        key = self.prefix[d] + (COLLECTIVES[ci], numel, dtype)
-        times = pricer._times
-        t = times.get(key)
-        if t is None:
-            fn = self.bound(d, ci, dtype)
-            if fn is False:
-                return pricer.time_us(self.mesh, d, COLLECTIVES[ci], numel, dtype)
-            t = times[key] = fn(float(numel))
-        return t
+        """Pricer.time_us of collective COLLECTIVES[ci] moving numel bytes on mesh dim d (its cache;
+        a class the profile cannot price: its warning and +inf), after binding the class's price
+        function so the compiled search evaluates the next ones itself."""
+        self.bound(d, ci, dtype)
+        return self.pricer().time_us(self.mesh, d, COLLECTIVES[ci], numel, dtype)
 
     def bound(self, d: int, ci: int, dtype):
         """Profile.time_fn of collective COLLECTIVES[ci] on mesh dim d for dtype (False: unpriceable)."""
@@ -382,12 +375,10 @@ class _MeshContext:
             return False
 
 
-def mesh_context(pricer, mesh, bind_usual: bool = False) -> _MeshContext:
-    """The pricer's _MeshContext for mesh, made now (use_profile(mesh=...) makes it on entry, with
-    bind_usual)."""
+def mesh_context(pricer, mesh) -> _MeshContext:
+    """The pricer's _MeshContext for mesh, made now (use_profile(mesh=...) makes it on entry and
+    binds the usual dtypes' prices)."""
     ctx = pricer._plan_ctx[id(mesh)] = _MeshContext(pricer, mesh)
-    if bind_usual:
-        ctx.bind_usual()
     return ctx
 
 

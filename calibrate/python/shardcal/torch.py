@@ -311,15 +311,15 @@ class _Adapter:
         self.saved: list = []
 
     def apply(self):
-        torch, cu, rd, tutils, ops_utils, DTensor, _ = _torch_modules()
+        torch, cu, rd, tutils, ops_utils, DTensor, placement_types = _torch_modules()
         import torch._inductor.config as inductor_config
         pricer = self.pricer
         orig_setup = rd.DTensorRedistributePlanner.setup_cost_callbacks
         orig_redistribute_cost = cu.redistribute_cost
         orig_gen = rd._gen_transform_infos_non_cached
 
-        plain_types = frozenset(_torch_modules()[6])  # exact Shard, Replicate, Partial (see _is_plain)
-        partial_type = _torch_modules()[6][2]
+        plain_types = frozenset(placement_types)  # exact Shard, Replicate, Partial (see _is_plain)
+        partial_type = placement_types[2]
         plan = _dtensor_plan.plan
         from torch.distributed._functional_collectives import _are_we_tracing
         planners = rd._planner_cache
@@ -552,16 +552,13 @@ def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_h
                       "bash scripts/python-env.sh)", RuntimeWarning, stacklevel=3)
     pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type)
     if mesh is not None:
-        _, shape, device_type, backends, _, _ = pricer.mesh_info(mesh)
-        for d in range(len(shape)):  # the collectives DTensor runs on this dim's backend
-            colls = ["all_gather", "all_reduce"] + (["reduce_scatter"] if backends[d] != "gloo" else []) + \
-                (["all_to_all"] if device_type != "cpu" else [])
-            for coll in colls:
+        ctx = _dtensor_plan.mesh_context(pricer, mesh)  # the mesh's link classes
+        for d in range(len(ctx.shape)):  # the collectives DTensor runs on this dim's backend
+            for coll in ctx.collectives(d):
                 pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
-        if len(shape) <= 3:  # the state graphs of this many mesh dims, built once per process (~30 ms for 3)
-            _dtensor_plan.warm(len(shape))
-        # the mesh's link classes and their price functions for the usual dtypes, bound now
-        _dtensor_plan.mesh_context(pricer, mesh, bind_usual=True)
+        if len(ctx.shape) <= 3:  # the state graphs of this many mesh dims, built once per process (~30 ms for 3)
+            _dtensor_plan.warm(len(ctx.shape))
+        ctx.bind_usual()  # their price functions for the usual dtypes
     estimator = None
     if compile_hook:
         from . import inductor
