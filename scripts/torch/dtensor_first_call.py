@@ -7,7 +7,14 @@ local tensor work, the least favourable case for a slower planner), CPU wall tim
 (`time.perf_counter`). Every repeat runs each variant once, interleaved (A, B, C, A, B, C, ...;
 the order reversed in odd repeats); before each timed call every variant clears what install()
 clears (plans, planners, DTensor's op-sharding caches), so all find the same caches empty. The
-table gives medians and default / variant (>= 1: the profile is not slower). Variants:
+tables give medians and default / variant (>= 1: the profile is not slower).
+
+Two passes per case. The first interleaves only `default` and `active` (issue 34's acceptance: the
+first call with a profile against DTensor's default, side by side); the second all five variants.
+They are kept apart because the heavy variants (profile, dtensor search, mesh=: graphs built,
+a millisecond of Python search, use_profile's entry) leave the CPU caches and the allocator in a
+different state for whichever variant runs next, which in a five-way interleave moved the whole
+call of the light ones by 10-90 us, several times the planning difference measured. Variants:
 
   default       DTensor as shipped (its greedy planner), after the adapter's apply and restore (the
                 work `active` does before its call)
@@ -25,7 +32,9 @@ table gives medians and default / variant (>= 1: the profile is not slower). Var
 
 Columns "plan": one `_gen_transform_infos`; "redistribute": `DTensor.redistribute` of a
 1024x1024 f32 (by default) DTensor, the first call of the pair (plan cache cleared; the fake
-group's collectives take no time); "cached": the next `_gen_transform_infos` of the pair (cache hit).
+group's collectives take no time); "planning in it": the `_gen_transform_infos` inside that call
+(timed by a wrapper both variants run through); "cached": the next `_gen_transform_infos` of the
+pair (cache hit).
 --gc collects garbage before each timed call (all variants), which also leaves the CPU caches cold.
 
     .venv/bin/python scripts/torch/dtensor_first_call.py [--profile P] [--repeats N] [--shape AxB] [--gc]
@@ -69,6 +78,21 @@ def clear():
 
 
 COLLECT = False
+IN_CALL: list = []  # seconds spent in _gen_transform_infos during the timed redistribute
+
+
+def _time_planning():
+    """Wraps DTensor's _gen_transform_infos (the one redistribute calls) to time it inside the call."""
+    inner = rd._gen_transform_infos
+
+    def timed_gen(*args, **kwargs):
+        t = time.perf_counter()
+        out = inner(*args, **kwargs)
+        IN_CALL.append(time.perf_counter() - t)
+        return out
+
+    timed_gen.cache_clear = inner.cache_clear
+    rd._gen_transform_infos = timed_gen
 
 
 def timed(fn):
@@ -80,7 +104,7 @@ def timed(fn):
 
 
 def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl, adapter):
-    """(plan ms, redistribute ms, cached ms, plan) of one variant."""
+    """(plan ms, redistribute ms, cached ms, plan, planning in the redistribute ms) of one variant."""
     def measure(pricer=None):
         def fresh():
             clear()
@@ -90,8 +114,9 @@ def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl, adapter):
         plan_ms, infos = timed(lambda: rd._gen_transform_infos(src, dst))
         cached_ms, _ = timed(lambda: rd._gen_transform_infos(src, dst))
         fresh()
+        IN_CALL.clear()
         red_ms, _ = timed(lambda: x.redistribute(mesh, dst_pl))
-        return plan_ms, red_ms, cached_ms, infos
+        return plan_ms, red_ms, cached_ms, infos, sum(IN_CALL) * 1e3
 
     if which == "default":
         # the work the active variant does before its call (the adapter's apply, then restore),
@@ -108,15 +133,16 @@ def run_variant(which, profile, rph, mesh, src, dst, x, dst_pl, adapter):
             st._remove(adapter)
     profile.__dict__.pop("_time_fns", None)  # the profile's per-class price functions: none yet
     if which == "profile":
-        dplan._graphs.clear()  # a process that never planned with a profile
+        dplan.forget_graphs()  # a process that never planned with a profile
         with st.use_profile(profile, ranks_per_host=rph):
-            plan_ms, _, cached_ms, infos = measure()
-        dplan._graphs.clear()
+            plan_ms, _, cached_ms, infos, _ = measure()
+        dplan.forget_graphs()
         profile.__dict__.pop("_time_fns", None)
         with st.use_profile(profile, ranks_per_host=rph):  # the first redistribute, likewise cold
             clear()
+            IN_CALL.clear()
             red_ms, _ = timed(lambda: x.redistribute(mesh, dst_pl))
-        return plan_ms, red_ms, cached_ms, infos
+        return plan_ms, red_ms, cached_ms, infos, sum(IN_CALL) * 1e3
     with st.use_profile(profile, ranks_per_host=rph, mesh=mesh):
         return measure()
 
@@ -147,15 +173,12 @@ def main():
     except st.ShardcalTorchError as e:
         ap.error(str(e))
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
+    _time_planning()
     meta = TensorMeta(torch.Size(shape), tuple(torch.empty(shape, device="meta").stride()), torch.float32)
     print(f"torch {torch.__version__}; profile {a.profile}; {a.shape} f32; fake process group, rank 0 of 8; "
-          f"medians of {a.repeats} interleaved repeats; ms of wall time; ratio = default / variant"
+          f"medians of {a.repeats} interleaved repeats; ms of wall time unless said; ratio = default / variant"
           f"{'; gc.collect() before each timed call' if a.gc else ''}{'; gc disabled' if a.no_gc else ''}")
-    print()
-    print("| mesh | ranks/host | from → to | same plan | plan: default / active / mesh= / profile / dtensor search (ms) "
-          "| plan ratio active, mesh= | redistribute: default / active / mesh= / profile (ms) "
-          "| redistribute ratio active, mesh= | cached: default / active (µs) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    rows_a, rows_b = [], []
     for mesh_shape, rph, frm, to in CASES:
         mesh = init_device_mesh("cpu", mesh_shape)
         src = DTensorSpec(mesh, placements(frm), tensor_meta=meta)
@@ -165,24 +188,47 @@ def main():
         x = DTensor.from_local(local, mesh, placements(frm), run_check=False, shape=full.shape,
                                stride=full.stride())
         adapter = st._make_adapter(profile, rph, None, mesh, None, True)  # what use_profile(mesh=) makes
-        t = {v: ([], [], []) for v in VARIANTS}
-        plans = {}
-        for r in range(a.repeats):
-            for which in (VARIANTS if r % 2 else VARIANTS[::-1]):
-                plan_ms, red_ms, cached_ms, infos = run_variant(which, profile, rph, mesh, src, dst, x,
-                                                                placements(to), adapter)
-                for lst, v in zip(t[which], (plan_ms, red_ms, cached_ms)):
-                    lst.append(v)
-                plans[which] = plan_text(infos)
-        med = {v: [statistics.median(lst) for lst in t[v]] for v in VARIANTS}
-        same = "yes" if plans["default"] == plans["active"] else "no"
-        if len({plans[v] for v in VARIANTS if v != "default"}) > 1:  # never seen: say so, no abort
-            same += f" (profile variants differ: {plans})"
-        d, ac, w, p, ds = (med[v] for v in VARIANTS)
-        print(f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` | {same} | "
-              f"{d[0]:.3f} / {ac[0]:.3f} / {w[0]:.3f} / {p[0]:.3f} / {ds[0]:.3f} | {d[0] / ac[0]:.2f}×, {d[0] / w[0]:.2f}× | "
-              f"{d[1]:.3f} / {ac[1]:.3f} / {w[1]:.3f} / {p[1]:.3f} | {d[1] / ac[1]:.2f}×, {d[1] / w[1]:.2f}× | "
-              f"{d[2] * 1e3:.1f} / {ac[2] * 1e3:.1f} |")
+        head = f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` |"
+        for variants, rows in ((("default", "active"), rows_a), (VARIANTS, rows_b)):
+            t = {v: ([], [], [], []) for v in variants}
+            plans = {}
+            for r in range(a.repeats):
+                for which in (variants if r % 2 else variants[::-1]):
+                    plan_ms, red_ms, cached_ms, infos, in_call_ms = run_variant(
+                        which, profile, rph, mesh, src, dst, x, placements(to), adapter)
+                    for lst, v in zip(t[which], (plan_ms, red_ms, cached_ms, in_call_ms)):
+                        lst.append(v)
+                    plans[which] = plan_text(infos)
+            med = {v: [statistics.median(lst) for lst in t[v]] for v in variants}
+            same = "yes" if plans["default"] == plans["active"] else "no"
+            if len({plans[v] for v in variants if v != "default"}) > 1:  # never seen: say so, no abort
+                same += f" (profile variants differ: {plans})"
+            if rows is rows_a:
+                d, ac = med["default"], med["active"]
+                rows.append(f"{head} {same} | {d[0]:.3f} / {ac[0]:.3f} | {d[0] / ac[0]:.2f}× | "
+                            f"{d[3] * 1e3:.1f} / {ac[3] * 1e3:.1f} | {d[1]:.3f} / {ac[1]:.3f} | **{d[1] / ac[1]:.2f}×** | "
+                            f"{d[2] * 1e3:.1f} / {ac[2] * 1e3:.1f} |")
+            else:
+                d, ac, w, p, ds = (med[v] for v in VARIANTS)
+                rows.append(f"{head} {same} | {d[0]:.3f} / {ac[0]:.3f} / {w[0]:.3f} / {p[0]:.3f} / {ds[0]:.3f} | "
+                            f"{d[0] / ac[0]:.2f}×, {d[0] / w[0]:.2f}× | {d[1]:.3f} / {ac[1]:.3f} / {w[1]:.3f} / {p[1]:.3f} | "
+                            f"{d[1] / ac[1]:.2f}×, {d[1] / w[1]:.2f}× |")
+    print()
+    print("First call, default vs active (only these two interleaved):")
+    print()
+    print("| mesh | ranks/host | from → to | same plan | plan: default / active (ms) | plan ratio "
+          "| planning in the redistribute: default / active (µs) | redistribute: default / active (ms) "
+          "| redistribute ratio | cached: default / active (µs) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows_a))
+    print()
+    print("All five variants interleaved:")
+    print()
+    print("| mesh | ranks/host | from → to | same plan | plan: default / active / mesh= / profile / dtensor search (ms) "
+          "| plan ratio active, mesh= | redistribute: default / active / mesh= / profile (ms) "
+          "| redistribute ratio active, mesh= |")
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows_b))
 
 
 def _local_shape(shape, mesh, pls):

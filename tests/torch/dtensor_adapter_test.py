@@ -15,8 +15,8 @@
               of a 2x4 mesh, a transposed (column-major) mesh, a 4x3 mesh not aligned with hosts
   gloo        a real process group made without a backend (world 1: "undefined", gloo for cpu)
               prices P->S as gloo runs it (an all-reduce)
-  fastplan    the adapter's compact planner (shardcal/dtensor_plan.py; its compiled search and its
-              Python search) chooses exactly DTensor's graph plan under the profile's prices (steps, placements, logical shapes) for every pair of
+  fastplan    the adapter's compact planner (shardcal/dtensor_plan.py: its compiled plan() and its
+              Python path) chooses exactly DTensor's graph plan under the profile's prices (steps, placements, logical shapes; the same _TransformInfo objects) for every pair of
               a set of sources and targets (R, P(sum/avg/max), S(t), nested shards, non-default shard
               orders), several meshes, shapes, dtypes, ranks per host and backends; its counter shows
               it was taken
@@ -362,19 +362,27 @@ def plan_key(infos):
     return [(i.mesh_dim, i.src_dst_placements, [int(x) for x in i.logical_shape]) for i in infos]
 
 
-def case_fastplan(repo):
+def case_fastplan(repo, rank=0):
     """The compact planner against DTensor's own graph planner (fast_plan=False), same prices, with
-    the compiled search (which the test command builds: scripts/python-env.sh) and the Python one."""
+    the compiled plan() (which the test command builds: scripts/python-env.sh) and the Python path.
+    Rank 0 here and the last rank (7: a coordinate > 0 on every mesh dim, which uneven logical
+    shapes depend on) in a second process, on half the pairs."""
     import random
     import shardcal.dtensor_plan as dplan
     if dplan._compiled is None:
         fail("shardcal._dtensor_search is not built (scripts/python-env.sh builds it: needs g++ and Debian's "
              "pybind11-dev, bash scripts/setup.sh): the adapter would plan with the slower Python search")
+    last = None
+    if rank == 0:
+        last = subprocess.Popen([sys.executable, __file__, "-", repo, f"fastplan{WORLD - 1}"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+    per_config = 500 if rank == 0 else 250
     prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
     rng = random.Random(34)
     compared = 0
     differ_from_greedy = 0
     without_planner = 0
+    compiled_plans = 0
     # the emulated two-host profile: measured curves (the compiled Price's curve branch), bound at
     # use_profile(mesh=...)
     two_hosts = os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")
@@ -386,6 +394,8 @@ def case_fastplan(repo):
             ((2, 2, 2), 4, None, (1023, 517), torch.float32, prof),
             ((2, 2, 2), 2, "cuda", (16, 9, 32), torch.float32, prof),
             ((2, 2), 2, None, (4096, 515), torch.float32, two_hosts)):
+        if math.prod(shape) <= rank:  # a mesh of the first ranks: not this one's
+            continue
         mesh = init_device_mesh("cpu", shape)
         m = meta(tshape, dtype)
         opts = [Replicate(), Partial(), Partial("avg"), Partial("max")] + [Shard(t) for t in range(len(tshape))]
@@ -405,30 +415,45 @@ def case_fastplan(repo):
         with st.use_profile(path, ranks_per_host=rph, device_type=device_type,
                             mesh=mesh if path == two_hosts else None) as pricer:
             rd.clear_redistribute_planner_cache()
-            for a, b in pairs[:500]:
+            for a, b in pairs[:per_config]:
                 before = dict(pricer.plans)
                 pricer.fast_plan = False
                 try:
-                    want = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                    want_infos = rd._gen_transform_infos_non_cached(a, b)
+                    want = plan_key(want_infos)
                 except AssertionError:  # no path (e.g. to P(max) from S): both must refuse
-                    want = "no path"
+                    want_infos, want = None, "no path"
                 pricer.fast_plan = True
-                for search in ("compiled", "python"):  # both searches of dtensor_plan, the same plans
-                    dplan.use_compiled = search == "compiled"
+                # dtensor_plan's paths, the same plans: the compiled plan() as a program meets it
+                # (states numbered by an earlier plan: the first time Python numbers them), and again
+                # right after (numbered); the Python path (the compiled module unused)
+                for search in ("compiled", "compiled, numbered", "python"):
+                    dplan.use_compiled = search != "python"
                     # every price new for each search (DTensor's search above filled the cache):
                     # the compiled one evaluates them itself
                     pricer._times.clear()
                     if path != two_hosts:  # (there: the bindings made on entry, as a program has them)
                         pricer._plan_ctx.clear()
+                    runs = dict(dplan.stats)
                     try:
-                        got = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                        infos = rd._gen_transform_infos_non_cached(a, b)
+                        got = plan_key(infos)
                     except AssertionError:
-                        got = "no path"
+                        infos, got = None, "no path"
                     if got != want:
                         fail(f"mesh {shape} rph {rph} {device_type} {tshape} {dtype}: {a} -> {b}: compact planner "
                              f"({search} search) {got}, DTensor's graph planner {want}")
+                    # the objects themselves: DTensor's type, equal as its dataclass compares them
+                    if want_infos is not None and (infos != want_infos or
+                                                   any(type(i) is not rd._TransformInfo for i in infos)):
+                        fail(f"{a} -> {b}: {search}: {infos!r} is not DTensor's {want_infos!r}")
+                    ran = "python plan" if search == "python" else "compiled plan"
+                    if want != "no path" and dplan.stats[ran] != runs[ran] + 1:
+                        fail(f"{a} -> {b}: {search}: dtensor_plan's {ran!r} did not make the plan "
+                             f"({runs} -> {dplan.stats})")
+                    compiled_plans += search != "python"
                 dplan.use_compiled = True
-                if want != "no path" and pricer.plans["fast"] != before["fast"] + 2:
+                if want != "no path" and pricer.plans["fast"] != before["fast"] + 3:
                     fail(f"{a} -> {b}: the compact planner was not taken ({before} -> {pricer.plans})")
                 if not any(p.is_partial() for p in (*a.placements, *b.placements)):
                     # No Partial and no planner for (mesh, meta) yet: the adapter plans without
@@ -457,21 +482,26 @@ def case_fastplan(repo):
     # Through DTensor's public API: a redistribute inside use_profile is planned by the compact
     # planner, one outside it by DTensor (the counter, not a timing).
     from torch.distributed.tensor import DTensor
-    mesh = init_device_mesh("cpu", (2, 2))
+    mesh = init_device_mesh("cpu", (2, 4))
     x = DTensor.from_local(torch.ones(8, 4), mesh, [Shard(0), Shard(1)], run_check=False)
-    with st.use_profile(prof, ranks_per_host=2, mesh=mesh) as pricer:
+    with st.use_profile(prof, ranks_per_host=4, mesh=mesh) as pricer:
         x.redistribute(mesh, [Replicate(), Shard(0)])
         if pricer.plans != {"fast": 1, "dtensor": 0}:
             fail(f"DTensor.redistribute inside use_profile: plans {pricer.plans}, want one by the compact planner")
     x.redistribute(mesh, [Replicate(), Replicate()])
     if pricer.plans != {"fast": 1, "dtensor": 0}:
         fail(f"a redistribute after use_profile reached the adapter: {pricer.plans}")
-    if compared < 2500 or differ_from_greedy < 100 or without_planner < 100:
+    if compared < 5 * per_config or differ_from_greedy < per_config // 5 or without_planner < per_config // 5:
         fail(f"too few compared: {compared} plans, {differ_from_greedy} unlike the greedy plan, {without_planner} "
              f"with no planner yet")
-    print(f"fastplan: {compared} plans identical to DTensor's graph planner under the profile "
-          f"({differ_from_greedy} differ from DTensor's greedy plan; {without_planner} also made with no "
-          f"DTensor planner yet)")
+    print(f"fastplan, rank {rank} of {WORLD}: {compared} plans identical to DTensor's graph planner under the "
+          f"profile, by the compiled plan() ({compiled_plans} times) and the Python path ({differ_from_greedy} differ "
+          f"from DTensor's greedy plan; {without_planner} also made with no DTensor planner yet)")
+    if last is not None:
+        out, _ = last.communicate(timeout=900)
+        if last.returncode != 0:
+            fail(f"fastplan on rank {WORLD - 1}: exit {last.returncode}: {out[-3000:]}")
+        print(out.strip().splitlines()[-1])
 
 
 def case_links(repo):
@@ -658,7 +688,7 @@ def main():
             return case_record(repo, prof, int(rph))
         finally:
             dist.destroy_process_group()
-    rank = int(case[4:]) if case.startswith("dump") else 0
+    rank = int(case[4:]) if case.startswith("dump") else int(case[8:] or 0) if case.startswith("fastplan") else 0
     if case == "gloo":
         with tempfile.TemporaryDirectory() as tmp:
             dist.init_process_group(init_method=f"file://{tmp}/store", rank=0, world_size=1)
@@ -669,6 +699,8 @@ def main():
     dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=12 if case == "links" else WORLD)
     if case.startswith("dump"):
         return case_dump(repo, rank)
+    if case.startswith("fastplan"):
+        return case_fastplan(repo, rank)
     {"default": lambda: case_default(repo), "calibrated": lambda: case_calibrated(sb, repo),
      "ranks": lambda: case_ranks(repo), "fastplan": lambda: case_fastplan(repo), "links": lambda: case_links(repo), "errors": lambda: case_errors(repo)}[case]()
 

@@ -26,8 +26,9 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <string>
 #include <queue>
+#include <string>
+#include <unordered_map>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -215,7 +216,56 @@ class MeshPrices {
   bool gloo(std::size_t d) const { return gloo_[d]; }
   bool cpu() const { return cpu_; }
 
+  // What Graph::plan needs besides the prices: this rank's coordinate on each mesh dim and the
+  // torch types it reads and makes (dtensor_plan._MeshContext.price_table sets them).
+  void set_torch(std::vector<std::int64_t> coords, py::object shard, py::object replicate, py::object partial,
+                 py::object transform_info, py::dict op_codes, py::function partial_of) {
+    if (coords.size() != mesh_.size()) throw py::value_error("set_torch: one coordinate per mesh dim");
+    if (!PyType_Check(transform_info.ptr())) throw py::value_error("set_torch: transform_info must be a type");
+    for (std::size_t m = 0; m < coords.size(); ++m)
+      if (coords[m] < 0 || coords[m] >= mesh_[m]) throw py::value_error("set_torch: a coordinate outside the mesh");
+    coords_ = std::move(coords);
+    shard_ = std::move(shard);
+    replicate_ = std::move(replicate);
+    partial_ = std::move(partial);
+    transform_info_ = std::move(transform_info);
+    op_codes_ = std::move(op_codes);
+    partial_of_ = std::move(partial_of);
+  }
+  bool has_torch() const { return static_cast<bool>(transform_info_); }
+  const std::vector<std::int64_t>& coords() const { return coords_; }
+  PyObject* shard_type() const { return shard_.ptr(); }
+  PyObject* replicate_type() const { return replicate_.ptr(); }
+  PyObject* partial_type() const { return partial_.ptr(); }
+  // _TransformInfo(mesh_dim, src_dst_placements, logical_shape) as its dataclass __init__ leaves it
+  // (object.__new__, then object.__setattr__ of each field: what a frozen dataclass's __init__
+  // does), without __post_init__'s two checks (mesh_dim >= 0, a step that changes the placement),
+  // which every step plan() makes passes. ~3 us less a step warm, ~9 us cold: the Python __init__
+  // was most of a compiled plan's time. dtensor_adapter_test.py `fastplan` compares the objects
+  // with DTensor's own (dataclass equality and type).
+  py::object make_info(const py::object& mesh_dim, const py::object& placements, const py::object& shape) const {
+    auto* tp = reinterpret_cast<PyTypeObject*>(transform_info_.ptr());
+    py::object o = py::reinterpret_steal<py::object>(tp->tp_new(tp, empty_.ptr(), nullptr));
+    if (!o) throw py::error_already_set();
+    if (PyObject_GenericSetAttr(o.ptr(), f_mesh_dim_.ptr(), mesh_dim.ptr()) != 0 ||
+        PyObject_GenericSetAttr(o.ptr(), f_placements_.ptr(), placements.ptr()) != 0 ||
+        PyObject_GenericSetAttr(o.ptr(), f_shape_.ptr(), shape.ptr()) != 0)
+      throw py::error_already_set();
+    return o;
+  }
+  const py::dict& op_codes() const { return op_codes_; }
+  const py::function& partial_of() const { return partial_of_; }
+  const py::str& name_dim() const { return f_dim_; }
+  const py::str& name_reduce_op() const { return f_reduce_op_; }
+
  private:
+  std::vector<std::int64_t> coords_;
+  py::object shard_, replicate_, partial_, transform_info_;
+  py::tuple empty_;
+  py::str f_mesh_dim_{"mesh_dim"}, f_placements_{"src_dst_placements"}, f_shape_{"logical_shape"};
+  py::str f_dim_{"dim"}, f_reduce_op_{"reduce_op"};
+  py::dict op_codes_;
+  py::function partial_of_;
   std::vector<std::int64_t> mesh_;
   std::vector<bool> gloo_;
   bool cpu_;
@@ -261,6 +311,19 @@ class Graph {
 
   std::size_t edges() const { return edges_.size(); }
 
+  // Python's _Graph numbers a state (placement codes, each tensor dim's mesh dims in order): the
+  // same number here, so plan() finds a spec's state without Python. Returns the state's number.
+  int add_state(const std::vector<int>& pl, const std::vector<std::vector<int>>& order) {
+    std::string key;
+    if (!state_key(pl, order, key)) throw py::value_error("add_state: a code or dim out of range");
+    const auto [it, added] = ids_.try_emplace(key, static_cast<int>(keys_.size()));
+    if (added) {
+      check_state(it->second);
+      keys_.push_back(key);
+    }
+    return it->second;
+  }
+
   // A state number as Python's _Graph numbers them: dense from 0 (a graph has a few hundred)
   static void check_state(int state) {
     if (state < 0 || state >= kMaxStates) throw py::value_error("not a state number of a plan graph");
@@ -271,6 +334,205 @@ class Graph {
   // there); prices: the mesh and its prices.
   std::optional<std::vector<int>> search(int src, int dst, const std::vector<std::int64_t>& full, std::int64_t itemsize,
                                          const std::vector<int>& dst_pl, const MeshPrices& fns) {
+    return search_path(src, dst, full, itemsize, dst_pl, fns);
+  }
+
+  // dtensor_plan.plan's whole work for plain placements, from the specs' own tuples: their states
+  // (as registered by add_state), the search, and the _TransformInfo list (each step's mesh dim,
+  // placement objects (the specs' own where they have one) and logical shape with this rank's
+  // coordinates). Returns that list; None where dtensor_plan.plan returns None (no path; a Partial
+  // with allow_partial false: it needs DTensor's planner); False where Python must do it (a state,
+  // reduce op or torch type not registered here, a non-int size, bytes past int64).
+  py::object plan(const py::handle& src_pl, const py::handle& src_order, const py::handle& dst_pl,
+                  const py::handle& dst_order, const py::handle& full_obj, std::int64_t itemsize,
+                  const MeshPrices& fns, bool allow_partial) {
+    const py::object python = py::bool_(false);
+    if (!fns.has_torch() || !PyTuple_Check(full_obj.ptr())) return python;
+    const Py_ssize_t ndim_t = PyTuple_GET_SIZE(full_obj.ptr());
+    if (ndim_t > 64) return python;
+    std::vector<std::int64_t> full(static_cast<std::size_t>(ndim_t));
+    for (Py_ssize_t t = 0; t < ndim_t; ++t) {
+      PyObject* x = PyTuple_GET_ITEM(full_obj.ptr(), t);
+      if (!PyLong_CheckExact(x)) return python;
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+      if (overflow != 0 || v < 0) return python;
+      full[static_cast<std::size_t>(t)] = v;
+    }
+    const std::size_t nm = fns.mesh().size();
+    std::vector<int> codes;  // src's codes, then dst's
+    std::vector<PyObject*> objs;  // the placement object of each code in codes
+    for (const py::handle& tup : {src_pl, dst_pl}) {
+      if (!PyTuple_Check(tup.ptr()) || static_cast<std::size_t>(PyTuple_GET_SIZE(tup.ptr())) != nm) return python;
+      for (std::size_t m = 0; m < nm; ++m) {
+        PyObject* p = PyTuple_GET_ITEM(tup.ptr(), static_cast<Py_ssize_t>(m));
+        PyObject* t = reinterpret_cast<PyObject*>(Py_TYPE(p));
+        int c;
+        if (t == fns.shard_type()) {
+          const py::object dim = py::reinterpret_steal<py::object>(PyObject_GetAttr(p, fns.name_dim().ptr()));
+          if (!dim) throw py::error_already_set();
+          long v;
+          if (!small_int(dim.ptr(), v) || v < 0 || v >= ndim_t) return python;
+          c = static_cast<int>(v);
+        } else if (t == fns.replicate_type()) {
+          c = kReplicate;
+        } else if (t == fns.partial_type()) {
+          if (!allow_partial) return py::none();
+          const py::object op = py::reinterpret_steal<py::object>(PyObject_GetAttr(p, fns.name_reduce_op().ptr()));
+          if (!op) throw py::error_already_set();
+          PyObject* code = PyDict_GetItemWithError(fns.op_codes().ptr(), op.ptr());  // borrowed
+          if (code == nullptr) {
+            if (PyErr_Occurred()) throw py::error_already_set();
+            return python;  // a reduce op not numbered yet
+          }
+          long v;
+          if (!small_int(code, v) || v > -2 || v < -100) return python;
+          c = static_cast<int>(v);
+        } else {
+          return python;
+        }
+        codes.push_back(c);
+        objs.push_back(p);
+      }
+    }
+    std::vector<std::vector<int>> src_o, dst_o;
+    if (!read_order(src_order, ndim_t, nm, src_o) || !read_order(dst_order, ndim_t, nm, dst_o)) return python;
+    std::string key;
+    const std::vector<int> src_codes(codes.begin(), codes.begin() + static_cast<std::ptrdiff_t>(nm));
+    const std::vector<int> dst_codes(codes.begin() + static_cast<std::ptrdiff_t>(nm), codes.end());
+    if (!state_key(src_codes, src_o, key)) return python;
+    const auto si = ids_.find(key);
+    if (si == ids_.end()) return python;
+    if (!state_key(dst_codes, dst_o, key)) return python;
+    const auto di = ids_.find(key);
+    if (di == ids_.end()) return python;
+    std::optional<std::vector<int>> path;
+    try {
+      path = search_path(si->second, di->second, full, itemsize, dst_codes, fns);
+    } catch (const std::overflow_error&) {
+      return python;  // Python's ints plan it
+    }
+    if (!path) return py::none();
+
+    // The steps, as dtensor_plan.plan builds them (the Python path: its reference)
+    const std::vector<std::int64_t>& mesh = fns.mesh();
+    const std::vector<std::int64_t>& coords = fns.coords();
+    py::list infos;
+    std::vector<int> cur_pl, nxt_pl;
+    std::vector<std::vector<int>> cur_o, nxt_o;
+    decode((*path)[0], cur_pl, cur_o);
+    for (std::size_t j = 1; j < path->size(); ++j) {
+      decode((*path)[j], nxt_pl, nxt_o);
+      if (cur_pl != nxt_pl) {
+        std::size_t d = 0;
+        while (cur_pl[d] == nxt_pl[d]) ++d;
+        py::list ls(static_cast<std::size_t>(ndim_t));
+        for (std::size_t t = 0; t < full.size(); ++t) {
+          std::int64_t x = full[t];
+          for (int m : cur_o[t]) {
+            if (static_cast<std::size_t>(m) == d) continue;
+            const std::int64_t k = mesh[static_cast<std::size_t>(m)], r = coords[static_cast<std::size_t>(m)];
+            if (x % k == 0) {
+              x /= k;
+            } else {  // Shard.local_shard_size_and_offset: chunks of ceil(x / k), the last ones short
+              const std::int64_t c = ceil_div(x, k);
+              std::int64_t lo, hi;
+              if (__builtin_mul_overflow(c, r, &lo) || __builtin_add_overflow(lo, c, &hi)) return python;
+              x = std::max<std::int64_t>(0, std::min(x, hi) - lo);
+            }
+          }
+          ls[t] = py::int_(x);
+        }
+        py::object a = placement(cur_pl[d], codes, objs, fns);
+        py::object b = placement(nxt_pl[d], codes, objs, fns);
+        infos.append(fns.make_info(py::int_(d), py::make_tuple(a, b), ls));
+      }
+      std::swap(cur_pl, nxt_pl);
+      std::swap(cur_o, nxt_o);
+    }
+    return infos;
+  }
+
+ private:
+  // the placement object for code c: the specs' own first (as dtensor_plan.plan's objs), else made
+  static py::object placement(int c, const std::vector<int>& codes, const std::vector<PyObject*>& objs,
+                              const MeshPrices& fns) {
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      if (codes[i] == c) return py::reinterpret_borrow<py::object>(objs[i]);
+    if (c >= 0) return py::reinterpret_borrow<py::object>(fns.shard_type())(c);
+    if (c == kReplicate) return py::reinterpret_borrow<py::object>(fns.replicate_type())();
+    return fns.partial_of()(c);
+  }
+
+  // an exact int that fits a long (no Python error left set either way)
+  static bool small_int(PyObject* x, long& out) {
+    if (!PyLong_CheckExact(x)) return false;
+    int overflow = 0;
+    out = PyLong_AsLongAndOverflow(x, &overflow);
+    return overflow == 0;
+  }
+
+  // a spec's shard_order (ShardOrderEntry(tensor_dim, mesh_dims) tuples) as each tensor dim's mesh dims
+  static bool read_order(const py::handle& order, Py_ssize_t ndim_t, std::size_t nm,
+                         std::vector<std::vector<int>>& out) {
+    out.assign(static_cast<std::size_t>(ndim_t), {});
+    if (!PyTuple_Check(order.ptr())) return false;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(order.ptr()); ++i) {
+      PyObject* e = PyTuple_GET_ITEM(order.ptr(), i);
+      if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 2) return false;
+      PyObject* t = PyTuple_GET_ITEM(e, 0);
+      PyObject* ms = PyTuple_GET_ITEM(e, 1);
+      long tv;
+      if (!PyTuple_Check(ms) || !small_int(t, tv) || tv < 0 || tv >= ndim_t) return false;
+      auto& o = out[static_cast<std::size_t>(tv)];
+      o.clear();  // (a repeated tensor dim: the last entry, as the Python path's assignment)
+      for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(ms); ++k) {
+        long mv;
+        if (!small_int(PyTuple_GET_ITEM(ms, k), mv) || mv < 0 || static_cast<std::size_t>(mv) >= nm) return false;
+        o.push_back(static_cast<int>(mv));
+      }
+    }
+    return true;
+  }
+
+  // A state's key: mesh dims, their codes, then per tensor dim its mesh-dim count and mesh dims;
+  // every number in a byte (codes -100..63, at most 64 dims), false when one is not.
+  static bool state_key(const std::vector<int>& pl, const std::vector<std::vector<int>>& order, std::string& key) {
+    key.clear();
+    if (pl.size() > 64 || order.size() > 64) return false;
+    key.push_back(static_cast<char>(pl.size()));
+    for (int c : pl) {
+      if (c < -100 || c > 63) return false;
+      key.push_back(static_cast<char>(c));
+    }
+    for (const auto& o : order) {
+      if (o.size() > 64) return false;
+      key.push_back(static_cast<char>(o.size()));
+      for (int m : o) {
+        if (m < 0 || m > 63) return false;
+        key.push_back(static_cast<char>(m));
+      }
+    }
+    return true;
+  }
+
+  void decode(int state, std::vector<int>& pl, std::vector<std::vector<int>>& order) const {
+    const std::string& k = keys_[static_cast<std::size_t>(state)];
+    std::size_t i = 0;
+    const auto nm = static_cast<std::size_t>(k[i++]);
+    pl.assign(nm, 0);
+    for (std::size_t m = 0; m < nm; ++m) pl[m] = static_cast<signed char>(k[i++]);
+    order.clear();
+    while (i < k.size()) {
+      const auto n = static_cast<std::size_t>(k[i++]);
+      order.emplace_back();
+      for (std::size_t q = 0; q < n; ++q) order.back().push_back(static_cast<signed char>(k[i++]));
+    }
+  }
+
+  std::optional<std::vector<int>> search_path(int src, int dst, const std::vector<std::int64_t>& full,
+                                              std::int64_t itemsize, const std::vector<int>& dst_pl,
+                                              const MeshPrices& fns) {
     if (!expand_) throw py::value_error("search: Graph made without expand");
     check_state(src);
     check_state(dst);
@@ -397,7 +659,6 @@ class Graph {
     return std::nullopt;
   }
 
- private:
   // flat pools: a plan touches a few dozen states and edges, and cold (its first call) each
   // separate allocation would be a cache miss
   std::vector<Edge> edges_;
@@ -407,6 +668,8 @@ class Graph {
   std::vector<SumStep> sum_steps_;
   py::function expand_;
   int sum_code_;
+  std::unordered_map<std::string, int> ids_;  // state key -> number (add_state)
+  std::vector<std::string> keys_;             // number -> key
 };
 
 }  // namespace
@@ -419,12 +682,17 @@ PYBIND11_MODULE(_dtensor_search, m) {
   py::class_<MeshPrices>(m, "MeshPrices")
       .def(py::init<std::vector<std::int64_t>, bool, std::vector<bool>, py::function>(), py::arg("mesh"),
            py::arg("cpu"), py::arg("gloo"), py::arg("price"))
-      .def("set", &MeshPrices::set, py::arg("i"), py::arg("fn"));
+      .def("set", &MeshPrices::set, py::arg("i"), py::arg("fn"))
+      .def("set_torch", &MeshPrices::set_torch, py::arg("coords"), py::arg("shard"), py::arg("replicate"),
+           py::arg("partial"), py::arg("transform_info"), py::arg("op_codes"), py::arg("partial_of"));
   py::class_<Graph>(m, "Graph")
       .def(py::init<py::function, int>(), py::arg("expand"), py::arg("sum_code"))
       .def("add_edge", &Graph::add_edge, py::arg("pl"), py::arg("d"), py::arg("b"))
       .def("set_adj", &Graph::set_adj, py::arg("state"), py::arg("nbrs"), py::arg("sums"))
       .def("edges", &Graph::edges)
+      .def("add_state", &Graph::add_state, py::arg("pl"), py::arg("order"))
+      .def("plan", &Graph::plan, py::arg("src_pl"), py::arg("src_order"), py::arg("dst_pl"), py::arg("dst_order"),
+           py::arg("full"), py::arg("itemsize"), py::arg("prices"), py::arg("allow_partial"))
       .def("search", &Graph::search, py::arg("src"), py::arg("dst"), py::arg("full"), py::arg("itemsize"),
            py::arg("dst_pl"), py::arg("prices"));
 }

@@ -45,6 +45,10 @@ COLLECTIVES = ("all_gather", "all_to_all", "all_reduce", "reduce_scatter")
 _lock = threading.Lock()
 _op_codes: dict = {}  # reduce op name -> its code (-2, -3, ...), the same in every plan
 _graphs: dict = {}  # (tensor dims, R -> P codes in order) -> _Graph (its states: any number of mesh dims)
+_graph_of: dict = {}  # (tensor dims, *reduce-op set in its order) -> its _Graph: plan's lookup without building the key
+# plans made by the compiled plan() and by the Python path (which may still search compiled): tests
+# check which one ran
+stats = {"compiled plan": 0, "python plan": 0}
 
 
 def _op_code(op: str) -> int:
@@ -88,6 +92,11 @@ class _Graph:
                 i = self.ids.get(state)
                 if i is None:
                     i = len(self.states)
+                    # numbered in the compiled copy too (first: if it refuses, nothing is half-done),
+                    # so its plan() finds a spec's state without Python
+                    if self.compiled is not None and \
+                            self.compiled.add_state(list(state[0]), [list(o) for o in state[1]]) != i:
+                        raise AssertionError("shardcal.dtensor_plan: compiled state table out of step")
                     self.states.append(state)
                     self.adj.append(None)
                     self.sums.append(None)
@@ -194,6 +203,13 @@ def _graph(ndim_t: int, r_to_p: tuple) -> _Graph:
         with _lock:
             g = _graphs.setdefault(key, new)
     return g
+
+
+def forget_graphs() -> None:
+    """Drops every state graph (benchmarks: a process that never planned)."""
+    with _lock:
+        _graph_of.clear()
+        _graphs.clear()
 
 
 def warm(ndim_mesh: int, tensor_dims=(1, 2, 3), ops=("sum",)) -> None:
@@ -348,7 +364,29 @@ class _MeshContext:
             for (d, ci, dt), fn in self.fns.items():
                 if dt == dtype and fn is not False:
                     t.set(d * len(COLLECTIVES) + ci, fn)
+            fast = self.fast_args()
+            if fast is not None:  # the compiled plan() can do the whole plan (else: plan's Python path)
+                t.set_torch(*fast)
         return t
+
+    def fast_args(self):
+        """MeshPrices.set_torch's arguments (this rank's coordinates, the torch types the compiled
+        plan() reads and makes), or None where it cannot plan: this rank outside the mesh, a symbolic
+        coordinate, a _TransformInfo whose fields are not (mesh_dim, src_dst_placements,
+        logical_shape) in that order (it is called with them positionally)."""
+        import dataclasses
+        from torch.distributed.tensor import _redistribute as rd
+        mesh = self.mesh
+        if not mesh._is_current_rank_part_of_mesh():
+            return None
+        coords = [mesh._sym_get_coordinate(m) for m in range(len(self.shape))]
+        if any(type(r) is not int for r in coords):
+            return None
+        info = rd._TransformInfo
+        if [f.name for f in dataclasses.fields(info)] != ["mesh_dim", "src_dst_placements", "logical_shape"]:
+            return None
+        Partial, Replicate, Shard = _placement_types or _load_placement_types()
+        return coords, Shard, Replicate, Partial, info, _op_codes, _partial_of
 
     def price(self, d: int, ci: int, numel: int, dtype) -> float:
         """Pricer.time_us of collective COLLECTIVES[ci] moving numel bytes on mesh dim d (its cache;
@@ -373,6 +411,12 @@ class _MeshContext:
                                         lc["concurrent_groups"])
         except ProfileError:
             return False
+
+
+def _partial_of(c: int):
+    """The Partial of reduce op code c (a step to a Partial no spec of the plan holds)."""
+    Partial = (_placement_types or _load_placement_types())[0]
+    return Partial(next(o for o, k in _op_codes.items() if k == c))
 
 
 def mesh_context(pricer, mesh) -> _MeshContext:
@@ -400,10 +444,32 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     for x in full:
         if type(x) is not int:  # SymInt: DTensor's symbolic costs
             return None
-    ops_set = planner.partial_reduce_ops_in_target if planner is not None else ()
+    src_pl, dst_pl_objs = src_spec.placements, dst_spec.placements
+    if planner is not None:  # the specs' reduce ops join the planner's set (as DTensor's search does)
+        ops_set = planner.partial_reduce_ops_in_target
+        for p in (*src_pl, *dst_pl_objs):
+            if type(p) is Partial:
+                ops_set.add(p.reduce_op)
+    else:
+        ops_set = ()
+    g = _graph_of.get((ndim_t, *ops_set))
+    if g is None:
+        # R -> P edges: one per reduce op of the planner's set, in the set's own iteration order
+        key = (ndim_t, tuple((_op_code(op), op) for op in ops_set))
+        g = _graph_of[(ndim_t, *ops_set)] = _graphs.get(key) or _graph(*key)
+    ctx = pricer._plan_ctx.get(id(mesh))
+    if ctx is None or ctx.mesh is not mesh:
+        ctx = mesh_context(pricer, mesh)
+    fast = use_compiled and g.compiled is not None
+    if fast:  # the whole plan compiled, once the graph has numbered both states (False: not yet)
+        infos = g.compiled.plan(src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full, itemsize,
+                                ctx.tables.get(dtype) or ctx.price_table(dtype), planner is not None)
+        if infos is not False:
+            stats["compiled plan"] += 1
+            return infos
     objs: dict = {}  # code -> a placement object (the specs' own where they have one)
     codes = []
-    for p in (*src_spec.placements, *dst_spec.placements):
+    for p in (*src_pl, *dst_pl_objs):
         t = type(p)
         if t is Shard:
             c = p.dim
@@ -412,7 +478,6 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
         else:
             if planner is None:  # (a Partial needs DTensor's planner: its reduce-op set)
                 return None
-            ops_set.add(p.reduce_op)
             c = _op_code(p.reduce_op)
         codes.append(c)
         if c not in objs:
@@ -427,17 +492,17 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     src = (tuple(codes[:k]), tuple(src_order))
     dst_pl = tuple(codes[k:])
     dst = (dst_pl, tuple(dst_order))
-    # R -> P edges: one per reduce op of the planner's set, in the set's own iteration order
-    key = (ndim_t, tuple((_op_code(op), op) for op in ops_set) if ops_set else ())
-    g = _graphs.get(key) or _graph(*key)
-
-    ctx = pricer._plan_ctx.get(id(mesh))
-    if ctx is None or ctx.mesh is not mesh:
-        ctx = mesh_context(pricer, mesh)
     mesh_shape, coords = ctx.shape, ctx.coords
     full_ints = tuple(full)
 
     src_i, dst_i = g.sid(src), g.sid(dst)
+    if fast:  # both states numbered now: the compiled plan, unless it still cannot (bytes past int64)
+        infos = g.compiled.plan(src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full, itemsize,
+                                ctx.price_table(dtype), planner is not None)
+        if infos is not False:
+            stats["compiled plan"] += 1
+            return infos
+    stats["python plan"] += 1
     ids = False
     if use_compiled and g.compiled is not None:
         try:
