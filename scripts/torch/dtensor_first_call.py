@@ -9,12 +9,15 @@ the order reversed in odd repeats); before each timed call every variant clears 
 clears (plans, planners, DTensor's op-sharding caches), so all find the same caches empty. The
 tables give medians and default / variant (>= 1: the profile is not slower).
 
-Two passes per case. The first interleaves only `default` and `active` (issue 34's acceptance: the
-first call with a profile against DTensor's default, side by side); the second all five variants.
-They are kept apart because the heavy variants (profile, dtensor search, mesh=: graphs built,
-a millisecond of Python search, use_profile's entry) leave the CPU caches and the allocator in a
-different state for whichever variant runs next, which in a five-way interleave moved the whole
-call of the light ones by 10-90 us, several times the planning difference measured. Variants:
+Three passes per case. The first two interleave only `default` and `active` (issue 34's
+acceptance: the first call with a profile against DTensor's default, side by side): warm, then
+with the CPU caches flushed (--flush-mib MiB copied before each timed call, both variants: a
+program's other work between two first calls). The third interleaves all five variants in a
+shuffled order per repeat (seeded), so each follows each other equally often on average: the heavy
+variants (profile, dtensor search, mesh=: graphs built, a millisecond of Python search,
+use_profile's entry) leave the CPU caches and the allocator in a different state for whichever
+variant runs next, which in a fixed five-way order moved the whole call of the light ones by
+10-90 us, several times the planning difference measured. Variants:
 
   default       DTensor as shipped (its greedy planner), after the adapter's apply and restore (the
                 work `active` does before its call)
@@ -41,6 +44,7 @@ pair (cache hit).
 """
 import argparse
 import gc
+import random
 import statistics
 import time
 
@@ -78,6 +82,7 @@ def clear():
 
 
 COLLECT = False
+FLUSH = None  # (source, destination) tensors copied before each timed call of the cold pass
 IN_CALL: list = []  # seconds spent in _gen_transform_infos during the timed redistribute
 
 
@@ -98,6 +103,8 @@ def _time_planning():
 def timed(fn):
     if COLLECT:
         gc.collect()
+    if FLUSH is not None:  # CPU caches flushed (a program's other work between two first calls)
+        FLUSH[1].copy_(FLUSH[0])
     t = time.perf_counter()
     out = fn()
     return (time.perf_counter() - t) * 1e3, out
@@ -153,6 +160,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=31)
     ap.add_argument("--shape", default="1024x1024", help="global tensor shape (f32)")
     ap.add_argument("--gc", action="store_true", help="gc.collect() before each timed call")
+    ap.add_argument("--flush-mib", type=int, default=16,
+                    help="MiB copied before each timed call of the cold pass (default 16; 0: no cold pass)")
     ap.add_argument("--no-gc", action="store_true",
                     help="gc.disable() for the run: no collection lands in a timed call (the variants "
                          "allocate differently around it: use_profile's entry, the adapter's apply)")
@@ -165,8 +174,8 @@ def main():
         shape = tuple(int(x) for x in a.shape.split("x"))
     except ValueError:
         ap.error(f"--shape {a.shape!r}: write e.g. 1024x1024")
-    if min(shape) < 1 or a.repeats < 1:
-        ap.error("--shape sizes and --repeats must be >= 1")
+    if min(shape) < 1 or a.repeats < 1 or a.flush_mib < 0:
+        ap.error("--shape sizes and --repeats must be >= 1, --flush-mib >= 0")
     try:
         profile = st._load_profile(a.profile)  # read and checked once, outside the timing
         st.runtime_estimator(profile)
@@ -178,7 +187,9 @@ def main():
     print(f"torch {torch.__version__}; profile {a.profile}; {a.shape} f32; fake process group, rank 0 of 8; "
           f"medians of {a.repeats} interleaved repeats; ms of wall time unless said; ratio = default / variant"
           f"{'; gc.collect() before each timed call' if a.gc else ''}{'; gc disabled' if a.no_gc else ''}")
-    rows_a, rows_b = [], []
+    rows_a, rows_c, rows_b = [], [], []
+    flush = (torch.ones(a.flush_mib << 18), torch.empty(a.flush_mib << 18)) if a.flush_mib else None
+    global FLUSH
     for mesh_shape, rph, frm, to in CASES:
         mesh = init_device_mesh("cpu", mesh_shape)
         src = DTensorSpec(mesh, placements(frm), tensor_meta=meta)
@@ -189,11 +200,17 @@ def main():
                                stride=full.stride())
         adapter = st._make_adapter(profile, rph, None, mesh, None, True)  # what use_profile(mesh=) makes
         head = f"| {'x'.join(map(str, mesh_shape))} | {rph} | `{frm} → {to}` |"
-        for variants, rows in ((("default", "active"), rows_a), (VARIANTS, rows_b)):
+        passes = [(("default", "active"), rows_a, None)] + \
+            ([(("default", "active"), rows_c, flush)] if flush else []) + [(VARIANTS, rows_b, None)]
+        for variants, rows, flush_now in passes:
+            FLUSH = flush_now
             t = {v: ([], [], [], []) for v in variants}
             plans = {}
             for r in range(a.repeats):
-                for which in (variants if r % 2 else variants[::-1]):
+                order = list(variants if r % 2 else variants[::-1])
+                if len(variants) > 2:
+                    random.Random(r).shuffle(order)
+                for which in order:
                     plan_ms, red_ms, cached_ms, infos, in_call_ms = run_variant(
                         which, profile, rph, mesh, src, dst, x, placements(to), adapter)
                     for lst, v in zip(t[which], (plan_ms, red_ms, cached_ms, in_call_ms)):
@@ -203,7 +220,7 @@ def main():
             same = "yes" if plans["default"] == plans["active"] else "no"
             if len({plans[v] for v in variants if v != "default"}) > 1:  # never seen: say so, no abort
                 same += f" (profile variants differ: {plans})"
-            if rows is rows_a:
+            if rows is not rows_b:
                 d, ac = med["default"], med["active"]
                 rows.append(f"{head} {same} | {d[0]:.3f} / {ac[0]:.3f} | {d[0] / ac[0]:.2f}× | "
                             f"{d[3] * 1e3:.1f} / {ac[3] * 1e3:.1f} | {d[1]:.3f} / {ac[1]:.3f} | **{d[1] / ac[1]:.2f}×** | "
@@ -221,8 +238,17 @@ def main():
           "| redistribute ratio | cached: default / active (µs) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows_a))
+    if rows_c:
+        print()
+        print(f"The same, CPU caches flushed ({a.flush_mib} MiB copied before each timed call, both variants):")
+        print()
+        print("| mesh | ranks/host | from → to | same plan | plan: default / active (ms) | plan ratio "
+              "| planning in the redistribute: default / active (µs) | redistribute: default / active (ms) "
+              "| redistribute ratio | cached: default / active (µs) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("\n".join(rows_c))
     print()
-    print("All five variants interleaved:")
+    print("All five variants interleaved (order shuffled per repeat):")
     print()
     print("| mesh | ranks/host | from → to | same plan | plan: default / active / mesh= / profile / dtensor search (ms) "
           "| plan ratio active, mesh= | redistribute: default / active / mesh= / profile (ms) "

@@ -366,16 +366,31 @@ def case_fastplan(repo, rank=0):
     """The compact planner against DTensor's own graph planner (fast_plan=False), same prices, with
     the compiled plan() (which the test command builds: scripts/python-env.sh) and the Python path.
     Rank 0 here and the last rank (7: a coordinate > 0 on every mesh dim, which uneven logical
-    shapes depend on) in a second process, on half the pairs."""
+    shapes and empty local shards depend on) in a second process, on half the pairs."""
+    last = None
+    if rank == 0:
+        last = subprocess.Popen([sys.executable, __file__, "-", repo, f"fastplan{WORLD - 1}"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+    try:
+        _fastplan(repo, rank)
+    except BaseException:
+        if last is not None:
+            last.kill()
+            last.wait()
+        raise
+    if last is not None:
+        out, _ = last.communicate(timeout=900)
+        if last.returncode != 0:
+            fail(f"fastplan on rank {WORLD - 1}: exit {last.returncode}: {out[-3000:]}")
+        print(out.strip().splitlines()[-1])
+
+
+def _fastplan(repo, rank):
     import random
     import shardcal.dtensor_plan as dplan
     if dplan._compiled is None:
         fail("shardcal._dtensor_search is not built (scripts/python-env.sh builds it: needs g++ and Debian's "
              "pybind11-dev, bash scripts/setup.sh): the adapter would plan with the slower Python search")
-    last = None
-    if rank == 0:
-        last = subprocess.Popen([sys.executable, __file__, "-", repo, f"fastplan{WORLD - 1}"], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
     per_config = 500 if rank == 0 else 250
     prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
     rng = random.Random(34)
@@ -393,6 +408,7 @@ def case_fastplan(repo, rank=0):
             ((4, 2), 2, "cuda", (64, 30), torch.float16, prof),
             ((2, 2, 2), 4, None, (1023, 517), torch.float32, prof),
             ((2, 2, 2), 2, "cuda", (16, 9, 32), torch.float32, prof),
+            ((2, 4), 4, None, (5, 3), torch.float32, prof),  # empty local shards past rank 3 of 4
             ((2, 2), 2, None, (4096, 515), torch.float32, two_hosts)):
         if math.prod(shape) <= rank:  # a mesh of the first ranks: not this one's
             continue
@@ -479,6 +495,34 @@ def case_fastplan(repo, rank=0):
                     if a.shard_order == DTensorSpec.compute_default_shard_order(a.placements) else None
                 differ_from_greedy += greedy is not None and greedy != want
                 compared += 1
+    # The Python path where the compiled plan cannot: sizes past int64 (an exabyte meta tensor: the
+    # compiled search refuses, Python's ints plan it), and torch.compile tracing one rank for all
+    # (compile_on_one_rank under a fake mode: coordinates may be symbolic, the compiled plan has ints)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    import torch.compiler.config as compiler_config
+    edge_cases = 0
+    mesh = init_device_mesh("cpu", (2, 4))
+    with st.use_profile(prof, ranks_per_host=4, mesh=mesh) as pricer:
+        for tshape, tracing in (((2 ** 62, 8), False), ((37, 10), True)):
+            m = meta(tshape, torch.float32)
+            for a_pl, b_pl in (((Shard(0), Shard(1)), (Replicate(), Replicate())),
+                               ((Partial(), Shard(0)), (Shard(1), Replicate())),
+                               ((Replicate(), Shard(1)), (Shard(0), Shard(1)))):
+                a, b = DTensorSpec(mesh, a_pl, tensor_meta=m), DTensorSpec(mesh, b_pl, tensor_meta=m)
+                pricer.fast_plan = False
+                want = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                pricer.fast_plan = True
+                runs = dict(dplan.stats)
+                if tracing:
+                    with compiler_config.patch(compile_on_one_rank=True), FakeTensorMode():
+                        got = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                else:
+                    got = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                if got != want or dplan.stats["python plan"] != runs["python plan"] + 1 or \
+                        dplan.stats["compiled plan"] != runs["compiled plan"]:
+                    fail(f"{tshape}{' tracing one rank' if tracing else ''}: {a} -> {b}: {got} vs DTensor's {want}; "
+                         f"stats {runs} -> {dplan.stats} (want one plan by the Python path)")
+                edge_cases += 1
     # Through DTensor's public API: a redistribute inside use_profile is planned by the compact
     # planner, one outside it by DTensor (the counter, not a timing).
     from torch.distributed.tensor import DTensor
@@ -496,12 +540,8 @@ def case_fastplan(repo, rank=0):
              f"with no planner yet")
     print(f"fastplan, rank {rank} of {WORLD}: {compared} plans identical to DTensor's graph planner under the "
           f"profile, by the compiled plan() ({compiled_plans} times) and the Python path ({differ_from_greedy} differ "
-          f"from DTensor's greedy plan; {without_planner} also made with no DTensor planner yet)")
-    if last is not None:
-        out, _ = last.communicate(timeout=900)
-        if last.returncode != 0:
-            fail(f"fastplan on rank {WORLD - 1}: exit {last.returncode}: {out[-3000:]}")
-        print(out.strip().splitlines()[-1])
+          f"from DTensor's greedy plan; {without_planner} also made with no DTensor planner yet; "
+          f"{edge_cases} sizes past int64 and plans while tracing, by the Python path)")
 
 
 def case_links(repo):

@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <queue>
 #include <string>
 #include <unordered_map>
 #include <stdexcept>
@@ -182,6 +181,26 @@ class Price {
   std::vector<long> seg_at_;
 };
 
+// An instance of the dataclass `cls` (DTensor's _TransformInfo) with these three fields, as its
+// frozen dataclass __init__ leaves it: object.__new__, then object.__setattr__ of each field (what
+// that __init__ does), without __post_init__ (two checks every step Graph::plan makes passes).
+py::object new_transform_info(const py::object& cls, const py::object& mesh_dim, const py::object& placements,
+                              const py::object& shape) {
+  static const py::tuple* empty = new py::tuple();  // (never freed: no Python call at exit)
+  static const py::str* f_mesh_dim = new py::str("mesh_dim");
+  static const py::str* f_placements = new py::str("src_dst_placements");
+  static const py::str* f_shape = new py::str("logical_shape");
+  if (!PyType_Check(cls.ptr())) throw py::type_error("transform_info: cls must be a type");
+  auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  py::object o = py::reinterpret_steal<py::object>(tp->tp_new(tp, empty->ptr(), nullptr));
+  if (!o) throw py::error_already_set();
+  if (PyObject_GenericSetAttr(o.ptr(), f_mesh_dim->ptr(), mesh_dim.ptr()) != 0 ||
+      PyObject_GenericSetAttr(o.ptr(), f_placements->ptr(), placements.ptr()) != 0 ||
+      PyObject_GenericSetAttr(o.ptr(), f_shape->ptr(), shape.ptr()) != 0)
+    throw py::error_already_set();
+  return o;
+}
+
 // What the search needs of one mesh and dtype: the mesh shape, whether S(a) -> S(b) is an
 // all-gather (cpu), which dims run gloo, and the price of each (mesh dim, collective): a Price
 // (evaluated here), a Python callable (a price kind with no spec: host transport), or nothing yet:
@@ -237,21 +256,12 @@ class MeshPrices {
   PyObject* shard_type() const { return shard_.ptr(); }
   PyObject* replicate_type() const { return replicate_.ptr(); }
   PyObject* partial_type() const { return partial_.ptr(); }
-  // _TransformInfo(mesh_dim, src_dst_placements, logical_shape) as its dataclass __init__ leaves it
-  // (object.__new__, then object.__setattr__ of each field: what a frozen dataclass's __init__
-  // does), without __post_init__'s two checks (mesh_dim >= 0, a step that changes the placement),
-  // which every step plan() makes passes. ~3 us less a step warm, ~9 us cold: the Python __init__
-  // was most of a compiled plan's time. dtensor_adapter_test.py `fastplan` compares the objects
-  // with DTensor's own (dataclass equality and type).
+  // _TransformInfo(mesh_dim, src_dst_placements, logical_shape) by new_transform_info: ~3 us less a
+  // step warm, ~9 us cold than the Python __init__, which was most of a compiled plan's time.
+  // dtensor_plan._MeshContext.fast_args checks once that it equals the real constructor's object;
+  // dtensor_adapter_test.py `fastplan` compares every plan's objects with DTensor's own.
   py::object make_info(const py::object& mesh_dim, const py::object& placements, const py::object& shape) const {
-    auto* tp = reinterpret_cast<PyTypeObject*>(transform_info_.ptr());
-    py::object o = py::reinterpret_steal<py::object>(tp->tp_new(tp, empty_.ptr(), nullptr));
-    if (!o) throw py::error_already_set();
-    if (PyObject_GenericSetAttr(o.ptr(), f_mesh_dim_.ptr(), mesh_dim.ptr()) != 0 ||
-        PyObject_GenericSetAttr(o.ptr(), f_placements_.ptr(), placements.ptr()) != 0 ||
-        PyObject_GenericSetAttr(o.ptr(), f_shape_.ptr(), shape.ptr()) != 0)
-      throw py::error_already_set();
-    return o;
+    return new_transform_info(transform_info_, mesh_dim, placements, shape);
   }
   const py::dict& op_codes() const { return op_codes_; }
   const py::function& partial_of() const { return partial_of_; }
@@ -261,8 +271,6 @@ class MeshPrices {
  private:
   std::vector<std::int64_t> coords_;
   py::object shard_, replicate_, partial_, transform_info_;
-  py::tuple empty_;
-  py::str f_mesh_dim_{"mesh_dim"}, f_placements_{"src_dst_placements"}, f_shape_{"logical_shape"};
   py::str f_dim_{"dim"}, f_reduce_op_{"reduce_op"};
   py::dict op_codes_;
   py::function partial_of_;
@@ -316,12 +324,13 @@ class Graph {
   int add_state(const std::vector<int>& pl, const std::vector<std::vector<int>>& order) {
     std::string key;
     if (!state_key(pl, order, key)) throw py::value_error("add_state: a code or dim out of range");
-    const auto [it, added] = ids_.try_emplace(key, static_cast<int>(keys_.size()));
-    if (added) {
-      check_state(it->second);
-      keys_.push_back(key);
-    }
-    return it->second;
+    const auto found = ids_.find(key);
+    if (found != ids_.end()) return found->second;
+    const int i = static_cast<int>(keys_.size());
+    check_state(i);  // (before anything is stored: a refusal leaves both tables as they were)
+    keys_.push_back(key);
+    ids_.emplace(std::move(key), i);
+    return i;
   }
 
   // A state number as Python's _Graph numbers them: dense from 0 (a graph has a few hundred)
@@ -341,16 +350,21 @@ class Graph {
   // (as registered by add_state), the search, and the _TransformInfo list (each step's mesh dim,
   // placement objects (the specs' own where they have one) and logical shape with this rank's
   // coordinates). Returns that list; None where dtensor_plan.plan returns None (no path; a Partial
-  // with allow_partial false: it needs DTensor's planner); False where Python must do it (a state,
-  // reduce op or torch type not registered here, a non-int size, bytes past int64).
+  // with allow_partial false: it needs DTensor's planner); False where Python must number a state
+  // or reduce op first (then call again); True where the Python path must plan (no torch types set,
+  // a non-int size, bytes past int64, anything else not plain).
   py::object plan(const py::handle& src_pl, const py::handle& src_order, const py::handle& dst_pl,
                   const py::handle& dst_order, const py::handle& full_obj, std::int64_t itemsize,
                   const MeshPrices& fns, bool allow_partial) {
-    const py::object python = py::bool_(false);
+    const py::object number = py::bool_(false), python = py::bool_(true);
     if (!fns.has_torch() || !PyTuple_Check(full_obj.ptr())) return python;
     const Py_ssize_t ndim_t = PyTuple_GET_SIZE(full_obj.ptr());
     if (ndim_t > 64) return python;
-    std::vector<std::int64_t> full(static_cast<std::size_t>(ndim_t));
+    PlanScratch own;
+    PlanScratch& S = plan_scratch_.busy ? own : plan_scratch_;  // (as the search's: fewer allocations)
+    const BusyUse use(S.busy);
+    std::vector<std::int64_t>& full = S.full;
+    full.resize(static_cast<std::size_t>(ndim_t));
     for (Py_ssize_t t = 0; t < ndim_t; ++t) {
       PyObject* x = PyTuple_GET_ITEM(full_obj.ptr(), t);
       if (!PyLong_CheckExact(x)) return python;
@@ -360,8 +374,10 @@ class Graph {
       full[static_cast<std::size_t>(t)] = v;
     }
     const std::size_t nm = fns.mesh().size();
-    std::vector<int> codes;  // src's codes, then dst's
-    std::vector<PyObject*> objs;  // the placement object of each code in codes
+    std::vector<int>& codes = S.codes;  // src's codes, then dst's
+    std::vector<PyObject*>& objs = S.objs;  // the placement object of each code in codes
+    codes.clear();
+    objs.clear();
     for (const py::handle& tup : {src_pl, dst_pl}) {
       if (!PyTuple_Check(tup.ptr()) || static_cast<std::size_t>(PyTuple_GET_SIZE(tup.ptr())) != nm) return python;
       for (std::size_t m = 0; m < nm; ++m) {
@@ -383,7 +399,7 @@ class Graph {
           PyObject* code = PyDict_GetItemWithError(fns.op_codes().ptr(), op.ptr());  // borrowed
           if (code == nullptr) {
             if (PyErr_Occurred()) throw py::error_already_set();
-            return python;  // a reduce op not numbered yet
+            return number;  // a reduce op not numbered yet
           }
           long v;
           if (!small_int(code, v) || v > -2 || v < -100) return python;
@@ -395,17 +411,18 @@ class Graph {
         objs.push_back(p);
       }
     }
-    std::vector<std::vector<int>> src_o, dst_o;
+    std::vector<std::vector<int>>&src_o = S.src_o, &dst_o = S.dst_o;
     if (!read_order(src_order, ndim_t, nm, src_o) || !read_order(dst_order, ndim_t, nm, dst_o)) return python;
-    std::string key;
-    const std::vector<int> src_codes(codes.begin(), codes.begin() + static_cast<std::ptrdiff_t>(nm));
-    const std::vector<int> dst_codes(codes.begin() + static_cast<std::ptrdiff_t>(nm), codes.end());
+    std::string& key = S.key;
+    std::vector<int>&src_codes = S.src_codes, &dst_codes = S.dst_codes;
+    src_codes.assign(codes.begin(), codes.begin() + static_cast<std::ptrdiff_t>(nm));
+    dst_codes.assign(codes.begin() + static_cast<std::ptrdiff_t>(nm), codes.end());
     if (!state_key(src_codes, src_o, key)) return python;
     const auto si = ids_.find(key);
-    if (si == ids_.end()) return python;
+    if (si == ids_.end()) return number;
     if (!state_key(dst_codes, dst_o, key)) return python;
     const auto di = ids_.find(key);
-    if (di == ids_.end()) return python;
+    if (di == ids_.end()) return number;
     std::optional<std::vector<int>> path;
     try {
       path = search_path(si->second, di->second, full, itemsize, dst_codes, fns);
@@ -418,8 +435,8 @@ class Graph {
     const std::vector<std::int64_t>& mesh = fns.mesh();
     const std::vector<std::int64_t>& coords = fns.coords();
     py::list infos;
-    std::vector<int> cur_pl, nxt_pl;
-    std::vector<std::vector<int>> cur_o, nxt_o;
+    std::vector<int>&cur_pl = S.cur_pl, &nxt_pl = S.nxt_pl;
+    std::vector<std::vector<int>>&cur_o = S.cur_o, &nxt_o = S.nxt_o;
     decode((*path)[0], cur_pl, cur_o);
     for (std::size_t j = 1; j < path->size(); ++j) {
       decode((*path)[j], nxt_pl, nxt_o);
@@ -475,7 +492,8 @@ class Graph {
   // a spec's shard_order (ShardOrderEntry(tensor_dim, mesh_dims) tuples) as each tensor dim's mesh dims
   static bool read_order(const py::handle& order, Py_ssize_t ndim_t, std::size_t nm,
                          std::vector<std::vector<int>>& out) {
-    out.assign(static_cast<std::size_t>(ndim_t), {});
+    out.resize(static_cast<std::size_t>(ndim_t));
+    for (auto& o : out) o.clear();
     if (!PyTuple_Check(order.ptr())) return false;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(order.ptr()); ++i) {
       PyObject* e = PyTuple_GET_ITEM(order.ptr(), i);
@@ -522,12 +540,14 @@ class Graph {
     const auto nm = static_cast<std::size_t>(k[i++]);
     pl.assign(nm, 0);
     for (std::size_t m = 0; m < nm; ++m) pl[m] = static_cast<signed char>(k[i++]);
-    order.clear();
-    while (i < k.size()) {
+    std::size_t t = 0;
+    for (; i < k.size(); ++t) {
       const auto n = static_cast<std::size_t>(k[i++]);
-      order.emplace_back();
-      for (std::size_t q = 0; q < n; ++q) order.back().push_back(static_cast<signed char>(k[i++]));
+      if (order.size() <= t) order.emplace_back();
+      order[t].clear();
+      for (std::size_t q = 0; q < n; ++q) order[t].push_back(static_cast<signed char>(k[i++]));
     }
+    order.resize(t);
   }
 
   std::optional<std::vector<int>> search_path(int src, int dst, const std::vector<std::int64_t>& full,
@@ -546,22 +566,24 @@ class Graph {
     bool to_sum = false;
     const int sum_code = sum_code_;
     for (int c : dst_pl) to_sum = to_sum || c == sum_code;
-    std::vector<char> visited;
-    std::vector<double> cost_of(edges_.size(), std::numeric_limits<double>::quiet_NaN());
-    struct Priced {
-      int d, coll;
-      std::int64_t bytes;
-      double us;
-    };
-    std::vector<Priced> prices;  // the plan's distinct prices: a handful, a linear scan is enough
-    std::vector<std::pair<int, int>> links;  // (state, parent link)
-    std::priority_queue<Entry, std::vector<Entry>, Later> pq;
-    std::vector<Step> nb;
+    // this thread's buffers, kept between searches: a first plan runs with cold caches, where each
+    // allocation the search would make (~25, growing a heap and lists) is a cache miss or more
+    SearchScratch own;
+    SearchScratch& S = scratch_.busy ? own : scratch_;  // (busy: a search inside a callback)
+    const ScratchUse use(S);
+    std::vector<char>& visited = S.visited;
+    std::vector<double>& cost_of = S.cost_of;
+    cost_of.assign(edges_.size(), std::numeric_limits<double>::quiet_NaN());
+    std::vector<Priced>& prices = S.prices;  // the plan's distinct prices: a handful, a linear scan is enough
+    std::vector<std::pair<int, int>>& links = S.links;  // (state, parent link)
+    std::vector<Entry>& pq = S.pq;  // a binary heap, least (cost, counter) first, as std::priority_queue
+    std::vector<Step>& nb = S.nb;
     std::int64_t counter = 0;
     double best = kInf;
     links.push_back({src, -1});
-    pq.push(Entry{0.0, 0, src, 0});
-    std::vector<std::int64_t> ls(full.size());
+    push(pq, Entry{0.0, 0, src, 0});
+    std::vector<std::int64_t>& ls = S.ls;
+    ls.assign(full.size(), 0);
 
     auto edge_price = [&](int e) -> double {  // dtensor_plan._edge_query: the adapter's cost_function
       const Edge& E = edges_[static_cast<std::size_t>(e)];
@@ -612,8 +634,9 @@ class Graph {
     };
 
     while (!pq.empty()) {
-      const Entry top = pq.top();
-      pq.pop();
+      std::pop_heap(pq.begin(), pq.end(), Later{});
+      const Entry top = pq.back();
+      pq.pop_back();
       if (top.state == dst) {
         std::vector<int> path;
         for (int l = top.link; l >= 0; l = links[static_cast<std::size_t>(l)].second)
@@ -653,11 +676,63 @@ class Graph {
         if (c >= best) continue;
         if (st.to == dst) best = c;
         links.push_back({st.to, top.link});
-        pq.push(Entry{c, counter, st.to, static_cast<int>(links.size()) - 1});
+        push(pq, Entry{c, counter, st.to, static_cast<int>(links.size()) - 1});
       }
     }
     return std::nullopt;
   }
+
+  struct Priced {
+    int d, coll;
+    std::int64_t bytes;
+    double us;
+  };
+  struct SearchScratch {
+    std::vector<char> visited;
+    std::vector<double> cost_of;
+    std::vector<Priced> prices;
+    std::vector<std::pair<int, int>> links;
+    std::vector<Entry> pq;
+    std::vector<Step> nb;
+    std::vector<std::int64_t> ls;
+    bool busy = false;
+  };
+  struct ScratchUse {  // marks the buffers in use and empties them (their capacity stays) after
+    explicit ScratchUse(SearchScratch& s) : s_(s) {
+      s_.busy = true;
+      s_.visited.clear();
+      s_.prices.clear();
+      s_.links.clear();
+      s_.pq.clear();
+      s_.nb.clear();
+    }
+    ~ScratchUse() { s_.busy = false; }
+    ScratchUse(const ScratchUse&) = delete;
+    ScratchUse& operator=(const ScratchUse&) = delete;
+    SearchScratch& s_;
+  };
+  static void push(std::vector<Entry>& heap, const Entry& e) {
+    heap.push_back(e);
+    std::push_heap(heap.begin(), heap.end(), Later{});
+  }
+  // (per graph, used under the GIL; a callback that searches again gets fresh buffers)
+  SearchScratch scratch_;
+  struct PlanScratch {
+    std::vector<std::int64_t> full;
+    std::vector<int> codes, src_codes, dst_codes, cur_pl, nxt_pl;
+    std::vector<PyObject*> objs;
+    std::vector<std::vector<int>> src_o, dst_o, cur_o, nxt_o;
+    std::string key;
+    bool busy = false;
+  };
+  struct BusyUse {
+    explicit BusyUse(bool& b) : b_(b) { b_ = true; }
+    ~BusyUse() { b_ = false; }
+    BusyUse(const BusyUse&) = delete;
+    BusyUse& operator=(const BusyUse&) = delete;
+    bool& b_;
+  };
+  PlanScratch plan_scratch_;
 
   // flat pools: a plan touches a few dozen states and edges, and cold (its first call) each
   // separate allocation would be a cache miss
@@ -672,10 +747,47 @@ class Graph {
   std::vector<std::string> keys_;             // number -> key
 };
 
+// Graph.plan without pybind11's call machinery (argument vectors allocated per call, overload
+// resolution): a first plan runs with cold caches, where that cost ~3 us more than this. Arguments
+// as Graph.plan's, the graph first; the two objects are unpacked with pybind11's casts (type-checked).
+PyObject* plan_fastcall(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 9) {
+    PyErr_SetString(PyExc_TypeError, "plan(graph, src_pl, src_order, dst_pl, dst_order, full, itemsize, prices, "
+                                     "allow_partial): 9 arguments");
+    return nullptr;
+  }
+  try {
+    Graph& g = py::cast<Graph&>(py::handle(args[0]));
+    const MeshPrices& fns = py::cast<const MeshPrices&>(py::handle(args[7]));
+    int overflow = 0;
+    const long long itemsize = PyLong_AsLongLongAndOverflow(args[6], &overflow);
+    if (itemsize == -1 && PyErr_Occurred()) return nullptr;
+    const int allow = PyObject_IsTrue(args[8]);
+    if (allow < 0) return nullptr;
+    if (overflow != 0) throw py::value_error("plan: itemsize out of range");
+    return g.plan(args[1], args[2], args[3], args[4], args[5], itemsize, fns, allow != 0).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::cast_error& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyMethodDef plan_def = {"plan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&plan_fastcall)),
+                        METH_FASTCALL, "Graph.plan(graph, ...) without pybind11's dispatcher"};
+
 }  // namespace
 
 PYBIND11_MODULE(_dtensor_search, m) {
   m.doc() = "DTensor's min-cost redistribution search over shardcal.dtensor_plan's compact states";
+  m.add_object("plan", py::reinterpret_steal<py::object>(PyCFunction_New(&plan_def, nullptr)));
+  m.def("transform_info", &new_transform_info, py::arg("cls"), py::arg("mesh_dim"), py::arg("src_dst_placements"),
+        py::arg("logical_shape"));
   py::class_<Price>(m, "Price")
       .def(py::init<const py::tuple&>(), py::arg("spec"))
       .def("__call__", &Price::operator(), py::arg("nbytes"));

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import warnings
 import weakref
 
 from .profile import ProfileError
@@ -47,7 +48,7 @@ _op_codes: dict = {}  # reduce op name -> its code (-2, -3, ...), the same in ev
 _graphs: dict = {}  # (tensor dims, R -> P codes in order) -> _Graph (its states: any number of mesh dims)
 _graph_of: dict = {}  # (tensor dims, *reduce-op set in its order) -> its _Graph: plan's lookup without building the key
 # plans made by the compiled plan() and by the Python path (which may still search compiled): tests
-# check which one ran
+# check which one ran (not locked: a count may be lost between threads)
 stats = {"compiled plan": 0, "python plan": 0}
 
 
@@ -92,14 +93,21 @@ class _Graph:
                 i = self.ids.get(state)
                 if i is None:
                     i = len(self.states)
-                    # numbered in the compiled copy too (first: if it refuses, nothing is half-done),
-                    # so its plan() finds a spec's state without Python
-                    if self.compiled is not None and \
-                            self.compiled.add_state(list(state[0]), [list(o) for o in state[1]]) != i:
-                        raise AssertionError("shardcal.dtensor_plan: compiled state table out of step")
+                    # Stored here first: the compiled copy's plan() may find the state as soon as it
+                    # is numbered there (another thread, between two bytecodes) and expand it
                     self.states.append(state)
                     self.adj.append(None)
                     self.sums.append(None)
+                    if self.compiled is not None:  # numbered there too: its plan() needs no Python
+                        try:
+                            n = self.compiled.add_state(list(state[0]), [list(o) for o in state[1]])
+                        except BaseException:
+                            del self.states[i:], self.adj[i:], self.sums[i:]
+                            raise
+                        if n != i:  # (a bug: plan in Python from now on rather than plan wrong)
+                            warnings.warn("shardcal.dtensor_plan: the compiled state table is out of step; "
+                                          "planning in Python", RuntimeWarning, stacklevel=2)
+                            self.compiled = None
                     self.ids[state] = i
         return i
 
@@ -312,13 +320,23 @@ def _search(g, src_i, dst_i, full, itemsize, mesh_shape, cpu, gloo, dst_pl, sum_
 
 
 _placement_types: tuple = ()
+_fake_mode = _FAKE = None  # torch's dispatch-mode query and its FAKE key, bound with the types
 
 
 def _load_placement_types() -> tuple:
-    global _placement_types
+    global _placement_types, _fake_mode, _FAKE
+    import torch
     from torch.distributed.tensor.placement_types import Partial, Replicate, Shard
+    _fake_mode, _FAKE = torch._C._get_dispatch_mode, torch._C._TorchDispatchModeKey.FAKE
     _placement_types = (Partial, Replicate, Shard)
     return _placement_types
+
+
+def _one_rank() -> bool:
+    """torch.compiler.config.compile_on_one_rank: under a fake mode (with a shape env),
+    DeviceMesh._sym_get_coordinate then gives symbolic coordinates."""
+    import torch.compiler.config as config
+    return bool(config.compile_on_one_rank)
 
 
 class _MeshContext:
@@ -371,22 +389,27 @@ class _MeshContext:
 
     def fast_args(self):
         """MeshPrices.set_torch's arguments (this rank's coordinates, the torch types the compiled
-        plan() reads and makes), or None where it cannot plan: this rank outside the mesh, a symbolic
-        coordinate, a _TransformInfo whose fields are not (mesh_dim, src_dst_placements,
-        logical_shape) in that order (it is called with them positionally)."""
+        plan() reads and makes), or None where it cannot plan: this rank outside the mesh, or a
+        _TransformInfo that the compiled module does not make as its constructor does (checked on
+        one object: type, fields, equality)."""
         import dataclasses
         from torch.distributed.tensor import _redistribute as rd
-        mesh = self.mesh
-        if not mesh._is_current_rank_part_of_mesh():
-            return None
-        coords = [mesh._sym_get_coordinate(m) for m in range(len(self.shape))]
-        if any(type(r) is not int for r in coords):
+        coords = self.mesh.get_coordinate()  # (eager, never symbolic: plan() checks for one-rank tracing)
+        if coords is None or len(coords) != len(self.shape) or any(type(r) is not int for r in coords):
             return None
         info = rd._TransformInfo
-        if [f.name for f in dataclasses.fields(info)] != ["mesh_dim", "src_dst_placements", "logical_shape"]:
-            return None
         Partial, Replicate, Shard = _placement_types or _load_placement_types()
-        return coords, Shard, Replicate, Partial, info, _op_codes, _partial_of
+        fields = ["mesh_dim", "src_dst_placements", "logical_shape"]
+        try:
+            args = (1, (Replicate(), Shard(0)), [3, 4])
+            made, want = _compiled.transform_info(info, *args), info(*args)
+            if not dataclasses.is_dataclass(info) or [f.name for f in dataclasses.fields(info)] != fields or \
+                    type(made) is not info or made != want or \
+                    any(getattr(made, f) is not getattr(want, f) for f in fields):
+                return None
+        except Exception:  # (another torch: plan in Python)
+            return None
+        return list(coords), Shard, Replicate, Partial, info, _op_codes, _partial_of
 
     def price(self, d: int, ci: int, numel: int, dtype) -> float:
         """Pricer.time_us of collective COLLECTIVES[ci] moving numel bytes on mesh dim d (its cache;
@@ -460,25 +483,33 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     ctx = pricer._plan_ctx.get(id(mesh))
     if ctx is None or ctx.mesh is not mesh:
         ctx = mesh_context(pricer, mesh)
-    fast = use_compiled and g.compiled is not None
-    if fast:  # the whole plan compiled, once the graph has numbered both states (False: not yet)
-        infos = g.compiled.plan(src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full, itemsize,
-                                ctx.tables.get(dtype) or ctx.price_table(dtype), planner is not None)
-        if infos is not False:
+    # this rank's coordinates are symbolic while torch.compile traces one rank for all: the Python
+    # path asks the mesh for each (DeviceMesh._sym_get_coordinate), the compiled one has ints
+    symbolic = _fake_mode(_FAKE) is not None and _one_rank()
+    fast = use_compiled and g.compiled is not None and not symbolic
+    if fast:  # the whole plan compiled, once the graph has numbered both states
+        infos = _compiled.plan(g.compiled, src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full,
+                               itemsize, ctx.tables.get(dtype) or ctx.price_table(dtype), planner is not None)
+        if infos is not False and infos is not True:
             stats["compiled plan"] += 1
             return infos
+        fast = infos is False  # False: numbers first, then again; True: this path plans
     objs: dict = {}  # code -> a placement object (the specs' own where they have one)
     codes = []
     for p in (*src_pl, *dst_pl_objs):
         t = type(p)
         if t is Shard:
             c = p.dim
+            if c < 0:  # (DTensor's specs hold normalized dims; else its planner decides)
+                return None
         elif t is Replicate:
             c = _R
-        else:
+        elif t is Partial:
             if planner is None:  # (a Partial needs DTensor's planner: its reduce-op set)
                 return None
             c = _op_code(p.reduce_op)
+        else:  # (the adapter sends plain placements only)
+            return None
         codes.append(c)
         if c not in objs:
             objs[c] = p
@@ -492,14 +523,15 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     src = (tuple(codes[:k]), tuple(src_order))
     dst_pl = tuple(codes[k:])
     dst = (dst_pl, tuple(dst_order))
-    mesh_shape, coords = ctx.shape, ctx.coords
+    mesh_shape = ctx.shape
+    coords = {} if symbolic else ctx.coords  # (ints only are kept: see the loop below)
     full_ints = tuple(full)
 
     src_i, dst_i = g.sid(src), g.sid(dst)
-    if fast:  # both states numbered now: the compiled plan, unless it still cannot (bytes past int64)
-        infos = g.compiled.plan(src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full, itemsize,
-                                ctx.price_table(dtype), planner is not None)
-        if infos is not False:
+    if fast and g.compiled is not None:  # both states numbered now
+        infos = _compiled.plan(g.compiled, src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full,
+                               itemsize, ctx.price_table(dtype), planner is not None)
+        if infos is not False and infos is not True:
             stats["compiled plan"] += 1
             return infos
     stats["python plan"] += 1

@@ -372,17 +372,16 @@ class _Adapter:
             return infos
 
         def setup_cost_callbacks(planner):
-            orig_setup(planner)
-            # The profile's cost_function, built when DTensor's own search first asks for a price:
-            # a plan by shardcal.dtensor_plan never does, and a first plan pays for the planner
-            # DTensor makes per (mesh, tensor meta).
-            dtensor_cost = planner.cost_function
-
+            # The profile's cost_function (and DTensor's own, which it calls for _StridedShard),
+            # built when DTensor's own search first asks for a price: a plan by
+            # shardcal.dtensor_plan never does, and a first plan pays for the planner DTensor makes
+            # per (mesh, tensor meta).
             built = []
 
             def first_cost(src_state, dst_state):
                 if not built:  # (a search may hold this function: built once either way)
-                    built.append(priced_cost_function(planner, dtensor_cost))
+                    orig_setup(planner)  # DTensor's cost_function for this planner
+                    built.append(priced_cost_function(planner, planner.cost_function))
                     planner.cost_function = built[0]
                 return built[0](src_state, dst_state)
 
