@@ -379,7 +379,12 @@ def case_fastplan(repo, rank=0):
             last.wait()
         raise
     if last is not None:
-        out, _ = last.communicate(timeout=900)
+        try:
+            out, _ = last.communicate(timeout=900)
+        except subprocess.TimeoutExpired:
+            last.kill()
+            last.wait()
+            fail(f"fastplan on rank {WORLD - 1}: no result after 900 s")
         if last.returncode != 0:
             fail(f"fastplan on rank {WORLD - 1}: exit {last.returncode}: {out[-3000:]}")
         print(out.strip().splitlines()[-1])
@@ -499,6 +504,7 @@ def _fastplan(repo, rank):
     # compiled search refuses, Python's ints plan it), and torch.compile tracing one rank for all
     # (compile_on_one_rank under a fake mode: coordinates may be symbolic, the compiled plan has ints)
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
     import torch.compiler.config as compiler_config
     edge_cases = 0
     mesh = init_device_mesh("cpu", (2, 4))
@@ -509,20 +515,42 @@ def _fastplan(repo, rank):
                                ((Partial(), Shard(0)), (Shard(1), Replicate())),
                                ((Replicate(), Shard(1)), (Shard(0), Shard(1)))):
                 a, b = DTensorSpec(mesh, a_pl, tensor_meta=m), DTensorSpec(mesh, b_pl, tensor_meta=m)
+                def traced():  # the plan of DTensor's or the adapter's planner, logical shapes as text
+                    # (while tracing one rank for all, a SymInt of this rank's coordinate)
+                    with compiler_config.patch(compile_on_one_rank=True), FakeTensorMode(shape_env=ShapeEnv()):
+                        return [(i.mesh_dim, i.src_dst_placements, [str(x) for x in i.logical_shape])
+                                for i in rd._gen_transform_infos_non_cached(a, b)]
+
                 pricer.fast_plan = False
-                want = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                want = traced() if tracing else plan_key(rd._gen_transform_infos_non_cached(a, b))
                 pricer.fast_plan = True
                 runs = dict(dplan.stats)
-                if tracing:
-                    with compiler_config.patch(compile_on_one_rank=True), FakeTensorMode():
-                        got = plan_key(rd._gen_transform_infos_non_cached(a, b))
-                else:
-                    got = plan_key(rd._gen_transform_infos_non_cached(a, b))
+                got = traced() if tracing else plan_key(rd._gen_transform_infos_non_cached(a, b))
                 if got != want or dplan.stats["python plan"] != runs["python plan"] + 1 or \
                         dplan.stats["compiled plan"] != runs["compiled plan"]:
                     fail(f"{tshape}{' tracing one rank' if tracing else ''}: {a} -> {b}: {got} vs DTensor's {want}; "
                          f"stats {runs} -> {dplan.stats} (want one plan by the Python path)")
                 edge_cases += 1
+    # Nested blocks: the inner block's fallbacks are DTensor's own functions, not the outer block's
+    # (whose prices would plan the inner block's redistributions)
+    import torch.distributed.tensor._collective_utils as cu_
+    originals = (rd.DTensorRedistributePlanner.setup_cost_callbacks, rd._gen_transform_infos_non_cached,
+                 cu_.redistribute_cost)
+    m = meta((64, 32), torch.float32)
+    a = DTensorSpec(mesh, (Shard(0), Shard(1)), tensor_meta=m)
+    b = DTensorSpec(mesh, (Replicate(), Replicate()), tensor_meta=m)
+    with st.use_profile(prof, ranks_per_host=4) as outer:
+        with st.use_profile(two_hosts, ranks_per_host=2) as inner:
+            patched = (rd.DTensorRedistributePlanner.setup_cost_callbacks, rd._gen_transform_infos_non_cached,
+                       cu_.redistribute_cost)
+            if any(st._original(f) is not o for f, o in zip(patched, originals)):
+                fail("a nested use_profile's patches do not name DTensor's own functions")
+            inner.fast_plan = False  # DTensor's own search under the inner profile
+            before = dict(outer.plans)
+            rd._gen_transform_infos_non_cached(a, b)
+            if outer.plans != before or inner.plans["dtensor"] != 1:
+                fail(f"a plan in a nested block reached the outer block: outer {before} -> {outer.plans}, "
+                     f"inner {inner.plans}")
     # Through DTensor's public API: a redistribute inside use_profile is planned by the compact
     # planner, one outside it by DTensor (the counter, not a timing).
     from torch.distributed.tensor import DTensor

@@ -1,19 +1,21 @@
-// shardcal._dtensor_search: the Dijkstra of shardcal/dtensor_plan.py (DTensor's
-// find_min_cost_path over compact states) compiled, for the adapter's first plan of a pair.
+// shardcal._dtensor_search: a first plan of shardcal/dtensor_plan.py (DTensor's find_min_cost_path
+// over compact states) compiled, for the DTensor adapter's first redistribute of a pair.
 //
 // Why: in Python the search costs ~2 us per popped state (7-37 a plan) and a first
-// DTensor.redistribute with a profile ran at 0.6-0.8x the greedy default's speed (issue 34);
-// here a plan's search costs a few microseconds. What stays defined once, in Python:
-//   - the graph (states, neighbours in get_next_state's order, edges): `_Graph` registers each
-//     edge and each expanded state's neighbours here; a state not yet expanded is expanded
-//     through the `expand` callback;
+// DTensor.redistribute with a profile ran at 0.6-0.8x the greedy default's speed (issue 34); with
+// the search compiled but the rest in Python still 0.84-0.91x. `plan` does the whole plan in one
+// call: the specs' states, the search, the _TransformInfo list (docs/PERFORMANCE.md: 1.00-1.01x).
+// What stays defined once, in Python:
+//   - the graph (states, neighbours in get_next_state's order, edges): `_Graph` numbers each state
+//     and registers each edge and expanded state's neighbours here; a state not yet expanded is
+//     expanded through the `expand` callback;
 //   - the cost model: a class's price function (cost_model.time_pricer) is evaluated here from its
 //     `spec` (its constants; the same operations in the same order: `Price`), other kinds through
 //     their Python function. tests/calibrate/parity_test.py `timefn` compares them bit for bit.
 // What is mirrored from Python, line for line: the search loop (heap of (cost, push counter), the
-// cut at the best target entry) and the edge rule (which collective an edge runs and its bytes:
-// dtensor_plan._edge_query). tests/torch/dtensor_adapter_test.py `fastplan` compares both searches
-// with DTensor's own planner.
+// cut at the best target entry), the edge rule (which collective an edge runs and its bytes:
+// dtensor_plan._edge_query) and the steps' logical shapes (dtensor_plan.plan's Python path).
+// tests/torch/dtensor_adapter_test.py `fastplan` compares both paths with DTensor's own planner.
 //
 // Placement codes: t >= 0 = Shard(t), -1 = Replicate, <= -2 = Partial (a reduce op's code).
 
@@ -192,6 +194,7 @@ py::object new_transform_info(const py::object& cls, const py::object& mesh_dim,
   static const py::str* f_shape = new py::str("logical_shape");
   if (!PyType_Check(cls.ptr())) throw py::type_error("transform_info: cls must be a type");
   auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  if (tp->tp_new == nullptr) throw py::type_error("transform_info: cls cannot be instantiated");
   py::object o = py::reinterpret_steal<py::object>(tp->tp_new(tp, empty->ptr(), nullptr));
   if (!o) throw py::error_already_set();
   if (PyObject_GenericSetAttr(o.ptr(), f_mesh_dim->ptr(), mesh_dim.ptr()) != 0 ||
@@ -240,7 +243,8 @@ class MeshPrices {
   void set_torch(std::vector<std::int64_t> coords, py::object shard, py::object replicate, py::object partial,
                  py::object transform_info, py::dict op_codes, py::function partial_of) {
     if (coords.size() != mesh_.size()) throw py::value_error("set_torch: one coordinate per mesh dim");
-    if (!PyType_Check(transform_info.ptr())) throw py::value_error("set_torch: transform_info must be a type");
+    if (!PyType_Check(transform_info.ptr()) || reinterpret_cast<PyTypeObject*>(transform_info.ptr())->tp_new == nullptr)
+      throw py::value_error("set_torch: transform_info must be an instantiable type");
     for (std::size_t m = 0; m < coords.size(); ++m)
       if (coords[m] < 0 || coords[m] >= mesh_[m]) throw py::value_error("set_torch: a coordinate outside the mesh");
     coords_ = std::move(coords);
@@ -566,7 +570,7 @@ class Graph {
     bool to_sum = false;
     const int sum_code = sum_code_;
     for (int c : dst_pl) to_sum = to_sum || c == sum_code;
-    // this thread's buffers, kept between searches: a first plan runs with cold caches, where each
+    // the graph's buffers, kept between searches: a first plan runs with cold caches, where each
     // allocation the search would make (~25, growing a heap and lists) is a cache miss or more
     SearchScratch own;
     SearchScratch& S = scratch_.busy ? own : scratch_;  // (busy: a search inside a callback)
@@ -768,10 +772,14 @@ PyObject* plan_fastcall(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return g.plan(args[1], args[2], args[3], args[4], args[5], itemsize, fns, allow != 0).release().ptr();
   } catch (py::error_already_set& e) {
     e.restore();
+  } catch (py::reference_cast_error&) {  // (pybind11's, without a message: None or another type)
+    PyErr_SetString(PyExc_TypeError, "plan: the graph must be a Graph and prices a MeshPrices");
   } catch (py::cast_error& e) {
     PyErr_SetString(PyExc_TypeError, e.what());
   } catch (py::builtin_exception& e) {
     e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
@@ -785,7 +793,7 @@ PyMethodDef plan_def = {"plan", reinterpret_cast<PyCFunction>(reinterpret_cast<v
 
 PYBIND11_MODULE(_dtensor_search, m) {
   m.doc() = "DTensor's min-cost redistribution search over shardcal.dtensor_plan's compact states";
-  m.add_object("plan", py::reinterpret_steal<py::object>(PyCFunction_New(&plan_def, nullptr)));
+  m.add_object("plan", py::reinterpret_steal<py::object>(PyCFunction_NewEx(&plan_def, nullptr, m.attr("__name__").ptr())));
   m.def("transform_info", &new_transform_info, py::arg("cls"), py::arg("mesh_dim"), py::arg("src_dst_placements"),
         py::arg("logical_shape"));
   py::class_<Price>(m, "Price")

@@ -6,11 +6,14 @@ Why: DTensor's Dijkstra builds a `DistState` dataclass, `Shard`/`Replicate` obje
 two `DTensorSpec`s; a first plan took 0.4-11 ms where DTensor's greedy default takes ~0.05 ms.
 Here a state is two tuples of ints (a code per mesh dim, the mesh dims sharding each tensor dim in
 order) and an edge is priced by the same `Pricer` calls, so the first plan costs a fraction of that.
-The search loop runs compiled (`_dtensor_search.cpp`, pybind11; ~2 us per popped state in Python
-was most of a first plan): the graph stays defined here (`_Graph` registers its edges and expanded
-states with the compiled copy), and prices come from `plan`'s `price` callback, so the cost model
-keeps its one definition. Without the compiled module (no C++ compiler or pybind11 at install) the
-same search runs in Python (`_search`).
+The whole plan runs compiled (`_dtensor_search.cpp`, pybind11: the specs' states, the search, the
+`_TransformInfo` list; ~2 us per popped state in Python was most of a first plan, and the Python
+around the compiled search kept the first redistribute at 0.84-0.91x the greedy default's speed):
+the graph stays defined here (`_Graph` numbers its states and registers its edges and expanded
+states with the compiled copy), and a price the compiled copy cannot evaluate from a price
+function's constants comes from the `price` callback, so the cost model keeps its one definition.
+Without the compiled module (no C++ compiler or pybind11 at install) the same plan is made in Python
+(`_search` and the steps below), which is also the reference the tests compare.
 
 The plans are DTensor's own, step for step: the same neighbours in the same order (get_next_state's
 cases 1-6, then `_get_shard_to_partial_target_states`), the same edge costs (the adapter's
@@ -18,8 +21,9 @@ cost_function: `Pricer.step_us` of the one mesh dim that changes, with the large
 summed in the same order, and the same heap order ((cost, push counter)), so ties break the same
 way. `tests/torch/dtensor_adapter_test.py` case `fastplan` compares DTensor's planner with both
 searches on every source and target of several meshes, shapes and dtypes. Only plain Shard/Replicate/Partial placements without
-symbolic shapes come here; anything else (a `_StridedShard` in the planner's targets, tracing)
-returns None and the caller uses DTensor's planner.
+symbolic shapes come here; anything else (a `_StridedShard` in the planner's targets, a SymInt
+size) returns None and the caller uses DTensor's planner. While torch.compile traces one rank for all
+(compile_on_one_rank), this rank's coordinates may be symbolic: the Python path plans then.
 
 Placement codes: t >= 0 = Shard(t), -1 = Replicate, -2 - k = Partial(reduce op number k).
 """
@@ -35,6 +39,8 @@ from .profile import ProfileError
 
 try:  # the search compiled (calibrate/python/setup.py; pybind11)
     from . import _dtensor_search as _compiled
+    if not all(hasattr(_compiled, f) for f in ("plan", "transform_info", "Graph", "MeshPrices")):
+        _compiled = None  # a module built from older sources: plan in Python (shardcal.torch warns)
 except ImportError:  # built without a C++ compiler or pybind11: the same search in Python
     _compiled = None
 
@@ -89,6 +95,7 @@ class _Graph:
     def sid(self, state) -> int:
         i = self.ids.get(state)
         if i is None:
+            out_of_step = False
             with _lock:
                 i = self.ids.get(state)
                 if i is None:
@@ -105,10 +112,11 @@ class _Graph:
                             del self.states[i:], self.adj[i:], self.sums[i:]
                             raise
                         if n != i:  # (a bug: plan in Python from now on rather than plan wrong)
-                            warnings.warn("shardcal.dtensor_plan: the compiled state table is out of step; "
-                                          "planning in Python", RuntimeWarning, stacklevel=2)
+                            out_of_step = True
                             self.compiled = None
                     self.ids[state] = i
+            if out_of_step:
+                _out_of_step("state")
         return i
 
     def neighbours(self, i: int) -> list:
@@ -139,15 +147,25 @@ class _Graph:
     def _eid(self, key) -> int:
         e = self.edge_ids.get(key)
         if e is None:
+            out_of_step = False
             with _lock:
                 e = self.edge_ids.get(key)
                 if e is None:
                     e = len(self.edges)
                     pl, d, b = key
-                    self.edges.append(key)
-                    if self.compiled is not None and self.compiled.add_edge(list(pl), d, b) != e:
-                        raise AssertionError("shardcal.dtensor_plan: compiled edge table out of step")
+                    self.edges.append(key)  # (as sid: stored here first)
+                    if self.compiled is not None:
+                        try:
+                            n = self.compiled.add_edge(list(pl), d, b)
+                        except BaseException:
+                            del self.edges[e:]
+                            raise
+                        if n != e:
+                            out_of_step = True
+                            self.compiled = None
                     self.edge_ids[key] = e
+            if out_of_step:
+                _out_of_step("edge")
         return e
 
     def _expand(self, state) -> list:
@@ -201,6 +219,11 @@ class _Graph:
         for nxt, key in out:
             seen[nxt] = key
         return [(self.sid(nxt), self._eid(key)) for nxt, key in seen.items()]
+
+
+def _out_of_step(what: str) -> None:
+    warnings.warn(f"shardcal.dtensor_plan: the compiled {what} table is out of step with Python's (a bug: "
+                  f"please report it); this graph plans in Python from now on", RuntimeWarning, stacklevel=3)
 
 
 def _graph(ndim_t: int, r_to_p: tuple) -> _Graph:
@@ -488,8 +511,13 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     symbolic = _fake_mode(_FAKE) is not None and _one_rank()
     fast = use_compiled and g.compiled is not None and not symbolic
     if fast:  # the whole plan compiled, once the graph has numbered both states
-        infos = _compiled.plan(g.compiled, src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full,
-                               itemsize, ctx.tables.get(dtype) or ctx.price_table(dtype), planner is not None)
+        try:
+            infos = _compiled.plan(g.compiled, src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full,
+                                   itemsize, ctx.tables.get(dtype) or ctx.price_table(dtype), planner is not None)
+        except ValueError:
+            if g.compiled is not None:
+                raise
+            infos = True  # (the graph found out of step during this plan: see _out_of_step)
         if infos is not False and infos is not True:
             stats["compiled plan"] += 1
             return infos

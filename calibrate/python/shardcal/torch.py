@@ -314,9 +314,11 @@ class _Adapter:
         torch, cu, rd, tutils, ops_utils, DTensor, placement_types = _torch_modules()
         import torch._inductor.config as inductor_config
         pricer = self.pricer
-        orig_setup = rd.DTensorRedistributePlanner.setup_cost_callbacks
-        orig_redistribute_cost = cu.redistribute_cost
-        orig_gen = rd._gen_transform_infos_non_cached
+        # DTensor's own functions, also under an outer use_profile block (its patches name them):
+        # this block's fallbacks must not reach the outer block's prices
+        orig_setup = _original(rd.DTensorRedistributePlanner.setup_cost_callbacks)
+        orig_redistribute_cost = _original(cu.redistribute_cost)
+        orig_gen = _original(rd._gen_transform_infos_non_cached)
 
         plain_types = frozenset(placement_types)  # exact Shard, Replicate, Partial (see _is_plain)
         partial_type = placement_types[2]
@@ -372,17 +374,19 @@ class _Adapter:
             return infos
 
         def setup_cost_callbacks(planner):
-            # The profile's cost_function (and DTensor's own, which it calls for _StridedShard),
-            # built when DTensor's own search first asks for a price: a plan by
-            # shardcal.dtensor_plan never does, and a first plan pays for the planner DTensor makes
-            # per (mesh, tensor meta).
+            orig_setup(planner)
+            # The profile's cost_function, built when DTensor's own search first asks for a price:
+            # a plan by shardcal.dtensor_plan never does, and a first plan pays for the planner
+            # DTensor makes per (mesh, tensor meta).
+            dtensor_cost = planner.cost_function  # (DTensor's: _StridedShard edges)
+
             built = []
 
             def first_cost(src_state, dst_state):
                 if not built:  # (a search may hold this function: built once either way)
-                    orig_setup(planner)  # DTensor's cost_function for this planner
-                    built.append(priced_cost_function(planner, planner.cost_function))
-                    planner.cost_function = built[0]
+                    built.append(priced_cost_function(planner, dtensor_cost))
+                    if planner.cost_function is first_cost:
+                        planner.cost_function = built[0]
                 return built[0](src_state, dst_state)
 
             planner.cost_function = first_cost
@@ -481,6 +485,9 @@ class _Adapter:
                                          f"missing; shardcal.torch supports {SUPPORTED_TEXT}")
         self.saved = [(obj, name, obj.__dict__[name] if name in getattr(obj, "__dict__", {}) else getattr(obj, name))
                       for obj, name, _ in targets]
+        setup_cost_callbacks.__shardcal_original__ = orig_setup
+        gen_transform_infos.__shardcal_original__ = orig_gen
+        redistribute_cost.__shardcal_original__ = orig_redistribute_cost
         for obj, name, value in targets:
             setattr(obj, name, value)
         _clear_caches(rd, DTensor)
@@ -493,6 +500,11 @@ class _Adapter:
             setattr(obj, name, value)
         self.saved = []
         _clear_caches(rd, DTensor)
+
+
+def _original(func):
+    """DTensor's function behind an adapter's patch (the patch names it), else func itself."""
+    return getattr(func, "__shardcal_original__", func)
 
 
 def _clear_caches(rd, DTensor) -> None:
