@@ -230,31 +230,20 @@ def main():
                 rows.append(f"{head} {same} | {d[0]:.3f} / {ac[0]:.3f} / {w[0]:.3f} / {p[0]:.3f} / {ds[0]:.3f} | "
                             f"{d[0] / ac[0]:.2f}×, {d[0] / w[0]:.2f}× | {d[1]:.3f} / {ac[1]:.3f} / {w[1]:.3f} / {p[1]:.3f} | "
                             f"{d[1] / ac[1]:.2f}×, {d[1] / w[1]:.2f}× |")
-    print()
-    print("First call, default vs active (only these two interleaved):")
-    print()
-    print("| mesh | ranks/host | from → to | same plan | plan: default / active (ms) | plan ratio "
-          "| planning in the redistribute: default / active (µs) | redistribute: default / active (ms) "
-          "| redistribute ratio | cached: default / active (µs) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows_a))
-    if rows_c:
-        print()
-        print(f"The same, CPU caches flushed ({a.flush_mib} MiB copied before each timed call, both variants):")
-        print()
-        print("| mesh | ranks/host | from → to | same plan | plan: default / active (ms) | plan ratio "
-              "| planning in the redistribute: default / active (µs) | redistribute: default / active (ms) "
-              "| redistribute ratio | cached: default / active (µs) |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        print("\n".join(rows_c))
-    print()
-    print("All five variants interleaved (order shuffled per repeat):")
-    print()
-    print("| mesh | ranks/host | from → to | same plan | plan: default / active / mesh= / profile / dtensor search (ms) "
-          "| plan ratio active, mesh= | redistribute: default / active / mesh= / profile (ms) "
-          "| redistribute ratio active, mesh= |")
-    print("|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows_b))
+    pair = ("| mesh | ranks/host | from → to | same plan | plan: default / active (ms) | plan ratio "
+            "| planning in the redistribute: default / active (µs) | redistribute: default / active (ms) "
+            "| redistribute ratio | cached: default / active (µs) |")
+    five = ("| mesh | ranks/host | from → to | same plan | plan: default / active / mesh= / profile / dtensor search (ms) "
+            "| plan ratio active, mesh= | redistribute: default / active / mesh= / profile (ms) "
+            "| redistribute ratio active, mesh= |")
+    tables = [("First call, default vs active (only these two interleaved):", pair, rows_a),
+              (f"The same, CPU caches flushed ({a.flush_mib} MiB copied before each timed call, both variants):",
+               pair, rows_c),
+              ("All five variants interleaved (order shuffled per repeat):", five, rows_b)]
+    for title, header, rows in tables:
+        if rows:
+            print(f"\n{title}\n\n{header}\n|{'---|' * header.count(' | ')}---|")
+            print("\n".join(rows))
 
 
 def _local_shape(shape, mesh, pls):

@@ -342,14 +342,6 @@ class Graph {
     if (state < 0 || state >= kMaxStates) throw py::value_error("not a state number of a plan graph");
   }
 
-  // DTensor's min-cost path src -> dst as state numbers (src first), or None when there is none.
-  // full: the global shape; dst_pl: the target's codes (S -> P(sum) steps exist toward a P(sum)
-  // there); prices: the mesh and its prices.
-  std::optional<std::vector<int>> search(int src, int dst, const std::vector<std::int64_t>& full, std::int64_t itemsize,
-                                         const std::vector<int>& dst_pl, const MeshPrices& fns) {
-    return search_path(src, dst, full, itemsize, dst_pl, fns);
-  }
-
   // dtensor_plan.plan's whole work for plain placements, from the specs' own tuples: their states
   // (as registered by add_state), the search, and the _TransformInfo list (each step's mesh dim,
   // placement objects (the specs' own where they have one) and logical shape with this rank's
@@ -429,7 +421,7 @@ class Graph {
     if (di == ids_.end()) return number;
     std::optional<std::vector<int>> path;
     try {
-      path = search_path(si->second, di->second, full, itemsize, dst_codes, fns);
+      path = search(si->second, di->second, full, itemsize, dst_codes, fns);
     } catch (const std::overflow_error&) {
       return python;  // Python's ints plan it
     }
@@ -554,9 +546,12 @@ class Graph {
     order.resize(t);
   }
 
-  std::optional<std::vector<int>> search_path(int src, int dst, const std::vector<std::int64_t>& full,
-                                              std::int64_t itemsize, const std::vector<int>& dst_pl,
-                                              const MeshPrices& fns) {
+ public:
+  // DTensor's min-cost path src -> dst as state numbers (src first), or None when there is none.
+  // full: the global shape; dst_pl: the target's codes (S -> P(sum) steps exist toward a P(sum)
+  // there); prices: the mesh and its prices.
+  std::optional<std::vector<int>> search(int src, int dst, const std::vector<std::int64_t>& full, std::int64_t itemsize,
+                                         const std::vector<int>& dst_pl, const MeshPrices& fns) {
     if (!expand_) throw py::value_error("search: Graph made without expand");
     check_state(src);
     check_state(dst);
@@ -574,7 +569,12 @@ class Graph {
     // allocation the search would make (~25, growing a heap and lists) is a cache miss or more
     SearchScratch own;
     SearchScratch& S = scratch_.busy ? own : scratch_;  // (busy: a search inside a callback)
-    const ScratchUse use(S);
+    const BusyUse use(S.busy);
+    S.visited.clear();
+    S.prices.clear();
+    S.links.clear();
+    S.pq.clear();
+    S.nb.clear();
     std::vector<char>& visited = S.visited;
     std::vector<double>& cost_of = S.cost_of;
     cost_of.assign(edges_.size(), std::numeric_limits<double>::quiet_NaN());
@@ -686,6 +686,7 @@ class Graph {
     return std::nullopt;
   }
 
+ private:
   struct Priced {
     int d, coll;
     std::int64_t bytes;
@@ -700,20 +701,6 @@ class Graph {
     std::vector<Step> nb;
     std::vector<std::int64_t> ls;
     bool busy = false;
-  };
-  struct ScratchUse {  // marks the buffers in use and empties them (their capacity stays) after
-    explicit ScratchUse(SearchScratch& s) : s_(s) {
-      s_.busy = true;
-      s_.visited.clear();
-      s_.prices.clear();
-      s_.links.clear();
-      s_.pq.clear();
-      s_.nb.clear();
-    }
-    ~ScratchUse() { s_.busy = false; }
-    ScratchUse(const ScratchUse&) = delete;
-    ScratchUse& operator=(const ScratchUse&) = delete;
-    SearchScratch& s_;
   };
   static void push(std::vector<Entry>& heap, const Entry& e) {
     heap.push_back(e);

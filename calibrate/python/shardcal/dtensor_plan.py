@@ -472,6 +472,21 @@ def mesh_context(pricer, mesh) -> _MeshContext:
     return ctx
 
 
+def _compiled_plan(g, ctx, src_pl, src_spec, dst_pl, dst_spec, full, itemsize, dtype, planner):
+    """_dtensor_search.plan on g's compiled copy: the _TransformInfo list, None (no path / DTensor's
+    planner), False (a state or reduce op not numbered yet) or True (the Python path plans)."""
+    compiled = g.compiled
+    if compiled is None:  # (the graph was found out of step meanwhile: see _out_of_step)
+        return True
+    try:
+        return _compiled.plan(compiled, src_pl, src_spec.shard_order, dst_pl, dst_spec.shard_order, full, itemsize,
+                              ctx.tables.get(dtype) or ctx.price_table(dtype), planner is not None)
+    except ValueError:
+        if g.compiled is not None:
+            raise
+        return True  # (found out of step during this plan)
+
+
 def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     """DTensor's min-cost plan (a list of `_TransformInfo`) for src_spec -> dst_spec, or None when
     this planner does not handle the case. `planner` is `rd.get_redistribute_planner(mesh, meta)`,
@@ -511,13 +526,7 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     symbolic = _fake_mode(_FAKE) is not None and _one_rank()
     fast = use_compiled and g.compiled is not None and not symbolic
     if fast:  # the whole plan compiled, once the graph has numbered both states
-        try:
-            infos = _compiled.plan(g.compiled, src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full,
-                                   itemsize, ctx.tables.get(dtype) or ctx.price_table(dtype), planner is not None)
-        except ValueError:
-            if g.compiled is not None:
-                raise
-            infos = True  # (the graph found out of step during this plan: see _out_of_step)
+        infos = _compiled_plan(g, ctx, src_pl, src_spec, dst_pl_objs, dst_spec, full, itemsize, dtype, planner)
         if infos is not False and infos is not True:
             stats["compiled plan"] += 1
             return infos
@@ -556,9 +565,8 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
     full_ints = tuple(full)
 
     src_i, dst_i = g.sid(src), g.sid(dst)
-    if fast and g.compiled is not None:  # both states numbered now
-        infos = _compiled.plan(g.compiled, src_pl, src_spec.shard_order, dst_pl_objs, dst_spec.shard_order, full,
-                               itemsize, ctx.price_table(dtype), planner is not None)
+    if fast:  # both states numbered now
+        infos = _compiled_plan(g, ctx, src_pl, src_spec, dst_pl_objs, dst_spec, full, itemsize, dtype, planner)
         if infos is not False and infos is not True:
             stats["compiled plan"] += 1
             return infos
@@ -584,7 +592,7 @@ def plan(pricer, rd, planner, src_spec, dst_spec, itemsize: int, dtype):
             return Shard(c)
         if c == _R:
             return Replicate()
-        return Partial(next(o for o, k in _op_codes.items() if k == c))
+        return _partial_of(c)
 
     # Each step's logical shape as planner.get_logical_shape(DistState(...), d, full) computes it
     # (the same Shard.local_shard_size_and_offset calls with this rank's coordinates, tensor dims
