@@ -4,7 +4,7 @@
 // Why: in Python the search costs ~2 us per popped state (7-37 a plan) and a first
 // DTensor.redistribute with a profile ran at 0.6-0.8x the greedy default's speed (issue 34); with
 // the search compiled but the rest in Python still 0.84-0.91x. `plan` does the whole plan in one
-// call: the specs' states, the search, the _TransformInfo list (docs/PERFORMANCE.md: 1.00-1.01x).
+// call: the specs' states, the search, the _TransformInfo list (docs/PERFORMANCE.md: 0.99-1.11x).
 // What stays defined once, in Python:
 //   - the graph (states, neighbours in get_next_state's order, edges): `_Graph` numbers each state
 //     and registers each edge and expanded state's neighbours here; a state not yet expanded is
