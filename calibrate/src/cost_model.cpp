@@ -303,27 +303,28 @@ double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h) {
 }
 
 LatencyLaw default_latency_law(Collective op, std::string_view backend) {
-  if (backend == "nccl") return op == Collective::AllReduce ? LatencyLaw::TreeDepth : LatencyLaw::RingSteps;
-  if (backend == "mpi") return op == Collective::AllToAll ? LatencyLaw::RingSteps : LatencyLaw::LogRanks;
-  return LatencyLaw::RingSteps;  // the simulator and built-in models: the profile's ring formula
+  // NCCL's all_reduce across nodes at small sizes: double binary trees (NCCL 2.4+); else rings
+  // (NCCL's other collectives; MPI's bandwidth-optimal large-message algorithms; the profile's
+  // own ring formula).
+  return backend == "nccl" && op == Collective::AllReduce ? LatencyLaw::TreeDepth : LatencyLaw::RingSteps;
 }
 
-BandwidthGrowth bandwidth_growth(Collective op, std::string_view backend, int n_b, int h_b, int n, int h) {
-  BandwidthGrowth g;
-  if (op == Collective::AllToAll) {
-    // Each rank's bytes to the other hosts' ranks leave through its host's NIC: (h - 1) / h of them.
-    g.bus = h_b > 1 ? (double(h - 1) / h) / (double(h_b - 1) / h_b) : 1.0;
-  } else {
-    const CollectiveInfo& info = collective_info(op);
-    g.bus = n_b > 1 && info.busbw_factor(n_b) > 0 ? info.busbw_factor(n) / info.busbw_factor(n_b) : 1.0;
-  }
+BandwidthLaw default_bandwidth_law(Collective op) {
+  return op == Collective::AllToAll ? BandwidthLaw::HostShare : BandwidthLaw::BusFactor;
+}
+
+double bandwidth_growth(BandwidthLaw law, Collective op, int n_b, int h_b, int n, int h) {
+  if (law == BandwidthLaw::HostShare) return h_b > 1 ? (double(h - 1) / h) / (double(h_b - 1) / h_b) : 1.0;
+  const CollectiveInfo& info = collective_info(op);
+  return n_b > 1 && info.busbw_factor(n_b) > 0 ? info.busbw_factor(n) / info.busbw_factor(n_b) : 1.0;
+}
+
+std::pair<double, double> known_switch(Collective op, std::string_view backend, int h_b, int h) {
   // NCCL's all_reduce on two nodes: a double binary tree without interior nodes moves each
   // node's bytes across once where a ring (and the tree on more nodes) moves them twice.
-  if (backend == "nccl" && op == Collective::AllReduce && (h_b == 2) != (h == 2) && h_b > 1 && h > 1) {
-    if (h_b == 2) g.switch_hi = 2.0;
-    else g.switch_lo = 0.5;
-  }
-  return g;
+  if (backend == "nccl" && op == Collective::AllReduce && (h_b == 2) != (h == 2) && h_b > 1 && h > 1)
+    return h_b == 2 ? std::pair{1.0, 2.0} : std::pair{0.5, 1.0};
+  return {1.0, 1.0};
 }
 
 double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb) {
@@ -338,11 +339,11 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const double f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
   const double miss = t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
-  const double extra = std::sqrt(step * step + t.switch_log_sigma * t.switch_log_sigma + miss * miss +
-                                 class_log_sigma * class_log_sigma);
+  const double common = step * step + miss * miss + class_log_sigma * class_log_sigma;
+  const double lo = t.switch_lo_log_sigma, hi = t.switch_hi_log_sigma;
   out.time_us = b.time_us * f;
-  out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, extra);
-  out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, extra);
+  out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
+  out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
   return out;
 }
 

@@ -399,6 +399,10 @@ std::string_view latency_law_name(LatencyLaw law) {
   return "?";
 }
 
+std::string_view bandwidth_law_name(BandwidthLaw law) {
+  return law == BandwidthLaw::HostShare ? "host-share" : "bus-factor";
+}
+
 Domain effective_domain(const Model& m) {
   if (m.domain) return *m.domain;
   Domain d;
@@ -653,6 +657,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   t.n_query = lc.group_size;
   t.doublings = std::abs(std::log2(double(lc.hosts) / best.hosts));
   t.law = default_latency_law(op, p.backend);
+  t.bw_law = default_bandwidth_law(op);
   t.step_log_sigma = kHostTransportLogSigma;
   if (t.other) {
     // The test: the other count's prices carried to the chosen count by each law, at the sizes
@@ -675,34 +680,40 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     }
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    const BandwidthGrowth gab = bandwidth_growth(op, p.backend, t.n_other, a.hosts, t.n_model, best.hosts);
+    const auto [slo, shi] = known_switch(op, p.backend, a.hosts, best.hosts);
     const double la = price_time_us(a, t.n_other, c, 1.0);
-    // Per law, the miss per size: log(t_b / structure's t_b), 0 inside a switch's range.
-    const LatencyLaw laws[] = {t.law, LatencyLaw::RingSteps, LatencyLaw::TreeDepth, LatencyLaw::LogRanks,
-                               LatencyLaw::Flat};
+    // Per pair of laws, the miss per size: log(t_b / structure's t_b), 0 inside a switch's
+    // range; the pair that misses least (ties: the defaults, listed first).
+    const LatencyLaw lat_laws[] = {t.law, LatencyLaw::RingSteps, LatencyLaw::TreeDepth, LatencyLaw::LogRanks,
+                                   LatencyLaw::Flat};
+    const BandwidthLaw bw_laws[] = {t.bw_law, BandwidthLaw::BusFactor, BandwidthLaw::HostShare};
     double best_score = 0;
     bool first = true;
-    for (LatencyLaw law : laws) {
-      const double r = latency_growth(law, t.n_other, a.hosts, t.n_model, best.hosts);
-      std::vector<double> miss;
-      double score = 0;
-      for (double k : sizes) {
-        const double ta = price_time_us(a, t.n_other, c, k), tb = price_time_us(best, t.n_model, c, k);
-        if (!(ta > 0) || !(tb > 0)) {
-          miss.push_back(0.0);
-          continue;
+    for (BandwidthLaw bw : bw_laws) {
+      const double f = bandwidth_growth(bw, op, t.n_other, a.hosts, t.n_model, best.hosts);
+      for (LatencyLaw law : lat_laws) {
+        const double r = latency_growth(law, t.n_other, a.hosts, t.n_model, best.hosts);
+        std::vector<double> miss;
+        double score = 0;
+        for (double k : sizes) {
+          const double ta = price_time_us(a, t.n_other, c, k), tb = price_time_us(best, t.n_model, c, k);
+          if (!(ta > 0) || !(tb > 0)) {
+            miss.push_back(0.0);
+            continue;
+          }
+          const double p_lo = ta * transport_factor(la, r, f * slo, ta);
+          const double p_hi = ta * transport_factor(la, r, f * shi, ta);
+          const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
+          miss.push_back(d);
+          score += std::abs(d);
         }
-        const double p_lo = ta * transport_factor(la, r, gab.bus * gab.switch_lo, ta);
-        const double p_hi = ta * transport_factor(la, r, gab.bus * gab.switch_hi, ta);
-        const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
-        miss.push_back(d);
-        score += std::abs(d);
-      }
-      if (first || score < best_score - 1e-9 * std::max(1.0, best_score)) {  // ties: the default
-        first = false;
-        best_score = score;
-        t.law = law;
-        t.miss_log = std::move(miss);
+        if (first || score < best_score - 1e-9 * std::max(1.0, best_score)) {
+          first = false;
+          best_score = score;
+          t.law = law;
+          t.bw_law = bw;
+          t.miss_log = std::move(miss);
+        }
       }
     }
     t.miss_bytes = sizes;
@@ -710,12 +721,27 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     t.law_tested = !sizes.empty();
     if (t.law_tested) t.step_log_sigma = kHostTransportTestedLogSigma;
   }
-  const BandwidthGrowth g = bandwidth_growth(op, p.backend, t.n_model, best.hosts, lc.group_size, lc.hosts);
   t.latency_us = price_time_us(best, t.n_model, c, 1.0);
   t.latency_ratio = latency_growth(t.law, t.n_model, best.hosts, lc.group_size, lc.hosts);
-  // A known switch: priced at the range's geometric middle, the range the 95 % interval.
-  t.bus_ratio = g.bus * std::sqrt(g.switch_lo * g.switch_hi);
-  t.switch_log_sigma = std::log(g.switch_hi / g.switch_lo) / 2.0 / kIntervalZ;
+  const double f = bandwidth_growth(t.bw_law, op, t.n_model, best.hosts, lc.group_size, lc.hosts);
+  // A known switch's range: priced at its geometric middle, the range the 95 % interval.
+  const auto [klo, khi] = known_switch(op, p.backend, best.hosts, lc.hosts);
+  const double mid = std::sqrt(klo * khi);
+  double lo = klo, hi = khi;
+  if (!t.law_tested && p.backend == "mpi" && t.bw_law == BandwidthLaw::BusFactor) {
+    // Whether MPI runs a ring or an algorithm whose every rank's bytes cross the NIC (recursive
+    // doubling / halving, Rabenseifner) is not known from one count: priced as a ring, the
+    // interval reaching the host share's price.
+    const double other = bandwidth_growth(BandwidthLaw::HostShare, op, t.n_model, best.hosts, lc.group_size,
+                                          lc.hosts) / f;
+    lo *= std::min(1.0, other);
+    hi *= std::max(1.0, other);
+    t.algorithm_unknown = other != 1.0;
+  }
+  t.two_node_switch = klo != khi;
+  t.bus_ratio = f * mid;
+  t.switch_lo_log_sigma = std::log(mid / lo) / kIntervalZ;
+  t.switch_hi_log_sigma = std::log(hi / mid) / kIntervalZ;
   return t;
 }
 
@@ -723,10 +749,11 @@ std::string transport_note(const HostTransport& t, const Model& best, const Link
   std::ostringstream o;
   o << "hosts=" << lc.hosts << " transported from the measured hosts=" << best.hosts << " ("
     << std::setprecision(3) << t.doublings << (t.doublings == 1.0 ? " doubling" : " doublings") << ", "
-    << latency_law_name(t.law) << " latency";
+    << latency_law_name(t.law) << " latency, " << bandwidth_law_name(t.bw_law) << " bandwidth";
   if (t.other)
     o << (t.law_tested ? " chosen by" : ", untested by") << " hosts=" << t.other->hosts;
-  if (t.switch_log_sigma > 0) o << "; NCCL's two-node tree in between";
+  if (t.two_node_switch) o << "; NCCL's two-node all_reduce tree in between: priced at its middle, widened";
+  if (t.algorithm_unknown) o << "; MPI's algorithm untested: widened toward host-share bandwidth";
   o << ")";
   return o.str();
 }

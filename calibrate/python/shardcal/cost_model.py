@@ -368,7 +368,11 @@ class HostTransport:
     latency_us: float = 0.0
     latency_ratio: float = 1.0
     bus_ratio: float = 1.0
-    switch_log_sigma: float = 0.0
+    switch_lo_log_sigma: float = 0.0
+    switch_hi_log_sigma: float = 0.0
+    two_node_switch: bool = False
+    algorithm_unknown: bool = False
+    bw_law: str = "bus-factor"
     step_log_sigma: float = 0.0
     miss_bytes: list = field(default_factory=list)
     miss_log: list = field(default_factory=list)
@@ -387,11 +391,14 @@ def latency_growth(law: str, n_b: int, h_b: int, n: int, h: int) -> float:
 
 def default_latency_law(collective: str, backend: str) -> str:
     """cost_model.cpp default_latency_law."""
-    if backend == "nccl":
-        return "tree-depth" if collective == "all_reduce" else "ring-steps"
-    if backend == "mpi":
-        return "ring-steps" if collective == "all_to_all" else "log2-ranks"
-    return "ring-steps"
+    return "tree-depth" if backend == "nccl" and collective == "all_reduce" else "ring-steps"
+
+
+BANDWIDTH_LAWS = ("bus-factor", "host-share")  # profile.hpp BandwidthLaw, in order
+
+
+def default_bandwidth_law(collective: str) -> str:
+    return "host-share" if collective == "all_to_all" else "bus-factor"
 
 
 def transport_factor(latency_us: float, latency_ratio: float, bus_ratio: float, tb: float) -> float:
@@ -428,11 +435,11 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us)
     step = t.step_log_sigma * t.doublings
     miss = _miss_at(t, s_eff) * t.doublings / t.test_doublings if t.test_doublings > 0 else 0.0
-    extra = math.sqrt(step * step + t.switch_log_sigma * t.switch_log_sigma + miss * miss +
-                      class_log_sigma * class_log_sigma)
-    return Priced(b.time_us * f, _widened_bound(f, b.time_us, b.lo_us, -1.0, extra),
-                  _widened_bound(f, b.time_us, b.hi_us, 1.0, extra), b.segment, b.curve, b.curve_exact,
-                  b.switch_gap, b.beyond_measured)
+    common = step * step + miss * miss + class_log_sigma * class_log_sigma
+    lo, hi = t.switch_lo_log_sigma, t.switch_hi_log_sigma
+    return Priced(b.time_us * f, _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)),
+                  _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi)), b.segment, b.curve,
+                  b.curve_exact, b.switch_gap, b.beyond_measured)
 
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:

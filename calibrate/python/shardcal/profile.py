@@ -72,20 +72,19 @@ def ring_steps(collective: str, n: int) -> int:
     return TABLE[collective]["ring_rounds"] * (n - 1)
 
 
-def bandwidth_growth(collective: str, backend: str, n_b: int, h_b: int, n: int, h: int):
-    """cost_model.cpp bandwidth_growth: (F, switch_lo, switch_hi)."""
-    if collective == "all_to_all":
-        bus = (float(h - 1) / h) / (float(h_b - 1) / h_b) if h_b > 1 else 1.0
-    else:
-        fb = busbw_factor(collective, n_b)
-        bus = busbw_factor(collective, n) / fb if n_b > 1 and fb > 0 else 1.0
-    lo, hi = 1.0, 1.0
+def bandwidth_growth(law: str, collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
+    """cost_model.cpp bandwidth_growth."""
+    if law == "host-share":
+        return (float(h - 1) / h) / (float(h_b - 1) / h_b) if h_b > 1 else 1.0
+    fb = busbw_factor(collective, n_b)
+    return busbw_factor(collective, n) / fb if n_b > 1 and fb > 0 else 1.0
+
+
+def known_switch(collective: str, backend: str, h_b: int, h: int):
+    """cost_model.cpp known_switch: NCCL's two-node all_reduce tree."""
     if backend == "nccl" and collective == "all_reduce" and (h_b == 2) != (h == 2) and h_b > 1 and h > 1:
-        if h_b == 2:
-            hi = 2.0
-        else:
-            lo = 0.5
-    return bus, lo, hi
+        return (1.0, 2.0) if h_b == 2 else (0.5, 1.0)
+    return 1.0, 1.0
 
 
 class ProfileError(ValueError):
@@ -583,6 +582,7 @@ class Profile:
         group_size = hosts * rph
         t = _cm.HostTransport(other, best.hosts * rph, 0, group_size, abs(math.log2(float(hosts) / best.hosts)))
         t.law = _cm.default_latency_law(op, self.backend)
+        t.bw_law = _cm.default_bandwidth_law(op)
         t.step_log_sigma = _cm.HOST_TRANSPORT_LOG_SIGMA
         if other is not None:
             a = other
@@ -599,47 +599,61 @@ class Profile:
             else:
                 sizes = [math.ldexp(1.0, i) for i in range(31)]
             sizes = sorted(set(sizes))
-            bus, slo, shi = bandwidth_growth(op, self.backend, t.n_other, a.hosts, t.n_model, best.hosts)
+            slo, shi = known_switch(op, self.backend, a.hosts, best.hosts)
             la = _cm.price_time_us(a, t.n_other, c, 1.0)
             best_score, first = 0.0, True
-            for law in (t.law,) + _cm.LATENCY_LAWS:
-                r = _cm.latency_growth(law, t.n_other, a.hosts, t.n_model, best.hosts)
-                miss, score = [], 0.0
-                for k in sizes:
-                    ta = _cm.price_time_us(a, t.n_other, c, k)
-                    tb = _cm.price_time_us(best, t.n_model, c, k)
-                    if not (ta > 0) or not (tb > 0):
-                        miss.append(0.0)
-                        continue
-                    p_lo = ta * _cm.transport_factor(la, r, bus * slo, ta)
-                    p_hi = ta * _cm.transport_factor(la, r, bus * shi, ta)
-                    dm = math.log(tb / p_lo) if tb < p_lo else (math.log(tb / p_hi) if tb > p_hi else 0.0)
-                    miss.append(dm)
-                    score += abs(dm)
-                if first or score < best_score - 1e-9 * max(1.0, best_score):
-                    first, best_score, t.law, t.miss_log = False, score, law, miss
+            for bw in (t.bw_law,) + _cm.BANDWIDTH_LAWS:
+                f = bandwidth_growth(bw, op, t.n_other, a.hosts, t.n_model, best.hosts)
+                for law in (t.law,) + _cm.LATENCY_LAWS:
+                    r = _cm.latency_growth(law, t.n_other, a.hosts, t.n_model, best.hosts)
+                    miss, score = [], 0.0
+                    for k in sizes:
+                        ta = _cm.price_time_us(a, t.n_other, c, k)
+                        tb = _cm.price_time_us(best, t.n_model, c, k)
+                        if not (ta > 0) or not (tb > 0):
+                            miss.append(0.0)
+                            continue
+                        p_lo = ta * _cm.transport_factor(la, r, f * slo, ta)
+                        p_hi = ta * _cm.transport_factor(la, r, f * shi, ta)
+                        dm = math.log(tb / p_lo) if tb < p_lo else (math.log(tb / p_hi) if tb > p_hi else 0.0)
+                        miss.append(dm)
+                        score += abs(dm)
+                    if first or score < best_score - 1e-9 * max(1.0, best_score):
+                        first, best_score, t.law, t.bw_law, t.miss_log = False, score, law, bw, miss
             t.miss_bytes = sizes
             if not sizes:
                 t.miss_log = []
             t.law_tested = bool(sizes)
             if t.law_tested:
                 t.step_log_sigma = _cm.HOST_TRANSPORT_TESTED_LOG_SIGMA
-        bus, slo, shi = bandwidth_growth(op, self.backend, t.n_model, best.hosts, group_size, hosts)
         t.latency_us = _cm.price_time_us(best, t.n_model, c, 1.0)
         t.latency_ratio = _cm.latency_growth(t.law, t.n_model, best.hosts, group_size, hosts)
-        t.bus_ratio = bus * math.sqrt(slo * shi)
-        t.switch_log_sigma = math.log(shi / slo) / 2.0 / _cm.INTERVAL_Z
+        f = bandwidth_growth(t.bw_law, op, t.n_model, best.hosts, group_size, hosts)
+        klo, khi = known_switch(op, self.backend, best.hosts, hosts)
+        mid = math.sqrt(klo * khi)
+        lo, hi = klo, khi
+        if not t.law_tested and self.backend == "mpi" and t.bw_law == "bus-factor":
+            other = bandwidth_growth("host-share", op, t.n_model, best.hosts, group_size, hosts) / f
+            lo *= min(1.0, other)
+            hi *= max(1.0, other)
+            t.algorithm_unknown = other != 1.0
+        t.two_node_switch = klo != khi
+        t.bus_ratio = f * mid
+        t.switch_lo_log_sigma = math.log(mid / lo) / _cm.INTERVAL_Z
+        t.switch_hi_log_sigma = math.log(hi / mid) / _cm.INTERVAL_Z
         return t
 
     @staticmethod
     def _transport_note(t, best, hosts: int) -> str:
         """profile.cpp transport_note."""
         note = (f"hosts={hosts} transported from the measured hosts={best.hosts} ({t.doublings:.3g} "
-                f"{'doubling' if t.doublings == 1.0 else 'doublings'}, {t.law} latency")
+                f"{'doubling' if t.doublings == 1.0 else 'doublings'}, {t.law} latency, {t.bw_law} bandwidth")
         if t.other is not None:
             note += f"{' chosen by' if t.law_tested else ', untested by'} hosts={t.other.hosts}"
-        if t.switch_log_sigma > 0:
-            note += "; NCCL's two-node tree in between"
+        if t.two_node_switch:
+            note += "; NCCL's two-node all_reduce tree in between: priced at its middle, widened"
+        if t.algorithm_unknown:
+            note += "; MPI's algorithm untested: widened toward host-share bandwidth"
         return note + ")"
 
     def predict(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,

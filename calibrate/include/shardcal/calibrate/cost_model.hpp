@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "shardcal/calibrate/profile.hpp"
 
@@ -128,13 +129,14 @@ inline constexpr double kHostTransportLogSigma = 0.15;
 inline constexpr double kHostTransportTestedLogSigma = 0.10;
 // The latency growth R by law from n_b ranks on h_b hosts to n ranks on h hosts.
 double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h);
-// The backend's default law for a collective ("nccl", "mpi", ...).
+// The backend's default laws for a collective ("nccl", "mpi", ...).
 LatencyLaw default_latency_law(Collective op, std::string_view backend);
-// The bandwidth term's growth F and the range [lo, hi] of a known algorithm switch (1, 1: none).
-struct BandwidthGrowth {
-  double bus = 1, switch_lo = 1, switch_hi = 1;
-};
-BandwidthGrowth bandwidth_growth(Collective op, std::string_view backend, int n_b, int h_b, int n, int h);
+BandwidthLaw default_bandwidth_law(Collective op);
+// The bandwidth term's growth F by law.
+double bandwidth_growth(BandwidthLaw law, Collective op, int n_b, int h_b, int n, int h);
+// The range [lo, hi] (factors on F) of a known algorithm switch between h_b and h: NCCL's
+// two-node all_reduce tree ([1, 2] leaving two nodes, [1/2, 1] arriving); else [1, 1].
+std::pair<double, double> known_switch(Collective op, std::string_view backend, int h_b, int h);
 // The structure's factor on t_b: share R + (1 - share) F, share = min(1, L / t_b).
 double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb);
 

@@ -139,6 +139,12 @@ Domain effective_domain(const Model& m);
 // none (pipelined or offloaded).
 enum class LatencyLaw { RingSteps, TreeDepth, LogRanks, Flat };
 std::string_view latency_law_name(LatencyLaw law);
+// How its bandwidth term grows: by the bus factors (a ring: busbw independent of the rank count),
+// or with the share of each rank's bytes that leaves its host, (h - 1) / h (algorithms without a
+// hierarchy, where every rank's bytes cross its host's NIC: all_to_all, recursive doubling and
+// halving on several ranks per host).
+enum class BandwidthLaw { BusFactor, HostShare };
+std::string_view bandwidth_law_name(BandwidthLaw law);
 
 // A price transported from the nearest measured host count to another along the collective's
 // algorithm (cost_model.hpp "Host-count transport"); a second measured count, when the profile
@@ -152,12 +158,19 @@ struct HostTransport {
   double doublings = 0;          // |log2(h / h_b)|: distance to the nearest measured count
   double test_doublings = 0;     // |log2(h_b / h_a)|: the test's distance (0: no test)
   LatencyLaw law = LatencyLaw::RingSteps;
-  bool law_tested = false;       // chosen by the test (else the backend's default)
+  BandwidthLaw bw_law = BandwidthLaw::BusFactor;
+  bool law_tested = false;       // both laws chosen by the test (else the backend's defaults)
   // t = t_b (share R + (1 - share) F), share = min(1, L / t_b).
   double latency_us = 0;         // L: the chosen model's time at 1 byte (its latency floor)
   double latency_ratio = 1;      // R: latency growth from h_b to h by `law`
-  double bus_ratio = 1;          // F: the bandwidth term's growth (bus factors; NIC share; switch)
-  double switch_log_sigma = 0;   // an algorithm switch between h_b and h (NCCL's two-node tree)
+  double bus_ratio = 1;          // F: the bandwidth term's growth by bw_law (x a switch's middle)
+  // The range the bandwidth term may move in between h_b and h, as log sigmas below and above
+  // the price (its 95 % interval): NCCL's two-node tree (priced at the range's geometric
+  // middle), an untested transport of a library that may run either bandwidth law (MPI:
+  // priced by the ring's bus factors, the upper side reaching the host share's price).
+  double switch_lo_log_sigma = 0, switch_hi_log_sigma = 0;
+  bool two_node_switch = false;     // NCCL's two-node tree between h_b and h
+  bool algorithm_unknown = false;   // MPI untested: the upper side reaches the host share
   double step_log_sigma = 0;     // per doubling
   // Where the tested structure missed the second count: log(measured / structure's price) per
   // size (0 inside a switch's range), interpolated in log size; widens, never moves, the price.
