@@ -9,6 +9,7 @@ usage: newcomer_test.py CHECK SHARDBENCH SOURCE_DIR [PYTHON]
   floor           trap 11: an implausible small-message floor is warned and recorded
   profile_module  trap 8: python -m shardcal.profile: no traceback for a user's mistake (PYTHON: the venv's)
   readme          trap 9: the README's report command is the one that works
+  plan_text       trap 7 (its CLI half): `plan` on a profile without all_gather prints its detour readably
 Each check exits 0 after printing what it compared, non-zero with the reason otherwise.
 """
 import json
@@ -242,6 +243,24 @@ def check_readme(tmp):
     assert "--profile" in p.stdout
     print(f"readme: {len(runs)} report command(s) in README/docs use the venv's python; the Reports "
           "section names it; it runs the report")
+
+
+def check_plan_text(tmp):
+    res = os.path.join(tmp, "noag.jsonl")
+    prof = os.path.join(tmp, "noag.json")
+    run(["import", data("realdata", "ncclt-all_reduce-H100-1x8-1.txt"),
+         data("realdata", "ncclt-reduce_scatter-H100-1x8-1.txt"), "--out", res], 0)
+    run(["calibrate", "--results", res, "--out", prof], 0)
+    p = run(["plan", "--profile", prof, "--mesh", "8", "--ranks-per-host", "8", "--shape", "1024x1024",
+             "--from", "S(0)", "--to", "R"], 0)
+    steps = [l for l in p.stdout.splitlines() if re.match(r"^\s+\d+\. mesh dim", l)]
+    assert any("S(0) -> P(sum) local_embed_partial" in l for l in steps), p.stdout
+    # Every step line: "N. mesh dim D: CHANGE KIND ..." with the change and the kind apart.
+    for l in steps:
+        assert re.match(r"^\s+\d+\. mesh dim \d+: \S+ -> \S+ +[a-z_]+ ", l), l
+    assert "P(sum)local" not in p.stdout, p.stdout
+    print("plan_text: the all_gather-less profile's detour S(0) -> P(sum) local_embed_partial, all_reduce "
+          "prints with its columns apart")
 
 
 def main():
