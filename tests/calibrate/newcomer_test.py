@@ -186,6 +186,11 @@ def check_floor(tmp):
            "hosts_spanned": 1, "floor_s": 0.0081, "limit_s": 0.001, "max_bytes": 32768, "points": 5,
            "message": "all_gather mesh=4 dim=0 (inside one host): every message up to 32768 B (5 sizes) "
                       "took at least 8.1 ms, implausible; likely causes: oversubscribed cores"}
+    try:  # the record as the schema describes it (Debian's python3-jsonschema, when present)
+        import jsonschema
+        jsonschema.validate(rec, json.load(open(os.path.join(SRC, "configs", "schema", "results.schema.json"))))
+    except ImportError:
+        pass
     with open(res, "a") as f:
         f.write(json.dumps(rec) + "\n")
     p = run(["calibrate", "--results", res, "--out", os.path.join(tmp, "sim.json")], 0)
