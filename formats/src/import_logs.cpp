@@ -393,7 +393,9 @@ std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no)
     }
     if (opt.size() > 2 && a.size() > opt.size() && starts_with(a, opt) && a[opt.size()] == '=')
       return a.substr(opt.size() + 1);
-    if (opt.size() == 2 && a.size() > 2 && starts_with(a, opt) && opt[1] != '-')
+    // Glued short options take digits only: "-N2", "-n8" (not "-npernode").
+    if (opt.size() == 2 && a.size() > 2 && starts_with(a, opt) && opt[1] != '-' &&
+        is_uint_token(a.substr(2)))
       return a.substr(2);
     return std::nullopt;
   };

@@ -243,6 +243,13 @@ TEST(ImportLogs, LaunchLines) {
   auto ppn = parse_launch_line("mpiexec -n 16 -ppn 8 osu_allreduce", 1);
   ASSERT_TRUE(ppn);
   EXPECT_EQ(ppn->hosts, 2);
+  auto npn = parse_launch_line("mpirun -np 8 -npernode 4 ./osu_allgather", 1);
+  ASSERT_TRUE(npn);
+  EXPECT_EQ(npn->ranks_per_host, 4);
+  EXPECT_EQ(npn->hosts, 2);
+  auto glued = parse_launch_line("srun -N2 -n8 ./osu_bcast", 1);
+  ASSERT_TRUE(glued);
+  EXPECT_EQ(glued->ranks_per_host, 4);
   auto rsh = parse_launch_line(
       "$MV2_HOME/bin/mpirun_rsh --export-all -np 2 a100-01 a100-01 MV2_USE_CUDA=1 osu_allreduce", 1);
   ASSERT_TRUE(rsh);
