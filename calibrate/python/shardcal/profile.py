@@ -829,11 +829,61 @@ def load(path: str) -> Profile:
     return loads(text, path)
 
 
+_BYTE_UNITS = {"": 1, "B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "KB": 1e3, "kB": 1e3,
+               "MB": 1e6, "GB": 1e9}
+_USAGE = "usage: python -m shardcal.profile PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES  (BYTES: 4096, 64KiB, 3MiB, 1.5GB)"
+
+
+def _collective_alias(name: str) -> str:
+    """The table's name for a collective as the tools spell it (alltoall, osu_allreduce,
+    all_reduce_perf, bcast), as shardbench's --collective reads it; the name itself otherwise."""
+    s = name.strip().lower().rsplit("/", 1)[-1]
+    s = s[4:] if s.startswith("osu_") else s
+    s = s[:-5] if s.endswith("_perf") else s
+    key = re.sub(r"[-_ ]", "", s)
+    if key == "bcast":
+        return "broadcast"
+    return next((c for c in COLLECTIVES if c.replace("_", "") == key), name)
+
+
+def _main(argv: Sequence[str]) -> int:
+    """`python -m shardcal.profile PROFILE COLLECTIVE N HOSTS BYTES`: one prediction, as
+    `shardbench predict` words it. A user's mistake is one line on stderr and exit 2."""
+    import sys
+
+    def fail(what: str) -> int:
+        print(f"shardcal.profile: error: {what}", file=sys.stderr)
+        return 2
+
+    if len(argv) != 5:
+        return fail(f"expected 5 arguments, got {len(argv)}; {_USAGE}")
+    path, collective, n_text, hosts_text, bytes_text = argv
+    ints = {}
+    for name, text in (("GROUP_SIZE", n_text), ("HOSTS", hosts_text)):
+        if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) < 1:
+            return fail(f"{name} '{text}' is not a positive whole number; {_USAGE}")
+        ints[name] = int(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", bytes_text)
+    if not m or m.group(2) not in _BYTE_UNITS:
+        return fail(f"BYTES '{bytes_text}' is not a byte count; write e.g. 4096, 64KiB, 3MiB, 1.5GB "
+                    "(KiB/MiB/GiB = 1024^k, KB/MB/GB = 1000^k)")
+    nbytes = float(m.group(1)) * _BYTE_UNITS[m.group(2)]
+    if ints["GROUP_SIZE"] % ints["HOSTS"]:
+        return fail(f"GROUP_SIZE {ints['GROUP_SIZE']} is not a multiple of HOSTS {ints['HOSTS']}; a group has "
+                    "the same number of ranks on each host")
+    try:
+        prof = load(path)
+        pr = prof.predict(_collective_alias(collective), ints["GROUP_SIZE"], ints["HOSTS"], nbytes=nbytes)
+    except ProfileError as e:
+        return fail(str(e))
+    except OSError as e:
+        return fail(f"{path}: cannot read the profile ({e.strerror}); check the path")
+    print(f"{pr.time_us:.6g} us (95 % interval {pr.lo_us:.6g} .. {pr.hi_us:.6g} us; model /models/{pr.model.index}, "
+          f"segment {pr.segment}{', extrapolated: ' + pr.note if pr.extrapolated else ''})")
+    return 0
+
+
 if __name__ == "__main__":  # tiny CLI: python -m shardcal.profile PROFILE COLLECTIVE N HOSTS BYTES
     import sys
 
-    if len(sys.argv) != 6:
-        sys.exit("usage: python -m shardcal.profile PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES")
-    pr = load(sys.argv[1]).predict(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), nbytes=float(sys.argv[5]))
-    print(f"{pr.time_us:.6g} us (model /models/{pr.model.index}, segment {pr.segment}"
-          f"{', extrapolated: ' + pr.note if pr.extrapolated else ''})")
+    sys.exit(_main(sys.argv[1:]))
