@@ -340,8 +340,14 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const double step = t.step_log_sigma * t.doublings;
   const double miss = t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
   const double common = step * step + miss * miss + class_log_sigma * class_log_sigma;
-  const double lo = t.switch_lo_log_sigma, hi = t.switch_hi_log_sigma;
-  out.time_us = b.time_us * f;
+  // A switch level that a larger group crosses first (and no measured count did) can double a
+  // hop's latency: the latency's part of the price, share q, up to 2x on the side away from h_b.
+  const double tq = b.time_us * f;
+  const double q = tq > 0 ? std::min(1.0, t.latency_us * t.latency_ratio / tq) : 1.0;
+  const double level = std::log1p(q) / kIntervalZ;
+  const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
+  const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
+  out.time_us = tq;
   out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
   out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
   return out;

@@ -436,8 +436,12 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     step = t.step_log_sigma * t.doublings
     miss = _miss_at(t, s_eff) * t.doublings / t.test_doublings if t.test_doublings > 0 else 0.0
     common = step * step + miss * miss + class_log_sigma * class_log_sigma
-    lo, hi = t.switch_lo_log_sigma, t.switch_hi_log_sigma
-    return Priced(b.time_us * f, _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)),
+    tq = b.time_us * f
+    q = min(1.0, t.latency_us * t.latency_ratio / tq) if tq > 0 else 1.0
+    level = math.log1p(q) / INTERVAL_Z
+    lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
+    hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
+    return Priced(tq, _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)),
                   _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi)), b.segment, b.curve,
                   b.curve_exact, b.switch_gap, b.beyond_measured)
 

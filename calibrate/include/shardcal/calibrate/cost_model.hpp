@@ -123,10 +123,13 @@ const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, boo
 // extrapolated (a real 2/4/8-node series had a two-node special case that a fitted trend
 // doubled at 8 nodes). The interval: the measured count's own, plus in quadrature the step
 // term per doubling (kHostTransportLogSigma untested, kHostTransportTestedLogSigma after a test),
-// the switch range and the miss. Prices stay non-decreasing in size (t_b is, and the factor
+// the switch range, the miss, and on the side away from h_b the latency's part of the price up
+// to 2x (a switch level the larger group crosses first doubles a hop's latency: SMPI's fat tree,
+// 4 hosts in one leaf -> 8 across two, a ring's per-step latency 1.5 -> 3 us). Prices stay non-decreasing in size (t_b is, and the factor
 // keeps the order: L R + (t_b - L) F rises with t_b).
 inline constexpr double kHostTransportLogSigma = 0.15;
 inline constexpr double kHostTransportTestedLogSigma = 0.10;
+
 // The latency growth R by law from n_b ranks on h_b hosts to n ranks on h hosts.
 double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h);
 // The backend's default laws for a collective ("nccl", "mpi", ...).
