@@ -172,6 +172,19 @@ int run(const PredictArgs& a) {
     if (seg.contention) j["segment"]["contention"] = *seg.contention;
     j["extrapolated"] = p.extrapolated;
     j["note"] = p.note;
+    // Where a host-count transport priced it (docs/CALIBRATION.md "Other host counts").
+    if (const calib::HostTransport& t = p.transport; t.active)
+      j["transport"] = {{"from_hosts", m.hosts},
+                        {"to_hosts", lc.hosts},
+                        {"doublings", t.doublings},
+                        {"tested_by_hosts", t.other && t.law_tested ? nlohmann::ordered_json(t.other->hosts)
+                                                                    : nlohmann::ordered_json(nullptr)},
+                        {"latency_law", std::string(calib::latency_law_name(t.law))},
+                        {"bandwidth_law", std::string(calib::bandwidth_law_name(t.bw_law))},
+                        {"two_node_switch", t.two_node_switch},
+                        {"algorithm_unknown", t.algorithm_unknown}};
+    else
+      j["transport"] = nullptr;
     if (!assumed.empty()) j["assumed"] = assumed;
     std::cout << j.dump(2) << "\n";
     return 0;

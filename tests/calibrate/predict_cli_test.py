@@ -129,7 +129,48 @@ def main(sb, repo):
                     assert abs(j["time_us"] - want.time_us) <= 1e-9 * want.time_us, (j, want)
                     assert j["extrapolated"] == want.extrapolated
             print(f"predict CLI: calibrate's profile ({len(fitted.models)} models) read by both readers")
+    transport(sb, repo, sp)
     print("predict CLI: ok")
+
+
+def transport(sb, repo, sp):
+    """A host count no model measured: predict's JSON says where the price came from (base count,
+    doublings, laws, the count that tested them), the text names it, and `plan` shows the same
+    note on the step it priced that way (docs/CALIBRATION.md "Other host counts")."""
+    series = os.path.join(repo, "tests", "data", "smpi-hosts", "flat")
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = os.path.join(tmp, "p.json")
+        r = subprocess.run([sb, "calibrate", "--results", os.path.join(series, "hosts2.jsonl"),
+                            os.path.join(series, "hosts4.jsonl"), "--out", prof, "--name", "smpi-2-4"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        args = ["--profile", prof, "--collective", "all_gather", "--group-size", "32", "--hosts", "8",
+                "--ranks-per-host", "4", "--bytes", "4MiB", "--dtype", "f32"]
+        r = run(sb, *args, "--json")
+        assert r.returncode == 0, r.stderr
+        j = json.loads(r.stdout)
+        t = j["transport"]
+        assert t == {"from_hosts": 4, "to_hosts": 8, "doublings": 1.0, "tested_by_hosts": 2,
+                     "latency_law": "ring-steps", "bandwidth_law": "bus-factor", "two_node_switch": False,
+                     "algorithm_unknown": False}, t
+        assert j["extrapolated"] is True and "transported from the measured hosts=4" in j["note"], j
+        assert j["basis"].startswith("hosts=4 transported to hosts=8, tested by hosts=2"), j["basis"]
+        want = sp.load(prof).predict("all_gather", 32, 8, 4, nbytes=4 << 20, dtype="f32")
+        assert abs(j["time_us"] - want.time_us) <= 1e-9 * want.time_us, (j["time_us"], want.time_us)
+        r = run(sb, *args)
+        assert r.returncode == 0 and "hosts=8 transported from the measured hosts=4 (1 doubling" in r.stdout, r.stdout
+        # A measured class has no transport.
+        r = run(sb, "--profile", prof, "--collective", "all_gather", "--group-size", "16", "--hosts", "4",
+                "--ranks-per-host", "4", "--bytes", "4MiB", "--dtype", "f32", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["transport"] is None, r.stdout
+        # plan on a 32-rank mesh of 8 hosts: its all_gather step is priced by the transport and says so.
+        r = subprocess.run([sb, "plan", "--profile", prof, "--mesh", "32", "--ranks-per-host", "4", "--shape",
+                            "4096x1024", "--dtype", "f32", "--from", "S(0)", "--to", "R"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "transported from the measured hosts=4" in r.stdout, r.stdout
+    print("predict CLI: host-count transport named in JSON, text and plan")
 
 
 if __name__ == "__main__":
