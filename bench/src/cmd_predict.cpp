@@ -179,8 +179,13 @@ int run(const PredictArgs& a) {
                         {"doublings", t.doublings},
                         {"tested_by_hosts", t.other && t.law_tested ? nlohmann::ordered_json(t.other->hosts)
                                                                     : nlohmann::ordered_json(nullptr)},
+                        {"laws_chosen_by_test", t.law_discriminated},
+                        {"test_across_switch", t.test_switch},
                         {"latency_law", std::string(calib::latency_law_name(t.law))},
                         {"bandwidth_law", std::string(calib::bandwidth_law_name(t.bw_law))},
+                        {"latency_floor_us", t.latency_us},
+                        {"latency_ratio", t.latency_ratio},
+                        {"bandwidth_ratio", t.bus_ratio},
                         {"two_node_switch", t.two_node_switch},
                         {"algorithm_unknown", t.algorithm_unknown}};
     else

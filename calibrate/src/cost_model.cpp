@@ -281,7 +281,7 @@ double widened_bound(double f, double t, double bound, double sign, double extra
 // values beyond them.
 double miss_at(const HostTransport& t, double s_eff) {
   const auto& x = t.miss_bytes;
-  if (x.empty()) return 0.0;
+  if (x.empty() || t.miss_log.size() != x.size() || std::isnan(s_eff)) return 0.0;
   const double s = std::max(s_eff, 1.0);
   if (s <= x.front()) return t.miss_log.front();
   if (s >= x.back()) return t.miss_log.back();

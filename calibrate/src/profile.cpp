@@ -665,8 +665,17 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     const Model& a = *t.other;
     t.n_other = a.hosts * rph;
     t.test_doublings = std::abs(std::log2(double(best.hosts) / a.hosts));
-    const MeasuredCurve* cb = curve_for(best, t.n_model, c);
-    const MeasuredCurve* ca = curve_for(a, t.n_other, c);
+    // At the largest ranks per host both counts measured (else the query's), so the laws chosen
+    // do not depend on the query's ranks per host.
+    int trph = 0;
+    for (int g : best.group_sizes)
+      if (g % best.hosts == 0)
+        for (int ga : a.group_sizes)
+          if (ga % a.hosts == 0 && ga / a.hosts == g / best.hosts) trph = std::max(trph, g / best.hosts);
+    if (trph == 0) trph = rph;
+    const int nb = best.hosts * trph, na = a.hosts * trph;
+    const MeasuredCurve* cb = curve_for(best, nb, c);
+    const MeasuredCurve* ca = curve_for(a, na, c);
     std::vector<double> sizes;
     if (cb && ca && !cb->bytes.empty() && !ca->bytes.empty()) {
       const double lo = std::max(cb->bytes.front(), ca->bytes.front());
@@ -681,22 +690,29 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     const auto [slo, shi] = known_switch(op, p.backend, a.hosts, best.hosts);
-    const double la = price_time_us(a, t.n_other, c, 1.0);
+    const double la = price_time_us(a, na, c, 1.0);
     // Per pair of laws, the miss per size: log(t_b / structure's t_b), 0 inside a switch's
-    // range; the pair that misses least (ties: the defaults, listed first).
+    // range; the pair that misses least (ties: the defaults, listed first). Across a known
+    // switch the pair is special by construction (NCCL's two-node tree): it chooses nothing, the
+    // defaults stand and only its miss widens. NCCL runs rings and trees: its bandwidth law is
+    // the bus factors' (all_to_all the host share's), never chosen.
+    t.test_switch = slo != shi;
+    const int n_lat = t.test_switch ? 1 : 5, n_bw = t.test_switch || p.backend == "nccl" ? 1 : 3;
     const LatencyLaw lat_laws[] = {t.law, LatencyLaw::RingSteps, LatencyLaw::TreeDepth, LatencyLaw::LogRanks,
                                    LatencyLaw::Flat};
     const BandwidthLaw bw_laws[] = {t.bw_law, BandwidthLaw::BusFactor, BandwidthLaw::HostShare};
-    double best_score = 0;
+    double best_score = 0, default_score = 0;
     bool first = true;
-    for (BandwidthLaw bw : bw_laws) {
-      const double f = bandwidth_growth(bw, op, t.n_other, a.hosts, t.n_model, best.hosts);
-      for (LatencyLaw law : lat_laws) {
-        const double r = latency_growth(law, t.n_other, a.hosts, t.n_model, best.hosts);
+    for (int ib = 0; ib < n_bw; ++ib) {
+      const BandwidthLaw bw = bw_laws[ib];
+      const double f = bandwidth_growth(bw, op, na, a.hosts, nb, best.hosts);
+      for (int il = 0; il < n_lat; ++il) {
+        const LatencyLaw law = lat_laws[il];
+        const double r = latency_growth(law, na, a.hosts, nb, best.hosts);
         std::vector<double> miss;
         double score = 0;
         for (double k : sizes) {
-          const double ta = price_time_us(a, t.n_other, c, k), tb = price_time_us(best, t.n_model, c, k);
+          const double ta = price_time_us(a, na, c, k), tb = price_time_us(best, nb, c, k);
           if (!(ta > 0) || !(tb > 0)) {
             miss.push_back(0.0);
             continue;
@@ -707,6 +723,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
           miss.push_back(d);
           score += std::abs(d);
         }
+        if (first) default_score = score;
         if (first || score < best_score - 1e-9 * std::max(1.0, best_score)) {
           first = false;
           best_score = score;
@@ -719,6 +736,8 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     t.miss_bytes = sizes;
     if (sizes.empty()) t.miss_log.clear();
     t.law_tested = !sizes.empty();
+    // Discriminating: the chosen pair beat the defaults (else they merely held or tied).
+    t.law_discriminated = t.law_tested && best_score < default_score - 1e-9 * std::max(1.0, default_score);
     if (t.law_tested) t.step_log_sigma = kHostTransportTestedLogSigma;
   }
   t.latency_us = price_time_us(best, t.n_model, c, 1.0);
@@ -750,8 +769,12 @@ std::string transport_note(const HostTransport& t, const Model& best, const Link
   o << "hosts=" << lc.hosts << " transported from the measured hosts=" << best.hosts << " ("
     << std::setprecision(3) << t.doublings << (t.doublings == 1.0 ? " doubling" : " doublings") << ", "
     << latency_law_name(t.law) << " latency, " << bandwidth_law_name(t.bw_law) << " bandwidth";
-  if (t.other)
-    o << (t.law_tested ? " chosen by" : ", untested by") << " hosts=" << t.other->hosts;
+  if (t.other && !t.law_tested)
+    o << ", untested by hosts=" << t.other->hosts << " (no common measured sizes)";
+  else if (t.other && t.test_switch)
+    o << "; hosts=" << t.other->hosts << " across NCCL's two-node tree: defaults kept, its miss widens";
+  else if (t.other)
+    o << (t.law_discriminated ? " chosen by" : " consistent with") << " hosts=" << t.other->hosts;
   if (t.two_node_switch) o << "; NCCL's two-node all_reduce tree in between: priced at its middle, widened";
   if (t.algorithm_unknown) o << "; MPI's algorithm untested: widened toward host-share bandwidth";
   o << ")";

@@ -112,6 +112,8 @@ def random_profile(rng, host_counts=(1, 1, 2, 4), colls=None, cgs=(1, 1, 2, 4), 
         models.append(m)
     doc = {"schema": "shardcal.profile", "version": 1, "cluster": "rand", "created": "2026-11-23T16:00:00Z",
            "shardcal_version": "0.1.0", "backend": "mpi", "memory": "host", "models": models}
+    if rng.random() < 0.5:  # NCCL's transport branches (tree depth, the two-node switch, rings only)
+        doc["backend"], doc["memory"] = "nccl", "cuda"
     if rng.random() < 0.3:  # a fitted copy cost (0 = free copies, e.g. a simulated platform)
         doc["local_copy"] = {"ns_per_byte": rng.choice([0, rnum(rng, 0, 1)]), "se_ns_per_byte": rnum(rng, 0, 0.1),
                              "transitions": rng.randint(3, 40)}

@@ -150,9 +150,11 @@ def transport(sb, repo, sp):
         assert r.returncode == 0, r.stderr
         j = json.loads(r.stdout)
         t = j["transport"]
+        for k in ("latency_floor_us", "latency_ratio", "bandwidth_ratio"):
+            assert t.pop(k) > 0, (k, t)
         assert t == {"from_hosts": 4, "to_hosts": 8, "doublings": 1.0, "tested_by_hosts": 2,
-                     "latency_law": "ring-steps", "bandwidth_law": "bus-factor", "two_node_switch": False,
-                     "algorithm_unknown": False}, t
+                     "laws_chosen_by_test": False, "test_across_switch": False, "latency_law": "ring-steps",
+                     "bandwidth_law": "bus-factor", "two_node_switch": False, "algorithm_unknown": False}, t
         assert j["extrapolated"] is True and "transported from the measured hosts=4" in j["note"], j
         assert j["basis"].startswith("hosts=4 transported to hosts=8, tested by hosts=2"), j["basis"]
         want = sp.load(prof).predict("all_gather", 32, 8, 4, nbytes=4 << 20, dtype="f32")

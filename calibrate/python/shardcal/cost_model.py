@@ -365,6 +365,8 @@ class HostTransport:
     test_doublings: float = 0.0
     law: str = "ring-steps"
     law_tested: bool = False
+    law_discriminated: bool = False
+    test_switch: bool = False
     latency_us: float = 0.0
     latency_ratio: float = 1.0
     bus_ratio: float = 1.0
@@ -409,7 +411,7 @@ def transport_factor(latency_us: float, latency_ratio: float, bus_ratio: float, 
 def _miss_at(t: HostTransport, s_eff: float) -> float:
     """cost_model.cpp miss_at."""
     x = t.miss_bytes
-    if not x:
+    if not x or len(t.miss_log) != len(x) or math.isnan(s_eff):
         return 0.0
     s = max(s_eff, 1.0)
     if s <= x[0]:

@@ -564,7 +564,8 @@ class Profile:
                                f"calibrate from a sweep that measures {collective}")
         return best, best_key
 
-    def host_transport(self, best, hosts: int, ranks_per_host: int, concurrent_groups: int = 1):
+    def host_transport(self, best, hosts: int, ranks_per_host: int, concurrent_groups: int = 1,
+                       group_size: Optional[int] = None):
         """profile.cpp host_transport(): the structure from the chosen model's host count to the
         query's, tested by a second measured inter-host model when there is one
         (cost_model.HostTransport), or None."""
@@ -579,7 +580,8 @@ class Profile:
             if other is None or d < other_d or (d == other_d and m.hosts > other.hosts):
                 other, other_d = m, d
         c, rph, op = concurrent_groups, ranks_per_host, best.collective
-        group_size = hosts * rph
+        if group_size is None:
+            group_size = hosts * rph
         t = _cm.HostTransport(other, best.hosts * rph, 0, group_size, abs(math.log2(float(hosts) / best.hosts)))
         t.law = _cm.default_latency_law(op, self.backend)
         t.bw_law = _cm.default_bandwidth_law(op)
@@ -588,8 +590,18 @@ class Profile:
             a = other
             t.n_other = a.hosts * rph
             t.test_doublings = abs(math.log2(float(best.hosts) / a.hosts))
-            cb, _ = _cm.curve_for(best, t.n_model, c)
-            ca, _ = _cm.curve_for(a, t.n_other, c)
+            # profile.cpp: at the largest ranks per host both counts measured (else the query's).
+            trph = 0
+            for g in best.group_sizes:
+                if g % best.hosts == 0:
+                    for ga in a.group_sizes:
+                        if ga % a.hosts == 0 and ga // a.hosts == g // best.hosts:
+                            trph = max(trph, g // best.hosts)
+            if trph == 0:
+                trph = rph
+            nb, na = best.hosts * trph, a.hosts * trph
+            cb, _ = _cm.curve_for(best, nb, c)
+            ca, _ = _cm.curve_for(a, na, c)
             sizes = []
             if cb is not None and ca is not None and cb.bytes and ca.bytes:
                 lo = max(cb.bytes[0], ca.bytes[0])
@@ -600,16 +612,19 @@ class Profile:
                 sizes = [math.ldexp(1.0, i) for i in range(31)]
             sizes = sorted(set(sizes))
             slo, shi = known_switch(op, self.backend, a.hosts, best.hosts)
-            la = _cm.price_time_us(a, t.n_other, c, 1.0)
-            best_score, first = 0.0, True
-            for bw in (t.bw_law,) + _cm.BANDWIDTH_LAWS:
-                f = bandwidth_growth(bw, op, t.n_other, a.hosts, t.n_model, best.hosts)
-                for law in (t.law,) + _cm.LATENCY_LAWS:
-                    r = _cm.latency_growth(law, t.n_other, a.hosts, t.n_model, best.hosts)
+            la = _cm.price_time_us(a, na, c, 1.0)
+            t.test_switch = slo != shi
+            lat_laws = ((t.law,) + _cm.LATENCY_LAWS)[:1 if t.test_switch else 5]
+            bw_laws = ((t.bw_law,) + _cm.BANDWIDTH_LAWS)[:1 if (t.test_switch or self.backend == "nccl") else 3]
+            best_score, default_score, first = 0.0, 0.0, True
+            for bw in bw_laws:
+                f = bandwidth_growth(bw, op, na, a.hosts, nb, best.hosts)
+                for law in lat_laws:
+                    r = _cm.latency_growth(law, na, a.hosts, nb, best.hosts)
                     miss, score = [], 0.0
                     for k in sizes:
-                        ta = _cm.price_time_us(a, t.n_other, c, k)
-                        tb = _cm.price_time_us(best, t.n_model, c, k)
+                        ta = _cm.price_time_us(a, na, c, k)
+                        tb = _cm.price_time_us(best, nb, c, k)
                         if not (ta > 0) or not (tb > 0):
                             miss.append(0.0)
                             continue
@@ -618,12 +633,15 @@ class Profile:
                         dm = math.log(tb / p_lo) if tb < p_lo else (math.log(tb / p_hi) if tb > p_hi else 0.0)
                         miss.append(dm)
                         score += abs(dm)
+                    if first:
+                        default_score = score
                     if first or score < best_score - 1e-9 * max(1.0, best_score):
                         first, best_score, t.law, t.bw_law, t.miss_log = False, score, law, bw, miss
             t.miss_bytes = sizes
             if not sizes:
                 t.miss_log = []
             t.law_tested = bool(sizes)
+            t.law_discriminated = t.law_tested and best_score < default_score - 1e-9 * max(1.0, default_score)
             if t.law_tested:
                 t.step_log_sigma = _cm.HOST_TRANSPORT_TESTED_LOG_SIGMA
         t.latency_us = _cm.price_time_us(best, t.n_model, c, 1.0)
@@ -648,8 +666,12 @@ class Profile:
         """profile.cpp transport_note."""
         note = (f"hosts={hosts} transported from the measured hosts={best.hosts} ({t.doublings:.3g} "
                 f"{'doubling' if t.doublings == 1.0 else 'doublings'}, {t.law} latency, {t.bw_law} bandwidth")
-        if t.other is not None:
-            note += f"{' chosen by' if t.law_tested else ', untested by'} hosts={t.other.hosts}"
+        if t.other is not None and not t.law_tested:
+            note += f", untested by hosts={t.other.hosts} (no common measured sizes)"
+        elif t.other is not None and t.test_switch:
+            note += f"; hosts={t.other.hosts} across NCCL's two-node tree: defaults kept, its miss widens"
+        elif t.other is not None:
+            note += f"{' chosen by' if t.law_discriminated else ' consistent with'} hosts={t.other.hosts}"
         if t.two_node_switch:
             note += "; NCCL's two-node all_reduce tree in between: priced at its middle, widened"
         if t.algorithm_unknown:
@@ -674,7 +696,7 @@ class Profile:
         s_eff = effective_bytes(collective, m.effective_size, nbytes, counts, elem_size, group_size)
         side, dh, _, dc, dn, ds = key
         notes = []
-        tr = self.host_transport(m, hosts, ranks_per_host, concurrent_groups)
+        tr = self.host_transport(m, hosts, ranks_per_host, concurrent_groups, group_size)
         if tr is not None:
             def outside(model, n):
                 return _factor_distance(n, model.domain["group_size"]) != 1.0
@@ -747,7 +769,7 @@ class Profile:
         if min(group_size, hosts, rph, concurrent_groups) < 1:
             raise ProfileError("link class: group size, hosts, ranks per host and concurrent groups must all be >= 1")
         m, _ = self.choose_model(collective, group_size, hosts, concurrent_groups, dtype)
-        tr = self.host_transport(m, hosts, rph, concurrent_groups)
+        tr = self.host_transport(m, hosts, rph, concurrent_groups, group_size)
         price = (_cm.transported_time_pricer(m, tr, concurrent_groups) if tr is not None
                  else _cm.time_pricer(m, group_size, concurrent_groups))
         inf = math.inf

@@ -115,13 +115,14 @@ const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, boo
 // all_reduce on 2 nodes runs a double binary tree with no interior node (each node sends its
 // bytes across once, a ring twice), so 2 -> more nodes may slow the bandwidth term up to 2x:
 // priced at the range's geometric middle with the range as the 95 % interval.
-// A second measured count h_a tests the structure: h_a's prices transported to h_b by each
-// latency law are compared with h_b's; the law that misses least is used (else the backend's
-// default: NCCL tree depth for all_reduce, ring steps otherwise; MPI log2 n rounds, ring steps
-// for all_to_all), and where it still misses, the miss (log, per size) widens the interval in
-// proportion to the doublings, and never moves the price: a trend through two counts is not
-// extrapolated (a real 2/4/8-node series had a two-node special case that a fitted trend
-// doubled at 8 nodes). The interval: the measured count's own, plus in quadrature the step
+// A second measured count h_a tests the structure: h_a's prices carried to h_b by each pair of
+// laws (latency x bandwidth; NCCL: bandwidth by bus factors only) are compared with h_b's, and
+// the pair that misses least is used (ties: the defaults: NCCL tree depth for all_reduce, else
+// ring steps and bus factors; all_to_all host share). That choice is discrete and does move the
+// price; what it never does is fit a trend: where the chosen pair still misses, the miss (log,
+// per size) widens the interval in proportion to the doublings, and a pair across a known switch
+// (NCCL's two nodes) chooses nothing (a real 2/4/8-node series had a two-node special case that a
+// fitted trend doubled at 8 nodes). The interval: the measured count's own, plus in quadrature the step
 // term per doubling (kHostTransportLogSigma untested, kHostTransportTestedLogSigma after a test),
 // the switch range, the miss, and on the side away from h_b the latency's part of the price up
 // to 2x (a switch level the larger group crosses first doubles a hop's latency: SMPI's fat tree,

@@ -159,7 +159,9 @@ struct HostTransport {
   double test_doublings = 0;     // |log2(h_b / h_a)|: the test's distance (0: no test)
   LatencyLaw law = LatencyLaw::RingSteps;
   BandwidthLaw bw_law = BandwidthLaw::BusFactor;
-  bool law_tested = false;       // both laws chosen by the test (else the backend's defaults)
+  bool law_tested = false;       // tested by `other` (else the backend's defaults, untested)
+  bool law_discriminated = false;  // the test's pair beat the defaults (else they held or tied)
+  bool test_switch = false;      // the test crossed a known switch: defaults kept, miss widens
   // t = t_b (share R + (1 - share) F), share = min(1, L / t_b).
   double latency_us = 0;         // L: the chosen model's time at 1 byte (its latency floor)
   double latency_ratio = 1;      // R: latency growth from h_b to h by `law`
