@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -140,14 +141,20 @@ int run_trace_import(const TraceImportArgs& a) {
                         "without ProfilerActivity.CUDA)"
                   : "") +
         "; nothing to import (shardcal needs the NCCL kernels' durations)");
-  const fm::MergedTraces m = fm::merge_traces(traces, a.ranks_per_host);
-  if (m.points.empty()) {
+  std::size_t calls = 0;
+  std::map<std::string, int> skipped_kernels;
+  for (const fm::ParsedTrace& t : traces) {
+    calls += t.calls.size();
+    for (const auto& [k, n] : t.skipped) skipped_kernels[k] += n;
+  }
+  if (calls == 0) {
     std::string why;
-    for (const auto& [k, n] : m.skipped) why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + k;
+    for (const auto& [k, n] : skipped_kernels) why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + k;
     throw Error(a.traces.front() + ": no NCCL kernels with sizes: was record_shapes on? (" +
                 std::to_string(kernels) + " NCCL kernel(s)" + (why.empty() ? "" : ": " + why) +
                 "); profile with torch.profiler.profile(record_shapes=True)");
   }
+  const fm::MergedTraces m = fm::merge_traces(traces, a.ranks_per_host);
 
   fm::ContextRecord ctx;
   ctx.date = fm::utc_now_iso8601();

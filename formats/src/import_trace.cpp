@@ -256,8 +256,14 @@ class TraceSax {
   bool start_array(std::size_t) { return open(json::array()); }
   bool end_object() { return close(); }
   bool end_array() { return close(); }
-  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) {
-    parse_error_text = "byte " + std::to_string(pos) + " of the JSON: " + e.what();
+  bool parse_error(std::size_t pos, const std::string& last, const nlohmann::detail::exception& e) {
+    const std::string what = e.what();
+    if (what.find("unexpected end of input") != std::string::npos || last.empty())
+      parse_error_text = "the JSON ends at byte " + std::to_string(pos) +
+                         " before the trace is complete (cut short: a job killed while writing "
+                         "it, or a partial copy)";
+    else
+      parse_error_text = "malformed JSON at byte " + std::to_string(pos) + " (" + what + ")";
     return false;
   }
 
@@ -786,7 +792,7 @@ ParsedTrace parse_stream(TraceBuf::Pull pull, const std::string& name) {
     throw Error(name + ": " +
                 (sax.parse_error_text.empty() ? std::string("malformed JSON")
                                               : sax.parse_error_text) +
-                "; is the trace complete (a job killed while writing it leaves it cut short)?");
+                "; nothing imported");
   }
   if (!sax.saw_events)
     throw Error(name + ": not a torch.profiler trace (no \"traceEvents\" array); export it with "
