@@ -1,0 +1,346 @@
+// `shardbench check --profile P --results R.jsonl...`: is this still the cluster the profile
+// describes? Every collective call of the results (a job's imported trace, a sweep, an imported
+// nccl-tests log) is priced with the profile's predict (calibrate/profile.hpp) and compared with
+// its 95 % prediction interval, per link class (collective, group size, hosts, concurrency) and
+// size band (octaves of the table's S). docs/CHECK.md.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "commands.hpp"
+#include "shardcal/calibrate/loaded_profile.hpp"
+#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/error.hpp"
+#include "shardcal/formats/atomic_write.hpp"
+#include "shardcal/formats/median.hpp"
+#include "shardcal/formats/results_reader.hpp"
+
+namespace shardbench {
+namespace check_cmd {
+namespace {
+
+using nlohmann::json;
+namespace calib = shardcal::calib;
+namespace fm = shardcal::formats;
+using shardcal::Error;
+
+struct CheckArgs {
+  std::string profile;
+  std::vector<std::string> results;
+  std::string json_out, markdown_out;
+  int min_calls = 5;
+  double max_outside = 0.5;
+};
+
+// One group of calls (a class, or a size band of one).
+struct Tally {
+  std::vector<double> ratios;  // measured / priced, per call
+  int above = 0, below = 0;    // outside the 95 % interval, per call
+  int two_sided = 0, two_sided_below = 0;  // calls from all of their group's ranks
+  int one_sided = 0;           // calls that are upper bounds (one rank's trace)
+  int extrapolated = 0;        // calls priced outside the profile's measured domain
+  std::set<std::string> points;
+
+  void add(double ratio, bool hi, bool lo, bool upper_bound, bool extrapolated_price,
+           const std::string& point) {
+    ratios.push_back(ratio);
+    above += hi;
+    below += lo;
+    if (upper_bound) ++one_sided;
+    else ++two_sided, two_sided_below += lo;
+    extrapolated += extrapolated_price;
+    points.insert(point);
+  }
+  int calls() const { return int(ratios.size()); }
+  double median_ratio() const { return ratios.empty() ? 0.0 : fm::median(ratios); }
+  double share_above() const { return ratios.empty() ? 0.0 : double(above) / double(calls()); }
+  double share_below() const { return ratios.empty() ? 0.0 : double(below) / double(calls()); }
+  // slower | faster | within | within (one-sided) | inconclusive
+  std::string verdict(const CheckArgs& a) const {
+    if (calls() < a.min_calls) return "inconclusive";
+    if (share_above() > a.max_outside) return "slower";
+    // Faster only from calls whose sample is the collective's own time (all ranks merged): one
+    // rank's kernel includes its wait for the others, an upper bound.
+    if (two_sided >= a.min_calls && double(two_sided_below) / double(two_sided) > a.max_outside)
+      return "faster";
+    return one_sided > 0 ? "within (one-sided)" : "within";
+  }
+  json to_json(const CheckArgs& a) const {
+    return {{"calls", calls()},
+            {"points", points.size()},
+            {"median_ratio", median_ratio()},
+            {"share_above", share_above()},
+            {"share_below", share_below()},
+            {"one_sided_calls", one_sided},
+            {"extrapolated_calls", extrapolated},
+            {"verdict", verdict(a)}};
+  }
+};
+
+struct ClassKey {
+  std::string collective;
+  int group_size, hosts, concurrent_groups;
+  auto tie() const { return std::tie(collective, group_size, hosts, concurrent_groups); }
+  bool operator<(const ClassKey& o) const { return tie() < o.tie(); }
+  std::string text() const {
+    return collective + " n=" + std::to_string(group_size) + " hosts=" + std::to_string(hosts) +
+           " concurrency=" + std::to_string(concurrent_groups);
+  }
+};
+
+std::string bytes_text(double b) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  std::ostringstream s;
+  s << std::setprecision(4) << b << " " << unit[u];
+  return s.str();
+}
+
+std::string band_text(int k) {
+  return bytes_text(std::ldexp(1.0, k)) + " - " + bytes_text(std::ldexp(1.0, k + 1));
+}
+
+std::string fixed(double x, int d) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(d) << x;
+  return s.str();
+}
+
+// "file:line" of the point records whose samples are upper bounds (import.one_sided).
+std::set<std::string> one_sided_points(const std::vector<std::string>& paths) {
+  std::set<std::string> out;
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.find("\"one_sided\":true") == std::string::npos) continue;
+      const json j = json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("import") && j["import"].is_object() &&
+          j["import"].value("one_sided", false))
+        out.insert(path + ":" + std::to_string(n));
+    }
+  }
+  return out;
+}
+
+std::string profile_mode(const calib::Profile& p) {
+  if (p.json_extra.empty()) return "";
+  const json j = json::parse(p.json_extra, nullptr, false);
+  if (j.is_object() && j.contains("provenance") && j["provenance"].is_object())
+    return j["provenance"].value("timing_mode", "");
+  return "";
+}
+
+int run(const CheckArgs& a) {
+  if (a.min_calls < 1) throw Error("--min-calls must be at least 1");
+  if (!(a.max_outside > 0 && a.max_outside < 1))
+    throw Error("--max-outside must be a fraction between 0 and 1 (default 0.5)");
+  const auto loaded = calib::LoadedProfile::load(a.profile, "--profile");
+  const calib::Profile& profile = loaded->profile();
+  const fm::ResultSet rs = fm::read_results(a.results);
+  const std::set<std::string> upper = one_sided_points(a.results);
+  const std::string pmode = profile_mode(profile);
+
+  std::map<ClassKey, Tally> classes;
+  std::map<ClassKey, std::map<int, Tally>> bands;
+  std::map<std::string, int> unpriced;  // why -> points
+  std::set<std::string> modes;
+  int priced_points = 0;
+  for (const fm::CollectivePoint& p : rs.collectives) {
+    modes.insert(p.mode);
+    calib::LinkClass lc;
+    lc.group_size = p.group_size;
+    lc.hosts = p.hosts_spanned;
+    lc.ranks_per_host = std::max(1, p.group_size / std::max(1, p.hosts_spanned));
+    lc.concurrent_groups = p.concurrent_groups;
+    calib::Prediction pr;
+    try {
+      std::vector<std::int64_t> counts;
+      if (p.uneven) counts = p.counts;
+      pr = calib::predict(profile, p.op, lc, p.bytes, counts, p.elem_size, p.dtype);
+    } catch (const Error& e) {
+      ++unpriced[e.what()];
+      continue;
+    }
+    if (!std::isfinite(pr.time_us) || pr.time_us <= 0) {
+      ++unpriced["no model for " + std::string(shardcal::collective_info(p.op).name)];
+      continue;
+    }
+    ++priced_points;
+    const ClassKey ck{std::string(shardcal::collective_info(p.op).name), p.group_size,
+                      p.hosts_spanned, p.concurrent_groups};
+    const int band = int(std::floor(std::log2(std::max(1.0, p.bytes))));
+    const bool one_sided = upper.count(p.where) > 0;
+    for (double s : p.samples_s) {
+      const double us = s * 1e6;
+      const bool hi = us > pr.hi_us, lo = us < pr.lo_us;
+      classes[ck].add(us / pr.time_us, hi, lo, one_sided, pr.extrapolated, p.where);
+      bands[ck][band].add(us / pr.time_us, hi, lo, one_sided, pr.extrapolated, p.where);
+    }
+  }
+  if (priced_points == 0) {
+    std::string why;
+    for (const auto& [w, n] : unpriced) why += (why.empty() ? "" : "; ") + std::to_string(n) + " point(s): " + w;
+    throw Error("nothing comparable: " + std::to_string(rs.collectives.size()) +
+                " collective point(s) in the results, none priced by the profile" +
+                (why.empty() ? std::string("") : " (" + why + ")") +
+                "; check a profile of the same backend and collectives");
+  }
+
+  // Verdicts: a class is slower when it is as a whole or in any size band.
+  int n_slower = 0, n_within = 0, n_inconclusive = 0, n_faster = 0;
+  json jclasses = json::array();
+  std::vector<std::string> slower_lines;
+  std::ostringstream table, md;
+  table << std::left << std::setw(46) << "class" << std::setw(24) << "size band" << std::right
+        << std::setw(7) << "calls" << std::setw(9) << "median" << std::setw(8) << "above"
+        << std::setw(8) << "below" << "  verdict\n";
+  md << "| class | size band | calls | median measured/priced | above 95 % | below 95 % | verdict |\n"
+        "|---|---|---:|---:|---:|---:|---|\n";
+  for (const auto& [ck, t] : classes) {
+    std::string cv = t.verdict(a);
+    json jb = json::array();
+    for (const auto& [k, b] : bands[ck]) {
+      const std::string bv = b.verdict(a);
+      if (bv == "slower") {
+        cv = "slower";
+        slower_lines.push_back(ck.text() + " at " + band_text(k) + ": median " +
+                               fixed(b.median_ratio(), 2) + "x the profile's price, " +
+                               std::to_string(b.above) + " of " + std::to_string(b.calls()) +
+                               " calls above its 95 % interval");
+      }
+      json jbj = b.to_json(a);
+      jbj["lo_bytes"] = std::ldexp(1.0, k);
+      jbj["hi_bytes"] = std::ldexp(1.0, k + 1);
+      jb.push_back(jbj);
+      table << std::left << std::setw(46) << ck.text() << std::setw(24) << band_text(k)
+            << std::right << std::setw(7) << b.calls() << std::setw(9)
+            << fixed(b.median_ratio(), 2) + "x" << std::setw(8) << b.above << std::setw(8)
+            << b.below << "  " << bv << "\n";
+      md << "| " << ck.text() << " | " << band_text(k) << " | " << b.calls() << " | "
+         << fixed(b.median_ratio(), 2) << " | " << b.above << " | " << b.below << " | " << bv
+         << " |\n";
+    }
+    if (cv == "slower" && t.verdict(a) == "slower" &&
+        std::none_of(slower_lines.begin(), slower_lines.end(),
+                     [&](const std::string& l) { return l.rfind(ck.text() + " at", 0) == 0; }))
+      slower_lines.push_back(ck.text() + " (all sizes): median " + fixed(t.median_ratio(), 2) +
+                             "x the profile's price, " + std::to_string(t.above) + " of " +
+                             std::to_string(t.calls()) + " calls above its 95 % interval");
+    table << std::left << std::setw(46) << ck.text() << std::setw(24) << "(all sizes)"
+          << std::right << std::setw(7) << t.calls() << std::setw(9)
+          << fixed(t.median_ratio(), 2) + "x" << std::setw(8) << t.above << std::setw(8)
+          << t.below << "  " << cv << "\n";
+    md << "| **" << ck.text() << "** | all sizes | " << t.calls() << " | "
+       << fixed(t.median_ratio(), 2) << " | " << t.above << " | " << t.below << " | **" << cv
+       << "** |\n";
+    if (cv == "slower") ++n_slower;
+    else if (cv == "inconclusive") ++n_inconclusive;
+    else if (cv == "faster") ++n_faster;
+    else ++n_within;
+    json jc = t.to_json(a);
+    jc["collective"] = ck.collective;
+    jc["group_size"] = ck.group_size;
+    jc["hosts"] = ck.hosts;
+    jc["concurrent_groups"] = ck.concurrent_groups;
+    jc["verdict"] = cv;
+    jc["bands"] = jb;
+    jclasses.push_back(jc);
+  }
+  const int code = n_slower > 0 ? 1 : (n_within + n_faster == 0 ? 3 : 0);
+  const std::string verdict = code == 1 ? "slower" : code == 3 ? "inconclusive" : "within";
+
+  std::cout << table.str();
+  std::set<std::string> other_modes = modes;
+  other_modes.erase(pmode);
+  if (!pmode.empty() && !other_modes.empty()) {
+    std::string ms;
+    for (const auto& m : other_modes) ms += (ms.empty() ? "" : ", ") + m;
+    std::cout << "check: the profile describes timing mode " << pmode << "; the results hold "
+              << ms << " (compared all the same: a job's in-job kernels against a benchmark's "
+                       "profile is what check is for)\n";
+  }
+  for (const auto& [w, n] : unpriced) std::cout << "check: " << n << " point(s) not priced: " << w << "\n";
+  if (!rs.transitions.empty())
+    std::cout << "check: " << rs.transitions.size() << " transition point(s) not checked (collectives only)\n";
+  for (const std::string& l : slower_lines) std::cout << "slower than the profile: " << l << "\n";
+  std::cout << "check: " << classes.size() << " class(es): " << n_within << " within, "
+            << n_slower << " slower, " << n_faster << " faster, " << n_inconclusive
+            << " inconclusive (fewer than " << a.min_calls << " calls) -> " << verdict
+            << " (exit " << code << ")\n";
+
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!a.json_out.empty()) {
+    json results = json::array();
+    for (const auto& f : rs.files) results.push_back({{"path", f.path}, {"sha256", f.sha256}});
+    json unp = json::object();
+    for (const auto& [w, n] : unpriced) unp[w] = n;
+    const json doc = {{"schema", "shardcal.check"},
+                      {"version", 1},
+                      {"profile", {{"path", loaded->path()},
+                                   {"cluster", profile.cluster},
+                                   {"sha256", loaded->sha256()},
+                                   {"timing_mode", pmode}}},
+                      {"results", results},
+                      {"min_calls", a.min_calls},
+                      {"max_outside", a.max_outside},
+                      {"classes", jclasses},
+                      {"unpriced", unp},
+                      {"slower", slower_lines},
+                      {"verdict", verdict},
+                      {"exit", code}};
+    files.emplace_back(a.json_out, doc.dump(1) + "\n");
+  }
+  if (!a.markdown_out.empty()) {
+    std::string text = "# shardbench check\n\nProfile `" + loaded->path() + "` (cluster " +
+                       profile.cluster + ", mode " + (pmode.empty() ? "?" : pmode) + ")\n\n" +
+                       md.str() + "\n**" + verdict + "** (exit " + std::to_string(code) + ")\n";
+    for (const std::string& l : slower_lines) text += "\n- slower: " + l;
+    files.emplace_back(a.markdown_out, text + "\n");
+  }
+  if (!files.empty()) fm::write_texts_atomic(files);
+  return code;
+}
+
+}  // namespace
+}  // namespace check_cmd
+
+Runner add_check_command(CLI::App& app) {
+  auto args = std::make_shared<check_cmd::CheckArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "check",
+      "Is this still the cluster the profile describes? Prices every collective call of the "
+      "results (an imported torch.profiler trace, a sweep, an imported benchmark log) with the "
+      "profile and compares it with the price's 95 % interval, per class (collective, group "
+      "size, hosts, concurrency) and octave of size (docs/CHECK.md). Exit 0 within the profile, "
+      "1 slower than it (the classes named), 2 bad input or nothing comparable, 3 inconclusive "
+      "(too few calls). Calls from one rank's trace are upper bounds: judged one-sided (slower, "
+      "never faster).");
+  cmd->add_option("--profile", args->profile, profile_option_help())->required();
+  cmd->add_option("--results", args->results, "Results files (JSON Lines) to check")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--json", args->json_out, "Write the verdicts as JSON (written atomically)");
+  cmd->add_option("--markdown", args->markdown_out, "Write the table as Markdown");
+  cmd->add_option("--min-calls", args->min_calls,
+                  "Calls a class or size band needs for a verdict (fewer: inconclusive)")
+      ->capture_default_str();
+  cmd->add_option("--max-outside", args->max_outside,
+                  "Slower when more than this share of the calls lie above the 95 % interval "
+                  "(0.5: the median call is above it)")
+      ->capture_default_str();
+  return [args] { return check_cmd::run(*args); };
+}
+
+}  // namespace shardbench
