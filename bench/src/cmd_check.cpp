@@ -41,11 +41,18 @@ struct CheckArgs {
 };
 
 // One group of calls (a class, or a size band of one).
+//
+// A call's sample from all of its group's ranks (min over ranks, a sweep's or a benchmark's
+// sample) is the collective's own time: judged two-sided. A sample from fewer ranks (one rank's
+// trace) includes that rank's wait for the last one to arrive: an upper bound of the
+// collective's time. An upper bound at or below the interval's top says "no slower than the
+// profile"; above it, it says nothing (the wait or drift, one cannot tell); it never says
+// "faster" (docs/CHECK.md "One-sided").
 struct Tally {
   std::vector<double> ratios;  // measured / priced, per call
   int above = 0, below = 0;    // outside the 95 % interval, per call
-  int two_sided = 0, two_sided_below = 0;  // calls from all of their group's ranks
-  int one_sided = 0;           // calls that are upper bounds (one rank's trace)
+  int two_sided = 0, two_sided_above = 0, two_sided_below = 0;
+  int one_sided = 0, one_sided_not_above = 0;  // upper bounds; those at or below the top
   int extrapolated = 0;        // calls priced outside the profile's measured domain
   std::set<std::string> points;
 
@@ -54,8 +61,14 @@ struct Tally {
     ratios.push_back(ratio);
     above += hi;
     below += lo;
-    if (upper_bound) ++one_sided;
-    else ++two_sided, two_sided_below += lo;
+    if (upper_bound) {
+      ++one_sided;
+      one_sided_not_above += !hi;
+    } else {
+      ++two_sided;
+      two_sided_above += hi;
+      two_sided_below += lo;
+    }
     extrapolated += extrapolated_price;
     points.insert(point);
   }
@@ -63,15 +76,20 @@ struct Tally {
   double median_ratio() const { return ratios.empty() ? 0.0 : fm::median(ratios); }
   double share_above() const { return ratios.empty() ? 0.0 : double(above) / double(calls()); }
   double share_below() const { return ratios.empty() ? 0.0 : double(below) / double(calls()); }
-  // slower | faster | within | within (one-sided) | inconclusive
+  // slower | faster | within | no slower than (one-sided) | inconclusive | inconclusive
+  // (upper bounds above the interval)
   std::string verdict(const CheckArgs& a) const {
-    if (calls() < a.min_calls) return "inconclusive";
-    if (share_above() > a.max_outside) return "slower";
-    // Faster only from calls whose sample is the collective's own time (all ranks merged): one
-    // rank's kernel includes its wait for the others, an upper bound.
-    if (two_sided >= a.min_calls && double(two_sided_below) / double(two_sided) > a.max_outside)
-      return "faster";
-    return one_sided > 0 ? "within (one-sided)" : "within";
+    if (two_sided >= a.min_calls) {
+      if (double(two_sided_above) / two_sided > a.max_outside) return "slower";
+      if (double(two_sided_below) / two_sided > a.max_outside) return "faster";
+      return "within";
+    }
+    if (one_sided >= a.min_calls) {
+      if (double(one_sided_not_above) / one_sided > a.max_outside)
+        return "no slower than (one-sided)";
+      return "inconclusive (upper bounds above the interval)";
+    }
+    return "inconclusive";
   }
   json to_json(const CheckArgs& a) const {
     return {{"calls", calls()},
@@ -149,6 +167,10 @@ int run(const CheckArgs& a) {
   const auto loaded = calib::LoadedProfile::load(a.profile, "--profile");
   const calib::Profile& profile = loaded->profile();
   const fm::ResultSet rs = fm::read_results(a.results);
+  if (rs.backend != profile.backend || rs.memory != profile.memory)
+    throw Error("nothing comparable: the results are " + rs.backend + "/" + rs.memory +
+                ", the profile " + profile.backend + "/" + profile.memory +
+                " (backend/memory); check against a profile of the same backend");
   const std::set<std::string> upper = one_sided_points(a.results);
   const std::string pmode = profile_mode(profile);
 
@@ -175,6 +197,17 @@ int run(const CheckArgs& a) {
     }
     if (!std::isfinite(pr.time_us) || pr.time_us <= 0) {
       ++unpriced["no model for " + std::string(shardcal::collective_info(p.op).name)];
+      continue;
+    }
+    // A class the profile did not measure (another host count, concurrency or group size
+    // outside its models) is not compared: its price is a transport, not the cluster's curve.
+    if (pr.extrapolated && pr.model &&
+        (pr.model->hosts != lc.hosts || pr.model->concurrent_groups != lc.concurrent_groups ||
+         pr.model->group_sizes.empty() || lc.group_size < pr.model->group_sizes.front() ||
+         lc.group_size > pr.model->group_sizes.back())) {
+      ++unpriced["link class not in the profile (" + std::string(shardcal::collective_info(p.op).name) +
+                 " n=" + std::to_string(lc.group_size) + " hosts=" + std::to_string(lc.hosts) +
+                 " concurrency=" + std::to_string(lc.concurrent_groups) + ")"];
       continue;
     }
     ++priced_points;
@@ -246,7 +279,7 @@ int run(const CheckArgs& a) {
        << fixed(t.median_ratio(), 2) << " | " << t.above << " | " << t.below << " | **" << cv
        << "** |\n";
     if (cv == "slower") ++n_slower;
-    else if (cv == "inconclusive") ++n_inconclusive;
+    else if (cv.rfind("inconclusive", 0) == 0) ++n_inconclusive;
     else if (cv == "faster") ++n_faster;
     else ++n_within;
     json jc = t.to_json(a);
@@ -325,8 +358,8 @@ Runner add_check_command(CLI::App& app) {
       "profile and compares it with the price's 95 % interval, per class (collective, group "
       "size, hosts, concurrency) and octave of size (docs/CHECK.md). Exit 0 within the profile, "
       "1 slower than it (the classes named), 2 bad input or nothing comparable, 3 inconclusive "
-      "(too few calls). Calls from one rank's trace are upper bounds: judged one-sided (slower, "
-      "never faster).");
+      "(too few calls). Calls from one rank's trace are upper bounds (its kernel waits for the "
+      "others): judged one-sided, 'no slower than' or inconclusive, never slower or faster.");
   cmd->add_option("--profile", args->profile, profile_option_help())->required();
   cmd->add_option("--results", args->results, "Results files (JSON Lines) to check")
       ->required()

@@ -59,6 +59,8 @@ class TraceBuf : public std::streambuf {
   std::uint64_t raw_bytes() const { return raw_total_; }
   // Non-empty when the byte source failed (a gzip stream cut short or corrupt): the reason.
   const std::string& error() const { return error_; }
+  // True once the parser asked for more than the input holds.
+  bool exhausted() const { return exhausted_; }
   std::string sha256_hex() {
     // Hash what the parser did not consume (trailing bytes after the JSON) too.
     while (!raw_eof_) {
@@ -78,7 +80,10 @@ class TraceBuf : public std::streambuf {
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
     std::size_t n = gzip_ ? inflate_some() : copy_some();
-    if (n == 0) return traits_type::eof();
+    if (n == 0) {
+      exhausted_ = true;
+      return traits_type::eof();
+    }
     setg(out_, out_, out_ + n);
     return traits_type::to_int_type(*gptr());
   }
@@ -144,7 +149,7 @@ class TraceBuf : public std::streambuf {
   bool raw_eof_ = false;
   std::uint64_t raw_total_ = 0;
   char out_[1 << 16];
-  bool gzip_ = false, zinit_ = false, in_member_ = false, done_ = false;
+  bool gzip_ = false, zinit_ = false, in_member_ = false, done_ = false, exhausted_ = false;
   z_stream zs_{};
   std::string error_;
 };
@@ -789,6 +794,10 @@ ParsedTrace parse_stream(TraceBuf::Pull pull, const std::string& name) {
   if (!ok) {
     if (!sax.saw_root && sax.parse_error_text.empty())
       throw Error(name + ": not a torch.profiler trace (no JSON object)");
+    if (buf.exhausted() && sax.saw_root)  // the JSON stopped with the bytes
+      throw Error(name + ": the JSON ends at byte " + std::to_string(buf.raw_bytes()) +
+                  " before the trace is complete (cut short: a job killed while writing it, or "
+                  "a partial copy); nothing imported");
     throw Error(name + ": " +
                 (sax.parse_error_text.empty() ? std::string("malformed JSON")
                                               : sax.parse_error_text) +
