@@ -792,8 +792,15 @@ ParsedTrace parse_stream(TraceBuf::Pull pull, const std::string& name) {
   if (!buf.error().empty())
     throw Error(name + ": " + buf.error() + "; copy the trace again (nothing imported)");
   if (!ok) {
-    if (!sax.saw_root && sax.parse_error_text.empty())
-      throw Error(name + ": not a torch.profiler trace (no JSON object)");
+    if (!sax.saw_root)
+      throw Error(name + ": not a torch.profiler trace (" +
+                  (buf.raw_bytes() == 0 ? std::string("the file is empty")
+                   : sax.parse_error_text.rfind("not a", 0) == 0
+                       ? sax.parse_error_text.substr(sax.parse_error_text.find('(') + 1,
+                                                     sax.parse_error_text.size() -
+                                                         sax.parse_error_text.find('(') - 2)
+                       : std::string("not JSON")) +
+                  ")");
     if (buf.exhausted() && sax.saw_root)  // the JSON stopped with the bytes
       throw Error(name + ": the JSON ends at byte " + std::to_string(buf.raw_bytes()) +
                   " before the trace is complete (cut short: a job killed while writing it, or "
