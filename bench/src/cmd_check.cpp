@@ -241,7 +241,9 @@ int run(const CheckArgs& a) {
         << std::setw(8) << "below" << "  verdict\n";
   md << "| class | size band | calls | median measured/priced | above 95 % | below 95 % | verdict |\n"
         "|---|---|---:|---:|---:|---:|---|\n";
-  for (const auto& [ck, t] : classes) {
+  for (const auto& entry : classes) {
+    const ClassKey& ck = entry.first;  // a plain reference: clang 14 cannot capture bindings
+    const Tally& t = entry.second;
     std::string cv = t.verdict(a);
     json jb = json::array();
     for (const auto& [k, b] : bands[ck]) {
