@@ -176,6 +176,7 @@ int run(const CheckArgs& a) {
 
   std::map<ClassKey, Tally> classes;
   std::map<ClassKey, std::map<int, Tally>> bands;
+  std::map<ClassKey, json> class_points;  // per class: each point's calls and price (figure)
   std::map<std::string, int> unpriced;  // why -> points
   std::set<std::string> modes;
   int priced_points = 0;
@@ -215,6 +216,18 @@ int run(const CheckArgs& a) {
                       p.hosts_spanned, p.concurrent_groups};
     const int band = int(std::floor(std::log2(std::max(1.0, p.bytes))));
     const bool one_sided = upper.count(p.where) > 0;
+    json samples_us = json::array();
+    for (double s : p.samples_s) samples_us.push_back(s * 1e6);
+    class_points[ck].push_back({{"where", p.where},
+                                {"bytes", p.bytes},
+                                {"dtype", std::string(shardcal::dtype_name(p.dtype))},
+                                {"mode", p.mode},
+                                {"priced_us", pr.time_us},
+                                {"lo_us", pr.lo_us},
+                                {"hi_us", pr.hi_us},
+                                {"extrapolated", pr.extrapolated},
+                                {"one_sided", one_sided},
+                                {"samples_us", samples_us}});
     for (double s : p.samples_s) {
       const double us = s * 1e6;
       const bool hi = us > pr.hi_us, lo = us < pr.lo_us;
@@ -291,6 +304,7 @@ int run(const CheckArgs& a) {
     jc["concurrent_groups"] = ck.concurrent_groups;
     jc["verdict"] = cv;
     jc["bands"] = jb;
+    jc["point_calls"] = class_points[ck];
     jclasses.push_back(jc);
   }
   const int code = n_slower > 0 ? 1 : (n_within + n_faster == 0 ? 3 : 0);

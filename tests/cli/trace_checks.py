@@ -270,6 +270,30 @@ def check_check(tmp):
           "too few calls 3; nothing comparable 2; nccl-tests log vs its other sizes 0")
 
 
+def check_report(tmp, python):
+    """The report's check section and figure from `check --json` (reports/make_report.py --check)."""
+    d, _ = make_traces(tmp)
+    res = os.path.join(tmp, "mesh.jsonl")
+    run(["import"] + mesh_files(d) + ["--out", res], 0)
+    half, fast = os.path.join(tmp, "half.jsonl"), os.path.join(tmp, "fast.json")
+    scaled(res, half, 0.5)
+    run(["calibrate", "--results", half, "--out", fast], 0)
+    cj = os.path.join(tmp, "c.json")
+    run(["check", "--profile", fast, "--results", res, "--json", cj], 1)
+    out = os.path.join(tmp, "report")
+    p = subprocess.run([python, os.path.join(SRC, "reports", "make_report.py"), "--out", out, res,
+                        "--profile", fast, "--check", cj], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail("make_report --check failed:\n" + p.stdout + p.stderr)
+    with open(os.path.join(out, "summary.md")) as f:
+        md = f.read()
+    if "Check against the profile" not in md or "check verdict | slower (exit 1)" not in md:
+        fail("summary.md has no check section / verdict:\n" + md)
+    if os.path.getsize(os.path.join(out, "check.png")) < 10000:
+        fail("check.png missing or empty")
+    print("report: check section (verdict slower, 3 classes) and check.png")
+
+
 GLOO = r'''
 import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
 from torch.profiler import profile, ProfilerActivity
@@ -317,6 +341,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if check == "gloo":
             check_gloo(tmp, sys.argv[4])
+        elif check == "report":
+            check_report(tmp, sys.argv[4])
         else:
             {"mesh": check_mesh, "nometa": check_nometa, "bad": check_bad, "check": check_check}[check](tmp)
 
