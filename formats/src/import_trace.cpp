@@ -155,37 +155,7 @@ class TraceBuf : public std::streambuf {
 };
 
 // ---------------------------------------------------------------------------------------------
-// What one event yields.
-
-struct CommOp {  // a CPU op that can give a kernel its sizes
-  std::string name;
-  std::int64_t ext = -1;
-  std::string tid;  // pid/tid as text (both may be strings in Kineto output)
-  double ts = 0, dur = 0;
-  json args;        // the comm-related args only
-};
-
-struct KernelEv {
-  std::string name;
-  double ts = 0, dur = 0;
-  std::int64_t ext = -1;
-  int device = -1;
-  json args;  // comm metadata if torch copied it
-};
-
-const char* const kCommKeys[] = {"Collective name", "dtype", "In msg nelems", "Out msg nelems",
-                                 "Group size", "In split size", "Out split size",
-                                 "Process Group Name", "Process Group Description",
-                                 "Process Group Ranks", "Input Dims", "Input type",
-                                 "Concrete Inputs", "Global rank start", "Global rank stride"};
-
-json comm_args(const json& args) {
-  json out = json::object();
-  if (!args.is_object()) return out;
-  for (const char* k : kCommKeys)
-    if (auto it = args.find(k); it != args.end()) out[k] = *it;
-  return out;
-}
+// Reading args.
 
 std::string id_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -223,6 +193,165 @@ std::string str_of(const json& obj, const char* key) {
   if (it->is_number()) return it->dump();
   return "";
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sizes of one call.
+
+// Elements of an "Input Dims" entry: a shape [a, b] (its product), a list of shapes (the sum,
+// recursively: TensorList, Tensor[][]), nullopt when empty (an undefined tensor, or a list that
+// older torch did not flatten) or not numbers.
+std::optional<std::int64_t> numel(const json& dims) {
+  if (!dims.is_array() || dims.empty()) return std::nullopt;
+  if (dims[0].is_array()) {
+    std::int64_t s = 0;
+    for (const json& d : dims) {
+      auto n = numel(d);
+      if (!n) return std::nullopt;
+      s += *n;
+      if (s > (std::int64_t(1) << 50)) return std::nullopt;
+    }
+    return s;
+  }
+  std::int64_t p = 1;
+  for (const json& d : dims) {
+    auto x = int_of(d);
+    if (!x || *x < 0 || *x > (std::int64_t(1) << 50)) return std::nullopt;
+    p *= *x;
+    if (p > (std::int64_t(1) << 50)) return std::nullopt;
+  }
+  return p;
+}
+
+struct Sizes {
+  std::optional<Collective> coll;
+  std::string skip;        // set: not imported, why
+  std::string torch_name;
+  std::int64_t in = -1, out = -1;
+  std::optional<DType> dtype;
+  int group_size = 0;
+  std::vector<int> ranks;
+  std::string pg_name, pg_desc;
+  bool uneven = false;
+  std::string from;
+};
+
+std::optional<std::vector<int>> ranks_of(const json& v) {
+  std::optional<std::vector<std::int64_t>> l;
+  if (v.is_string()) l = trace_detail::int_list(v.get<std::string>());
+  else if (v.is_array()) l = trace_detail::int_list(v.dump());
+  if (!l) return std::nullopt;
+  std::vector<int> r;
+  for (auto x : *l) {
+    if (x < 0 || x > (1 << 24)) return std::nullopt;
+    r.push_back(int(x));
+  }
+  std::sort(r.begin(), r.end());
+  if (std::adjacent_find(r.begin(), r.end()) != r.end()) return std::nullopt;
+  return r;
+}
+
+bool uneven_split(const json& v) {
+  std::optional<std::vector<std::int64_t>> l;
+  if (v.is_string()) l = trace_detail::int_list(v.get<std::string>());
+  else if (v.is_array()) l = trace_detail::int_list(v.dump());
+  if (!l) return v.is_string() && v.get<std::string>().find("...") != std::string::npos;
+  return !l->empty() && std::adjacent_find(l->begin(), l->end(), std::not_equal_to<>()) != l->end();
+}
+
+// From torch's comm metadata (kernel args or record_param_comms). False when it has none.
+bool sizes_from_meta(const json& a, Sizes& s, const char* from) {
+  if (!a.contains("Collective name")) return false;
+  s.torch_name = str_of(a, "Collective name");
+  s.coll = trace_detail::collective_of(s.torch_name, s.skip);
+  if (a.contains("In msg nelems")) s.in = int_of(a["In msg nelems"]).value_or(-1);
+  if (a.contains("Out msg nelems")) s.out = int_of(a["Out msg nelems"]).value_or(-1);
+  s.dtype = trace_detail::dtype_of(str_of(a, "dtype"));
+  if (a.contains("Group size")) s.group_size = int(int_of(a["Group size"]).value_or(0));
+  if (a.contains("Process Group Ranks"))
+    if (auto r = ranks_of(a["Process Group Ranks"])) s.ranks = *r;
+  // A list torch truncated ("[0, 1, ...]"): the ranks from the start and stride it also writes.
+  if (s.ranks.empty() && s.group_size > 1 && a.contains("Global rank start") &&
+      a.contains("Global rank stride")) {
+    const auto start = int_of(a["Global rank start"]), stride = int_of(a["Global rank stride"]);
+    if (start && stride && *start >= 0 && *stride >= 1 &&
+        *start + *stride * std::int64_t(s.group_size) < (std::int64_t(1) << 24))
+      for (int i = 0; i < s.group_size; ++i) s.ranks.push_back(int(*start + *stride * i));
+  }
+  s.pg_name = str_of(a, "Process Group Name");
+  s.pg_desc = str_of(a, "Process Group Description");
+  for (const char* k : {"In split size", "Out split size"})
+    if (a.contains(k) && uneven_split(a[k])) s.uneven = true;
+  s.from = from;
+  return true;
+}
+
+// From a c10d:: op's Input Dims, by the op schemas of torch/csrc/distributed/c10d/Ops.cpp (as in
+// the 2.15 wheel): which input is the output / input tensor (list). False when not a c10d op.
+bool sizes_from_c10d(const std::string& op_name, const json& dims, const json& types,
+                     const json& concrete, Sizes& s) {
+  if (op_name.rfind("c10d::", 0) != 0) return false;
+  std::string base = op_name.substr(6);
+  s.torch_name = base;
+  auto dim = [&](std::size_t i) -> std::optional<std::int64_t> {
+    if (!dims.is_array() || i >= dims.size()) return std::nullopt;
+    return numel(dims[i]);
+  };
+  auto type = [&](std::size_t i) -> std::optional<DType> {
+    if (!types.is_array() || i >= types.size() || !types[i].is_string()) return std::nullopt;
+    return trace_detail::dtype_of(types[i].get<std::string>());
+  };
+  s.from = "Input Dims of " + op_name;
+  // (output position, input position): -1 = none
+  if (base == "allreduce_" || base == "allreduce_coalesced_" || base == "broadcast_") {
+    s.in = s.out = dim(0).value_or(-1);
+    s.dtype = type(0);
+  } else if (base == "_allgather_base_" || base == "allgather_into_tensor_coalesced_" ||
+             base == "_reduce_scatter_base_" || base == "reduce_scatter_tensor_coalesced_" ||
+             base == "alltoall_base_" || base == "alltoall_") {
+    s.out = dim(0).value_or(-1);
+    s.in = dim(1).value_or(-1);
+    s.dtype = type(1) ? type(1) : type(0);
+    if (base == "alltoall_base_" && concrete.is_array()) {
+      const json& c = concrete;
+      for (std::size_t i : {std::size_t(3), std::size_t(4)})
+        if (i < c.size() && uneven_split(c[i])) s.uneven = true;
+    }
+  } else if (base == "allgather_") {  // (Tensor[][] outputs, Tensor[] inputs)
+    s.in = dim(1).value_or(-1);
+    s.out = dim(0).value_or(-1);
+    s.dtype = type(1);
+  } else if (base == "reduce_scatter_") {  // (Tensor[] outputs, Tensor[][] inputs)
+    s.out = dim(0).value_or(-1);
+    s.in = dim(1).value_or(-1);
+    s.dtype = type(0);
+  }
+  // c10d's op name -> torch's collective name spelling (minus the trailing '_').
+  std::string coll_name = base;
+  if (!coll_name.empty() && coll_name.back() == '_') coll_name.pop_back();
+  s.coll = trace_detail::collective_of(coll_name, s.skip);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What one event yields.
+
+struct CommOp {  // a CPU op that can give a kernel its sizes
+  std::string name;
+  std::int64_t ext = -1;
+  std::string tid;  // pid/tid as text (both may be strings in Kineto output)
+  double ts = 0, dur = 0;
+  bool barrier = false;          // c10d::barrier, or comm metadata naming a barrier
+  std::optional<Sizes> meta;     // record_param_comms: its comm metadata, parsed
+  json dims, types, concrete;    // c10d:: ops: Input Dims, Input type, Concrete Inputs
+};
+
+struct KernelEv {
+  std::string name;
+  double ts = 0, dur = 0;
+  std::int64_t ext = -1;
+  int device = -1;
+  std::optional<Sizes> meta;  // the comm metadata torch copied into the kernel's args, parsed
+};
 
 // ---------------------------------------------------------------------------------------------
 // The SAX handler: a state machine over the top-level object. Values of the keys we need are
@@ -398,7 +527,8 @@ class TraceSax {
       k.ext = ext;
       if (auto it = args.find("device"); it != args.end())
         if (auto d = int_of(*it)) k.device = int(*d);
-      k.args = comm_args(args);
+      Sizes m;
+      if (sizes_from_meta(args, m, "kernel args")) k.meta = std::move(m);
       kernels.push_back(std::move(k));
       return;
     }
@@ -413,7 +543,18 @@ class TraceSax {
                (e.contains("tid") ? id_text(e["tid"]) : "");
       op.ts = ts;
       op.dur = std::max(0.0, dur);
-      op.args = comm_args(args);
+      if (name == "record_param_comms") {
+        Sizes m;
+        if (sizes_from_meta(args, m, "record_param_comms")) {
+          op.barrier = m.torch_name == "barrier";
+          op.meta = std::move(m);
+        }
+      } else if (c10d) {
+        op.barrier = name == "c10d::barrier";
+        if (auto it = args.find("Input Dims"); it != args.end()) op.dims = *it;
+        if (auto it = args.find("Input type"); it != args.end()) op.types = *it;
+        if (auto it = args.find("Concrete Inputs"); it != args.end()) op.concrete = *it;
+      }
       ops.push_back(std::move(op));
     }
   }
@@ -426,148 +567,6 @@ class TraceSax {
   json root_;
   std::vector<json*> stack_;
 };
-
-// ---------------------------------------------------------------------------------------------
-// Sizes of one call.
-
-// Elements of an "Input Dims" entry: a shape [a, b] (its product), a list of shapes (the sum,
-// recursively: TensorList, Tensor[][]), nullopt when empty (an undefined tensor, or a list that
-// older torch did not flatten) or not numbers.
-std::optional<std::int64_t> numel(const json& dims) {
-  if (!dims.is_array() || dims.empty()) return std::nullopt;
-  if (dims[0].is_array()) {
-    std::int64_t s = 0;
-    for (const json& d : dims) {
-      auto n = numel(d);
-      if (!n) return std::nullopt;
-      s += *n;
-      if (s > (std::int64_t(1) << 50)) return std::nullopt;
-    }
-    return s;
-  }
-  std::int64_t p = 1;
-  for (const json& d : dims) {
-    auto x = int_of(d);
-    if (!x || *x < 0 || *x > (std::int64_t(1) << 50)) return std::nullopt;
-    p *= *x;
-    if (p > (std::int64_t(1) << 50)) return std::nullopt;
-  }
-  return p;
-}
-
-struct Sizes {
-  std::optional<Collective> coll;
-  std::string skip;        // set: not imported, why
-  std::string torch_name;
-  std::int64_t in = -1, out = -1;
-  std::optional<DType> dtype;
-  int group_size = 0;
-  std::vector<int> ranks;
-  std::string pg_name, pg_desc;
-  bool uneven = false;
-  std::string from;
-};
-
-std::optional<std::vector<int>> ranks_of(const json& v) {
-  std::optional<std::vector<std::int64_t>> l;
-  if (v.is_string()) l = trace_detail::int_list(v.get<std::string>());
-  else if (v.is_array()) l = trace_detail::int_list(v.dump());
-  if (!l) return std::nullopt;
-  std::vector<int> r;
-  for (auto x : *l) {
-    if (x < 0 || x > (1 << 24)) return std::nullopt;
-    r.push_back(int(x));
-  }
-  std::sort(r.begin(), r.end());
-  if (std::adjacent_find(r.begin(), r.end()) != r.end()) return std::nullopt;
-  return r;
-}
-
-bool uneven_split(const json& v) {
-  std::optional<std::vector<std::int64_t>> l;
-  if (v.is_string()) l = trace_detail::int_list(v.get<std::string>());
-  else if (v.is_array()) l = trace_detail::int_list(v.dump());
-  if (!l) return v.is_string() && v.get<std::string>().find("...") != std::string::npos;
-  return !l->empty() && std::adjacent_find(l->begin(), l->end(), std::not_equal_to<>()) != l->end();
-}
-
-// From torch's comm metadata (kernel args or record_param_comms). False when it has none.
-bool sizes_from_meta(const json& a, Sizes& s, const char* from) {
-  if (!a.contains("Collective name")) return false;
-  s.torch_name = str_of(a, "Collective name");
-  s.coll = trace_detail::collective_of(s.torch_name, s.skip);
-  if (a.contains("In msg nelems")) s.in = int_of(a["In msg nelems"]).value_or(-1);
-  if (a.contains("Out msg nelems")) s.out = int_of(a["Out msg nelems"]).value_or(-1);
-  s.dtype = trace_detail::dtype_of(str_of(a, "dtype"));
-  if (a.contains("Group size")) s.group_size = int(int_of(a["Group size"]).value_or(0));
-  if (a.contains("Process Group Ranks"))
-    if (auto r = ranks_of(a["Process Group Ranks"])) s.ranks = *r;
-  // A list torch truncated ("[0, 1, ...]"): the ranks from the start and stride it also writes.
-  if (s.ranks.empty() && s.group_size > 1 && a.contains("Global rank start") &&
-      a.contains("Global rank stride")) {
-    const auto start = int_of(a["Global rank start"]), stride = int_of(a["Global rank stride"]);
-    if (start && stride && *start >= 0 && *stride >= 1 &&
-        *start + *stride * std::int64_t(s.group_size) < (std::int64_t(1) << 24))
-      for (int i = 0; i < s.group_size; ++i) s.ranks.push_back(int(*start + *stride * i));
-  }
-  s.pg_name = str_of(a, "Process Group Name");
-  s.pg_desc = str_of(a, "Process Group Description");
-  for (const char* k : {"In split size", "Out split size"})
-    if (a.contains(k) && uneven_split(a[k])) s.uneven = true;
-  s.from = from;
-  return true;
-}
-
-// From a c10d:: op's Input Dims, by the op schemas of torch/csrc/distributed/c10d/Ops.cpp (as in
-// the 2.15 wheel): which input is the output / input tensor (list). False when not a c10d op.
-bool sizes_from_c10d(const CommOp& op, Sizes& s, int world_hint) {
-  if (op.name.rfind("c10d::", 0) != 0) return false;
-  std::string base = op.name.substr(6);
-  s.torch_name = base;
-  const json& a = op.args;
-  const json dims = a.contains("Input Dims") ? a["Input Dims"] : json::array();
-  const json types = a.contains("Input type") ? a["Input type"] : json::array();
-  auto dim = [&](std::size_t i) -> std::optional<std::int64_t> {
-    if (!dims.is_array() || i >= dims.size()) return std::nullopt;
-    return numel(dims[i]);
-  };
-  auto type = [&](std::size_t i) -> std::optional<DType> {
-    if (!types.is_array() || i >= types.size() || !types[i].is_string()) return std::nullopt;
-    return trace_detail::dtype_of(types[i].get<std::string>());
-  };
-  s.from = "Input Dims of " + op.name;
-  const int n = world_hint;
-  // (output position, input position): -1 = none
-  if (base == "allreduce_" || base == "allreduce_coalesced_" || base == "broadcast_") {
-    s.in = s.out = dim(0).value_or(-1);
-    s.dtype = type(0);
-  } else if (base == "_allgather_base_" || base == "allgather_into_tensor_coalesced_" ||
-             base == "_reduce_scatter_base_" || base == "reduce_scatter_tensor_coalesced_" ||
-             base == "alltoall_base_" || base == "alltoall_") {
-    s.out = dim(0).value_or(-1);
-    s.in = dim(1).value_or(-1);
-    s.dtype = type(1) ? type(1) : type(0);
-    if (base == "alltoall_base_" && a.contains("Concrete Inputs") && a["Concrete Inputs"].is_array()) {
-      const json& c = a["Concrete Inputs"];
-      for (std::size_t i : {std::size_t(3), std::size_t(4)})
-        if (i < c.size() && uneven_split(c[i])) s.uneven = true;
-    }
-  } else if (base == "allgather_") {  // (Tensor[][] outputs, Tensor[] inputs)
-    s.in = dim(1).value_or(-1);
-    s.out = dim(0).value_or(-1);
-    s.dtype = type(1);
-  } else if (base == "reduce_scatter_") {  // (Tensor[] outputs, Tensor[][] inputs)
-    s.out = dim(0).value_or(-1);
-    s.in = dim(1).value_or(-1);
-    s.dtype = type(0);
-  }
-  (void)n;
-  // c10d's op name -> torch's collective name spelling (minus the trailing '_').
-  std::string coll_name = base;
-  if (!coll_name.empty() && coll_name.back() == '_') coll_name.pop_back();
-  s.coll = trace_detail::collective_of(coll_name, s.skip);
-  return true;
-}
 
 // S of the collective table from torch's per-rank element counts.
 std::int64_t table_bytes_of(Collective c, std::int64_t in, std::int64_t out, int n, DType t) {
@@ -686,19 +685,19 @@ ParsedTrace build(TraceSax& sax, TraceBuf& buf, const std::string& name) {
     from_kernel_name(k.name, kcoll, kskip, kdtype);
     bool barrier = false;
     const auto ops = chain(k.ext);
-    for (const CommOp* o : ops)
-      if (o->name == "c10d::barrier" || str_of(o->args, "Collective name") == "barrier")
-        barrier = true;
-    bool have = sizes_from_meta(k.args, s, "kernel args");
+    for (const CommOp* o : ops) barrier = barrier || o->barrier;
+    bool have = false;
+    if (k.meta) s = *k.meta, have = true;
     if (!have)
       for (const CommOp* o : ops)
-        if (o->name == "record_param_comms" && sizes_from_meta(o->args, s, "record_param_comms")) {
+        if (o->meta) {
+          s = *o->meta;
           have = true;
           break;
         }
     if (!have)
       for (const CommOp* o : ops)
-        if (sizes_from_c10d(*o, s, t.world_size.value_or(0))) {
+        if (sizes_from_c10d(o->name, o->dims, o->types, o->concrete, s)) {
           have = true;
           break;
         }
