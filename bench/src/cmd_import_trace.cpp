@@ -61,7 +61,7 @@ json point_params(const fm::TracePoint& p) {
   params["protocol"] = protocol;
   // The process group is part of the identity: two groups of one mesh dim are two points.
   params["process_group"] = {{"name", p.pg_name}, {"ranks", ranks_text(p.group_ranks)}};
-  if (info.reduces) params["redop"] = "sum";  // torch does not record the op; DDP/FSDP sum
+  if (info.reduces) params["redop"] = p.redop.empty() ? "sum" : p.redop;  // from the kernel's name
   if (info.has_root) params["root"] = 0;
   return params;
 }

@@ -587,7 +587,7 @@ std::int64_t table_bytes_of(Collective c, std::int64_t in, std::int64_t out, int
 
 // NCCL kernel name -> collective (the token after the prefix) and dtype (a type token).
 void from_kernel_name(const std::string& k, std::optional<Collective>& coll, std::string& skip,
-                      std::optional<DType>& dtype) {
+                      std::optional<DType>& dtype, std::string& redop) {
   std::string rest = k.substr(k.rfind("ncclKernel_", 0) == 0 ? 11 : 14);
   std::vector<std::string> tok;
   std::size_t p = 0;
@@ -600,6 +600,12 @@ void from_kernel_name(const std::string& k, std::optional<Collective>& coll, std
   if (!tok.empty()) coll = trace_detail::collective_of(tok[0], skip);
   for (std::size_t i = 1; i < tok.size(); ++i)
     if (auto t = trace_detail::dtype_of(tok[i])) dtype = t;
+    else if (tok[i] == "Sum") redop = "sum";
+    else if (tok[i] == "Prod") redop = "prod";
+    else if (tok[i] == "Max") redop = "max";
+    else if (tok[i] == "Min") redop = "min";
+    // NCCL's average: ncclAvg runs as PreMulSum (or SumPostDiv for integers)
+    else if (tok[i] == "Avg" || tok[i] == "PreMulSum" || tok[i] == "SumPostDiv") redop = "avg";
 }
 
 ParsedTrace build(TraceSax& sax, TraceBuf& buf, const std::string& name) {
@@ -682,7 +688,8 @@ ParsedTrace build(TraceSax& sax, TraceBuf& buf, const std::string& name) {
     std::optional<Collective> kcoll;
     std::string kskip;
     std::optional<DType> kdtype;
-    from_kernel_name(k.name, kcoll, kskip, kdtype);
+    std::string kredop;
+    from_kernel_name(k.name, kcoll, kskip, kdtype, kredop);
     bool barrier = false;
     const auto ops = chain(k.ext);
     for (const CommOp* o : ops) barrier = barrier || o->barrier;
@@ -772,6 +779,7 @@ ParsedTrace build(TraceSax& sax, TraceBuf& buf, const std::string& name) {
     c.dur_us = k.dur;
     c.sizes_from = s.from;
     c.kernel = k.name;
+    if (collective_info(c.collective).reduces) c.redop = kredop.empty() ? "sum" : kredop;
     c.device = k.device;
     t.calls.push_back(std::move(c));
   }
@@ -1036,7 +1044,9 @@ MergedTraces merge_traces(const std::vector<ParsedTrace>& traces, int ranks_per_
   std::map<GroupKey, std::map<int, std::vector<const TraceCall*>>> groups;
   for (const auto& [r, t] : by_rank)
     for (const TraceCall& c : t->calls) groups[{c.group_ranks, c.pg_name}][r].push_back(&c);
-  std::map<std::tuple<int, std::vector<int>, std::string, std::int64_t, int>, std::size_t> index;
+  std::map<std::tuple<int, std::vector<int>, std::string, std::int64_t, int, std::string>,
+           std::size_t>
+      index;
   for (const auto& [gk, per_rank] : groups) {
     const auto& [ranks, pg] = gk;
     std::size_t ncalls = std::numeric_limits<std::size_t>::max(), most = 0;
@@ -1060,7 +1070,7 @@ MergedTraces merge_traces(const std::vector<ParsedTrace>& traces, int ranks_per_
       for (const auto& [r, calls] : per_rank) {
         const TraceCall* c = calls[k];
         if (c->collective != first->collective || c->bytes != first->bytes ||
-            c->dtype != first->dtype)
+            c->dtype != first->dtype || c->redop != first->redop)
           throw Error("process group [" + group_text(ranks) + "] call " + std::to_string(k + 1) +
                       " is " + std::string(collective_info(first->collective).name) + " " +
                       std::to_string(first->bytes) + " B " +
@@ -1073,7 +1083,7 @@ MergedTraces merge_traces(const std::vector<ParsedTrace>& traces, int ranks_per_
         best = std::min(best, c->dur_us);
       }
       const auto key = std::make_tuple(int(first->collective), ranks, pg, first->bytes,
-                                       int(first->dtype));
+                                       int(first->dtype), first->redop);
       auto [it, fresh] = index.try_emplace(key, m.points.size());
       if (fresh) {
         TracePoint p;
@@ -1083,6 +1093,7 @@ MergedTraces merge_traces(const std::vector<ParsedTrace>& traces, int ranks_per_
         p.group_ranks = ranks;
         p.pg_name = pg;
         p.pg_desc = first->pg_desc;
+        p.redop = first->redop;
         p.group_size = n;
         p.groups = world % n == 0 ? world / n : 1;
         p.hosts_spanned = hosts;

@@ -98,6 +98,8 @@ def check_mesh(tmp):
             # across hosts: 4 groups of 2 at once, each spanning both hosts
             if (pt["groups"], pt["hosts_spanned"], pt["max_ranks_per_host"]) != (4, 2, 1):
                 fail(f"{key}: link class {pt['groups']} {pt['hosts_spanned']} {pt['max_ranks_per_host']}")
+        if pt["collective"] != "all_gather" and pt["point"].get("redop") != "sum":
+            fail(f"{key}: redop {pt['point'].get('redop')} (the kernels are ..._Sum_f32_...)")
         if pt["import"]["sizes_from"] != ["kernel args"]:
             fail(f"{key}: sizes from {pt['import']['sizes_from']}")
     if seen != set(k for k in expected if not k.startswith("nometa")):

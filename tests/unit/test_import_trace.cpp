@@ -93,6 +93,7 @@ TEST(ImportTrace, PlainAndGzipAgree) {
   EXPECT_DOUBLE_EQ(c.dur_us, 12.5);
   EXPECT_EQ(c.sizes_from, "kernel args");
   EXPECT_EQ(c.kernel, "ncclDevKernel_AllGather_RING_LL");
+  EXPECT_EQ(c.redop, "");  // all_gather does not reduce
   EXPECT_EQ(a.nccl_kernels, 2);
   EXPECT_EQ(a.skipped.at("send/recv"), 1);
   EXPECT_EQ(a.rank, 0);
@@ -115,6 +116,19 @@ TEST(ImportTrace, PlainAndGzipAgree) {
   // Two gzip members (gzip(1) of a file appended to): one stream.
   const std::string two = gzip(text.substr(0, 100)) + gzip(text.substr(100));
   EXPECT_EQ(parse_trace_bytes(two, "two.gz").calls.size(), 1u);
+}
+
+TEST(ImportTrace, RedopFromTheKernelName) {
+  std::string t = trace(0, 10.0);
+  const std::string from = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  t.replace(t.find(from), from.size(), "ncclDevKernel_AllReduce_PreMulSum_bf16_RING_LL(x)");
+  const std::string name = "\"Collective name\": \"_allgather_base\"";
+  t.replace(t.find(name), name.size(), "\"Collective name\": \"allreduce\"");
+  const ParsedTrace a = parse_trace_bytes(t, "avg");
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0].collective, Collective::AllReduce);
+  EXPECT_EQ(a.calls[0].redop, "avg");
+  EXPECT_EQ(a.calls[0].bytes, 1024 * 2);  // all_reduce: one rank's buffer (In msg nelems)
 }
 
 TEST(ImportTrace, DamagedInput) {

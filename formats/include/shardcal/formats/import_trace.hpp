@@ -49,6 +49,9 @@ struct TraceCall {
   double ts_us = 0, dur_us = 0;
   std::string sizes_from;          // "kernel args" | "record_param_comms" | "Input Dims of c10d::..."
   std::string kernel;              // the kernel's name up to its first '('
+  // Reducing collectives: the NCCL kernel's op (ncclDevKernel_AllReduce_Sum_f32_...: sum, prod,
+  // max, min, avg for PreMulSum/SumPostDiv); "sum" when the name has none. "" otherwise.
+  std::string redop;
   int device = -1;                 // the kernel's "device"
 };
 
@@ -96,6 +99,7 @@ struct TracePoint {
   std::int64_t bytes = 0;
   std::vector<int> group_ranks;
   std::string pg_name, pg_desc;
+  std::string redop;           // reducing collectives (TraceCall::redop)
   int group_size = 0;
   int groups = 1;              // groups of this size running at once (world / n when it divides)
   int hosts_spanned = 1;
