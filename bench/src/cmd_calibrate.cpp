@@ -1,7 +1,10 @@
 // `shardbench calibrate`: sweep results -> calibrated cost-model profile (docs/CALIBRATION.md).
 // A thin shell over calibrate/ (shardcal_calibrate): read, fit, print the quality table, write
 // the profile atomically (temp + rename, so a failed run leaves no output file).
+#include <algorithm>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -9,6 +12,7 @@
 #include "commands.hpp"
 #include "shardcal/calibrate/fit.hpp"
 #include "shardcal/calibrate/profile.hpp"
+#include "shardcal/formats/floor_check.hpp"
 #include "shardcal/formats/results_reader.hpp"
 #include "shardcal/formats/schemas.hpp"
 #include "shardcal/error.hpp"
@@ -22,7 +26,92 @@ struct CalibrateArgs {
   std::string out;
   std::string name;
   std::string mode = "auto";
+  bool allow_mixed = false;
 };
+
+using nlohmann::json;
+
+// Which cluster a context record measured: GPU names (imported logs name them), host-name
+// families (the letters a host name starts with: "gpu-dp-2jvzl" -> "gpu"), backend.
+struct ClusterId {
+  std::string where;  // "r.jsonl (log x.txt)"
+  std::set<std::string> gpus, hosts, families;
+  bool imported = false;
+  std::string text() const {
+    auto join = [](const std::set<std::string>& v, std::size_t most) {
+      std::string out;
+      std::size_t i = 0;
+      for (const auto& x : v) {
+        if (i++ == most) return out + ", ...";
+        out += (out.empty() ? "" : ", ") + x;
+      }
+      return out;
+    };
+    std::string out = where + " (";
+    if (!gpus.empty()) out += "GPUs " + join(gpus, 3) + "; ";
+    out += "hosts " + (hosts.empty() ? std::string("unnamed") : join(hosts, 3)) + ")";
+    return out;
+  }
+  json to_json() const {
+    return {{"where", where}, {"gpus", gpus}, {"hosts", hosts}};
+  }
+};
+
+std::string host_family(const std::string& host) {
+  std::string f;
+  for (char c : host) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) break;
+    f += char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return f.empty() ? host : f;
+}
+
+std::vector<ClusterId> clusters_of(const shardcal::calib::ResultSet& rs) {
+  std::vector<ClusterId> out;
+  for (const auto& f : rs.files)
+    for (const json& c : f.context_records) {
+      ClusterId id;
+      id.where = f.path;
+      const json* imp = c.contains("import") && c["import"].is_object() ? &c["import"] : nullptr;
+      id.imported = imp != nullptr;
+      bool generic_hosts = false;
+      if (imp) {
+        if (imp->contains("source") && (*imp)["source"].is_object() &&
+            (*imp)["source"].contains("path") && (*imp)["source"]["path"].is_string())
+          id.where += " (log " + (*imp)["source"]["path"].get<std::string>() + ")";
+        if (imp->contains("gpus") && (*imp)["gpus"].is_array())
+          for (const json& g : (*imp)["gpus"])
+            if (g.is_object() && g.contains("name") && g["name"].is_string() &&
+                !g["name"].get<std::string>().empty())
+              id.gpus.insert(g["name"].get<std::string>());
+        const std::string from = imp->value("topology_from", std::string());
+        generic_hosts = from.find("not in the log") != std::string::npos ||
+                        from == "--hosts/--ranks-per-host";
+      }
+      if (!generic_hosts && c.contains("hosts") && c["hosts"].is_array())
+        for (const json& h : c["hosts"])
+          if (h.is_object() && h.contains("name") && h["name"].is_string()) {
+            id.hosts.insert(h["name"].get<std::string>());
+            id.families.insert(host_family(h["name"].get<std::string>()));
+          }
+      out.push_back(std::move(id));
+    }
+  return out;
+}
+
+// Why a and b are different clusters ("" when nothing says so). GPU names differ; or, for
+// imported logs, host names that share neither a host nor a family.
+std::string differ(const ClusterId& a, const ClusterId& b) {
+  if (!a.gpus.empty() && !b.gpus.empty() && a.gpus != b.gpus) return "other GPUs";
+  if ((a.imported || b.imported) && !a.hosts.empty() && !b.hosts.empty()) {
+    for (const auto& h : a.hosts)
+      if (b.hosts.count(h)) return "";
+    for (const auto& f : a.families)
+      if (b.families.count(f)) return "";
+    return "other hosts";
+  }
+  return "";
+}
 
 std::string default_cluster_name(const shardcal::calib::ResultSet& rs) {
   for (const auto& f : rs.files)
@@ -52,11 +141,65 @@ std::string resolve_mode(const std::string& mode, const shardcal::calib::ResultS
 int run(const CalibrateArgs& a) {
   namespace cb = shardcal::calib;
   const cb::ResultSet rs = cb::read_results(a.results);
+  // One profile describes one cluster: results of several are refused unless asked for.
+  const std::vector<ClusterId> clusters = clusters_of(rs);
+  std::vector<std::size_t> distinct;  // indices of the first context of each cluster
+  std::string mixed_why;
+  for (std::size_t i = 0; i < clusters.size(); ++i) {
+    bool fresh = true;
+    for (std::size_t j : distinct)
+      if (differ(clusters[i], clusters[j]).empty()) fresh = false;
+    if (fresh) {
+      if (!distinct.empty() && mixed_why.empty())
+        mixed_why = clusters[distinct.front()].text() + " and " + clusters[i].text() + ": " +
+                    differ(clusters[i], clusters[distinct.front()]);
+      distinct.push_back(i);
+    }
+  }
+  if (distinct.size() > 1 && !a.allow_mixed)
+    throw shardcal::Error(
+        "the results come from " + std::to_string(distinct.size()) + " different clusters, e.g. " +
+        mixed_why +
+        "; a profile describes one cluster and a merged fit prices one cluster's sizes with "
+        "another's curves: calibrate each cluster's results separately, or pass --allow-mixed "
+        "to fit them together on purpose (nothing written)");
+  if (distinct.size() > 1)
+    std::cout << "calibrate: --allow-mixed: fitting results of " << distinct.size()
+              << " clusters together (" << mixed_why
+              << "); the profile's provenance lists them\n";
+  // The sweep's floor warnings, repeated; files without them (imports, older sweeps) checked
+  // here.
+  std::vector<std::string> warnings;
+  std::set<std::string> warned_files;
+  for (const auto& f : rs.files)
+    for (const json& w : f.warnings) {
+      warnings.push_back(f.path + ": " + w.value("message", std::string("(no message)")) +
+                         " (recorded by the sweep)");
+      warned_files.insert(f.path);
+    }
+  std::vector<shardcal::formats::FloorSample> floor;
+  for (const auto& p : rs.collectives) {
+    const std::string file = p.where.substr(0, p.where.rfind(':'));
+    if (warned_files.count(file)) continue;
+    floor.push_back({file + ": " + std::string(shardcal::collective_info(p.op).name) + " mesh=" +
+                         p.mesh + " n=" + std::to_string(p.group_size),
+                     p.hosts_spanned, p.bytes, p.median_s});
+  }
+  for (const auto& w : shardcal::formats::implausible_floors(floor)) warnings.push_back(w.message);
+  for (const std::string& w : warnings) std::cerr << "calibrate: warning: " << w << "\n";
   cb::FitOptions opt;
   opt.mode = resolve_mode(a.mode, rs);
   const cb::Calibration cal = cb::calibrate(rs, opt);
-  const cb::Profile profile =
+  cb::Profile profile =
       cb::make_profile(rs, cal, a.name.empty() ? default_cluster_name(rs) : a.name);
+  // Provenance: the clusters that went in, and the warnings.
+  json extra = profile.json_extra.empty() ? json::object() : json::parse(profile.json_extra);
+  json cl = json::array();
+  for (std::size_t i : distinct) cl.push_back(clusters[i].to_json());
+  extra["provenance"]["clusters"] = cl;
+  extra["provenance"]["mixed_clusters"] = distinct.size() > 1;
+  extra["provenance"]["warnings"] = warnings;
+  profile.json_extra = extra.dump();
   std::cout << cb::quality_report(rs, cal);
   cb::write_profile_atomic(profile, a.out);
   std::cout << "profile: " << a.out << " (" << cal.models.size() << " model(s))\n";
@@ -85,6 +228,9 @@ Runner add_calibrate_command(CLI::App& app) {
                   "torch.profiler traces")
       ->check(CLI::IsMember({"auto", "per_iteration", "pipelined", "in_job"}))
       ->capture_default_str();
+  cmd->add_flag("--allow-mixed", args->allow_mixed,
+                "Fit results of different clusters (other GPU names, or imported logs of other "
+                "hosts) into one profile; refused without it");
   return [args] { return run(*args); };
 }
 

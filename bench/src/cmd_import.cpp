@@ -62,33 +62,107 @@ struct Topology {
   std::string from;            // "rank lines" | "--hosts/--ranks-per-host"
 };
 
+// The launch line's shape in shardcal's ranks: nccl-tests runs nThread x nGpus ranks per
+// process, so `srun -N2 --ntasks-per-node=1 all_reduce_perf -g 8` is 2 hosts x 8 ranks.
+struct LaunchRanks {
+  std::optional<int> hosts, ranks_per_host, ranks;
+};
+
+LaunchRanks launch_ranks(const fm::ParsedLog& log) {
+  LaunchRanks r;
+  if (!log.launch) return r;
+  int per_process = 1;
+  if (log.format != fm::LogFormat::Osu)
+    for (const char* k : {"nGpus", "nThread", "ngpus", "nthreads"})
+      if (log.header.contains(k) && log.header[k].is_number_integer()) {
+        const auto v = log.header[k].get<std::int64_t>();
+        if (v >= 1 && v <= 1024) per_process *= int(v);
+      }
+  r.hosts = log.launch->hosts;
+  if (log.launch->ranks_per_host) r.ranks_per_host = *log.launch->ranks_per_host * per_process;
+  if (log.launch->ranks) r.ranks = *log.launch->ranks * per_process;
+  return r;
+}
+
+std::string launch_where(const std::string& path, const fm::LaunchShape& l) {
+  std::string text = l.text.size() > 120 ? l.text.substr(0, 117) + "..." : l.text;
+  return path + ":" + std::to_string(l.line) + " (`" + text + "`)";
+}
+
+// Host names: the launch line's when it names as many hosts, else host0, host1, ...
+std::vector<std::string> host_names(const fm::ParsedLog& log, int hosts, bool& named) {
+  std::vector<std::string> out;
+  named = log.launch && int(log.launch->host_names.size()) == hosts;
+  for (int h = 0; h < hosts; ++h)
+    out.push_back(named ? log.launch->host_names[std::size_t(h)] : "host" + std::to_string(h));
+  return out;
+}
+
+Topology shape_topology(const fm::ParsedLog& log, int hosts, int rph, const std::string& from) {
+  Topology t;
+  bool named = false;
+  const std::vector<std::string> names = host_names(log, hosts, named);
+  for (int h = 0; h < hosts; ++h) {
+    std::vector<int> ranks;
+    for (int r = 0; r < rph; ++r) ranks.push_back(h * rph + r);
+    t.hosts.emplace_back(names[std::size_t(h)], ranks);
+  }
+  t.world = t.group_size = hosts * rph;
+  t.hosts_spanned = hosts;
+  t.max_ranks_per_host = rph;
+  t.from = from + (named ? "; host names from the launch line"
+                         : "; host names not in the log (host0, host1, ...)");
+  return t;
+}
+
 Topology topology_of(const fm::ParsedLog& log, const std::string& path, const ImportArgs& a) {
   Topology t;
+  const LaunchRanks lr = launch_ranks(log);
   if (a.hosts > 0) {
     const int world = a.hosts * a.ranks_per_host;
+    const std::string given = "--hosts " + std::to_string(a.hosts) + " x --ranks-per-host " +
+                              std::to_string(a.ranks_per_host) + " = " + std::to_string(world) +
+                              " ranks";
     if (!log.ranks.empty() && int(log.ranks.size()) != world)
-      throw Error(path + ": the log lists " + std::to_string(log.ranks.size()) +
-                  " ranks but --hosts " + std::to_string(a.hosts) + " x --ranks-per-host " +
-                  std::to_string(a.ranks_per_host) + " = " + std::to_string(world) +
-                  "; give the shape the benchmark ran on");
-    for (int h = 0; h < a.hosts; ++h) {
-      std::vector<int> ranks;
-      for (int r = 0; r < a.ranks_per_host; ++r) ranks.push_back(h * a.ranks_per_host + r);
-      t.hosts.emplace_back("host" + std::to_string(h), ranks);
+      throw Error(path + ": the log lists " + std::to_string(log.ranks.size()) + " ranks but " +
+                  given + "; give the shape the benchmark ran on");
+    if (!log.ranks.empty()) {
+      std::set<std::string> distinct;
+      for (const fm::LogRank& r : log.ranks) distinct.insert(r.host);
+      if (int(distinct.size()) > a.hosts)
+        throw Error(path + ": the rank lines name " + std::to_string(distinct.size()) +
+                    " hosts but --hosts says " + std::to_string(a.hosts) +
+                    "; drop --hosts/--ranks-per-host to use the rank lines (nothing written)");
     }
-    t.world = t.group_size = world;
-    t.hosts_spanned = a.hosts;
-    t.max_ranks_per_host = a.ranks_per_host;
-    t.from = "--hosts/--ranks-per-host";
-    return t;
+    if (log.launch) {
+      const bool bad = (lr.hosts && *lr.hosts != a.hosts) ||
+                       (lr.ranks_per_host && *lr.ranks_per_host != a.ranks_per_host) ||
+                       (lr.ranks && *lr.ranks != world);
+      if (bad)
+        throw Error(launch_where(path, *log.launch) + ": " + given +
+                    " contradicts the log's launch line, which ran " + log.launch->describe() +
+                    (lr.ranks && log.launch->ranks && *lr.ranks != *log.launch->ranks
+                         ? " (" + std::to_string(*lr.ranks) + " ranks with the log's nGpus)"
+                         : std::string()) +
+                    "; drop --hosts/--ranks-per-host to take the shape from the log, or correct "
+                    "them (nothing written)");
+    }
+    return shape_topology(log, a.hosts, a.ranks_per_host, "--hosts/--ranks-per-host");
   }
-  if (log.ranks.empty())
+  if (log.ranks.empty()) {
+    if (lr.hosts && lr.ranks_per_host)
+      return shape_topology(log, *lr.hosts, *lr.ranks_per_host,
+                            "the launch line (line " + std::to_string(log.launch->line) + ")");
     throw Error(path + ": the log names no hosts (" +
                 (log.format == fm::LogFormat::Osu
                      ? std::string("OSU prints none")
                      : std::string("no `#  Rank N ... on HOST device` lines")) +
+                (log.launch ? "; its launch line (line " + std::to_string(log.launch->line) +
+                                  ") gives only " + log.launch->describe()
+                            : std::string()) +
                 "); pass --hosts H --ranks-per-host R, the nodes and ranks per node the benchmark "
                 "ran on (e.g. --hosts 1 --ranks-per-host 2)");
+  }
   std::map<std::string, std::size_t> index;
   for (const fm::LogRank& r : log.ranks) {
     auto [it, fresh] = index.try_emplace(r.host, t.hosts.size());
@@ -164,7 +238,9 @@ json point_params(const fm::ParsedLog& log, const fm::LogRow& row, const Topolog
 json context_record(const fm::ParsedLog& log, const std::string& path, const std::string& text,
                     const Topology& topo, std::size_t points, const ImportArgs& a) {
   fm::ContextRecord ctx;
-  ctx.date = fm::utc_now_iso8601();
+  // When the benchmark ran, if the log says (a `date` line, the JSON's start_time); else the
+  // import's time, and the import record says so.
+  ctx.date = log.run_date.empty() ? fm::utc_now_iso8601() : log.run_date;
   ctx.command_line = a.command_line;
   const std::string sha = fm::sha256_file(path);
   ctx.config_path = path;
@@ -200,6 +276,12 @@ json context_record(const fm::ParsedLog& log, const std::string& path, const std
   imp["tool_version"] = log.tool_version;
   imp["benchmark"] = log.benchmark;
   imp["collective_from"] = log.benchmark_from;
+  imp["date_from"] = log.run_date.empty()
+                         ? "the import's time (the log states no date)"
+                         : "the log: " + log.run_date_from;
+  if (log.launch)
+    imp["launch"] = {{"line", log.launch->line}, {"text", log.launch->text},
+                     {"shape", log.launch->describe()}};
   imp["log_command_line"] = log.command_line;
   imp["header"] = log.header;
   imp["topology_from"] = topo.from;
@@ -306,11 +388,11 @@ int run(const ImportArgs& a) {
   const fm::LogFormat format = fm::parse_log_format(a.format);
   std::optional<Collective> coll;
   if (!a.collective.empty()) {
-    coll = shardcal::find_collective(a.collective);
+    coll = shardcal::find_collective_alias(a.collective);
     if (!coll)
       throw Error("--collective \"" + a.collective +
-                  "\": expected one of all_gather, reduce_scatter, all_reduce, all_to_all, "
-                  "broadcast, scatter, gather");
+                  "\" is not a collective shardcal knows; expected one of " +
+                  shardcal::collective_names_help());
   }
   if ((a.hosts > 0) != (a.ranks_per_host > 0))
     throw Error(
@@ -324,16 +406,17 @@ int run(const ImportArgs& a) {
   std::vector<LogResult> done;
   std::set<std::string> keys;
   std::map<std::string, std::string> key_owner;
-  int skipped = 0;
+  int skipped = 0, undetermined = 0;
   for (const std::string& path : a.logs) {
     LogResult lr;
     lr.path = path;
     lr.text = fm::read_text_file(path, "the benchmark log",
                                  "check the path (shardbench import LOG... --out R.jsonl)");
-    lr.log = fm::parse_log(lr.text, path, format, coll);
+    lr.log = fm::parse_log(lr.text, path, format, coll, a.hosts * a.ranks_per_host);
     if (!lr.log.collective) {
       std::cout << "import: skipping " << path << ": " << lr.log.skip_reason << "\n";
       ++skipped;
+      undetermined += lr.log.undetermined;
       continue;
     }
     lr.topo = topology_of(lr.log, path, a);
@@ -370,10 +453,17 @@ int run(const ImportArgs& a) {
                   "space: import them into separate files");
     done.push_back(std::move(lr));
   }
-  if (done.empty())
-    throw Error("nothing imported: every log (" + std::to_string(skipped) +
-                ") measures something outside shardcal's collective table (see the lines above); "
-                "no file written");
+  if (done.empty()) {
+    std::string why;
+    if (undetermined > 0)
+      why = std::to_string(undetermined) +
+            " log(s) name no program and their tables do not tell one collective: pass "
+            "--collective NAME";
+    if (skipped > undetermined)
+      why += (why.empty() ? "" : "; ") + std::to_string(skipped - undetermined) +
+             " log(s) measure something outside shardcal's collective table";
+    throw Error("nothing imported: " + why + " (see the lines above); no file written");
+  }
   std::string text;
   std::size_t index = 0, points = 0;
   for (LogResult& lr : done) {
@@ -383,7 +473,9 @@ int run(const ImportArgs& a) {
     points += lr.points.size();
     const fm::ParsedLog& l = lr.log;
     std::cout << "import: " << lr.path << ": " << l.benchmark << " -> "
-              << collective_info(*l.collective).name << " on " << lr.topo.world << " ranks ("
+              << collective_info(*l.collective).name
+              << (l.benchmark_from.rfind("--collective", 0) == 0 ? " (--collective)" : "")
+              << " on " << lr.topo.world << " ranks ("
               << lr.topo.hosts.size() << " host(s), " << lr.topo.from << "): " << lr.points.size()
               << " point(s) from " << l.rows.size() << " row(s)";
     std::vector<std::string> sk;
@@ -398,6 +490,8 @@ int run(const ImportArgs& a) {
     for (std::size_t i = 0; i < sk.size(); ++i) std::cout << (i ? ", " : "; skipped ") << sk[i];
     std::cout << "\n";
     for (const std::string& n : l.notes) std::cout << "  " << n << "\n";
+    if (!l.run_date.empty())
+      std::cout << "  run date " << l.run_date << " from " << l.run_date_from << "\n";
   }
   // Moved vectors keep their buffers, so the row pointers above stayed valid.
   fm::write_text_atomic(a.out, text);
@@ -448,7 +542,9 @@ Runner add_import_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--collective", args->collective,
                   "The collective, for a log that does not name its program (no `# Collective "
-                  "test starting` line or command); must agree when it does");
+                  "test starting` line or command); must agree with the log's program and "
+                  "table. nccl-tests' and OSU's names work too (alltoall, allreduce, "
+                  "osu_allgather, ...)");
   return [args, cmd] {
     std::string cl = "shardbench import";
     for (const std::string& l : args->logs) cl += " " + l;

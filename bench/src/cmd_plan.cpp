@@ -153,10 +153,14 @@ void print_steps(std::ostream& o, const std::vector<PricedStep>& steps) {
   int n = 0;
   for (const PricedStep& ps : steps) {
     const shardcal::Step& s = *ps.step;
-    o << "  " << ++n << ". mesh dim " << s.mesh_dim << ": " << std::left << std::setw(14)
-      << (s.before.placement(s.mesh_dim).to_string() + " -> " +
-          s.after.placement(s.mesh_dim).to_string())
-      << std::setw(20) << shardcal::step_kind_name(s.kind) << std::right;
+    // Columns of 14 and 20 characters; a longer entry keeps one blank before the next column
+    // ("S(0) -> P(sum) local_embed_partial", not "P(sum)local_embed_partial").
+    const std::string change = s.before.placement(s.mesh_dim).to_string() + " -> " +
+                               s.after.placement(s.mesh_dim).to_string();
+    const std::string kind(shardcal::step_kind_name(s.kind));
+    o << "  " << ++n << ". mesh dim " << s.mesh_dim << ": " << std::left << std::setw(14) << change
+      << (change.size() >= 14 ? " " : "") << std::setw(20) << kind
+      << (kind.size() >= 20 ? " " : "") << std::right;
     if (ps.traffic.collective)
       o << "n=" << ps.traffic.group_size << " hosts=" << ps.price.link.hosts << " "
         << human_bytes(double(ps.traffic.bytes)) << (ps.traffic.uniform ? "" : " (uneven)") << "  ";

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "commands.hpp"
@@ -23,7 +24,7 @@ struct PredictArgs {
   std::string profile;
   std::string collective;
   int group_size = 0;
-  int hosts = 1;
+  int hosts = 0;            // 0 = not given (hosts=1 when the profile has it, else required)
   int ranks_per_host = 0;  // 0 = group size / hosts
   int concurrent_groups = 1;
   std::string bytes;
@@ -75,19 +76,45 @@ int run(const PredictArgs& a) {
   using namespace shardcal;
   const auto loaded = calib::LoadedProfile::load(a.profile, "--profile");
   const calib::Profile& profile = loaded->profile();
-  auto c = find_collective(a.collective);
-  if (!c) {
-    std::string names;
-    for (const auto& info : kCollectives) names += (names.empty() ? "" : ", ") + std::string(info.name);
-    throw Error("--collective '" + a.collective + "' is unknown; use one of: " + names);
+  auto c = find_collective_alias(a.collective);
+  if (!c)
+    throw Error("--collective '" + a.collective + "' is unknown; use one of: " +
+                collective_names_help());
+  const std::string cname(collective_info(*c).name);
+  // Hosts a group spans: the profile cannot tell which the user means. Without --hosts, hosts=1
+  // when the profile measured that collective inside a host (said when it also has more);
+  // required when it measured it only across hosts.
+  std::set<int> measured_hosts;
+  for (const calib::Model& m : profile.models)
+    if (m.collective == *c) measured_hosts.insert(m.hosts);
+  std::string assumed;
+  int hosts = a.hosts;
+  if (hosts == 0) {
+    std::string list;
+    for (int h : measured_hosts) list += (list.empty() ? "" : ", ") + std::to_string(h);
+    if (!measured_hosts.empty() && !measured_hosts.count(1)) {
+      const int h = *measured_hosts.begin();
+      throw Error("--hosts is required: the profile (cluster " + profile.cluster + ") measured " +
+                  cname + " only across hosts=" + list +
+                  ", so hosts=1 would be a guess outside it; pass --hosts H, the hosts one group "
+                  "spans, and --ranks-per-host R (e.g. --hosts " + std::to_string(h) +
+                  (a.group_size % h == 0
+                       ? " --ranks-per-host " + std::to_string(a.group_size / h)
+                       : std::string()) +
+                  ")");
+    }
+    hosts = 1;
+    if (measured_hosts.size() > 1 || (!measured_hosts.empty() && !measured_hosts.count(1)))
+      assumed = "hosts=1 (--hosts not given; the profile measured " + cname + " at hosts=" +
+                list + ": pass --hosts for a group across hosts)";
   }
   calib::LinkClass lc;
   lc.group_size = a.group_size;
-  lc.hosts = a.hosts;
-  if (a.group_size % a.hosts != 0 && a.ranks_per_host == 0)
+  lc.hosts = hosts;
+  if (a.group_size % hosts != 0 && a.ranks_per_host == 0)
     throw Error("--group-size " + std::to_string(a.group_size) + " is not a multiple of --hosts " +
-                std::to_string(a.hosts) + "; a group has the same number of ranks on each host");
-  lc.ranks_per_host = a.ranks_per_host > 0 ? a.ranks_per_host : a.group_size / a.hosts;
+                std::to_string(hosts) + "; a group has the same number of ranks on each host");
+  lc.ranks_per_host = a.ranks_per_host > 0 ? a.ranks_per_host : a.group_size / hosts;
   lc.concurrent_groups = a.concurrent_groups;
   std::optional<DType> dtype;
   if (!a.dtype.empty()) dtype = parse_dtype(a.dtype);
@@ -104,7 +131,7 @@ int run(const PredictArgs& a) {
       const double s = calib::table_bytes(*c, counts, elem_size, lc.group_size);
       if (s != bytes)
         throw Error(
-            "--bytes " + a.bytes + " disagrees with --counts (" + a.collective +
+            "--bytes " + a.bytes + " disagrees with --counts (" + cname +
             " S = " + std::to_string(std::int64_t(s)) + " B at " + std::to_string(elem_size) +
             " B per element); give one of them, or matching values (--dtype sets the element "
             "size, default 1 B)");
@@ -119,7 +146,7 @@ int run(const PredictArgs& a) {
     nlohmann::ordered_json j;
     j["profile"] = a.profile;
     j["cluster"] = profile.cluster;
-    j["collective"] = a.collective;
+    j["collective"] = cname;
     j["group_size"] = lc.group_size;
     j["hosts"] = lc.hosts;
     j["ranks_per_host"] = lc.ranks_per_host;
@@ -145,15 +172,16 @@ int run(const PredictArgs& a) {
     if (seg.contention) j["segment"]["contention"] = *seg.contention;
     j["extrapolated"] = p.extrapolated;
     j["note"] = p.note;
+    if (!assumed.empty()) j["assumed"] = assumed;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::ostringstream o;
   o << std::setprecision(6);
-  o << a.collective << " n=" << lc.group_size << " hosts=" << lc.hosts << " ranks/host=" << lc.ranks_per_host
+  o << cname << " n=" << lc.group_size << " hosts=" << lc.hosts << " ranks/host=" << lc.ranks_per_host
     << " concurrent=" << lc.concurrent_groups << " S_eff=" << s_eff << " B: " << p.time_us << " us"
     << " (95 % interval " << p.lo_us << " .. " << p.hi_us << " us; " << p.basis << ")\n";
-  o << "  model /models/" << (p.model - profile.models.data()) << " (" << a.collective << ", hosts=" << m.hosts
+  o << "  model /models/" << (p.model - profile.models.data()) << " (" << cname << ", hosts=" << m.hosts
     << ", concurrent_groups=" << m.concurrent_groups
     << ", dtype=" << (m.dtype ? std::string(dtype_name(*m.dtype)) : std::string("pooled"))
     << ", effective size " << calib::effective_size_name(m.effective_size) << ")\n";
@@ -164,6 +192,7 @@ int run(const PredictArgs& a) {
     o << " / (1 + contention " << *seg.contention << " x (concurrent - 1))";
   o << "\n";
   o << "  extrapolated: " << (p.extrapolated ? "yes (" + p.note + ")" : std::string("no")) << "\n";
+  if (!assumed.empty()) o << "  assumed: " << assumed << "\n";
   std::cout << o.str();
   return 0;
 }
@@ -179,10 +208,15 @@ Runner add_predict_command(CLI::App& app) {
       "Example: shardbench predict --profile configs/profiles/dtensor-default.json --collective all_gather\n"
       "         --group-size 8 --hosts 2 --ranks-per-host 4 --bytes 1MiB");
   cmd->add_option("--profile", args->profile, profile_option_help())->required();
-  cmd->add_option("--collective", args->collective, "all_gather, reduce_scatter, all_reduce, all_to_all, ...")
+  cmd->add_option("--collective", args->collective,
+                  "all_gather, reduce_scatter, all_reduce, all_to_all, ... (nccl-tests' and OSU's "
+                  "names too: alltoall, allreduce, ...)")
       ->required();
   cmd->add_option("--group-size", args->group_size, "Ranks in one group (n)")->required()->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--hosts", args->hosts, "Hosts one group spans")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--hosts", args->hosts,
+                  "Hosts one group spans (default 1 when the profile measured the collective "
+                  "inside a host, said when it also measured more; required when it did not)")
+      ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--ranks-per-host", args->ranks_per_host,
                   "Ranks of one group on each of its hosts (default: group size / hosts)")
       ->check(CLI::Range(1, 1 << 24));

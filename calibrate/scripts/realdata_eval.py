@@ -24,6 +24,22 @@ and predicts every point of LOG (its 8-node run): median / max error, interval c
 --check, median error <= 10 % and prices non-decreasing in size (8 sizes per octave).
 
     python3 calibrate/scripts/realdata_eval.py --shardbench B --check --scale-to ar-8x8.txt ar-2x8.txt ar-4x8.txt
+
+The fitted files and LOG may also be shardcal results files (JSON Lines that start with a context
+record, e.g. a `shardbench sweep` on a simulated cluster): those go to `shardbench calibrate` as
+they are, without `shardbench import`.
+
+Host-count table: --hosts-series DIR (the paths are then optional) reads DIR's results files
+hosts<H>.jsonl, or benchmark logs with the host count in the name (hosts<H>, <H>x<G>, <H>nodes;
+several logs of one count are imported together), and runs the standard cases: fit {2,4}
+predict 8, fit {2,4} predict 16, fit {2} predict 4, fit {4,8} predict 16, fit {4} predict 8 (a
+case whose counts DIR lacks is skipped). One row per case and collective: median and largest
+relative error, how many points the 95 % intervals cover, their median half-width; then a pooled
+line. With --check it exits 1 unless, per collective, fit 2+4 -> 8 and -> 16 have median
+<= 10 % and coverage >= 90 %, and fit 2 -> 4 has median <= 15 %. --json FILE writes the rows,
+each with its points (measured and predicted time, interval, the prediction's basis).
+
+    python3 calibrate/scripts/realdata_eval.py --shardbench B --check --hosts-series tests/data/smpi-hosts/flat
 """
 
 from __future__ import annotations
@@ -32,6 +48,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -40,6 +57,9 @@ import tempfile
 TIE_PP = 0.5          # percentage points within which the fit and the ruler tie
 MAX_HALF_WIDTH = 0.10
 COVER_LO, COVER_HI = 0.90, 0.99
+# --hosts-series: (fitted host counts, predicted count, checked median, checked coverage or None).
+HOST_CASES = [((2, 4), 8, 0.10, 0.90), ((2, 4), 16, 0.10, 0.90), ((2,), 4, 0.15, None),
+              ((4, 8), 16, None, None), ((4,), 8, None, None)]
 
 
 def fail(msg: str) -> "NoReturn":  # noqa: F821
@@ -143,22 +163,45 @@ def load_points(path):
     return ctx, pts
 
 
-def scaling(sb, fit_logs, target, work, extra):
-    """Fit every size of fit_logs, predict every point of target (another node count)."""
-    imported = os.path.join(work, "fit.jsonl")
-    r = run([sb, "import"] + fit_logs + ["--out", imported] + extra)
-    if r.returncode != 0:
-        fail("import of the logs to fit failed: " + r.stderr.strip())
-    prof = os.path.join(work, "scale.profile.json")
-    r = run([sb, "calibrate", "--results", imported, "--out", prof, "--name", "realdata-scaling"])
+def is_results(path):
+    """A shardcal results file: JSON Lines whose first record is a context record."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    rec = json.loads(line)
+                    return isinstance(rec, dict) and rec.get("type") == "context"
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return False
+
+
+def as_results(sb, files, out, extra, what):
+    """The results files for `files`: results files as they are, the logs imported into `out`."""
+    res = [f for f in files if is_results(f)]
+    logs = [f for f in files if f not in res]
+    if logs:
+        r = run([sb, "import"] + logs + ["--out", out] + extra)
+        if r.returncode != 0 or not os.path.exists(out):
+            fail(f"import of {what} failed: " + (r.stderr.strip() or r.stdout.strip()))
+        res.append(out)
+    return res
+
+
+def fit_profile(sb, files, work, extra, tag):
+    """Calibrate every point of `files` (logs imported first) into a profile; its path."""
+    results = as_results(sb, files, os.path.join(work, f"{tag}.fit.jsonl"), extra, "the logs to fit")
+    prof = os.path.join(work, f"{tag}.profile.json")
+    r = run([sb, "calibrate", "--results"] + results + ["--out", prof, "--name", "realdata-scaling"])
     if r.returncode != 0:
         fail("calibrate failed: " + r.stderr.strip())
-    tj = os.path.join(work, "target.jsonl")
-    r = run([sb, "import", target, "--out", tj] + extra)
-    if r.returncode != 0:
-        fail(f"import of {target} failed: " + r.stderr.strip())
-    _, pts = load_points(tj)
-    errs, covered, widths = [], 0, []
+    return prof
+
+
+def predict_points(sb, prof, pts, what):
+    """Predict every point (bytes >= 1) of pts: per point a dict (collective, bytes, measured and predicted
+    time, interval, relative error, covered, half-width)."""
+    out = []
     for p in pts:
         if p["bytes"] < 1:
             continue
@@ -167,13 +210,26 @@ def scaling(sb, fit_logs, target, work, extra):
                  str(p["max_ranks_per_host"]), "--bytes", str(int(p["bytes"])), "--dtype", p["point"]["dtype"],
                  "--json"])
         if q.returncode != 0:
-            fail(f"predict failed for {target} at {p['bytes']} B: {q.stderr.strip()}")
+            fail(f"predict failed for {what} at {p['bytes']} B: {q.stderr.strip()}")
         pr = json.loads(q.stdout)
         t_us = point_time_s(p) * 1e6
-        errs.append(abs(pr["time_us"] / t_us - 1))
         lo, hi = pr["interval_us"]
-        covered += lo <= t_us <= hi
-        widths.append((hi - lo) / 2 / pr["time_us"])
+        out.append({"collective": p["collective"], "bytes": int(p["bytes"]), "measured_us": t_us,
+                    "predicted_us": pr["time_us"], "interval_us": [lo, hi], "error": abs(pr["time_us"] / t_us - 1),
+                    "covered": lo <= t_us <= hi, "half_width": (hi - lo) / 2 / pr["time_us"],
+                    "basis": pr.get("basis")})
+    return out
+
+
+def scaling(sb, fit_logs, target, work, extra):
+    """Fit every size of fit_logs, predict every point of target (another node count)."""
+    prof = fit_profile(sb, fit_logs, work, extra, "scale")
+    tj = as_results(sb, [target], os.path.join(work, "target.jsonl"), extra, target)[0]
+    _, pts = load_points(tj)
+    pred = predict_points(sb, prof, pts, target)
+    errs = [x["error"] for x in pred]
+    covered = sum(x["covered"] for x in pred)
+    widths = [x["half_width"] for x in pred]
     if not errs:
         fail(f"{target}: no point to predict")
     # Prices never fall with size (docs/CALIBRATION.md "Monotone"): checked on a grid of 8 sizes
@@ -195,11 +251,115 @@ def scaling(sb, fit_logs, target, work, extra):
             "falls": falls}
 
 
+HOSTS_IN_NAME = [re.compile(r"hosts[-_]?(\d+)", re.I), re.compile(r"(\d+)[-_]?nodes?(?![a-z])", re.I),
+                 re.compile(r"(?<![0-9])(\d+)x\d+", re.I)]
+
+
+def series_files(directory):
+    """{host count: [files]} of a --hosts-series directory: results files hosts<H>.jsonl (or any
+    results file: the most hosts its points span), logs with the count in the name."""
+    if not os.path.isdir(directory):
+        fail(f"--hosts-series {directory}: not a directory")
+    by_hosts, ignored = {}, []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path) or name.lower().startswith("readme"):
+            continue
+        h = next((int(m.group(1)) for rx in HOSTS_IN_NAME for m in [rx.search(name)] if m), None)
+        if h is None and is_results(path):
+            _, pts = load_points(path)
+            h = max((p["hosts_spanned"] for p in pts), default=None)
+        if h is None or h < 1:
+            ignored.append(name)
+            continue
+        by_hosts.setdefault(h, []).append(path)
+    if ignored:
+        print(f"realdata_eval: --hosts-series {directory}: ignored (no host count in the name): "
+              f"{', '.join(ignored)}", file=sys.stderr)
+    if not by_hosts:
+        fail(f"--hosts-series {directory}: no hosts<H>.jsonl results file nor log with a host count in its name")
+    return by_hosts
+
+
+def hosts_series(sb, directory, work, extra):
+    """The standard host-count cases on one series: rows per case and collective, pooled figures."""
+    by_hosts = series_files(directory)
+    targets = {}
+    for h, files in by_hosts.items():
+        tj = as_results(sb, files, os.path.join(work, f"target-{h}.jsonl"), extra, f"the {h}-host logs")
+        targets[h] = [p for f in tj for p in load_points(f)[1]]
+    rows, skipped, profiles, pooled = [], [], {}, []
+    for fit, target, med_max, cover_min in HOST_CASES:
+        missing = [h for h in fit + (target,) if h not in by_hosts]
+        if missing:
+            skipped.append({"fit": list(fit), "target": target,
+                            "why": f"no {', '.join(map(str, missing))}-host data in {directory}"})
+            continue
+        if fit not in profiles:
+            profiles[fit] = fit_profile(sb, [f for h in fit for f in by_hosts[h]], work, extra,
+                                        "fit-" + "-".join(map(str, fit)))
+        pred = predict_points(sb, profiles[fit], targets[target], f"{target} hosts")
+        if not pred:
+            skipped.append({"fit": list(fit), "target": target, "why": f"no point at {target} hosts"})
+            continue
+        pooled += pred
+        for op in sorted({x["collective"] for x in pred}):
+            ps = [x for x in pred if x["collective"] == op]
+            errs = [x["error"] for x in ps]
+            rows.append({"fit": list(fit), "target": target, "collective": op, "points": len(ps),
+                         "median": statistics.median(errs), "max": max(errs),
+                         "covered": sum(x["covered"] for x in ps),
+                         "half_width_median": statistics.median(x["half_width"] for x in ps),
+                         "check_median": med_max, "check_coverage": cover_min, "predictions": ps})
+    return {"series": directory, "hosts": {str(h): f for h, f in sorted(by_hosts.items())}, "rows": rows,
+            "skipped": skipped,
+            "pooled": {"points": len(pooled),
+                       "median": statistics.median(x["error"] for x in pooled) if pooled else None,
+                       "max": max((x["error"] for x in pooled), default=None),
+                       "covered": sum(x["covered"] for x in pooled),
+                       "half_width_median": statistics.median(x["half_width"] for x in pooled) if pooled else None}}
+
+
+def print_hosts_series(r, check):
+    """Print the table; the failed checks (with --check: a checked case that was skipped too)."""
+    print(f"{r['series']}: host counts {', '.join(r['hosts'])}")
+    print(f"{'fitted -> predicted':20s} {'collective':15s} {'median':>7s} {'max':>7s} {'95 % covers':>12s} "
+          f"{'half-width':>10s}")
+    fails = []
+    for x in r["rows"]:
+        case = f"{'+'.join(map(str, x['fit']))} -> {x['target']} hosts"
+        print(f"{case:20s} {x['collective']:15s} {100 * x['median']:6.1f}% {100 * x['max']:6.1f}% "
+              f"{x['covered']:>5d} / {x['points']:<4d} {100 * x['half_width_median']:9.1f}%")
+        if x["check_median"] is not None and x["median"] > x["check_median"]:
+            fails.append(f"{case} {x['collective']}: median {100 * x['median']:.1f} % > "
+                         f"{100 * x['check_median']:.0f} %")
+        if x["check_coverage"] is not None and x["covered"] < x["check_coverage"] * x["points"]:
+            fails.append(f"{case} {x['collective']}: the 95 % intervals cover {x['covered']} of "
+                         f"{x['points']} ({100 * x['covered'] / x['points']:.0f} % < "
+                         f"{100 * x['check_coverage']:.0f} %)")
+    for sk in r["skipped"]:
+        case = f"{'+'.join(map(str, sk['fit']))} -> {sk['target']} hosts"
+        print(f"{case:20s} skipped: {sk['why']}")
+        if any(c[0] == tuple(sk["fit"]) and c[1] == sk["target"] and (c[2] is not None or c[3] is not None)
+               for c in HOST_CASES):
+            fails.append(f"{case}: checked case not evaluated ({sk['why']})")
+    pl = r["pooled"]
+    if pl["points"]:
+        print(f"{'pooled':20s} {'':15s} {100 * pl['median']:6.1f}% {100 * pl['max']:6.1f}% "
+              f"{pl['covered']:>5d} / {pl['points']:<4d} {100 * pl['half_width_median']:9.1f}%")
+    r["fails"] = fails
+    if check:
+        for f_ in fails:
+            print(f"FAIL: {f_}")
+        print("realdata_eval: all checks hold" if not fails else f"realdata_eval: {len(fails)} check(s) failed")
+    return fails
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="Without --check it only reports. Logs without host lines "
                                         "(OSU) need --hosts/--ranks-per-host, passed to the importer.")
-    ap.add_argument("paths", nargs="+", help="log files or directories of logs")
+    ap.add_argument("paths", nargs="*", help="log files or directories of logs (results files too with --scale-to)")
     ap.add_argument("--shardbench", default="build/bin/shardbench", help="the shardbench binary (native build)")
     ap.add_argument("--check", action="store_true", help="exit 1 unless every acceptance check holds")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -216,7 +376,15 @@ def main():
     ap.add_argument("--offset", type=int, default=0, metavar="O",
                     help="start the training sizes at the O-th (default 0); --every 2 --offset 1: the other half")
     ap.add_argument("--scale-to", metavar="LOG", help="fit all sizes of the given logs, predict every point of LOG")
+    ap.add_argument("--hosts-series", metavar="DIR",
+                    help="host-count table: DIR holds hosts<H>.jsonl results files or logs with the host count "
+                         "in the name; fit 2+4 -> 8, 2+4 -> 16, 2 -> 4, 4+8 -> 16, 4 -> 8")
+    ap.error = lambda m: fail(f"{m} (see --help)")
     a = ap.parse_args()
+    if a.hosts_series and (a.paths or a.scale_to):
+        fail("--hosts-series DIR takes no other logs nor --scale-to")
+    if not a.hosts_series and not a.paths:
+        fail("no log given (pass log files or directories, or --hosts-series DIR)")
     if a.every < 2 or not 0 <= a.offset < a.every:
         fail(f"--every {a.every} --offset {a.offset}: need every >= 2 and 0 <= offset < every")
     if not os.access(a.shardbench, os.X_OK):
@@ -226,7 +394,18 @@ def main():
         extra += ["--hosts", str(a.hosts)]
     if a.ranks_per_host:
         extra += ["--ranks-per-host", str(a.ranks_per_host)]
+    if a.hosts_series:
+        with tempfile.TemporaryDirectory(prefix="realdata-hosts-") as work:
+            r = hosts_series(a.shardbench, a.hosts_series, work, extra)
+        fails = print_hosts_series(r, a.check)
+        if a.json:
+            with open(a.json + ".tmp", "w") as f:
+                json.dump(r, f, indent=2)
+            os.replace(a.json + ".tmp", a.json)
+        return 1 if a.check and fails else 0
     if a.scale_to:
+        if not os.path.isfile(a.scale_to):
+            fail(f"--scale-to {a.scale_to}: no such file")
         with tempfile.TemporaryDirectory(prefix="realdata-scale-") as work:
             r = scaling(a.shardbench, logs_in(a.paths), a.scale_to, work, extra)
         print(f"{os.path.basename(a.scale_to)} predicted from {', '.join(map(os.path.basename, r['fitted']))}: "

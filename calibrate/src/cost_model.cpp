@@ -269,11 +269,6 @@ double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff)
 
 namespace {
 
-// The transported log time from the two models' prices (cost_model.hpp HostTransport).
-double transported_log(const HostTransport& t, double tb, double ta) {
-  return (1.0 + t.exponent) * std::log(tb) - t.exponent * std::log(ta);
-}
-
 // An interval bound of a price t widened by a further log sigma `extra` (in quadrature with the
 // bound's own distance from t), then scaled by f: sign -1 for the lower bound, +1 the upper.
 double widened_bound(double f, double t, double bound, double sign, double extra) {
@@ -282,89 +277,80 @@ double widened_bound(double f, double t, double bound, double sign, double extra
   return f * t * std::exp(std::clamp(sign * std::hypot(lb, kIntervalZ * extra), -700.0, 700.0));
 }
 
-// The prior's factor on the chosen model's time t_b (one measured count).
-double prior_factor(const HostTransport& t, double tb) {
-  const double share = tb > 0 ? std::min(1.0, t.latency_us / tb) : 1.0;
-  return share * t.latency_ratio + (1.0 - share) * t.bus_ratio;
+// The tested structure's miss at s_eff: linear in log size between the test's sizes, the end
+// values beyond them.
+double miss_at(const HostTransport& t, double s_eff) {
+  const auto& x = t.miss_bytes;
+  if (x.empty()) return 0.0;
+  const double s = std::max(s_eff, 1.0);
+  if (s <= x.front()) return t.miss_log.front();
+  if (s >= x.back()) return t.miss_log.back();
+  const std::size_t i = std::size_t(std::upper_bound(x.begin(), x.end(), s) - x.begin()) - 1;
+  const double w = std::log(s / x[i]) / std::log(x[i + 1] / x[i]);
+  return (1 - w) * t.miss_log[i] + w * t.miss_log[i + 1];
 }
 
 }  // namespace
 
-double transported_time_us(const HostTransport& t, double tb, double ta) {
-  return tb > 0 && ta > 0 ? std::exp(transported_log(t, tb, ta)) : tb;
+double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h) {
+  switch (law) {
+    case LatencyLaw::RingSteps: return n_b > 1 ? double(n - 1) / double(n_b - 1) : 1.0;
+    case LatencyLaw::TreeDepth: return (1.0 + std::log2(double(h))) / (1.0 + std::log2(double(h_b)));
+    case LatencyLaw::LogRanks: return n_b > 1 && n > 1 ? std::log2(double(n)) / std::log2(double(n_b)) : 1.0;
+    case LatencyLaw::Flat: return 1.0;
+  }
+  return 1.0;
 }
 
-double latency_growth(Collective op, int n_b, int h_b, int n, int h) {
-  if (op == Collective::AllReduce)
-    return (1.0 + std::log2(double(h))) / (1.0 + std::log2(double(h_b)));
-  return n_b > 1 ? double(n - 1) / double(n_b - 1) : 1.0;
+LatencyLaw default_latency_law(Collective op, std::string_view backend) {
+  // NCCL's all_reduce across nodes at small sizes: double binary trees (NCCL 2.4+); else rings
+  // (NCCL's other collectives; MPI's bandwidth-optimal large-message algorithms; the profile's
+  // own ring formula).
+  return backend == "nccl" && op == Collective::AllReduce ? LatencyLaw::TreeDepth : LatencyLaw::RingSteps;
+}
+
+BandwidthLaw default_bandwidth_law(Collective op) {
+  return op == Collective::AllToAll ? BandwidthLaw::HostShare : BandwidthLaw::BusFactor;
+}
+
+double bandwidth_growth(BandwidthLaw law, Collective op, int n_b, int h_b, int n, int h) {
+  if (law == BandwidthLaw::HostShare) return h_b > 1 ? (double(h - 1) / h) / (double(h_b - 1) / h_b) : 1.0;
+  const CollectiveInfo& info = collective_info(op);
+  return n_b > 1 && info.busbw_factor(n_b) > 0 ? info.busbw_factor(n) / info.busbw_factor(n_b) : 1.0;
+}
+
+std::pair<double, double> known_switch(Collective op, std::string_view backend, int h_b, int h) {
+  // NCCL's all_reduce on two nodes: a double binary tree without interior nodes moves each
+  // node's bytes across once where a ring (and the tree on more nodes) moves them twice.
+  if (backend == "nccl" && op == Collective::AllReduce && (h_b == 2) != (h == 2) && h_b > 1 && h > 1)
+    return h_b == 2 ? std::pair{1.0, 2.0} : std::pair{0.5, 1.0};
+  return {1.0, 1.0};
+}
+
+double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb) {
+  const double share = tb > 0 ? std::min(1.0, latency_us / tb) : 1.0;
+  return share * latency_ratio + (1.0 - share) * bus_ratio;
 }
 
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff,
                          double class_log_sigma) {
-  const double tr = kHostTransportLogSigma * t.doublings;
-  if (t.other && t.curve.bytes.size() >= 2) {
-    // The transported class's curve (its knots: the power law at both measured curves' sizes)
-    // priced like a measured one on the chosen model's backbone: monotone in size like every
-    // curve price. Its interval widened by the transport term, the class term and the distance
-    // to the prior's price (two plausible transports disagreeing: one sigma).
-    Priced tp = price_on(m, &t.curve, true, t.n_query, concurrent_groups, s_eff, 0.0, true);
-    tp.curve_exact = t.exact;
-    const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
-    const double prior = tb * prior_factor(t, tb);
-    const double dis = prior > 0 && tp.time_us > 0 ? std::log(tp.time_us / prior) : 0.0;
-    const double extra = std::sqrt(tr * tr + class_log_sigma * class_log_sigma + dis * dis);
-    tp.lo_us = widened_bound(1.0, tp.time_us, tp.lo_us, -1.0, extra);
-    tp.hi_us = widened_bound(1.0, tp.time_us, tp.hi_us, 1.0, extra);
-    return tp;
-  }
   const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
   Priced out = b;
-  out.curve_exact = false;
-  if (!t.other) {
-    // The prior: b's interval scaled by the factor, widened by the transport and class terms.
-    const double f = prior_factor(t, b.time_us);
-    const double extra = std::sqrt(tr * tr + class_log_sigma * class_log_sigma);
-    out.time_us = b.time_us * f;
-    out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, extra);
-    out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, extra);
-    return out;
-  }
-  const Priced a = price(*t.other, t.n_other, concurrent_groups, s_eff);
-  out.switch_gap = b.switch_gap || a.switch_gap;
-  out.beyond_measured = b.beyond_measured || a.beyond_measured;
-  if (!(b.time_us > 0) || !(a.time_us > 0)) return out;  // no log: the nearest count's price
-  const double lt = transported_log(t, b.time_us, a.time_us);
-  out.time_us = std::exp(lt);
-  // Each price's own interval as a log sigma per side, propagated through the power law (errors
-  // taken as independent), then the transport's own term and the class term in quadrature.
-  // With e > 0 a high t_a lowers t, so t's lower side takes a's upper side and the reverse.
-  const double z = kIntervalZ;
-  // (An interval bound of 0 -- exp() underflow -- counts as the widest the clamp allows.)
-  auto side = [z](double big, double small) {
-    return small > 0 && big > small ? std::min(std::log(big / small), 700.0) / z : 0.0;
-  };
-  const double b_lo = side(b.time_us, b.lo_us), b_hi = side(b.hi_us, b.time_us);
-  const double a_lo = side(a.time_us, a.lo_us), a_hi = side(a.hi_us, a.time_us);
-  const double wb = 1.0 + t.exponent, wa = t.exponent;
-  const double s_lo = std::sqrt(wb * wb * b_lo * b_lo + wa * wa * (wa > 0 ? a_hi * a_hi : a_lo * a_lo) +
-                                tr * tr + class_log_sigma * class_log_sigma);
-  const double s_hi = std::sqrt(wb * wb * b_hi * b_hi + wa * wa * (wa > 0 ? a_lo * a_lo : a_hi * a_hi) +
-                                tr * tr + class_log_sigma * class_log_sigma);
-  out.lo_us = std::exp(std::clamp(lt - z * s_lo, -700.0, 700.0));
-  out.hi_us = std::exp(std::clamp(lt + z * s_hi, -700.0, 700.0));
+  const double f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us);
+  const double step = t.step_log_sigma * t.doublings;
+  const double miss = t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
+  const double common = step * step + miss * miss + class_log_sigma * class_log_sigma;
+  const double lo = t.switch_lo_log_sigma, hi = t.switch_hi_log_sigma;
+  out.time_us = b.time_us * f;
+  out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
+  out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
   return out;
 }
 
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff) {
-  if (t.other && t.curve.bytes.size() >= 2)
-    return price_on(m, &t.curve, true, t.n_query, concurrent_groups, s_eff, 0.0, false).time_us;
   const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
-  if (!t.other) return tb * prior_factor(t, tb);
-  const double ta = price_time_us(*t.other, t.n_other, concurrent_groups, s_eff);
-  if (!(tb > 0) || !(ta > 0)) return tb;
-  return std::exp(transported_log(t, tb, ta));
+  return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb);
 }
 
 }  // namespace shardcal::calib

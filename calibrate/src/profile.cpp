@@ -389,6 +389,20 @@ bool between_measured_classes(const std::vector<std::pair<int, int>>& classes, i
   return (c_lo && c_hi) || (n_lo && n_hi);
 }
 
+std::string_view latency_law_name(LatencyLaw law) {
+  switch (law) {
+    case LatencyLaw::RingSteps: return "ring-steps";
+    case LatencyLaw::TreeDepth: return "tree-depth";
+    case LatencyLaw::LogRanks: return "log2-ranks";
+    case LatencyLaw::Flat: return "flat";
+  }
+  return "?";
+}
+
+std::string_view bandwidth_law_name(BandwidthLaw law) {
+  return law == BandwidthLaw::HostShare ? "host-share" : "bus-factor";
+}
+
 Domain effective_domain(const Model& m) {
   if (m.domain) return *m.domain;
   Domain d;
@@ -620,81 +634,128 @@ bool non_decreasing_in_size(const Model& m, int n, double rel_tol) {
 
 namespace {
 
-// The host-count transport for a query (cost_model.hpp HostTransport): when the query spans
-// hosts the chosen model did not measure, a second measured inter-host model of the collective
-// (same dtype and concurrency as the chosen one, both with domains derived from measurements),
-// preferably on the other side of the query's host count (interpolation), else the one nearest
-// the chosen model's count. None when the query or the chosen model is intra-host.
+// The host-count transport for a query (cost_model.hpp "Host-count transport"): when the query
+// spans hosts the chosen model did not measure, the structure from its count to the query's, and
+// the test of that structure against a second measured inter-host model of the collective (same
+// dtype and concurrency, domain derived from measurements) nearest the chosen one. None when the
+// query or the chosen model is intra-host.
 HostTransport host_transport(const Profile& p, const Model& best, const LinkClass& lc) {
   HostTransport t;
   if (lc.hosts <= 1 || best.hosts <= 1 || best.hosts == lc.hosts || best.domain) return t;
-  const bool best_below = best.hosts < lc.hosts;
-  bool other_across = false;
   double other_d = 0;
   for (const Model& m : p.models) {
     if (&m == &best || m.collective != best.collective || m.hosts <= 1 || m.hosts == best.hosts ||
         m.domain || m.dtype != best.dtype || m.concurrent_groups != best.concurrent_groups)
       continue;
-    const bool across = m.hosts != lc.hosts && (m.hosts < lc.hosts) != best_below;
-    const double d = std::abs(std::log(double(m.hosts) / (across ? lc.hosts : best.hosts)));
-    if (!t.other || (across && !other_across) || (across == other_across && d < other_d))
-      t.other = &m, other_across = across, other_d = d;
+    const double d = std::abs(std::log(double(m.hosts) / best.hosts));
+    if (!t.other || d < other_d || (d == other_d && m.hosts > t.other->hosts)) t.other = &m, other_d = d;
   }
-  const double hq = lc.hosts, hb = best.hosts;
-  const int c = lc.concurrent_groups;
+  const int c = lc.concurrent_groups, rph = lc.ranks_per_host;
+  const Collective op = best.collective;
   t.active = true;
-  t.n_model = best.hosts * lc.ranks_per_host;
+  t.n_model = best.hosts * rph;
   t.n_query = lc.group_size;
-  t.doublings = std::abs(std::log2(hq / hb));
-  // The growth prior (cost_model.hpp): the price with one measured count, and with two the
-  // second opinion whose distance widens the interval.
-  const CollectiveInfo& info = collective_info(best.collective);
-  t.latency_us = price_time_us(best, t.n_model, c, 1.0);
-  t.latency_ratio = latency_growth(best.collective, t.n_model, best.hosts, lc.group_size, lc.hosts);
-  t.bus_ratio = t.n_model > 1 && info.busbw_factor(t.n_model) > 0
-                    ? info.busbw_factor(lc.group_size) / info.busbw_factor(t.n_model)
-                    : 1.0;
-  if (!t.other) return t;
-  t.n_other = t.other->hosts * lc.ranks_per_host;
-  t.exponent = std::log(hq / hb) / std::log(hb / double(t.other->hosts));
-  // The transported class's curve: the power law at every size either measured curve has, as a
-  // ratio to the chosen model's backbone at the query's group size. Its knots made
-  // non-decreasing (a running maximum, as the fitter's isotonic rule, restarted where that
-  // backbone drops): the power law of two rising curves can fall where one rises faster.
-  bool exact_b = false, exact_a = false;
-  const MeasuredCurve* cb = t.n_model > 1 ? curve_for(best, t.n_model, c, &exact_b) : nullptr;
-  const MeasuredCurve* ca = t.n_other > 1 ? curve_for(*t.other, t.n_other, c, &exact_a) : nullptr;
-  t.exact = exact_b && exact_a;
-  std::vector<double> knots;
-  for (const MeasuredCurve* cv : {cb, ca})
-    if (cv) knots.insert(knots.end(), cv->bytes.begin(), cv->bytes.end());
-  std::sort(knots.begin(), knots.end());
-  knots.erase(std::unique(knots.begin(), knots.end()), knots.end());
-  if (knots.size() < 2) return t;
-  MeasuredCurve& tc = t.curve;
-  tc.group_size = lc.group_size;
-  tc.concurrent_groups = c;
-  double run = -std::numeric_limits<double>::infinity(), prev_bb = 0;
-  for (double k : knots) {
-    const double tt = transported_time_us(t, price_time_us(best, t.n_model, c, k),
-                                          price_time_us(*t.other, t.n_other, c, k));
-    const double lbb = std::log(std::max(backbone_time_us(best, lc.group_size, k, c), 1e-6));
-    const double y = std::log(std::max(tt, 1e-6));
-    run = !tc.bytes.empty() && lbb < prev_bb ? y : std::max(run, y);
-    prev_bb = lbb;
-    tc.bytes.push_back(k);
-    tc.log_ratio.push_back(run - lbb);
-    tc.kappa.push_back(0.0);
+  t.doublings = std::abs(std::log2(double(lc.hosts) / best.hosts));
+  t.law = default_latency_law(op, p.backend);
+  t.bw_law = default_bandwidth_law(op);
+  t.step_log_sigma = kHostTransportLogSigma;
+  if (t.other) {
+    // The test: the other count's prices carried to the chosen count by each law, at the sizes
+    // both measured (their curves' knots inside both domains; else a grid over the overlap).
+    const Model& a = *t.other;
+    t.n_other = a.hosts * rph;
+    t.test_doublings = std::abs(std::log2(double(best.hosts) / a.hosts));
+    const MeasuredCurve* cb = curve_for(best, t.n_model, c);
+    const MeasuredCurve* ca = curve_for(a, t.n_other, c);
+    std::vector<double> sizes;
+    if (cb && ca && !cb->bytes.empty() && !ca->bytes.empty()) {
+      const double lo = std::max(cb->bytes.front(), ca->bytes.front());
+      const double hi = std::min(cb->bytes.back(), ca->bytes.back());
+      for (const MeasuredCurve* cv : {cb, ca})
+        for (double k : cv->bytes)
+          if (k >= lo && k <= hi) sizes.push_back(k);
+    } else {
+      // Backbones only (no measured sizes recorded): every octave from 1 B to 1 GiB.
+      for (int i = 0; i <= 30; ++i) sizes.push_back(std::ldexp(1.0, i));
+    }
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    const auto [slo, shi] = known_switch(op, p.backend, a.hosts, best.hosts);
+    const double la = price_time_us(a, t.n_other, c, 1.0);
+    // Per pair of laws, the miss per size: log(t_b / structure's t_b), 0 inside a switch's
+    // range; the pair that misses least (ties: the defaults, listed first).
+    const LatencyLaw lat_laws[] = {t.law, LatencyLaw::RingSteps, LatencyLaw::TreeDepth, LatencyLaw::LogRanks,
+                                   LatencyLaw::Flat};
+    const BandwidthLaw bw_laws[] = {t.bw_law, BandwidthLaw::BusFactor, BandwidthLaw::HostShare};
+    double best_score = 0;
+    bool first = true;
+    for (BandwidthLaw bw : bw_laws) {
+      const double f = bandwidth_growth(bw, op, t.n_other, a.hosts, t.n_model, best.hosts);
+      for (LatencyLaw law : lat_laws) {
+        const double r = latency_growth(law, t.n_other, a.hosts, t.n_model, best.hosts);
+        std::vector<double> miss;
+        double score = 0;
+        for (double k : sizes) {
+          const double ta = price_time_us(a, t.n_other, c, k), tb = price_time_us(best, t.n_model, c, k);
+          if (!(ta > 0) || !(tb > 0)) {
+            miss.push_back(0.0);
+            continue;
+          }
+          const double p_lo = ta * transport_factor(la, r, f * slo, ta);
+          const double p_hi = ta * transport_factor(la, r, f * shi, ta);
+          const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
+          miss.push_back(d);
+          score += std::abs(d);
+        }
+        if (first || score < best_score - 1e-9 * std::max(1.0, best_score)) {
+          first = false;
+          best_score = score;
+          t.law = law;
+          t.bw_law = bw;
+          t.miss_log = std::move(miss);
+        }
+      }
+    }
+    t.miss_bytes = sizes;
+    if (sizes.empty()) t.miss_log.clear();
+    t.law_tested = !sizes.empty();
+    if (t.law_tested) t.step_log_sigma = kHostTransportTestedLogSigma;
   }
-  // Interval scale, noise and shape share from the measured curves; the power law's weights
-  // (1 + e, e) on the two noises.
-  const double nb = cb ? cb->noise : 0.0, na = ca ? ca->noise : 0.0;
-  const double wb = 1.0 + t.exponent, wa = t.exponent;
-  tc.noise = std::min(kCurveMaxNoise, std::sqrt(wb * wb * nb * nb + wa * wa * na * na));
-  tc.kappa_scale = std::max(cb ? cb->kappa_scale : 0.0, ca ? ca->kappa_scale : 0.0);
-  tc.shrink = cb ? cb->shrink : ca->shrink;
-  tc.weight = 1.0;
+  t.latency_us = price_time_us(best, t.n_model, c, 1.0);
+  t.latency_ratio = latency_growth(t.law, t.n_model, best.hosts, lc.group_size, lc.hosts);
+  const double f = bandwidth_growth(t.bw_law, op, t.n_model, best.hosts, lc.group_size, lc.hosts);
+  // A known switch's range: priced at its geometric middle, the range the 95 % interval.
+  const auto [klo, khi] = known_switch(op, p.backend, best.hosts, lc.hosts);
+  const double mid = std::sqrt(klo * khi);
+  double lo = klo, hi = khi;
+  if (!t.law_tested && p.backend == "mpi" && t.bw_law == BandwidthLaw::BusFactor) {
+    // Whether MPI runs a ring or an algorithm whose every rank's bytes cross the NIC (recursive
+    // doubling / halving, Rabenseifner) is not known from one count: priced as a ring, the
+    // interval reaching the host share's price.
+    const double other = bandwidth_growth(BandwidthLaw::HostShare, op, t.n_model, best.hosts, lc.group_size,
+                                          lc.hosts) / f;
+    lo *= std::min(1.0, other);
+    hi *= std::max(1.0, other);
+    t.algorithm_unknown = other != 1.0;
+  }
+  t.two_node_switch = klo != khi;
+  t.bus_ratio = f * mid;
+  t.switch_lo_log_sigma = std::log(mid / lo) / kIntervalZ;
+  t.switch_hi_log_sigma = std::log(hi / mid) / kIntervalZ;
   return t;
+}
+
+std::string transport_note(const HostTransport& t, const Model& best, const LinkClass& lc) {
+  std::ostringstream o;
+  o << "hosts=" << lc.hosts << " transported from the measured hosts=" << best.hosts << " ("
+    << std::setprecision(3) << t.doublings << (t.doublings == 1.0 ? " doubling" : " doublings") << ", "
+    << latency_law_name(t.law) << " latency, " << bandwidth_law_name(t.bw_law) << " bandwidth";
+  if (t.other)
+    o << (t.law_tested ? " chosen by" : ", untested by") << " hosts=" << t.other->hosts;
+  if (t.two_node_switch) o << "; NCCL's two-node all_reduce tree in between: priced at its middle, widened";
+  if (t.algorithm_unknown) o << "; MPI's algorithm untested: widened toward host-share bandwidth";
+  o << ")";
+  return o.str();
 }
 
 }  // namespace
@@ -712,7 +773,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
 
   // Nearest measured class, lexicographic (docs/PROFILE_FORMAT.md "Choosing a model").
   const Model* best = nullptr;
-  std::tuple<int, double, double, double, int> best_key;
+  std::tuple<int, double, int, double, double, int> best_key;
   for (const Model& m : p.models) {
     if (m.collective != c) continue;
     const Domain d = effective_domain(m);
@@ -721,7 +782,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
     int dscore = 0;
     if (dtype) dscore = m.dtype == dtype ? 0 : (!m.dtype ? 1 : 2);
     else dscore = m.dtype ? 2 : 0;
-    auto key = std::make_tuple(side, factor_distance(lc.hosts, d.hosts),
+    // Equally far host counts: the larger (small counts are often special cases).
+    auto key = std::make_tuple(side, factor_distance(lc.hosts, d.hosts), -m.hosts,
                                factor_distance(lc.concurrent_groups, d.concurrent_groups),
                                factor_distance(lc.group_size, d.group_size), dscore);
     if (!best || key < best_key) best = &m, best_key = key;
@@ -741,7 +803,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   const Domain d = effective_domain(*best);
   std::string note;
   auto add = [&](const std::string& what) { note += (note.empty() ? "" : "; ") + what; };
-  const auto& [side, dh, dc, dn, ds] = best_key;
+  [[maybe_unused]] const auto& [side, dh, neg_hosts, dc, dn, ds] = best_key;
   out.transport = host_transport(p, *best, lc);
   const HostTransport& tr = out.transport;
   if (tr.active) {
@@ -757,18 +819,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
           (tr.other ? " and " + std::to_string(tr.other->hosts) : std::string()));
   }
   const bool transport_class_extrapolated = !note.empty();
-  if (tr.active && !tr.other) {
-    add("hosts=" + std::to_string(lc.hosts) + " from the one measured inter-host count hosts=" +
-        std::to_string(best->hosts) + " (latency growth prior)");
-    if (dc != 1.0)
-      add("nearest measured class: concurrent_groups=" + std::to_string(best->concurrent_groups));
-  } else if (tr.other) {
-    // Priced from two measured host counts: the group size is each model's own (its hosts x
-    // these ranks per host), so neither "nearest class" nor "group size outside" applies.
-    const int ha = tr.other->hosts, hb = best->hosts;
-    if (lc.hosts > std::max(ha, hb) || lc.hosts < std::min(ha, hb))
-      add("hosts=" + std::to_string(lc.hosts) + " beyond the measured hosts=" + std::to_string(std::min(ha, hb)) +
-          " and " + std::to_string(std::max(ha, hb)) + " (per-size power law in hosts)");
+  if (tr.active) {
+    add(transport_note(tr, *best, lc));
     if (dc != 1.0)
       add("nearest measured class: concurrent_groups=" + std::to_string(best->concurrent_groups));
   } else if (side != 0 || dh != 1.0 || dc != 1.0)
@@ -801,12 +853,10 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   out.lo_us = pr.lo_us;
   out.hi_us = pr.hi_us;
   out.basis = !pr.curve ? "backbone" : pr.curve_exact ? "measured curve" : "nearest class's curve";
-  if (tr.other)
-    out.basis = "hosts=" + std::to_string(best->hosts) + " and " + std::to_string(tr.other->hosts) +
-                " transported to hosts=" + std::to_string(lc.hosts) + " (" + out.basis + ")";
-  else if (tr.active)
-    out.basis = "hosts=" + std::to_string(best->hosts) + " grown to hosts=" + std::to_string(lc.hosts) +
-                " by the latency growth prior (" + out.basis + ")";
+  if (tr.active)
+    out.basis = "hosts=" + std::to_string(best->hosts) + " transported to hosts=" + std::to_string(lc.hosts) +
+                (tr.other && tr.law_tested ? ", tested by hosts=" + std::to_string(tr.other->hosts) : ", untested") +
+                " (" + out.basis + ")";
   if (pr.switch_gap) out.basis += ", switch in the gap";
   if (pr.beyond_measured) out.basis += ", beyond the measured sizes";
   return out;

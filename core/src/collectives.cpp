@@ -128,6 +128,37 @@ std::optional<Collective> find_collective(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Collective> find_collective_alias(std::string_view name) {
+  if (auto c = find_collective(name)) return c;
+  // Lower case, without the tools' decorations (osu_, _perf, a path), '-' and '_' dropped:
+  // "osu_allreduce", "all_reduce_perf", "All-to-All", "reducescatter" all meet the table's name
+  // spelled the same way.
+  std::string s;
+  for (char ch : name) s += char(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  if (const std::size_t slash = s.find_last_of('/'); slash != std::string::npos) s = s.substr(slash + 1);
+  if (s.rfind("osu_", 0) == 0) s = s.substr(4);
+  if (s.size() > 5 && s.compare(s.size() - 5, 5, "_perf") == 0) s.resize(s.size() - 5);
+  auto squash = [](std::string_view v) {
+    std::string out;
+    for (char ch : v)
+      if (ch != '_' && ch != '-' && ch != ' ') out += ch;
+    return out;
+  };
+  const std::string key = squash(s);
+  if (key == "bcast") return Collective::Broadcast;
+  for (const auto& info : kTable)
+    if (squash(info.name) == key) return info.op;
+  return std::nullopt;
+}
+
+std::string collective_names_help() {
+  std::string names;
+  for (const auto& info : kTable) names += (names.empty() ? "" : ", ") + std::string(info.name);
+  return names +
+         " (the tools' names are accepted too: alltoall, allreduce, allgather, reducescatter, "
+         "bcast, all_reduce_perf, osu_allreduce, ...)";
+}
+
 std::int64_t CollectiveCall::footprint_bytes(std::int64_t align) const {
   const auto es = std::int64_t(dtype_size(dtype));
   const std::int64_t a = std::max<std::int64_t>(align, 1);

@@ -2,6 +2,10 @@
 #include "shardcal/formats/import_logs.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
 
 #include "import_text.hpp"
 #include "shardcal/error.hpp"
@@ -56,8 +60,138 @@ LogFormat detect_log_format(std::string_view text, const std::string& name) {
               "benchmark's output, or name the format with --format");
 }
 
+namespace {
+
+std::string options_of(const std::vector<Collective>& cs) {
+  std::string out;
+  for (Collective c : cs)
+    out += (out.empty() ? "--collective " : " or --collective ") + std::string(collective_info(c).name);
+  return out;
+}
+
+std::string names_of(const std::vector<Collective>& cs, const char* conj) {
+  std::string out;
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == cs.size() ? std::string(" ") + conj + " " : ", ") +
+           std::string(collective_info(cs[i]).name);
+  return out;
+}
+
+// The group size the table's busbw was computed on: ranks per colour of the rank lines, else
+// the hint (--hosts x --ranks-per-host).
+int table_group_size(const ParsedLog& log, int hint) {
+  if (log.ranks.empty()) return hint;
+  std::map<int, int> n;
+  for (const LogRank& r : log.ranks) ++n[r.group];
+  return int(log.ranks.size() / n.size());
+}
+
+// What the rows of an nccl-tests table say about the collective that printed them.
+struct TableSignature {
+  const LogRow* row = nullptr;  // the row read (the largest algbw: the most digits)
+  int world = 0;                // 0: unknown
+  double ratio = 0;             // busbw / algbw; 0 when no row prints a bandwidth
+  bool reduces = false, whole = false, per_rank = false, rooted = false;
+  std::string text;
+};
+
+TableSignature signature_of(const ParsedLog& log, int world) {
+  TableSignature sig;
+  sig.world = world;
+  for (const LogRow& r : log.rows)
+    if (r.algbw_GBps > 0 && r.count >= 0 && (!sig.row || r.algbw_GBps > sig.row->algbw_GBps))
+      sig.row = &r;
+  if (!sig.row)
+    for (const LogRow& r : log.rows)
+      if (r.count > 0 && (!sig.row || r.size > sig.row->size)) sig.row = &r;
+  if (!sig.row) return sig;
+  const LogRow& r = *sig.row;
+  if (r.algbw_GBps > 0) sig.ratio = r.busbw_GBps / r.algbw_GBps;
+  sig.reduces = r.redop != "none";
+  sig.rooted = r.root && *r.root >= 0;
+  const std::int64_t es = std::int64_t(dtype_size(r.dtype));
+  sig.whole = r.count * es == r.size;
+  sig.per_rank = world >= 2 ? r.count * es * world == r.size : (r.count * es < r.size);
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.3f", sig.ratio);
+  sig.text = "redop " + r.redop + ", count x " + std::to_string(es) + " B " +
+             (sig.whole ? "= size" : sig.per_rank ? "= size / ranks" : "!= size or size / ranks") +
+             (r.root ? ", root " + std::to_string(*r.root) : std::string()) +
+             (sig.ratio > 0 ? ", busbw/algbw " + std::string(ratio) +
+                                  (world >= 2 ? " on " + std::to_string(world) + " ranks"
+                                              : std::string(" (rank count unknown)"))
+                            : std::string(", no bandwidth printed")) +
+             (r.line > 0 ? " (line " + std::to_string(r.line) + ")" : " (" + r.pointer + ")");
+  return sig;
+}
+
+bool near_factor(double ratio, double f) { return std::abs(ratio - f) <= 0.02 * f + 0.01; }
+
+// Why `c` cannot have printed a table of this signature ("" when it can).
+std::string misfit(Collective c, const TableSignature& sig) {
+  const auto& info = collective_info(c);
+  const bool whole_rule = c == Collective::AllReduce || c == Collective::Broadcast;
+  if (info.reduces != sig.reduces)
+    return info.reduces ? "it reduces (redop sum, ...), the table's redop is none"
+                        : "it does not reduce, the table's redop is " + sig.row->redop;
+  if (whole_rule && !sig.whole) return "its count column is size / element size";
+  if (!whole_rule && !sig.per_rank) return "its count column is size / (ranks x element size)";
+  if (info.has_root && sig.row->root && !sig.rooted) return "it has a root, the table's is -1";
+  if (!info.has_root && sig.rooted) return "it has no root, the table's root is a rank";
+  if (sig.ratio > 0 && sig.world >= 2 && !near_factor(sig.ratio, info.busbw_factor(sig.world))) {
+    char f[32];
+    std::snprintf(f, sizeof f, "%.3f", info.busbw_factor(sig.world));
+    return "its busbw/algbw on " + std::to_string(sig.world) + " ranks is " + f;
+  }
+  return "";
+}
+
+}  // namespace
+
+namespace import_detail {
+
+void infer_from_table(ParsedLog& log, int world) {
+  log.collective.reset();
+  log.candidates.clear();
+  log.undetermined = true;
+  const TableSignature sig = signature_of(log, world);
+  if (!sig.row) {
+    log.benchmark_from = "no program name in the log, and no row with a count to infer it from";
+    return;
+  }
+  log.evidence = sig.text;
+  std::vector<Collective> fits;
+  for (const auto& info : kCollectives)
+    if (misfit(info.op, sig).empty()) fits.push_back(info.op);
+  // Without the rank count the busbw factor cannot be read: never guess then. sendrecv (sum,
+  // count = size, factor 1) looks like all_reduce on 2 ranks: that stays ambiguous too.
+  const bool sendrecv_like = sig.reduces && sig.whole && sig.world == 2 && near_factor(sig.ratio, 1.0);
+  if (fits.size() == 1 && sig.world >= 2 && sig.ratio > 0 && !sendrecv_like) {
+    log.collective = fits.front();
+    log.undetermined = false;
+    log.benchmark = std::string(collective_info(fits.front()).name) + " (inferred)";
+    log.benchmark_from = "inferred from the table: " + sig.text;
+    return;
+  }
+  log.candidates = fits;
+  std::string what;
+  if (sig.world < 2)
+    what = "the rank count is unknown (no `#  Rank` lines), so the busbw/algbw ratio cannot be "
+           "read";
+  else if (sig.ratio <= 0)
+    what = "no row prints a bandwidth to read";
+  else if (fits.empty())
+    what = "it fits no collective of shardcal's table";
+  else
+    what = "it fits " + names_of(fits, "and") + (sendrecv_like ? " (and sendrecv_perf)" : "");
+  log.benchmark_from = "no program name (`# Collective test starting: X_perf` or the command) in "
+                       "the log; the table (" + sig.text + "): " + what;
+}
+
+}  // namespace import_detail
+
 ParsedLog parse_log(std::string_view text, const std::string& name, LogFormat format,
-                    std::optional<Collective> collective) {
+                    std::optional<Collective> collective, int group_size_hint) {
   if (format == LogFormat::Auto) format = detect_log_format(text, name);
   ParsedLog log;
   switch (format) {
@@ -66,27 +200,54 @@ ParsedLog parse_log(std::string_view text, const std::string& name, LogFormat fo
     case LogFormat::Osu: log = parse_osu(text, name); break;
     case LogFormat::Auto: break;
   }
+  const bool nccl = log.format != LogFormat::Osu;
+  // The rank count from --hosts x --ranks-per-host reads a table the rank lines did not.
+  if (nccl && log.undetermined && log.ranks.empty() && group_size_hint >= 2)
+    import_detail::infer_from_table(log, group_size_hint);
   if (collective) {
+    const std::string given = std::string(collective_info(*collective).name);
     if (log.collective && *log.collective != *collective)
       throw Error(name + ": the log measures " +
                   std::string(collective_info(*log.collective).name) + " (" + log.benchmark_from +
-                  ") but --collective says " + std::string(collective_info(*collective).name) +
+                  ") but --collective says " + given +
                   "; drop --collective or import this log separately");
     if (!log.collective && !log.skip_reason.empty() && !log.benchmark.empty())
-      throw Error(name + ": " + log.benchmark + " is not " +
-                  std::string(collective_info(*collective).name) + " (" + log.skip_reason +
+      throw Error(name + ": " + log.benchmark + " is not " + given + " (" + log.skip_reason +
                   "); drop --collective or import this log separately");
+    if (!log.collective && nccl) {
+      // The table is evidence: a collective it contradicts would file wrong bytes and busbw.
+      const TableSignature sig = signature_of(log, table_group_size(log, group_size_hint));
+      if (sig.row) {
+        const std::string why = misfit(*collective, sig);
+        if (!why.empty())
+          throw Error(name + ": --collective " + given + " contradicts the table (" + sig.text +
+                      "): " + why +
+                      (log.candidates.empty()
+                           ? std::string("; check the log and the collective it ran")
+                           : "; it fits " + names_of(log.candidates, "or") + ": pass " + options_of(log.candidates)) +
+                      " (nothing written)");
+      }
+    }
     if (!log.collective) {
       log.collective = collective;
-      log.benchmark_from = "--collective";
+      log.benchmark_from = "--collective " + given + (log.evidence.empty() ? "" : "; the table: " + log.evidence);
       log.skip_reason.clear();
+      log.undetermined = false;
+      if (log.benchmark.empty()) log.benchmark = "an unnamed " + log.tool + " table";
     }
   }
   // Not an error: with several logs the others still import; alone, nothing is left (exit 2).
-  if (!log.collective && log.skip_reason.empty())
-    log.skip_reason = "cannot tell which collective it measured (" + log.benchmark_from +
-                      "); pass --collective all_reduce|all_gather|reduce_scatter|all_to_all|"
-                      "broadcast|scatter|gather to import it";
+  if (!log.collective && log.skip_reason.empty()) {
+    log.undetermined = true;
+    log.skip_reason =
+        "cannot tell which collective it measured (" + log.benchmark_from + "); " +
+        (log.candidates.empty()
+             ? std::string("pass --collective NAME (all_reduce, all_gather, reduce_scatter, "
+                           "all_to_all, broadcast, scatter, gather; nccl-tests' and OSU's names "
+                           "work too)")
+             : "pass " + options_of(log.candidates)) +
+        " to import it";
+  }
   return log;
 }
 
@@ -169,5 +330,218 @@ std::optional<Collective> nccl_program(std::string_view program, std::string& wh
   return std::nullopt;
 }
 
+namespace {
+
+std::optional<int> positive(std::string_view t) {
+  const auto v = to_int(t);
+  if (!v || *v < 1 || *v > (1 << 24)) return std::nullopt;
+  return int(*v);
+}
+
+// "a,b:4,c" -> names (and slots when every entry has them).
+void add_host_list(std::string_view list, LaunchShape& s, std::map<std::string, int>& slots) {
+  std::size_t i = 0;
+  while (i <= list.size()) {
+    const std::size_t j = std::min(list.find(',', i), list.size());
+    std::string_view h = list.substr(i, j - i);
+    std::optional<int> n;
+    if (const std::size_t c = h.find(':'); c != std::string_view::npos) {
+      n = positive(h.substr(c + 1));
+      h = h.substr(0, c);
+    }
+    if (!h.empty() && h.find_first_of("[]*=/") == std::string_view::npos) {
+      if (!slots.count(std::string(h))) s.host_names.emplace_back(h);
+      slots[std::string(h)] += n.value_or(0);
+    }
+    i = j + 1;
+  }
+}
+
+}  // namespace
+
+std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no) {
+  const auto t = split_ws(line);
+  std::size_t k = 0;
+  std::string launcher;
+  for (; k < t.size(); ++k) {
+    std::string_view b = t[k];
+    if (const std::size_t slash = b.find_last_of('/'); slash != std::string_view::npos)
+      b = b.substr(slash + 1);
+    if (b == "srun" || b == "mpirun" || b == "mpiexec" || b == "mpiexec.hydra" ||
+        b == "mpirun_rsh" || b == "orterun" || b == "prterun" || b == "aprun" ||
+        b == "mpirun.openmpi" || b == "mpiexec.mpich" || b == "mpirun.mpich") {
+      launcher = std::string(b);
+      break;
+    }
+  }
+  if (launcher.empty()) return std::nullopt;
+  LaunchShape s;
+  s.line = line_no;
+  s.launcher = launcher;
+  s.text = std::string(trim(line));
+  const bool slurm = launcher == "srun";
+  const bool rsh = launcher == "mpirun_rsh";
+  std::map<std::string, int> slots;
+  std::vector<std::string> rsh_hosts;
+  bool rsh_open = false;
+  // The value of an option: "--opt=V", "--opt V", "-N2" (short options glued).
+  auto value = [&](std::size_t& i, std::string_view opt) -> std::optional<std::string_view> {
+    const std::string_view a = t[i];
+    if (a == opt) {
+      if (i + 1 < t.size()) return t[++i];
+      return std::nullopt;
+    }
+    if (opt.size() > 2 && a.size() > opt.size() && starts_with(a, opt) && a[opt.size()] == '=')
+      return a.substr(opt.size() + 1);
+    // Glued short options take digits only: "-N2", "-n8" (not "-npernode").
+    if (opt.size() == 2 && a.size() > 2 && starts_with(a, opt) && opt[1] != '-' &&
+        is_uint_token(a.substr(2)))
+      return a.substr(2);
+    return std::nullopt;
+  };
+  for (std::size_t i = k + 1; i < t.size(); ++i) {
+    const std::string_view a = t[i];
+    // The program ends the launcher's options.
+    if (a.find("osu_") != std::string_view::npos || a.find("_perf") != std::string_view::npos)
+      break;
+    std::optional<std::string_view> v;
+    if (slurm) {
+      if ((v = value(i, "-N")) || (v = value(i, "--nodes"))) s.hosts = positive(*v);
+      else if ((v = value(i, "--ntasks-per-node"))) s.ranks_per_host = positive(*v);
+      else if ((v = value(i, "-n")) || (v = value(i, "--ntasks"))) s.ranks = positive(*v);
+      else if ((v = value(i, "-w")) || (v = value(i, "--nodelist"))) add_host_list(*v, s, slots);
+      continue;
+    }
+    if (launcher == "aprun") {
+      if ((v = value(i, "-n"))) s.ranks = positive(*v);
+      else if ((v = value(i, "-N"))) s.ranks_per_host = positive(*v);
+      continue;
+    }
+    if ((v = value(i, "-np")) || (v = value(i, "--np")) || (v = value(i, "-n"))) {
+      s.ranks = positive(*v);
+      rsh_open = rsh;
+      continue;
+    }
+    if (rsh_open && !a.empty() && a[0] != '-' && a.find('=') == std::string_view::npos &&
+        a.find('/') == std::string_view::npos) {
+      rsh_hosts.emplace_back(a);  // mpirun_rsh -np 2 host1 host2 ...: one host per rank
+      continue;
+    }
+    rsh_open = false;
+    if ((v = value(i, "-npernode")) || (v = value(i, "--npernode")) || (v = value(i, "-ppn")) ||
+             (v = value(i, "--ppn")) || (v = value(i, "-N")))
+      s.ranks_per_host = positive(*v);
+    else if ((v = value(i, "--map-by")) || (v = value(i, "-map-by"))) {
+      // ppr:4:node
+      if (starts_with(*v, "ppr:") && v->size() > 9 && v->substr(v->size() - 5) == ":node")
+        s.ranks_per_host = positive(v->substr(4, v->size() - 9));
+    } else if ((v = value(i, "-H")) || (v = value(i, "--host")) || (v = value(i, "-host")) ||
+               (v = value(i, "-hosts")) || (v = value(i, "--hosts")))
+      add_host_list(*v, s, slots);
+  }
+  for (const std::string& h : rsh_hosts) {
+    if (!slots.count(h)) s.host_names.push_back(h);
+    ++slots[h];
+  }
+  if (!s.host_names.empty()) {
+    if (!s.hosts) s.hosts = int(s.host_names.size());
+    bool all = true;
+    std::optional<int> same;
+    for (const std::string& h : s.host_names) {
+      all = all && slots[h] > 0;
+      if (!same) same = slots[h];
+      else if (*same != slots[h]) all = false;
+    }
+    if (all && same && !s.ranks_per_host) s.ranks_per_host = *same;
+  }
+  if (s.hosts && s.ranks_per_host && !s.ranks) s.ranks = *s.hosts * *s.ranks_per_host;
+  if (s.hosts && s.ranks && !s.ranks_per_host && *s.ranks % *s.hosts == 0)
+    s.ranks_per_host = *s.ranks / *s.hosts;
+  if (s.ranks_per_host && s.ranks && !s.hosts && *s.ranks % *s.ranks_per_host == 0)
+    s.hosts = *s.ranks / *s.ranks_per_host;
+  if (!s.hosts && !s.ranks && !s.ranks_per_host) return std::nullopt;
+  return s;
+}
+
+std::optional<std::string> date_line_utc(std::string_view line) {
+  line = trim(line);
+  if (line.size() < 19 || line.size() > 40) return std::nullopt;
+  std::tm tm{};
+  long offset_s = 0;
+  static const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  auto two = [](std::string_view d, int& out) {
+    if (d.size() != 2 || d[0] < '0' || d[0] > '9' || d[1] < '0' || d[1] > '9') return false;
+    out = (d[0] - '0') * 10 + (d[1] - '0');
+    return true;
+  };
+  auto clock = [&](std::string_view c) {
+    return c.size() == 8 && c[2] == ':' && c[5] == ':' && two(c.substr(0, 2), tm.tm_hour) &&
+           two(c.substr(3, 2), tm.tm_min) && two(c.substr(6, 2), tm.tm_sec);
+  };
+  const auto t = split_ws(line);
+  if (t.size() == 6 || t.size() == 5) {
+    // date(1): "Thu Mar  5 22:00:43 UTC 2026" (zone names other than UTC/GMT: not converted)
+    static const char* days[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+    if (std::find_if(std::begin(days), std::end(days), [&](const char* d) { return t[0] == d; }) ==
+        std::end(days))
+      return std::nullopt;
+    const auto m = std::find_if(std::begin(months), std::end(months),
+                                [&](const char* x) { return t[1] == x; });
+    if (m == std::end(months)) return std::nullopt;
+    tm.tm_mon = int(m - std::begin(months));
+    const auto day = to_int(t[2]);
+    if (!day || *day < 1 || *day > 31 || !clock(t[3])) return std::nullopt;
+    tm.tm_mday = int(*day);
+    if (t.size() == 6 && t[4] != "UTC" && t[4] != "GMT") return std::nullopt;
+    if (t.size() == 5) return std::nullopt;  // no zone: local time of an unknown machine
+    const auto year = to_int(t[5]);
+    if (!year || *year < 1990 || *year > 9999) return std::nullopt;
+    tm.tm_year = int(*year) - 1900;
+  } else {
+    // ISO 8601: "2026-03-05T22:00:43Z", "2026-03-05 22:00:43+01:00", fraction allowed
+    std::string_view d = line;
+    int y1 = 0, y2 = 0;
+    if (d.size() < 20 || !two(d.substr(0, 2), y1) || !two(d.substr(2, 2), y2) || d[4] != '-' ||
+        d[7] != '-' || !(d[10] == 'T' || d[10] == ' ') || !two(d.substr(5, 2), tm.tm_mon) ||
+        !two(d.substr(8, 2), tm.tm_mday) || !clock(d.substr(11, 8)))
+      return std::nullopt;
+    tm.tm_year = y1 * 100 + y2 - 1900;
+    tm.tm_mon -= 1;
+    std::string_view z = d.substr(19);
+    if (!z.empty() && z[0] == '.') {
+      std::size_t e = 1;
+      while (e < z.size() && z[e] >= '0' && z[e] <= '9') ++e;
+      z = z.substr(e);
+    }
+    int oh = 0, om = 0;
+    if (z == "Z" || z == " UTC" || z == "+00:00") {
+    } else if (z.size() == 6 && (z[0] == '+' || z[0] == '-') && z[3] == ':' &&
+               two(z.substr(1, 2), oh) && two(z.substr(4, 2), om)) {
+      offset_s = (z[0] == '+' ? 1 : -1) * long(oh * 3600 + om * 60);
+    } else {
+      return std::nullopt;
+    }
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31)
+      return std::nullopt;
+  }
+  if (tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) return std::nullopt;
+  const std::time_t when = timegm(&tm) - offset_s;
+  std::tm out{};
+  if (!gmtime_r(&when, &out)) return std::nullopt;
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &out);
+  return std::string(buf);
+}
+
 }  // namespace import_detail
+
+std::string LaunchShape::describe() const {
+  std::string out;
+  if (hosts) out += std::to_string(*hosts) + " host(s)";
+  if (ranks_per_host) out += (out.empty() ? "" : " x ") + std::to_string(*ranks_per_host) + " rank(s) per host";
+  if (ranks && !(hosts && ranks_per_host)) out += (out.empty() ? "" : ", ") + std::to_string(*ranks) + " rank(s)";
+  return out;
+}
+
 }  // namespace shardcal::formats

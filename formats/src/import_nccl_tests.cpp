@@ -162,52 +162,6 @@ std::optional<std::string> perf_program(std::string_view line) {
   return std::nullopt;
 }
 
-// nccl-tests' bus-bandwidth factors (doc/PERFORMANCE.md) for a table without a program name:
-// the collective whose factor, count rule and redop fit the rows, if exactly one does.
-std::optional<Collective> infer_collective(const std::vector<LogRow>& rows, int world,
-                                           std::string& why) {
-  if (world < 2) {
-    why = "no program name in the log, and no rank lines to infer it from";
-    return std::nullopt;
-  }
-  // The largest row: algbw/busbw printed with the most digits.
-  const LogRow* big = nullptr;
-  for (const LogRow& r : rows)
-    if (r.algbw_GBps > 0 && (!big || r.algbw_GBps > big->algbw_GBps)) big = &r;
-  if (!big || big->count < 0) {
-    why = "no program name in the log, and no row with a bandwidth and count to infer it from";
-    return std::nullopt;
-  }
-  const double ratio = big->busbw_GBps / big->algbw_GBps;
-  const double n = world;
-  const bool reduces = big->redop != "none";
-  const std::int64_t esize = std::int64_t(dtype_size(big->dtype));
-  const bool whole = big->count * esize == big->size;
-  const bool per_rank = big->count * esize * world == big->size;
-  auto near = [&](double f) { return std::abs(ratio - f) <= 0.02 * f + 0.01; };
-  std::vector<std::pair<Collective, std::string>> fits;
-  // Candidates sharing a signature with a program outside the table stay ambiguous: sendrecv
-  // (sum, count = size, factor 1) looks like all_reduce on 2 ranks.
-  if (reduces && whole && near(2 * (n - 1) / n) && !near(1.0))
-    fits.emplace_back(Collective::AllReduce, "all_reduce");
-  if (reduces && per_rank && near((n - 1) / n))
-    fits.emplace_back(Collective::ReduceScatter, "reduce_scatter");
-  if (!reduces && whole && near(1.0) && big->root && *big->root >= 0)
-    fits.emplace_back(Collective::Broadcast, "broadcast");
-  if (fits.size() == 1) {
-    why = "inferred from the table: redop " + big->redop + ", count x " + std::to_string(esize) +
-          " B " + (whole ? "= size" : "= size / ranks") + ", busbw/algbw " +
-          std::to_string(ratio).substr(0, 5) + " on " + std::to_string(world) + " ranks (line " +
-          std::to_string(big->line) + ")";
-    return fits.front().first;
-  }
-  why =
-      "no program name (`# Collective test starting: X_perf` or the command) in the log, and "
-      "the table fits " +
-      std::string(fits.empty() ? "no collective of the table" : "several collectives");
-  return std::nullopt;
-}
-
 // Ranks per communicator: nccl-tests splits the ranks by colour (the rank lines' Group).
 int group_size(const std::vector<LogRank>& ranks) {
   std::map<int, int> n;
@@ -341,6 +295,12 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
         program_from_command = *p;
         log.command_line = std::string(line);
       }
+      if (!log.launch) log.launch = parse_launch_line(line, ln);
+      if (log.run_date.empty())
+        if (auto d = date_line_utc(line)) {
+          log.run_date = *d;
+          log.run_date_from = "line " + std::to_string(ln) + " (`" + std::string(line) + "`)";
+        }
       return;
     }
     const std::string_view body = trim(line.substr(1));
@@ -429,13 +389,8 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
                                 "`# Collective test starting` line " + std::to_string(test_line));
   else if (!program_from_command.empty())
     set_collective_from_program(log, program_from_command, "the command line");
-  else if (!log.rows.empty()) {
-    std::string why;
-    log.collective = infer_collective(log.rows, group_size(log.ranks), why);
-    log.benchmark_from = why;
-    if (log.collective)
-      log.benchmark = std::string(collective_info(*log.collective).name) + " (inferred)";
-  }
+  else if (!log.rows.empty())
+    infer_from_table(log, group_size(log.ranks));
   return log;
 }
 
@@ -621,13 +576,15 @@ ParsedLog parse_nccl_tests_json(std::string_view text, const std::string& name) 
     d.fail_at("/results",
               "the results list is empty (did the run stop before its first size?); "
               "nothing to import");
-  if (!program.empty()) {
+  if (!program.empty())
     set_collective_from_program(log, program, "args[0] of the JSON");
-  } else {
-    std::string why;
-    log.collective = infer_collective(log.rows, group_size(log.ranks), why);
-    log.benchmark_from = why;
-  }
+  else
+    infer_from_table(log, group_size(log.ranks));
+  if (log.header.contains("start_time"))
+    if (auto when = date_line_utc(log.header["start_time"].get<std::string>())) {
+      log.run_date = *when;
+      log.run_date_from = "the JSON's start_time";
+    }
   return log;
 }
 

@@ -81,3 +81,15 @@ inline bool is_uint_token(std::string_view t) {
 }
 
 }  // namespace shardcal::formats::import_detail
+
+namespace shardcal::formats {
+struct ParsedLog;
+}  // namespace shardcal::formats
+
+namespace shardcal::formats::import_detail {
+// A table without a program name: the collective its rows fit (redop, count column,
+// busbw/algbw against nccl-tests' factors at `group_size` ranks, root), or the candidates and
+// the evidence (import_logs.cpp). Sets collective, benchmark, benchmark_from, candidates,
+// evidence and undetermined.
+void infer_from_table(ParsedLog& log, int group_size);
+}  // namespace shardcal::formats::import_detail

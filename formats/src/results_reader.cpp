@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "shardcal/error.hpp"
+#include "shardcal/formats/import_logs.hpp"
 #include "shardcal/formats/json.hpp"
 #include "shardcal/formats/json_cursor.hpp"
 #include "shardcal/formats/link_class.hpp"
@@ -267,6 +268,52 @@ void read_point(const JsonCursor& rec, const std::string& where, int n_hosts, Re
   else if (kind == "transition") read_transition_point(rec, h, n_hosts, rs);
 }
 
+// What a file that is not sweep results is, when it is one of the files users mix up (a profile
+// passed as results, a benchmark log not imported yet); "" when it is none of them.
+std::string foreign_file_kind(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text(std::size_t(1) << 22, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(std::size_t(in.gcount()));
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  if (text[first] == '{') {
+    const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object()) return "";
+    const std::string schema = doc.contains("schema") && doc["schema"].is_string()
+                                   ? doc["schema"].get<std::string>()
+                                   : std::string();
+    if (schema == kProfileSchema)
+      return std::string("a calibrated profile (") + kProfileSchema +
+             "), not sweep results: calibrate reads the measurements a profile is made from "
+             "(`shardbench sweep --out R.jsonl` or `shardbench import LOG --out R.jsonl`); a "
+             "profile goes to predict, plan, validate or sweep --profile";
+    if (schema == kGateSchema)
+      return std::string("a gate report (") + kGateSchema +
+             "), not sweep results: pass the sweep results files the gate compared";
+    if (schema == kValidateSchema || schema == kValidateSummarySchema)
+      return std::string("a validate file (") + schema +
+             "), not sweep results: calibrate reads `shardbench sweep --out` files";
+    if (doc.contains("benchmarks") && doc.contains("context"))
+      return "Google Benchmark JSON, not sweep results (shardbench gate reads it)";
+    if (doc.contains("results") && doc.contains("config"))
+      return "nccl-tests -J JSON, not sweep results: import it first (`shardbench import " + path +
+             " --out R.jsonl`), then calibrate R.jsonl";
+    if (doc.contains("sweeps") || doc.contains("collectives") || doc.contains("transitions") ||
+        doc.contains("$schema"))
+      return "a sweep config, not sweep results: run it (`shardbench sweep --config " + path +
+             " --out R.jsonl`), then calibrate R.jsonl";
+    return "";
+  }
+  try {
+    (void)detect_log_format(text, path);
+    return "a benchmark log (nccl-tests or OSU), not sweep results: import it first "
+           "(`shardbench import " + path + " --out R.jsonl`), then calibrate R.jsonl";
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 void read_file(const std::string& path, ResultSet& rs, std::string& first_ctx_where) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -282,11 +329,25 @@ void read_file(const std::string& path, ResultSet& rs, std::string& first_ctx_wh
     const std::string where = path + ":" + std::to_string(lineno);
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const bool last = in.peek() == std::char_traits<char>::eof();
-    const std::optional<json> rec = parse_record(line, where, last, f.have_ctx);
-    if (!rec) break;
+    std::optional<json> rec;
+    std::string type;
+    try {
+      rec = parse_record(line, where, last, f.have_ctx);
+      if (!rec) break;
+      const JsonSource src(where, line);
+      type = str_at(JsonCursor(src, *rec, {}, kValueFix).object(), "type");
+      if (!f.have_ctx && type == "point")
+        fail(where, "a point record before any context record; line 1 of a sweep results file "
+                    "is its context record");
+    } catch (const Error&) {
+      // Not sweep results at all: say what the file is instead of where its JSON broke.
+      if (!f.have_ctx)
+        if (const std::string kind = foreign_file_kind(path); !kind.empty())
+          throw Error(path + ": this is " + kind);
+      throw;
+    }
     const JsonSource src(where, line);
     const JsonCursor rc = JsonCursor(src, *rec, {}, kValueFix).object();
-    const std::string type = str_at(rc, "type");
     if (type == "context") {
       read_context(rc, where, rs, f, first_ctx_where);
     } else if (type == "point") {  // readers ignore unknown record types
@@ -294,9 +355,14 @@ void read_file(const std::string& path, ResultSet& rs, std::string& first_ctx_wh
         fail(where, "a point record before any context record; line 1 of a sweep results file "
                     "is its context record");
       read_point(rc, where, f.n_hosts, rs);
+    } else if (type == "warning") {
+      f.info.warnings.push_back(*rec);
     }
   }
   if (in.bad()) throw Error(path + ": read error");
+  if (!f.have_ctx)
+    if (const std::string kind = foreign_file_kind(path); !kind.empty())
+      throw Error(path + ": this is " + kind);
   if (!f.have_ctx)
     throw Error(path + ": no context record (the file is empty or not a shardbench sweep "
                        "results file); run `shardbench sweep --out FILE` to produce one");

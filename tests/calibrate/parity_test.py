@@ -202,8 +202,8 @@ def parity(tool, repo):
                 assert int(seg) == p.segment, f"{path}: '{text}': segment C++ {seg} python {p.segment}"
                 assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} python {p.note}"
                 compared += 1
-                transported += "transported" in p.basis
-                grown += "grown" in p.basis
+                transported += "tested by" in p.basis
+                grown += "untested" in p.basis
                 seen_ok.add(coll)
     for c in COLLS:  # every collective is queried and predicted by both
         assert c in seen_ok, f"no accepted query for {c}: {sorted(seen_ok)}"
@@ -211,10 +211,11 @@ def parity(tool, repo):
     agree = reject_parity(tool, sp, rng)
     print(f"parity: both readers agree on accepting/rejecting {agree} mutated profiles")
     print(f"parity: {compared} predictions equal (<= 1e-9 rel), {total - compared} rejected by both, "
-          f"{len(profiles)} profiles; {transported} of them transported between host counts, {grown} grown from one")
+          f"{len(profiles)} profiles; {transported} of them transported between host counts and tested by a second, "
+          f"{grown} transported untested")
     assert compared >= 1000, compared
-    assert transported >= 20, f"only {transported} queries exercised the host-count transport"
-    assert grown >= 20, f"only {grown} queries exercised the latency growth prior"
+    assert transported >= 20, f"only {transported} queries exercised the tested host-count transport"
+    assert grown >= 20, f"only {grown} queries exercised the untested host-count transport"
 
 
 MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,
@@ -225,7 +226,7 @@ def timefn(repo):
     """Profile.time_fn (the time-only price path the DTensor adapter plans with) returns exactly
     predict(..., _check_class=False).time_us -- bit-identical, not within a tolerance -- and
     rejects the same queries, on random queries over random profiles (curves, several host counts
-    transported two ways: by a second measured count and by the latency growth prior), the built-in
+    transported from one count, tested by a second or untested), the built-in
     DTensor profile and the emulated two-host profile; each class's function is asked twice (its
     cache) and sizes at and around the curves' knots."""
     sp = load_module(repo)
@@ -294,8 +295,8 @@ def timefn(repo):
                             counts["compiled sweep"] += 1
                 counts["compared"] += 1
                 counts["curve"] += "curve" in want.basis
-                counts["two counts"] += " and " in want.basis and "transported" in want.basis
-                counts["prior"] += "growth prior" in want.basis
+                counts["two counts"] += "tested by" in want.basis
+                counts["prior"] += "untested" in want.basis
             for nb in (-1.0, math.inf, math.nan):  # effective_bytes's rejection, word for word
                 m = prof.models[0]
                 try:
@@ -314,8 +315,8 @@ def timefn(repo):
     assert again.time_fn("all_gather", 4, 2, 2, "f32")(1e6) == want == \
         prof.predict("all_gather", 4, 2, 2, nbytes=1e6, dtype="f32").time_us
     print(f"time_fn == predict().time_us on {counts['compared']} queries over {len(profiles)} profiles "
-          f"({counts['curve']} on a measured curve, {counts['two counts']} transported between two host counts, "
-          f"{counts['prior']} by the growth prior; {counts['compiled']} also by the compiled Price, "
+          f"({counts['curve']} on a measured curve, {counts['two counts']} transported and tested by a second count, "
+          f"{counts['prior']} transported untested; {counts['compiled']} also by the compiled Price, "
           f"{counts['compiled curve']} of them with a curve, swept at {counts['compiled sweep']} more sizes); "
           f"{counts['rejected']} rejected alike")
     for k in ("compared", "curve", "two counts", "prior", "rejected", "compiled", "compiled curve"):

@@ -86,7 +86,7 @@ def main(sb, repo):
             assert words in r.stderr and r.stderr.count("\n") == 1, (name, r.stderr)
             assert "Traceback" not in r.stderr
     for args, words in [
-        (["--collective", "allgather", "--group-size", "4", "--bytes", "1"], "all_gather"),
+        (["--collective", "allgatherv", "--group-size", "4", "--bytes", "1"], "all_gather"),
         (["--collective", "all_gather", "--group-size", "4", "--bytes", "1 MiB"], "not a byte count"),
         (["--collective", "all_gather", "--group-size", "4", "--counts", "1,x,2,3"], "--counts: item 1"),
         (["--collective", "all_gather", "--group-size", "4", "--counts", "1,2,3"], "counts has 3 entries"),

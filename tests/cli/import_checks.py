@@ -92,7 +92,12 @@ def check_devset(tmp):
     p = run(["import"] + [log(n) for n in names] + ["--out", out], 0)
     assert p.stdout.count("import: skipping") == 2 and "sendrecv_perf is point-to-point" in p.stdout, p.stdout
     assert sum(r["type"] == "context" for r in records(out)) == 5
-    run(["calibrate", "--results", out, "--out", os.path.join(tmp, "all.profile.json")], 0)
+    # Logs of three clusters (H100 pod, GCP A3 nodes, an RTX 2080 Ti box): one profile only on
+    # purpose (issue 44, trap 5).
+    p = run(["calibrate", "--results", out, "--out", os.path.join(tmp, "all.profile.json")], 2)
+    assert "different clusters" in p.stderr and "--allow-mixed" in p.stderr, p.stderr
+    assert not os.path.exists(os.path.join(tmp, "all.profile.json"))
+    run(["calibrate", "--results", out, "--out", os.path.join(tmp, "all.profile.json"), "--allow-mixed"], 0)
     # OSU: no hosts in the log -> --hosts/--ranks-per-host; p2p -> skipped; alone -> exit 2.
     osu = log("osu-allreduce-A100-1x2-1.txt")
     out = os.path.join(tmp, "osu.jsonl")
@@ -252,6 +257,129 @@ def check_json(tmp):
     assert "1 N/A" in p.stdout and "1 size-0" in p.stdout, p.stdout
     print("json: nccl-tests -J file imported: hosts from devices, per-iteration times as samples "
           "(first skipped as the tool does), nwrong and nan handled")
+
+
+# -- issue 44: the newcomer's traps ------------------------------------------------------------
+
+UNNAMED = "ncclt-alltoall-unnamed-H20-1x4.txt"  # all_to_all table, no program name, 4 ranks
+OSU_SRUN = "osu-allgather-srun-2x4.txt"        # OSU allgather after `srun -N2 --ntasks-per-node=4`
+
+
+def synth(name):
+    return os.path.join(DATA, "import", name)
+
+
+def one_error(p, *words):
+    """Exactly one error line holding every word; no traceback."""
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("shardbench: error: "), err
+    for w in words:
+        assert w in err[0], f"{w!r} not in {err[0]!r}"
+    return err[0]
+
+
+def check_unnamed(tmp):
+    """Trap 1: a table without its program's name: the candidates it fits, and --collective."""
+    out = os.path.join(tmp, "u.jsonl")
+    p = run(["import", synth(UNNAMED), "--out", out], 2)
+    assert not os.path.exists(out)
+    skip = [l for l in p.stdout.splitlines() if l.startswith("import: skipping")]
+    assert len(skip) == 1, p.stdout
+    for w in ("busbw/algbw 0.750 on 4 ranks", "fits all_gather and all_to_all",
+              "pass --collective all_gather or --collective all_to_all"):
+        assert w in skip[0], (w, skip[0])
+    err = one_error(p, "nothing imported", "--collective")
+    assert "outside shardcal's collective table" not in err, err  # it is not outside the table
+    # nccl-tests' own name for it, and OSU's, are accepted; the summary names what it used.
+    for name in ("alltoall", "all_to_all", "osu_alltoall", "alltoall_perf"):
+        p = run(["import", synth(UNNAMED), "--collective", name, "--out", out], 0)
+        line = p.stdout.splitlines()[0]
+        assert "an unnamed nccl-tests table -> all_to_all (--collective) on 4 ranks" in line, line
+        assert records(out)[1]["collective"] == "all_to_all"
+    ctx = records(out)[0]
+    assert ctx["import"]["collective_from"].startswith("--collective all_to_all"), ctx["import"]
+    # A name that is no collective: the list, with the aliases.
+    os.remove(out)
+    p = run(["import", synth(UNNAMED), "--collective", "alltoallw", "--out", out], 2)
+    one_error(p, "alltoallw", "all_to_all", "alltoall")
+    assert not os.path.exists(out)
+    print("unnamed: the all_to_all table without a program name lists all_gather/all_to_all and "
+          "--collective; alltoall/osu_alltoall/alltoall_perf accepted")
+
+
+def check_contradiction(tmp):
+    """Traps 2 and 3: a collective or a topology the log contradicts is refused with the evidence."""
+    out = os.path.join(tmp, "c.jsonl")
+    for coll, why in (("all_reduce", "it reduces"), ("allreduce", "it reduces"),
+                      ("broadcast", "count column")):
+        p = run(["import", synth(UNNAMED), "--collective", coll, "--out", out], 2)
+        one_error(p, "contradicts the table", "busbw/algbw 0.750 on 4 ranks", why,
+                  "--collective all_gather or --collective all_to_all")
+        assert not os.path.exists(out)
+    # The rank count read from --hosts x --ranks-per-host when the rank lines are gone: at 8 ranks
+    # the ratio 0.75 is no collective's.
+    lines = open(synth(UNNAMED)).read().splitlines(keepends=True)
+    norank = os.path.join(tmp, "norank.txt")
+    open(norank, "w").write("".join(l for l in lines if "Rank" not in l))
+    p = run(["import", norank, "--collective", "all_gather", "--hosts", "2", "--ranks-per-host", "4",
+             "--out", out], 2)
+    one_error(p, "contradicts the table", "0.750 on 8 ranks", "its count column is size / (ranks x element size)")
+    run(["import", norank, "--collective", "all_gather", "--hosts", "1", "--ranks-per-host", "4",
+         "--out", out], 0)
+    os.remove(out)
+    # OSU: the srun line says 2 nodes x 4 tasks; --hosts 3 --ranks-per-host 4 would make every
+    # size 12 x the block.
+    p = run(["import", synth(OSU_SRUN), "--hosts", "3", "--ranks-per-host", "4", "--out", out], 2)
+    one_error(p, f"{synth(OSU_SRUN)}:2", "srun -N2 --ntasks-per-node=4", "contradicts",
+              "2 host(s) x 4 rank(s) per host", "drop --hosts/--ranks-per-host")
+    assert not os.path.exists(out)
+    for flags in (["--hosts", "2", "--ranks-per-host", "8"], ["--hosts", "4", "--ranks-per-host", "2"]):
+        run(["import", synth(OSU_SRUN)] + flags + ["--out", out], 2)
+        assert not os.path.exists(out)
+    # Agreeing flags, or none: the launch line's shape; bytes = 8 ranks x the block.
+    for flags in ([], ["--hosts", "2", "--ranks-per-host", "4"]):
+        run(["import", synth(OSU_SRUN)] + flags + ["--out", out], 0)
+        recs = records(out)
+        assert recs[0]["world"] == 8 and recs[0]["n_hosts"] == 2, recs[0]
+        assert recs[1]["bytes"] == 8 * 8 and recs[1]["group_size"] == 8, recs[1]
+    # The rank lines are evidence too: they name more hosts than --hosts.
+    two = log("ncclt-all_reduce-H100-2x8-1.txt")
+    p = run(["import", two, "--hosts", "1", "--ranks-per-host", "16", "--out", out + ".2"], 2)
+    one_error(p, "rank lines name 2 hosts", "--hosts says 1")
+    assert not os.path.exists(out + ".2")
+    print("contradiction: --collective all_reduce/allreduce/broadcast on an all_to_all table, "
+          "all_gather at 8 ranks, OSU --hosts 3/2x8/4x2 against `srun -N2 --ntasks-per-node=4`, "
+          "--hosts 1 against two hosts' rank lines: refused with the evidence, nothing written")
+
+
+def check_provenance(tmp):
+    """Trap 10: the run's date and the host names from the log when it has them."""
+    out = os.path.join(tmp, "p.jsonl")
+    run(["import", synth(OSU_SRUN), "--out", out], 0)
+    ctx = records(out)[0]
+    assert ctx["date"] == "2025-11-04T10:15:02Z", ctx["date"]  # `date` printed before the run
+    assert "line 1" in ctx["import"]["date_from"], ctx["import"]
+    assert "srun -N2" in ctx["import"]["launch"]["text"], ctx["import"]
+    # mpirun_rsh -np 2 a100-01 a100-01: one host named a100-01, 2 ranks on it.
+    run(["import", log("osu-allreduce-A100-1x2-1.txt"), "--out", out], 0)
+    ctx = records(out)[0]
+    assert [h["name"] for h in ctx["hosts"]] == ["a100-01"] and ctx["world"] == 2, ctx["hosts"]
+    assert "host names from the launch line" in ctx["import"]["topology_from"], ctx["import"]
+    assert "states no date" in ctx["import"]["date_from"], ctx["import"]  # said, not pretended
+    # A date with an offset is converted to UTC; a zone name shardbench cannot convert is not used.
+    text = open(synth(OSU_SRUN)).read().splitlines(keepends=True)
+    for first, want in (("2025-11-04 11:15:02+01:00\n", "2025-11-04T10:15:02Z"),
+                        ("Tue Nov  4 11:15:02 CET 2025\n", None)):
+        path = os.path.join(tmp, "dated.txt")
+        open(path, "w").write(first + "".join(text[1:]))
+        run(["import", path, "--out", out], 0)
+        ctx = records(out)[0]
+        if want:
+            assert ctx["date"] == want, ctx["date"]
+        else:
+            assert "states no date" in ctx["import"]["date_from"] and ctx["date"] != "2025-11-04T10:15:02Z"
+    print("provenance: run date from a `date` line (UTC, offsets converted), host names from the "
+          "launch line (mpirun_rsh), `states no date` said when the log has none")
 
 
 def main():

@@ -218,3 +218,88 @@ TEST(ImportLogs, BadInputNamesTheLine) {
 }
 
 }  // namespace
+
+// Issue 44: the launch line, the run's date, the table's candidates and the floor check.
+namespace {
+
+TEST(ImportLogs, LaunchLines) {
+  using import_detail::parse_launch_line;
+  auto srun = parse_launch_line("srun -N2 --ntasks-per-node=4 --mpi=pmix ./osu_allgather -m 8", 3);
+  ASSERT_TRUE(srun);
+  EXPECT_EQ(srun->line, 3);
+  EXPECT_EQ(srun->hosts, 2);
+  EXPECT_EQ(srun->ranks_per_host, 4);
+  EXPECT_EQ(srun->ranks, 8);
+  auto srun2 = parse_launch_line("$ srun --nodes 3 -n 12 -w a1,a2,a3 all_reduce_perf -b 8", 1);
+  ASSERT_TRUE(srun2);
+  EXPECT_EQ(srun2->hosts, 3);
+  EXPECT_EQ(srun2->ranks_per_host, 4);
+  EXPECT_EQ(srun2->host_names, (std::vector<std::string>{"a1", "a2", "a3"}));
+  auto ompi = parse_launch_line("mpirun --allow-run-as-root -np 8 -H n1:4,n2:4 ./osu_alltoall", 1);
+  ASSERT_TRUE(ompi);
+  EXPECT_EQ(ompi->hosts, 2);
+  EXPECT_EQ(ompi->ranks_per_host, 4);
+  EXPECT_EQ(ompi->host_names, (std::vector<std::string>{"n1", "n2"}));
+  auto ppn = parse_launch_line("mpiexec -n 16 -ppn 8 osu_allreduce", 1);
+  ASSERT_TRUE(ppn);
+  EXPECT_EQ(ppn->hosts, 2);
+  auto npn = parse_launch_line("mpirun -np 8 -npernode 4 ./osu_allgather", 1);
+  ASSERT_TRUE(npn);
+  EXPECT_EQ(npn->ranks_per_host, 4);
+  EXPECT_EQ(npn->hosts, 2);
+  auto glued = parse_launch_line("srun -N2 -n8 ./osu_bcast", 1);
+  ASSERT_TRUE(glued);
+  EXPECT_EQ(glued->ranks_per_host, 4);
+  auto rsh = parse_launch_line(
+      "$MV2_HOME/bin/mpirun_rsh --export-all -np 2 a100-01 a100-01 MV2_USE_CUDA=1 osu_allreduce", 1);
+  ASSERT_TRUE(rsh);
+  EXPECT_EQ(rsh->hosts, 1);
+  EXPECT_EQ(rsh->ranks_per_host, 2);
+  EXPECT_EQ(rsh->host_names, (std::vector<std::string>{"a100-01"}));
+  // No launcher, or a launcher that says nothing about the shape.
+  EXPECT_FALSE(parse_launch_line("./build/alltoall_perf -b 8 -e 1024M -f 2 -g 2", 1));
+  EXPECT_FALSE(parse_launch_line("srun ./osu_allreduce", 1));
+}
+
+TEST(ImportLogs, DateLines) {
+  using import_detail::date_line_utc;
+  EXPECT_EQ(date_line_utc("Thu Mar  5 22:00:43 UTC 2026"), "2026-03-05T22:00:43Z");
+  EXPECT_EQ(date_line_utc("2026-03-05T22:00:43Z"), "2026-03-05T22:00:43Z");
+  EXPECT_EQ(date_line_utc("2026-03-05 23:30:43.123+01:30"), "2026-03-05T22:00:43Z");
+  EXPECT_EQ(date_line_utc("2026-01-01T00:30:00-01:00"), "2026-01-01T01:30:00Z");
+  EXPECT_FALSE(date_line_utc("Thu Mar  5 22:00:43 CET 2026"));  // a zone name it cannot convert
+  EXPECT_FALSE(date_line_utc("2026-03-05 22:00:43"));           // no zone: whose clock?
+  EXPECT_FALSE(date_line_utc("#  Rank  0 Group  0 Pid 1583987 on HOST device  0"));
+  EXPECT_FALSE(date_line_utc("2026-13-05T22:00:43Z"));
+}
+
+TEST(ImportLogs, UnnamedTableCandidates) {
+  const std::string text = read("import/ncclt-alltoall-unnamed-H20-1x4.txt");
+  const ParsedLog log = parse_log(text, "u", LogFormat::Auto);
+  EXPECT_FALSE(log.collective);
+  EXPECT_TRUE(log.undetermined);
+  EXPECT_EQ(log.candidates, (std::vector<Collective>{Collective::AllGather, Collective::AllToAll}));
+  EXPECT_NE(log.skip_reason.find("--collective all_gather or --collective all_to_all"),
+            std::string::npos)
+      << log.skip_reason;
+  EXPECT_EQ(parse_log(text, "u", LogFormat::Auto, Collective::AllToAll).collective,
+            Collective::AllToAll);
+  for (Collective wrong : {Collective::AllReduce, Collective::ReduceScatter, Collective::Broadcast,
+                           Collective::Gather}) {
+    try {
+      (void)parse_log(text, "u", LogFormat::Auto, wrong);
+      ADD_FAILURE() << collective_info(wrong).name << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("contradicts the table"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(find_collective_alias("alltoall"), Collective::AllToAll);
+  EXPECT_EQ(find_collective_alias("osu_allgather"), Collective::AllGather);
+  EXPECT_EQ(find_collective_alias("reduce_scatter_perf"), Collective::ReduceScatter);
+  EXPECT_EQ(find_collective_alias("Reduce-Scatter"), Collective::ReduceScatter);
+  EXPECT_EQ(find_collective_alias("osu_bcast"), Collective::Broadcast);
+  EXPECT_FALSE(find_collective_alias("alltoallv"));
+  EXPECT_FALSE(find_collective("alltoall"));  // files keep the exact names
+}
+
+}  // namespace

@@ -12,6 +12,7 @@
 
 #include "shardcal/check.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/formats/floor_check.hpp"
 #include "shardcal/formats/results_record.hpp"
 #include "shardcal/formats/results_writer.hpp"
 #include "shardcal/formats/schemas.hpp"
@@ -485,6 +486,7 @@ std::string point_summary(const PointRecord& rec, const Measurement& m) {
 struct RunOutcome {
   std::uint64_t bad_points = 0;  // points with wrong results
   int stop_signal = 0;           // the signal that stopped the run, 0 if none
+  std::vector<shardcal::formats::FloorSample> floor;  // rank 0: collective points, for the floor check
 };
 
 // Phase 3: every point the file does not hold yet, in order; rank 0 appends each record. Stops
@@ -523,6 +525,11 @@ RunOutcome run_points(Communicator& world, const SweepJob& job, const std::vecto
     rec.samples_s = m.samples;
     if (cfg.check) rec.wrong = std::int64_t(m.wrong);
     if (m.wrong > 0) ++out.bad_points;
+    if (root && !p.transition)
+      out.floor.push_back({std::string(collective_info(p.op).name) + " mesh=" +
+                               rec.point.value("mesh", std::string()) +
+                               " dim=" + std::to_string(p.mesh_dim),
+                           rec.hosts_spanned, double(rec.bytes), rec.stats.p50});
     if (root) {
       file.write(shardcal::formats::to_json(rec));
       progress.finish_point(point_summary(rec, m));
@@ -553,6 +560,14 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
                  job.planner->profile().value("sha256", "").c_str(), rph);
   Progress progress(root && !job.quiet, points.size(), n_done, job.progress_tty);
   const RunOutcome out = run_points(world, job, points, done, plans, rph, topo, file, progress);
+  // A small-message floor no link has (the scheduler's time slice on oversubscribed cores):
+  // warned here and recorded in the file, where calibrate repeats it.
+  std::vector<std::string> floor_warnings;
+  if (root)
+    for (const auto& w : shardcal::formats::implausible_floors(out.floor)) {
+      file.write(w.to_json());
+      floor_warnings.push_back("sweep: warning: " + w.message);
+    }
   file.close();
   // Stops and wrong results are reported on rank 0 even with --quiet.
   auto notice = [&](const std::string& text) {
@@ -567,6 +582,7 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
     return exit_code_for_signal(out.stop_signal);
   }
   progress.done();
+  for (const std::string& w : floor_warnings) std::fprintf(stderr, "%s\n", w.c_str());
   if (out.bad_points > 0) {
     notice("sweep: " + std::to_string(out.bad_points) +
                      " point(s) produced wrong results (see \"wrong\" in " + job.out_path + ")");

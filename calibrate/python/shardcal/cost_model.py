@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 # Term order = the fitter's design columns (cost_model.hpp `Term`).
@@ -24,6 +24,7 @@ UNMEASURED_MODEL_LOG_SIGMA = 0.35
 EXTRAPOLATED_CLASS_LOG_SIGMA = 0.15
 OTHER_SIDE_LOG_SIGMA = 1.0
 HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (cost_model.hpp kHostTransportLogSigma)
+HOST_TRANSPORT_TESTED_LOG_SIGMA = 0.10  # ... after a second count tested the structure
 CURVE_SWITCH_LOG = 0.6931471805599453  # ln 2 (cost_model.hpp kCurveSwitchLog)
 CURVE_MAX_NOISE = 5.0
 CURVE_MAX_KAPPA = 100.0
@@ -340,60 +341,84 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
 
 def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
     """price_transported(model, t, concurrent_groups, s_eff).time_us as a function of s_eff alone
-    (time_pricer for both host counts), bit-identical."""
-    if t.other is not None and t.curve is not None and len(t.curve.bytes) >= 2:  # the transported class's curve
-        return time_pricer(model, t.n_query, concurrent_groups, t.curve)
+    (time_pricer of the measured count, then the structure's factor), bit-identical."""
     fb = time_pricer(model, t.n_model, concurrent_groups)
-    if t.other is None:
-        def prior(s_eff):
-            tb = fb(s_eff)
-            return tb * _prior_factor(t, tb)
-        return prior
-    fa = time_pricer(t.other, t.n_other, concurrent_groups)
 
-    def two(s_eff):
+    def transported(s_eff):
         tb = fb(s_eff)
-        ta = fa(s_eff)
-        if not (tb > 0) or not (ta > 0):
-            return tb
-        return math.exp(_transported_log(t, tb, ta))
-    return two
+        return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb)
+    return transported
+
+
+LATENCY_LAWS = ("ring-steps", "tree-depth", "log2-ranks", "flat")  # profile.hpp LatencyLaw, in order
 
 
 @dataclass
 class HostTransport:
-    """cost_model.hpp / profile.hpp HostTransport: a price transported from other host counts,
-    from two measured counts (other set) or from one by the latency growth prior."""
-    other: object  # the second host count's Model, or None (the prior)
+    """cost_model.hpp / profile.hpp HostTransport: a price transported from the nearest measured
+    host count along the collective's algorithm; `other` the count that tested the structure."""
+    other: object  # the second host count's Model, or None (untested)
     n_model: int
     n_other: int
-    exponent: float
+    n_query: int
     doublings: float
+    test_doublings: float = 0.0
+    law: str = "ring-steps"
+    law_tested: bool = False
     latency_us: float = 0.0
     latency_ratio: float = 1.0
     bus_ratio: float = 1.0
-    n_query: int = 0
-    curve: Optional[MeasuredCurve] = None  # two counts: the transported class's curve
-    exact: bool = False
+    switch_lo_log_sigma: float = 0.0
+    switch_hi_log_sigma: float = 0.0
+    two_node_switch: bool = False
+    algorithm_unknown: bool = False
+    bw_law: str = "bus-factor"
+    step_log_sigma: float = 0.0
+    miss_bytes: list = field(default_factory=list)
+    miss_log: list = field(default_factory=list)
 
 
-def transported_time_us(t: HostTransport, tb: float, ta: float) -> float:
-    return math.exp(_transported_log(t, tb, ta)) if tb > 0 and ta > 0 else tb
+def latency_growth(law: str, n_b: int, h_b: int, n: int, h: int) -> float:
+    """cost_model.cpp latency_growth."""
+    if law == "ring-steps":
+        return float(n - 1) / float(n_b - 1) if n_b > 1 else 1.0
+    if law == "tree-depth":
+        return (1.0 + math.log2(float(h))) / (1.0 + math.log2(float(h_b)))
+    if law == "log2-ranks":
+        return math.log2(float(n)) / math.log2(float(n_b)) if n_b > 1 and n > 1 else 1.0
+    return 1.0
 
 
-def latency_growth(collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
-    if collective == "all_reduce":
-        return (1.0 + math.log2(h)) / (1.0 + math.log2(h_b))
-    return (n - 1) / (n_b - 1) if n_b > 1 else 1.0
+def default_latency_law(collective: str, backend: str) -> str:
+    """cost_model.cpp default_latency_law."""
+    return "tree-depth" if backend == "nccl" and collective == "all_reduce" else "ring-steps"
 
 
-def _prior_factor(t: HostTransport, tb: float) -> float:
-    share = min(1.0, t.latency_us / tb) if tb > 0 else 1.0
-    return share * t.latency_ratio + (1.0 - share) * t.bus_ratio
+BANDWIDTH_LAWS = ("bus-factor", "host-share")  # profile.hpp BandwidthLaw, in order
 
 
-def _transported_log(t: HostTransport, tb: float, ta: float) -> float:
-    return (1.0 + t.exponent) * math.log(tb) - t.exponent * math.log(ta)
+def default_bandwidth_law(collective: str) -> str:
+    return "host-share" if collective == "all_to_all" else "bus-factor"
+
+
+def transport_factor(latency_us: float, latency_ratio: float, bus_ratio: float, tb: float) -> float:
+    share = min(1.0, latency_us / tb) if tb > 0 else 1.0
+    return share * latency_ratio + (1.0 - share) * bus_ratio
+
+
+def _miss_at(t: HostTransport, s_eff: float) -> float:
+    """cost_model.cpp miss_at."""
+    x = t.miss_bytes
+    if not x:
+        return 0.0
+    s = max(s_eff, 1.0)
+    if s <= x[0]:
+        return t.miss_log[0]
+    if s >= x[-1]:
+        return t.miss_log[-1]
+    i = bisect.bisect_right(x, s) - 1
+    w = math.log(s / x[i]) / math.log(x[i + 1] / x[i])
+    return (1 - w) * t.miss_log[i] + w * t.miss_log[i + 1]
 
 
 def _widened_bound(f: float, t: float, bound: float, sign: float, extra: float) -> float:
@@ -406,54 +431,17 @@ def _widened_bound(f: float, t: float, bound: float, sign: float, extra: float) 
 
 def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
                       class_log_sigma: float = 0.0) -> Priced:
-    tr = HOST_TRANSPORT_LOG_SIGMA * t.doublings
-    if t.other is not None and t.curve is not None and len(t.curve.bytes) >= 2:
-        tp = price_on(model, t.curve, True, t.n_query, concurrent_groups, s_eff, 0.0)
-        tp.curve_exact = t.exact
-        tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
-        prior = tb * _prior_factor(t, tb)
-        dis = math.log(tp.time_us / prior) if prior > 0 and tp.time_us > 0 else 0.0
-        extra = math.sqrt(tr * tr + class_log_sigma * class_log_sigma + dis * dis)
-        tp.lo_us = _widened_bound(1.0, tp.time_us, tp.lo_us, -1.0, extra)
-        tp.hi_us = _widened_bound(1.0, tp.time_us, tp.hi_us, 1.0, extra)
-        return tp
     b = price(model, t.n_model, concurrent_groups, s_eff)
-    if t.other is None:
-        f = _prior_factor(t, b.time_us)
-        extra = math.sqrt(tr * tr + class_log_sigma * class_log_sigma)
-        return Priced(b.time_us * f, _widened_bound(f, b.time_us, b.lo_us, -1.0, extra),
-                      _widened_bound(f, b.time_us, b.hi_us, 1.0, extra), b.segment, b.curve, False,
-                      b.switch_gap, b.beyond_measured)
-    a = price(t.other, t.n_other, concurrent_groups, s_eff)
-    out = Priced(b.time_us, b.lo_us, b.hi_us, b.segment, b.curve, False, b.switch_gap or a.switch_gap,
-                 b.beyond_measured or a.beyond_measured)
-    if not (b.time_us > 0) or not (a.time_us > 0):
-        return out
-    lt = _transported_log(t, b.time_us, a.time_us)
-    z = INTERVAL_Z
-
-    def side(big, small):
-        return min(math.log(big / small), 700.0) / z if small > 0 and big > small else 0.0
-    b_lo, b_hi = side(b.time_us, b.lo_us), side(b.hi_us, b.time_us)
-    a_lo, a_hi = side(a.time_us, a.lo_us), side(a.hi_us, a.time_us)
-    wb, wa = 1.0 + t.exponent, t.exponent
-    s_lo = math.sqrt(wb * wb * b_lo * b_lo + wa * wa * (a_hi * a_hi if wa > 0 else a_lo * a_lo) +
-                     tr * tr + class_log_sigma * class_log_sigma)
-    s_hi = math.sqrt(wb * wb * b_hi * b_hi + wa * wa * (a_lo * a_lo if wa > 0 else a_hi * a_hi) +
-                     tr * tr + class_log_sigma * class_log_sigma)
-    out.time_us = math.exp(lt)
-    out.lo_us = math.exp(min(max(lt - z * s_lo, -700.0), 700.0))
-    out.hi_us = math.exp(min(max(lt + z * s_hi, -700.0), 700.0))
-    return out
+    f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us)
+    step = t.step_log_sigma * t.doublings
+    miss = _miss_at(t, s_eff) * t.doublings / t.test_doublings if t.test_doublings > 0 else 0.0
+    common = step * step + miss * miss + class_log_sigma * class_log_sigma
+    lo, hi = t.switch_lo_log_sigma, t.switch_hi_log_sigma
+    return Priced(b.time_us * f, _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)),
+                  _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi)), b.segment, b.curve,
+                  b.curve_exact, b.switch_gap, b.beyond_measured)
 
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
-    if t.other is not None and t.curve is not None and len(t.curve.bytes) >= 2:
-        return price_on(model, t.curve, True, t.n_query, concurrent_groups, s_eff).time_us
     tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
-    if t.other is None:
-        return tb * _prior_factor(t, tb)
-    ta = price_time_us(t.other, t.n_other, concurrent_groups, s_eff)
-    if not (tb > 0) or not (ta > 0):
-        return tb
-    return math.exp(_transported_log(t, tb, ta))
+    return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb)

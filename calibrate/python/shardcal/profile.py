@@ -72,6 +72,21 @@ def ring_steps(collective: str, n: int) -> int:
     return TABLE[collective]["ring_rounds"] * (n - 1)
 
 
+def bandwidth_growth(law: str, collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
+    """cost_model.cpp bandwidth_growth."""
+    if law == "host-share":
+        return (float(h - 1) / h) / (float(h_b - 1) / h_b) if h_b > 1 else 1.0
+    fb = busbw_factor(collective, n_b)
+    return busbw_factor(collective, n) / fb if n_b > 1 and fb > 0 else 1.0
+
+
+def known_switch(collective: str, backend: str, h_b: int, h: int):
+    """cost_model.cpp known_switch: NCCL's two-node all_reduce tree."""
+    if backend == "nccl" and collective == "all_reduce" and (h_b == 2) != (h == 2) and h_b > 1 and h > 1:
+        return (1.0, 2.0) if h_b == 2 else (0.5, 1.0)
+    return 1.0, 1.0
+
+
 class ProfileError(ValueError):
     """A profile or a query is invalid; the message names the JSON pointer and the fix."""
 
@@ -537,7 +552,8 @@ class Profile:
                 ds = 0 if m.dtype == dtype else (1 if m.dtype is None else 2)
             else:
                 ds = 2 if m.dtype is not None else 0
-            key = (side, _factor_distance(hosts, d["hosts"]),
+            # Equally far host counts: the larger (small counts are often special cases).
+            key = (side, _factor_distance(hosts, d["hosts"]), -m.hosts,
                    _factor_distance(concurrent_groups, d["concurrent_groups"]),
                    _factor_distance(group_size, d["group_size"]), ds)
             if best is None or key < best_key:
@@ -549,62 +565,96 @@ class Profile:
         return best, best_key
 
     def host_transport(self, best, hosts: int, ranks_per_host: int, concurrent_groups: int = 1):
-        """profile.cpp host_transport(): a second measured inter-host model to transport the
-        chosen one to another host count (cost_model.HostTransport), or None."""
+        """profile.cpp host_transport(): the structure from the chosen model's host count to the
+        query's, tested by a second measured inter-host model when there is one
+        (cost_model.HostTransport), or None."""
         if hosts <= 1 or best.hosts <= 1 or best.hosts == hosts or "domain" in best.raw:
             return None
-        best_below = best.hosts < hosts
-        other, other_across, other_d = None, False, 0.0
+        other, other_d = None, 0.0
         for m in self.models:
             if (m is best or m.collective != best.collective or m.hosts <= 1 or m.hosts == best.hosts
                     or "domain" in m.raw or m.dtype != best.dtype or m.concurrent_groups != best.concurrent_groups):
                 continue
-            across = m.hosts != hosts and (m.hosts < hosts) != best_below
-            d = abs(math.log(m.hosts / (hosts if across else best.hosts)))
-            if other is None or (across and not other_across) or (across == other_across and d < other_d):
-                other, other_across, other_d = m, across, d
-        c = concurrent_groups
-        n_model = best.hosts * ranks_per_host
-        group_size = hosts * ranks_per_host
-        doublings = abs(math.log2(hosts / best.hosts))
-        fb = busbw_factor(best.collective, n_model)
-        t = _cm.HostTransport(None, n_model, 0, 0.0, doublings,
-                              _cm.price_time_us(best, n_model, c, 1.0),
-                              _cm.latency_growth(best.collective, n_model, best.hosts, group_size, hosts),
-                              busbw_factor(best.collective, group_size) / fb if n_model > 1 and fb > 0 else 1.0,
-                              group_size)
-        if other is None:
-            return t  # one measured inter-host count: the growth prior (cost_model.hpp)
-        t.other = other
-        t.n_other = other.hosts * ranks_per_host
-        t.exponent = math.log(hosts / best.hosts) / math.log(best.hosts / other.hosts)
-        # The transported class's curve (profile.cpp host_transport).
-        cb, exact_b = _cm.curve_for(best, n_model, c) if n_model > 1 else (None, False)
-        ca, exact_a = _cm.curve_for(other, t.n_other, c) if t.n_other > 1 else (None, False)
-        t.exact = exact_b and exact_a
-        knots = sorted({k for cv in (cb, ca) if cv is not None for k in cv.bytes})
-        if len(knots) < 2:
-            return t
-        by, lr = [], []
-        run, prev_bb = -math.inf, 0.0
-        for k in knots:
-            tt = _cm.transported_time_us(t, _cm.price_time_us(best, n_model, c, k),
-                                         _cm.price_time_us(other, t.n_other, c, k))
-            lbb = math.log(max(_cm.backbone_time_us(best, group_size, k, c), 1e-6))
-            y = math.log(max(tt, 1e-6))
-            run = y if (by and lbb < prev_bb) else max(run, y)
-            prev_bb = lbb
-            by.append(k)
-            lr.append(run - lbb)
-        nb = cb.noise if cb is not None else 0.0
-        na = ca.noise if ca is not None else 0.0
-        wb, wa = 1.0 + t.exponent, t.exponent
-        t.curve = _cm.MeasuredCurve(group_size, c, by, lr, [0.0] * len(by),
-                                    max(cb.kappa_scale if cb is not None else 0.0,
-                                        ca.kappa_scale if ca is not None else 0.0),
-                                    min(_cm.CURVE_MAX_NOISE, math.sqrt(wb * wb * nb * nb + wa * wa * na * na)),
-                                    cb.shrink if cb is not None else ca.shrink, 1.0)
+            d = abs(math.log(float(m.hosts) / best.hosts))
+            if other is None or d < other_d or (d == other_d and m.hosts > other.hosts):
+                other, other_d = m, d
+        c, rph, op = concurrent_groups, ranks_per_host, best.collective
+        group_size = hosts * rph
+        t = _cm.HostTransport(other, best.hosts * rph, 0, group_size, abs(math.log2(float(hosts) / best.hosts)))
+        t.law = _cm.default_latency_law(op, self.backend)
+        t.bw_law = _cm.default_bandwidth_law(op)
+        t.step_log_sigma = _cm.HOST_TRANSPORT_LOG_SIGMA
+        if other is not None:
+            a = other
+            t.n_other = a.hosts * rph
+            t.test_doublings = abs(math.log2(float(best.hosts) / a.hosts))
+            cb, _ = _cm.curve_for(best, t.n_model, c)
+            ca, _ = _cm.curve_for(a, t.n_other, c)
+            sizes = []
+            if cb is not None and ca is not None and cb.bytes and ca.bytes:
+                lo = max(cb.bytes[0], ca.bytes[0])
+                hi = min(cb.bytes[-1], ca.bytes[-1])
+                for cv in (cb, ca):
+                    sizes.extend(k for k in cv.bytes if lo <= k <= hi)
+            else:
+                sizes = [math.ldexp(1.0, i) for i in range(31)]
+            sizes = sorted(set(sizes))
+            slo, shi = known_switch(op, self.backend, a.hosts, best.hosts)
+            la = _cm.price_time_us(a, t.n_other, c, 1.0)
+            best_score, first = 0.0, True
+            for bw in (t.bw_law,) + _cm.BANDWIDTH_LAWS:
+                f = bandwidth_growth(bw, op, t.n_other, a.hosts, t.n_model, best.hosts)
+                for law in (t.law,) + _cm.LATENCY_LAWS:
+                    r = _cm.latency_growth(law, t.n_other, a.hosts, t.n_model, best.hosts)
+                    miss, score = [], 0.0
+                    for k in sizes:
+                        ta = _cm.price_time_us(a, t.n_other, c, k)
+                        tb = _cm.price_time_us(best, t.n_model, c, k)
+                        if not (ta > 0) or not (tb > 0):
+                            miss.append(0.0)
+                            continue
+                        p_lo = ta * _cm.transport_factor(la, r, f * slo, ta)
+                        p_hi = ta * _cm.transport_factor(la, r, f * shi, ta)
+                        dm = math.log(tb / p_lo) if tb < p_lo else (math.log(tb / p_hi) if tb > p_hi else 0.0)
+                        miss.append(dm)
+                        score += abs(dm)
+                    if first or score < best_score - 1e-9 * max(1.0, best_score):
+                        first, best_score, t.law, t.bw_law, t.miss_log = False, score, law, bw, miss
+            t.miss_bytes = sizes
+            if not sizes:
+                t.miss_log = []
+            t.law_tested = bool(sizes)
+            if t.law_tested:
+                t.step_log_sigma = _cm.HOST_TRANSPORT_TESTED_LOG_SIGMA
+        t.latency_us = _cm.price_time_us(best, t.n_model, c, 1.0)
+        t.latency_ratio = _cm.latency_growth(t.law, t.n_model, best.hosts, group_size, hosts)
+        f = bandwidth_growth(t.bw_law, op, t.n_model, best.hosts, group_size, hosts)
+        klo, khi = known_switch(op, self.backend, best.hosts, hosts)
+        mid = math.sqrt(klo * khi)
+        lo, hi = klo, khi
+        if not t.law_tested and self.backend == "mpi" and t.bw_law == "bus-factor":
+            other = bandwidth_growth("host-share", op, t.n_model, best.hosts, group_size, hosts) / f
+            lo *= min(1.0, other)
+            hi *= max(1.0, other)
+            t.algorithm_unknown = other != 1.0
+        t.two_node_switch = klo != khi
+        t.bus_ratio = f * mid
+        t.switch_lo_log_sigma = math.log(mid / lo) / _cm.INTERVAL_Z
+        t.switch_hi_log_sigma = math.log(hi / mid) / _cm.INTERVAL_Z
         return t
+
+    @staticmethod
+    def _transport_note(t, best, hosts: int) -> str:
+        """profile.cpp transport_note."""
+        note = (f"hosts={hosts} transported from the measured hosts={best.hosts} ({t.doublings:.3g} "
+                f"{'doubling' if t.doublings == 1.0 else 'doublings'}, {t.law} latency, {t.bw_law} bandwidth")
+        if t.other is not None:
+            note += f"{' chosen by' if t.law_tested else ', untested by'} hosts={t.other.hosts}"
+        if t.two_node_switch:
+            note += "; NCCL's two-node all_reduce tree in between: priced at its middle, widened"
+        if t.algorithm_unknown:
+            note += "; MPI's algorithm untested: widened toward host-share bandwidth"
+        return note + ")"
 
     def predict(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
                 nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
@@ -622,7 +672,7 @@ class Profile:
             _row_length(collective, len(counts), group_size)
         m, key = self.choose_model(collective, group_size, hosts, concurrent_groups, dtype)
         s_eff = effective_bytes(collective, m.effective_size, nbytes, counts, elem_size, group_size)
-        side, dh, dc, dn, ds = key
+        side, dh, _, dc, dn, ds = key
         notes = []
         tr = self.host_transport(m, hosts, ranks_per_host, concurrent_groups)
         if tr is not None:
@@ -634,16 +684,8 @@ class Profile:
                 notes.append(f"{ranks_per_host} ranks per host: group sizes {sizes} outside the measured ones "
                              f"at hosts={counts}")
         transport_class_extrapolated = bool(notes)
-        if tr is not None and tr.other is None:
-            notes.append(f"hosts={hosts} from the one measured inter-host count hosts={m.hosts} "
-                         "(latency growth prior)")
-            if dc != 1.0:
-                notes.append(f"nearest measured class: concurrent_groups={m.concurrent_groups}")
-        elif tr is not None:
-            ha, hb = tr.other.hosts, m.hosts
-            if hosts > max(ha, hb) or hosts < min(ha, hb):
-                notes.append(f"hosts={hosts} beyond the measured hosts={min(ha, hb)} and {max(ha, hb)} "
-                             "(per-size power law in hosts)")
+        if tr is not None:
+            notes.append(self._transport_note(tr, m, hosts))
             if dc != 1.0:
                 notes.append(f"nearest measured class: concurrent_groups={m.concurrent_groups}")
         elif side != 0 or dh != 1.0 or dc != 1.0:
@@ -670,10 +712,10 @@ class Profile:
         pr = (_cm.price_transported(m, tr, concurrent_groups, s_eff, class_sigma) if tr is not None
               else _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma))
         basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
-        if tr is not None and tr.other is not None:
-            basis = f"hosts={m.hosts} and {tr.other.hosts} transported to hosts={hosts} ({basis})"
-        elif tr is not None:
-            basis = f"hosts={m.hosts} grown to hosts={hosts} by the latency growth prior ({basis})"
+        if tr is not None:
+            basis = (f"hosts={m.hosts} transported to hosts={hosts}"
+                     f"{f', tested by hosts={tr.other.hosts}' if tr.other is not None and tr.law_tested else ', untested'}"
+                     f" ({basis})")
         if pr.switch_gap:
             basis += ", switch in the gap"
         if pr.beyond_measured:
@@ -787,11 +829,61 @@ def load(path: str) -> Profile:
     return loads(text, path)
 
 
+_BYTE_UNITS = {"": 1, "B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "KB": 1e3, "kB": 1e3,
+               "MB": 1e6, "GB": 1e9}
+_USAGE = "usage: python -m shardcal.profile PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES  (BYTES: 4096, 64KiB, 3MiB, 1.5GB)"
+
+
+def _collective_alias(name: str) -> str:
+    """The table's name for a collective as the tools spell it (alltoall, osu_allreduce,
+    all_reduce_perf, bcast), as shardbench's --collective reads it; the name itself otherwise."""
+    s = name.strip().lower().rsplit("/", 1)[-1]
+    s = s[4:] if s.startswith("osu_") else s
+    s = s[:-5] if s.endswith("_perf") else s
+    key = re.sub(r"[-_ ]", "", s)
+    if key == "bcast":
+        return "broadcast"
+    return next((c for c in COLLECTIVES if c.replace("_", "") == key), name)
+
+
+def _main(argv: Sequence[str]) -> int:
+    """`python -m shardcal.profile PROFILE COLLECTIVE N HOSTS BYTES`: one prediction, as
+    `shardbench predict` words it. A user's mistake is one line on stderr and exit 2."""
+    import sys
+
+    def fail(what: str) -> int:
+        print(f"shardcal.profile: error: {what}", file=sys.stderr)
+        return 2
+
+    if len(argv) != 5:
+        return fail(f"expected 5 arguments, got {len(argv)}; {_USAGE}")
+    path, collective, n_text, hosts_text, bytes_text = argv
+    ints = {}
+    for name, text in (("GROUP_SIZE", n_text), ("HOSTS", hosts_text)):
+        if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) < 1:
+            return fail(f"{name} '{text}' is not a positive whole number; {_USAGE}")
+        ints[name] = int(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", bytes_text)
+    if not m or m.group(2) not in _BYTE_UNITS:
+        return fail(f"BYTES '{bytes_text}' is not a byte count; write e.g. 4096, 64KiB, 3MiB, 1.5GB "
+                    "(KiB/MiB/GiB = 1024^k, KB/MB/GB = 1000^k)")
+    nbytes = float(m.group(1)) * _BYTE_UNITS[m.group(2)]
+    if ints["GROUP_SIZE"] % ints["HOSTS"]:
+        return fail(f"GROUP_SIZE {ints['GROUP_SIZE']} is not a multiple of HOSTS {ints['HOSTS']}; a group has "
+                    "the same number of ranks on each host")
+    try:
+        prof = load(path)
+        pr = prof.predict(_collective_alias(collective), ints["GROUP_SIZE"], ints["HOSTS"], nbytes=nbytes)
+    except ProfileError as e:
+        return fail(str(e))
+    except OSError as e:
+        return fail(f"{path}: cannot read the profile ({e.strerror}); check the path")
+    print(f"{pr.time_us:.6g} us (95 % interval {pr.lo_us:.6g} .. {pr.hi_us:.6g} us; model /models/{pr.model.index}, "
+          f"segment {pr.segment}{', extrapolated: ' + pr.note if pr.extrapolated else ''})")
+    return 0
+
+
 if __name__ == "__main__":  # tiny CLI: python -m shardcal.profile PROFILE COLLECTIVE N HOSTS BYTES
     import sys
 
-    if len(sys.argv) != 6:
-        sys.exit("usage: python -m shardcal.profile PROFILE COLLECTIVE GROUP_SIZE HOSTS BYTES")
-    pr = load(sys.argv[1]).predict(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), nbytes=float(sys.argv[5]))
-    print(f"{pr.time_us:.6g} us (model /models/{pr.model.index}, segment {pr.segment}"
-          f"{', extrapolated: ' + pr.note if pr.extrapolated else ''})")
+    sys.exit(_main(sys.argv[1:]))

@@ -162,19 +162,71 @@ def _link_class(groups, rph: int) -> dict:
     return _formats.groups_link_class(groups, rph)
 
 
+# A collective the profile cannot price on a link class is priced from a related one it can (the
+# first that works, named in the warning), else by DTensor's own cost model: working DTensor code
+# keeps working with an incomplete profile. (label, [(collective, weight)]): the time at the same
+# S in the collective table's convention. Ring algorithms: all-gather and reduce-scatter move the
+# same bytes in the same steps, an all-reduce is one of each, an all-to-all sends (n-1)/n of S as
+# an all-gather does.
+_STANDINS = {
+    "all_gather": [("reduce_scatter's curve (the same ring traffic at the same size)", [("reduce_scatter", 1.0)]),
+                   ("half all_reduce's curve (an all-reduce is a reduce-scatter and an all-gather)",
+                    [("all_reduce", 0.5)])],
+    "reduce_scatter": [("all_gather's curve (the same ring traffic at the same size)", [("all_gather", 1.0)]),
+                       ("half all_reduce's curve (an all-reduce is a reduce-scatter and an all-gather)",
+                        [("all_reduce", 0.5)])],
+    "all_reduce": [("reduce_scatter's plus all_gather's curves (an all-reduce is one of each)",
+                    [("reduce_scatter", 1.0), ("all_gather", 1.0)]),
+                   ("twice all_gather's curve (an all-reduce is a reduce-scatter and an all-gather)",
+                    [("all_gather", 2.0)]),
+                   ("twice reduce_scatter's curve (an all-reduce is a reduce-scatter and an all-gather)",
+                    [("reduce_scatter", 2.0)])],
+    "all_to_all": [("all_gather's curve (each rank sends (n-1)/n of the size, as in an all-gather)",
+                    [("all_gather", 1.0)]),
+                   ("reduce_scatter's curve (each rank sends (n-1)/n of the size, as in a reduce-scatter)",
+                    [("reduce_scatter", 1.0)])],
+}
+_DTENSOR_COST = "DTensor's own cost model (torch.distributed.tensor._collective_utils)"
+
+
+def _dtensor_cost_fn(mesh, d: int, collective: str):
+    """DTensor's own estimate of `collective` of S bytes on mesh dim d, in us (its redistribute_cost's
+    functions and its mesh topology guess), or None for a collective it does not price."""
+    from torch.distributed.tensor import _collective_utils as cu
+    try:
+        topo = cu.MeshTopoInfo.build_from_mesh(mesh)
+    except Exception:  # (a mesh DTensor cannot describe)
+        return None
+    gib = float(1 << 30)
+    if collective == "all_gather":
+        return lambda nbytes: cu.allgather_cost(nbytes / gib, topo, d)
+    if collective == "reduce_scatter":
+        return lambda nbytes: cu.reduce_scatter_cost(nbytes / gib, topo, d)
+    if collective == "all_reduce":
+        return lambda nbytes: cu.allreduce_cost(nbytes / gib, topo, d)
+    if collective == "all_to_all":  # DTensor prices S(a) -> S(b) as an all-gather of the shard, + 1 us
+        return lambda nbytes: cu.allgather_cost(nbytes / gib, topo, d) + 1.0
+    return None
+
+
 class Pricer:
-    """Prices one DTensor step (a placement change on one mesh dim) from a profile, in us."""
+    """Prices one DTensor step (a placement change on one mesh dim) from a profile, in us.
+    strict: a collective the profile cannot price raises ShardcalTorchError instead of being
+    priced by a stand-in (a related collective's curve, else DTensor's own cost) with a warning."""
 
     def __init__(self, prof: _profile.Profile, ranks_per_host: Optional[int], backend: Optional[str],
-                 device_type: Optional[str] = None):
+                 device_type: Optional[str] = None, strict: bool = False):
         self.profile = prof
         self.ranks_per_host = ranks_per_host
         self.backend = backend
         self.device_type = device_type
+        self.strict = bool(strict)
         self._times: dict = {}
         self._mesh_info: dict = {}
         self._plan_ctx: dict = {}  # id(mesh) -> dtensor_plan._MeshContext
-        self.unpriceable: dict = {}  # (link class, collective) -> why
+        self.unpriceable: dict = {}  # (link class, collective) -> why (no stand-in either)
+        self.standins: dict = {}  # (link class, collective, dtype) -> (time function, label)
+        self._warned: set = set()  # (link class, collective) warned about a stand-in
         # Plans made by shardcal.dtensor_plan (DTensor's graph plan over compact states) and by
         # DTensor's own planner; fast_plan=False sends every plan to DTensor's (tests compare them).
         self.fast_plan = True
@@ -199,10 +251,36 @@ class Pricer:
         the groups of this dim sharing a host (from the mesh's global ranks)."""
         return self.mesh_info(mesh)[5][d]
 
+    def standin(self, mesh, d: int, collective: str, dtype: Optional[str]):
+        """(time function of bytes -> us, label) pricing a collective the profile cannot price on
+        mesh dim d's link class: a related collective's curve from the profile (_STANDINS), else
+        DTensor's own cost model; None when neither can."""
+        lc = self.link(mesh, d)
+        key = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], collective, dtype)
+        if key in self.standins:
+            return self.standins[key]
+        found = None
+        for label, parts in _STANDINS.get(collective, ()):
+            try:
+                fns = [(self.profile.time_fn(c, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
+                                             lc["concurrent_groups"]), w) for c, w in parts]
+            except _profile.ProfileError:
+                continue
+            found = ((lambda nbytes, fns=fns: sum(w * f(nbytes) for f, w in fns)), label)
+            break
+        if found is None:
+            fn = _dtensor_cost_fn(mesh, d, collective)
+            if fn is not None:
+                found = (fn, _DTENSOR_COST)
+        self.standins[key] = found
+        return found
+
     def time_us(self, mesh, d: int, collective: str, nbytes: int, dtype: Optional[str],
                 strict: bool = False) -> float:
-        """The profile's time; a collective it cannot price is +inf (so the planner avoids it) with
-        one warning per collective and link class, or ShardcalTorchError when strict."""
+        """The profile's time. A collective it cannot price: with one warning per collective and
+        link class, a stand-in's time (a related collective's curve, else DTensor's own cost), or
+        +inf (so the planner avoids it) when there is none; ShardcalTorchError when strict (the
+        argument or the pricer's)."""
         lc = self.link(mesh, d)
         key = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], collective, nbytes,
                dtype)
@@ -216,13 +294,23 @@ class Pricer:
             except _profile.ProfileError as e:
                 msg = (f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price {collective} of {nbytes} B: "
                        f"{e}")
-                if strict:
-                    raise ShardcalTorchError(msg) from None
+                if strict or self.strict:
+                    raise ShardcalTorchError(f"{msg} (strict: no stand-in price)") from None
                 cls = key[:5]
-                if cls not in self.unpriceable:
-                    self.unpriceable[cls] = msg
-                    warnings.warn(f"shardcal.torch: {msg}; plans avoid it", RuntimeWarning, stacklevel=2)
-                t = float("inf")
+                sub = self.standin(mesh, d, collective, dtype)
+                if sub is None:
+                    if cls not in self.unpriceable:
+                        self.unpriceable[cls] = msg
+                        warnings.warn(f"shardcal.torch: {msg}; no stand-in either: plans avoid it", RuntimeWarning,
+                                      stacklevel=2)
+                    t = float("inf")
+                else:
+                    t = float(sub[0](float(nbytes)))
+                    if cls not in self._warned:
+                        self._warned.add(cls)
+                        warnings.warn(f"shardcal.torch: {msg}; priced as {sub[1]} instead: add {collective} for "
+                                      f"this link class to the profile for its own curve, or use_profile(..., "
+                                      f"strict=True) to raise", RuntimeWarning, stacklevel=2)
             self._times[key] = t
         return t
 
@@ -551,7 +639,7 @@ def runtime_estimator(profile: Union[str, os.PathLike, dict, Any], ranks_per_hos
 _warned_uncompiled = False
 
 
-def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook) -> _Adapter:
+def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook, strict=False) -> _Adapter:
     global _warned_uncompiled
     _check_rph(ranks_per_host)
     _torch_modules()
@@ -561,12 +649,12 @@ def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_h
                       "Python (the same plans; a first redistribute pays ~20-60 us more): reinstall the package "
                       "with g++, python3-dev and pybind11-dev present (bash scripts/setup.sh; "
                       "bash scripts/python-env.sh)", RuntimeWarning, stacklevel=3)
-    pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type)
+    pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type, strict=strict)
     if mesh is not None:
         ctx = _dtensor_plan.mesh_context(pricer, mesh)  # the mesh's link classes
         for d in range(len(ctx.shape)):  # the collectives DTensor runs on this dim's backend
             for coll in ctx.collectives(d):
-                pricer.time_us(mesh, d, coll, 1 << 20, None, strict=True)
+                pricer.time_us(mesh, d, coll, 1 << 20, None)  # strict: raises; else warns now
         if len(ctx.shape) <= 3:  # the state graphs of this many mesh dims, built once per process (~30 ms for 3)
             _dtensor_plan.warm(len(ctx.shape))
         ctx.bind_usual()  # their price functions for the usual dtypes
@@ -603,18 +691,22 @@ def _remove(adapter: _Adapter) -> None:
 
 def install(profile: Union[str, os.PathLike, dict, Any], ranks_per_host: Optional[int] = None,
             backend: Optional[str] = None, mesh=None, device_type: Optional[str] = None,
-            compile_hook: bool = True) -> None:
+            compile_hook: bool = True, strict: bool = False) -> None:
     """Price DTensor's planning from `profile` until uninstall(). ranks_per_host: devices per host
     (default: torchrun's LOCAL_WORLD_SIZE, else DTensor's device count per host); backend: the
     process group's backend ("nccl", "gloo", ...; default: each mesh dim's group's backend for the
-    mesh's device type); mesh: a DeviceMesh to check now that the profile can price every
-    collective on every dim (otherwise a step the profile cannot price is avoided by the planner,
-    with a warning, and ShardcalTorchError comes only if no plan avoids it); device_type: price
+    mesh's device type); mesh: a DeviceMesh whose collectives on every dim are priced now (a
+    missing one is warned about on entry instead of at the first plan); strict: a collective the
+    profile cannot price raises ShardcalTorchError (on entry with mesh=, else when a plan asks)
+    instead of being priced by a stand-in with one warning per collective and link class: a
+    related collective's curve from the profile (all_gather <-> reduce_scatter, all_reduce = both,
+    all_to_all ~ all_gather), else DTensor's own cost model; only when neither exists is the step
+    avoided by the planner (ShardcalTorchError if no plan can); device_type: price
     as if meshes were on this device type ("cuda": all-to-all for S(a)->S(b); for planning offline
     on a fake process group); compile_hook: also set torch.compile's
     custom_runtime_estimation to runtime_estimator(profile, ...) (restored on uninstall)."""
     global _installed
-    adapter = _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook)
+    adapter = _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook, strict)
     with _lock:
         if _stack:
             raise ShardcalTorchError("a profile is already installed; call shardcal.torch.uninstall() first"
@@ -635,11 +727,12 @@ def uninstall() -> None:
 
 @contextlib.contextmanager
 def use_profile(profile, ranks_per_host: Optional[int] = None, backend: Optional[str] = None, mesh=None,
-                device_type: Optional[str] = None, compile_hook: bool = True):
+                device_type: Optional[str] = None, compile_hook: bool = True, strict: bool = False):
     """Context manager form of install()/uninstall() that nests (an inner block prices with its
     profile, and on exit what the outer one set is back); yields the Pricer. Also sets
-    torch.compile's custom_runtime_estimation (compile_hook=False: leave it alone)."""
-    adapter = _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook)
+    torch.compile's custom_runtime_estimation (compile_hook=False: leave it alone). strict: as
+    install()'s."""
+    adapter = _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook, strict)
     with _lock:
         _push(adapter)
     try:

@@ -103,6 +103,13 @@ extern const std::span<const CollectiveInfo> kCollectives;
 
 const CollectiveInfo& collective_info(Collective c);
 std::optional<Collective> find_collective(std::string_view name);
+// A collective as a user may type it on the command line: the table's name, or the field's
+// names for it (nccl-tests' `alltoall`, `all_reduce_perf`; OSU's `osu_allreduce`, `bcast`;
+// `allgather`, `reducescatter`, `all-to-all`), case-insensitive. Files keep find_collective's
+// exact names.
+std::optional<Collective> find_collective_alias(std::string_view name);
+// "all_gather, reduce_scatter, ... (aliases: alltoall, allreduce, osu_allgather, ...)".
+std::string collective_names_help();
 
 // A call of `op` with per-position counts (elements; see CollectiveCall) for group position
 // `rank` of n = counts.size(). Collectives without a v-form use counts[0] everywhere. Throws

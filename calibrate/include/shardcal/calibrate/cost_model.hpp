@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "shardcal/calibrate/profile.hpp"
 
@@ -101,35 +102,46 @@ double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff)
 // (ties: the one measured at concurrency c, then the first); null when the model has none.
 const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact = nullptr);
 
-// Host-count transport (docs/CALIBRATION.md "Other host counts"). A group spanning h hosts
-// where the profile measured the same collective across two other host counts h_b (the nearest)
-// and h_a is priced, size by size, on the power law in h through the two measured prices:
-//     t(h) = t_b (t_b / t_a)^e,   e = ln(h / h_b) / ln(h_b / h_a),
-// each priced at its own group size (its hosts x the query's ranks per host) and the query's
-// S_eff. Exact at h_a and h_b, an interpolation between them, and where h is outside them it
-// carries each size's measured growth per factor of hosts on (nccl-tests' busbw convention
-// makes the bandwidth part of that growth ~1; the latency part is what the logs measure).
-// With one measured inter-host count the growth per size is not measurable; a prior prices it:
+// Host-count transport (docs/CALIBRATION.md "Other host counts"). A group spanning h hosts that
+// the profile did not measure is priced from the measured inter-host count h_b nearest h (ties:
+// the larger; small counts are often special cases) along the collective's algorithm:
 //     t(h) = t_b (share R + (1 - share) F),   share = min(1, L / t_b),
-// L the count's time at 1 byte (its latency floor), F = f(n) / f(n_b) (bus factors: busbw
-// independent of the rank count), R the latency's growth: ring steps (n - 1) / (n_b - 1) for
-// collectives NCCL runs as rings, tree depth (1 + log2 h) / (1 + log2 h_b) for all_reduce (NCCL's
-// double binary trees at small sizes across nodes, NCCL 2.4+).
-// Per doubling of hosts away from the nearest measured count, the interval's log sigma grows by
-// this much on top of the two prices' own (propagated): the transport's error is not estimable
-// from two host counts: one extrapolated class (kExtrapolatedClassLogSigma) per doubling, beside
-// the distance to the growth prior's price. On NCCL-like curves at 2-16 hosts
-// (tests/data/scaling: torch's analytical copy of NCCL's tuning model) one doubling out misses by
-// a median 4-11 %. The power law is applied at the measured curves' sizes and priced as the
-// query class's curve (HostTransport::curve), so prices stay non-decreasing in size.
+// t_b the measured count's price at the query's S_eff (its hosts x the query's ranks per host),
+// L its time at 1 byte (the latency floor, so share is the latency's part of t_b), R the
+// latency's growth (LatencyLaw: ring steps, tree depth, log2 n rounds, flat) and F the bandwidth
+// term's: bus factors f(n) / f(n_b) (a ring's busbw does not depend on the rank count), for
+// all_to_all the share of each rank's bytes that leaves its host ((h - 1) / h per host NIC).
+// Known algorithm switches between host counts widen instead of moving the price: NCCL's
+// all_reduce on 2 nodes runs a double binary tree with no interior node (each node sends its
+// bytes across once, a ring twice), so 2 -> more nodes may slow the bandwidth term up to 2x:
+// priced at the range's geometric middle with the range as the 95 % interval.
+// A second measured count h_a tests the structure: h_a's prices transported to h_b by each
+// latency law are compared with h_b's; the law that misses least is used (else the backend's
+// default: NCCL tree depth for all_reduce, ring steps otherwise; MPI log2 n rounds, ring steps
+// for all_to_all), and where it still misses, the miss (log, per size) widens the interval in
+// proportion to the doublings, and never moves the price: a trend through two counts is not
+// extrapolated (a real 2/4/8-node series had a two-node special case that a fitted trend
+// doubled at 8 nodes). The interval: the measured count's own, plus in quadrature the step
+// term per doubling (kHostTransportLogSigma untested, kHostTransportTestedLogSigma after a test),
+// the switch range and the miss. Prices stay non-decreasing in size (t_b is, and the factor
+// keeps the order: L R + (t_b - L) F rises with t_b).
 inline constexpr double kHostTransportLogSigma = 0.15;
-// The prior's growth R for collective op from n_b ranks on h_b hosts to n ranks on h hosts.
-double latency_growth(Collective op, int n_b, int h_b, int n, int h);
-// The power law's time from the two measured counts' times t_b, t_a (t_b where either is <= 0).
-double transported_time_us(const HostTransport& t, double tb, double ta);
+inline constexpr double kHostTransportTestedLogSigma = 0.10;
+// The latency growth R by law from n_b ranks on h_b hosts to n ranks on h hosts.
+double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h);
+// The backend's default laws for a collective ("nccl", "mpi", ...).
+LatencyLaw default_latency_law(Collective op, std::string_view backend);
+BandwidthLaw default_bandwidth_law(Collective op);
+// The bandwidth term's growth F by law.
+double bandwidth_growth(BandwidthLaw law, Collective op, int n_b, int h_b, int n, int h);
+// The range [lo, hi] (factors on F) of a known algorithm switch between h_b and h: NCCL's
+// two-node all_reduce tree ([1, 2] leaving two nodes, [1/2, 1] arriving); else [1, 1].
+std::pair<double, double> known_switch(Collective op, std::string_view backend, int h_b, int h);
+// The structure's factor on t_b: share R + (1 - share) F, share = min(1, L / t_b).
+double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb);
 
 // (HostTransport, what predict() chose, is in profile.hpp beside Prediction.)
-// The chosen model m transported to another host count by t (t.other non-null).
+// The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff,
                          double class_log_sigma = 0.0);
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardcal/collectives.hpp"
@@ -132,25 +133,48 @@ struct Model {
 // The domain a model is used on without the prediction being marked extrapolated.
 Domain effective_domain(const Model& m);
 
-// A price transported from measured host counts to another (cost_model.hpp "Host-count
-// transport"): from two measured counts (other non-null), or from one by the growth prior.
+// How a collective's latency grows with its group along the algorithm the library runs
+// (cost_model.hpp "Host-count transport"): ring steps n - 1, tree depth 1 + log2 hosts (NCCL's
+// double binary trees across nodes), log2 n rounds (recursive doubling / halving, Bruck), or
+// none (pipelined or offloaded).
+enum class LatencyLaw { RingSteps, TreeDepth, LogRanks, Flat };
+std::string_view latency_law_name(LatencyLaw law);
+// How its bandwidth term grows: by the bus factors (a ring: busbw independent of the rank count),
+// or with the share of each rank's bytes that leaves its host, (h - 1) / h (algorithms without a
+// hierarchy, where every rank's bytes cross its host's NIC: all_to_all, recursive doubling and
+// halving on several ranks per host).
+enum class BandwidthLaw { BusFactor, HostShare };
+std::string_view bandwidth_law_name(BandwidthLaw law);
+
+// A price transported from the nearest measured host count to another along the collective's
+// algorithm (cost_model.hpp "Host-count transport"); a second measured count, when the profile
+// has one, tests that structure first (chooses the latency law, widens where it misses).
 struct HostTransport {
   bool active = false;           // false: priced by the chosen model alone
-  const Model* other = nullptr;  // the second host count's model (null: the prior)
+  const Model* other = nullptr;  // the count that tested the structure (null: none measured)
   int n_model = 0;               // the group size the chosen model is priced at
   int n_other = 0;               // ... and the other model
-  double exponent = 0;           // e = ln(h / h_b) / ln(h_b / h_a)
-  double doublings = 0;          // |log2(h / h_b)|: distance to the nearest measured count
-  // The prior (one measured count): t = t_b (share R + (1 - share) F), share = min(1, L / t_b).
-  double latency_us = 0;         // L: the chosen model's time at 1 byte (its latency floor)
-  double latency_ratio = 1;      // R: latency growth from h_b to h
-  double bus_ratio = 1;          // F: busbw factor ratio f(n) / f(n_b)
-  // Two counts: the transported class's curve on the chosen model's backbone at the query's
-  // group size n_query: knots at both measured curves' sizes, valued by the power law (empty:
-  // neither model has a curve; then the power law of the two prices).
   int n_query = 0;
-  MeasuredCurve curve;
-  bool exact = false;            // both measured curves are their classes' own
+  double doublings = 0;          // |log2(h / h_b)|: distance to the nearest measured count
+  double test_doublings = 0;     // |log2(h_b / h_a)|: the test's distance (0: no test)
+  LatencyLaw law = LatencyLaw::RingSteps;
+  BandwidthLaw bw_law = BandwidthLaw::BusFactor;
+  bool law_tested = false;       // both laws chosen by the test (else the backend's defaults)
+  // t = t_b (share R + (1 - share) F), share = min(1, L / t_b).
+  double latency_us = 0;         // L: the chosen model's time at 1 byte (its latency floor)
+  double latency_ratio = 1;      // R: latency growth from h_b to h by `law`
+  double bus_ratio = 1;          // F: the bandwidth term's growth by bw_law (x a switch's middle)
+  // The range the bandwidth term may move in between h_b and h, as log sigmas below and above
+  // the price (its 95 % interval): NCCL's two-node tree (priced at the range's geometric
+  // middle), an untested transport of a library that may run either bandwidth law (MPI:
+  // priced by the ring's bus factors, the upper side reaching the host share's price).
+  double switch_lo_log_sigma = 0, switch_hi_log_sigma = 0;
+  bool two_node_switch = false;     // NCCL's two-node tree between h_b and h
+  bool algorithm_unknown = false;   // MPI untested: the upper side reaches the host share
+  double step_log_sigma = 0;     // per doubling
+  // Where the tested structure missed the second count: log(measured / structure's price) per
+  // size (0 inside a switch's range), interpolated in log size; widens, never moves, the price.
+  std::vector<double> miss_bytes, miss_log;
 };
 
 struct Prediction {

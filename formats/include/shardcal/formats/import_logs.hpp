@@ -57,6 +57,19 @@ struct LogRow {
   std::optional<std::int64_t> iterations;  // OSU -f: iterations of this size
 };
 
+// The job shape the log's launch line states (`srun -N2 --ntasks-per-node=4 ...`, `mpirun -np 8
+// -H a:4,b:4 ...`, `mpirun_rsh -np 2 a100-01 a100-01 ...`): evidence for the topology.
+struct LaunchShape {
+  int line = 0;                   // 1-based line of the log
+  std::string launcher;           // "srun", "mpirun", "mpiexec", "mpirun_rsh", ...
+  std::string text;               // the line as printed
+  std::optional<int> hosts;       // nodes
+  std::optional<int> ranks;       // all ranks
+  std::optional<int> ranks_per_host;
+  std::vector<std::string> host_names;  // distinct, in order of first appearance (when named)
+  std::string describe() const;   // "2 host(s) x 4 rank(s) per host" / "8 rank(s)" ...
+};
+
 struct ParsedLog {
   LogFormat format = LogFormat::NcclTests;
   std::string tool;                      // "nccl-tests" | "osu-micro-benchmarks"
@@ -79,13 +92,24 @@ struct ParsedLog {
   int skipped_dtype = 0;      // rows of a type shardcal has no dtype for (int8, fp8, ...)
   int skipped_na = 0;         // variants whose time is N/A
   std::vector<std::string> notes;  // "NAME:LINE: what was skipped and why", for the report
+  // No program name and the table did not tell one collective: `--collective` would import it
+  // (not a collective outside shardcal's table). `candidates`: those the table fits.
+  bool undetermined = false;
+  std::vector<Collective> candidates;
+  std::string evidence;  // the table's signature: redop, count rule, busbw/algbw on n ranks, line
+  std::optional<LaunchShape> launch;  // the launch line's job shape, when the log shows one
+  std::string run_date;       // when the benchmark ran, UTC ISO 8601 ("" when the log says not)
+  std::string run_date_from;  // where run_date came from ("line 3: `date` output", ...)
 };
 
 // Parses `text` (named `name` in messages) as `format` (Auto: detect_log_format). A collective
 // that the log does not name can be given (`collective`); one that it names and that differs is
 // an error. Throws shardcal::Error "NAME:LINE: ...; fix".
+// `group_size_hint` (--hosts x --ranks-per-host) is the group size for reading the table when
+// the log has no rank lines. A `collective` the table contradicts (redop, count column,
+// busbw/algbw against nccl-tests' factors) is refused with the evidence.
 ParsedLog parse_log(std::string_view text, const std::string& name, LogFormat format,
-                    std::optional<Collective> collective = std::nullopt);
+                    std::optional<Collective> collective = std::nullopt, int group_size_hint = 0);
 
 // The parsers behind parse_log (exposed for tests).
 ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name);
@@ -106,6 +130,13 @@ std::optional<DType> nccl_type(std::string_view name);
 // nccl-tests program names -> collectives: "all_reduce_perf" -> AllReduce; nullopt with `why`
 // set for programs outside the table (sendrecv_perf, reduce_perf, hypercube_perf, ...).
 std::optional<Collective> nccl_program(std::string_view program, std::string& why);
+// The job shape of a launch line (srun, mpirun/mpiexec/orterun, mpirun_rsh, aprun); nullopt
+// when the line starts no launcher or states nothing about the shape.
+std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no);
+// A line that is only a date: `date`'s output ("Thu Mar  5 22:00:43 UTC 2026") or ISO 8601
+// ("2026-03-05T22:00:43Z", "2026-03-05 22:00:43+01:00"), as UTC "YYYY-MM-DDTHH:MM:SSZ"; nullopt
+// for other text and for zones it cannot convert (names other than UTC/GMT).
+std::optional<std::string> date_line_utc(std::string_view line);
 }  // namespace import_detail
 
 }  // namespace shardcal::formats

@@ -79,6 +79,7 @@ struct ResultsFileInfo {
   std::string sha256;                    // hex, of the file's bytes
   std::vector<nlohmann::json> contexts;  // the file's context records (selected fields)
   std::vector<nlohmann::json> context_records;  // the same records in full (gate: environment)
+  std::vector<nlohmann::json> warnings;  // the file's "warning" records (a sweep's floor check)
 };
 
 // A point record the reader left out (wrong > 0, or no usable samples), for tools that must

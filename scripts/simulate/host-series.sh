@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SMPI ground truth at several host counts (issue 42): one platform swept at each host count H
+# with 4 ranks per host, so that a profile fitted at some counts can be judged on the others
+# (calibrate/scripts/realdata_eval.py --hosts-series DIR). For each topology and H:
+# make-platform --hosts H --ranks-per-host 4, intra-host 150 GB/s 1 us (loopback), inter-host
+# 25 GB/s per NIC and direction, 3 us end to end; fat-tree: 4 hosts per leaf switch (all H when
+# H < 4), 2 top switches, so 8 and 16 hosts cross leaves over 2:1 oversubscribed uplinks. Then
+# the sweep configs/simulate/host-series.json: the 1-D mesh of all 4H ranks (one group spanning
+# every host), all_reduce/all_gather/reduce_scatter, f32, 64 KiB - 64 MiB, exact simulated time;
+# sizes S with ranks x S > 1 GiB are dropped (SMPI holds all ranks' buffers in one process: 32
+# ranks stop at 32 MiB, 64 at 16 MiB; peak ~5 GiB).
+# Output: DIR/<topology>/hosts<H>.jsonl (platform in DIR/<topology>/platform-<H>/), wall times
+# in DIR/walltime.tsv; runs one simulation at a time.
+#
+# Usage: scripts/simulate/host-series.sh [--out DIR] [--smpi PATH] [--hosts "2 4 8 16"]
+#                                        [--topology flat|fat-tree|both]
+#   --out DIR       default out/simulate-hosts
+#   --smpi PATH     the SMPI build of shardbench (default build-smpi/bin/shardbench)
+#   --hosts LIST    host counts, space-separated (default "2 4 8 16"); fat-tree needs each to be
+#                   below 4 or a multiple of 4
+#   --topology T    flat, fat-tree or both (default both)
+# Bad input: one error line, exit 2.
+set -euo pipefail
+die() { echo "host-series.sh: error: $*" >&2; exit 2; }
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out="$root/out/simulate-hosts" smpi="$root/build-smpi/bin/shardbench" hosts="2 4 8 16" topo=both
+rph=4 intra_bw=150 intra_lat=1 inter_bw=25 inter_lat=3 per_leaf=4 top=2
+config="$root/configs/simulate/host-series.json"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
+    --smpi) [ $# -ge 2 ] || die "--smpi needs a path"; smpi="$2"; shift 2 ;;
+    --hosts) [ $# -ge 2 ] || die "--hosts needs a list of host counts (e.g. \"2 4 8 16\")"; hosts="$2"; shift 2 ;;
+    --topology) [ $# -ge 2 ] || die "--topology needs flat, fat-tree or both"; topo="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (options: --out --smpi --hosts --topology; see --help)" ;;
+  esac
+done
+case "$topo" in
+  flat|fat-tree) topos=("$topo") ;;
+  both) topos=(flat fat-tree) ;;
+  *) die "--topology '$topo': expected flat, fat-tree or both" ;;
+esac
+read -r -a hs <<< "$hosts"
+[ ${#hs[@]} -gt 0 ] || die "--hosts '$hosts': no host count given"
+for h in "${hs[@]}"; do
+  [[ "$h" =~ ^[1-9][0-9]*$ ]] && [ "$h" -le 256 ] || die "--hosts: '$h' is not a host count from 1 to 256"
+  if [[ " ${topos[*]} " == *" fat-tree "* ]] && [ "$h" -gt "$per_leaf" ] && [ $((h % per_leaf)) -ne 0 ]; then
+    die "--hosts: $h hosts do not fill fat-tree leaf switches of $per_leaf hosts (use a multiple of $per_leaf)"
+  fi
+done
+[ -x "$smpi" ] || die "--smpi $smpi: not an executable (build it: cmake --preset smpi && cmake --build build-smpi --target shardbench)"
+[ -f "$config" ] || die "$config: missing"
+mkdir -p "$out" 2>/dev/null || die "--out $out: cannot create it"
+[ -f "$out/walltime.tsv" ] || printf 'topology\thosts\tranks\tpoints\twall_s\tpeak_rss_MiB\n' > "$out/walltime.tsv"
+t_all=$(date +%s.%N)
+for t in "${topos[@]}"; do
+  mkdir -p "$out/$t"
+  for h in "${hs[@]}"; do
+    n=$((h * rph)) d="$out/$t/platform-$h"
+    topo_args=(--topology "$t")
+    if [ "$t" = fat-tree ]; then
+      leaf=$((h < per_leaf ? h : per_leaf))
+      topo_args+=(--hosts-per-switch "$leaf" --top-switches "$top")
+    fi
+    "$root/scripts/simulate/make-platform" --hosts "$h" --ranks-per-host "$rph" --intra-bw "$intra_bw" \
+      --intra-lat "$intra_lat" --inter-bw "$inter_bw" --inter-lat "$inter_lat" "${topo_args[@]}" \
+      --out "$d" >/dev/null
+    # SMPI holds every rank's buffers in one process (all_reduce: ~4.6 S per rank, measured 2.4 GiB
+    # peak at 8 ranks x 64 MiB): sizes S with ranks x S > 1 GiB are dropped (~5 GiB peak).
+    cfg="$d/sweep.json"
+    /usr/bin/python3 - "$config" "$n" "$cfg" <<'PY'
+import json, sys
+src, n, dst = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+c = json.load(open(src))
+c["sizes"] = [s for s in c["sizes"] if n * s <= 1 << 30]
+c.pop("$schema", None)
+c["description"] += f" [host-series.sh: {n} ranks, sizes up to {max(c['sizes'])} B]"
+json.dump(c, open(dst, "w"), indent=2)
+PY
+    res="$out/$t/hosts$h.jsonl"
+    echo "host-series.sh: $t, $h hosts x $rph ranks ($n ranks): sweeping into $res" >&2
+    rm -f "$res" "$res.part"
+    t0=$(date +%s.%N)
+    # Into a .part file first: an interrupted run leaves no hosts<H>.jsonl that looks complete.
+    /usr/bin/time -v -o "$d/time.txt" "$root/scripts/simulate/smpirun.sh" \
+      --platform "$d/platform.xml" --hostfile "$d/hostfile" --np "$n" --shardbench "$smpi" \
+      -- sweep --backend mpi -q --config "$cfg" --out "$res.part"
+    mv "$res.part" "$res"
+    wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+    rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$d/time.txt")
+    points=$(grep -c '"type":"point"' "$res" || true)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$h" "$n" "$points" "$wall" "$rss" >> "$out/walltime.tsv"
+    echo "host-series.sh: $t, $h hosts: $points points, $wall s, peak $rss MiB (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  done
+done
+echo "host-series.sh: done in $(awk -v a="$t_all" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s; results in $out/<topology>/hosts<H>.jsonl" >&2
