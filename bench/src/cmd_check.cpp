@@ -37,10 +37,16 @@ struct CheckArgs {
   std::vector<std::string> results;
   std::string json_out, markdown_out;
   int min_calls = 5;
+  int min_points = 2;
   double max_outside = 0.5;
 };
 
 // One group of calls (a class, or a size band of one).
+//
+// The profile's 95 % interval is the interval of a size's *median* time (docs/CALIBRATION.md
+// "Prediction intervals"), so a point is judged by the median of its calls against it; single
+// calls scatter beyond it (reported: share_above / share_below). A band or class is slower when
+// more than --max-outside of its points have their median above the interval.
 //
 // A call's sample from all of its group's ranks (min over ranks, a sweep's or a benchmark's
 // sample) is the collective's own time: judged two-sided. A sample from fewer ranks (one rank's
@@ -50,26 +56,33 @@ struct CheckArgs {
 // "faster" (docs/CHECK.md "One-sided").
 struct Tally {
   std::vector<double> ratios;  // measured / priced, per call
-  int above = 0, below = 0;    // outside the 95 % interval, per call
-  int two_sided = 0, two_sided_above = 0, two_sided_below = 0;
-  int one_sided = 0, one_sided_not_above = 0;  // upper bounds; those at or below the top
+  int above = 0, below = 0;    // calls outside the 95 % interval
+  int one_sided_calls = 0;     // calls that are upper bounds
   int extrapolated = 0;        // calls priced outside the profile's measured domain
+  // Per point: its median call against the interval.
+  int two_sided = 0, two_sided_above = 0, two_sided_below = 0;
+  int one_sided = 0, one_sided_not_above = 0;
   std::set<std::string> points;
 
-  void add(double ratio, bool hi, bool lo, bool upper_bound, bool extrapolated_price,
-           const std::string& point) {
-    ratios.push_back(ratio);
-    above += hi;
-    below += lo;
+  void add_point(const std::vector<double>& us, double priced, double lo_us, double hi_us,
+                 bool upper_bound, bool extrapolated_price, const std::string& point) {
+    for (double u : us) {
+      ratios.push_back(u / priced);
+      above += u > hi_us;
+      below += u < lo_us;
+    }
+    const int n = int(us.size());
+    if (upper_bound) one_sided_calls += n;
+    if (extrapolated_price) extrapolated += n;
+    const double med = fm::median(us);
     if (upper_bound) {
       ++one_sided;
-      one_sided_not_above += !hi;
+      one_sided_not_above += med <= hi_us;
     } else {
       ++two_sided;
-      two_sided_above += hi;
-      two_sided_below += lo;
+      two_sided_above += med > hi_us;
+      two_sided_below += med < lo_us;
     }
-    extrapolated += extrapolated_price;
     points.insert(point);
   }
   int calls() const { return int(ratios.size()); }
@@ -79,25 +92,27 @@ struct Tally {
   // slower | faster | within | no slower than (one-sided) | inconclusive | inconclusive
   // (upper bounds above the interval)
   std::string verdict(const CheckArgs& a) const {
-    if (two_sided >= a.min_calls) {
+    // One point alone is never a verdict: with 95 % intervals, 1 in 40 points of a cluster
+    // that matches its profile lies above (a band of one point would flag it).
+    if (calls() < a.min_calls || int(points.size()) < a.min_points) return "inconclusive";
+    if (two_sided >= a.min_points) {
       if (double(two_sided_above) / two_sided > a.max_outside) return "slower";
       if (double(two_sided_below) / two_sided > a.max_outside) return "faster";
       return "within";
     }
-    if (one_sided >= a.min_calls) {
-      if (double(one_sided_not_above) / one_sided > a.max_outside)
-        return "no slower than (one-sided)";
-      return "inconclusive (upper bounds above the interval)";
-    }
-    return "inconclusive";
+    if (one_sided < a.min_points) return "inconclusive";
+    if (double(one_sided_not_above) / one_sided > a.max_outside) return "no slower than (one-sided)";
+    return "inconclusive (upper bounds above the interval)";
   }
   json to_json(const CheckArgs& a) const {
     return {{"calls", calls()},
             {"points", points.size()},
+            {"points_above", two_sided_above},
+            {"points_below", two_sided_below},
             {"median_ratio", median_ratio()},
             {"share_above", share_above()},
             {"share_below", share_below()},
-            {"one_sided_calls", one_sided},
+            {"one_sided_calls", one_sided_calls},
             {"extrapolated_calls", extrapolated},
             {"verdict", verdict(a)}};
   }
@@ -162,6 +177,7 @@ std::string profile_mode(const calib::Profile& p) {
 
 int run(const CheckArgs& a) {
   if (a.min_calls < 1) throw Error("--min-calls must be at least 1");
+  if (a.min_points < 1) throw Error("--min-points must be at least 1");
   if (!(a.max_outside > 0 && a.max_outside < 1))
     throw Error("--max-outside must be a fraction between 0 and 1 (default 0.5)");
   const auto loaded = calib::LoadedProfile::load(a.profile, "--profile");
@@ -228,12 +244,11 @@ int run(const CheckArgs& a) {
                                 {"extrapolated", pr.extrapolated},
                                 {"one_sided", one_sided},
                                 {"samples_us", samples_us}});
-    for (double s : p.samples_s) {
-      const double us = s * 1e6;
-      const bool hi = us > pr.hi_us, lo = us < pr.lo_us;
-      classes[ck].add(us / pr.time_us, hi, lo, one_sided, pr.extrapolated, p.where);
-      bands[ck][band].add(us / pr.time_us, hi, lo, one_sided, pr.extrapolated, p.where);
-    }
+    std::vector<double> us;
+    for (double s : p.samples_s) us.push_back(s * 1e6);
+    classes[ck].add_point(us, pr.time_us, pr.lo_us, pr.hi_us, one_sided, pr.extrapolated, p.where);
+    bands[ck][band].add_point(us, pr.time_us, pr.lo_us, pr.hi_us, one_sided, pr.extrapolated,
+                              p.where);
   }
   if (priced_points == 0) {
     std::string why;
@@ -249,11 +264,24 @@ int run(const CheckArgs& a) {
   json jclasses = json::array();
   std::vector<std::string> slower_lines;
   std::ostringstream table, md;
-  table << std::left << std::setw(46) << "class" << std::setw(24) << "size band" << std::right
-        << std::setw(7) << "calls" << std::setw(9) << "median" << std::setw(8) << "above"
-        << std::setw(8) << "below" << "  verdict\n";
-  md << "| class | size band | calls | median measured/priced | above 95 % | below 95 % | verdict |\n"
-        "|---|---|---:|---:|---:|---:|---|\n";
+  table << std::left << std::setw(46) << "class" << std::setw(22) << "size band" << std::right
+        << std::setw(7) << "calls" << std::setw(8) << "points" << std::setw(9) << "median"
+        << std::setw(10) << "pts>hi" << std::setw(10) << "calls>hi" << std::setw(10) << "calls<lo"
+        << "  verdict\n";
+  md << "| class | size band | calls | points | median measured/priced | points above 95 % | calls "
+        "above | calls below | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+  auto row = [&](const std::string& cls, const std::string& band, const Tally& t,
+                 const std::string& v, bool bold) {
+    const std::string pts = std::to_string(t.two_sided_above) + "/" + std::to_string(t.two_sided);
+    table << std::left << std::setw(46) << cls << std::setw(22) << band << std::right
+          << std::setw(7) << t.calls() << std::setw(8) << t.points.size() << std::setw(9)
+          << fixed(t.median_ratio(), 2) + "x" << std::setw(10) << pts << std::setw(10) << t.above
+          << std::setw(10) << t.below << "  " << v << "\n";
+    const std::string b = bold ? "**" : "";
+    md << "| " << b << cls << b << " | " << band << " | " << t.calls() << " | " << t.points.size()
+       << " | " << fixed(t.median_ratio(), 2) << " | " << pts << " | " << t.above << " | "
+       << t.below << " | " << b << v << b << " |\n";
+  };
   for (const auto& entry : classes) {
     const ClassKey& ck = entry.first;  // a plain reference: clang 14 cannot capture bindings
     const Tally& t = entry.second;
@@ -265,34 +293,26 @@ int run(const CheckArgs& a) {
         cv = "slower";
         slower_lines.push_back(ck.text() + " at " + band_text(k) + ": median " +
                                fixed(b.median_ratio(), 2) + "x the profile's price, " +
+                               std::to_string(b.two_sided_above) + " of " +
+                               std::to_string(b.two_sided) + " point(s) above its 95 % interval (" +
                                std::to_string(b.above) + " of " + std::to_string(b.calls()) +
-                               " calls above its 95 % interval");
+                               " calls)");
       }
       json jbj = b.to_json(a);
       jbj["lo_bytes"] = std::ldexp(1.0, k);
       jbj["hi_bytes"] = std::ldexp(1.0, k + 1);
       jb.push_back(jbj);
-      table << std::left << std::setw(46) << ck.text() << std::setw(24) << band_text(k)
-            << std::right << std::setw(7) << b.calls() << std::setw(9)
-            << fixed(b.median_ratio(), 2) + "x" << std::setw(8) << b.above << std::setw(8)
-            << b.below << "  " << bv << "\n";
-      md << "| " << ck.text() << " | " << band_text(k) << " | " << b.calls() << " | "
-         << fixed(b.median_ratio(), 2) << " | " << b.above << " | " << b.below << " | " << bv
-         << " |\n";
+      row(ck.text(), band_text(k), b, bv, false);
     }
     if (cv == "slower" && t.verdict(a) == "slower" &&
         std::none_of(slower_lines.begin(), slower_lines.end(),
                      [&](const std::string& l) { return l.rfind(ck.text() + " at", 0) == 0; }))
       slower_lines.push_back(ck.text() + " (all sizes): median " + fixed(t.median_ratio(), 2) +
-                             "x the profile's price, " + std::to_string(t.above) + " of " +
-                             std::to_string(t.calls()) + " calls above its 95 % interval");
-    table << std::left << std::setw(46) << ck.text() << std::setw(24) << "(all sizes)"
-          << std::right << std::setw(7) << t.calls() << std::setw(9)
-          << fixed(t.median_ratio(), 2) + "x" << std::setw(8) << t.above << std::setw(8)
-          << t.below << "  " << cv << "\n";
-    md << "| **" << ck.text() << "** | all sizes | " << t.calls() << " | "
-       << fixed(t.median_ratio(), 2) << " | " << t.above << " | " << t.below << " | **" << cv
-       << "** |\n";
+                             "x the profile's price, " + std::to_string(t.two_sided_above) +
+                             " of " + std::to_string(t.two_sided) +
+                             " point(s) above its 95 % interval (" + std::to_string(t.above) +
+                             " of " + std::to_string(t.calls()) + " calls)");
+    row(ck.text(), "(all sizes)", t, cv, true);
     if (cv == "slower") ++n_slower;
     else if (cv.rfind("inconclusive", 0) == 0) ++n_inconclusive;
     else if (cv == "faster") ++n_faster;
@@ -326,7 +346,8 @@ int run(const CheckArgs& a) {
   for (const std::string& l : slower_lines) std::cout << "slower than the profile: " << l << "\n";
   std::cout << "check: " << classes.size() << " class(es): " << n_within << " within, "
             << n_slower << " slower, " << n_faster << " faster, " << n_inconclusive
-            << " inconclusive (fewer than " << a.min_calls << " calls) -> " << verdict
+            << " inconclusive (fewer than " << a.min_calls << " calls or " << a.min_points
+            << " points) -> " << verdict
             << " (exit " << code << ")\n";
 
   std::vector<std::pair<std::string, std::string>> files;
@@ -343,6 +364,7 @@ int run(const CheckArgs& a) {
                                    {"timing_mode", pmode}}},
                       {"results", results},
                       {"min_calls", a.min_calls},
+                      {"min_points", a.min_points},
                       {"max_outside", a.max_outside},
                       {"classes", jclasses},
                       {"unpriced", unp},
@@ -384,6 +406,9 @@ Runner add_check_command(CLI::App& app) {
   cmd->add_option("--markdown", args->markdown_out, "Write the table as Markdown");
   cmd->add_option("--min-calls", args->min_calls,
                   "Calls a class or size band needs for a verdict (fewer: inconclusive)")
+      ->capture_default_str();
+  cmd->add_option("--min-points", args->min_points,
+                  "Points (sizes, dtypes, groups) a class or size band needs for a verdict")
       ->capture_default_str();
   cmd->add_option("--max-outside", args->max_outside,
                   "Slower when more than this share of the calls lie above the 95 % interval "

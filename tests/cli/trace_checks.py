@@ -267,9 +267,16 @@ def check_check(tmp):
             if r["type"] == "context" or r["bytes"] not in keep:
                 f.write(json.dumps(r) + "\n")
     run(["check", "--profile", lp, "--results", held, "--min-calls", "5"], 0)
+    # 7. sweep results (a small sim sweep: even and zipf shards, two meshes) against their profile
+    sw, swp = os.path.join(tmp, "sweep.jsonl"), os.path.join(tmp, "sweep.json")
+    run(["sweep", "--backend", "sim", "--world", "4", "--config",
+         os.path.join(SRC, "tests", "calibrate", "configs", "cli.json"), "--out", sw], 0)
+    run(["calibrate", "--results", sw, "--out", swp], 0)
+    run(["check", "--profile", swp, "--results", sw], 0)
     print("check: self 0; 2x faster profile 1 (3 classes named); one rank's trace one-sided "
           "(no slower than a 3x slow profile: 0; above a 2x fast one: 3, not 1); "
-          "too few calls 3; nothing comparable 2; nccl-tests log vs its other sizes 0")
+          "too few calls 3; nothing comparable 2; nccl-tests log vs its other sizes 0; a sim sweep vs its "
+          "own profile 0")
 
 
 def check_report(tmp, python):
