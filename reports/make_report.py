@@ -62,6 +62,8 @@ def parse_args(argv):
                     help="calibrated profile (shardbench calibrate --out): model curves, residuals, fit table")
     ap.add_argument("--validate", metavar="V.jsonl", help="shardbench validate output: predicted vs measured, regret")
     ap.add_argument("--gate", metavar="G.json", help="shardbench gate --json report: worst points, verdict")
+    ap.add_argument("--check", metavar="C.json",
+                    help="shardbench check --json report: the calls per class over the profile's price and interval")
     ap.add_argument("--title", metavar="TEXT", help="report title (default: names the cluster, backend and world)")
 
     def error(msg):
@@ -92,6 +94,9 @@ def load_inputs(args):
     prof = load.load_profile(args.profile) if args.profile else None
     val = load.load_validate(args.validate) if args.validate else None
     gate = load.load_gate(args.gate) if args.gate else None
+    if args.check:
+        from shardcal_report import fig_check
+        args.check_doc = fig_check.load_check(args.check)
     return runs, prof, val, gate
 
 
@@ -267,6 +272,24 @@ def make(args, data, tmp: str):
         for f in fig_checks.gate_figures(gate, f"{load.display_path(args.gate)}", tmp):
             s.fig(f)
     sections.append(s)
+    # shardbench check: a job's (or a run's) calls against the profile.
+    if getattr(args, "check_doc", None) is not None:
+        from shardcal_report import fig_check
+        doc = args.check_doc
+        s = Section("Check against the profile")
+        counts = {}
+        for c in doc["classes"]:
+            counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+        s.p(f"Verdict: {doc['verdict'].upper()} (exit {doc['exit']}); classes: "
+            + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())) + ".")
+        s.table(["class", "calls", "median measured/priced", "above 95 %", "verdict"],
+                [[fig_check.class_label(c), c["calls"], f"{c['median_ratio']:.3f}",
+                  f"{c['share_above'] * 100:.0f} %", c["verdict"]] for c in doc["classes"]])
+        key_rows.append(["check verdict", f"{doc['verdict']} (exit {doc['exit']})"])
+        f = fig_check.check_figure(doc, load.display_path(args.check), tmp)
+        if f is not None:
+            s.fig(f)
+        sections.append(s)
     key.table(["what", "value"], key_rows)
     ws = load.warnings()
     if ws:

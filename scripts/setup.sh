@@ -53,6 +53,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libeigen3-dev libssl-dev
+  zlib1g-dev  # shardbench import of gzipped torch.profiler traces (formats/src/import_trace.cpp)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib python3-numpy python3-jsonschema
   python3-scipy  # gate tests: reference Mann-Whitney U (tests/gate/scipy_reference.py)

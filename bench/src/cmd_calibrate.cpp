@@ -124,7 +124,8 @@ std::string default_cluster_name(const shardcal::calib::ResultSet& rs) {
 }
 
 // --mode auto: the one timing mode the files hold (imported nccl-tests logs are pipelined, OSU
-// and sweeps per_iteration by default); per_iteration, the sweep's default, when they hold both.
+// and sweeps per_iteration by default, imported torch.profiler traces in_job); per_iteration,
+// the sweep's default, when they hold several.
 std::string resolve_mode(const std::string& mode, const shardcal::calib::ResultSet& rs) {
   if (mode != "auto") return mode;
   std::set<std::string> modes;
@@ -223,8 +224,9 @@ Runner add_calibrate_command(CLI::App& app) {
   cmd->add_option("--name", args->name, "Cluster name in the profile (default: the first host)");
   cmd->add_option("--mode", args->mode,
                   "Timing mode the models describe; auto: the one mode the results hold "
-                  "(per_iteration when they hold both)")
-      ->check(CLI::IsMember({"auto", "per_iteration", "pipelined"}))
+                  "(per_iteration when they hold several); in_job: kernel times imported from "
+                  "torch.profiler traces")
+      ->check(CLI::IsMember({"auto", "per_iteration", "pipelined", "in_job"}))
       ->capture_default_str();
   cmd->add_flag("--allow-mixed", args->allow_mixed,
                 "Fit results of different clusters (other GPU names, or imported logs of other "

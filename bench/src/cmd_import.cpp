@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "import_trace_command.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/atomic_write.hpp"
 #include "shardcal/formats/import_logs.hpp"
@@ -371,6 +372,19 @@ struct LogResult {
 };
 
 int run(const ImportArgs& a) {
+  // torch.profiler traces (cmd_import_trace.cpp): all inputs traces, or none.
+  std::size_t traces = 0;
+  if (a.format == "auto" || a.format == "torch-trace")
+    for (const std::string& p : a.logs) traces += a.format == "torch-trace" || is_trace_file(p);
+  if (traces > 0) {
+    if (traces != a.logs.size())
+      throw Error("some inputs are torch.profiler traces and some are benchmark logs; import "
+                  "them separately (one results file per job)");
+    if (a.hosts > 0 || !a.collective.empty())
+      throw Error("--hosts and --collective are for benchmark logs; a trace names its "
+                  "collectives (give --ranks-per-host alone for its hosts)");
+    return run_trace_import({a.logs, a.out, a.ranks_per_host, a.command_line});
+  }
   const fm::LogFormat format = fm::parse_log_format(a.format);
   std::optional<Collective> coll;
   if (!a.collective.empty()) {
@@ -508,18 +522,23 @@ Runner add_import_command(CLI::App& app) {
           "(sendrecv_perf, osu_latency, osu_bw, ...) are skipped with a message; exit 2 when "
           "nothing is left to import. Exit 2 on bad input (FILE:LINE: what; what to do), nothing "
           "written.");
-  cmd->add_option("logs", args->logs, "Benchmark logs (text or JSON)")->required()->expected(1, -1);
+  cmd->add_option("logs", args->logs,
+                  "Benchmark logs (text or JSON), or torch.profiler traces (.json, .json.gz: "
+                  "several ranks' traces of one job are merged)")->required()->expected(1, -1);
   cmd->add_option("--out", args->out, "Results file to write (JSON Lines, written atomically)")
       ->required();
   cmd->add_option("--format", args->format,
-                  "auto (detect per log), nccl-tests (text), nccl-tests-json (-J FILE), osu")
-      ->check(CLI::IsMember({"auto", "nccl-tests", "nccl-tests-json", "osu"}))
+                  "auto (detect per log), nccl-tests (text), nccl-tests-json (-J FILE), osu, "
+                  "torch-trace (torch.profiler JSON, .json.gz)")
+      ->check(CLI::IsMember({"auto", "nccl-tests", "nccl-tests-json", "osu", "torch-trace"}))
       ->capture_default_str();
   cmd->add_option("--hosts", args->hosts,
                   "Nodes the benchmark ran on: needed when the log names none (OSU); overrides "
                   "the log's rank lines (with --ranks-per-host)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--ranks-per-host", args->ranks_per_host, "Ranks (GPUs) per node, with --hosts")
+  cmd->add_option("--ranks-per-host", args->ranks_per_host,
+                  "Ranks (GPUs) per node, with --hosts; for traces alone (hosts are blocks of "
+                  "consecutive ranks), needed unless every rank's trace names its host")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--collective", args->collective,
                   "The collective, for a log that does not name its program (no `# Collective "

@@ -20,7 +20,8 @@ Runner add_predict_command(CLI::App& app);  // calibrate/ profile -> predicted t
 Runner add_plan_command(CLI::App& app);     // cost-based planner (docs/PLANNER.md)
 Runner add_validate_command(CLI::App& app);  // cost planner's choices vs measurement
 Runner add_gate_command(CLI::App& app);     // gate/ statistical regression gate
-Runner add_import_command(CLI::App& app);   // nccl-tests / OSU logs -> results file
+Runner add_import_command(CLI::App& app);   // nccl-tests / OSU logs, torch traces -> results file
+Runner add_check_command(CLI::App& app);    // results vs a profile: drift (docs/CHECK.md)
 
 // The --profile option's help of plan and predict, naming the format from formats' constants.
 inline std::string profile_option_help() {

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   add(shardbench::add_validate_command);
   add(shardbench::add_gate_command);
   add(shardbench::add_import_command);
+  add(shardbench::add_check_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -44,7 +44,14 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                          {"point_records", rs.point_records},
                          {"excluded_wrong", rs.skipped_wrong},
                          {"excluded_failed", rs.skipped_failed},
-                         {"other_mode", cal.points_other_mode}};
+                         {"other_mode", cal.points_other_mode},
+                         // The timing mode the models describe, and what it means for a mode
+                         // that is not a benchmark's (imported torch.profiler traces).
+                         {"timing_mode", o.mode}};
+  if (o.mode == "in_job")
+    extra["provenance"]["timing_mode_note"] =
+        "in-job NCCL kernel times imported from torch.profiler traces: per call the shortest "
+        "kernel over the ranks whose traces were given (docs/IMPORT.md)";
   extra["fit_method"] = {
       {"method",
        "backbone: piecewise ring model t = alpha + alpha_step*steps(n) + S_eff*f(n)/B per size "
