@@ -64,23 +64,26 @@ struct Topology {
 
 // The launch line's shape in shardcal's ranks: nccl-tests runs nThread x nGpus ranks per
 // process, so `srun -N2 --ntasks-per-node=1 all_reduce_perf -g 8` is 2 hosts x 8 ranks.
+// 64-bit: a launch line's shape times nGpus x nThread can exceed an int; the callers refuse a
+// world over fm::kMaxImportRanks.
 struct LaunchRanks {
-  std::optional<int> hosts, ranks_per_host, ranks;
+  std::optional<std::int64_t> hosts, ranks_per_host, ranks;
 };
 
 LaunchRanks launch_ranks(const fm::ParsedLog& log) {
   LaunchRanks r;
   if (!log.launch) return r;
-  int per_process = 1;
+  std::int64_t per_process = 1;
   if (log.format != fm::LogFormat::Osu)
     for (const char* k : {"nGpus", "nThread", "ngpus", "nthreads"})
       if (log.header.contains(k) && log.header[k].is_number_integer()) {
         const auto v = log.header[k].get<std::int64_t>();
-        if (v >= 1 && v <= 1024) per_process *= int(v);
+        if (v >= 1 && v <= 1024) per_process *= v;
       }
   r.hosts = log.launch->hosts;
   if (log.launch->ranks_per_host) r.ranks_per_host = *log.launch->ranks_per_host * per_process;
   if (log.launch->ranks) r.ranks = *log.launch->ranks * per_process;
+  if (r.hosts && r.ranks_per_host && !r.ranks) r.ranks = *r.hosts * *r.ranks_per_host;
   return r;
 }
 
@@ -118,8 +121,15 @@ Topology shape_topology(const fm::ParsedLog& log, int hosts, int rph, const std:
 Topology topology_of(const fm::ParsedLog& log, const std::string& path, const ImportArgs& a) {
   Topology t;
   const LaunchRanks lr = launch_ranks(log);
+  if (lr.ranks && *lr.ranks > fm::kMaxImportRanks)
+    throw Error(launch_where(path, *log.launch) + ": the launch line runs " +
+                std::to_string(*lr.ranks) + " ranks" +
+                (log.launch->ranks && *lr.ranks != *log.launch->ranks ? " with the log's nGpus"
+                                                                      : std::string()) +
+                ", more than the " + std::to_string(fm::kMaxImportRanks) +
+                " shardbench import handles; check the log (nothing written)");
   if (a.hosts > 0) {
-    const int world = a.hosts * a.ranks_per_host;
+    const int world = a.hosts * a.ranks_per_host;  // capped in run()
     const std::string given = "--hosts " + std::to_string(a.hosts) + " x --ranks-per-host " +
                               std::to_string(a.ranks_per_host) + " = " + std::to_string(world) +
                               " ranks";
@@ -151,15 +161,19 @@ Topology topology_of(const fm::ParsedLog& log, const std::string& path, const Im
   }
   if (log.ranks.empty()) {
     if (lr.hosts && lr.ranks_per_host)
-      return shape_topology(log, *lr.hosts, *lr.ranks_per_host,
+      return shape_topology(log, int(*lr.hosts), int(*lr.ranks_per_host),
                             "the launch line (line " + std::to_string(log.launch->line) + ")");
     throw Error(path + ": the log names no hosts (" +
                 (log.format == fm::LogFormat::Osu
                      ? std::string("OSU prints none")
                      : std::string("no `#  Rank N ... on HOST device` lines")) +
                 (log.launch ? "; its launch line (line " + std::to_string(log.launch->line) +
-                                  ") gives only " + log.launch->describe()
+                                  ") gives only " + log.launch->describe() +
+                                  (log.launch->inconsistent.empty()
+                                       ? std::string()
+                                       : " (" + log.launch->inconsistent + ")")
                             : std::string()) +
+                (log.launch_ignored.empty() ? std::string() : "; its " + log.launch_ignored) +
                 "); pass --hosts H --ranks-per-host R, the nodes and ranks per node the benchmark "
                 "ran on (e.g. --hosts 1 --ranks-per-host 2)");
   }
@@ -276,12 +290,17 @@ json context_record(const fm::ParsedLog& log, const std::string& path, const std
   imp["tool_version"] = log.tool_version;
   imp["benchmark"] = log.benchmark;
   imp["collective_from"] = log.benchmark_from;
-  imp["date_from"] = log.run_date.empty()
-                         ? "the import's time (the log states no date)"
-                         : "the log: " + log.run_date_from;
-  if (log.launch)
+  imp["date_from"] =
+      !log.run_date.empty()          ? "the log: " + log.run_date_from
+      : log.run_date_ignored.empty() ? std::string("the import's time (the log states no date)")
+                                     : "the import's time (" + log.run_date_ignored + ")";
+  if (log.launch) {
     imp["launch"] = {{"line", log.launch->line}, {"text", log.launch->text},
                      {"shape", log.launch->describe()}};
+    if (!log.launch->inconsistent.empty()) imp["launch"]["inconsistent"] = log.launch->inconsistent;
+  } else if (!log.launch_ignored.empty()) {
+    imp["launch_ignored"] = log.launch_ignored;
+  }
   imp["log_command_line"] = log.command_line;
   imp["header"] = log.header;
   imp["topology_from"] = topo.from;
@@ -398,6 +417,13 @@ int run(const ImportArgs& a) {
     throw Error(
         "--hosts and --ranks-per-host go together (the nodes and ranks per node the "
         "benchmark ran on); give both or neither");
+  if (std::int64_t(a.hosts) * a.ranks_per_host > fm::kMaxImportRanks)
+    throw Error("--hosts " + std::to_string(a.hosts) + " x --ranks-per-host " +
+                std::to_string(a.ranks_per_host) + " = " +
+                std::to_string(std::int64_t(a.hosts) * a.ranks_per_host) + " ranks, more than the " +
+                std::to_string(fm::kMaxImportRanks) +
+                " shardbench import handles; give the nodes and ranks per node the benchmark ran "
+                "on");
   for (const std::string& path : a.logs) {
     std::error_code ec;
     if (std::filesystem::equivalent(path, a.out, ec))
@@ -492,6 +518,8 @@ int run(const ImportArgs& a) {
     for (const std::string& n : l.notes) std::cout << "  " << n << "\n";
     if (!l.run_date.empty())
       std::cout << "  run date " << l.run_date << " from " << l.run_date_from << "\n";
+    else if (!l.run_date_ignored.empty())
+      std::cout << "  run date: the import's time; " << l.run_date_ignored << "\n";
   }
   // Moved vectors keep their buffers, so the row pointers above stayed valid.
   fm::write_text_atomic(a.out, text);

@@ -402,8 +402,17 @@ std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no)
   for (std::size_t i = k + 1; i < t.size(); ++i) {
     const std::string_view a = t[i];
     // The program ends the launcher's options.
-    if (a.find("osu_") != std::string_view::npos || a.find("_perf") != std::string_view::npos)
+    if (a.find("osu_") != std::string_view::npos || a.find("_perf") != std::string_view::npos) {
+      std::string_view b = a;
+      while (!b.empty() && (b.back() == '"' || b.back() == '\'' || b.back() == ';')) b.remove_suffix(1);
+      if (const std::size_t slash = b.find_last_of('/'); slash != std::string_view::npos)
+        b = b.substr(slash + 1);
+      while (!b.empty() && (b.front() == '"' || b.front() == '\'')) b.remove_prefix(1);
+      if (starts_with(b, "osu_") ||
+          (b.size() > 5 && b.substr(b.size() - 5) == "_perf"))
+        s.program = std::string(b);
       break;
+    }
     std::optional<std::string_view> v;
     if (slurm) {
       if ((v = value(i, "-N")) || (v = value(i, "--nodes"))) s.hosts = positive(*v);
@@ -454,7 +463,33 @@ std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no)
     }
     if (all && same && !s.ranks_per_host) s.ranks_per_host = *same;
   }
-  if (s.hosts && s.ranks_per_host && !s.ranks) s.ranks = *s.hosts * *s.ranks_per_host;
+  // A stated rank count (-np, -n, --ntasks) wins: hosts and ranks per host from the other options
+  // (-H's list and slots, -N, --ntasks-per-node) that do not multiply to it (slots are capacity,
+  // a host list is where ranks may go) are not evidence of the shape: dropped, with the names.
+  if (s.ranks) {
+    const std::int64_t n = *s.ranks;
+    std::string why;
+    if (s.hosts && s.ranks_per_host && std::int64_t(*s.hosts) * *s.ranks_per_host != n)
+      why = std::to_string(*s.hosts) + " host(s) x " + std::to_string(*s.ranks_per_host) +
+            " rank(s) per host = " +
+            std::to_string(std::int64_t(*s.hosts) * *s.ranks_per_host) + " ranks";
+    else if (s.hosts && (*s.hosts > n || n % *s.hosts != 0))
+      why = std::to_string(*s.hosts) + " host(s) (not a divisor of the rank count)";
+    else if (s.ranks_per_host && (*s.ranks_per_host > n || n % *s.ranks_per_host != 0))
+      why = std::to_string(*s.ranks_per_host) +
+            " rank(s) per host (not a divisor of the rank count)";
+    if (!why.empty()) {
+      s.inconsistent = "it states " + std::to_string(n) + " ranks but its other options give " +
+                       why + "; only the rank count is used";
+      s.hosts.reset();
+      s.ranks_per_host.reset();
+      s.host_names.clear();
+    }
+  }
+  // Products in 64 bits: a shape over kMaxImportRanks is refused by the callers (ranks unset).
+  if (s.hosts && s.ranks_per_host && !s.ranks &&
+      std::int64_t(*s.hosts) * *s.ranks_per_host <= kMaxImportRanks)
+    s.ranks = *s.hosts * *s.ranks_per_host;
   if (s.hosts && s.ranks && !s.ranks_per_host && *s.ranks % *s.hosts == 0)
     s.ranks_per_host = *s.ranks / *s.hosts;
   if (s.ranks_per_host && s.ranks && !s.hosts && *s.ranks % *s.ranks_per_host == 0)
@@ -463,9 +498,19 @@ std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no)
   return s;
 }
 
-std::optional<std::string> date_line_utc(std::string_view line) {
+namespace {
+
+// A date line: `utc` set when its zone converts, else `local` ("YYYY-MM-DDTHH:MM:SS" as written)
+// and `zone` (the zone's name, "" when none).
+struct DateParse {
+  std::optional<std::string> utc;
+  std::string local, zone;
+};
+
+std::optional<DateParse> parse_date_line(std::string_view line) {
   line = trim(line);
   if (line.size() < 19 || line.size() > 40) return std::nullopt;
+  DateParse out_date;
   std::tm tm{};
   long offset_s = 0;
   static const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -479,6 +524,7 @@ std::optional<std::string> date_line_utc(std::string_view line) {
     return c.size() == 8 && c[2] == ':' && c[5] == ':' && two(c.substr(0, 2), tm.tm_hour) &&
            two(c.substr(3, 2), tm.tm_min) && two(c.substr(6, 2), tm.tm_sec);
   };
+  bool unconverted = false;
   const auto t = split_ws(line);
   if (t.size() == 6 || t.size() == 5) {
     // date(1): "Thu Mar  5 22:00:43 UTC 2026" (zone names other than UTC/GMT: not converted)
@@ -493,16 +539,24 @@ std::optional<std::string> date_line_utc(std::string_view line) {
     const auto day = to_int(t[2]);
     if (!day || *day < 1 || *day > 31 || !clock(t[3])) return std::nullopt;
     tm.tm_mday = int(*day);
-    if (t.size() == 6 && t[4] != "UTC" && t[4] != "GMT") return std::nullopt;
-    if (t.size() == 5) return std::nullopt;  // no zone: local time of an unknown machine
-    const auto year = to_int(t[5]);
+    // No zone (local time of an unknown machine) or a zone name other than UTC/GMT (CET: whose
+    // rules?): a date, not converted.
+    const auto year = to_int(t.size() == 6 ? t[5] : t[4]);
     if (!year || *year < 1990 || *year > 9999) return std::nullopt;
     tm.tm_year = int(*year) - 1900;
+    if (t.size() == 5 || (t[4] != "UTC" && t[4] != "GMT")) {
+      if (t.size() == 6) {
+        for (char c : t[4])
+          if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))) return std::nullopt;
+        out_date.zone = std::string(t[4]);
+      }
+      unconverted = true;
+    }
   } else {
     // ISO 8601: "2026-03-05T22:00:43Z", "2026-03-05 22:00:43+01:00", fraction allowed
     std::string_view d = line;
     int y1 = 0, y2 = 0;
-    if (d.size() < 20 || !two(d.substr(0, 2), y1) || !two(d.substr(2, 2), y2) || d[4] != '-' ||
+    if (d.size() < 19 || !two(d.substr(0, 2), y1) || !two(d.substr(2, 2), y2) || d[4] != '-' ||
         d[7] != '-' || !(d[10] == 'T' || d[10] == ' ') || !two(d.substr(5, 2), tm.tm_mon) ||
         !two(d.substr(8, 2), tm.tm_mday) || !clock(d.substr(11, 8)))
       return std::nullopt;
@@ -519,6 +573,8 @@ std::optional<std::string> date_line_utc(std::string_view line) {
     } else if (z.size() == 6 && (z[0] == '+' || z[0] == '-') && z[3] == ':' &&
                two(z.substr(1, 2), oh) && two(z.substr(4, 2), om)) {
       offset_s = (z[0] == '+' ? 1 : -1) * long(oh * 3600 + om * 60);
+    } else if (z.empty()) {
+      unconverted = true;  // no zone: whose clock?
     } else {
       return std::nullopt;
     }
@@ -526,12 +582,87 @@ std::optional<std::string> date_line_utc(std::string_view line) {
       return std::nullopt;
   }
   if (tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) return std::nullopt;
+  char buf[32];
+  if (unconverted) {
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    out_date.local = buf;
+    return out_date;
+  }
   const std::time_t when = timegm(&tm) - offset_s;
   std::tm out{};
   if (!gmtime_r(&when, &out)) return std::nullopt;
-  char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &out);
-  return std::string(buf);
+  out_date.utc = std::string(buf);
+  return out_date;
+}
+
+}  // namespace
+
+std::optional<std::string> date_line_utc(std::string_view line) {
+  const auto d = parse_date_line(line);
+  if (!d) return std::nullopt;
+  return d->utc;
+}
+
+std::optional<UnconvertedDate> date_line_unconverted(std::string_view line) {
+  const auto d = parse_date_line(line);
+  if (!d || d->utc) return std::nullopt;
+  return UnconvertedDate{d->local, d->zone};
+}
+
+void consider_date_line(ParsedLog& log, std::string_view line, int line_no) {
+  if (!log.run_date.empty()) return;
+  const auto d = parse_date_line(line);
+  if (!d) return;
+  const std::string where = "line " + std::to_string(line_no) + " (`" + std::string(trim(line)) + "`)";
+  if (d->utc) {
+    log.run_date = *d->utc;
+    log.run_date_from = where;
+    return;
+  }
+  // A text log's bare date without a convertible zone is not used (whose clock?); said.
+  if (log.run_date_ignored.empty())
+    log.run_date_ignored =
+        where + (d->zone.empty() ? std::string(" states no time zone")
+                                 : " names the zone " + d->zone + ", which shardbench does not "
+                                   "convert (only UTC/GMT or a numeric offset)") +
+        "; not used";
+}
+
+void consider_launch_line(ParsedLog& log, std::string_view line, int line_no,
+                          const std::string& name) {
+  std::optional<LaunchShape> s = parse_launch_line(line, line_no);
+  if (!s || s->program.empty()) return;  // not the benchmark's launch (nvidia-smi, a script)
+  std::int64_t world = s->ranks ? *s->ranks : 0;
+  if (s->hosts && s->ranks_per_host)
+    world = std::max(world, std::int64_t(*s->hosts) * *s->ranks_per_host);
+  if (world > kMaxImportRanks)
+    throw Error(name + ":" + std::to_string(line_no) + ": the launch line (`" +
+                std::string(trim(line)).substr(0, 120) + "`) states " + s->describe() + " = " +
+                std::to_string(world) + " ranks, more than the " + std::to_string(kMaxImportRanks) +
+                " shardbench import handles; check the line (nothing written)");
+  if (!log.launch) {
+    log.launch = std::move(s);
+    return;
+  }
+  const LaunchShape& a = *log.launch;
+  if (a.hosts == s->hosts && a.ranks == s->ranks && a.ranks_per_host == s->ranks_per_host) return;
+  if (log.launch_ignored.empty())
+    log.launch_ignored = "lines " + std::to_string(a.line) + " (`" + a.text + "`: " +
+                         a.describe() + ") and " + std::to_string(line_no) + " (`" + s->text +
+                         "`: " + s->describe() +
+                         ") launch the benchmark with different shapes; neither is used";
+}
+
+void finish_launch(ParsedLog& log, const std::string& name) {
+  if (!log.launch_ignored.empty()) {
+    log.notes.push_back(name + ": " + log.launch_ignored);
+    log.launch.reset();
+    return;
+  }
+  if (log.launch && !log.launch->inconsistent.empty())
+    log.notes.push_back(name + ":" + std::to_string(log.launch->line) + ": the launch line (`" +
+                        log.launch->text + "`) contradicts itself: " + log.launch->inconsistent);
 }
 
 }  // namespace import_detail

@@ -295,12 +295,8 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
         program_from_command = *p;
         log.command_line = std::string(line);
       }
-      if (!log.launch) log.launch = parse_launch_line(line, ln);
-      if (log.run_date.empty())
-        if (auto d = date_line_utc(line)) {
-          log.run_date = *d;
-          log.run_date_from = "line " + std::to_string(ln) + " (`" + std::string(line) + "`)";
-        }
+      consider_launch_line(log, line, ln, name);
+      consider_date_line(log, line, ln);
       return;
     }
     const std::string_view body = trim(line.substr(1));
@@ -366,6 +362,7 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
                 ":1: no nccl-tests table header (`#  size  count  type  redop  root  time "
                 "algbw  busbw  #wrong ...`) in the log; is this nccl-tests output? "
                 "(--format osu for OSU logs)");
+  finish_launch(log, name);
   if (pending) {
     // The last row cut short (a killed job, a log copied partially): skip it, say so.
     ++log.skipped_truncated;
@@ -580,11 +577,23 @@ ParsedLog parse_nccl_tests_json(std::string_view text, const std::string& name) 
     set_collective_from_program(log, program, "args[0] of the JSON");
   else
     infer_from_table(log, group_size(log.ranks));
-  if (log.header.contains("start_time"))
-    if (auto when = date_line_utc(log.header["start_time"].get<std::string>())) {
+  if (log.header.contains("start_time")) {
+    const std::string st = log.header["start_time"].get<std::string>();
+    if (auto when = date_line_utc(st)) {
       log.run_date = *when;
-      log.run_date_from = "the JSON's start_time";
+      log.run_date_from = "the log's start_time";
+    } else if (auto local = date_line_unconverted(st); local && local->zone.empty()) {
+      // nccl-tests writes its host's local time without a zone: recorded as written.
+      log.run_date = local->local;
+      log.run_date_from = "the log's start_time, zone not stated";
+    } else {
+      log.run_date_ignored = "the log's start_time \"" + st + "\" " +
+                             (local ? "names the zone " + local->zone +
+                                          ", which shardbench does not convert"
+                                    : std::string("is not a date shardbench reads")) +
+                             "; not used";
     }
+  }
   return log;
 }
 

@@ -186,12 +186,8 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
     const auto t = split_ws(line);
     if (t.empty()) return;
     if (!is_uint_token(t[0]) || !cols) {
-      if (!log.launch) log.launch = parse_launch_line(line, ln);
-      if (log.run_date.empty())
-        if (auto d = date_line_utc(line)) {
-          log.run_date = *d;
-          log.run_date_from = "line " + std::to_string(ln) + " (`" + std::string(line) + "`)";
-        }
+      consider_launch_line(log, line, ln, name);
+      consider_date_line(log, line, ln);
       // The command line: the token naming the benchmark (osu_allreduce), and its options.
       for (std::string_view tok : t) {
         const std::size_t slash = tok.find_last_of('/');
@@ -267,6 +263,7 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
     }
     log.rows.push_back(std::move(r));
   });
+  finish_launch(log, name);
   if (title.empty())
     throw Error(name +
                 ":1: no OSU title line (`# OSU MPI ... Test vX.Y`) in the log; is this "

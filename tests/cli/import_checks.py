@@ -5,6 +5,7 @@ tests/data/realdata/ (public logs, see its README) and damaged copies of them.
 usage: import_checks.py CHECK SHARDBENCH SOURCE_DIR
 Each CHECK exits 0 on success and prints what it compared; non-zero with the reason otherwise.
 """
+import datetime
 import json
 import os
 import re
@@ -255,6 +256,9 @@ def check_json(tmp):
     assert per_iter[0]["timing"]["timer"] == "cuda_event"
     assert [p["wrong"] for p in pts if p["wrong"]] == [3]
     assert "1 N/A" in p.stdout and "1 size-0" in p.stdout, p.stdout
+    # start_time "2026-11-27 10:00:00" has no zone: recorded as written, and said so.
+    assert ctx["date"] == "2026-11-27T10:00:00", ctx["date"]
+    assert ctx["import"]["date_from"] == "the log: the log's start_time, zone not stated", ctx["import"]
     print("json: nccl-tests -J file imported: hosts from devices, per-iteration times as samples "
           "(first skipped as the tool does), nwrong and nan handled")
 
@@ -342,14 +346,78 @@ def check_contradiction(tmp):
         recs = records(out)
         assert recs[0]["world"] == 8 and recs[0]["n_hosts"] == 2, recs[0]
         assert recs[1]["bytes"] == 8 * 8 and recs[1]["group_size"] == 8, recs[1]
+    # A launch line that contradicts itself: the stated rank count wins, the rest is not evidence.
+    # `-np 8 -H node1:8,node2:8` (slots are capacity) ran 8 ranks, not 2 x 8; `-np 16 -N 8 -H
+    # a,b,c,d` ran 16, not 4 x 8.
+    body = open(synth(OSU_SRUN)).read().splitlines(keepends=True)[2:]
+    out = os.path.join(tmp, "c2.jsonl")
+    for launch, ranks, truth, wrong in (
+            ("mpirun -np 8 -H node1:8,node2:8 ./osu_allgather", 8, ("1", "8"), ("2", "8")),
+            ("mpirun -np 16 -N 8 -H a,b,c,d ./osu_allgather", 16, ("2", "8"), ("4", "8"))):
+        path = os.path.join(tmp, "selfcontra.txt")
+        open(path, "w").write(launch + "\n" + "".join(body))
+        # Without flags: not imported as the line's hosts x slots; the flags are asked for.
+        p = run(["import", path, "--out", out], 2)
+        one_error(p, "names no hosts", f"gives only {ranks} rank(s)", f"states {ranks} ranks",
+                  "--hosts H --ranks-per-host R")
+        assert not os.path.exists(out)
+        # The true shape is accepted, bytes = ranks x the block.
+        run(["import", path, "--hosts", truth[0], "--ranks-per-host", truth[1], "--out", out], 0)
+        recs = records(out)
+        assert recs[0]["world"] == ranks and recs[0]["n_hosts"] == int(truth[0]), recs[0]
+        assert recs[1]["bytes"] == 8 * ranks and recs[1]["group_size"] == ranks, recs[1]
+        assert "states %d ranks" % ranks in recs[0]["import"]["launch"]["inconsistent"], recs[0]["import"]
+        os.remove(out)
+        # The line's own hosts x slots contradict the stated rank count: refused.
+        p = run(["import", path, "--hosts", wrong[0], "--ranks-per-host", wrong[1], "--out", out], 2)
+        one_error(p, "contradicts the log's launch line", f"which ran {ranks} rank(s)")
+        assert not os.path.exists(out)
+    # Launch lines of other programs are not the benchmark's shape; two benchmark launch lines of
+    # different shapes: neither is used, and the summary says so.
+    for pre, rc in (("+ srun -N1 -n1 nvidia-smi -L\nGPU 0: NVIDIA H100\n"
+                     "+ srun -N2 --ntasks-per-node=4 ./osu_allgather\n", 0),
+                    ("srun -N2 --ntasks-per-node=4 ./osu_allgather\n"
+                     "srun -N1 --ntasks-per-node=8 ./osu_allgather\n", 2)):
+        path = os.path.join(tmp, "launches.txt")
+        open(path, "w").write(pre + "".join(body))
+        p = run(["import", path, "--out", out], rc)
+        if rc == 0:
+            recs = records(out)
+            assert recs[0]["world"] == 8 and recs[0]["n_hosts"] == 2, recs[0]
+            assert recs[0]["import"]["launch"]["line"] == 3, recs[0]["import"]["launch"]
+            os.remove(out)
+        else:
+            one_error(p, "names no hosts", "lines 1 (", "different shapes; neither is used")
+            assert not os.path.exists(out)
+            p = run(["import", path, "--hosts", "1", "--ranks-per-host", "8", "--out", out], 0)
+            assert "different shapes; neither is used" in p.stdout, p.stdout
+            assert "neither is used" in records(out)[0]["import"]["launch_ignored"]
+            os.remove(out)
+    # Huge shapes: refused with one line, exit 2, no abort and no file.
+    for launch in ("srun -N 4096 --ntasks-per-node=4096 ./osu_allgather",
+                   "srun -N 100000 --ntasks-per-node=100000 ./osu_allgather",
+                   "mpirun -np 2000000 ./osu_allgather"):
+        path = os.path.join(tmp, "huge.txt")
+        open(path, "w").write(launch + "\n" + "".join(body))
+        p = run(["import", path, "--out", out], 2)
+        one_error(p, f"{path}:1:", "more than the 1048576", "nothing written")
+        assert not os.path.exists(out)
+    p = run(["import", synth(OSU_SRUN), "--hosts", "100000", "--ranks-per-host", "100000",
+             "--out", out], 2)
+    one_error(p, "10000000000 ranks, more than the 1048576")
+    assert not os.path.exists(out)
     # The rank lines are evidence too: they name more hosts than --hosts.
+    out = os.path.join(tmp, "c.jsonl")
     two = log("ncclt-all_reduce-H100-2x8-1.txt")
     p = run(["import", two, "--hosts", "1", "--ranks-per-host", "16", "--out", out + ".2"], 2)
     one_error(p, "rank lines name 2 hosts", "--hosts says 1")
     assert not os.path.exists(out + ".2")
     print("contradiction: --collective all_reduce/allreduce/broadcast on an all_to_all table, "
           "all_gather at 8 ranks, OSU --hosts 3/2x8/4x2 against `srun -N2 --ntasks-per-node=4`, "
-          "--hosts 1 against two hosts' rank lines: refused with the evidence, nothing written")
+          "--hosts 1 against two hosts' rank lines: refused with the evidence, nothing written; "
+          "self-contradicting launch lines (-np 8 -H n1:8,n2:8; -np 16 -N 8 -H a,b,c,d) keep the "
+          "rank count and take the true flags; nvidia-smi's srun line ignored; disagreeing "
+          "benchmark launch lines unused and said; huge shapes refused")
 
 
 def check_provenance(tmp):
@@ -366,18 +434,28 @@ def check_provenance(tmp):
     assert [h["name"] for h in ctx["hosts"]] == ["a100-01"] and ctx["world"] == 2, ctx["hosts"]
     assert "host names from the launch line" in ctx["import"]["topology_from"], ctx["import"]
     assert "states no date" in ctx["import"]["date_from"], ctx["import"]  # said, not pretended
-    # A date with an offset is converted to UTC; a zone name shardbench cannot convert is not used.
+    # A date with an offset is converted to UTC; a zone name shardbench cannot convert is not
+    # used: the date is the import's time, and date_from names the line and why.
     text = open(synth(OSU_SRUN)).read().splitlines(keepends=True)
     for first, want in (("2025-11-04 11:15:02+01:00\n", "2025-11-04T10:15:02Z"),
                         ("Tue Nov  4 11:15:02 CET 2025\n", None)):
         path = os.path.join(tmp, "dated.txt")
         open(path, "w").write(first + "".join(text[1:]))
-        run(["import", path, "--out", out], 0)
+        before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+        p = run(["import", path, "--out", out], 0)
+        after = datetime.datetime.now(datetime.timezone.utc)
         ctx = records(out)[0]
         if want:
             assert ctx["date"] == want, ctx["date"]
+            assert "line 1 (`2025-11-04 11:15:02+01:00`)" in ctx["import"]["date_from"], ctx["import"]
         else:
-            assert "states no date" in ctx["import"]["date_from"] and ctx["date"] != "2025-11-04T10:15:02Z"
+            got = datetime.datetime.fromisoformat(ctx["date"].replace("Z", "+00:00"))
+            assert before <= got <= after, (ctx["date"], before, after)  # the import's time
+            df = ctx["import"]["date_from"]
+            assert df.startswith("the import's time (line 1 (`Tue Nov  4 11:15:02 CET 2025`)"), df
+            assert "names the zone CET, which shardbench does not convert" in df and "not used" in df, df
+            assert "states no date" not in df, df
+            assert "names the zone CET" in p.stdout, p.stdout
     print("provenance: run date from a `date` line (UTC, offsets converted), host names from the "
           "launch line (mpirun_rsh), `states no date` said when the log has none")
 

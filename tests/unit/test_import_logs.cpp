@@ -256,9 +256,82 @@ TEST(ImportLogs, LaunchLines) {
   EXPECT_EQ(rsh->hosts, 1);
   EXPECT_EQ(rsh->ranks_per_host, 2);
   EXPECT_EQ(rsh->host_names, (std::vector<std::string>{"a100-01"}));
+  EXPECT_EQ(srun->program, "osu_allgather");
+  EXPECT_EQ(srun2->program, "all_reduce_perf");
+  EXPECT_EQ(rsh->program, "osu_allreduce");
+  EXPECT_TRUE(srun->inconsistent.empty());
+  // A launch of another program: parsed, but not the benchmark's (program "").
+  auto smi = parse_launch_line("+ srun -N1 -n1 nvidia-smi -L", 1);
+  ASSERT_TRUE(smi);
+  EXPECT_EQ(smi->program, "");
+  // The stated rank count wins; a host list's slots (capacity) or -N that multiply to another
+  // count are dropped, with the host names.
+  auto slots = parse_launch_line("mpirun -np 8 -H node1:8,node2:8 ./osu_allgather", 1);
+  ASSERT_TRUE(slots);
+  EXPECT_EQ(slots->ranks, 8);
+  EXPECT_FALSE(slots->hosts);
+  EXPECT_FALSE(slots->ranks_per_host);
+  EXPECT_TRUE(slots->host_names.empty());
+  EXPECT_NE(slots->inconsistent.find("states 8 ranks"), std::string::npos) << slots->inconsistent;
+  EXPECT_NE(slots->inconsistent.find("2 host(s) x 8 rank(s) per host = 16 ranks"), std::string::npos)
+      << slots->inconsistent;
+  auto four = parse_launch_line("mpirun -np 16 -N 8 -H a,b,c,d ./osu_allgather", 1);
+  ASSERT_TRUE(four);
+  EXPECT_EQ(four->ranks, 16);
+  EXPECT_FALSE(four->hosts);
+  EXPECT_FALSE(four->ranks_per_host);
+  EXPECT_EQ(four->describe(), "16 rank(s)");
+  auto odd = parse_launch_line("mpirun -np 6 -H a,b,c,d ./osu_allgather", 1);
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->ranks, 6);
+  EXPECT_FALSE(odd->hosts);
+  EXPECT_FALSE(odd->inconsistent.empty());
+  // Huge shapes: multiplied in 64 bits, the rank count left unset past the import's cap.
+  auto huge = parse_launch_line("srun -N 100000 --ntasks-per-node=100000 ./osu_allgather", 1);
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->hosts, 100000);
+  EXPECT_FALSE(huge->ranks);
   // No launcher, or a launcher that says nothing about the shape.
   EXPECT_FALSE(parse_launch_line("./build/alltoall_perf -b 8 -e 1024M -f 2 -g 2", 1));
   EXPECT_FALSE(parse_launch_line("srun ./osu_allreduce", 1));
+}
+
+// The log's launch line: only one that runs the benchmark; several that disagree: none; a shape
+// over the import's cap: refused.
+TEST(ImportLogs, LaunchLineOfTheBenchmark) {
+  std::string table = "# OSU MPI Allgather Latency Test v7.4\n# Datatype: MPI_CHAR.\n"
+                      "# Size       Avg Latency(us)\n8  9.00\n16  9.01\n";
+  ParsedLog log = parse_log("+ srun -N1 -n1 nvidia-smi -L\nGPU 0: NVIDIA H100\n"
+                            "+ srun -N2 --ntasks-per-node=4 ./osu_allgather\n\n" + table,
+                            "s1", LogFormat::Auto);
+  ASSERT_TRUE(log.launch);
+  EXPECT_EQ(log.launch->line, 3);
+  EXPECT_EQ(log.launch->hosts, 2);
+  EXPECT_EQ(log.launch->ranks_per_host, 4);
+  EXPECT_TRUE(log.launch_ignored.empty());
+  log = parse_log("srun -N2 --ntasks-per-node=4 ./osu_allgather\n"
+                  "srun -N2 --ntasks-per-node=4 ./osu_allgather -m 8:16\n" + table,
+                  "same", LogFormat::Auto);
+  ASSERT_TRUE(log.launch);  // the same shape twice: agreed
+  EXPECT_EQ(log.launch->line, 1);
+  log = parse_log("srun -N2 --ntasks-per-node=4 ./osu_allgather\n"
+                  "srun -N1 --ntasks-per-node=8 ./osu_allgather\n" + table,
+                  "two", LogFormat::Auto);
+  EXPECT_FALSE(log.launch);
+  EXPECT_NE(log.launch_ignored.find("lines 1 ("), std::string::npos) << log.launch_ignored;
+  EXPECT_NE(log.launch_ignored.find("neither is used"), std::string::npos) << log.launch_ignored;
+  ASSERT_FALSE(log.notes.empty());
+  EXPECT_NE(log.notes.back().find("different shapes"), std::string::npos) << log.notes.back();
+  for (const char* line : {"srun -N 4096 --ntasks-per-node=4096 ./osu_allgather\n",
+                           "srun -N 100000 --ntasks-per-node=100000 ./osu_allgather\n"}) {
+    try {
+      (void)parse_log(std::string(line) + table, "big", LogFormat::Auto);
+      ADD_FAILURE() << line << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("big:1: the launch line"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("more than the 1048576"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ImportLogs, DateLines) {
@@ -271,6 +344,38 @@ TEST(ImportLogs, DateLines) {
   EXPECT_FALSE(date_line_utc("2026-03-05 22:00:43"));           // no zone: whose clock?
   EXPECT_FALSE(date_line_utc("#  Rank  0 Group  0 Pid 1583987 on HOST device  0"));
   EXPECT_FALSE(date_line_utc("2026-13-05T22:00:43Z"));
+  // Those dates, not converted: as written, with the zone's name.
+  using import_detail::date_line_unconverted;
+  const auto cet = date_line_unconverted("Thu Mar  5 22:00:43 CET 2026");
+  ASSERT_TRUE(cet);
+  EXPECT_EQ(cet->local, "2026-03-05T22:00:43");
+  EXPECT_EQ(cet->zone, "CET");
+  const auto bare = date_line_unconverted("2026-03-05 22:00:43");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->local, "2026-03-05T22:00:43");
+  EXPECT_EQ(bare->zone, "");
+  EXPECT_FALSE(date_line_unconverted("2026-03-05T22:00:43Z"));  // converts: not this
+  EXPECT_FALSE(date_line_unconverted("2026-13-05 22:00:43"));
+  EXPECT_FALSE(date_line_unconverted("Thu Mar  5 22:00:43 C3T 2026"));
+}
+
+// nccl-tests JSON start_time has no zone: recorded as written, and said so.
+TEST(ImportLogs, JsonStartTimeWithoutZone) {
+  const std::string text = read("import/ncclt-json-all_reduce-synthetic-2x2.json");
+  ASSERT_NE(text.find("\"start_time\":\"2026-11-27 10:00:00\""), std::string::npos);
+  ParsedLog log = parse_log(text, "j", LogFormat::Auto);
+  EXPECT_EQ(log.run_date, "2026-11-27T10:00:00");
+  EXPECT_EQ(log.run_date_from, "the log's start_time, zone not stated");
+  std::string zoned = text;
+  zoned.replace(zoned.find("2026-11-27 10:00:00"), 19, "2026-11-27 10:00:00+01:00");
+  log = parse_log(zoned, "j", LogFormat::Auto);
+  EXPECT_EQ(log.run_date, "2026-11-27T09:00:00Z");
+  std::string junk = text;
+  junk.replace(junk.find("2026-11-27 10:00:00"), 19, "yesterday");
+  log = parse_log(junk, "j", LogFormat::Auto);
+  EXPECT_EQ(log.run_date, "");
+  EXPECT_NE(log.run_date_ignored.find("\"yesterday\" is not a date"), std::string::npos)
+      << log.run_date_ignored;
 }
 
 TEST(ImportLogs, UnnamedTableCandidates) {

@@ -67,8 +67,18 @@ struct LaunchShape {
   std::optional<int> ranks;       // all ranks
   std::optional<int> ranks_per_host;
   std::vector<std::string> host_names;  // distinct, in order of first appearance (when named)
+  // The program the launcher runs: the first token naming a benchmark (osu_*, *_perf), as its
+  // base name; "" when the line runs something else (nvidia-smi, a script): not the benchmark's
+  // shape.
+  std::string program;
+  // Non-empty when the line contradicts itself (the stated rank count against hosts x ranks
+  // per host from the other options): what was dropped. The stated rank count is kept.
+  std::string inconsistent;
   std::string describe() const;   // "2 host(s) x 4 rank(s) per host" / "8 rank(s)" ...
 };
+
+// The most ranks an imported job may have (the results record lists every rank's count).
+inline constexpr std::int64_t kMaxImportRanks = std::int64_t(1) << 20;
 
 struct ParsedLog {
   LogFormat format = LogFormat::NcclTests;
@@ -97,9 +107,16 @@ struct ParsedLog {
   bool undetermined = false;
   std::vector<Collective> candidates;
   std::string evidence;  // the table's signature: redop, count rule, busbw/algbw on n ranks, line
-  std::optional<LaunchShape> launch;  // the launch line's job shape, when the log shows one
-  std::string run_date;       // when the benchmark ran, UTC ISO 8601 ("" when the log says not)
-  std::string run_date_from;  // where run_date came from ("line 3: `date` output", ...)
+  // The launch line that runs the benchmark, when the log shows one. Launch lines of other
+  // programs are not used; several benchmark launch lines with different shapes: none is, and
+  // launch_ignored says why (also in notes).
+  std::optional<LaunchShape> launch;
+  std::string launch_ignored;
+  // When the benchmark ran: UTC ISO 8601 "...Z", or as written without a zone
+  // ("2026-11-27T10:00:00", nccl-tests JSON start_time); "" when the log says not.
+  std::string run_date;
+  std::string run_date_from;     // where run_date came from ("line 3 (`...`)", ...)
+  std::string run_date_ignored;  // a date the log states that was not used, and why
 };
 
 // Parses `text` (named `name` in messages) as `format` (Auto: detect_log_format). A collective
@@ -137,6 +154,21 @@ std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no)
 // ("2026-03-05T22:00:43Z", "2026-03-05 22:00:43+01:00"), as UTC "YYYY-MM-DDTHH:MM:SSZ"; nullopt
 // for other text and for zones it cannot convert (names other than UTC/GMT).
 std::optional<std::string> date_line_utc(std::string_view line);
+// A line that is a date date_line_utc cannot convert: without a zone, or with a zone name other
+// than UTC/GMT. `local`: "YYYY-MM-DDTHH:MM:SS" as written; `zone`: the zone name ("" when none).
+struct UnconvertedDate {
+  std::string local, zone;
+};
+std::optional<UnconvertedDate> date_line_unconverted(std::string_view line);
+// Considers one log line as the benchmark's launch line (parse_launch_line; lines that run
+// another program are ignored). Throws Error "NAME:LINE: ..." for a shape of more than
+// kMaxImportRanks ranks. finish_launch: several benchmark launch lines that disagree leave none.
+void consider_launch_line(ParsedLog& log, std::string_view line, int line_no,
+                          const std::string& name);
+void finish_launch(ParsedLog& log, const std::string& name);
+// Considers one log line as the run's date (date_line_utc); a date it cannot convert is noted
+// in run_date_ignored.
+void consider_date_line(ParsedLog& log, std::string_view line, int line_no);
 }  // namespace import_detail
 
 }  // namespace shardcal::formats
