@@ -57,13 +57,19 @@ struct ClusterId {
   }
 };
 
+// The letters a host name starts with ("gpu-dp-2jvzl" -> "gpu"); "" for names that have no
+// such prefix to compare: IP addresses (10.0.0.1), digit-led names (4u-gpu1), hex container ids
+// (3f2a9c0d1e7b, a3f9c2d1e0b4).
 std::string host_family(const std::string& host) {
+  const bool hex = host.size() >= 8 && host.find_first_not_of("0123456789abcdefABCDEF") ==
+                                           std::string::npos;
+  if (hex) return "";
   std::string f;
   for (char c : host) {
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) break;
     f += char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   }
-  return f.empty() ? host : f;
+  return f;
 }
 
 std::vector<ClusterId> clusters_of(const shardcal::calib::ResultSet& rs) {
@@ -92,25 +98,33 @@ std::vector<ClusterId> clusters_of(const shardcal::calib::ResultSet& rs) {
         for (const json& h : c["hosts"])
           if (h.is_object() && h.contains("name") && h["name"].is_string()) {
             id.hosts.insert(h["name"].get<std::string>());
-            id.families.insert(host_family(h["name"].get<std::string>()));
+            id.families.insert(host_family(h["name"].get<std::string>()));  // "": none
           }
       out.push_back(std::move(id));
     }
   return out;
 }
 
-// Why a and b are different clusters ("" when nothing says so). GPU names differ; or, for
-// imported logs, host names that share neither a host nor a family.
-std::string differ(const ClusterId& a, const ClusterId& b) {
-  if (!a.gpus.empty() && !b.gpus.empty() && a.gpus != b.gpus) return "other GPUs";
-  if ((a.imported || b.imported) && !a.hosts.empty() && !b.hosts.empty()) {
-    for (const auto& h : a.hosts)
-      if (b.hosts.count(h)) return "";
-    for (const auto& f : a.families)
-      if (b.families.count(f)) return "";
-    return "other hosts";
-  }
-  return "";
+// Whether a and b are different clusters. `refuse`: what says so ("" when nothing does): GPU
+// names differ; or, when GPUs do not settle it, imported logs whose hosts share neither a name
+// nor a family while every host has one. `warn`: other hosts that do not refuse (the same GPUs
+// on other nodes; names without a family to compare: IPs, digit-led, hex container ids).
+struct Difference {
+  std::string refuse, warn;
+};
+
+Difference differ(const ClusterId& a, const ClusterId& b) {
+  const bool gpus_named = !a.gpus.empty() && !b.gpus.empty();
+  if (gpus_named && a.gpus != b.gpus) return {"other GPUs", ""};
+  if (!(a.imported || b.imported) || a.hosts.empty() || b.hosts.empty()) return {};
+  for (const auto& h : a.hosts)
+    if (b.hosts.count(h)) return {};
+  for (const auto& f : a.families)
+    if (!f.empty() && b.families.count(f)) return {};
+  if (gpus_named) return {"", "the same GPUs on other hosts"};
+  if (a.families.count("") || b.families.count(""))
+    return {"", "other hosts, named without a letter prefix to compare"};
+  return {"other hosts", ""};
 }
 
 std::string default_cluster_name(const shardcal::calib::ResultSet& rs) {
@@ -144,16 +158,25 @@ int run(const CalibrateArgs& a) {
   // One profile describes one cluster: results of several are refused unless asked for.
   const std::vector<ClusterId> clusters = clusters_of(rs);
   std::vector<std::size_t> distinct;  // indices of the first context of each cluster
-  std::string mixed_why;
+  std::string mixed_why, hosts_warning;
   for (std::size_t i = 0; i < clusters.size(); ++i) {
     bool fresh = true;
-    for (std::size_t j : distinct)
-      if (differ(clusters[i], clusters[j]).empty()) fresh = false;
+    std::string warn;
+    for (std::size_t j : distinct) {
+      const Difference d = differ(clusters[i], clusters[j]);
+      if (d.refuse.empty()) {
+        fresh = false;
+        if (!d.warn.empty() && warn.empty())
+          warn = clusters[j].text() + " and " + clusters[i].text() + ": " + d.warn;
+      }
+    }
     if (fresh) {
       if (!distinct.empty() && mixed_why.empty())
         mixed_why = clusters[distinct.front()].text() + " and " + clusters[i].text() + ": " +
-                    differ(clusters[i], clusters[distinct.front()]);
+                    differ(clusters[i], clusters[distinct.front()]).refuse;
       distinct.push_back(i);
+    } else if (!warn.empty() && hosts_warning.empty()) {
+      hosts_warning = warn;
     }
   }
   if (distinct.size() > 1 && !a.allow_mixed)
@@ -170,6 +193,9 @@ int run(const CalibrateArgs& a) {
   // The sweep's floor warnings, repeated; files without them (imports, older sweeps) checked
   // here.
   std::vector<std::string> warnings;
+  if (!hosts_warning.empty())
+    warnings.push_back(hosts_warning +
+                       "; fitted as one cluster (calibrate them separately if they are not)");
   std::set<std::string> warned_files;
   for (const auto& f : rs.files)
     for (const json& w : f.warnings) {
@@ -229,8 +255,8 @@ Runner add_calibrate_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "per_iteration", "pipelined", "in_job"}))
       ->capture_default_str();
   cmd->add_flag("--allow-mixed", args->allow_mixed,
-                "Fit results of different clusters (other GPU names, or imported logs of other "
-                "hosts) into one profile; refused without it");
+                "Fit results of different clusters (other GPU names, or, without GPU names, "
+                "imported logs of other hosts) into one profile; refused without it");
   return [args] { return run(*args); };
 }
 

@@ -97,9 +97,42 @@ def check_mixed(tmp):
     one_line(p, "shardbench: error: ", "3 different clusters", "NVIDIA H20", "NVIDIA GH200 480GB",
              "other GPUs", "--allow-mixed", "nothing written")
     assert not os.path.exists(prof)
-    p = run(["calibrate", "--results", h20, other_hosts, "--out", prof], 2)
-    one_line(p, "shardbench: error: ", "2 different clusters", "other hosts", "h20-node07", "gpu-pod-x7q2")
+    # The same GPUs on hosts of another name (or named by IP, digit-led, a container's hex id):
+    # host names alone never refuse when both name matching GPUs; one warning line says so.
+    hexed = cluster_copy(tmp, "h20hex", "NVIDIA H20", "3f2a9c0d1e7b")
+    for other, host in ((other_hosts, "gpu-pod-x7q2"), (hexed, "3f2a9c0d1e7b")):
+        p = run(["calibrate", "--results", h20, other, "--out", prof], 0)
+        warn = [l for l in p.stderr.splitlines() if l.startswith("calibrate: warning: ")]
+        assert len(warn) == 1, p.stderr
+        for w in ("h20-node07", host, "the same GPUs on other hosts", "fitted as one cluster"):
+            assert w in warn[0], (w, warn[0])
+        pv = json.load(open(prof))["provenance"]
+        assert pv["mixed_clusters"] is False and len(pv["clusters"]) == 1, pv["clusters"]
+        assert any("the same GPUs on other hosts" in w for w in pv["warnings"]), pv["warnings"]
+        os.remove(prof)
+    # Logs without GPU names (OSU): host-name families decide when every name has a letter
+    # prefix (node-a* vs gpu-x*: refused); IP-named and digit-led hosts of one cluster have no
+    # family to compare: accepted with a warning.
+    body = open(data("import", "osu-allgather-srun-2x4.txt")).read().splitlines(keepends=True)[2:]
+
+    def osu(name, hosts):
+        path = os.path.join(tmp, name + ".txt")
+        open(path, "w").write(f"mpirun -np 4 -H {hosts} ./osu_allgather\n" + "".join(body))
+        out = os.path.join(tmp, name + ".jsonl")
+        run(["import", path, "--out", out], 0)
+        assert [h["name"] for h in records(out)[0]["hosts"]] == hosts.split(","), records(out)[0]
+        return out
+    p = run(["calibrate", "--results", osu("na", "node-a1,node-a2"), osu("gx", "gpu-x1,gpu-x2"),
+             "--out", prof], 2)
+    one_line(p, "shardbench: error: ", "2 different clusters", "other hosts", "node-a1", "gpu-x1")
     assert not os.path.exists(prof)
+    for a, b in (("10.0.0.1,10.0.0.2", "10.0.0.3,10.0.0.4"), ("4u-gpu1,4u-gpu2", "4u-gpu3,4u-gpu4")):
+        p = run(["calibrate", "--results", osu("a", a), osu("b", b), "--out", prof], 0)
+        warn = [l for l in p.stderr.splitlines() if l.startswith("calibrate: warning: ")]
+        assert len(warn) == 1 and "named without a letter prefix" in warn[0], p.stderr
+        assert a.split(",")[0] in warn[0] and b.split(",")[0] in warn[0], warn[0]
+        assert json.load(open(prof))["provenance"]["mixed_clusters"] is False
+        os.remove(prof)
     # Asked for: fitted, and the provenance lists the clusters that went in.
     p = run(["calibrate", "--results", h20, gh, a100, "--out", prof, "--allow-mixed"], 0)
     assert "--allow-mixed: fitting results of 3 clusters" in p.stdout, p.stdout
@@ -112,8 +145,18 @@ def check_mixed(tmp):
     run(["calibrate", "--results", h20, same, "--out", one], 0)
     pv = json.load(open(one))["provenance"]
     assert pv["mixed_clusters"] is False and len(pv["clusters"]) == 1, pv["clusters"]
-    print("mixed: H20 + GH200 + A100 refused (other GPUs), H20 on other hosts refused (other hosts), "
-          "--allow-mixed fits and lists 3 clusters, two H20 nodes calibrate together")
+    # Different GPU names are refused whatever the hosts are called.
+    ip_gh = cluster_copy(tmp, "gh200ip", "NVIDIA GH200 480GB", "10.0.0.9")
+    ip_h20 = cluster_copy(tmp, "h20ip", "NVIDIA H20", "10.0.0.8")
+    ipprof = os.path.join(tmp, "ip.json")
+    p = run(["calibrate", "--results", ip_h20, ip_gh, "--out", ipprof], 2)
+    one_line(p, "shardbench: error: ", "2 different clusters", "other GPUs", "10.0.0.8", "10.0.0.9",
+             "--allow-mixed")
+    assert not os.path.exists(ipprof)
+    print("mixed: H20 + GH200 + A100 refused (other GPUs, also on IP-named hosts), H20 on other "
+          "or hex-named hosts accepted with a warning, OSU logs of node-a*/gpu-x* hosts refused, "
+          "IP-named and digit-led hosts of one cluster accepted with a warning, --allow-mixed "
+          "fits and lists 3 clusters, two H20 nodes calibrate together")
 
 
 def check_predict_hosts(tmp):
@@ -241,9 +284,11 @@ def check_readme(tmp):
     mr = os.path.join(SRC, "reports", "make_report.py")
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    p = run([mr, "--help"], exe=["/usr/bin/python3"], cwd=tmp, env=env)
-    if p.returncode == 2:
-        assert "not installed" in p.stderr and ".venv/bin/python" in p.stderr, p.stderr
+    # -I: no user site-packages, no PYTHONPATH (a python without the package, as the README says).
+    p = run([mr, "--help"], exe=["/usr/bin/python3", "-I"], cwd=tmp, env=env)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert "not installed" in p.stderr and ".venv/bin/python" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
     p = run([mr, "--help"], 0, exe=[PY], cwd=tmp)
     assert "--profile" in p.stdout
     print(f"readme: {len(runs)} report command(s) in README/docs use the venv's python; the Reports "
