@@ -39,14 +39,37 @@ struct CheckArgs {
   int min_calls = 5;
   int min_points = 2;
   double max_outside = 0.5;
+  double alpha = 0;  // 0: the binomial test off (see --alpha)
 };
+
+// The share of a 95 % interval's points expected above it (or below it) when nothing changed.
+constexpr double kTailRate = 0.025;
+
+// P(X >= k) for X ~ Binomial(n, p), summed term by term in logs (lgamma): the chance that k or
+// more of n points lie above their 95 % interval (p = 0.025) on a cluster that still matches
+// its profile. The one-sided binomial test (e.g. Wasserman, All of Statistics, 10.1).
+double binom_tail(int k, int n, double p) {
+  if (k <= 0) return 1.0;
+  if (k > n) return 0.0;
+  const double lp = std::log(p), lq = std::log1p(-p), ln = std::lgamma(double(n) + 1);
+  double s = 0;
+  for (int i = k; i <= n; ++i) {
+    const double t = std::exp(ln - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) +
+                              double(i) * lp + double(n - i) * lq);
+    s += t;
+    if (t < s * 1e-17) break;  // the terms only shrink past the mode (k > n p here)
+  }
+  return std::min(1.0, s);
+}
 
 // One group of calls (a class, or a size band of one).
 //
 // The profile's 95 % interval is the interval of a size's *median* time (docs/CALIBRATION.md
 // "Prediction intervals"), so a point is judged by the median of its calls against it; single
-// calls scatter beyond it (reported: share_above / share_below). A band or class is slower when
-// more than --max-outside of its points have their median above the interval.
+// calls scatter beyond it (reported: share_above / share_below). A band, group or class is
+// slower when more points have their median above the interval than a cluster matching its
+// profile makes plausible: more than --max-outside of them above, or (--alpha > 0)
+// P(X >= above | points, 2.5 %) below --alpha (divided over the class's tests, Bonferroni).
 //
 // A call's sample from all of its group's ranks (min over ranks, a sweep's or a benchmark's
 // sample) is the collective's own time: judged two-sided. A sample from fewer ranks (one rank's
@@ -91,30 +114,37 @@ struct Tally {
   double share_below() const { return ratios.empty() ? 0.0 : double(below) / double(calls()); }
   // slower | faster | within | no slower than (one-sided) | inconclusive | inconclusive
   // (upper bounds above the interval)
-  std::string verdict(const CheckArgs& a) const {
+  double p_above() const { return binom_tail(two_sided_above, two_sided, kTailRate); }
+  double p_below() const { return binom_tail(two_sided_below, two_sided, kTailRate); }
+  // alpha: the significance of this test (--alpha over the class's tests).
+  std::string verdict(const CheckArgs& a, double alpha) const {
     // One point alone is never a verdict: with 95 % intervals, 1 in 40 points of a cluster
     // that matches its profile lies above (a band of one point would flag it).
     if (calls() < a.min_calls || int(points.size()) < a.min_points) return "inconclusive";
     if (two_sided >= a.min_points) {
-      if (double(two_sided_above) / two_sided > a.max_outside) return "slower";
-      if (double(two_sided_below) / two_sided > a.max_outside) return "faster";
+      if (double(two_sided_above) / two_sided > a.max_outside || (alpha > 0 && p_above() < alpha))
+        return "slower";
+      if (double(two_sided_below) / two_sided > a.max_outside || (alpha > 0 && p_below() < alpha))
+        return "faster";
       return "within";
     }
     if (one_sided < a.min_points) return "inconclusive";
     if (double(one_sided_not_above) / one_sided > a.max_outside) return "no slower than (one-sided)";
     return "inconclusive (upper bounds above the interval)";
   }
-  json to_json(const CheckArgs& a) const {
+  json to_json(const CheckArgs& a, double alpha) const {
     return {{"calls", calls()},
             {"points", points.size()},
             {"points_above", two_sided_above},
             {"points_below", two_sided_below},
+            {"p_above", p_above()},
+            {"p_below", p_below()},
             {"median_ratio", median_ratio()},
             {"share_above", share_above()},
             {"share_below", share_below()},
             {"one_sided_calls", one_sided_calls},
             {"extrapolated_calls", extrapolated},
-            {"verdict", verdict(a)}};
+            {"verdict", verdict(a, alpha)}};
   }
 };
 
@@ -142,26 +172,48 @@ std::string band_text(int k) {
   return bytes_text(std::ldexp(1.0, k)) + " - " + bytes_text(std::ldexp(1.0, k + 1));
 }
 
+std::string sci(double x) {
+  std::ostringstream s;
+  s << std::setprecision(2) << x;
+  return s.str();
+}
+
 std::string fixed(double x, int d) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(d) << x;
   return s.str();
 }
 
-// "file:line" of the point records whose samples are upper bounds (import.one_sided).
-std::set<std::string> one_sided_points(const std::vector<std::string>& paths) {
-  std::set<std::string> out;
+// What check reads from a point record beyond results_reader's CollectivePoint: its import
+// block (an imported trace's point): whether its samples are upper bounds (import.one_sided)
+// and its process group's ranks (import.process_group.ranks).
+struct ImportInfo {
+  bool one_sided = false;
+  std::string group;  // "0,4"; empty when the record names no group
+};
+
+// Per "file:line" of the records with an import block, read from the parsed record (however
+// the file is formatted: a file rewritten by json.dumps keeps its flags).
+std::map<std::string, ImportInfo> import_info(const std::vector<std::string>& paths) {
+  std::map<std::string, ImportInfo> out;
   for (const std::string& path : paths) {
     std::ifstream in(path, std::ios::binary);
     std::string line;
     int n = 0;
     while (std::getline(in, line)) {
       ++n;
-      if (line.find("\"one_sided\":true") == std::string::npos) continue;
+      if (line.find("\"import\"") == std::string::npos) continue;  // no import block at all
       const json j = json::parse(line, nullptr, false);
-      if (j.is_object() && j.contains("import") && j["import"].is_object() &&
-          j["import"].value("one_sided", false))
-        out.insert(path + ":" + std::to_string(n));
+      if (!j.is_object() || !j.contains("import") || !j["import"].is_object()) continue;
+      const json& im = j["import"];
+      ImportInfo info;
+      if (auto it = im.find("one_sided"); it != im.end() && it->is_boolean()) info.one_sided = it->get<bool>();
+      if (auto it = im.find("process_group"); it != im.end() && it->is_object())
+        if (auto r = it->find("ranks"); r != it->end() && r->is_array())
+          for (const json& x : *r)
+            if (x.is_number_integer())
+              info.group += (info.group.empty() ? "" : ",") + std::to_string(x.get<std::int64_t>());
+      out[path + ":" + std::to_string(n)] = info;
     }
   }
   return out;
@@ -180,6 +232,8 @@ int run(const CheckArgs& a) {
   if (a.min_points < 1) throw Error("--min-points must be at least 1");
   if (!(a.max_outside > 0 && a.max_outside < 1))
     throw Error("--max-outside must be a fraction between 0 and 1 (default 0.5)");
+  if (!(a.alpha >= 0 && a.alpha < 1))
+    throw Error("--alpha must be a probability between 0 and 1 (0, the default: the test off)");
   const auto loaded = calib::LoadedProfile::load(a.profile, "--profile");
   const calib::Profile& profile = loaded->profile();
   const fm::ResultSet rs = fm::read_results(a.results);
@@ -187,11 +241,12 @@ int run(const CheckArgs& a) {
     throw Error("nothing comparable: the results are " + rs.backend + "/" + rs.memory +
                 ", the profile " + profile.backend + "/" + profile.memory +
                 " (backend/memory); check against a profile of the same backend");
-  const std::set<std::string> upper = one_sided_points(a.results);
+  const std::map<std::string, ImportInfo> imported = import_info(a.results);
   const std::string pmode = profile_mode(profile);
 
   std::map<ClassKey, Tally> classes;
   std::map<ClassKey, std::map<int, Tally>> bands;
+  std::map<ClassKey, std::map<std::string, Tally>> groups;  // per process group (imported traces)
   std::map<ClassKey, json> class_points;  // per class: each point's calls and price (figure)
   std::map<std::string, int> unpriced;  // why -> points
   std::set<std::string> modes;
@@ -231,7 +286,9 @@ int run(const CheckArgs& a) {
     const ClassKey ck{std::string(shardcal::collective_info(p.op).name), p.group_size,
                       p.hosts_spanned, p.concurrent_groups};
     const int band = int(std::floor(std::log2(std::max(1.0, p.bytes))));
-    const bool one_sided = upper.count(p.where) > 0;
+    const auto info = imported.find(p.where);
+    const bool one_sided = info != imported.end() && info->second.one_sided;
+    const std::string group = info != imported.end() ? info->second.group : std::string();
     json samples_us = json::array();
     for (double s : p.samples_s) samples_us.push_back(s * 1e6);
     class_points[ck].push_back({{"where", p.where},
@@ -249,6 +306,9 @@ int run(const CheckArgs& a) {
     classes[ck].add_point(us, pr.time_us, pr.lo_us, pr.hi_us, one_sided, pr.extrapolated, p.where);
     bands[ck][band].add_point(us, pr.time_us, pr.lo_us, pr.hi_us, one_sided, pr.extrapolated,
                               p.where);
+    if (!group.empty())
+      groups[ck][group].add_point(us, pr.time_us, pr.lo_us, pr.hi_us, one_sided, pr.extrapolated,
+                                  p.where);
   }
   if (priced_points == 0) {
     std::string why;
@@ -285,45 +345,66 @@ int run(const CheckArgs& a) {
   for (const auto& entry : classes) {
     const ClassKey& ck = entry.first;  // a plain reference: clang 14 cannot capture bindings
     const Tally& t = entry.second;
-    std::string cv = t.verdict(a);
+    // The class's tests: itself, each size band, and each process group when it has several
+    // (one group: the class itself). --alpha is shared among them (Bonferroni).
+    const auto& cgroups = groups[ck];
+    const bool by_group = cgroups.size() > 1;
+    const double alpha =
+        a.alpha / double(1 + bands[ck].size() + (by_group ? cgroups.size() : 0));
+    auto slower_line = [&](const std::string& what, const Tally& x) {
+      slower_lines.push_back(what + ": median " + fixed(x.median_ratio(), 2) +
+                             "x the profile's price, " + std::to_string(x.two_sided_above) +
+                             " of " + std::to_string(x.two_sided) +
+                             " point(s) above its 95 % interval (P = " + sci(x.p_above()) +
+                             " with no change; " + std::to_string(x.above) + " of " +
+                             std::to_string(x.calls()) + " calls)");
+    };
+    const std::string whole = t.verdict(a, alpha);
+    std::string cv = whole;
+    bool named = false;
     json jb = json::array();
     for (const auto& [k, b] : bands[ck]) {
-      const std::string bv = b.verdict(a);
+      const std::string bv = b.verdict(a, alpha);
       if (bv == "slower") {
         cv = "slower";
-        slower_lines.push_back(ck.text() + " at " + band_text(k) + ": median " +
-                               fixed(b.median_ratio(), 2) + "x the profile's price, " +
-                               std::to_string(b.two_sided_above) + " of " +
-                               std::to_string(b.two_sided) + " point(s) above its 95 % interval (" +
-                               std::to_string(b.above) + " of " + std::to_string(b.calls()) +
-                               " calls)");
+        named = true;
+        slower_line(ck.text() + " at " + band_text(k), b);
       }
-      json jbj = b.to_json(a);
+      json jbj = b.to_json(a, alpha);
       jbj["lo_bytes"] = std::ldexp(1.0, k);
       jbj["hi_bytes"] = std::ldexp(1.0, k + 1);
       jb.push_back(jbj);
       row(ck.text(), band_text(k), b, bv, false);
     }
-    if (cv == "slower" && t.verdict(a) == "slower" &&
-        std::none_of(slower_lines.begin(), slower_lines.end(),
-                     [&](const std::string& l) { return l.rfind(ck.text() + " at", 0) == 0; }))
-      slower_lines.push_back(ck.text() + " (all sizes): median " + fixed(t.median_ratio(), 2) +
-                             "x the profile's price, " + std::to_string(t.two_sided_above) +
-                             " of " + std::to_string(t.two_sided) +
-                             " point(s) above its 95 % interval (" + std::to_string(t.above) +
-                             " of " + std::to_string(t.calls()) + " calls)");
+    json jg = json::array();
+    if (by_group)
+      for (const auto& [g, gt] : cgroups) {
+        const std::string gv = gt.verdict(a, alpha);
+        if (gv == "slower") {
+          cv = "slower";
+          named = true;
+          slower_line(ck.text() + " process group [" + g + "]", gt);
+        }
+        json jgj = gt.to_json(a, alpha);
+        jgj["ranks"] = g;
+        jg.push_back(jgj);
+        row(ck.text(), "group [" + g + "]", gt, gv, false);
+      }
+    if (whole == "slower" && !named) slower_line(ck.text() + " (all sizes)", t);
     row(ck.text(), "(all sizes)", t, cv, true);
     if (cv == "slower") ++n_slower;
     else if (cv.rfind("inconclusive", 0) == 0) ++n_inconclusive;
     else if (cv == "faster") ++n_faster;
     else ++n_within;
-    json jc = t.to_json(a);
+    json jc = t.to_json(a, alpha);
     jc["collective"] = ck.collective;
     jc["group_size"] = ck.group_size;
     jc["hosts"] = ck.hosts;
     jc["concurrent_groups"] = ck.concurrent_groups;
     jc["verdict"] = cv;
     jc["bands"] = jb;
+    jc["groups"] = jg;
+    jc["alpha"] = alpha;
     jc["point_calls"] = class_points[ck];
     jclasses.push_back(jc);
   }
@@ -366,6 +447,7 @@ int run(const CheckArgs& a) {
                       {"min_calls", a.min_calls},
                       {"min_points", a.min_points},
                       {"max_outside", a.max_outside},
+                      {"alpha", a.alpha},
                       {"classes", jclasses},
                       {"unpriced", unp},
                       {"slower", slower_lines},
@@ -411,8 +493,13 @@ Runner add_check_command(CLI::App& app) {
                   "Points (sizes, dtypes, groups) a class or size band needs for a verdict")
       ->capture_default_str();
   cmd->add_option("--max-outside", args->max_outside,
-                  "Slower when more than this share of the calls lie above the 95 % interval "
-                  "(0.5: the median call is above it)")
+                  "Also slower when more than this share of the points (each judged by its "
+                  "median call) lie above the 95 % interval")
+      ->capture_default_str();
+  cmd->add_option("--alpha", args->alpha,
+                  "Slower when the points above the 95 % interval are this improbable with no "
+                  "change (one-sided binomial test at 2.5 %; shared among a class's bands and "
+                  "process groups; 0, the default: off, a profile's intervals under-cover)")
       ->capture_default_str();
   return [args] { return check_cmd::run(*args); };
 }

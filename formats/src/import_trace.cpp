@@ -233,7 +233,12 @@ struct Sizes {
   std::string pg_name, pg_desc;
   bool uneven = false;
   std::string from;
+  std::int64_t seq = -1;  // "Seq": the call's sequence number in its process group; -1: none
+  std::string bad;        // set: a count beyond any real job (the trace is corrupt)
 };
+
+constexpr std::int64_t kMaxElems = std::int64_t(1) << 50;  // elements of one call, at most
+constexpr std::int64_t kMaxRanks = std::int64_t(1) << 24;  // ranks of a job, at most
 
 std::optional<std::vector<int>> ranks_of(const json& v) {
   std::optional<std::vector<std::int64_t>> l;
@@ -263,10 +268,24 @@ bool sizes_from_meta(const json& a, Sizes& s, const char* from) {
   if (!a.contains("Collective name")) return false;
   s.torch_name = str_of(a, "Collective name");
   s.coll = trace_detail::collective_of(s.torch_name, s.skip);
-  if (a.contains("In msg nelems")) s.in = int_of(a["In msg nelems"]).value_or(-1);
-  if (a.contains("Out msg nelems")) s.out = int_of(a["Out msg nelems"]).value_or(-1);
+  auto count = [&](const char* key, std::int64_t most) -> std::int64_t {
+    if (!a.contains(key)) return -1;
+    const auto v = int_of(a[key]);
+    if (!v) return -1;
+    if (*v < 0 || *v > most) {
+      if (s.bad.empty()) s.bad = std::string(key) + " " + a[key].dump();
+      return -1;
+    }
+    return *v;
+  };
+  s.in = count("In msg nelems", kMaxElems);
+  s.out = count("Out msg nelems", kMaxElems);
   s.dtype = trace_detail::dtype_of(str_of(a, "dtype"));
-  if (a.contains("Group size")) s.group_size = int(int_of(a["Group size"]).value_or(0));
+  s.group_size = int(std::max<std::int64_t>(0, count("Group size", kMaxRanks)));
+  // torch's per-process-group sequence number (torch/csrc/profiler/util.h kSeqNum = "Seq"):
+  // the same call has the same number on every rank of its group.
+  if (a.contains("Seq"))
+    if (auto q = int_of(a["Seq"]); q && *q >= 0) s.seq = *q;
   if (a.contains("Process Group Ranks"))
     if (auto r = ranks_of(a["Process Group Ranks"])) s.ranks = *r;
   // A list torch truncated ("[0, 1, ...]"): the ranks from the start and stride it also writes.
@@ -369,6 +388,8 @@ class TraceSax {
   bool record_shapes = false, saw_events = false, saw_root = false;
   int c10d_ops = 0;
   std::string parse_error_text;
+  bool too_deep = false;
+  static constexpr std::size_t kMaxNesting = 64;
 
   bool null() { return value(json(nullptr)); }
   bool boolean(bool b) { return value(json(b)); }
@@ -420,14 +441,25 @@ class TraceSax {
                         (v.is_string() && v.get<std::string>() == "1") ||
                         (v.is_boolean() && v.get<bool>());
       } else if (top_key_ == "distributedInfo" && v.is_string()) {
-        // Older exporters wrote the metadata as a JSON string.
-        distributed = json::parse(v.get<std::string>(), nullptr, false);
+        // Older exporters wrote the metadata as a JSON string (nesting capped as events are).
+        distributed = json::parse(
+            v.get<std::string>(),
+            [](int depth, json::parse_event_t, json&) { return depth <= int(kMaxNesting); },
+            false);
       }
     }
     return true;  // primitives inside traceEvents: not events, ignored
   }
   bool open(json container) {
     if (!stack_.empty()) {
+      // torch nests a few levels (an event, its args, a list of shapes of a tensor list); the
+      // values are copied and walked recursively afterwards, so a deeper one is refused.
+      if (stack_.size() >= kMaxNesting) {
+        too_deep = true;
+        parse_error_text = "a value nested more than " + std::to_string(kMaxNesting) +
+                           " levels deep (torch writes a few); not a torch.profiler trace";
+        return false;
+      }
       json* added = insert(std::move(container));
       stack_.push_back(added);
       return true;
@@ -526,7 +558,7 @@ class TraceSax {
       k.dur = dur;
       k.ext = ext;
       if (auto it = args.find("device"); it != args.end())
-        if (auto d = int_of(*it)) k.device = int(*d);
+        if (auto d = int_of(*it); d && *d >= 0 && *d < kMaxRanks) k.device = int(*d);
       Sizes m;
       if (sizes_from_meta(args, m, "kernel args")) k.meta = std::move(m);
       kernels.push_back(std::move(k));
@@ -569,19 +601,27 @@ class TraceSax {
 };
 
 // S of the collective table from torch's per-rank element counts.
+// -1: no size; -2: more bytes than any real call (2^50 elements), the counts are corrupt.
 std::int64_t table_bytes_of(Collective c, std::int64_t in, std::int64_t out, int n, DType t) {
   const std::int64_t es = std::int64_t(dtype_size(t));
   std::int64_t e = -1;
+  bool overflow = false;
+  auto times_n = [&](std::int64_t x) {
+    std::int64_t r = 0;
+    if (__builtin_mul_overflow(x, std::int64_t(n), &r)) overflow = true;
+    return r;
+  };
   switch (c) {
     case Collective::AllReduce:
     case Collective::Broadcast: e = in > 0 ? in : out; break;
-    case Collective::AllGather: e = out > 0 ? out : (in > 0 ? in * n : -1); break;
-    case Collective::ReduceScatter: e = in > 0 ? in : (out > 0 ? out * n : -1); break;
+    case Collective::AllGather: e = out > 0 ? out : (in > 0 ? times_n(in) : -1); break;
+    case Collective::ReduceScatter: e = in > 0 ? in : (out > 0 ? times_n(out) : -1); break;
     case Collective::AllToAll: e = in > 0 ? in : out; break;
-    case Collective::Gather: e = in > 0 ? in * n : -1; break;
-    case Collective::Scatter: e = out > 0 ? out * n : -1; break;
+    case Collective::Gather: e = in > 0 ? times_n(in) : -1; break;
+    case Collective::Scatter: e = out > 0 ? times_n(out) : -1; break;
   }
-  if (e <= 0 || e > (std::int64_t(1) << 50) / es) return -1;
+  if (overflow || e > kMaxElems / es) return -2;
+  if (e <= 0) return -1;
   return e * es;
 }
 
@@ -635,7 +675,8 @@ ParsedTrace build(TraceSax& sax, TraceBuf& buf, const std::string& name) {
         TracePgConfig c;
         c.name = str_of(g, "pg_name");
         c.desc = str_of(g, "pg_desc");
-        if (g.contains("pg_size")) c.size = int(int_of(g["pg_size"]).value_or(0));
+        if (g.contains("pg_size"))
+          if (auto z = int_of(g["pg_size"]); z && *z >= 0 && *z <= kMaxRanks) c.size = int(*z);
         if (g.contains("ranks"))
           if (auto r = ranks_of(g["ranks"])) c.ranks = *r;
         t.pg_config.push_back(std::move(c));
@@ -709,6 +750,10 @@ ParsedTrace build(TraceSax& sax, TraceBuf& buf, const std::string& name) {
           break;
         }
     auto skip = [&](const std::string& why) { ++t.skipped[why]; };
+    if (have && !s.bad.empty())
+      throw Error(name + ": an NCCL kernel at ts " + std::to_string(k.ts) + ": its comm metadata "
+                  "says " + s.bad + ", beyond any real job (2^50 elements, 2^24 ranks); the "
+                  "trace is corrupt (nothing imported)");
     if (barrier) {
       skip("barrier");
       continue;
@@ -762,6 +807,11 @@ ParsedTrace build(TraceSax& sax, TraceBuf& buf, const std::string& name) {
       continue;
     }
     const std::int64_t bytes = table_bytes_of(*s.coll, s.in, s.out, n, *s.dtype);
+    if (bytes == -2)
+      throw Error(name + ": an NCCL kernel at ts " + std::to_string(k.ts) + ": " +
+                  std::string(collective_info(*s.coll).name) + " of " + std::to_string(s.in) +
+                  " in / " + std::to_string(s.out) + " out elements over " + std::to_string(n) +
+                  " ranks is more than 2^50 elements; the trace is corrupt (nothing imported)");
     if (bytes <= 0) {
       skip("no sizes (no comm metadata, no linked c10d:: op with Input Dims)");
       continue;
@@ -781,6 +831,7 @@ ParsedTrace build(TraceSax& sax, TraceBuf& buf, const std::string& name) {
     c.kernel = k.name;
     if (collective_info(c.collective).reduces) c.redop = kredop.empty() ? "sum" : kredop;
     c.device = k.device;
+    c.seq = s.seq;
     t.calls.push_back(std::move(c));
   }
   return t;
@@ -798,6 +849,7 @@ ParsedTrace parse_stream(TraceBuf::Pull pull, const std::string& name) {
   }
   if (!buf.error().empty())
     throw Error(name + ": " + buf.error() + "; copy the trace again (nothing imported)");
+  if (!ok && sax.too_deep) throw Error(name + ": " + sax.parse_error_text + "; nothing imported");
   if (!ok) {
     if (!sax.saw_root)
       throw Error(name + ": not a torch.profiler trace (" +
@@ -1047,18 +1099,56 @@ MergedTraces merge_traces(const std::vector<ParsedTrace>& traces, int ranks_per_
   std::map<std::tuple<int, std::vector<int>, std::string, std::int64_t, int, std::string>,
            std::size_t>
       index;
-  for (const auto& [gk, per_rank] : groups) {
+  for (const auto& [gk, per_rank_all] : groups) {
     const auto& [ranks, pg] = gk;
+    // Line up the ranks' calls: by torch's per-group sequence number ("Seq") when every call
+    // has one (the calls on every given rank are merged; those some rank's window missed are
+    // dropped and counted); without it, in order, and only when every rank holds as many calls
+    // (a window that starts or ends a step later on one rank would pair different calls).
+    bool seqs = true;
     std::size_t ncalls = std::numeric_limits<std::size_t>::max(), most = 0;
-    for (const auto& [r, calls] : per_rank) {
+    for (const auto& [r, calls] : per_rank_all) {
       ncalls = std::min(ncalls, calls.size());
       most = std::max(most, calls.size());
+      for (const TraceCall* c : calls) seqs = seqs && c->seq >= 0;
     }
-    if (most != ncalls)
-      m.notes.push_back("process group [" + group_text(ranks) + "]: the ranks' traces hold " +
-                        std::to_string(ncalls) + " to " + std::to_string(most) +
-                        " calls (profiling windows differ); the first " + std::to_string(ncalls) +
-                        " merged");
+    std::map<int, std::vector<const TraceCall*>> aligned;
+    if (seqs) {
+      // (Seq, its k-th call on the rank): calls sharing a Seq (a coalesced group) in order.
+      std::map<std::pair<std::int64_t, int>, std::map<int, const TraceCall*>> by_seq;
+      for (const auto& [r, calls] : per_rank_all) {
+        std::map<std::int64_t, int> seen;
+        for (const TraceCall* c : calls) by_seq[{c->seq, seen[c->seq]++}].emplace(r, c);
+      }
+      std::size_t dropped = 0;
+      for (const auto& [q, on] : by_seq) {
+        if (on.size() != per_rank_all.size()) {
+          ++dropped;
+          continue;
+        }
+        for (const auto& [r, c] : on) aligned[r].push_back(c);
+      }
+      if (dropped > 0)
+        m.notes.push_back("process group [" + group_text(ranks) + "]: " +
+                          std::to_string(dropped) +
+                          " call(s) not in every given rank's trace (profiling windows differ) "
+                          "left out; the others matched by their Seq");
+      if (aligned.empty()) continue;
+      ncalls = aligned.begin()->second.size();
+    } else {
+      if (most != ncalls) {
+        std::string counts;
+        for (const auto& [r, calls] : per_rank_all)
+          counts += (counts.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) +
+                    ": " + std::to_string(calls.size());
+        throw Error("process group [" + group_text(ranks) + "]: the ranks' traces hold " +
+                    "different numbers of calls (" + counts + ") and no Seq numbers to match "
+                    "them by; profile the same steps on every rank (one torch.profiler "
+                    "schedule), or import the ranks' traces separately");
+      }
+      aligned = per_rank_all;
+    }
+    const auto& per_rank = aligned;
     const int n = int(ranks.size());
     std::map<int, int> per_host;
     for (int r : ranks) ++per_host[host_of[std::size_t(r)]];

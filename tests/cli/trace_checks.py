@@ -102,10 +102,25 @@ def check_mesh(tmp):
             fail(f"{key}: redop {pt['point'].get('redop')} (the kernels are ..._Sum_f32_...)")
         if pt["import"]["sizes_from"] != ["kernel args"]:
             fail(f"{key}: sizes from {pt['import']['sizes_from']}")
-    if seen != set(k for k in expected if not k.startswith("nometa")):
+    if seen != set(k for k in expected if not k.startswith(("nometa", "shifted"))):
         fail("points missing: " + str(set(expected) - seen))
+    # rank 3's profiling window starts a step later: with "Seq" the calls are matched by it
+    # (each point holds the steps every rank has, each call the shortest of the same call)
+    sh = os.path.join(tmp, "shifted.jsonl")
+    p = run(["import"] + [os.path.join(d, "shifted", f"rank{r}.json") for r in range(4)] + ["--out", sh], 0)
+    if "5 call(s) not in every given rank's trace" not in p.stdout + p.stderr:
+        fail("the shifted window's dropped calls are not reported:\n" + p.stdout + p.stderr)
+    spts = records(sh)[1:]
+    if len(spts) != 5:
+        fail(f"shifted: {len(spts)} points, expected 5")
+    for pt in spts:
+        got = [round(s * 1e6, 3) for s in pt["samples_s"]]
+        want = expected[f"shifted|all_reduce|{pt['bytes']}"]
+        if got != want:
+            fail(f"shifted {pt['bytes']} B: calls {got}, expected {want} (misaligned merge)")
     print(f"mesh: 8 traces (4 gzipped) -> 35 points, every call the shortest over its ranks; "
-          f"48 barrier + 48 send/recv skipped")
+          f"48 barrier + 48 send/recv skipped; a window shifted on one rank matched by Seq "
+          f"(5 points x {len(spts[0]['samples_s'])} calls)")
 
 
 def check_nometa(tmp):
@@ -147,7 +162,26 @@ def check_bad(tmp):
     cut_js = os.path.join(tmp, "cut.json")
     with open(cut_js, "wb") as f:
         f.write(js[: len(js) // 2])
+    # a c10d op whose Input Dims nest 200000 deep (was a stack overflow)
+    deep = os.path.join(tmp, "deep.json")
+    with open(deep, "w") as f:
+        f.write('{"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [{"ph": "X", '
+                '"cat": "cpu_op", "name": "c10d::allreduce_", "ts": 1, "dur": 2, "args": {"Input Dims": '
+                + "[" * 200000 + "]" * 200000 + "}}]}")
+    # element counts past any real call (2^59 + 1 elements: the bytes wrapped around)
+    with open(mesh_files(d)[0]) as f:
+        doc = json.load(f)
+    for e in doc["traceEvents"]:
+        if "In msg nelems" in e.get("args", {}):
+            e["args"]["In msg nelems"] = 2 ** 59 + 1
+    huge = os.path.join(tmp, "huge.json")
+    with open(huge, "w") as f:
+        json.dump(doc, f)
+    noseq = [os.path.join(d, "shifted-noseq", f"rank{r}.json") for r in range(4)]
     cases = [
+        ([deep, "--ranks-per-host", "2"], "nested more than 64 levels deep"),
+        ([huge, "--ranks-per-host", "4"], "In msg nelems 576460752303423489, beyond any real job"),
+        (noseq, "different numbers of calls (rank 0: 30, rank 1: 30, rank 2: 30, rank 3: 25) and no Seq"),
         ([cut_gz, "--ranks-per-host", "4"], "gzip stream is cut short"),
         ([cut_js, "--ranks-per-host", "4"], "before the trace is complete"),
         ([os.path.join(d, "noshapes", "rank0.json")], "no NCCL kernels with sizes: was record_shapes on?"),
@@ -175,6 +209,23 @@ def scaled(src, dst, factor):
             if r["type"] == "point":
                 r["samples_s"] = [s * factor for s in r["samples_s"]]
             f.write(json.dumps(r) + "\n")
+
+
+def rewrite(src, dst, keep):
+    """src's records through json.dumps (Python's spacing), keep(r) -> r or None."""
+    with open(dst, "w") as f:
+        for r in records(src):
+            r = keep(r)
+            if r is not None:
+                f.write(json.dumps(r) + "\n")
+
+
+def slowed(src, dst, factor, which):
+    def k(r):
+        if r["type"] == "point" and which(r):
+            r["samples_s"] = [s * factor for s in r["samples_s"]]
+        return r
+    rewrite(src, dst, k)
 
 
 def check_check(tmp):
@@ -238,6 +289,35 @@ def check_check(tmp):
         doc = json.load(f)
     if {c["verdict"] for c in doc["classes"]} != {"inconclusive (upper bounds above the interval)"}:
         fail(f"one rank's calls above a fast profile: {[c['verdict'] for c in doc['classes']]}")
+    # ... read from the parsed record: the file rewritten by json.dumps ("one_sided": true)
+    one_py = os.path.join(tmp, "one_py.jsonl")
+    rewrite(one, one_py, lambda r: r)
+    with open(one_py) as f:
+        if '"one_sided": true' not in f.read():
+            fail("the rewritten file does not hold Python's spacing")
+    run(["check", "--profile", slow, "--results", one_py, "--json", jpath], 0)
+    with open(jpath) as f:
+        doc = json.load(f)
+    if {c["verdict"] for c in doc["classes"]} != {"no slower than (one-sided)"}:
+        fail(f"a json.dumps'd one-rank file: {[c['verdict'] for c in doc['classes']]}")
+    # 3b. one process group of a class 3x slower, the class's other groups as profiled: the
+    # class is slower and the group named (1 of 2 points above per band is not "within")
+    grp = os.path.join(tmp, "group.jsonl")
+    slowed(res, grp, 3.0, lambda r: r["import"]["process_group"]["ranks"] == [1, 5])
+    p = run(["check", "--profile", prof, "--results", grp, "--json", jpath], 1)
+    if "slower than the profile: reduce_scatter n=2 hosts=2 concurrency=4 process group [1,5]" not in p.stdout:
+        fail("the slow group is not named:\n" + p.stdout)
+    with open(jpath) as f:
+        doc = json.load(f)
+    v = {c["collective"]: c["verdict"] for c in doc["classes"]}
+    if v != {"all_gather": "within", "reduce_scatter": "slower", "all_reduce": "within"}:
+        fail(f"one slow group: {v}")
+    # 3c. two sizes of a class 3x slower
+    two = os.path.join(tmp, "two.jsonl")
+    slowed(res, two, 3.0, lambda r: r["collective"] == "all_gather" and r["bytes"] in (65536, 4194304))
+    p = run(["check", "--profile", prof, "--results", two, "--json", jpath], 1)
+    if "slower than the profile: all_gather n=4 hosts=1 concurrency=1" not in p.stdout:
+        fail("two slow sizes: the class is not named:\n" + p.stdout)
     # 4. too few calls: inconclusive
     run(["check", "--profile", prof, "--results", res, "--min-calls", "1000"], 3)
     # 5. nothing comparable: a profile without these collectives
@@ -274,7 +354,8 @@ def check_check(tmp):
     run(["calibrate", "--results", sw, "--out", swp], 0)
     run(["check", "--profile", swp, "--results", sw], 0)
     print("check: self 0; 2x faster profile 1 (3 classes named); one rank's trace one-sided "
-          "(no slower than a 3x slow profile: 0; above a 2x fast one: 3, not 1); "
+          "(no slower than a 3x slow profile: 0, also rewritten by json.dumps; above a 2x fast one: "
+          "3, not 1); one group of a class 3x slower: 1, the group named; two sizes 3x slower: 1; "
           "too few calls 3; nothing comparable 2; nccl-tests log vs its other sizes 0; a sim sweep vs its "
           "own profile 0")
 

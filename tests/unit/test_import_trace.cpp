@@ -153,6 +153,14 @@ TEST(ImportTrace, DamagedInput) {
   EXPECT_NE(message(R"({"a": 1})").find("traceEvents"), std::string::npos);
   EXPECT_NE(message(R"({"traceEvents": [}])").find("malformed"), std::string::npos);
   EXPECT_NE(message("").find("not a torch.profiler trace"), std::string::npos);
+  // A c10d op's Input Dims nested 200000 deep (a stack overflow before): refused, one message.
+  const std::string deep =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "args": {"Input Dims": )" +
+      std::string(200000, '[') + std::string(200000, ']') + "}}]}";
+  EXPECT_NE(message(deep).find("nested more than 64 levels deep"), std::string::npos);
+  // 2^59 + 1 elements (bytes wrapped around before): beyond any real call.
+  EXPECT_NE(message(trace(0, 1, 576460752303423489LL)).find("Out msg nelems 576460752303423489"),
+            std::string::npos);
 }
 
 TEST(ImportTrace, MergeTakesTheShortestAndChecksAgreement) {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes synthetic torch.profiler traces in torch's schema for the import/check tests.
 
-usage: make_traces.py OUTDIR
+usage: make_traces.py [-h] OUTDIR
 
 The layout follows what torch 2.15 writes (checked in the 2.15.0 wheel and a trace it made):
 top-level "schemaVersion", "deviceProperties" [{id, name, ...}], "distributedInfo" (from
@@ -12,7 +12,8 @@ pg_config [{pg_name, pg_desc, backend_config, pg_size, ranks}], nccl_version "X.
 "record_param_comms" inside them with the comm metadata (ParamCommsDebugInfo: "Collective name",
 "dtype", "In msg nelems", "Out msg nelems", "Group size", "In split size", "Out split size",
 "Global rank start", "Global rank stride", "Process Group Name", "Process Group Description",
-"Process Group Ranks", lists written as text "[0, 1]"), and GPU kernels (cat "kernel",
+"Process Group Ranks", lists written as text "[0, 1]", and "Seq", the call's number in its
+process group, torch/csrc/profiler/util.h kSeqNum), and GPU kernels (cat "kernel",
 "ncclDevKernel_<Coll>_..."), whose args carry "External id" (the innermost CPU op at launch:
 record_param_comms) and, in recent torch, the same comm metadata.
 
@@ -27,12 +28,16 @@ Scenarios (file names are what the tests use):
   noshapes/rank0.json      NCCL kernels without comm metadata and no c10d:: ops
   otherjob/rank1.json      a rank of a job of world size 16
   badworld/rank0.json      world_size 4 but a process group holding rank 6
+  shifted/rank{r}.json     4 ranks, 1 host, all_reduce: rank 3's window starts one step later
+                           (its first step's calls missing); with "Seq" (expected.json: the
+                           calls of the steps all ranks hold)
+  shifted-noseq/rank{r}.json  the same without "Seq" (the import must refuse to align them)
   expected.json            per (collective, group, bytes): the call times each point must hold
 """
+import argparse
 import gzip
 import json
 import os
-import sys
 
 STEPS = 6
 SIZES = [65536, 262144, 1048576, 4194304, 16777216]  # bytes of the table's S
@@ -51,9 +56,10 @@ def call_time_us(kind, nbytes, step=0):
 
 
 class Trace:
-    def __init__(self, rank, world, host, pgs, nccl="2.21.5", backend="nccl"):
+    def __init__(self, rank, world, host, pgs, nccl="2.21.5", backend="nccl", seq=True):
         self.rank, self.world, self.host = rank, world, host
         self.events, self.ext, self.ts = [], 100, 1000.0
+        self.seq, self.seqs = seq, {}  # write "Seq"; per process group: the next number
         self.meta = {
             "schemaVersion": 1,
             "deviceProperties": [{"id": i, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85020737536,
@@ -82,6 +88,10 @@ class Trace:
                 "Global rank start": ranks[0], "Global rank stride": (ranks[1] - ranks[0]) if len(ranks) > 1 else 1,
                 "Process Group Name": name, "Process Group Description": desc,
                 "Process Group Ranks": list_text(ranks)}
+        gkey = (name, tuple(ranks))
+        self.seqs[gkey] = self.seqs.get(gkey, 0) + 1
+        if self.seq:
+            comm["Seq"] = self.seqs[gkey]
         args_rpc = {"External id": ext_rpc, "Record function id": 0, "Ev Idx": ext_rpc}
         if meta:
             args_rpc.update(comm)
@@ -214,12 +224,43 @@ def bad(out):
     t.write(os.path.join(out, "badworld", "rank0.json"))
 
 
+def shifted(out, expected):
+    """4 ranks; rank 3 profiled one step later than the others (its first step missing), with
+    and without "Seq". Each step: all_reduce of every size; the rank at k % 4 does not wait."""
+    world = 4
+    default = ("0", "default_pg", list(range(world)))
+    for variant, seq in (("shifted", True), ("shifted-noseq", False)):
+        for r in range(world):
+            t = Trace(r, world, "nodeA", [default], seq=seq)
+            k = 0
+            for step in range(STEPS):
+                for s in SIZES:
+                    e = s // 4
+                    # the step's own time: distinct per step, so a misaligned merge shows
+                    d = round(call_time_us("inner", s, step) * (1.0 + 0.05 * step), 3)
+                    w = wait_us(r, default[2], k)
+                    if r == 3 and step == 0:
+                        t.seqs[(default[0], tuple(default[2]))] = t.seqs.get((default[0], tuple(default[2])), 0) + 1
+                    else:
+                        t.call("allreduce_", "allreduce", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "f32", e, e,
+                               default, d + w, dims=[[[e]], [], [], [], [], []],
+                               types=["TensorList", "", "", "", "Scalar", "Scalar"])
+                    if variant == "shifted" and r == 0 and step > 0:
+                        expected.setdefault(f"shifted|all_reduce|{s}", []).append(d)
+                    k += 1
+            t.write(os.path.join(out, variant, f"rank{r}.json"))
+
+
 def main():
-    out = sys.argv[1]
+    ap = argparse.ArgumentParser(description="Write synthetic torch.profiler traces (the scenarios "
+                                 "of this file's docstring) and expected.json under OUTDIR.")
+    ap.add_argument("outdir", metavar="OUTDIR", help="directory to write the traces into")
+    out = ap.parse_args().outdir
     expected = {}
     mesh(out, expected)
     nometa(out, expected)
     bad(out)
+    shifted(out, expected)
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f)
 

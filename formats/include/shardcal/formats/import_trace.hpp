@@ -53,6 +53,9 @@ struct TraceCall {
   // max, min, avg for PreMulSum/SumPostDiv); "sum" when the name has none. "" otherwise.
   std::string redop;
   int device = -1;                 // the kernel's "device"
+  // torch's sequence number of the call in its process group (comm metadata "Seq"): the same
+  // call has the same number on every rank of the group. -1: the trace has none.
+  std::int64_t seq = -1;
 };
 
 struct TracePgConfig {
