@@ -228,6 +228,13 @@ def slowed(src, dst, factor, which):
     rewrite(src, dst, k)
 
 
+def check_verdicts(profile, results, expect_rc, jpath):
+    """`shardbench check --json` of results against profile (exit expect_rc): its classes' verdicts."""
+    run(["check", "--profile", profile, "--results", results, "--json", jpath], expect_rc)
+    with open(jpath) as f:
+        return {c["verdict"] for c in json.load(f)["classes"]}
+
+
 def check_check(tmp):
     d, _ = make_traces(tmp)
     res = os.path.join(tmp, "mesh.jsonl")
@@ -278,28 +285,22 @@ def check_check(tmp):
     with open(jpath) as f:
         if any(c["verdict"] != "faster" for c in json.load(f)["classes"]):
             fail("merged calls below a 3x slower profile should read faster")
-    run(["check", "--profile", slow, "--results", one, "--json", jpath], 0)
-    with open(jpath) as f:
-        doc = json.load(f)
-    if {c["verdict"] for c in doc["classes"]} != {"no slower than (one-sided)"}:
-        fail(f"one rank's calls below a slow profile: {[c['verdict'] for c in doc['classes']]}")
+    got = check_verdicts(slow, one, 0, jpath)
+    if got != {"no slower than (one-sided)"}:
+        fail(f"one rank's calls below a slow profile: {sorted(got)}")
     # upper bounds above a fast profile: the wait or drift, not concluded (merged: slower, 1)
-    p = run(["check", "--profile", fast, "--results", one, "--json", jpath], 3)
-    with open(jpath) as f:
-        doc = json.load(f)
-    if {c["verdict"] for c in doc["classes"]} != {"inconclusive (upper bounds above the interval)"}:
-        fail(f"one rank's calls above a fast profile: {[c['verdict'] for c in doc['classes']]}")
+    got = check_verdicts(fast, one, 3, jpath)
+    if got != {"inconclusive (upper bounds above the interval)"}:
+        fail(f"one rank's calls above a fast profile: {sorted(got)}")
     # ... read from the parsed record: the file rewritten by json.dumps ("one_sided": true)
     one_py = os.path.join(tmp, "one_py.jsonl")
     rewrite(one, one_py, lambda r: r)
     with open(one_py) as f:
         if '"one_sided": true' not in f.read():
             fail("the rewritten file does not hold Python's spacing")
-    run(["check", "--profile", slow, "--results", one_py, "--json", jpath], 0)
-    with open(jpath) as f:
-        doc = json.load(f)
-    if {c["verdict"] for c in doc["classes"]} != {"no slower than (one-sided)"}:
-        fail(f"a json.dumps'd one-rank file: {[c['verdict'] for c in doc['classes']]}")
+    got = check_verdicts(slow, one_py, 0, jpath)
+    if got != {"no slower than (one-sided)"}:
+        fail(f"a json.dumps'd one-rank file: {sorted(got)}")
     # 3b. one process group of a class 3x slower, the class's other groups as profiled: the
     # class is slower and the group named (1 of 2 points above per band is not "within")
     grp = os.path.join(tmp, "group.jsonl")
