@@ -57,6 +57,7 @@ import tempfile
 TIE_PP = 0.5          # percentage points within which the fit and the ruler tie
 MAX_HALF_WIDTH = 0.10
 COVER_LO, COVER_HI = 0.90, 0.99
+EXTRAP_CASE_COVER = 0.60  # --extrapolate: every log's intervals cover at least this share
 # --hosts-series: (fitted host counts, predicted count, checked median, checked coverage or None).
 HOST_CASES = [((2, 4), 8, 0.10, 0.90), ((2, 4), 16, 0.10, 0.90), ((2,), 4, 0.15, None),
               ((4, 8), 16, None, None), ((4,), 8, None, None)]
@@ -92,7 +93,7 @@ def point_time_s(rec):
     return s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
 
 
-def evaluate(sb, log, work, extra_import_args, every=2, offset=0):
+def evaluate(sb, log, work, extra_import_args, every=2, offset=0, extrapolate=None, fit_share=2 / 3):
     base = os.path.join(work, os.path.basename(log))
     imported = base + ".jsonl"
     r = run([sb, "import", log, "--out", imported] + extra_import_args)
@@ -109,7 +110,12 @@ def evaluate(sb, log, work, extra_import_args, every=2, offset=0):
         if len(sizes) < 8:
             results.append({"log": log, "collective": op, "skipped": [f"{len(sizes)} sizes, need >= 8"]})
             continue
-        train = set(sizes[offset::every]) | {sizes[0], sizes[-1]}
+        if extrapolate:
+            # Fit 2/3 of the sizes (the smallest for "up", the largest for "down"), predict the rest.
+            k = min(len(sizes) - 1, max(2, int(fit_share * len(sizes) + 1e-9)))
+            train = set(sizes[:k] if extrapolate == "up" else sizes[len(sizes) - k:])
+        else:
+            train = set(sizes[offset::every]) | {sizes[0], sizes[-1]}
         held = [s for s in sizes if s not in train]
         tr = base + f".{op}.train.jsonl"
         prof = base + f".{op}.profile.json"
@@ -125,7 +131,7 @@ def evaluate(sb, log, work, extra_import_args, every=2, offset=0):
             continue
         tsizes = sorted(train)
         tlog = {s: statistics.fmean(math.log(point_time_s(p)) for p in ps if p["bytes"] == s) for s in tsizes}
-        fit_err, ruler_err, covered, half_widths = [], [], 0, []
+        fit_err, ruler_err, covered, half_widths, points = [], [], 0, [], []
         for s in held:
             q = run([sb, "predict", "--profile", prof, "--collective", op, "--group-size", str(n), "--hosts",
                      str(hosts), "--ranks-per-host", str(rph), "--bytes", str(int(s)), "--dtype", dtype, "--json"])
@@ -134,8 +140,15 @@ def evaluate(sb, log, work, extra_import_args, every=2, offset=0):
             pr = json.loads(q.stdout)
             lo, hi = pr["interval_us"]
             half_widths.append((hi - lo) / 2 / pr["time_us"])
-            i = max(k for k in range(len(tsizes) - 1) if tsizes[k] <= s)
-            a, b = tsizes[i], tsizes[i + 1]
+            # The ruler: the log-log line through the two nearest training sizes (carried on
+            # past the training range when extrapolating).
+            if s < tsizes[0]:
+                a, b = tsizes[0], tsizes[1]
+            elif s > tsizes[-1]:
+                a, b = tsizes[-2], tsizes[-1]
+            else:
+                i = max(k for k in range(len(tsizes) - 1) if tsizes[k] <= s)
+                a, b = tsizes[i], tsizes[i + 1]
             w = (math.log(s) - math.log(a)) / (math.log(b) - math.log(a))
             ruler_us = math.exp((1 - w) * tlog[a] + w * tlog[b]) * 1e6
             for p in ps:
@@ -145,12 +158,14 @@ def evaluate(sb, log, work, extra_import_args, every=2, offset=0):
                 fit_err.append(abs(pr["time_us"] / t_us - 1))
                 ruler_err.append(abs(ruler_us / t_us - 1))
                 covered += lo <= t_us <= hi
+                points.append({"bytes": s, "measured_us": t_us, "time_us": pr["time_us"], "interval_us": [lo, hi],
+                               "ruler_us": ruler_us, "basis": pr.get("basis", "")})
         results.append({
             "log": log, "collective": op, "group_size": n, "hosts": hosts, "train_sizes": len(tsizes),
             "held_points": len(fit_err),
             "fit_median": statistics.median(fit_err), "fit_max": max(fit_err),
             "ruler_median": statistics.median(ruler_err), "ruler_max": max(ruler_err),
-            "covered": covered, "half_width_median": statistics.median(half_widths)})
+            "covered": covered, "half_width_median": statistics.median(half_widths), "points": points})
     return results if results else {"log": log, "skipped": ["no collective point"]}
 
 
@@ -375,6 +390,13 @@ def main():
                     help="train on every K-th distinct size (default 2: every other), the first and last always")
     ap.add_argument("--offset", type=int, default=0, metavar="O",
                     help="start the training sizes at the O-th (default 0); --every 2 --offset 1: the other half")
+    ap.add_argument("--extrapolate", choices=("up", "down"),
+                    help="fit the smallest (up) or largest (down) 2/3 of each log's sizes and predict the rest; "
+                         "--check: per log the fit's median error at most the ruler's (the log-log line through "
+                         "the two nearest fitted sizes, carried on) + 0.5 pp and coverage >= 60 %%, pooled "
+                         "coverage >= 90 %%")
+    ap.add_argument("--fit-share", type=float, default=2 / 3, metavar="F",
+                    help="with --extrapolate: the share of the sizes fitted (default 2/3)")
     ap.add_argument("--scale-to", metavar="LOG", help="fit all sizes of the given logs, predict every point of LOG")
     ap.add_argument("--coverage-only", action="store_true",
                     help="with --hosts-series --check: check the intervals' coverage only (a series with a "
@@ -431,7 +453,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory(prefix="realdata-eval-") as work:
         for log in logs_in(a.paths):
-            r = evaluate(a.shardbench, log, work, extra, a.every, a.offset)
+            r = evaluate(a.shardbench, log, work, extra, a.every, a.offset, a.extrapolate, a.fit_share)
             rows += r if isinstance(r, list) else [r]
     fails = []
     print(f"{'log':44s} {'fit med/max':>14s} {'ruler med/max':>14s} {'covered':>9s} {'half-width':>10s}")
@@ -446,16 +468,23 @@ def main():
         print(f"{name:44s} {100 * r['fit_median']:5.1f}/{100 * r['fit_max']:5.1f} % "
               f"{100 * r['ruler_median']:5.1f}/{100 * r['ruler_max']:5.1f} % "
               f"{r['covered']:4d}/{r['held_points']:<4d} {100 * r['half_width_median']:8.1f} %")
-        for what in (("median",) if a.median_only else ("median", "max")):
+        for what in (("median",) if a.median_only or a.extrapolate else ("median", "max")):
             if 100 * r[f"fit_{what}"] > 100 * r[f"ruler_{what}"] + TIE_PP:
                 fails.append(f"{name}: fit {what} {100 * r[f'fit_{what}']:.1f} % > ruler "
                              f"{100 * r[f'ruler_{what}']:.1f} % + {TIE_PP} pp")
-        if not a.no_interval_check and r["half_width_median"] > MAX_HALF_WIDTH:
+        if a.extrapolate:
+            if not a.no_interval_check and r["covered"] < EXTRAP_CASE_COVER * r["held_points"]:
+                fails.append(f"{name}: intervals cover {r['covered']} of {r['held_points']} extrapolated points "
+                             f"(< {100 * EXTRAP_CASE_COVER:.0f} %)")
+        elif not a.no_interval_check and r["half_width_median"] > MAX_HALF_WIDTH:
             fails.append(f"{name}: median half-width {100 * r['half_width_median']:.1f} % > {100 * MAX_HALF_WIDTH:.0f} %")
     if tot:
         share = cov / tot
         print(f"pooled: the 95 % intervals cover {cov} of {tot} held-out points ({100 * share:.1f} %)")
-        if not a.no_interval_check and not COVER_LO <= share <= COVER_HI:
+        if a.extrapolate:
+            if not a.no_interval_check and share < COVER_LO:
+                fails.append(f"pooled coverage {100 * share:.1f} % < {100 * COVER_LO:.0f} %")
+        elif not a.no_interval_check and not COVER_LO <= share <= COVER_HI:
             fails.append(f"pooled coverage {100 * share:.1f} % outside {100 * COVER_LO:.0f}-{100 * COVER_HI:.0f} %")
     elif a.check:
         fails.append("no log with a collective was evaluated")

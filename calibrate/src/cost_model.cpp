@@ -108,6 +108,9 @@ struct CurvePart {
   double env_lo = 0, env_hi = 0;  // log; valid when switch_gap
   bool switch_gap = false;
   bool beyond = false;
+  double beyond_octaves = 0;      // beyond: log2(s_eff / the nearest measured size)
+  double bound_lo = 0, bound_hi = 0;  // beyond: the physical bounds (log)
+  double end_sigma = 0;           // beyond: the end knot's own sigma (noise, misfit)
 };
 
 // The share of the measured ratios a price does not keep (mu < 1) is the backbone's misfit: their
@@ -144,17 +147,50 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
   };
   const double x0 = lg2(cv.bytes.front()), xk = lg2(cv.bytes.back());
   if (x < x0 || x > xk) {
-    // Beyond the measured sizes: the backbone with the nearest end's ratio; the uncertainty grows
-    // with the distance (half the curve's typical interpolation error per octave).
-    const std::size_t end = x < x0 ? 0 : k - 1;
-    const double d = x < x0 ? x0 - x : x - xk;
+    // Beyond the measured sizes (docs/CALIBRATION.md "Past the measured sizes"): two
+    // extrapolations that fail in opposite directions, and the price their geometric middle.
+    //  - the backbone carried with the end's ratio: the last segment's bandwidth (latency) held.
+    //    Upwards it is too slow where a faster protocol or more channels take over (NCCL's LL
+    //    region carried to sizes where Simple runs 25x faster); downwards too slow where a
+    //    lower-latency protocol does (its alpha is the large sizes');
+    //  - the log-log line through the two end knots carried on: the last octave's slope held.
+    //    Upwards too fast where the bandwidth term takes over (the slope rises towards 1),
+    //    downwards too fast where the latency floor does.
+    // Both inside the physical bounds: time never falls with size, and k sequential chunks of
+    // S are always possible, so t(S) <= t(kS) <= k t(S) (a log-log slope in [0, 1] per octave).
+    const bool up = x > xk;
+    const double d = up ? x - xk : x0 - x;  // octaves past the end
+    const double ye = up ? ymono(k - 1) : yk(0);
+    const double yn = up ? ymono(k - 2) : ymono(1);
+    const double slope = std::clamp(up ? (ye - yn) / (xk - lg2(cv.bytes[k - 2]))
+                                       : (yn - ye) / (lg2(cv.bytes[1]) - x0),
+                                    0.0, kLn2);
+    const double far = up ? ye + kLn2 * d : ye - kLn2 * d;  // the other physical bound
+    const double carried = std::clamp(log_bb + cv.weight * cv.log_ratio[up ? k - 1 : 0], std::min(ye, far),
+                                      std::max(ye, far));
+    const double line = up ? ye + slope * d : ye - slope * d;
     out.beyond = true;
-    out.log_t = log_bb + cv.weight * cv.log_ratio[end];
-    if (end == k - 1) out.log_t = std::max(out.log_t, ymono(k - 1));
+    out.beyond_octaves = up ? d : -d;
+    // Upwards their geometric middle. Downwards the backbone carried: a latency floor is in every
+    // backbone, and the line's fall is what the floor stops (on the SMPI host series, transported
+    // prices below the measured sizes missed by 20 % with the middle); the line bounds the interval.
+    out.log_t = up ? 0.5 * (carried + line) : carried;
     if (!want_sigma) return out;
-    const double grow = cv.kappa_scale * d / 2.0;
+    // The interval holds both extrapolations, each widened by the curve's noise and misfit and by
+    // a growth per octave (the curve's own interpolation error scale, at least
+    // kBeyondLogSigmaPerOctave: a protocol switch out there is not in the data), and stays within
+    // the physical bounds (widened by the end's noise in price_on()).
+    const double grow = std::max(cv.kappa_scale / 2.0, kBeyondLogSigmaPerOctave) * d;
     const double misfit = curve_misfit(cv);
     out.sigma = std::sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit);
+    // The end's own uncertainty for the bounds: the noise, the misfit and the curve's size-to-size
+    // scatter (its leave-one-out error at one octave, kappa / 2): single measurements near the
+    // end scatter by that much around the end knot.
+    out.end_sigma = std::sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0);
+    out.env_lo = std::min(carried, line);
+    out.env_hi = std::max(carried, line);
+    out.bound_lo = std::min(ye, far);
+    out.bound_hi = std::max(ye, far);
     return out;
   }
   // The gap [i, i+1] holding x (x at the last size: the last gap, w = 1).
@@ -231,18 +267,27 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   out.beyond_measured = cp.beyond;
   out.time_us = std::exp(cp.log_t);
   if (!want_interval) return out;
-  double sig = cp.sigma;
+  out.beyond_octaves = cp.beyond_octaves;
+  double sig = cp.sigma, end_sig = cp.end_sigma;
   if (cp.beyond) sig = std::hypot(sig, backbone_sigma(m, out.segment, n, s_eff, c));
   if (!exact) {
     // Another class's curve transported by the backbone: the family's leave-one-group-size-out
     // error where measured, else the generic class term.
-    sig = std::hypot(sig, m.quality.leave_group_out_mape.value_or(kExtrapolatedClassLogSigma));
+    const double e = m.quality.leave_group_out_mape.value_or(kExtrapolatedClassLogSigma);
+    sig = std::hypot(sig, e);
+    end_sig = std::hypot(end_sig, e);
   }
   sig = std::hypot(sig, class_sigma);
+  end_sig = std::hypot(end_sig, class_sigma);
   double lo = cp.log_t - kIntervalZ * sig, hi = cp.log_t + kIntervalZ * sig;
   if (cp.switch_gap) {
     lo = std::min(lo, cp.env_lo - kIntervalZ * cv->noise);
     hi = std::max(hi, cp.env_hi + kIntervalZ * cv->noise);
+  }
+  if (cp.beyond) {
+    // Both extrapolations widened, inside the physical bounds (as uncertain as the end itself).
+    lo = std::max(cp.env_lo - kIntervalZ * sig, cp.bound_lo - kIntervalZ * end_sig);
+    hi = std::min(cp.env_hi + kIntervalZ * sig, cp.bound_hi + kIntervalZ * end_sig);
   }
   // Bounded so a wild profile cannot overflow exp() (readers bound noise and kappa too).
   out.lo_us = std::exp(std::clamp(lo, -700.0, 700.0));

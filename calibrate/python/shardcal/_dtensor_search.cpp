@@ -90,6 +90,8 @@ std::int64_t round_up(std::int64_t x, std::int64_t k) {  // ceil(x / k) * k, or 
 }
 
 double py_max(double a, double b) { return b > a ? b : a; }  // Python's max(a, b): the first unless b is larger
+double py_min(double a, double b) { return b < a ? b : a; }  // Python's min(a, b): the first unless b is smaller
+constexpr double kLn2 = 0.6931471805599453;                   // cost_model.py LN2
 
 // cost_model.time_pricer's price function from its `spec` (the same constants), computing the same
 // operations in the same order, so its prices are bit-identical to the Python function's (the
@@ -143,8 +145,20 @@ class Price {
     const std::size_t k = knot_bytes_.size();
     const double log_bb = std::log(py_max(bb, 1e-6));
     const double x = std::log2(py_max(s, 1.0));
-    if (x < xs_[0]) return std::exp(log_bb + wgt_ * lr_[0]);
-    if (x > xs_[k - 1]) return std::exp(py_max(log_bb + wgt_ * lr_[k - 1], ym_[k - 1]));
+    if (x > xs_[k - 1]) {  // beyond the measured sizes (cost_model.py time_pricer, same order)
+      const double d = x - xs_[k - 1];
+      const double ye = ym_[k - 1];
+      const double slope = py_min(py_max((ye - ym_[k - 2]) / (xs_[k - 1] - xs_[k - 2]), 0.0), kLn2);
+      const double far = ye + kLn2 * d;
+      const double carried = py_min(py_max(log_bb + wgt_ * lr_[k - 1], py_min(ye, far)), py_max(ye, far));
+      return std::exp(0.5 * (carried + (ye + slope * d)));
+    }
+    if (x < xs_[0]) {
+      const double d = xs_[0] - x;
+      const double ye = yk_[0];
+      const double far = ye - kLn2 * d;
+      return std::exp(py_min(py_max(log_bb + wgt_ * lr_[0], py_min(ye, far)), py_max(ye, far)));
+    }
     std::size_t i = static_cast<std::size_t>(
         std::upper_bound(knot_bytes_.begin(), knot_bytes_.end(), py_max(s, 1.0)) - knot_bytes_.begin());
     i = i == 0 ? 0 : i - 1;

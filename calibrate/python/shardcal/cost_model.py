@@ -26,6 +26,8 @@ OTHER_SIDE_LOG_SIGMA = 1.0
 HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (cost_model.hpp kHostTransportLogSigma)
 HOST_TRANSPORT_TESTED_LOG_SIGMA = 0.10  # ... after a second count tested the structure
 CURVE_SWITCH_LOG = 0.6931471805599453  # ln 2 (cost_model.hpp kCurveSwitchLog)
+LN2 = 0.6931471805599453  # cost_model.hpp kLn2
+BEYOND_LOG_SIGMA_PER_OCTAVE = 0.12  # cost_model.hpp kBeyondLogSigmaPerOctave
 CURVE_MAX_NOISE = 5.0
 CURVE_MAX_KAPPA = 100.0
 
@@ -53,6 +55,7 @@ class Priced:
     curve_exact: bool
     switch_gap: bool
     beyond_measured: bool
+    beyond_octaves: float = 0.0  # log2(s_eff / nearest measured size) when beyond_measured
 
 
 _table_fns: tuple = ()  # (busbw_factor, ring_steps) from .profile, imported on first use (a cycle)
@@ -154,7 +157,8 @@ def _backbone_sigma(model, seg: int, n: int, s_eff: float, c: int) -> float:
 
 
 def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: float):
-    """(log_t, sigma, env_lo, env_hi, switch_gap, beyond), as curve_part() in C++."""
+    """(log_t, sigma, env_lo, env_hi, switch_gap, beyond, beyond_octaves, bound_lo, bound_hi,
+    end_sigma), as curve_part() in C++."""
     k = len(cv.bytes)
     x = _lg2(s_eff)
     # The backbone at the knots depends on the class, not the size: computed once per (n, c) and
@@ -180,14 +184,23 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
 
     x0, xk = _lg2(cv.bytes[0]), _lg2(cv.bytes[-1])
     if x < x0 or x > xk:
-        end = 0 if x < x0 else k - 1
-        d = x0 - x if x < x0 else x - xk
-        log_t = log_bb + cv.weight * cv.log_ratio[end]
-        if end == k - 1:
-            log_t = max(log_t, ymono(k - 1))
-        grow = cv.kappa_scale * d / 2.0
+        # Beyond the measured sizes: the geometric middle of the backbone carried and the end's
+        # log-log line carried, inside t(S) <= t(kS) <= k t(S) (as C++ curve_part).
+        up = x > xk
+        d = x - xk if up else x0 - x
+        ye = ymono(k - 1) if up else yk(0)
+        yn = ymono(k - 2) if up else ymono(1)
+        slope = (ye - yn) / (xk - _lg2(cv.bytes[k - 2])) if up else (yn - ye) / (_lg2(cv.bytes[1]) - x0)
+        slope = min(max(slope, 0.0), LN2)
+        far = ye + LN2 * d if up else ye - LN2 * d
+        carried = min(max(log_bb + cv.weight * cv.log_ratio[k - 1 if up else 0], min(ye, far)), max(ye, far))
+        line = ye + slope * d if up else ye - slope * d
+        log_t = 0.5 * (carried + line) if up else carried
+        grow = max(cv.kappa_scale / 2.0, BEYOND_LOG_SIGMA_PER_OCTAVE) * d
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
-        return (log_t, math.sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit), 0.0, 0.0, False, True)
+        return (log_t, math.sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit), min(carried, line),
+                max(carried, line), False, True, d if up else -d, min(ye, far), max(ye, far),
+                math.sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0))
     i = bisect.bisect_right(cv.bytes, max(s_eff, 1.0))
     i = 0 if i == 0 else i - 1
     if i + 1 >= k:
@@ -213,7 +226,7 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     misfit = (1 - cv.weight) * _rms(cv.log_ratio)
     shape_dev = abs(log_t - ruler)  # the backbone's shape vs the log-log line: one sigma
     return (log_t, math.sqrt(cv.noise * cv.noise + curv * curv + misfit * misfit + shape_dev * shape_dev),
-            env_lo, env_hi, switch, False)
+            env_lo, env_hi, switch, False, 0.0, 0.0, 0.0, 0.0)
 
 
 def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: float = 0.0) -> Priced:
@@ -232,19 +245,26 @@ def price_on(model, cv, exact: bool, n: int, concurrent_groups: int, s_eff: floa
         sig = _hypot(sig, class_log_sigma)
         return Priced(bb, bb * math.exp(-INTERVAL_Z * sig), bb * math.exp(INTERVAL_Z * sig), seg, None, False,
                       False, False)
-    log_t, sig, env_lo, env_hi, switch, beyond = _curve_part(model, cv, n, c, s_eff, _log_time(bb))
+    log_t, sig, env_lo, env_hi, switch, beyond, octaves, bound_lo, bound_hi, end_sig = _curve_part(
+        model, cv, n, c, s_eff, _log_time(bb))
     if beyond:
         sig = _hypot(sig, _backbone_sigma(model, seg, n, s_eff, c))
     if not exact:
         lgo = model.quality.get("leave_group_out_mape")
-        sig = _hypot(sig, lgo if lgo is not None else EXTRAPOLATED_CLASS_LOG_SIGMA)
+        e = lgo if lgo is not None else EXTRAPOLATED_CLASS_LOG_SIGMA
+        sig = _hypot(sig, e)
+        end_sig = _hypot(end_sig, e)
     sig = _hypot(sig, class_log_sigma)
+    end_sig = _hypot(end_sig, class_log_sigma)
     lo, hi = log_t - INTERVAL_Z * sig, log_t + INTERVAL_Z * sig
     if switch:
         lo = min(lo, env_lo - INTERVAL_Z * cv.noise)
         hi = max(hi, env_hi + INTERVAL_Z * cv.noise)
+    if beyond:
+        lo = max(env_lo - INTERVAL_Z * sig, bound_lo - INTERVAL_Z * end_sig)
+        hi = min(env_hi + INTERVAL_Z * sig, bound_hi + INTERVAL_Z * end_sig)
     return Priced(math.exp(log_t), math.exp(min(max(lo, -700.0), 700.0)), math.exp(min(max(hi, -700.0), 700.0)),
-                  seg, cv, exact, switch, beyond)
+                  seg, cv, exact, switch, beyond, octaves)
 
 
 def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
@@ -315,10 +335,18 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
         bb = backbone(s_eff)
         log_bb = log(max(bb, 1e-6))
         x = math.log2(max(s_eff, 1.0))
-        if x < x0:
-            return exp(log_bb + wgt * lr[0])
-        if x > xk:
-            return exp(max(log_bb + wgt * lr[k - 1], ym[k - 1]))
+        if x < x0 or x > xk:  # _curve_part's beyond branch, time only
+            if x > xk:
+                d = x - xk
+                ye = ym[k - 1]
+                slope = min(max((ye - ym[k - 2]) / (xk - xs[k - 2]), 0.0), LN2)
+                far = ye + LN2 * d
+                carried = min(max(log_bb + wgt * lr[k - 1], min(ye, far)), max(ye, far))
+                return exp(0.5 * (carried + (ye + slope * d)))
+            d = x0 - x
+            ye = yk[0]
+            far = ye - LN2 * d
+            return exp(min(max(log_bb + wgt * lr[0], min(ye, far)), max(ye, far)))
         i = bisect_right(knot_bytes, max(s_eff, 1.0))
         i = 0 if i == 0 else i - 1
         if i + 1 >= k:
@@ -445,7 +473,7 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
     return Priced(tq, _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)),
                   _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi)), b.segment, b.curve,
-                  b.curve_exact, b.switch_gap, b.beyond_measured)
+                  b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:

@@ -72,6 +72,14 @@ inline constexpr double kOtherSideLogSigma = 1.0;
 // boundary marks): the backbone's shape says nothing there, so it is priced like a gap across a
 // segment boundary (the log-log line, an interval holding both ends).
 inline constexpr double kCurveSwitchLog = 0.6931471805599453;  // ln 2
+inline constexpr double kLn2 = 0.6931471805599453;
+
+// Past the measured sizes the interval grows by at least this log sigma per octave (the curve's
+// own interpolation error scale kappa/2 where larger): a protocol or algorithm switch beyond the
+// sweep is not in the data. 0.12 per octave (a 95 % factor 1.27 each octave) is what the public
+// nccl-tests development logs needed for 90 % coverage extrapolating up from 40-75 % of their
+// sizes (docs/CALIBRATION.md "Past the measured sizes").
+inline constexpr double kBeyondLogSigmaPerOctave = 0.12;
 
 // Bounds the profile readers put on a curve's noise and kappa_scale (log scale): beyond them an
 // interval would be meaningless (e^(1.96 x 5) ~ 18000x) and exp() could overflow.
@@ -87,6 +95,9 @@ struct Priced {
   bool curve_exact = false;     // the curve is the query's own class (n, c)
   bool switch_gap = false;      // between two measured sizes on different segments
   bool beyond_measured = false; // s_eff outside the curve's measured sizes
+  // beyond_measured: log2(s_eff / the nearest measured size): > 0 past the largest, < 0 below
+  // the smallest (2^|octaves| = the factor past the measured range).
+  double beyond_octaves = 0;
 };
 
 // The time of m for link class (n, c) at s_eff: backbone x measured curve (the curve of the
