@@ -172,6 +172,21 @@ int run(const PredictArgs& a) {
     if (seg.contention) j["segment"]["contention"] = *seg.contention;
     j["extrapolated"] = p.extrapolated;
     j["note"] = p.note;
+    // What was extrapolated, one field (docs/CALIBRATION.md "Past the measured sizes"): the size
+    // (how far past the measured sizes), the link class (why another class's model priced it),
+    // the host count (transport, below).
+    {
+      nlohmann::ordered_json ex;
+      if (p.size_octaves != 0)
+        ex["size"] = {{"direction", p.size_octaves > 0 ? "above" : "below"},
+                      {"factor", std::exp2(std::abs(p.size_octaves))},
+                      {"measured_edge_bytes", s_eff / std::exp2(p.size_octaves)}};  // (rounding: ~1 ulp)
+      else
+        ex["size"] = nullptr;
+      ex["class"] = p.class_note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.class_note);
+      ex["hosts_transported"] = p.transport.active;
+      j["extrapolation"] = ex;
+    }
     // Where a host-count transport priced it (docs/CALIBRATION.md "Other host counts").
     if (const calib::HostTransport& t = p.transport; t.active)
       j["transport"] = {{"from_hosts", m.hosts},

@@ -17,6 +17,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <iomanip>
 #include <sstream>
 #include <tuple>
 #include <unistd.h>
@@ -866,11 +867,32 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
       tr.active ? (dc != 1.0 || ds == 2 || !tr.other || transport_class_extrapolated
                        ? kExtrapolatedClassLogSigma : 0.0)
       : side != 0 ? kOtherSideLogSigma : (!note.empty() ? kExtrapolatedClassLogSigma : 0.0);
-  if (!d.bytes.contains(s_eff)) add("size " + fmt(s_eff) + " B outside the measured range");
-  out.extrapolated = !note.empty();
-  out.note = note;
+  out.class_note = note;
+  if (side != 0 && !tr.active)
+    add(std::string(lc.hosts > 1 ? "an inter-host group priced from intra-host measurements"
+                                 : "an intra-host group priced from inter-host measurements (hosts=" +
+                                       std::to_string(best->hosts) + ")") +
+        ": links never measured, 95 % interval x" +
+        std::to_string(int(std::round(std::exp(kIntervalZ * kOtherSideLogSigma)))) + " either way");
   const Priced pr = tr.active ? price_transported(*best, tr, lc.concurrent_groups, s_eff, class_sigma)
                              : price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma);
+  // The size: past the measured curve's sizes (what priced it), else outside the model's domain.
+  if (pr.beyond_measured) {
+    out.size_octaves = pr.beyond_octaves;
+    const double edge = pr.beyond_octaves > 0 ? pr.curve->bytes.back() : pr.curve->bytes.front();
+    auto g4 = [](double x) {
+      std::ostringstream o;
+      o << std::setprecision(4) << x;
+      return o.str();
+    };
+    add("size " + g4(s_eff) + " B is " + g4(std::exp2(std::abs(pr.beyond_octaves))) + "x " +
+        (pr.beyond_octaves > 0 ? "above the largest" : "below the smallest") + " measured (" + g4(edge) +
+        " B): priced past the sweep, interval widened");
+  } else if (!d.bytes.contains(s_eff)) {
+    add("size " + fmt(s_eff) + " B outside the measured range");
+  }
+  out.extrapolated = !note.empty();
+  out.note = note;
   out.segment = int(pr.segment);
   out.time_us = pr.time_us;
   out.lo_us = pr.lo_us;

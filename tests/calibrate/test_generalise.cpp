@@ -165,7 +165,12 @@ TEST(CalibrateGeneralise, PoolsClassesWithoutContention) {
             const int c = 8 / n;
             const Prediction p = predict(f.prof, op, LinkClass{n, 1, n, c}, s);
             EXPECT_LE(rel(p.time_us, truth_us(op, s, n, c, 0)), 0.07) << "n=" << n << " S=" << s;
-            EXPECT_FALSE(p.extrapolated) << p.note;
+            // The smallest size (8 B) is held out: below the measured ones, and said so.
+            EXPECT_EQ(p.extrapolated, i == 0) << p.note;
+            if (i == 0) {
+              EXPECT_LT(p.size_octaves, 0.0);
+              EXPECT_NE(p.note.find("below the smallest measured"), std::string::npos) << p.note;
+            }
           }
         // The left-out group size 4, at every concurrency: within 10% at every size. Flagged
         // extrapolated: no measured pair shares its n, and at each c only one n was measured.

@@ -133,6 +133,8 @@ class Prediction:
     lo_us: float = 0.0  # 95 % prediction interval (cost_model.py)
     hi_us: float = 0.0
     basis: str = ""
+    class_note: str = ""  # the link-class part of note ("" when the class was measured)
+    size_octaves: float = 0.0  # log2(s_eff / nearest measured size) past the measured sizes, else 0
 
 
 def _fail(origin: str, ptr: str, what: str, fix: str):
@@ -729,10 +731,21 @@ class Profile:
         else:
             class_sigma = (_cm.OTHER_SIDE_LOG_SIGMA if side != 0
                            else (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if notes else 0.0))
-        if not _contains(m.domain["bytes"], s_eff):
-            notes.append(f"size {s_eff} B outside the measured range")
+        class_note = "; ".join(notes)
+        if side != 0 and tr is None:
+            notes.append(("an inter-host group priced from intra-host measurements" if hosts > 1 else
+                          f"an intra-host group priced from inter-host measurements (hosts={m.hosts})") +
+                         ": links never measured, 95 % interval x7 either way")
         pr = (_cm.price_transported(m, tr, concurrent_groups, s_eff, class_sigma) if tr is not None
               else _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma))
+        # The size: past the measured curve's sizes (what priced it), else outside the domain.
+        if pr.beyond_measured:
+            edge = pr.curve.bytes[-1] if pr.beyond_octaves > 0 else pr.curve.bytes[0]
+            notes.append(f"size {s_eff:.4g} B is {2.0 ** abs(pr.beyond_octaves):.4g}x "
+                         f"{'above the largest' if pr.beyond_octaves > 0 else 'below the smallest'} measured "
+                         f"({edge:.4g} B): priced past the sweep, interval widened")
+        elif not _contains(m.domain["bytes"], s_eff):
+            notes.append(f"size {s_eff} B outside the measured range")
         basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
         if tr is not None:
             basis = (f"hosts={m.hosts} transported to hosts={hosts}"
@@ -742,7 +755,8 @@ class Profile:
             basis += ", switch in the gap"
         if pr.beyond_measured:
             basis += ", beyond the measured sizes"
-        return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis)
+        return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis,
+                          class_note, pr.beyond_octaves if pr.beyond_measured else 0.0)
 
     def __getstate__(self):  # the price functions of time_fn are closures: rebuilt on use
         state = dict(self.__dict__)

@@ -189,6 +189,10 @@ struct Prediction {
   int segment = -1;
   bool extrapolated = false;        // link class, group size or size outside what was measured
   std::string note;                 // why extrapolated: "nearest measured class: hosts=1 ..."
+  std::string class_note;           // the link-class part of note ("" when the class was measured)
+  // log2(S_eff / the nearest measured size) when S_eff lies past the measured sizes (> 0 above
+  // the largest, < 0 below the smallest), else 0: the price is extrapolated 2^|size_octaves|x.
+  double size_octaves = 0;
   // Set (transport.active) when the price was transported from other host counts
   // (cost_model.hpp HostTransport); the planner's hot path repeats it from here.
   HostTransport transport;
