@@ -39,13 +39,11 @@ import sys
 # The validate records' schema name, from the formats table the C++ writer is checked against.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python"))
 from shardcal.formats import schema  # noqa: E402
+from shardcal._script import helpers  # noqa: E402
+
+die, _ = helpers("regret_from_measurements")
 
 VALIDATE_SCHEMA = schema("validate")[0]
-
-
-def die(msg):
-    print(f"regret_from_measurements: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def p95(vals):

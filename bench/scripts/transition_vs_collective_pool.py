@@ -11,13 +11,12 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python"))
+from shardcal._script import helpers  # noqa: E402
+
+die, _ = helpers("transition_vs_collective_pool.py")
+
 USAGE = "usage: transition_vs_collective_pool.py OUT_DIR... (OUT dirs of transition_vs_collective.sh)"
-
-
-def die(msg):
-    """One line on stderr, exit 2: bad input is reported, never a traceback."""
-    print(f"transition_vs_collective_pool.py: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def read_lines(path):

@@ -7,26 +7,18 @@ matched to RESULTS points of its own timing mode (fit_method.timing_mode), so pe
 pipelined points of one sweep stay apart.
 Usage: composition_by_rotation.py RESULTS.jsonl PROFILE.json... (standard library only)."""
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from shardcal._script import helpers  # noqa: E402
+
+die, read_text = helpers("composition_by_rotation.py")
 
 USAGE = "usage: composition_by_rotation.py RESULTS.jsonl PROFILE.json..."
 # What `shardbench calibrate --mode` defaults to, for a profile that does not record its mode.
 DEFAULT_MODE = "per_iteration"
-
-
-def die(msg):
-    """One line on stderr, exit 2: bad input is reported, never a traceback."""
-    print(f"composition_by_rotation.py: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
-def read_text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError as e:
-        die(f"cannot read {path}: {e.strerror}")
 
 
 def slots_by_label(path):

@@ -150,6 +150,37 @@ std::string misfit(Collective c, const TableSignature& sig) {
 
 namespace import_detail {
 
+void fail(const std::string& name, int line, const std::string& what) {
+  throw Error(name + ":" + std::to_string(line) + ": " + what);
+}
+
+bool TableRows::accept(int line, std::size_t fields, bool fits, std::size_t header_fields,
+                       int header_line) {
+  ++rows_;
+  if (pending_line_)
+    fail(name_, pending_line_,
+         pending_what_ +
+             ", and more rows follow it; repair or delete that line (only a log's last row may "
+             "be cut short)");
+  if (fits) return true;
+  pending_line_ = line;
+  pending_what_ = "the row has " + std::to_string(fields) + " fields where the " + header_ +
+                  " (line " + std::to_string(header_line) + ") has " +
+                  std::to_string(header_fields);
+  return false;
+}
+
+void TableRows::finish(ParsedLog& log, int header_line) const {
+  if (pending_line_) {
+    ++log.skipped_truncated;
+    log.notes.push_back(name_ + ":" + std::to_string(pending_line_) + ": " + pending_what_ +
+                        ": the last row is cut short; skipped");
+  }
+  if (rows_ == 0)
+    fail(name_, header_line,
+         "the table has no rows (did the run stop before its first size?); nothing to import");
+}
+
 void infer_from_table(ParsedLog& log, int world) {
   log.collective.reset();
   log.candidates.clear();

@@ -16,10 +16,6 @@ namespace {
 using namespace import_detail;
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& name, int line, const std::string& what) {
-  throw Error(name + ":" + std::to_string(line) + ": " + what);
-}
-
 // NCCL_VERSION_CODE: 22602 -> "2.26.2" (from 2.9 on: major*10000 + minor*100 + patch; before,
 // major*1000 + minor*100 + patch).
 std::string nccl_version_text(std::int64_t code) {
@@ -116,12 +112,6 @@ std::optional<Table> parse_header(std::string_view body, int line) {
   return tb;
 }
 
-// A truncated row is only acceptable as the table's last one.
-struct PendingBad {
-  int line = 0;
-  std::string what;
-};
-
 void parse_nthread_line(std::string_view body, ParsedLog& log) {
   const auto t = split_ws(body);
   for (std::size_t i = 0; i + 1 < t.size(); ++i) {
@@ -187,11 +177,10 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
   log.backend = "nccl";
   log.memory = "cuda";
   std::optional<Table> table;
-  std::optional<PendingBad> pending;
   std::string program_from_test, program_from_command;
   int test_line = 0;
   bool table_closed = false;
-  int rows_seen = 0;
+  TableRows rows(name, "table header");
   std::map<int, bool> rank_seen;
   for_each_line(text, [&](int ln, std::string_view raw) {
     const std::string_view line = trim(strip_launcher_tags(raw));
@@ -210,21 +199,9 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
         return;
       const auto t = split_ws(line);
       if (!t.empty() && is_uint_token(t[0]) && table && !table_closed) {
-        ++rows_seen;
         const Table& tb = *table;
-        if (pending)
-          fail(name, pending->line,
-               pending->what +
-                   ", and more rows follow it; repair or delete "
-                   "that line (only a log's last row may be cut short)");
-        if (t.size() < tb.width || (!tb.timestamp && t.size() > tb.width)) {
-          pending = PendingBad{ln, "the row has " + std::to_string(t.size()) +
-                                       " fields where the "
-                                       "table header (line " +
-                                       std::to_string(tb.header_line) + ") has " +
-                                       std::to_string(tb.width)};
-          return;
-        }
+        const bool fits = t.size() >= tb.width && (tb.timestamp || t.size() <= tb.width);
+        if (!rows.accept(ln, t.size(), fits, tb.width, tb.header_line)) return;
         auto field = [&](int col) -> std::string_view {
           return col < 0 ? std::string_view() : t[std::size_t(col)];
         };
@@ -363,15 +340,7 @@ ParsedLog parse_nccl_tests_text(std::string_view text, const std::string& name) 
                 "algbw  busbw  #wrong ...`) in the log; is this nccl-tests output? "
                 "(--format osu for OSU logs)");
   finish_launch(log, name);
-  if (pending) {
-    // The last row cut short (a killed job, a log copied partially): skip it, say so.
-    ++log.skipped_truncated;
-    log.notes.push_back(name + ":" + std::to_string(pending->line) + ": " + pending->what +
-                        ": the last row is cut short; skipped");
-  }
-  if (rows_seen == 0)
-    fail(name, table->header_line,
-         "the table has no rows (did the run stop before its first size?); nothing to import");
+  rows.finish(log, table->header_line);
   std::sort(log.ranks.begin(), log.ranks.end(),
             [](const LogRank& a, const LogRank& b) { return a.rank < b.rank; });
   for (std::size_t i = 0; i < log.ranks.size(); ++i)

@@ -14,10 +14,6 @@ namespace {
 
 using namespace import_detail;
 
-[[noreturn]] void fail(const std::string& name, int line, const std::string& what) {
-  throw Error(name + ":" + std::to_string(line) + ": " + what);
-}
-
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -112,8 +108,7 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
   int title_line = 0;
   std::optional<DType> dtype;
   std::optional<Columns> cols;
-  int rows_seen = 0;
-  std::optional<std::pair<int, std::string>> pending;
+  TableRows rows(name, "column header");
   bool device_flag = false;
   for_each_line(text, [&](int ln, std::string_view raw) {
     const std::string_view line = trim(strip_launcher_tags(raw));
@@ -208,19 +203,8 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
       }
       return;
     }
-    ++rows_seen;
     const Columns& c = *cols;
-    if (pending)
-      fail(name, pending->first,
-           pending->second +
-               ", and more rows follow it; repair or delete "
-               "that line (only a log's last row may be cut short)");
-    if (t.size() != c.labels.size()) {
-      pending = std::pair<int, std::string>(
-          ln, "the row has " + std::to_string(t.size()) + " fields where the column header (line " +
-                  std::to_string(c.line) + ") has " + std::to_string(c.labels.size()));
-      return;
-    }
+    if (!rows.accept(ln, t.size(), t.size() == c.labels.size(), c.labels.size(), c.line)) return;
     if (c.avg < 0)
       fail(name, c.line,
            "the column header has no \"Avg Latency(us)\" column: a bandwidth or "
@@ -285,15 +269,7 @@ ParsedLog parse_osu(std::string_view text, const std::string& name) {
     fail(name, title_line,
          "no column header `# Size  Avg Latency(us)` follows the title; "
          "the log is incomplete");
-  if (pending) {
-    ++log.skipped_truncated;
-    log.notes.push_back(name + ":" + std::to_string(pending->first) + ": " + pending->second +
-                        ": the last row is cut short; skipped");
-  }
-  if (rows_seen == 0)
-    fail(name, cols->line,
-         "the table has no rows (did the run stop before its first size?); "
-         "nothing to import");
+  rows.finish(log, cols->line);
   // OMB before 7 sends MPI_FLOAT in the reducing benchmarks and MPI_CHAR in the others, and
   // prints no Datatype line.
   const bool reduces = collective_info(*log.collective).reduces;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace shardcal::formats::import_detail {
@@ -87,6 +88,30 @@ struct ParsedLog;
 }  // namespace shardcal::formats
 
 namespace shardcal::formats::import_detail {
+// Throws Error("NAME:LINE: WHAT"), the text importers' message shape.
+[[noreturn]] void fail(const std::string& name, int line, const std::string& what);
+
+// The data rows of a text log's table, as both text importers (nccl-tests, OSU) treat them: a
+// row with a field count its header does not allow is acceptable only as the table's last (a
+// killed job, a log copied partially): held, an error naming it if another row follows, else
+// skipped with a note by finish(); a table without rows is an error at its header line.
+class TableRows {
+ public:
+  // header: what the header is called in messages ("table header", "column header").
+  TableRows(std::string name, std::string header) : name_(std::move(name)), header_(std::move(header)) {}
+  // One data row of `fields` fields at `line`; `fits`: its count is one the header (at
+  // header_line, header_fields fields) allows. False: the row is cut short; do not parse it.
+  bool accept(int line, std::size_t fields, bool fits, std::size_t header_fields, int header_line);
+  // After the table: the held row skipped (log.skipped_truncated, a note), or no rows: an error.
+  void finish(ParsedLog& log, int header_line) const;
+
+ private:
+  std::string name_, header_;
+  int rows_ = 0;
+  int pending_line_ = 0;  // the cut row's line (0: none)
+  std::string pending_what_;
+};
+
 // A table without a program name: the collective its rows fit (redop, count column,
 // busbw/algbw against nccl-tests' factors at `group_size` ranks, root), or the candidates and
 // the evidence (import_logs.cpp). Sets collective, benchmark, benchmark_from, candidates,

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 
+#include "results_fields.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/import_logs.hpp"
 #include "shardcal/formats/json.hpp"
@@ -30,15 +31,37 @@ constexpr const char* kMissingFix =
 constexpr const char* kValueFix =
     "the file is corrupt or not a shardbench sweep results file (docs/RESULTS_FORMAT.md)";
 
+// The fields the reader reads, each checked at compile time against formats.json's list
+// (results_fields.hpp): P (the point record's own fields), Q (its "point" object), C (the
+// context record), each with the kind of point it is read from and the types the reader accepts.
+namespace rf = results_fields;
+consteval rf::Field P(rf::Kind k, const char* name, std::string_view types) {
+  return rf::field(rf::List::Fields, k, name, types);
+}
+consteval rf::Field Q(rf::Kind k, const char* name, std::string_view types) {
+  return rf::field(rf::List::Point, k, name, types);
+}
+consteval rf::Field C(const char* name, std::string_view types) {
+  return rf::field(rf::List::Context, rf::Kind::Any, name, types);
+}
+constexpr rf::Kind kColl = rf::Kind::Collective, kTrans = rf::Kind::Transition, kAny = rf::Kind::Any;
+
 // The getters of one record (every record is one JSON document on its line, so its messages
 // read "FILE:LINE: /field: ...").
 std::string str_at(const JsonCursor& rec, const char* key) { return rec.string_at(key, kMissingFix); }
+std::string str_at(const JsonCursor& rec, rf::Field f) { return str_at(rec, f.name); }
 int pos_int_at(const JsonCursor& rec, const char* key) {
   return int(rec.integer_at(key, kMissingFix, 1, std::int64_t(1) << 30));
 }
+// An integer field at least its listed least value (1 for counts of ranks and groups).
+int int_at(const JsonCursor& rec, rf::Field f) {
+  const std::int64_t lo = std::isfinite(f.least) ? std::int64_t(f.least) : -(std::int64_t(1) << 30);
+  return int(rec.integer_at(f.name, kMissingFix, lo, std::int64_t(1) << 30));
+}
 double bytes_at(const JsonCursor& rec, const char* key) { return rec.number_at(key, kMissingFix, 0.0); }
-std::vector<std::int64_t> counts_at(const JsonCursor& rec) {
-  const JsonCursor cs = rec.required("counts", kMissingFix).array();
+double bytes_at(const JsonCursor& rec, rf::Field f) { return rec.number_at(f.name, kMissingFix, f.least); }
+std::vector<std::int64_t> counts_at(const JsonCursor& rec, const char* key = "counts") {
+  const JsonCursor cs = rec.required(key, kMissingFix).array();
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < cs.size(); ++i) out.push_back(cs[i].integer(0));
   return out;
@@ -47,13 +70,13 @@ std::vector<std::int64_t> counts_at(const JsonCursor& rec) {
 // Only the format this reader understands: version 1 files record the old (wrong) transition
 // step bytes, and a later version may change what fields mean.
 void check_format(const json& rec, const std::string& where) {
-  const auto sc = rec.find("schema");
+  const auto sc = rec.find(C("schema", "string").name);
   if (sc == rec.end() || !sc->is_string() || sc->get<std::string>() != kResultsSchema)
     fail(where, "the context record's schema is " +
                     (sc == rec.end() ? std::string("missing") : sc->dump()) + ", expected \"" +
                     kResultsSchema +
                     "\"; this is not a shardbench sweep results file (docs/RESULTS_FORMAT.md)");
-  const auto v = rec.find("version");
+  const auto v = rec.find(C("version", "integer").name);
   const std::string got = v == rec.end() ? std::string("missing") : v->dump();
   if (v == rec.end() || !v->is_number_integer())
     fail(where, "the context record's version is " + got + ", expected the integer " +
@@ -76,8 +99,12 @@ void check_format(const json& rec, const std::string& where) {
 
 json context_summary(const json& rec) {
   json out = json::object();
-  for (const char* k : {"date", "backend", "memory", "world", "hosts", "n_hosts", "ranks_per_host",
-                        "library_versions", "shardcal_version", "git_revision", "config_hash"})
+  for (const char* k :
+       {C("date", "string").name, C("backend", "string").name, C("memory", "string").name,
+        C("world", "integer").name, C("hosts", "array").name, C("n_hosts", "integer").name,
+        C("ranks_per_host", "integers").name, C("library_versions", "object").name,
+        C("shardcal_version", "string").name, C("git_revision", "string").name,
+        C("config_hash", "string").name})
     if (rec.contains(k)) out[k] = rec[k];
   return out;
 }
@@ -102,9 +129,10 @@ void read_context(const JsonCursor& rc, const std::string& where, ResultSet& rs,
                   std::string& first_ctx_where) {
   const json& rec = rc.json();
   check_format(rec, where);
-  const std::string backend = str_at(rc, "backend");
-  const std::string memory = str_at(rc, "memory");
-  f.n_hosts = rec.contains("n_hosts") ? pos_int_at(rc, "n_hosts") : 1;
+  const std::string backend = str_at(rc, C("backend", "string"));
+  const std::string memory = str_at(rc, C("memory", "string"));
+  constexpr rf::Field n_hosts = C("n_hosts", "integer");
+  f.n_hosts = rec.contains(n_hosts.name) ? int_at(rc, n_hosts) : 1;
   if (rs.backend.empty()) {
     rs.backend = backend;
     rs.memory = memory;
@@ -145,28 +173,28 @@ Point point_from(PointHead& h) {
 void read_collective_point(const JsonCursor& rec, PointHead& h, int n_hosts, ResultSet& rs) {
   const JsonCursor& params = *h.params;
   CollectivePoint p = point_from<CollectivePoint>(h);
-  const JsonCursor oc = rec.required("collective", kMissingFix);
+  const JsonCursor oc = rec.required(P(kColl, "collective", "collective").name, kMissingFix);
   const std::string op = oc.string();
   auto c = find_collective(op);
   if (!c) oc.fail("unknown collective \"" + op + "\"");
   p.op = *c;
-  p.distribution = str_at(params, "distribution");
-  p.group_size = pos_int_at(rec, "group_size");
-  p.groups = pos_int_at(rec, "groups");
-  p.hosts_spanned = pos_int_at(rec, "hosts_spanned");
-  p.max_ranks_per_host = pos_int_at(rec, "max_ranks_per_host");
+  p.distribution = str_at(params, Q(kColl, "distribution", "string"));
+  p.group_size = int_at(rec, P(kColl, "group_size", "integer"));
+  p.groups = int_at(rec, P(kColl, "groups", "integer"));
+  p.hosts_spanned = int_at(rec, P(kColl, "hosts_spanned", "integer"));
+  p.max_ranks_per_host = int_at(rec, P(kColl, "max_ranks_per_host", "integer"));
   p.n_hosts = n_hosts;
   p.concurrent_groups = concurrent_groups(p.groups, p.hosts_spanned, n_hosts);
-  p.elem_size = pos_int_at(rec, "elem_size");
-  p.counts = counts_at(rec);
-  p.bytes = bytes_at(rec, "bytes");
-  p.bytes_total = bytes_at(rec, "bytes_total");
-  p.bytes_eff = bytes_at(rec, "bytes_eff");
+  p.elem_size = int_at(rec, P(kColl, "elem_size", "integer"));
+  p.counts = counts_at(rec, P(kColl, "counts", "integers").name);
+  p.bytes = bytes_at(rec, P(kColl, "bytes", "integer|number"));
+  p.bytes_total = bytes_at(rec, P(kColl, "bytes_total", "integer|number"));
+  p.bytes_eff = bytes_at(rec, P(kColl, "bytes_eff", "integer|number"));
   p.uneven = !p.counts.empty() && std::adjacent_find(p.counts.begin(), p.counts.end(),
                                                      std::not_equal_to<>()) != p.counts.end();
-  p.mesh = str_at(params, "mesh");
-  p.label = op + " mesh=" + p.mesh +
-            " dim=" + std::to_string(params.required("mesh_dim", kMissingFix).integer()) + " " +
+  p.mesh = str_at(params, Q(kColl, "mesh", "string"));
+  p.label = op + " mesh=" + p.mesh + " dim=" +
+            std::to_string(params.required(Q(kColl, "mesh_dim", "integer").name, kMissingFix).integer()) + " " +
             std::string(dtype_name(h.dtype)) + " " + p.distribution + " " + h.mode + " " +
             std::to_string(std::llround(p.bytes)) + " B";
   rs.collectives.push_back(std::move(p));
@@ -202,12 +230,12 @@ TransitionStep read_plan_step(const JsonCursor& st, int world, int n_hosts) {
 void read_transition_point(const JsonCursor& rec, PointHead& h, int n_hosts, ResultSet& rs) {
   const JsonCursor& params = *h.params;
   TransitionPoint t = point_from<TransitionPoint>(h);
-  const JsonCursor tr = rec.required("transition", kMissingFix).object();
-  const JsonCursor mc = params.required("mesh", kMissingFix);
+  const JsonCursor tr = rec.required(P(kTrans, "transition", "object").name, kMissingFix).object();
+  const JsonCursor mc = params.required(Q(kTrans, "mesh", "string").name, kMissingFix);
   t.label = "mesh " + mc.string() + " " + str_at(tr, "from") + " -> " + str_at(tr, "to") + " " +
             std::string(dtype_name(h.dtype)) + " " +
-            std::to_string(std::llround(bytes_at(rec, "bytes"))) + " B " +
-            str_at(params, "distribution");
+            std::to_string(std::llround(bytes_at(rec, P(kTrans, "bytes", "integer|number")))) +
+            " B " + str_at(params, Q(kTrans, "distribution", "string"));
   Shape mesh;
   try {
     mesh = parse_shape(mc.string());
@@ -236,19 +264,19 @@ void read_point(const JsonCursor& rec, const std::string& where, int n_hosts, Re
   ++rs.point_records;
   PointHead h;
   h.where = where;
-  h.key = str_at(rec, "key");
-  const json& wrong = rec.required("wrong", kMissingFix).json();
+  h.key = str_at(rec, P(kAny, "key", "string"));
+  const json& wrong = rec.required(P(kAny, "wrong", "integer|null").name, kMissingFix).json();
   if (wrong.is_number() && wrong.get<double>() > 0) {
     ++rs.skipped_wrong;
     rs.skipped.push_back({where, h.key, "wrong = " + wrong.dump()});
     return;
   }
-  const JsonCursor params = rec.required("point", kMissingFix).object();
+  const JsonCursor params = rec.required(P(kAny, "point", "object").name, kMissingFix).object();
   h.params = params;
-  const std::string kind = str_at(params, "kind");
-  h.mode = str_at(params, "mode");
-  h.dtype = parse_dtype(str_at(params, "dtype"));
-  const JsonCursor samples = rec.required("samples_s", kMissingFix).array();
+  const std::string kind = str_at(params, Q(kAny, "kind", "string"));
+  h.mode = str_at(params, Q(kAny, "mode", "string"));
+  h.dtype = parse_dtype(str_at(params, Q(kAny, "dtype", "dtype")));
+  const JsonCursor samples = rec.required(P(kAny, "samples_s", "numbers").name, kMissingFix).array();
   bool bad = false;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const double d = samples[i].number();
@@ -335,7 +363,7 @@ void read_file(const std::string& path, ResultSet& rs, std::string& first_ctx_wh
       rec = parse_record(line, where, last, f.have_ctx);
       if (!rec) break;
       const JsonSource src(where, line);
-      type = str_at(JsonCursor(src, *rec, {}, kValueFix).object(), "type");
+      type = str_at(JsonCursor(src, *rec, {}, kValueFix).object(), P(kAny, "type", "string"));
       if (!f.have_ctx && type == "point")
         fail(where, "a point record before any context record; line 1 of a sweep results file "
                     "is its context record");

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "detail.hpp"
+#include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/gate/stats.hpp"
 #include "shardcal/hash.hpp"
@@ -233,6 +236,183 @@ ModelResult judge_parameter(const calib::Model& bm, const calib::Model& cm, std:
   return r;
 }
 
+// Prices (docs/GATE.md "Model level"): per link class both models measured, calib::price() of
+// each side at the class's measured sizes -- what the planner prices, so alpha_step,
+// contention and the measured curves all count.
+
+// One priced size of one class, before the FDR step.
+struct PricedSize {
+  std::size_t row = 0;  // the class's row in the price rows
+  double s_eff = 0;
+  int segment = 0;
+  double tb = 0, tc = 0, ratio = 1, ci_lo = 1, ci_hi = 1, sigma = 0, p = 1, q = 1;
+  std::string verdict;
+};
+
+using LinkClass = std::pair<int, int>;  // (group size n, concurrent groups c)
+
+// The classes a model measured: its curves' (n, c), and its group sizes at its concurrency.
+std::set<LinkClass> measured_classes(const calib::Model& m) {
+  std::set<LinkClass> out;
+  for (const auto& cv : m.curves) out.insert({cv.group_size, cv.concurrent_groups});
+  for (int n : m.group_sizes) out.insert({n, m.concurrent_groups});
+  return out;
+}
+
+// Where a class is priced: the knots of its own measured curve in either profile; a class with
+// no curve on either side (a backbone-only profile): every 16x from 1 B to 4 GiB inside both
+// models' byte domains.
+std::vector<double> class_sizes(const calib::Model& bm, const calib::Model& cm, LinkClass k) {
+  std::set<double> sizes;
+  for (const calib::Model* m : {&bm, &cm})
+    for (const auto& cv : m->curves)
+      if (LinkClass{cv.group_size, cv.concurrent_groups} == k)
+        sizes.insert(cv.bytes.begin(), cv.bytes.end());
+  if (sizes.empty()) {
+    const calib::Range rb = calib::effective_domain(bm).bytes, rc = calib::effective_domain(cm).bytes;
+    for (double s = 1; s <= 4294967296.0; s *= 16)
+      if (rb.contains(s) && rc.contains(s)) sizes.insert(s);
+  }
+  return {sizes.begin(), sizes.end()};
+}
+
+// The sd of a price's log from its 95 % interval (half the interval's log width over z).
+double interval_sigma(const calib::Priced& p) {
+  return p.lo_us > 0 && p.hi_us > p.lo_us ? std::log(p.hi_us / p.lo_us) / (2 * calib::kIntervalZ)
+                                          : 0.0;
+}
+
+// Both prices of one size, its ratio, CI (normal quantile z) and two-sided p of log(ratio) = 0.
+PricedSize price_size(const calib::Model& bm, const calib::Model& cm, LinkClass k, double s_eff,
+                      double z) {
+  PricedSize r;
+  r.s_eff = s_eff;
+  const calib::Priced pb = calib::price(bm, k.first, k.second, s_eff);
+  const calib::Priced pc = calib::price(cm, k.first, k.second, s_eff);
+  r.segment = int(pb.segment);
+  r.tb = pb.time_us;
+  r.tc = pc.time_us;
+  if (!(r.tb > 0 && r.tc > 0 && std::isfinite(r.tb) && std::isfinite(r.tc))) {
+    r.ratio = r.ci_lo = r.ci_hi = NAN;
+    r.verdict = "inconclusive";  // no ratio; never a regression
+    return r;
+  }
+  r.ratio = r.tc / r.tb;
+  r.sigma = std::hypot(interval_sigma(pb), interval_sigma(pc));
+  r.ci_lo = r.ratio * std::exp(-z * r.sigma);
+  r.ci_hi = r.ratio * std::exp(z * r.sigma);
+  const double lr = std::abs(std::log(r.ratio));
+  r.p = r.sigma > 0 ? std::min(1.0, std::erfc(lr / r.sigma / std::sqrt(2.0))) : (lr > 0 ? 0.0 : 1.0);
+  return r;
+}
+
+// The points' verdict rule (decide(), without sample checks) on one priced size after the FDR.
+void decide_size(PricedSize& r, const Options& opt) {
+  if (!r.verdict.empty()) return;
+  const double up = 1 + opt.max_slowdown, down = 1 / (1 + opt.max_slowdown);
+  const bool sig = r.q <= opt.alpha;
+  r.verdict = sig && r.ci_lo > up     ? "regression"
+              : sig && r.ci_hi < down ? "improvement"
+              : r.ci_hi <= up         ? "pass"
+                                      : "inconclusive";
+}
+
+int severity(const std::string& v) {
+  return v == "regression" ? 3 : v == "inconclusive" ? 2 : v == "pass" ? 1 : 0;
+}
+
+std::string class_name(LinkClass k) {
+  return "n=" + std::to_string(k.first) + " c=" + std::to_string(k.second);
+}
+
+// The row of one class: the verdict and numbers of its worst size, the counts of all of them.
+void summarise_class(ModelResult& row, const std::vector<const PricedSize*>& sizes,
+                     LinkClass k, const Options& opt) {
+  const PricedSize* w = sizes.front();
+  std::map<std::string, int> count;
+  for (const PricedSize* s : sizes) {
+    ++count[s->verdict];
+    const int sv = severity(s->verdict), sw = severity(w->verdict);
+    if (sv > sw || (sv == sw && s->ratio > w->ratio)) w = s;
+  }
+  char at[64];
+  std::snprintf(at, sizeof at, " S_eff=%.0f", w->s_eff);
+  row.at = class_name(k) + at;
+  row.segment = w->segment;
+  row.baseline = w->tb;
+  row.candidate = w->tc;
+  row.ratio = w->ratio;
+  row.ci_lo = w->ci_lo;
+  row.ci_hi = w->ci_hi;
+  row.verdict = w->verdict;
+  const double up = 1 + opt.max_slowdown;
+  if (!(w->ratio > 0)) {
+    row.reason = "a price is 0 or not finite: no ratio";
+  } else {
+    row.reason = std::string(w->verdict == "regression" ? "priced time rose: " : "") + "q " +
+                 fmt(w->q, "%.2g") + ", CI [" + fmt(w->ci_lo, "%.3f") + ", " +
+                 fmt(w->ci_hi, "%.3f") + "] from the price intervals +-" +
+                 fmt(100 * w->sigma, "%.1f") + "%" +
+                 (w->verdict == "inconclusive" ? " straddles " + fmt(up, "%.3g") : "");
+  }
+  row.reason += "; " + std::to_string(sizes.size()) + " measured sizes:";
+  for (const char* v : {"regression", "inconclusive", "pass", "improvement"})
+    if (count[v]) row.reason += " " + std::to_string(count[v]) + " " + v;
+}
+
+// The price rows of all matched model pairs, with the FDR step over every priced size.
+std::vector<ModelResult> compare_prices(
+    const std::vector<std::pair<const calib::Model*, const calib::Model*>>& pairs, double z,
+    const Options& opt) {
+  std::vector<ModelResult> rows;
+  std::vector<PricedSize> sizes;
+  std::vector<LinkClass> row_class;
+  for (const auto& [bm, cm] : pairs) {
+    const auto bc = measured_classes(*bm), cc = measured_classes(*cm);
+    for (const auto& [side, mine, other] :
+         {std::tuple{"baseline", &bc, &cc}, std::tuple{"candidate", &cc, &bc}})
+      for (const LinkClass& k : *mine)
+        if (!other->count(k)) {
+          ModelResult r = model_identity(*bm);
+          r.param = "time_us";
+          r.at = class_name(k);
+          r.ratio = r.ci_lo = r.ci_hi = NAN;
+          r.verdict = "inconclusive";
+          r.reason = std::string("link class measured only in the ") + side + " profile";
+          rows.push_back(r);
+          row_class.push_back(k);
+        }
+    for (const LinkClass& k : bc) {
+      if (!cc.count(k)) continue;
+      ModelResult r = model_identity(*bm);
+      r.param = "time_us";
+      for (double s : class_sizes(*bm, *cm, k)) {
+        sizes.push_back(price_size(*bm, *cm, k, s, z));
+        sizes.back().row = rows.size();
+      }
+      rows.push_back(r);
+      row_class.push_back(k);
+    }
+  }
+  std::vector<double> ps;
+  for (const auto& s : sizes) ps.push_back(s.p);
+  const auto qs = opt.fdr == "holm" ? holm(ps) : benjamini_hochberg(ps);
+  std::vector<std::vector<const PricedSize*>> per_row(rows.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    sizes[i].q = qs[i];
+    decide_size(sizes[i], opt);
+    per_row[sizes[i].row].push_back(&sizes[i]);
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!per_row[i].empty()) summarise_class(rows[i], per_row[i], row_class[i], opt);
+    else if (rows[i].verdict.empty()) {
+      rows[i].at = class_name(row_class[i]);
+      rows[i].verdict = "inconclusive";
+      rows[i].reason = "no size to price (the two models' byte domains do not overlap)";
+    }
+  return rows;
+}
+
 }  // namespace
 
 std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib::Profile& cp,
@@ -245,6 +425,7 @@ std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib:
   std::map<std::string, const calib::Model*> cand;
   for (const auto& m : cp.models) cand[id(m)] = &m;
   std::set<std::string> matched;
+  std::vector<std::pair<const calib::Model*, const calib::Model*>> pairs;
   for (const auto& bm : bp.models) {
     auto it = cand.find(id(bm));
     if (it == cand.end()) {
@@ -253,6 +434,7 @@ std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib:
     }
     matched.insert(it->first);
     const calib::Model& cm = *it->second;
+    pairs.emplace_back(&bm, &cm);
     if (bm.segments.size() != cm.segments.size()) {
       out.push_back(segment_count_changed(bm, cm));
       continue;
@@ -264,7 +446,10 @@ std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib:
   }
   for (const auto& cm : cp.models)
     if (!matched.count(id(cm))) out.push_back(one_sided_model(cm, "candidate"));
-  return out;
+  // The prices first: what the planner prices, whatever the segments did.
+  std::vector<ModelResult> prices = compare_prices(pairs, z, opt);
+  prices.insert(prices.end(), out.begin(), out.end());
+  return prices;
 }
 
 namespace {

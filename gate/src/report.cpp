@@ -43,6 +43,7 @@ json models_json(const std::vector<ModelResult>& models) {
                  {"link", m.link},
                  {"segment", m.segment < 0 ? json(nullptr) : json(m.segment)},
                  {"param", m.param},
+                 {"at", m.at.empty() ? json(nullptr) : json(m.at)},
                  {"baseline", num_or_null(m.baseline)},
                  {"candidate", num_or_null(m.candidate)},
                  {"ratio", num_or_null(m.ratio)},
@@ -184,7 +185,7 @@ std::string report_markdown(const Report& r) {
     for (const auto& m : r.models)
       o << "| " << m.verdict << " | " << m.collective << " | " << m.link << " | "
         << (m.segment < 0 ? std::string("-") : std::to_string(m.segment)) << " | " << m.param
-        << " | " << fmt(m.baseline) << " | " << fmt(m.candidate) << " | " << fmt(m.ratio, "%.3f")
+        << (m.at.empty() ? "" : " at " + m.at) << " | " << fmt(m.baseline) << " | " << fmt(m.candidate) << " | " << fmt(m.ratio, "%.3f")
         << " | [" << fmt(m.ci_lo, "%.3f") << ", " << fmt(m.ci_hi, "%.3f") << "] | " << m.reason
         << " |\n";
     o << "\n";

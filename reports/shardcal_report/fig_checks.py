@@ -38,7 +38,9 @@ def _ratio_ticks(axis, left: float, right: float) -> None:
 def _model_label(m: dict) -> str:
     link = str(m.get("link") or "").replace("concurrent_groups=", "groups=").replace(" dtype=pooled", "")
     seg = f" seg {m['segment']}" if m.get("segment") not in (None, "") else ""
-    param = {"bandwidth_GBps": "bandwidth", "alpha_us": "α"}.get(m["param"], m["param"])
+    if m.get("at"):  # a priced time: its class and worst size
+        seg = " " + m["at"]
+    param = {"bandwidth_GBps": "bandwidth", "alpha_us": "α", "time_us": "time"}.get(m["param"], m["param"])
     return f"{param}: {m.get('collective', '')} {link}{seg}"
 
 
@@ -215,7 +217,7 @@ def gate_figures(g: dict, where: str, outdir: str) -> list:
             los.append(max(lo, m["ratio"] / 4, 1e-3))
             his.append(min(hi, m["ratio"] * 4))
             ax.errorbar([m["ratio"]], [yy[i]], xerr=[[max(m["ratio"] - lo, 0)], [max(hi - m["ratio"], 0)]],
-                        fmt="o" if m["param"] == "bandwidth_GBps" else "s",
+                        fmt={"bandwidth_GBps": "o", "time_us": "D"}.get(m["param"], "s"),
                         color=VERDICT_COLOR.get(m["verdict"], "0.3"), ms=5, capsize=3)
         ax.axvline(1.0, color="k", lw=0.8)
         left, right = min(0.8, min(los) / 1.1), max(1.25, max(his) * 1.1)
@@ -223,17 +225,18 @@ def gate_figures(g: dict, where: str, outdir: str) -> list:
         ax.set_xlim(left, right)
         _ratio_ticks(ax.xaxis, left, right)
         ax.set_yticks(yy, [_short(_model_label(m), 70) for m in models], fontsize=8)
-        ax.set_xlabel("candidate / baseline parameter (×, log), with CI; bandwidth > 1 and α < 1 are faster")
-        ax.set_title(f"Gate, model level: fitted α (alpha_us, squares) and bandwidth (circles), largest changes "
-                     f"first — {where}", fontsize=9)
+        ax.set_xlabel("candidate / baseline (×, log), with CI; bandwidth > 1, α and time < 1 are faster")
+        ax.set_title(f"Gate, model level: priced times (diamonds), fitted α (alpha_us, squares) and bandwidth "
+                     f"(circles), largest changes first — {where}", fontsize=9)
         used = OrderedDict((m["verdict"] or "?", VERDICT_COLOR.get(m["verdict"], "0.3")) for m in models)
         hs = [Line2D([], [], marker="o", ls="", color=c) for c in used.values()]
         fig.legend(hs, list(used.keys()), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False)
         style.save(fig, f"{outdir}/gate_models.png")
         figs.append(Figure("gate_models.png", "gate: model parameters",
-                           "Ratio candidate/baseline of each fitted model parameter with its confidence interval, "
-                           "largest changes first, coloured by the gate's verdict for it (bandwidth_GBps: < 1 is "
-                           "slower; alpha_us: > 1 is slower)."))
+                           "Ratio candidate/baseline of each link class's priced time (at its worst measured "
+                           "size) and of each fitted model parameter, with its confidence interval, largest "
+                           "changes first, coloured by the gate's verdict for it (bandwidth_GBps: < 1 is slower; "
+                           "alpha_us and time_us: > 1 is slower)."))
     return figs
 
 

@@ -478,6 +478,7 @@ def load_gate(path: str) -> dict:
             "collective": str(m.get("collective", "")), "link": str(m.get("link") or ""),
             "segment": m.get("segment"),
             "param": _str(m, "param", w, None),
+            "at": str(m.get("at") or ""),  # time_us rows: "n=8 c=1 S_eff=65536"
             "baseline": _num(m, "baseline", w, None, allow_null=True),
             "candidate": _num(m, "candidate", w, None, allow_null=True),
             "ratio": _num(m, "ratio", w, None, 0.0, allow_null=True),

@@ -37,48 +37,28 @@ step.
 EOF
 }
 
-die() { echo "calibrate-two-hosts: $*" >&2; exit 2; }
-need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+PROG=calibrate-two-hosts
+# shellcheck source=scripts/emulate/common.sh
+source "$ROOT/scripts/emulate/common.sh"
 RATES="100mbit 400mbit"
 OUT=out/emulate
 BUILD_DIR=build
 CONFIG=configs/emulate/two-hosts.json
 TOL=0.10
 NAME=sccal
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --rates) need_arg "$@"; RATES=$2; shift ;;
-    --out) need_arg "$@"; OUT=$2; shift ;;
-    --build-dir) need_arg "$@"; BUILD_DIR=$2; shift ;;
-    --config) need_arg "$@"; CONFIG=$2; shift ;;
-    --tolerance) need_arg "$@"; TOL=$2; shift ;;
-    --name) need_arg "$@"; NAME=$2; shift ;;
-    -h | --help) usage; exit 0 ;;
-    *) die "unknown option '$1' (see --help)" ;;
-  esac
-  shift
-done
-SB=$BUILD_DIR/bin/shardbench
-[[ -x $SB ]] || die "$SB not found: build it first (cmake --build $BUILD_DIR --target shardbench)"
-[[ -f $CONFIG ]] || die "config $CONFIG not found"
-[[ $(id -u) == 0 ]] || die "needs root (network namespaces): run as root or with sudo"
+declare -A OPTS=([--rates]=RATES [--out]=OUT [--build-dir]=BUILD_DIR [--config]=CONFIG
+                 [--tolerance]=TOL [--name]=NAME)
+parse_options "$@"
+need_shardbench sweep calibrate
+need_file config "$CONFIG"
+need_root
 read -r -a rates <<<"$RATES"
 [[ ${#rates[@]} -ge 1 ]] || die "--rates is empty"
-for r in "${rates[@]}"; do
-  [[ $r =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "--rates: '$r' is not a tc rate (e.g. 200mbit)"
-done
+for r in "${rates[@]}"; do check_rate --rates "$r"; done
 "$SB" sweep --backend sim --world 4 --config "$CONFIG" --validate-only >/dev/null ||
   die "sweep config $CONFIG is invalid for 4 ranks (see above)"
 
-EMU=(scripts/emulate/two-hosts --name "$NAME")
-mkdir -p "$OUT"
-"${EMU[@]}" --rate "${rates[0]}" start
-trap '"${EMU[@]}" stop >/dev/null || echo "calibrate-two-hosts: WARNING: stop failed; run ${EMU[*]} stop" >&2' EXIT
-trap 'exit 130' INT TERM
-# Runs "$@" in the background and waits for it: bash runs a trap only between foreground
-# commands, so a TERM/INT is handled at once (exit 130; the EXIT trap stops the instance, which
-# kills what runs inside it) rather than after a sweep of minutes.
-in_bg() { "$@" & wait $!; }
+emu_start "${rates[0]}"
 
 status=0
 for r in "${rates[@]}"; do

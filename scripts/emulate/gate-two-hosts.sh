@@ -30,8 +30,9 @@ About 1 min per repetition at 400 + 200 Mbit/s.
 EOF
 }
 
-die() { echo "gate-two-hosts: $*" >&2; exit 2; }
-need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+PROG=gate-two-hosts
+# shellcheck source=scripts/emulate/common.sh
+source "$ROOT/scripts/emulate/common.sh"
 BASE=400mbit
 CAND=200mbit
 REPS=2
@@ -39,40 +40,18 @@ OUT=out/emulate-gate
 BUILD_DIR=build
 CONFIG=configs/emulate/gate.json
 NAME=scgate
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --baseline-rate) need_arg "$@"; BASE=$2; shift ;;
-    --candidate-rate) need_arg "$@"; CAND=$2; shift ;;
-    --reps) need_arg "$@"; REPS=$2; shift ;;
-    --out) need_arg "$@"; OUT=$2; shift ;;
-    --build-dir) need_arg "$@"; BUILD_DIR=$2; shift ;;
-    --config) need_arg "$@"; CONFIG=$2; shift ;;
-    --name) need_arg "$@"; NAME=$2; shift ;;
-    -h | --help) usage; exit 0 ;;
-    *) die "unknown option '$1' (see --help)" ;;
-  esac
-  shift
-done
-SB=$BUILD_DIR/bin/shardbench
-[[ -x $SB ]] || die "$SB not found: build it first (cmake --build $BUILD_DIR --target shardbench)"
-"$SB" gate --help >/dev/null 2>&1 || die "this shardbench has no 'gate' command: build a tree that has it"
-[[ -f $CONFIG ]] || die "config $CONFIG not found"
+declare -A OPTS=([--baseline-rate]=BASE [--candidate-rate]=CAND [--reps]=REPS [--out]=OUT
+                 [--build-dir]=BUILD_DIR [--config]=CONFIG [--name]=NAME)
+parse_options "$@"
+need_shardbench gate
+need_file config "$CONFIG"
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "--reps '$REPS': expected a positive integer"
-for r in "$BASE" "$CAND"; do
-  [[ $r =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "rate '$r' is not a tc rate (e.g. 200mbit)"
-done
+check_rate --baseline-rate "$BASE"
+check_rate --candidate-rate "$CAND"
 [[ $BASE != "$CAND" ]] || die "--baseline-rate and --candidate-rate are both $BASE"
-[[ $(id -u) == 0 ]] || die "needs root (network namespaces): run as root or with sudo"
+need_root
 
-EMU=(scripts/emulate/two-hosts --name "$NAME")
-mkdir -p "$OUT"
-"${EMU[@]}" --rate "$BASE" start
-trap '"${EMU[@]}" stop >/dev/null || echo "gate-two-hosts: WARNING: stop failed; run ${EMU[*]} stop" >&2' EXIT
-trap 'exit 130' INT TERM
-# Runs "$@" in the background and waits for it: bash runs a trap only between foreground
-# commands, so a TERM/INT is handled at once (exit 130; the EXIT trap stops the instance, which
-# kills what runs inside it) rather than after a sweep of minutes.
-in_bg() { "$@" & wait $!; }
+emu_start "$BASE"
 
 base_files=() cand_files=()
 for ((i = 1; i <= REPS; i++)); do

@@ -32,8 +32,9 @@ or a failed step. About 1 min at 400 Mbit/s plus 1.5 min for the calibration.
 EOF
 }
 
-die() { echo "validate-two-hosts: $*" >&2; exit 2; }
-need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+PROG=validate-two-hosts
+# shellcheck source=scripts/emulate/common.sh
+source "$ROOT/scripts/emulate/common.sh"
 RATE=400mbit
 PROFILE=
 OUT=out/emulate-validate
@@ -43,41 +44,15 @@ K=3
 ROUNDS=5
 MAX_REGRET=1.05
 NAME=scval
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --rate) need_arg "$@"; RATE=$2; shift ;;
-    --profile) need_arg "$@"; PROFILE=$2; shift ;;
-    --out) need_arg "$@"; OUT=$2; shift ;;
-    --build-dir) need_arg "$@"; BUILD_DIR=$2; shift ;;
-    --config) need_arg "$@"; CONFIG=$2; shift ;;
-    --k) need_arg "$@"; K=$2; shift ;;
-    --rounds) need_arg "$@"; ROUNDS=$2; shift ;;
-    --max-regret) need_arg "$@"; MAX_REGRET=$2; shift ;;
-    --name) need_arg "$@"; NAME=$2; shift ;;
-    -h | --help) usage; exit 0 ;;
-    *) die "unknown option '$1' (see --help)" ;;
-  esac
-  shift
-done
-SB=$BUILD_DIR/bin/shardbench
-[[ -x $SB ]] || die "$SB not found: build it first (cmake --build $BUILD_DIR --target shardbench)"
-for c in plan validate; do
-  "$SB" "$c" --help >/dev/null 2>&1 ||
-    die "this shardbench has no '$c' command (cost planner): build a tree that has it"
-done
-[[ -f $CONFIG ]] || die "config $CONFIG not found"
-[[ -z $PROFILE || -f $PROFILE ]] || die "--profile $PROFILE not found"
-[[ $(id -u) == 0 ]] || die "needs root (network namespaces): run as root or with sudo"
+declare -A OPTS=([--rate]=RATE [--profile]=PROFILE [--out]=OUT [--build-dir]=BUILD_DIR
+                 [--config]=CONFIG [--k]=K [--rounds]=ROUNDS [--max-regret]=MAX_REGRET [--name]=NAME)
+parse_options "$@"
+need_shardbench plan validate
+need_file config "$CONFIG"
+[[ -z $PROFILE ]] || need_file --profile "$PROFILE"
+need_root
 
-EMU=(scripts/emulate/two-hosts --name "$NAME")
-mkdir -p "$OUT"
-"${EMU[@]}" --rate "$RATE" start
-trap '"${EMU[@]}" stop >/dev/null || echo "validate-two-hosts: WARNING: stop failed; run ${EMU[*]} stop" >&2' EXIT
-trap 'exit 130' INT TERM
-# Runs "$@" in the background and waits for it: bash runs a trap only between foreground
-# commands, so a TERM/INT is handled at once (exit 130; the EXIT trap stops the instance, which
-# kills what runs inside it) rather than after a sweep of minutes.
-in_bg() { "$@" & wait $!; }
+emu_start "$RATE"
 
 if [[ -z $PROFILE ]]; then
   echo "== calibrating at $RATE (configs/emulate/two-hosts.json), $(uptime | sed 's/.*load/load/')"

@@ -19,17 +19,17 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "python"))
+from shardcal._script import helpers  # noqa: E402
+
+die, _ = helpers("validate_summary.py")
+
 # The validate file's schema name and version and the atomic write come from the shardcal
 # package (calibrate/python): callers put it on PYTHONPATH or use the project's .venv.
 try:
     from shardcal.formats import identity_problem, schema, write_text_atomic
 except ImportError as _e:
     sys.exit(print(f"validate_summary.py: error: {_e}; run with PYTHONPATH=calibrate/python", file=sys.stderr) or 2)
-
-
-def die(msg):
-    print(f"validate_summary.py: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def plan(sb, profile, t, rph):

@@ -402,6 +402,55 @@ def main():
                              "--candidate-profile", pa2)
     check(rc == 0 and rep["models"] and all(m["verdict"] == "pass" for m in rep["models"]),
           f"models: same machine -> models pass (rc {rc})")
+    # Model level on prices (issue 45): a profile calibrated from a real nccl-tests log, and two
+    # candidates made by editing it -- alpha_step +20 us (all_reduce on 8 ranks: 14 ring steps),
+    # and the measured curve 30 % slower at the middle sizes (64 KiB .. 16 MiB). Neither moves a
+    # segment's alpha_us or bandwidth_GBps, so only the priced times can see them.
+    log = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "realdata",
+                       "ncclt-all_reduce-H100-1x8-1.txt")
+    real = os.path.join(TMP, "real.jsonl")
+    subprocess.run([SB, "import", log, "--out", real], check=True, capture_output=True,
+                   stdin=subprocess.DEVNULL)
+    preal = calibrate(real, "preal.json")
+    doc = json.load(open(preal))
+    check(any(cv["bytes"] for m in doc["models"] for cv in m.get("curves", [])),
+          "models: the real profile has a measured curve")
+
+    def edited(name, edit):
+        d = json.loads(json.dumps(doc))
+        for m in d["models"]:
+            edit(m)
+        path = os.path.join(TMP, name)
+        with open(path, "w") as f:
+            json.dump(d, f)
+        return path
+
+    def more_steps(m):
+        for seg in m["segments"]:
+            seg["alpha_step_us"] += 20
+
+    def slow_middle(m):
+        for cv in m["curves"]:
+            cv["log_ratio"] = [lr + math.log(1.3) if 65536 <= b <= 16777216 else lr
+                               for b, lr in zip(cv["bytes"], cv["log_ratio"])]
+    same = sweep_file("bw_same.jsonl", 2)
+    for name, edit, at in (("p_step.json", more_steps, None),
+                           ("p_mid.json", slow_middle, (65536, 16777216))):
+        rc, out, err, rep = gate(a, same, "--baseline-profile", preal, "--candidate-profile",
+                                 edited(name, edit))
+        price = [m for m in rep["models"] if m["param"] == "time_us"]
+        params = [m for m in rep["models"] if m["param"] in ("alpha_us", "bandwidth_GBps")]
+        worst = float(price[0]["at"].split("S_eff=")[1]) if price else 0
+        check(rc == 1 and len(price) == 1 and price[0]["verdict"] == "regression"
+              and (at is None or at[0] <= worst <= at[1])
+              and params and all(m["verdict"] == "pass" for m in params)
+              and "time_us at n=8 c=1" in out,
+              f"models: {name}: the priced time regresses (exit 1) while alpha_us and B pass "
+              f"(rc {rc}, {price})")
+    rc, out, err, rep = gate(a, same, "--baseline-profile", preal, "--candidate-profile", preal)
+    price = [m for m in rep["models"] if m["param"] == "time_us"]
+    check(rc == 0 and len(price) == 1 and all(m["verdict"] == "pass" for m in rep["models"]),
+          f"models: the real profile against itself -> every price passes, exit 0 (rc {rc})")
     bad(a, a, "go together", "--baseline-profile without --candidate-profile",
         "--baseline-profile", pa)
     bad(a, a, "cannot open", "missing profile", "--baseline-profile", pa,

@@ -197,3 +197,116 @@ TEST(GateModels, ParameterStandardErrorsDecideTheModelLevel) {
   EXPECT_EQ(row(rows, "alpha_us").verdict, "pass");
   EXPECT_EQ(row(rows, "bandwidth_GBps").verdict, "pass");
 }
+
+namespace {
+
+// A measured profile shaped like a calibrated one: all_reduce on 8 ranks of one host, at
+// concurrency c, one segment (alpha 35 us, alpha_step 0, 360 GB/s), the measured curve at
+// 4 KiB .. 1 GiB (every 4x: 10 sizes) with ratios of a few percent and 1 % noise.
+shardcal::calib::Profile measured(int c = 1) {
+  namespace calib = shardcal::calib;
+  calib::Segment s;
+  s.alpha_us = 35;
+  s.bandwidth_GBps = 360;
+  s.alpha_rel_se = 0.01;
+  s.bandwidth_rel_se = 0.01;
+  s.contention = 0.0;
+  calib::Model m;
+  m.collective = shardcal::Collective::AllReduce;
+  m.concurrent_groups = c;
+  m.group_sizes = {8};
+  m.segments = {s};
+  m.quality.points = 20;
+  m.quality.mape = 0.01;
+  m.quality.holdout_mape = 0.01;
+  calib::MeasuredCurve cv;
+  cv.group_size = 8;
+  cv.concurrent_groups = c;
+  for (double b = 4096; b <= 1073741824.0; b *= 4) {
+    cv.bytes.push_back(b);
+    cv.log_ratio.push_back(0.03 * std::sin(std::log2(b)));
+    cv.kappa.push_back(0.0);
+  }
+  cv.kappa_scale = 0.02;
+  cv.noise = 0.01;
+  m.curves = {cv};
+  calib::Profile p;
+  p.cluster = "t";
+  p.backend = "nccl";
+  p.models = {m};
+  return p;
+}
+
+std::vector<g::ModelResult> price_rows(const std::vector<g::ModelResult>& rows) {
+  std::vector<g::ModelResult> out;
+  for (const auto& r : rows)
+    if (r.param == "time_us") out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+// The model level judges what the planner prices (issue 45): alpha_step, the measured curve and
+// contention, none of which the per-segment alpha_us / bandwidth_GBps rows see.
+TEST(GateModels, PricesJudgeAlphaStepCurvesAndContention) {
+  const g::Options opt;
+  const auto base = measured();
+  // The same profile: one price row for the class (8, 1), every size passes.
+  auto rows = price_rows(g::compare_profiles(base, base, opt));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].verdict, "pass") << rows[0].reason;
+  EXPECT_EQ(rows[0].ratio, 1.0);
+  EXPECT_NE(rows[0].reason.find("10 measured sizes: 10 pass"), std::string::npos) << rows[0].reason;
+
+  // alpha_step +20 us: 14 ring steps of all_reduce on 8 ranks, +280 us at every size; the
+  // parameter rows pass (alpha_us and B did not move), the price row regresses.
+  auto slow_step = base;
+  slow_step.models[0].segments[0].alpha_step_us += 20;
+  auto all = g::compare_profiles(base, slow_step, opt);
+  for (const auto& r : all) {
+    if (r.param == "alpha_us" || r.param == "bandwidth_GBps") {
+      EXPECT_EQ(r.verdict, "pass");
+    }
+  }
+  rows = price_rows(all);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].verdict, "regression") << rows[0].reason;
+  EXPECT_NEAR(rows[0].candidate - rows[0].baseline, 280, 280 * 0.05);  // x the curve's ratio
+  EXPECT_EQ(rows[0].at, "n=8 c=1 S_eff=4096");  // the worst: the smallest size, alpha-bound
+
+  // The measured curve 30 % slower at the middle sizes (64 KiB .. 16 MiB): those regress, the
+  // ends pass; the row names the worst (a middle size).
+  auto slow_mid = base;
+  auto& cv = slow_mid.models[0].curves[0];
+  for (std::size_t i = 0; i < cv.bytes.size(); ++i)
+    if (cv.bytes[i] >= 65536 && cv.bytes[i] <= 16777216) cv.log_ratio[i] += std::log(1.3);
+  rows = price_rows(g::compare_profiles(base, slow_mid, opt));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].verdict, "regression") << rows[0].reason;
+  EXPECT_NEAR(rows[0].ratio, 1.3, 1e-9);
+  EXPECT_NE(rows[0].reason.find("10 measured sizes: 5 regression"), std::string::npos)
+      << rows[0].reason;
+  // Everywhere slower, against the 1 % noise of each side (sd of log ratio 1.4 %, z 2.58: CI
+  // +-3.7 %): 10 % is a regression, 3 % straddles the 5 % --max-slowdown (inconclusive, which
+  // does not change the exit code), 0.5 % passes.
+  for (const auto& [factor, verdict] : {std::pair{1.10, "regression"},
+                                        std::pair{1.03, "inconclusive"}, std::pair{1.005, "pass"}}) {
+    auto c = base;
+    for (double& lr : c.models[0].curves[0].log_ratio) lr += std::log(factor);
+    rows = price_rows(g::compare_profiles(base, c, opt));
+    EXPECT_EQ(rows[0].verdict, verdict) << factor << ": " << rows[0].reason;
+  }
+  // Faster everywhere: an improvement, never a regression.
+  auto fast = base;
+  for (double& lr : fast.models[0].curves[0].log_ratio) lr -= std::log(1.5);
+  EXPECT_EQ(price_rows(g::compare_profiles(base, fast, opt))[0].verdict, "improvement");
+
+  // Contention (4 groups at once): gamma 0 -> 0.5 slows the bandwidth term 2.5x.
+  const auto base4 = measured(4);
+  auto cont = base4;
+  cont.models[0].segments[0].contention = 0.5;
+  rows = price_rows(g::compare_profiles(base4, cont, opt));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].verdict, "regression") << rows[0].reason;
+  EXPECT_EQ(rows[0].at, "n=8 c=4 S_eff=1073741824");  // bandwidth-bound: the largest size
+}

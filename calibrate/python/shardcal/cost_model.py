@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .collectives import busbw_factor, ring_steps  # the collective table
+
 # Term order = the fitter's design columns (cost_model.hpp `Term`).
 TERMS = ("alpha", "alpha_step", "inv_bandwidth", "contention")
 
@@ -58,15 +60,7 @@ class Priced:
     beyond_octaves: float = 0.0  # log2(s_eff / nearest measured size) when beyond_measured
 
 
-_table_fns: tuple = ()  # (busbw_factor, ring_steps) from .profile, imported on first use (a cycle)
-
-
 def term_feature(term: int, collective: str, n: int, s_eff: float, concurrent_groups: int) -> float:
-    global _table_fns
-    if not _table_fns:
-        from .profile import busbw_factor, ring_steps  # the collective table
-        _table_fns = (busbw_factor, ring_steps)
-    busbw_factor, ring_steps = _table_fns
     if term == 0:
         return 1.0
     if term == 1:
@@ -139,7 +133,6 @@ def _hypot(a: float, b: float) -> float:
 def _backbone_sigma(model, seg: int, n: int, s_eff: float, c: int) -> float:
     s = model.segments[seg]
     t = max(segment_time_us(model, seg, n, s_eff, c), 1e-6)
-    from .profile import ring_steps
     alpha_term = t if n <= 1 else s.alpha_us + s.alpha_step_us * float(ring_steps(model.collective, n))
     bw_term = 0.0 if n <= 1 else t - alpha_term
     var = 0.0
@@ -285,7 +278,6 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
             return a
         constant.spec = ("constant", a)  # price_spec: the same function as data
         return constant
-    from .profile import busbw_factor, ring_steps
     c = concurrent_groups
     rs = float(ring_steps(model.collective, n))
     bf = busbw_factor(model.collective, n)

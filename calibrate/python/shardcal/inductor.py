@@ -42,6 +42,7 @@ import warnings
 import weakref
 from typing import Optional
 
+from . import _torch_common as _common
 from . import formats as _formats
 from . import profile as _profile
 
@@ -248,7 +249,7 @@ class RuntimeEstimator:
         groups = self.mesh_groups.get(name) or _tiling_groups(ranks, dist.get_world_size())
         rph = self.ranks_per_host or _default_rph(device_type)
         link = _formats.groups_link_class(groups, rph)
-        backend = self.backend or _group_backend(dist, pg, device_type)
+        backend = self.backend or _common.group_backend(dist, pg, device_type)
         self._links[key] = (link, backend)
         return link, backend
 
@@ -258,8 +259,7 @@ def _rebuild(doc, ranks_per_host, backend, mesh_groups):
 
 
 def _dtype_name(dtype) -> Optional[str]:
-    from .torch import _DTYPES
-    return _DTYPES.get(str(dtype).replace("torch.", ""))
+    return _common.DTYPES.get(str(dtype).replace("torch.", ""))
 
 
 def _default_rph(device_type: str) -> int:
@@ -270,25 +270,12 @@ def _default_rph(device_type: str) -> int:
     return max(1, _mesh_resources.num_devices_per_host(device_type))
 
 
-def _group_backend(dist, pg, device_type: str) -> str:
-    """The backend that runs a process group's collectives on a device type ("cpu:gloo,cuda:nccl")."""
-    try:
-        config = str(dist.get_backend_config(pg))
-    except Exception:
-        return "unknown"
-    per_device = dict(item.split(":", 1) for item in config.split(",") if ":" in item)
-    if device_type in per_device:
-        return per_device[device_type]
-    return config if ":" not in config else "unknown"
-
-
 def mesh_groups(meshes) -> dict:
     """{group name: every group of that mesh dim as global ranks} for DeviceMeshes."""
-    from .torch import _dim_groups
     out = {}
     for mesh in meshes:
         names = getattr(mesh, "_dim_group_names", None) or []
         for d, name in enumerate(names):
             if name is not None:
-                out[name] = _dim_groups(mesh, d)
+                out[name] = _common.dim_groups(mesh, d)
     return out

@@ -24,52 +24,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from . import cost_model as _cm
 from . import formats as _formats
+from .collectives import COLLECTIVES, HAS_V_FORM, ONE_WAY, TABLE, busbw_factor, ring_steps  # re-exported
 
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", re.ASCII)
 SCHEMA, VERSION = _formats.schema("profile")
-
-
-# The collective table, as data: collectives.json next to this file is what
-# `shardbench info --collectives --json` prints for core/src/collectives.cpp (a test keeps the
-# two equal), so a new collective reaches Python without editing this module.
-def _load_table() -> list:
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "collectives.json"), encoding="utf-8") as f:
-        return json.load(f)["collectives"]
-
-
-TABLE = {row["name"]: row for row in _load_table()}
-# Names in table order.
-COLLECTIVES = tuple(TABLE)
-# Collectives whose per-position counts may differ (v-form); the others' count is the buffer,
-# the same at every position.
-HAS_V_FORM = frozenset(name for name, row in TABLE.items() if row["has_v_form"])
-# Collectives whose data all flows one way (root -> the others): they measure a link's bandwidth.
-ONE_WAY = tuple(name for name, row in TABLE.items() if row["one_way"])
 MAX_DEPTH = 32  # deepest JSON nesting accepted, as kMaxDepth in calibrate/src/profile.cpp
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "u8")
 DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1}
-
-
-def busbw_factor(collective: str, n: int) -> float:
-    if n <= 1:
-        return 0.0
-    row = TABLE[collective]
-    nn = float(n)
-    # The same operations in the same order as CollectiveInfo::busbw (bit-identical results).
-    return row["busbw_share"] * (nn - 1.0) / nn + row["busbw_flat"]
-
-
-def ring_steps(collective: str, n: int) -> int:
-    if n <= 1:
-        return 0
-    return TABLE[collective]["ring_rounds"] * (n - 1)
 
 
 def bandwidth_growth(law: str, collective: str, n_b: int, h_b: int, n: int, h: int) -> float:

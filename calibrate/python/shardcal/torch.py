@@ -33,17 +33,13 @@ import warnings
 import weakref
 from typing import Any, Optional, Union
 
+from . import _torch_common as _common
 from . import dtensor_plan as _dtensor_plan
 from . import formats as _formats
 from . import profile as _profile
 
 SUPPORTED_TORCH = ((2, 15), (2, 15))  # (major, minor) inclusive: the releases this was verified on
 SUPPORTED_TEXT = "torch >= 2.15, < 2.16"
-
-# torch dtype -> the profile's dtype names (docs/PROFILE_FORMAT.md); others price pooled models.
-_DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
-           "int32": "i32", "int64": "i64", "uint8": "u8"}
-
 
 class ShardcalTorchError(RuntimeError):
     """Bad input to the adapter (profile, ranks per host, torch version, a mesh it cannot price)."""
@@ -55,7 +51,7 @@ _dtype_names: dict = {}  # torch.dtype -> the profile's dtype name (or None)
 def _dtype_name(dt) -> Optional[str]:
     name = _dtype_names.get(dt, False)
     if name is False:
-        name = _dtype_names[dt] = _DTYPES.get(str(dt).replace("torch.", ""))
+        name = _dtype_names[dt] = _common.DTYPES.get(str(dt).replace("torch.", ""))
     return name
 
 
@@ -135,23 +131,11 @@ def _largest_logical(full, placements, d: int, mesh_shape) -> list:
 def _dim_backend(dist, mesh, d: int) -> str:
     """The backend that runs mesh dim d's collectives on the mesh's device type: a process group
     made without a backend reports "undefined" and holds one per device ("cpu:gloo,cuda:nccl")."""
-    from .inductor import _group_backend
     try:
         group = mesh.get_group(d)
     except Exception:  # no process group for this dim: price the real collectives
         return "unknown"
-    return _group_backend(dist, group, mesh.device_type)
-
-
-def _dim_groups(mesh, d: int) -> list:
-    """Every process group of mesh dim d as global ranks, across the whole root mesh (a
-    submesh's sibling groups run at the same time as its own)."""
-    try:
-        from torch.distributed._mesh_layout import _MeshLayout
-        return _MeshLayout([mesh._layout[d]]).remap_to_tensor(mesh._rank_map).tolist()
-    except (ImportError, AttributeError):  # this rank's mesh only
-        n = int(mesh.shape[d])
-        return mesh.mesh.movedim(d, -1).reshape(-1, n).tolist()
+    return _common.group_backend(dist, group, mesh.device_type)
 
 
 def _link_class(groups, rph: int) -> dict:
@@ -241,7 +225,7 @@ class Pricer:
             shape = tuple(int(s) for s in mesh.shape)
             rph = self.ranks_per_host or _default_ranks_per_host(mesh.device_type)
             backends = tuple(self.backend or _dim_backend(dist, mesh, d) for d in range(len(shape)))
-            links = tuple(_link_class(_dim_groups(mesh, d), rph) for d in range(len(shape)))
+            links = tuple(_link_class(_common.dim_groups(mesh, d), rph) for d in range(len(shape)))
             info = (mesh, shape, self.device_type or mesh.device_type, backends, rph, links)
             self._mesh_info[key] = info
         return info

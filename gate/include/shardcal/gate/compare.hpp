@@ -94,7 +94,10 @@ struct PointResult {
 struct ModelResult {
   std::string collective, link;  // link: "hosts=1 concurrent_groups=2 dtype=pooled"
   int segment = -1;
-  std::string param;  // bandwidth_GBps | alpha_us | segments
+  std::string param;  // bandwidth_GBps | alpha_us | segments | time_us (a priced time)
+  // time_us rows: the link class and size of the row's numbers ("n=8 c=1 S_eff=1048576"; the
+  // row stands for all the class's sizes: its worst); empty for the other rows.
+  std::string at;
   double baseline = 0, candidate = 0, ratio = 1, ci_lo = 1, ci_hi = 1;
   std::string verdict;  // pass | regression | improvement | inconclusive
   std::string reason;
@@ -125,8 +128,11 @@ std::vector<EnvDifference> compare_env(const RunData& baseline, const RunData& c
 // The verdict of one point from its statistics (docs/GATE.md "Verdicts").
 PointResult judge_point(const Series& baseline, const Series& candidate, const Options& opt);
 
-// Model-level comparison: models matched by (collective, hosts, concurrent_groups, dtype),
-// segments by index. Uncertainty of a parameter: the two profiles' relative standard errors
+// Model-level comparison: models matched by (collective, hosts, concurrent_groups, dtype).
+// Prices (param time_us, one row per link class both models measured): calib::price() of each
+// profile at the class's measured sizes (both sides' curve knots), ratio candidate/baseline with
+// sd of log(ratio) from the two prices' 95 % intervals, FDR control across all priced sizes and
+// the points' verdict rule. Parameters: segments matched by index. Uncertainty of a parameter: the two profiles' relative standard errors
 // (alpha_rel_se / bandwidth_rel_se) in quadrature when both carry them, else each side's fit
 // error max(mape, holdout_mape) (a heuristic); the row's reason says which. docs/GATE.md
 // "Model level".
