@@ -108,6 +108,30 @@ std::string unpriced_reason(const std::vector<PricedStep>& steps) {
   return r;
 }
 
+// What a step's price extrapolated, briefly: "" when nothing ("link class never measured",
+// "size past the sweep", "host count transported"; docs/CALIBRATION.md "Past the measured sizes").
+std::string extrapolated_what(const PricedStep& ps) {
+  const auto& p = ps.price.prediction;
+  if (!ps.unpriced.empty() || !p.extrapolated) return "";
+  std::string r;
+  auto add = [&](const char* w) { r += (r.empty() ? "" : ", ") + std::string(w); };
+  if (p.transport.active) add("host count transported");
+  if (!p.class_note.empty() || p.note.find("priced from") != std::string::npos) add("link class never measured");
+  if (p.size_octaves != 0) add("size past the sweep");
+  if (r.empty()) add("outside the measured range");
+  return r;
+}
+
+// "" when no step of the plan rests on an extrapolated price, else "step 1: size past the
+// sweep; step 3: link class never measured".
+std::string extrapolated_steps(const std::vector<PricedStep>& steps) {
+  std::string r;
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (const std::string w = extrapolated_what(steps[i]); !w.empty())
+      r += (r.empty() ? "" : "; ") + std::string("step ") + std::to_string(i + 1) + ": " + w;
+  return r;
+}
+
 json steps_json(const std::vector<PricedStep>& steps) {
   json a = json::array();
   for (const PricedStep& ps : steps) {
@@ -123,6 +147,7 @@ json steps_json(const std::vector<PricedStep>& steps) {
                  {"counts_even", ps.traffic.uniform},
                  {"cost_us", ps.unpriced.empty() ? json(ps.price.time_us) : json(nullptr)},
                  {"extrapolated", ps.price.prediction.extrapolated},
+                 {"extrapolated_what", extrapolated_what(ps)},
                  {"text", short_step(s)}});
     if (!ps.unpriced.empty()) a.back()["unpriced"] = ps.unpriced;
   }
@@ -239,6 +264,7 @@ int run(const PlanArgs& a) {
       j["indistinguishable"] = indistinct;
     }
     j["steps"] = steps_json(best);
+    j["rests_on_extrapolated"] = extrapolated_steps(best);
     j["greedy_total_us"] = greedy_priced ? json(g.total) : json(nullptr);
     if (!greedy_priced) j["greedy_unpriced"] = greedy_unpriced;
     j["greedy_steps"] = steps_json(gsteps);
@@ -277,6 +303,9 @@ int run(const PlanArgs& a) {
       << (indistinct ? "indistinguishable under this profile (the difference is within its 95 % uncertainty)"
                      : "the chosen plan is cheaper beyond the 95 % uncertainty of the difference")
       << "\n";
+  if (const std::string ex = extrapolated_steps(best); !ex.empty())
+    o << "  the choice rests on extrapolated prices (" << ex
+      << "); measure those classes and sizes (shardbench sweep) to firm it up\n";
   print_steps(o, best);
   o << "\ngreedy plan (plan_redistribution): ";
   if (!greedy_priced) {
