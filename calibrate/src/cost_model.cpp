@@ -54,6 +54,17 @@ double backbone_time_us(const Model& m, int n, double s_eff, int concurrent_grou
   return segment_time_us(m, segment_of(m, s_eff), n, s_eff, concurrent_groups);
 }
 
+bool non_decreasing_in_size(const Model& m, int n, double rel_tol) {
+  for (std::size_t i = 0; i + 1 < m.segments.size(); ++i) {
+    if (!m.segments[i].s_hi) return true;
+    const double b = *m.segments[i].s_hi;
+    const double left = segment_time_us(m, i, n, b);  // the limit from below (linear segment)
+    const double right = segment_time_us(m, i + 1, n, b);
+    if (right < left * (1.0 - rel_tol)) return false;
+  }
+  return true;
+}
+
 const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact) {
   // Nearest by |ln n/n_i| + |ln c/c_i|; on a tie the curve measured at the query's concurrency
   // (contention changes the curve more than the group size does), then the first.
@@ -310,98 +321,6 @@ Priced price(const Model& m, int n, int concurrent_groups, double s_eff, double 
 
 double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff) {
   return price_impl(m, n, concurrent_groups, s_eff, 0.0, false).time_us;
-}
-
-namespace {
-
-// An interval bound of a price t widened by a further log sigma `extra` (in quadrature with the
-// bound's own distance from t), then scaled by f: sign -1 for the lower bound, +1 the upper.
-double widened_bound(double f, double t, double bound, double sign, double extra) {
-  if (!(bound > 0) || !(t > 0)) return bound * f;
-  const double lb = std::log(bound / t);
-  return f * t * std::exp(std::clamp(sign * std::hypot(lb, kIntervalZ * extra), -700.0, 700.0));
-}
-
-// The tested structure's miss at s_eff: linear in log size between the test's sizes, the end
-// values beyond them.
-double miss_at(const HostTransport& t, double s_eff) {
-  const auto& x = t.miss_bytes;
-  if (x.empty() || t.miss_log.size() != x.size() || std::isnan(s_eff)) return 0.0;
-  const double s = std::max(s_eff, 1.0);
-  if (s <= x.front()) return t.miss_log.front();
-  if (s >= x.back()) return t.miss_log.back();
-  const std::size_t i = std::size_t(std::upper_bound(x.begin(), x.end(), s) - x.begin()) - 1;
-  const double w = std::log(s / x[i]) / std::log(x[i + 1] / x[i]);
-  return (1 - w) * t.miss_log[i] + w * t.miss_log[i + 1];
-}
-
-}  // namespace
-
-double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h) {
-  switch (law) {
-    case LatencyLaw::RingSteps: return n_b > 1 ? double(n - 1) / double(n_b - 1) : 1.0;
-    case LatencyLaw::TreeDepth: return (1.0 + std::log2(double(h))) / (1.0 + std::log2(double(h_b)));
-    case LatencyLaw::LogRanks: return n_b > 1 && n > 1 ? std::log2(double(n)) / std::log2(double(n_b)) : 1.0;
-    case LatencyLaw::Flat: return 1.0;
-  }
-  return 1.0;
-}
-
-LatencyLaw default_latency_law(Collective op, std::string_view backend) {
-  // NCCL's all_reduce across nodes at small sizes: double binary trees (NCCL 2.4+); else rings
-  // (NCCL's other collectives; MPI's bandwidth-optimal large-message algorithms; the profile's
-  // own ring formula).
-  return backend == "nccl" && op == Collective::AllReduce ? LatencyLaw::TreeDepth : LatencyLaw::RingSteps;
-}
-
-BandwidthLaw default_bandwidth_law(Collective op) {
-  return op == Collective::AllToAll ? BandwidthLaw::HostShare : BandwidthLaw::BusFactor;
-}
-
-double bandwidth_growth(BandwidthLaw law, Collective op, int n_b, int h_b, int n, int h) {
-  if (law == BandwidthLaw::HostShare) return h_b > 1 ? (double(h - 1) / h) / (double(h_b - 1) / h_b) : 1.0;
-  const CollectiveInfo& info = collective_info(op);
-  return n_b > 1 && info.busbw_factor(n_b) > 0 ? info.busbw_factor(n) / info.busbw_factor(n_b) : 1.0;
-}
-
-std::pair<double, double> known_switch(Collective op, std::string_view backend, int h_b, int h) {
-  // NCCL's all_reduce on two nodes: a double binary tree without interior nodes moves each
-  // node's bytes across once where a ring (and the tree on more nodes) moves them twice.
-  if (backend == "nccl" && op == Collective::AllReduce && (h_b == 2) != (h == 2) && h_b > 1 && h > 1)
-    return h_b == 2 ? std::pair{1.0, 2.0} : std::pair{0.5, 1.0};
-  return {1.0, 1.0};
-}
-
-double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb) {
-  const double share = tb > 0 ? std::min(1.0, latency_us / tb) : 1.0;
-  return share * latency_ratio + (1.0 - share) * bus_ratio;
-}
-
-Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff,
-                         double class_log_sigma) {
-  const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
-  Priced out = b;
-  const double f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us);
-  const double step = t.step_log_sigma * t.doublings;
-  const double miss = t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
-  const double common = step * step + miss * miss + class_log_sigma * class_log_sigma;
-  // A switch level that a larger group crosses first (and no measured count did) can double a
-  // hop's latency: the latency's part of the price, share q, up to 2x on the side away from h_b.
-  const double tq = b.time_us * f;
-  const double q = tq > 0 ? std::min(1.0, t.latency_us * t.latency_ratio / tq) : 1.0;
-  const double level = std::log1p(q) / kIntervalZ;
-  const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
-  const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
-  out.time_us = tq;
-  out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
-  out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
-  return out;
-}
-
-double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
-                                 double s_eff) {
-  const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
-  return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb);
 }
 
 }  // namespace shardcal::calib

@@ -171,7 +171,7 @@ class TrafficPricer {
     const MeshPrices::Slot& sl = slot(t.mesh_dim, *t.collective);
     if (!sl.model) return std::numeric_limits<double>::infinity();
     const Model& m = *sl.model;
-    // predict()'s arithmetic for the chosen model (calibrate/src/profile.cpp).
+    // predict()'s arithmetic for the chosen model (calibrate/src/predict.cpp).
     const double s_eff = effective_bytes(*t.collective, m.effective_size, double(t.bytes),
                                          t.counts, int(t.elem_size), sl.lc.group_size);
     double time_us =

@@ -1,7 +1,7 @@
-"""What the DTensor adapter (torch.py) and the torch.compile estimator (inductor.py) share: the
-profile's names for torch dtypes, a process group's backend, a mesh dim's groups. Its own private
-module so that neither of the two imports the other for them. torch is imported only inside the
-functions (this module imports without torch).
+"""What the DTensor adapter (torch.py, its step pricer dtensor_pricer.py) and the torch.compile
+estimator (inductor.py) share: the profile's names for torch dtypes, a process group's backend, a
+mesh dim's groups. Its own private module so that neither of the two imports the other for them.
+torch is imported only inside the functions (this module imports without torch).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from .collectives import busbw_factor, ring_steps  # the collective table
@@ -25,8 +25,6 @@ INTERVAL_LEVEL = 0.95
 UNMEASURED_MODEL_LOG_SIGMA = 0.35
 EXTRAPOLATED_CLASS_LOG_SIGMA = 0.15
 OTHER_SIDE_LOG_SIGMA = 1.0
-HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (cost_model.hpp kHostTransportLogSigma)
-HOST_TRANSPORT_TESTED_LOG_SIGMA = 0.10  # ... after a second count tested the structure
 CURVE_SWITCH_LOG = 0.6931471805599453  # ln 2 (cost_model.hpp kCurveSwitchLog)
 LN2 = 0.6931471805599453  # cost_model.hpp kLn2
 BEYOND_LOG_SIGMA_PER_OCTAVE = 0.12  # cost_model.hpp kBeyondLogSigmaPerOctave
@@ -357,117 +355,3 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
     with_curve.spec = spec + (("curve", [float(b) for b in knot_bytes], xs, kb, yk, ym, list(lr), seg_at, wgt,
                                shrink1, CURVE_SWITCH_LOG),)
     return with_curve
-
-
-def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
-    """price_transported(model, t, concurrent_groups, s_eff).time_us as a function of s_eff alone
-    (time_pricer of the measured count, then the structure's factor), bit-identical."""
-    fb = time_pricer(model, t.n_model, concurrent_groups)
-
-    def transported(s_eff):
-        tb = fb(s_eff)
-        return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb)
-    return transported
-
-
-LATENCY_LAWS = ("ring-steps", "tree-depth", "log2-ranks", "flat")  # profile.hpp LatencyLaw, in order
-
-
-@dataclass
-class HostTransport:
-    """cost_model.hpp / profile.hpp HostTransport: a price transported from the nearest measured
-    host count along the collective's algorithm; `other` the count that tested the structure."""
-    other: object  # the second host count's Model, or None (untested)
-    n_model: int
-    n_other: int
-    n_query: int
-    doublings: float
-    test_doublings: float = 0.0
-    law: str = "ring-steps"
-    law_tested: bool = False
-    law_discriminated: bool = False
-    test_switch: bool = False
-    latency_us: float = 0.0
-    latency_ratio: float = 1.0
-    bus_ratio: float = 1.0
-    switch_lo_log_sigma: float = 0.0
-    switch_hi_log_sigma: float = 0.0
-    two_node_switch: bool = False
-    algorithm_unknown: bool = False
-    bw_law: str = "bus-factor"
-    step_log_sigma: float = 0.0
-    miss_bytes: list = field(default_factory=list)
-    miss_log: list = field(default_factory=list)
-
-
-def latency_growth(law: str, n_b: int, h_b: int, n: int, h: int) -> float:
-    """cost_model.cpp latency_growth."""
-    if law == "ring-steps":
-        return float(n - 1) / float(n_b - 1) if n_b > 1 else 1.0
-    if law == "tree-depth":
-        return (1.0 + math.log2(float(h))) / (1.0 + math.log2(float(h_b)))
-    if law == "log2-ranks":
-        return math.log2(float(n)) / math.log2(float(n_b)) if n_b > 1 and n > 1 else 1.0
-    return 1.0
-
-
-def default_latency_law(collective: str, backend: str) -> str:
-    """cost_model.cpp default_latency_law."""
-    return "tree-depth" if backend == "nccl" and collective == "all_reduce" else "ring-steps"
-
-
-BANDWIDTH_LAWS = ("bus-factor", "host-share")  # profile.hpp BandwidthLaw, in order
-
-
-def default_bandwidth_law(collective: str) -> str:
-    return "host-share" if collective == "all_to_all" else "bus-factor"
-
-
-def transport_factor(latency_us: float, latency_ratio: float, bus_ratio: float, tb: float) -> float:
-    share = min(1.0, latency_us / tb) if tb > 0 else 1.0
-    return share * latency_ratio + (1.0 - share) * bus_ratio
-
-
-def _miss_at(t: HostTransport, s_eff: float) -> float:
-    """cost_model.cpp miss_at."""
-    x = t.miss_bytes
-    if not x or len(t.miss_log) != len(x) or math.isnan(s_eff):
-        return 0.0
-    s = max(s_eff, 1.0)
-    if s <= x[0]:
-        return t.miss_log[0]
-    if s >= x[-1]:
-        return t.miss_log[-1]
-    i = bisect.bisect_right(x, s) - 1
-    w = math.log(s / x[i]) / math.log(x[i + 1] / x[i])
-    return (1 - w) * t.miss_log[i] + w * t.miss_log[i + 1]
-
-
-def _widened_bound(f: float, t: float, bound: float, sign: float, extra: float) -> float:
-    """cost_model.cpp widened_bound."""
-    if not (bound > 0) or not (t > 0):
-        return bound * f
-    lb = math.log(bound / t)
-    return f * t * math.exp(min(max(sign * math.hypot(lb, INTERVAL_Z * extra), -700.0), 700.0))
-
-
-def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
-                      class_log_sigma: float = 0.0) -> Priced:
-    b = price(model, t.n_model, concurrent_groups, s_eff)
-    f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us)
-    step = t.step_log_sigma * t.doublings
-    miss = _miss_at(t, s_eff) * t.doublings / t.test_doublings if t.test_doublings > 0 else 0.0
-    common = step * step + miss * miss + class_log_sigma * class_log_sigma
-    tq = b.time_us * f
-    q = min(1.0, t.latency_us * t.latency_ratio / tq) if tq > 0 else 1.0
-    level = math.log1p(q) / INTERVAL_Z
-    lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
-    hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
-    return Priced(tq, _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)),
-                  _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi)), b.segment, b.curve,
-                  b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
-
-
-def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
-    tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
-    return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb)

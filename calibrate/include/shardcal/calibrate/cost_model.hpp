@@ -14,17 +14,20 @@
 //     ("interpolation where measured, the model where not"); between two measured sizes that
 //     straddle a segment boundary (a protocol/algorithm switch somewhere in the gap) the
 //     prediction is the log-log line between them and the interval spans both sides.
-// Every prediction carries a 95 % interval (Priced::lo_us, hi_us).
+// Every prediction carries a 95 % interval (Priced::lo_us, hi_us). Prices carried to host counts
+// the profile did not measure are built on these in host_transport.hpp; the model choice is
+// predict.hpp's.
 //
 // Adding a term: a Term enumerator, its column in term_feature(), its coefficient in
-// segment_coefficient() (and the Segment field it reads/writes in profile.hpp and the fitter's
-// Coef), and the same three lines in cost_model.py.
+// segment_coefficient() (and the Segment field it reads/writes: profile_types.hpp, the reader
+// profile_read.cpp, the writer profile_write.cpp, and the fitter's Coef), and the same three
+// lines in cost_model.py.
 #include <array>
 #include <cstddef>
 #include <string>
 #include <utility>
 
-#include "shardcal/calibrate/profile.hpp"
+#include "shardcal/calibrate/profile_types.hpp"
 
 namespace shardcal::calib {
 
@@ -45,6 +48,16 @@ std::size_t segment_of(const Model& m, double s_eff);
 // The backbone time of m for group size n at s_eff in its segment (no model choice, no checks).
 // n = 1: the first segment's alpha at every size (a group of one rank moves nothing).
 double backbone_time_us(const Model& m, int n, double s_eff, int concurrent_groups = 1);
+
+// The backbone's time for group size n at S_eff in segment `segment` (no model choice, no
+// checks). concurrent_groups applies the segment's contention (no effect without one). n = 1:
+// the first segment's alpha at every size (a group of one rank moves nothing).
+double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
+                       int concurrent_groups = 1);
+// True when the model's predictions for group size n never decrease as S_eff grows: each
+// segment is linear with slope >= 0, so this checks every breakpoint (the time just below it
+// vs at it, relative tolerance rel_tol). For the fitter's tests and `shardbench calibrate`.
+bool non_decreasing_in_size(const Model& m, int n, double rel_tol = 1e-12);
 
 // The 95 % interval's normal quantile (two-sided).
 inline constexpr double kIntervalZ = 1.959963984540054;
@@ -112,54 +125,5 @@ double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff)
 // The curve price() uses for (n, c): exact match, else the nearest by |ln n/n_i| + |ln c/c_i|
 // (ties: the one measured at concurrency c, then the first); null when the model has none.
 const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact = nullptr);
-
-// Host-count transport (docs/CALIBRATION.md "Other host counts"). A group spanning h hosts that
-// the profile did not measure is priced from the measured inter-host count h_b nearest h (ties:
-// the larger; small counts are often special cases) along the collective's algorithm:
-//     t(h) = t_b (share R + (1 - share) F),   share = min(1, L / t_b),
-// t_b the measured count's price at the query's S_eff (its hosts x the query's ranks per host),
-// L its time at 1 byte (the latency floor, so share is the latency's part of t_b), R the
-// latency's growth (LatencyLaw: ring steps, tree depth, log2 n rounds, flat) and F the bandwidth
-// term's: bus factors f(n) / f(n_b) (a ring's busbw does not depend on the rank count), for
-// all_to_all the share of each rank's bytes that leaves its host ((h - 1) / h per host NIC).
-// Known algorithm switches between host counts widen instead of moving the price: NCCL's
-// all_reduce on 2 nodes runs a double binary tree with no interior node (each node sends its
-// bytes across once, a ring twice), so 2 -> more nodes may slow the bandwidth term up to 2x:
-// priced at the range's geometric middle with the range as the 95 % interval.
-// A second measured count h_a tests the structure: h_a's prices carried to h_b by each pair of
-// laws (latency x bandwidth; NCCL: bandwidth by bus factors only) are compared with h_b's, and
-// the pair that misses least is used (ties: the defaults: NCCL tree depth for all_reduce, else
-// ring steps and bus factors; all_to_all host share). That choice is discrete and does move the
-// price; what it never does is fit a trend: where the chosen pair still misses, the miss (log,
-// per size) widens the interval in proportion to the doublings, and a pair across a known switch
-// (NCCL's two nodes) chooses nothing (a real 2/4/8-node series had a two-node special case that a
-// fitted trend doubled at 8 nodes). The interval: the measured count's own, plus in quadrature the step
-// term per doubling (kHostTransportLogSigma untested, kHostTransportTestedLogSigma after a test),
-// the switch range, the miss, and on the side away from h_b the latency's part of the price up
-// to 2x (a switch level the larger group crosses first doubles a hop's latency: SMPI's fat tree,
-// 4 hosts in one leaf -> 8 across two, a ring's per-step latency 1.5 -> 3 us). Prices stay non-decreasing in size (t_b is, and the factor
-// keeps the order: L R + (t_b - L) F rises with t_b).
-inline constexpr double kHostTransportLogSigma = 0.15;
-inline constexpr double kHostTransportTestedLogSigma = 0.10;
-
-// The latency growth R by law from n_b ranks on h_b hosts to n ranks on h hosts.
-double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h);
-// The backend's default laws for a collective ("nccl", "mpi", ...).
-LatencyLaw default_latency_law(Collective op, std::string_view backend);
-BandwidthLaw default_bandwidth_law(Collective op);
-// The bandwidth term's growth F by law.
-double bandwidth_growth(BandwidthLaw law, Collective op, int n_b, int h_b, int n, int h);
-// The range [lo, hi] (factors on F) of a known algorithm switch between h_b and h: NCCL's
-// two-node all_reduce tree ([1, 2] leaving two nodes, [1/2, 1] arriving); else [1, 1].
-std::pair<double, double> known_switch(Collective op, std::string_view backend, int h_b, int h);
-// The structure's factor on t_b: share R + (1 - share) F, share = min(1, L / t_b).
-double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb);
-
-// (HostTransport, what predict() chose, is in profile.hpp beside Prediction.)
-// The chosen model m transported to another host count by t.
-Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff,
-                         double class_log_sigma = 0.0);
-double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
-                                 double s_eff);
 
 }  // namespace shardcal::calib

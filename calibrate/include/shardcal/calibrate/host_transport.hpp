@@ -1,0 +1,122 @@
+#pragma once
+// Host-count transport, in one place (calibrate/src/host_transport.cpp; docs/CALIBRATION.md
+// "Other host counts"): a group spanning a host count the profile did not measure, priced from the
+// nearest measured count along the collective's algorithm. predict() chooses the transport for its
+// query (host_transport()) and prices with it (price_transported()), which prices the measured
+// count with the cost model (cost_model.hpp): predict -> host_transport -> cost_model.
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "shardcal/calibrate/cost_model.hpp"
+#include "shardcal/calibrate/profile_types.hpp"
+
+namespace shardcal::calib {
+
+// How a collective's latency grows with its group along the algorithm the library runs
+// ("Host-count transport" below): ring steps n - 1, tree depth 1 + log2 hosts (NCCL's
+// double binary trees across nodes), log2 n rounds (recursive doubling / halving, Bruck), or
+// none (pipelined or offloaded).
+enum class LatencyLaw { RingSteps, TreeDepth, LogRanks, Flat };
+std::string_view latency_law_name(LatencyLaw law);
+// How its bandwidth term grows: by the bus factors (a ring: busbw independent of the rank count),
+// or with the share of each rank's bytes that leaves its host, (h - 1) / h (algorithms without a
+// hierarchy, where every rank's bytes cross its host's NIC: all_to_all, recursive doubling and
+// halving on several ranks per host).
+enum class BandwidthLaw { BusFactor, HostShare };
+std::string_view bandwidth_law_name(BandwidthLaw law);
+
+// A price transported from the nearest measured host count to another along the collective's
+// algorithm ("Host-count transport" below); a second measured count, when the profile
+// has one, tests that structure first (chooses the latency law, widens where it misses).
+struct HostTransport {
+  bool active = false;           // false: priced by the chosen model alone
+  const Model* other = nullptr;  // the count that tested the structure (null: none measured)
+  int n_model = 0;               // the group size the chosen model is priced at
+  int n_other = 0;               // ... and the other model
+  int n_query = 0;
+  double doublings = 0;       // |log2(h / h_b)|: distance to the nearest measured count
+  double test_doublings = 0;  // |log2(h_b / h_a)|: the test's distance (0: no test)
+  LatencyLaw law = LatencyLaw::RingSteps;
+  BandwidthLaw bw_law = BandwidthLaw::BusFactor;
+  bool law_tested = false;         // tested by `other` (else the backend's defaults, untested)
+  bool law_discriminated = false;  // the test's pair beat the defaults (else they held or tied)
+  bool test_switch = false;        // the test crossed a known switch: defaults kept, miss widens
+  // t = t_b (share R + (1 - share) F), share = min(1, L / t_b).
+  double latency_us = 0;     // L: the chosen model's time at 1 byte (its latency floor)
+  double latency_ratio = 1;  // R: latency growth from h_b to h by `law`
+  double bus_ratio = 1;      // F: the bandwidth term's growth by bw_law (x a switch's middle)
+  // The range the bandwidth term may move in between h_b and h, as log sigmas below and above
+  // the price (its 95 % interval): NCCL's two-node tree (priced at the range's geometric
+  // middle), an untested transport of a library that may run either bandwidth law (MPI:
+  // priced by the ring's bus factors, the upper side reaching the host share's price).
+  double switch_lo_log_sigma = 0, switch_hi_log_sigma = 0;
+  bool two_node_switch = false;    // NCCL's two-node tree between h_b and h
+  bool algorithm_unknown = false;  // MPI untested: the upper side reaches the host share
+  double step_log_sigma = 0;       // per doubling
+  // Where the tested structure missed the second count: log(measured / structure's price) per
+  // size (0 inside a switch's range), interpolated in log size; widens, never moves, the price.
+  std::vector<double> miss_bytes, miss_log;
+};
+
+// Host-count transport (docs/CALIBRATION.md "Other host counts"). A group spanning h hosts that
+// the profile did not measure is priced from the measured inter-host count h_b nearest h (ties:
+// the larger; small counts are often special cases) along the collective's algorithm:
+//     t(h) = t_b (share R + (1 - share) F),   share = min(1, L / t_b),
+// t_b the measured count's price at the query's S_eff (its hosts x the query's ranks per host),
+// L its time at 1 byte (the latency floor, so share is the latency's part of t_b), R the
+// latency's growth (LatencyLaw: ring steps, tree depth, log2 n rounds, flat) and F the bandwidth
+// term's: bus factors f(n) / f(n_b) (a ring's busbw does not depend on the rank count), for
+// all_to_all the share of each rank's bytes that leaves its host ((h - 1) / h per host NIC).
+// Known algorithm switches between host counts widen instead of moving the price: NCCL's
+// all_reduce on 2 nodes runs a double binary tree with no interior node (each node sends its
+// bytes across once, a ring twice), so 2 -> more nodes may slow the bandwidth term up to 2x:
+// priced at the range's geometric middle with the range as the 95 % interval.
+// A second measured count h_a tests the structure: h_a's prices carried to h_b by each pair of
+// laws (latency x bandwidth; NCCL: bandwidth by bus factors only) are compared with h_b's, and
+// the pair that misses least is used (ties: the defaults: NCCL tree depth for all_reduce, else
+// ring steps and bus factors; all_to_all host share). That choice is discrete and does move the
+// price; what it never does is fit a trend: where the chosen pair still misses, the miss (log,
+// per size) widens the interval in proportion to the doublings, and a pair across a known switch
+// (NCCL's two nodes) chooses nothing (a real 2/4/8-node series had a two-node special case that a
+// fitted trend doubled at 8 nodes). The interval: the measured count's own, plus in quadrature the
+// step term per doubling (kHostTransportLogSigma untested, kHostTransportTestedLogSigma after a
+// test), the switch range, the miss, and on the side away from h_b the latency's part of the price
+// up to 2x (a switch level the larger group crosses first doubles a hop's latency: SMPI's fat tree,
+// 4 hosts in one leaf -> 8 across two, a ring's per-step latency 1.5 -> 3 us). Prices stay
+// non-decreasing in size (t_b is, and the factor keeps the order: L R + (t_b - L) F rises with
+// t_b).
+inline constexpr double kHostTransportLogSigma = 0.15;
+inline constexpr double kHostTransportTestedLogSigma = 0.10;
+
+// The latency growth R by law from n_b ranks on h_b hosts to n ranks on h hosts.
+double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h);
+// The backend's default laws for a collective ("nccl", "mpi", ...).
+LatencyLaw default_latency_law(Collective op, std::string_view backend);
+BandwidthLaw default_bandwidth_law(Collective op);
+// The bandwidth term's growth F by law.
+double bandwidth_growth(BandwidthLaw law, Collective op, int n_b, int h_b, int n, int h);
+// The range [lo, hi] (factors on F) of a known algorithm switch between h_b and h: NCCL's
+// two-node all_reduce tree ([1, 2] leaving two nodes, [1/2, 1] arriving); else [1, 1].
+std::pair<double, double> known_switch(Collective op, std::string_view backend, int h_b, int h);
+// The structure's factor on t_b: share R + (1 - share) F, share = min(1, L / t_b).
+double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb);
+
+// The host-count transport for a query of link class lc whose chosen model is `best` (of p): when
+// the query spans hosts the chosen model did not measure, the structure from its count to the
+// query's, and the test of that structure against a second measured inter-host model of the
+// collective (same dtype and concurrency, domain derived from measurements) nearest the chosen
+// one. Inactive (active = false) when the query or the chosen model is intra-host.
+HostTransport host_transport(const Profile& p, const Model& best, const LinkClass& lc);
+// predict()'s note for an active transport: the counts, the doublings, the laws and how they were
+// chosen, the switches that widened it.
+std::string transport_note(const HostTransport& t, const Model& best, const LinkClass& lc);
+
+// The chosen model m transported to another host count by t.
+Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
+                         double s_eff, double class_log_sigma = 0.0);
+double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
+                                 double s_eff);
+
+}  // namespace shardcal::calib

@@ -1,0 +1,164 @@
+#pragma once
+// The calibrated cost-model profile's data (schema "shardcal.profile" version 1): the contract
+// between the fitter (calibrate/src/fit*.cpp, `shardbench calibrate`), the readers (`shardbench
+// predict`, the planner, calibrate/python) and the JSON file (docs/PROFILE_FORMAT.md). Read and
+// written by profile_io.hpp, priced by cost_model.hpp, host_transport.hpp and predict.hpp
+// (profile.hpp includes them all).
+//
+// A model prices one collective on one *family* of link classes: groups that span `hosts` hosts
+// with the same number of ranks on each, with `concurrent_groups` groups running at once on a
+// host (contention). Group size n varies inside a family; per size segment
+//     t_us = alpha_us + alpha_step_us * steps(n) + S_eff * f(n) / (B_GBps * 1e3)
+// with steps(n), f(n) from the collective table (shardcal/collectives.hpp) and S_eff in bytes
+// (the effective-size rule says how uneven counts become S_eff). Status: interface agreed between
+// the fitter and the profile reader; both sides may extend it, keeping this shape.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardcal/collectives.hpp"
+#include "shardcal/dtype.hpp"
+#include "shardcal/formats/schemas.hpp"
+
+namespace shardcal::calib {
+
+using formats::kProfileSchema;
+using formats::kProfileVersion;
+
+// What a planner can compute before running anything for one mesh dim's groups.
+struct LinkClass {
+  int group_size = 1;         // n
+  int hosts = 1;              // hosts one group spans
+  int ranks_per_host = 1;     // ranks of one group on each of its hosts (n / hosts)
+  int concurrent_groups = 1;  // groups of this mesh dim running at once on one host
+};
+
+// How uneven per-position counts turn into the S_eff of the model (bytes).
+enum class EffectiveSize : unsigned char {
+  Total,      // sum of all positions' bytes (the table's S for even counts)
+  NTimesMax,  // n x the largest position's bytes (a ring is paced by the largest shard)
+};
+
+struct Segment {
+  double s_lo = 0;             // bytes (S_eff), inclusive
+  std::optional<double> s_hi;  // bytes, exclusive; none = unbounded
+  double alpha_us = 0;         // base latency alpha0
+  double alpha_step_us = 0;    // per ring step
+  double bandwidth_GBps = 0;   // B, 1e9 bytes/s
+  // Relative standard errors of alpha_us and bandwidth_GBps from the fit's weighted
+  // least-squares covariance (calibrate/src/fit_kernel.cpp). None = unknown: analytic profiles, a
+  // parameter set by a bound or constraint rather than by the data, too few points. The gate
+  // uses them as the parameters' uncertainty (docs/GATE.md "Model level").
+  // (Initialised here so aggregate initialisers that stop at bandwidth_GBps stay warning-free.)
+  std::optional<double> alpha_rel_se = std::nullopt;
+  std::optional<double> bandwidth_rel_se = std::nullopt;
+  // Contention between concurrent groups, gamma >= 0: with c groups at once on a host the
+  // bandwidth term is multiplied by (1 + gamma (c - 1)), i.e. each group gets B / (1 + gamma
+  // (c - 1)) (gamma = 1: c groups share B equally). None = 0: the model is one concurrency's, or
+  // the fit found no contention beyond noise (docs/CALIBRATION.md "Pooling link classes").
+  std::optional<double> contention = std::nullopt;
+};
+
+// Where a model applies without extrapolation (inclusive ranges; none = unbounded above). Absent
+// in a Model = derived from what was measured: hosts and concurrent_groups exactly the model's,
+// group size within [min, max] of group_sizes, any S_eff. Built-in analytic profiles (backend
+// "model") set it to state the formula's whole domain. docs/PROFILE_FORMAT.md "Domain".
+struct Range {
+  double lo = 0;
+  std::optional<double> hi;
+  bool contains(double x) const { return x >= lo && (!hi || x <= *hi); }
+};
+struct Domain {
+  Range hosts{1, 1};
+  Range concurrent_groups{1, 1};
+  Range group_size{1, std::nullopt};
+  Range bytes{0, std::nullopt};  // S_eff
+  // The measured (group size, concurrent groups) pairs of a model pooled over them; empty = not
+  // recorded. A pair neither measured nor between measured pairs at the same group size or the
+  // same concurrency is extrapolation (on one world size n and c move together, so contention
+  // and n-dependence are confounded away from the measured pairs).
+  std::vector<std::pair<int, int>> classes;
+};
+
+// True when (n, c) is measured or lies between measured pairs at the same n or the same c.
+bool between_measured_classes(const std::vector<std::pair<int, int>>& classes, int n, int c);
+
+struct FitQuality {
+  int points = 0;
+  double mape = 0;  // training, relative
+  double max_rel_error = 0;
+  std::optional<double> holdout_mape;          // k-fold over sizes
+  std::optional<double> leave_group_out_mape;  // where >= 3 group sizes were measured
+  // Each measured mesh / concurrency predicted from a fit to the others (models pooled over
+  // several meshes / concurrencies; none = not measured, omitted from the file).
+  std::optional<double> leave_mesh_out_mape = std::nullopt;
+  std::optional<double> leave_concurrency_out_mape = std::nullopt;
+};
+
+// The measured curve of one link class (n, c) of a model (docs/CALIBRATION.md "Measured
+// curves"; evaluated by cost_model.hpp): at each measured S_eff the log ratio of the measured
+// time (median over the class's even-distribution points at that size) to the backbone, and
+// what the 95 % interval needs.
+struct MeasuredCurve {
+  int group_size = 1;
+  int concurrent_groups = 1;
+  std::vector<double> bytes;      // measured S_eff, strictly ascending, > 0
+  std::vector<double> log_ratio;  // ln(measured / backbone) at each
+  // Leave-one-size-out interpolation error at each interior size, per unit of w (1 - w) g
+  // (g: the gap in log2 bytes, w: the position in it); 0 at the two ends.
+  std::vector<double> kappa;
+  double kappa_scale = 0;  // the interior kappa's upper quartile (fewer than 3 sizes: a default)
+  double noise = 0;        // measurement noise of one size's time, log scale
+  double shrink = 1;       // lambda in [0, 1]: how much of the backbone's shape between two
+                           // measured sizes the curve keeps (0: log-log interpolation)
+  double weight = 1;       // mu in [0, 1]: how much of the measured ratio a price keeps (0: the
+                           // ratios are noise around the backbone, which prices alone)
+};
+
+struct Model {
+  Collective collective = Collective::AllGather;
+  int hosts = 1;
+  int concurrent_groups = 1;
+  std::optional<DType> dtype;    // none = dtypes pooled
+  std::vector<int> group_sizes;  // measured n (sorted)
+  EffectiveSize effective_size = EffectiveSize::NTimesMax;
+  std::vector<Segment> segments;  // sorted by s_lo, contiguous, first s_lo = 0
+  FitQuality quality;
+  std::optional<Domain> domain;       // none = derived from the measured class (see Domain)
+  std::string json_extra;             // the model's "extra" object verbatim ("" = none)
+  std::vector<MeasuredCurve> curves;  // per measured class; empty: backbone only
+};
+
+// The domain a model is used on without the prediction being marked extrapolated.
+Domain effective_domain(const Model& m);
+
+struct Profile {
+  std::string cluster;
+  std::string created;  // ISO 8601 UTC
+  std::string shardcal_version;
+  std::string backend;  // "mpi" | "nccl" | "sim" | "model" (built-in profiles)
+  std::string memory;   // "host" | "cuda"
+  // A JSON object text whose members are written at the top level of the file, verbatim: only
+  // "provenance", "fit_method" and "extra" (free-form) are allowed ("" = none of them).
+  std::string json_extra;
+  std::vector<Model> models;
+  // What copying costs on this platform (pack/unpack around collectives, local steps), learned
+  // by calibrate from the sweep's transitions: per byte copied, 0 = copies cost nothing (e.g. a
+  // simulator that does not time computation). Absent: the memory space's built-in bandwidth
+  // (step_cost.hpp). docs/PROFILE_FORMAT.md "local_copy".
+  static constexpr double kMaxCopyNsPerByte = 10.0;  // 0.1 GB/s: slower is a broken fit
+  struct LocalCopy {
+    double ns_per_byte = 0;
+    double se_ns_per_byte = 0;  // standard error of the fit
+    int transitions = 0;        // measured transitions with copies the fit used
+  };
+  std::optional<LocalCopy> local_copy;
+};
+
+std::string_view effective_size_name(EffectiveSize e);  // "total" | "n_times_max"
+std::optional<EffectiveSize> parse_effective_size(std::string_view name);
+
+}  // namespace shardcal::calib

@@ -1,0 +1,284 @@
+// Host-count transport, in one place (host_transport.hpp; docs/CALIBRATION.md "Other host
+// counts"): the laws a price is carried along from a measured host count to another, the test of
+// those laws against a second measured count that chooses them (host_transport()), the note that
+// says so, and the transported price (price_transported()) on top of the cost model's price().
+// calibrate/python/shardcal/host_transport.py mirrors this file operation for operation.
+#include "shardcal/calibrate/host_transport.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace shardcal::calib {
+
+std::string_view latency_law_name(LatencyLaw law) {
+  switch (law) {
+    case LatencyLaw::RingSteps: return "ring-steps";
+    case LatencyLaw::TreeDepth: return "tree-depth";
+    case LatencyLaw::LogRanks: return "log2-ranks";
+    case LatencyLaw::Flat: return "flat";
+  }
+  return "?";
+}
+
+std::string_view bandwidth_law_name(BandwidthLaw law) {
+  return law == BandwidthLaw::HostShare ? "host-share" : "bus-factor";
+}
+
+double latency_growth(LatencyLaw law, int n_b, int h_b, int n, int h) {
+  switch (law) {
+    case LatencyLaw::RingSteps: return n_b > 1 ? double(n - 1) / double(n_b - 1) : 1.0;
+    case LatencyLaw::TreeDepth:
+      return (1.0 + std::log2(double(h))) / (1.0 + std::log2(double(h_b)));
+    case LatencyLaw::LogRanks:
+      return n_b > 1 && n > 1 ? std::log2(double(n)) / std::log2(double(n_b)) : 1.0;
+    case LatencyLaw::Flat: return 1.0;
+  }
+  return 1.0;
+}
+
+LatencyLaw default_latency_law(Collective op, std::string_view backend) {
+  // NCCL's all_reduce across nodes at small sizes: double binary trees (NCCL 2.4+); else rings
+  // (NCCL's other collectives; MPI's bandwidth-optimal large-message algorithms; the profile's
+  // own ring formula).
+  return backend == "nccl" && op == Collective::AllReduce ? LatencyLaw::TreeDepth
+                                                          : LatencyLaw::RingSteps;
+}
+
+BandwidthLaw default_bandwidth_law(Collective op) {
+  return op == Collective::AllToAll ? BandwidthLaw::HostShare : BandwidthLaw::BusFactor;
+}
+
+double bandwidth_growth(BandwidthLaw law, Collective op, int n_b, int h_b, int n, int h) {
+  if (law == BandwidthLaw::HostShare)
+    return h_b > 1 ? (double(h - 1) / h) / (double(h_b - 1) / h_b) : 1.0;
+  const CollectiveInfo& info = collective_info(op);
+  return n_b > 1 && info.busbw_factor(n_b) > 0 ? info.busbw_factor(n) / info.busbw_factor(n_b)
+                                               : 1.0;
+}
+
+std::pair<double, double> known_switch(Collective op, std::string_view backend, int h_b, int h) {
+  // NCCL's all_reduce on two nodes: a double binary tree without interior nodes moves each
+  // node's bytes across once where a ring (and the tree on more nodes) moves them twice.
+  if (backend == "nccl" && op == Collective::AllReduce && (h_b == 2) != (h == 2) && h_b > 1 &&
+      h > 1)
+    return h_b == 2 ? std::pair{1.0, 2.0} : std::pair{0.5, 1.0};
+  return {1.0, 1.0};
+}
+
+double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb) {
+  const double share = tb > 0 ? std::min(1.0, latency_us / tb) : 1.0;
+  return share * latency_ratio + (1.0 - share) * bus_ratio;
+}
+
+// The host-count transport for a query (host_transport.hpp): when the query
+// spans hosts the chosen model did not measure, the structure from its count to the query's, and
+// the test of that structure against a second measured inter-host model of the collective (same
+// dtype and concurrency, domain derived from measurements) nearest the chosen one. None when the
+// query or the chosen model is intra-host.
+HostTransport host_transport(const Profile& p, const Model& best, const LinkClass& lc) {
+  HostTransport t;
+  if (lc.hosts <= 1 || best.hosts <= 1 || best.hosts == lc.hosts || best.domain) return t;
+  double other_d = 0;
+  for (const Model& m : p.models) {
+    if (&m == &best || m.collective != best.collective || m.hosts <= 1 || m.hosts == best.hosts ||
+        m.domain || m.dtype != best.dtype || m.concurrent_groups != best.concurrent_groups)
+      continue;
+    const double d = std::abs(std::log(double(m.hosts) / best.hosts));
+    if (!t.other || d < other_d || (d == other_d && m.hosts > t.other->hosts))
+      t.other = &m, other_d = d;
+  }
+  const int c = lc.concurrent_groups, rph = lc.ranks_per_host;
+  const Collective op = best.collective;
+  t.active = true;
+  t.n_model = best.hosts * rph;
+  t.n_query = lc.group_size;
+  t.doublings = std::abs(std::log2(double(lc.hosts) / best.hosts));
+  t.law = default_latency_law(op, p.backend);
+  t.bw_law = default_bandwidth_law(op);
+  t.step_log_sigma = kHostTransportLogSigma;
+  if (t.other) {
+    // The test: the other count's prices carried to the chosen count by each law, at the sizes
+    // both measured (their curves' knots inside both domains; else a grid over the overlap).
+    const Model& a = *t.other;
+    t.n_other = a.hosts * rph;
+    t.test_doublings = std::abs(std::log2(double(best.hosts) / a.hosts));
+    // At the largest ranks per host both counts measured (else the query's), so the laws chosen
+    // do not depend on the query's ranks per host.
+    int trph = 0;
+    for (int g : best.group_sizes)
+      if (g % best.hosts == 0)
+        for (int ga : a.group_sizes)
+          if (ga % a.hosts == 0 && ga / a.hosts == g / best.hosts)
+            trph = std::max(trph, g / best.hosts);
+    if (trph == 0) trph = rph;
+    const int nb = best.hosts * trph, na = a.hosts * trph;
+    const MeasuredCurve* cb = curve_for(best, nb, c);
+    const MeasuredCurve* ca = curve_for(a, na, c);
+    std::vector<double> sizes;
+    if (cb && ca && !cb->bytes.empty() && !ca->bytes.empty()) {
+      const double lo = std::max(cb->bytes.front(), ca->bytes.front());
+      const double hi = std::min(cb->bytes.back(), ca->bytes.back());
+      for (const MeasuredCurve* cv : {cb, ca})
+        for (double k : cv->bytes)
+          if (k >= lo && k <= hi) sizes.push_back(k);
+    } else {
+      // Backbones only (no measured sizes recorded): every octave from 1 B to 1 GiB.
+      for (int i = 0; i <= 30; ++i) sizes.push_back(std::ldexp(1.0, i));
+    }
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    const auto [slo, shi] = known_switch(op, p.backend, a.hosts, best.hosts);
+    const double la = price_time_us(a, na, c, 1.0);
+    // Per pair of laws, the miss per size: log(t_b / structure's t_b), 0 inside a switch's
+    // range; the pair that misses least (ties: the defaults, listed first). Across a known
+    // switch the pair is special by construction (NCCL's two-node tree): it chooses nothing, the
+    // defaults stand and only its miss widens. NCCL runs rings and trees: its bandwidth law is
+    // the bus factors' (all_to_all the host share's), never chosen.
+    t.test_switch = slo != shi;
+    const int n_lat = t.test_switch ? 1 : 5, n_bw = t.test_switch || p.backend == "nccl" ? 1 : 3;
+    const LatencyLaw lat_laws[] = {t.law, LatencyLaw::RingSteps, LatencyLaw::TreeDepth,
+                                   LatencyLaw::LogRanks, LatencyLaw::Flat};
+    const BandwidthLaw bw_laws[] = {t.bw_law, BandwidthLaw::BusFactor, BandwidthLaw::HostShare};
+    double best_score = 0, default_score = 0;
+    bool first = true;
+    for (int ib = 0; ib < n_bw; ++ib) {
+      const BandwidthLaw bw = bw_laws[ib];
+      const double f = bandwidth_growth(bw, op, na, a.hosts, nb, best.hosts);
+      for (int il = 0; il < n_lat; ++il) {
+        const LatencyLaw law = lat_laws[il];
+        const double r = latency_growth(law, na, a.hosts, nb, best.hosts);
+        std::vector<double> miss;
+        double score = 0;
+        for (double k : sizes) {
+          const double ta = price_time_us(a, na, c, k), tb = price_time_us(best, nb, c, k);
+          if (!(ta > 0) || !(tb > 0)) {
+            miss.push_back(0.0);
+            continue;
+          }
+          const double p_lo = ta * transport_factor(la, r, f * slo, ta);
+          const double p_hi = ta * transport_factor(la, r, f * shi, ta);
+          const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
+          miss.push_back(d);
+          score += std::abs(d);
+        }
+        if (first) default_score = score;
+        if (first || score < best_score - 1e-9 * std::max(1.0, best_score)) {
+          first = false;
+          best_score = score;
+          t.law = law;
+          t.bw_law = bw;
+          t.miss_log = std::move(miss);
+        }
+      }
+    }
+    t.miss_bytes = sizes;
+    if (sizes.empty()) t.miss_log.clear();
+    t.law_tested = !sizes.empty();
+    // Discriminating: the chosen pair beat the defaults (else they merely held or tied).
+    t.law_discriminated =
+        t.law_tested && best_score < default_score - 1e-9 * std::max(1.0, default_score);
+    if (t.law_tested) t.step_log_sigma = kHostTransportTestedLogSigma;
+  }
+  t.latency_us = price_time_us(best, t.n_model, c, 1.0);
+  t.latency_ratio = latency_growth(t.law, t.n_model, best.hosts, lc.group_size, lc.hosts);
+  const double f = bandwidth_growth(t.bw_law, op, t.n_model, best.hosts, lc.group_size, lc.hosts);
+  // A known switch's range: priced at its geometric middle, the range the 95 % interval.
+  const auto [klo, khi] = known_switch(op, p.backend, best.hosts, lc.hosts);
+  const double mid = std::sqrt(klo * khi);
+  double lo = klo, hi = khi;
+  if (!t.law_tested && p.backend == "mpi" && t.bw_law == BandwidthLaw::BusFactor) {
+    // Whether MPI runs a ring or an algorithm whose every rank's bytes cross the NIC (recursive
+    // doubling / halving, Rabenseifner) is not known from one count: priced as a ring, the
+    // interval reaching the host share's price.
+    const double other = bandwidth_growth(BandwidthLaw::HostShare, op, t.n_model, best.hosts,
+                                          lc.group_size, lc.hosts) /
+                         f;
+    lo *= std::min(1.0, other);
+    hi *= std::max(1.0, other);
+    t.algorithm_unknown = other != 1.0;
+  }
+  t.two_node_switch = klo != khi;
+  t.bus_ratio = f * mid;
+  t.switch_lo_log_sigma = std::log(mid / lo) / kIntervalZ;
+  t.switch_hi_log_sigma = std::log(hi / mid) / kIntervalZ;
+  return t;
+}
+
+std::string transport_note(const HostTransport& t, const Model& best, const LinkClass& lc) {
+  std::ostringstream o;
+  o << "hosts=" << lc.hosts << " transported from the measured hosts=" << best.hosts << " ("
+    << std::setprecision(3) << t.doublings << (t.doublings == 1.0 ? " doubling" : " doublings")
+    << ", " << latency_law_name(t.law) << " latency, " << bandwidth_law_name(t.bw_law)
+    << " bandwidth";
+  if (t.other && !t.law_tested)
+    o << ", untested by hosts=" << t.other->hosts << " (no common measured sizes)";
+  else if (t.other && t.test_switch)
+    o << "; hosts=" << t.other->hosts
+      << " across NCCL's two-node tree: defaults kept, its miss widens";
+  else if (t.other)
+    o << (t.law_discriminated ? " chosen by" : " consistent with") << " hosts=" << t.other->hosts;
+  if (t.two_node_switch)
+    o << "; NCCL's two-node all_reduce tree in between: priced at its middle, widened";
+  if (t.algorithm_unknown) o << "; MPI's algorithm untested: widened toward host-share bandwidth";
+  o << ")";
+  return o.str();
+}
+
+namespace {
+
+// An interval bound of a price t widened by a further log sigma `extra` (in quadrature with the
+// bound's own distance from t), then scaled by f: sign -1 for the lower bound, +1 the upper.
+double widened_bound(double f, double t, double bound, double sign, double extra) {
+  if (!(bound > 0) || !(t > 0)) return bound * f;
+  const double lb = std::log(bound / t);
+  return f * t * std::exp(std::clamp(sign * std::hypot(lb, kIntervalZ * extra), -700.0, 700.0));
+}
+
+// The tested structure's miss at s_eff: linear in log size between the test's sizes, the end
+// values beyond them.
+double miss_at(const HostTransport& t, double s_eff) {
+  const auto& x = t.miss_bytes;
+  if (x.empty() || t.miss_log.size() != x.size() || std::isnan(s_eff)) return 0.0;
+  const double s = std::max(s_eff, 1.0);
+  if (s <= x.front()) return t.miss_log.front();
+  if (s >= x.back()) return t.miss_log.back();
+  const std::size_t i = std::size_t(std::upper_bound(x.begin(), x.end(), s) - x.begin()) - 1;
+  const double w = std::log(s / x[i]) / std::log(x[i + 1] / x[i]);
+  return (1 - w) * t.miss_log[i] + w * t.miss_log[i + 1];
+}
+
+}  // namespace
+
+Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
+                         double s_eff, double class_log_sigma) {
+  const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
+  Priced out = b;
+  const double f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us);
+  const double step = t.step_log_sigma * t.doublings;
+  const double miss =
+      t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
+  const double common = step * step + miss * miss + class_log_sigma * class_log_sigma;
+  // A switch level that a larger group crosses first (and no measured count did) can double a
+  // hop's latency: the latency's part of the price, share q, up to 2x on the side away from h_b.
+  const double tq = b.time_us * f;
+  const double q = tq > 0 ? std::min(1.0, t.latency_us * t.latency_ratio / tq) : 1.0;
+  const double level = std::log1p(q) / kIntervalZ;
+  const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
+  const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
+  out.time_us = tq;
+  out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
+  out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
+  return out;
+}
+
+double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
+                                 double s_eff) {
+  const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
+  return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb);
+}
+
+}  // namespace shardcal::calib
