@@ -163,29 +163,46 @@ def make(args, data, tmp: str):
         s.p("Omitted: no --profile given (shardbench calibrate --out P.json; docs/CALIBRATION.md).")
         key_rows.append(["fit holdout MAPE", "no profile given"])
     else:
-        mrows, holdouts = [], []
+        mrows, holdouts, bb_holdouts = [], [], []
         for m in prof.models:
             q = m.quality or {}
+            # The held-out error of the model predict uses (backbone x measured curve, each size
+            # left out in turn); the k-fold holdout and the rest are the backbone's alone.
+            if q.get("leave_size_out_mape") is not None:
+                holdouts.append(q["leave_size_out_mape"])
             if q.get("holdout_mape") is not None:
-                holdouts.append(q["holdout_mape"])
+                bb_holdouts.append(q["holdout_mape"])
             segs = "; ".join(f"[{_b(g.s_lo)}, {_b(g.s_hi) if g.s_hi is not None else '∞'}): "
                              f"α {g.alpha_us:.3g} µs"
                              + (f" + {g.alpha_step_us:.3g} µs/step" if g.alpha_step_us > 0 else "")
-                             + f", B {g.bandwidth_GBps:.3g} GB/s" for g in m.segments)
+                             + (", flat (no size term)" if g.bandwidth_GBps > 1e4 else f", B {g.bandwidth_GBps:.3g} GB/s")
+                             for g in m.segments)
             mrows.append([m.collective, m.hosts, m.concurrent_groups, m.dtype or "pooled",
                           "/".join(map(str, m.group_sizes)) or "any", m.effective_size, q.get("points", 0),
+                          fmt_pct(q.get("leave_size_out_mape")),
                           fmt_pct(q.get("mape")), fmt_pct(q.get("holdout_mape")),
                           fmt_pct(q.get("leave_group_out_mape")), segs])
         s.p(f"Profile {load.display_path(args.profile)}: cluster {prof.cluster}, backend {prof.backend}/"
-            f"{prof.memory}, {len(prof.models)} models. MAPE: training error; holdout: k-fold over sizes; "
+            f"{prof.memory}, {len(prof.models)} models. Holdout: the held-out error of the model predict uses "
+            "(backbone × measured curve), each measured size left out in turn (n/a: too few sizes, or an older "
+            "profile); backbone: the fitted lines alone — training MAPE, k-fold holdout over sizes, "
             "LOGO: leave one group size out (n/a: one group size measured).")
-        s.table(["collective", "hosts", "groups at once", "dtype", "n", "S_eff rule", "points", "MAPE",
-                 "holdout MAPE", "LOGO MAPE", "segments"], mrows)
+        s.table(["collective", "hosts", "groups at once", "dtype", "n", "S_eff rule", "points",
+                 "holdout MAPE (model in use)", "backbone MAPE", "backbone k-fold holdout", "backbone LOGO MAPE",
+                 "segments"], mrows)
         if holdouts:
             hs = sorted(holdouts)
             key_rows.append(["fit holdout MAPE (over models)",
                              f"median {fmt_pct(fig_checks.percentile(hs, 50))}, worst {fmt_pct(hs[-1])} "
-                             f"({len(hs)} models)"])
+                             f"({len(hs)} models; the model predict uses, each measured size left out in turn)"])
+        else:
+            key_rows.append(["fit holdout MAPE (over models)",
+                             "not in the profile (leave_size_out_mape: re-calibrate with this shardcal)"])
+        if bb_holdouts:
+            hs = sorted(bb_holdouts)
+            key_rows.append(["backbone k-fold holdout MAPE (over models)",
+                             f"median {fmt_pct(fig_checks.percentile(hs, 50))}, worst {fmt_pct(hs[-1])} "
+                             f"({len(hs)} models; the fitted lines alone, without the measured curves)"])
         for i, r in enumerate(runs):
             prefix = f"run{i + 1}_" if len(runs) > 1 else ""
             f = fig_sweep.residual_figure(r, prof, r.where(cluster), prefix, tmp)

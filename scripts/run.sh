@@ -39,7 +39,8 @@ Outputs (under --out):
   sweep/local.jsonl            sweep results (JSON Lines, docs/RESULTS_FORMAT.md) of
                                configs/local.json on 4 local MPI ranks (simulator without MPI)
   profile.json                 calibrated cost model (shardcal.profile v1, docs/PROFILE_FORMAT.md)
-  calibration.txt              its quality table: MAPE, max error, holdout MAPE per model,
+  calibration.txt              its quality table: holdout MAPE of the model predict uses and
+                               the backbone's MAPE, max error, k-fold holdout per model,
                                uneven effective-size comparison, transition composition error
   report/index.html            the report: figures (report/*.png) with captions, fit table;
                                report/summary.md has the key numbers (reports/make_report.py)

@@ -9,7 +9,11 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "curves.hpp"
+#include "fit_text.hpp"
+#include "shardcal/calibrate/cost_model.hpp"
 
 namespace shardcal::calib::fitter {
 namespace {
@@ -62,6 +66,71 @@ std::optional<double> leave_one_out(const std::vector<Obs>& obs, int K, Collecti
     }
   }
   return cnt ? std::optional<double>(sum / cnt) : std::nullopt;
+}
+
+// The held-out error of the model predict() uses (the backbone times the measured curves,
+// cost_model.hpp price()): each measured size left out in turn -- all its points, every class --
+// the backbone refitted without it (the chosen K, or fewer segments where the rest has too few
+// sizes; the family's contention choice) and the curves refitted on that backbone, its points
+// priced by price_time_us(). Mean |relative error| over the held-out points (both ends included:
+// an end is priced beyond the measured sizes). None when the rest of some size cannot be fitted.
+std::optional<double> leave_size_out(const std::vector<Obs>& obs, const Model& m, int K,
+                                     Collective c, const FitOptions& opt, bool contention) {
+  const std::vector<double> u = distinct_sizes(obs);
+  if (int(u.size()) - 1 < opt.min_sizes) return std::nullopt;
+  double sum = 0;
+  int cnt = 0;
+  for (const double v : u) {
+    std::vector<Obs> train, test;
+    for (const Obs& o : obs) (o.s == v ? test : train).push_back(o);
+    std::optional<Piecewise> q;
+    for (int k = K; k >= 1 && !q; --k) q = fit_piecewise(train, k, c, opt, contention);
+    if (!q) return std::nullopt;
+    Model held = m;
+    held.segments = to_segments(*q);
+    std::vector<CurveObs> co;
+    co.reserve(train.size());
+    for (const Obs& o : train) co.push_back({o.s, o.n, o.c, o.y});
+    held.curves = fit_curves(held, co);
+    for (const Obs& o : test) {
+      sum += std::abs(price_time_us(held, o.n, o.c, o.s) - o.y) / o.y;
+      ++cnt;
+    }
+  }
+  return cnt ? std::optional<double>(sum / cnt) : std::nullopt;
+}
+
+// The model's "extra" object when a segment fell back to a simpler fit (docs/CALIBRATION.md
+// "Degenerate fits"): one entry per such segment ("" = none).
+std::string fallback_notes(const Piecewise& p) {
+  using fit_text::fmt;
+  nlohmann::json notes = nlohmann::json::array();
+  for (std::size_t k = 0; k < p.coef.size(); ++k) {
+    const Coef& f = p.coef[k];
+    if (!f.contention_dropped && !f.size_term_dropped) continue;
+    std::string why;
+    if (f.contention_dropped)
+      why = "contention gamma " + fmt("%.4g", f.dropped_gamma) + " (bandwidth term x" +
+            fmt("%.4g", 1 + f.dropped_gamma * double(f.c_max - 1)) + " at " +
+            std::to_string(f.c_max) + " groups at once; at most " +
+            std::to_string(f.c_max * f.c_max) + " is plausible) with " +
+            (f.dropped_B_GBps >= 0.999 / (kInvFloor * 1e3)
+                 ? std::string("no size term left at one group at once")
+                 : "B " + fmt("%.4g", f.dropped_B_GBps) + " GB/s (at most " +
+                       fmt("%.0f", kMaxPlausibleBandwidthGBps) + " is plausible)") +
+            ": fitted without contention";
+    if (f.size_term_dropped)
+      why += (why.empty() ? "" : "; then ") + std::string("B ") + fmt("%.4g", f.flat_B_GBps) +
+             " GB/s beyond any link (at most " + fmt("%.0f", kMaxPlausibleBandwidthGBps) +
+             "): fitted latency only (no size term)";
+    notes.push_back({{"segment", k},
+                     {"s_lo", p.lo[k]},
+                     {"contention_dropped", f.contention_dropped},
+                     {"size_term_dropped", f.size_term_dropped},
+                     {"why", why}});
+  }
+  if (notes.empty()) return "";
+  return nlohmann::json{{"fit_fallbacks", notes}}.dump();
 }
 
 }  // namespace
@@ -157,6 +226,8 @@ std::variant<Model, UnfittedModel> fit_family(const std::vector<Obs>& obs, const
   co.reserve(obs.size());
   for (const Obs& o : obs) co.push_back({o.s, o.n, o.c, o.y});
   m.curves = fit_curves(m, co);
+  m.quality.leave_size_out_mape = leave_size_out(obs, m, fit->K, key.op, opt, contention);
+  m.json_extra = fallback_notes(fit->p);
   return m;
 }
 

@@ -34,10 +34,10 @@ double coef_of(const Coef& k, int j) {
 // >= 0 and the slope >= kInvFloor (non-negative latencies, positive finite bandwidth; a
 // non-negative slope also makes each segment non-decreasing in S).
 Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool joint,
-         bool contention, Collective c) {
+         bool contention, bool slope, Collective c) {
   std::vector<int> free_vars{0};
   if (joint) free_vars.push_back(1);
-  free_vars.push_back(2);
+  if (slope) free_vars.push_back(2);
   if (contention) free_vars.push_back(3);
   double fixed[kCols] = {0, 0, kInvFloor, 0};
   Coef out;
@@ -99,7 +99,9 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
         worst_v = v;
       }
     }
-    out = Coef{x[0], x[1], x[2], x[3], se[0], se[2], se[3]};
+    out = Coef{};
+    out.a0 = x[0], out.as = x[1], out.inv = x[2], out.kap = x[3];
+    out.se_a0 = se[0], out.se_inv = se[2], out.se_kap = se[3];
     if (worst < 0) break;
     free_vars.erase(std::find(free_vars.begin(), free_vars.end(), worst));  // pinned at its bound
   }
@@ -122,15 +124,18 @@ double eval_obs(const Coef& k, const Obs& o, Collective c) {
   return eval_coef(k, o.s, o.n, c, o.c);
 }
 
-Coef irls(const std::vector<const Obs*>& o, Collective c, double k, bool contention) {
+namespace {
+
+Coef irls_impl(const std::vector<const Obs*>& o, Collective c, double k, bool contention,
+               bool slope) {
   std::set<int> ns, cs;
   for (const Obs* p : o) ns.insert(p->n), cs.insert(p->c);
   const bool joint = ns.size() >= 2;
-  contention = contention && cs.size() >= 2;
+  contention = contention && slope && cs.size() >= 2;
   std::vector<double> w(o.size(), 1.0);
   Coef coef;
   for (int it = 0; it < 40; ++it) {
-    coef = wls(o, w, joint, contention, c);
+    coef = wls(o, w, joint, contention, slope, c);
     std::vector<double> r(o.size());
     for (std::size_t i = 0; i < o.size(); ++i)
       r[i] = (o[i]->y - eval_obs(coef, *o[i], c)) / o[i]->y;
@@ -147,6 +152,42 @@ Coef irls(const std::vector<const Obs*>& o, Collective c, double k, bool content
     if (change < 1e-6) break;
   }
   return coef;
+}
+
+}  // namespace
+
+Coef irls(const std::vector<const Obs*>& o, Collective c, double k, bool contention) {
+  return irls_impl(o, c, k, contention, true);
+}
+
+Coef fit_segment(const std::vector<const Obs*>& o, Collective c, double k, bool contention) {
+  int c_max = 1;
+  for (const Obs* p : o) c_max = std::max(c_max, p->c);
+  Coef fit = irls_impl(o, c, k, contention, true);
+  if (fit.kap > 0) {
+    const double B = coef_bandwidth_GBps(fit), gamma = coef_gamma(fit);
+    const double slowdown = 1 + gamma * double(c_max - 1);
+    if (!(B <= kMaxPlausibleBandwidthGBps) || !(slowdown <= double(c_max) * double(c_max))) {
+      Coef simpler = irls_impl(o, c, k, false, true);
+      simpler.contention_dropped = true;
+      simpler.dropped_B_GBps = B;
+      simpler.dropped_gamma = gamma;
+      fit = simpler;
+    }
+  }
+  // Latency only where the slope is beyond any link but above the floor (at the floor the fit is
+  // latency only already: the active set pinned it).
+  if (fit.inv > kInvFloor && fit.inv < kMaxPlausibleInvBandwidth) {
+    Coef flat = irls_impl(o, c, k, false, false);
+    flat.contention_dropped = fit.contention_dropped;
+    flat.dropped_B_GBps = fit.dropped_B_GBps;
+    flat.dropped_gamma = fit.dropped_gamma;
+    flat.size_term_dropped = true;
+    flat.flat_B_GBps = coef_bandwidth_GBps(fit);
+    fit = flat;
+  }
+  fit.c_max = c_max;
+  return fit;
 }
 
 double huber(double r, double d) {

@@ -15,6 +15,18 @@ namespace shardcal::calib::fitter {
 // still finite and positive as the profile requires.
 inline constexpr double kInvFloor = 1e-9;  // us per byte
 
+// Plausibility of a segment's fit (docs/CALIBRATION.md "Degenerate fits"). A bus bandwidth above
+// 10 TB/s per rank is beyond any link: NVLink 5 gives a Blackwell GPU 1.8 TB/s (both directions
+// together) and its HBM3e 8 TB/s (NVIDIA B200 datasheet), and a rank's share of a collective
+// cannot move faster than its memory: such a B is the slope of a segment whose times do not grow
+// with S, not a measured link. The contention term's slowdown of the bandwidth term at the largest
+// measured concurrency, 1 + gamma (c - 1), beyond c^2: c groups taking turns on a link are c times
+// slower, and a factor c more than that is beyond any sharing of the link between them -- the
+// term is absorbing something else (on one world size group size and concurrency move together,
+// so a slope that does not scale like f(n) can land on it, docs/CALIBRATION.md "Identifiability").
+inline constexpr double kMaxPlausibleBandwidthGBps = 1e4;
+inline constexpr double kMaxPlausibleInvBandwidth = 1.0 / (kMaxPlausibleBandwidthGBps * 1e3);
+
 // One even-shard point of a family.
 struct Obs {
   double s = 0;  // S_eff, bytes
@@ -32,7 +44,18 @@ struct Coef {
   // Standard errors of a0, inv and kap from the final weighted fit; NaN = unknown (the
   // coefficient is pinned at its bound, N <= free coefficients, or the design is rank-deficient).
   double se_a0 = NAN, se_inv = NAN, se_kap = NAN;
+  // The fallbacks fit_segment() took (docs/CALIBRATION.md "Degenerate fits"): the contention
+  // term dropped (the fit with it had B or gamma beyond the bounds above: those values kept for
+  // the note), the size term dropped (latency only: B beyond the bound without contention).
+  bool contention_dropped = false, size_term_dropped = false;
+  double dropped_B_GBps = 0, dropped_gamma = 0;  // of the rejected contention fit
+  double flat_B_GBps = 0;                        // the rejected B of the latency-only fallback
+  int c_max = 1;                                 // largest concurrency of the segment's points
 };
+
+// A segment's bus bandwidth B (GB/s) and contention gamma.
+inline double coef_bandwidth_GBps(const Coef& k) { return 1.0 / (k.inv * 1e3); }
+inline double coef_gamma(const Coef& k) { return k.inv > 0 ? k.kap / k.inv : 0.0; }
 
 // The segment's time (us) at effective size s, group size n, conc concurrent groups.
 double eval_coef(const Coef& k, double s, int n, Collective c, int conc = 1);
@@ -44,6 +67,13 @@ double eval_obs(const Coef& k, const Obs& o, Collective c);
 // contention column where the data hold >= 2 concurrencies. Bounds: alpha0, alpha_step, kappa >=
 // 0, slope >= kInvFloor.
 Coef irls(const std::vector<const Obs*>& o, Collective c, double k, bool contention);
+
+// irls() with the plausibility fallbacks (docs/CALIBRATION.md "Degenerate fits"): a fit with
+// contention whose B exceeds kMaxPlausibleBandwidthGBps or whose slowdown at the largest measured
+// concurrency exceeds c^2 is refitted without contention; then a B still beyond the bound (and
+// above the floor kInvFloor, which is already latency only) is refitted latency only (the slope
+// pinned at kInvFloor). The flags and rejected values are kept in the result for the notes.
+Coef fit_segment(const std::vector<const Obs*>& o, Collective c, double k, bool contention);
 
 // The Huber loss of residual r with threshold d (the score that compares breakpoints).
 double huber(double r, double d);

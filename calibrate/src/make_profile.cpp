@@ -129,6 +129,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                    {"classes", res},
                    {"split_off", d.split_off},
                    {"detail", d.detail}});
+    if (!d.contention_fallback.empty()) cls.back()["contention_fallback"] = d.contention_fallback;
     if (d.holdout_pooled && d.holdout_separate) {
       cls.back()["holdout_pooled"] = *d.holdout_pooled;
       cls.back()["holdout_separate"] = *d.holdout_separate;

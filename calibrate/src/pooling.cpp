@@ -45,6 +45,18 @@ ClassPoolingDecision decide_pooling(const std::vector<Obs>& obs, Collective op, 
     d.detail = "fit failed; pooled";
     return d;
   }
+  // Implausible contention fits fell back to none in their segments (fit_segment): said here,
+  // since the pooled model may not keep the term at all.
+  for (std::size_t k = 0; k < with->p.coef.size(); ++k) {
+    const Coef& f = with->p.coef[k];
+    if (!f.contention_dropped) continue;
+    d.contention_fallback += (d.contention_fallback.empty() ? "" : "; ") + std::string("segment ") +
+                             std::to_string(k) + " from " + fmt("%.0f", with->p.lo[k]) +
+                             " B: gamma " + fmt("%.4g", f.dropped_gamma) + ", B " +
+                             (f.dropped_B_GBps >= 0.999 / (kInvFloor * 1e3)
+                                  ? std::string("unresolved")
+                                  : fmt("%.4g", f.dropped_B_GBps) + " GB/s");
+  }
   // Contention: kept when, in one and the same segment, the term is > 3 standard errors from 0
   // and slows the bandwidth term by more than the minimum effect at the largest measured
   // concurrency (the z and effect printed are that segment's, else the largest of each).

@@ -124,7 +124,7 @@ struct Reader {
 
   static FitQuality quality(const JsonCursor& v) {
     v.expect_keys({"points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape",
-                   "leave_mesh_out_mape", "leave_concurrency_out_mape"},
+                   "leave_mesh_out_mape", "leave_concurrency_out_mape", "leave_size_out_mape"},
                   kUnknownKeyFix);
     FitQuality q;
     q.points = int(v.integer_at("points", kMissingFix, 0, kMaxInt));
@@ -136,6 +136,7 @@ struct Reader {
     if (auto x = v.optional("leave_mesh_out_mape")) q.leave_mesh_out_mape = optional_number(*x);
     if (auto x = v.optional("leave_concurrency_out_mape"))
       q.leave_concurrency_out_mape = optional_number(*x);
+    if (auto x = v.optional("leave_size_out_mape")) q.leave_size_out_mape = optional_number(*x);
     return q;
   }
 

@@ -112,6 +112,7 @@ std::string profile_to_json(const Profile& p) {
     if (m.quality.leave_mesh_out_mape) q["leave_mesh_out_mape"] = *m.quality.leave_mesh_out_mape;
     if (m.quality.leave_concurrency_out_mape)
       q["leave_concurrency_out_mape"] = *m.quality.leave_concurrency_out_mape;
+    if (m.quality.leave_size_out_mape) q["leave_size_out_mape"] = *m.quality.leave_size_out_mape;
     jm["quality"] = std::move(q);
     if (m.domain) {
       ojson d;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fit_kernel.hpp"
 #include "fit_text.hpp"
 #include "shardcal/calibrate/fit.hpp"
 #include "shardcal/error.hpp"
@@ -22,6 +23,12 @@ using fit_text::fmt;
 using fit_text::key_name;
 using fit_text::pct;
 
+namespace {
+// A fitted B above the plausible bound is the fitter's floor (kInvFloor: a segment without size
+// term, "flat"): every other fit beyond it falls back to latency only (fit_kernel.hpp).
+constexpr double kMaxPrintedBandwidthGBps = fitter::kMaxPlausibleBandwidthGBps;
+}  // namespace
+
 std::string quality_report(const ResultSet& rs, const Calibration& cal) {
   std::string out;
   char buf[512];
@@ -32,34 +39,60 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
                 cal.points_used, rs.skipped_wrong, rs.skipped_failed, cal.points_other_mode,
                 cal.options.mode.c_str());
   out += buf;
-  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %7s %7s %8s %7s %7s %7s  %s\n",
-                "collective", "hosts", "conc", "dtype", "n", "pts", "segs", "MAPE",
-                "max", "holdout", "LOGO", "LOMO", "LOCO",
+  // "holdout": the model predict() uses (backbone x measured curves), each size left out in
+  // turn; the columns after "|" are the backbone's alone (the fitted lines, no curves).
+  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %8s | %-38s  %s\n", "", "", "",
+                "", "", "", "", "in use", "backbone alone", "");
+  out += buf;
+  std::snprintf(buf, sizeof buf, "%-15s %5s %4s %-6s %-10s %4s %4s %8s | %7s %7s %7s %7s %7s %7s  %s\n",
+                "collective", "hosts", "conc", "dtype", "n", "pts", "segs", "holdout", "MAPE",
+                "max", "k-fold", "LOGO", "LOMO", "LOCO",
                 "segments: [from) alpha+step us, B GB/s[, contention]");
   out += buf;
+  std::string fallbacks;
   for (const Model& m : cal.models) {
     std::string ns;
     for (int n : m.group_sizes) ns += (ns.empty() ? "" : ",") + std::to_string(n);
     std::string segs;
     for (const Segment& s : m.segments)
       segs += (segs.empty() ? "" : " | ") + fmt("%.0f:", s.s_lo) + fmt(" %.2f", s.alpha_us) +
-              fmt("+%.3f", s.alpha_step_us) + fmt(" %.3g", s.bandwidth_GBps) +
+              fmt("+%.3f", s.alpha_step_us) +
+              // A slope at the fitter's floor is a segment without size term (docs/CALIBRATION.md
+              // "Degenerate fits"): no bandwidth to print.
+              (s.bandwidth_GBps > kMaxPrintedBandwidthGBps ? std::string(" flat")
+                                                             : fmt(" %.3g", s.bandwidth_GBps)) +
               (s.contention ? fmt(" c%.3f", *s.contention) : "");
     const Domain dom = effective_domain(m);
     const std::string conc = dom.concurrent_groups.hi && *dom.concurrent_groups.hi > dom.concurrent_groups.lo
                                  ? fmt("%.0f-", dom.concurrent_groups.lo) + fmt("%.0f", *dom.concurrent_groups.hi)
                                  : std::to_string(m.concurrent_groups);
-    std::snprintf(buf, sizeof buf, "%-15s %5d %4s %-6s %-10s %4d %4zu %7s %7s %8s %7s %7s %7s  %s\n",
+    std::snprintf(buf, sizeof buf, "%-15s %5d %4s %-6s %-10s %4d %4zu %8s | %7s %7s %7s %7s %7s %7s  %s\n",
                   std::string(collective_info(m.collective).name).c_str(), m.hosts,
                   conc.c_str(),
                   m.dtype ? std::string(dtype_name(*m.dtype)).c_str() : "pooled", ns.c_str(),
-                  m.quality.points, m.segments.size(), pct(m.quality.mape).c_str(),
-                  pct(m.quality.max_rel_error).c_str(), pct(m.quality.holdout_mape).c_str(),
+                  m.quality.points, m.segments.size(), pct(m.quality.leave_size_out_mape).c_str(),
+                  pct(m.quality.mape).c_str(), pct(m.quality.max_rel_error).c_str(),
+                  pct(m.quality.holdout_mape).c_str(),
                   pct(m.quality.leave_group_out_mape).c_str(),
                   pct(m.quality.leave_mesh_out_mape).c_str(),
                   pct(m.quality.leave_concurrency_out_mape).c_str(), segs.c_str());
     out += buf;
+    if (!m.json_extra.empty()) {
+      const json extra = json::parse(m.json_extra, nullptr, false);
+      if (extra.is_object() && extra.contains("fit_fallbacks") && extra["fit_fallbacks"].is_array())
+        for (const json& f : extra["fit_fallbacks"])
+          if (f.is_object() && f.contains("why") && f["why"].is_string())
+            fallbacks += "fallback " + std::string(collective_info(m.collective).name) +
+                         " hosts=" + std::to_string(m.hosts) + " conc " + conc + " n=" + ns +
+                         ": segment " + f.value("segment", json(0)).dump() + " from " +
+                         fmt("%.0f", f.value("s_lo", 0.0)) + " B: " +
+                         f["why"].get<std::string>() + "\n";
+    }
   }
+  out += "holdout: the model predict uses (backbone x measured curve), each measured size left out "
+         "in turn (backbone and curves refitted without it); backbone alone: training MAPE, max "
+         "error, k-fold over sizes, leave one group size / mesh / concurrency out\n";
+  out += fallbacks;
   for (const auto& u : cal.unfitted)
     out += "not fitted: " + key_name(u.collective, u.hosts, u.concurrent_groups, u.dtype) + ": " +
            u.reason + "\n";
@@ -89,6 +122,11 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
                       pct(d.holdout_separate)
                 : std::string()) +
            ")\n";
+    if (!d.contention_fallback.empty())
+      out += "  contention fits beyond plausible (B > " +
+             fmt("%.0f", fitter::kMaxPlausibleBandwidthGBps) +
+             " GB/s, or the bandwidth term slowed more than c^2 at c groups at once), fitted "
+             "without contention: " + d.contention_fallback + "\n";
   }
   for (const auto& d : cal.dtypes)
     if (d.dtypes.size() >= 2)

@@ -147,7 +147,7 @@ std::optional<Piecewise> fit_piecewise(const std::vector<Obs>& obs, int K, Colle
     std::vector<const Obs*> sub;
     for (const Obs& o : obs)
       if (o.s >= u[std::size_t(i)] && o.s <= u[std::size_t(j - 1)]) sub.push_back(&o);
-    const Coef k = irls(sub, c, opt.huber_k, contention);
+    const Coef k = fit_segment(sub, c, opt.huber_k, contention);
     double score = 0;
     for (const Obs* o : sub) score += huber((o->y - eval_obs(k, *o, c)) / o->y, opt.score_delta);
     return cache[key] = {k, score};

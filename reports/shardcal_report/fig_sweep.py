@@ -199,13 +199,18 @@ def residual_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional
                 h = ax.axvline(seg.s_hi, color="0.4", ls=":", lw=1)
                 handles.setdefault("segment boundary", h)
         ax.axhline(0, color="k", lw=0.8)
+        # The points are priced by the model predict uses (backbone x measured curve): its
+        # in-sample error is theirs, its held-out error leave_size_out_mape; the backbone's
+        # k-fold holdout (holdout_mape) is another model's, named as such.
         q = m.quality or {}
-        hm = q.get("holdout_mape")
+        hm = q.get("leave_size_out_mape")
         if hm is not None:
             band = ax.axhspan(-hm * 100, hm * 100, color="0.85", zorder=0)
-            handles.setdefault("± holdout MAPE", band)
-        txt = f"MAPE {q.get('mape', float('nan')) * 100:.0f}%" if q.get("mape") is not None else "MAPE n/a"
-        txt += f", holdout {hm * 100:.0f}%" if hm is not None else ""
+            handles.setdefault("± holdout MAPE (each size left out)", band)
+        txt = f"MAPE {float(np.mean(np.abs(y))):.0f}%"
+        txt += f", holdout {hm * 100:.0f}%" if hm is not None else ", holdout n/a"
+        bb = q.get("holdout_mape")
+        txt += f"; backbone alone: holdout {bb * 100:.0f}%" if bb is not None else ""
         style.bytes_axis(ax, lo, hi, max_labels=5)
         # (pred - meas) / meas >= -100%; above, clip at +300% and mark clipped points at the edge.
         ymax = min(max(10.0, float(np.max(np.abs(y))) * 1.15), 300.0)
@@ -221,16 +226,19 @@ def residual_figure(run, prof, where: str, prefix: str, outdir: str) -> Optional
         ax.set_title(f"{m.collective}: n={n}, {m.hosts} host{'s' if m.hosts != 1 else ''}, "
                      f"{m.concurrent_groups} group{'s' if m.concurrent_groups != 1 else ''} at once\n{txt}",
                      fontsize=9)
-    fig.suptitle(f"Relative residuals of the fitted model per size segment (even shards) — {where}")
+    fig.suptitle(f"Relative residuals of the profile's prices per size segment (even shards) — {where}")
     order = sorted(handles, key=lambda k: (not k.startswith("segment "), k))
     style.legend_below(fig, [handles[k] for k in order], order, ncol=4)
     name = f"{prefix}residuals.png"
     style.save(fig, f"{outdir}/{name}")
     return Figure(name, "model residuals per segment",
-                  "Relative error of the profile's prediction, (predicted − measured) / measured in %, for every "
-                  "even-shard per-iteration point, one panel per fitted model (collective × link class); colour = "
-                  "the size segment that priced the point, dotted verticals = segment boundaries, grey band = ± the "
-                  f"model's holdout MAPE. {where}.")
+                  "Relative error of the profile's prediction (what shardbench predict prices: the backbone times "
+                  "the measured curve), (predicted − measured) / measured in %, for every even-shard point of the "
+                  "profile's timing mode, one panel per fitted model (collective × link class); colour = the size "
+                  "segment that priced the point, dotted verticals = segment boundaries. Panel titles: MAPE of these "
+                  "points (in sample), holdout = the same model's error with each measured size left out in turn "
+                  "(grey band = ± it), and the backbone's k-fold holdout without the measured curves. "
+                  f"{where}.")
 
 
 # -- even vs uneven shards on the effective size ------------------------------------------------------

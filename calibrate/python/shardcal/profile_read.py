@@ -175,7 +175,7 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
         _fail(origin, f"{ptr}/quality", "expected an object", "fix the value")
     for k in q:
         if k not in ("points", "mape", "max_rel_error", "holdout_mape", "leave_group_out_mape",
-                     "leave_mesh_out_mape", "leave_concurrency_out_mape"):
+                     "leave_mesh_out_mape", "leave_concurrency_out_mape", "leave_size_out_mape"):
             _fail(origin, f"{ptr}/quality/{k}", f"unknown key '{k}'", "remove it")
     _int(origin, q, f"{ptr}/quality", "points", 0)
     _num(origin, q, f"{ptr}/quality", "mape", 0.0)
@@ -185,7 +185,8 @@ def _parse_model(origin: str, m: Any, ptr: str, index: int) -> Model:
             _fail(origin, f"{ptr}/quality/{k}", "required field is missing", "add it (null = not measured)")
         if q[k] is not None:
             _num(origin, q, f"{ptr}/quality", k, 0.0)
-    for k in ("leave_mesh_out_mape", "leave_concurrency_out_mape"):  # optional: absent = not measured
+    # optional: absent = not measured (leave_size_out_mape: the model in use, docs/CALIBRATION.md)
+    for k in ("leave_mesh_out_mape", "leave_concurrency_out_mape", "leave_size_out_mape"):
         if q.get(k) is not None:
             _num(origin, q, f"{ptr}/quality", k, 0.0)
     if "extra" in m and not isinstance(m["extra"], dict):

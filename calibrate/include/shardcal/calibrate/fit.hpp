@@ -62,6 +62,10 @@ struct ClassPoolingDecision {
   // Classes split off (one model per concurrency among them), worst first; the rest stay pooled.
   std::vector<std::pair<int, int>> split_off;
   std::string detail;             // why no test was made ("" = tested)
+  // Segments whose fit with contention was implausible and refitted without it (B beyond any
+  // link or a slowdown beyond c^2; docs/CALIBRATION.md "Degenerate fits"), for the notes ("" =
+  // none).
+  std::string contention_fallback;
   // k-fold holdout MAPE over sizes of the pooled model and, when the residual test pooled, of
   // one model per concurrency over the same points (unset: not compared).
   std::optional<double> holdout_pooled, holdout_separate;

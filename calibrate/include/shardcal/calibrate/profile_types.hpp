@@ -96,6 +96,11 @@ struct FitQuality {
   // several meshes / concurrencies; none = not measured, omitted from the file).
   std::optional<double> leave_mesh_out_mape = std::nullopt;
   std::optional<double> leave_concurrency_out_mape = std::nullopt;
+  // The held-out error of the model predict() uses (backbone x measured curves): each measured
+  // size left out in turn, backbone and curves refitted without it, its points priced by price()
+  // (docs/CALIBRATION.md "Quality table"). The fields above are the backbone's alone (the
+  // intervals and the gate read them). None = not computed (too few sizes; older profiles).
+  std::optional<double> leave_size_out_mape = std::nullopt;
 };
 
 // The measured curve of one link class (n, c) of a model (docs/CALIBRATION.md "Measured
