@@ -200,6 +200,11 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     out.end_sigma = std::sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0);
     out.env_lo = std::min(carried, line);
     out.env_hi = std::max(carried, line);
+    // A flat top -- the last gap's rise within the end's scatter: the sweep ended where latency
+    // hides the bandwidth term (nccl-tests' all_gather on 8 H100s is flat at 35-41 us up to
+    // 4 MiB, then 21 ms at 8 GiB), so the data bound nothing above the end but k t(S): the
+    // interval's upper side is the physical bound.
+    if (up && ye - yn <= kIntervalZ * out.end_sigma) out.env_hi = far;
     out.bound_lo = std::min(ye, far);
     out.bound_hi = std::max(ye, far);
     return out;

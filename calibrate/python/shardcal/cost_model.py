@@ -189,9 +189,12 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
         log_t = 0.5 * (carried + line) if up else carried
         grow = max(cv.kappa_scale / 2.0, BEYOND_LOG_SIGMA_PER_OCTAVE) * d
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
+        end_sig = math.sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0)
+        env_hi = max(carried, line)
+        if up and ye - yn <= INTERVAL_Z * end_sig:  # a flat top: the upper side is the physical bound
+            env_hi = far
         return (log_t, math.sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit), min(carried, line),
-                max(carried, line), False, True, d if up else -d, min(ye, far), max(ye, far),
-                math.sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0))
+                env_hi, False, True, d if up else -d, min(ye, far), max(ye, far), end_sig)
     i = bisect.bisect_right(cv.bytes, max(s_eff, 1.0))
     i = 0 if i == 0 else i - 1
     if i + 1 >= k:
