@@ -205,6 +205,18 @@ int run(const PredictArgs& a) {
                         {"algorithm_unknown", t.algorithm_unknown}};
     else
       j["transport"] = nullptr;
+    // Known algorithms (the SMPI ompi selector's): which runs at each count at this size, and
+    // the ratios at this size that replace the laws'.
+    if (const calib::HostTransport& t = p.transport; t.active && t.selector) {
+      const calib::SelectorStructure ss = calib::selector_structure(
+          t.op, t.n_model, t.hosts_model, t.n_query, t.hosts_query, s_eff);
+      j["transport"]["latency_ratio"] = ss.latency_ratio;
+      j["transport"]["bandwidth_ratio"] = ss.bus_ratio;
+      j["transport"]["algorithms"] = {{"selector", "ompi"},
+                                      {"measured", std::string(calib::mpi_algorithm_name(ss.from))},
+                                      {"query", std::string(calib::mpi_algorithm_name(ss.to))},
+                                      {"switch", ss.switched}};
+    }
     if (!assumed.empty()) j["assumed"] = assumed;
     std::cout << j.dump(2) << "\n";
     return 0;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -74,6 +75,184 @@ double transport_factor(double latency_us, double latency_ratio, double bus_rati
   return share * latency_ratio + (1.0 - share) * bus_ratio;
 }
 
+// ---- Open MPI's coll/tuned fixed decision rules, as SMPI's `ompi` selector runs them ----------
+// Source: SimGrid src/smpi/colls/smpi_openmpi_selector.cpp ("selector for collective algorithms
+// based on openmpi's default coll_tuned_decision_fixed selector, Updated 02/2022"; unchanged but
+// for copyright lines from SimGrid 3.32 to v4.1), functions allgather__ompi, allreduce__ompi
+// (commutative branch) and reduce_scatter__ompi (commutative branch); the rules are Open MPI's
+// ompi/mca/coll/tuned/coll_tuned_decision_fixed.c (ompi_coll_tuned_allgather_intra_dec_fixed,
+// ..._allreduce_intra_dec_fixed, ..._reduce_scatter_intra_dec_fixed; the 2020 rules of Open MPI
+// 4.1 / 5.0). Encoded as thresholds, not code: per communicator-size band (n < ranks_below, the
+// first band that holds n), the first row whose bytes_below exceeds the size the rule reads
+// (all_gather: one rank's block, S / n; all_reduce: the buffer, S; reduce_scatter: the whole
+// input, S). SMPI's implementations: allgather__rdb, __bruck, __ring (Faraj's pairwise),
+// __ompi_neighborexchange, __pair; allreduce__rdb, __lr, __ompi_ring_segmented, __rab_rdb,
+// __redbcast; reduce_scatter__ompi_basic_recursivehalving, __ompi_ring, __ompi_butterfly,
+// __default.
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kAll = std::numeric_limits<int>::max();
+using A = MpiAlgorithm;
+struct SelectorRow {
+  int ranks_below;
+  double bytes_below;
+  MpiAlgorithm alg;
+};
+
+// The tables keep a band to a line or two (clang-format would put every row on its own line).
+// clang-format off
+// allgather__ompi: n == 2 two_proc; < 32 recursive doubling; then by block size.
+constexpr SelectorRow kOmpiAllGather[] = {
+    {3, kInf, A::TwoProc},  // communicator_size == 2 (n = 1 never reaches a transport)
+    {32, kInf, A::RecursiveDoubling},
+    {64, 1024, A::RecursiveDoubling}, {64, 65536, A::NeighborExchange}, {64, kInf, A::PairwiseRing},
+    {128, 512, A::RecursiveDoubling}, {128, 65536, A::NeighborExchange}, {128, kInf, A::PairwiseRing},
+    {256, 512, A::RecursiveDoubling}, {256, 131072, A::NeighborExchange},
+    {256, 524288, A::PairwiseRing}, {256, 1048576, A::NeighborExchange}, {256, kInf, A::PairwiseRing},
+    {512, 32, A::RecursiveDoubling}, {512, 128, A::Bruck}, {512, 1024, A::RecursiveDoubling},
+    {512, 131072, A::NeighborExchange}, {512, 524288, A::PairwiseRing},
+    {512, 1048576, A::NeighborExchange}, {512, kInf, A::PairwiseRing},
+    {1024, 64, A::RecursiveDoubling}, {1024, 256, A::Bruck}, {1024, 2048, A::RecursiveDoubling},
+    {1024, kInf, A::NeighborExchange},
+    {2048, 4, A::RecursiveDoubling}, {2048, 8, A::Bruck}, {2048, 16, A::RecursiveDoubling},
+    {2048, 32, A::Bruck}, {2048, 256, A::RecursiveDoubling}, {2048, 512, A::Bruck},
+    {2048, 4096, A::RecursiveDoubling}, {2048, kInf, A::NeighborExchange},
+    {4096, 32, A::Bruck}, {4096, 128, A::RecursiveDoubling}, {4096, 512, A::Bruck},
+    {4096, 4096, A::RecursiveDoubling}, {4096, kInf, A::NeighborExchange},
+    {kAll, 2, A::RecursiveDoubling}, {kAll, 8, A::Bruck}, {kAll, 16, A::RecursiveDoubling},
+    {kAll, 512, A::Bruck}, {kAll, 4096, A::RecursiveDoubling}, {kAll, kInf, A::NeighborExchange},
+};
+// allreduce__ompi, commutative: 1 basic_linear / 2 nonoverlapping -> redbcast, 3 rdb, 4 lr
+// (ring), 5 segmented ring, 6 rab_rdb (Rabenseifner).
+constexpr SelectorRow kOmpiAllReduce[] = {
+    {4, 8, A::Ring}, {4, 4096, A::RecursiveDoubling}, {4, 8192, A::Ring},
+    {4, 16384, A::RecursiveDoubling}, {4, 65536, A::Ring}, {4, 262144, A::Ring},  // segmented
+    {4, kInf, A::Rabenseifner},
+    {8, 16, A::Ring}, {8, 8192, A::RecursiveDoubling}, {8, kInf, A::Rabenseifner},
+    {16, 8192, A::RecursiveDoubling}, {16, kInf, A::Rabenseifner},
+    {32, 64, A::Ring}, {32, 4096, A::RecursiveDoubling}, {32, kInf, A::Rabenseifner},
+    {64, 128, A::Ring}, {64, kInf, A::Rabenseifner},
+    {128, 262144, A::RecursiveDoubling}, {128, kInf, A::Rabenseifner},
+    {256, 131072, A::ReduceThenBcast}, {256, 262144, A::RecursiveDoubling},
+    {256, kInf, A::Rabenseifner},
+    {512, 4096, A::ReduceThenBcast}, {512, kInf, A::Rabenseifner},
+    {2048, 2048, A::ReduceThenBcast}, {2048, 16384, A::RecursiveDoubling},
+    {2048, kInf, A::Rabenseifner},
+    {4096, 2048, A::ReduceThenBcast}, {4096, 4096, A::Ring}, {4096, 16384, A::RecursiveDoubling},
+    {4096, kInf, A::Rabenseifner},
+    {kAll, 2048, A::ReduceThenBcast}, {kAll, 16384, A::Ring}, {kAll, 32768, A::RecursiveDoubling},
+    {kAll, kInf, A::Rabenseifner},
+};
+// reduce_scatter__ompi, commutative: 1 non-overlapping (reduce + scatterv), 2 recursive
+// halving, 3 ring, 4 butterfly.
+constexpr SelectorRow kOmpiReduceScatter[] = {
+    {4, 65536, A::Ring}, {4, 131072, A::Butterfly}, {4, kInf, A::Ring},
+    {8, 8, A::ReduceThenBcast}, {8, 262144, A::RecursiveHalving}, {8, kInf, A::Ring},
+    {32, 262144, A::RecursiveHalving}, {32, kInf, A::Ring},
+    {64, 64, A::ReduceThenBcast}, {64, 2048, A::RecursiveHalving}, {64, 524288, A::Butterfly},
+    {64, kInf, A::Ring},
+    {128, 256, A::ReduceThenBcast}, {128, 512, A::RecursiveHalving}, {128, 2048, A::Butterfly},
+    {128, 4096, A::RecursiveHalving}, {128, kInf, A::Butterfly},
+    {256, 256, A::ReduceThenBcast}, {256, 512, A::RecursiveHalving}, {256, kInf, A::Butterfly},
+    {512, 256, A::ReduceThenBcast}, {512, 1024, A::RecursiveHalving}, {512, kInf, A::Butterfly},
+    {1024, 512, A::ReduceThenBcast}, {1024, 2048, A::RecursiveHalving}, {1024, 8192, A::Butterfly},
+    {1024, 16384, A::RecursiveHalving}, {1024, kInf, A::Butterfly},
+    {2048, 512, A::ReduceThenBcast}, {2048, 4096, A::RecursiveHalving},
+    {2048, 16384, A::Butterfly}, {2048, 32768, A::RecursiveHalving}, {2048, kInf, A::Butterfly},
+    {4096, 512, A::ReduceThenBcast}, {4096, 4096, A::RecursiveHalving}, {4096, kInf, A::Butterfly},
+    {kAll, 1024, A::ReduceThenBcast}, {kAll, 8192, A::RecursiveHalving}, {kAll, kInf, A::Butterfly},
+};
+// clang-format on
+
+template <std::size_t N>
+MpiAlgorithm select_row(const SelectorRow (&rows)[N], int n, double bytes) {
+  for (const SelectorRow& r : rows)
+    if (n < r.ranks_below && bytes < r.bytes_below) return r.alg;
+  return rows[N - 1].alg;
+}
+
+// ceil(log2 x) for x >= 1, in integers (0 for x <= 1).
+double ceil_log2(int x) {
+  int k = 0;
+  while (x > 1 && (1LL << k) < x) ++k;
+  return double(k);
+}
+
+}  // namespace
+
+std::string_view mpi_algorithm_name(MpiAlgorithm a) {
+  switch (a) {
+    case A::Ring: return "ring";
+    case A::NeighborExchange: return "neighbour exchange";
+    case A::RecursiveDoubling: return "recursive doubling";
+    case A::Bruck: return "Bruck";
+    case A::PairwiseRing: return "pairwise ring";
+    case A::TwoProc: return "two-proc";
+    case A::Rabenseifner: return "Rabenseifner";
+    case A::RecursiveHalving: return "recursive halving";
+    case A::Butterfly: return "butterfly";
+    case A::ReduceThenBcast: return "reduce + broadcast";
+  }
+  return "?";
+}
+
+std::optional<MpiAlgorithm> ompi_tuned_algorithm(Collective op, int n, double bytes) {
+  switch (op) {
+    case Collective::AllGather: return select_row(kOmpiAllGather, n, bytes / double(n));
+    case Collective::AllReduce: return select_row(kOmpiAllReduce, n, bytes);
+    case Collective::ReduceScatter: return select_row(kOmpiReduceScatter, n, bytes);
+    default: return std::nullopt;
+  }
+}
+
+AlgorithmShape algorithm_shape(MpiAlgorithm a, Collective op, int n, int h) {
+  // Per byte of S through one host's NIC, r = n / h ranks per host (consecutive ranks), hs the
+  // share of the peers off the host, (h - 1) / h. A neighbour ring sends each block across a host
+  // boundary once ((n - 1) / n; all_reduce twice); algorithms whose partners at distance >= r all
+  // sit on other hosts send every rank's exchange across at once: recursive doubling, Bruck, the
+  // pairwise ring and farthest-first recursive halving r * hs; nearest-first halving and doubling
+  // (butterfly, Rabenseifner's two halves) shrink the exchange before it leaves the host: hs
+  // (Rabenseifner 2 hs); all_reduce's recursive doubling sends all of S every step, log2 h of them
+  // across: r log2 h; reduce + broadcast along binomial trees 2 log2 h.
+  const double dn = double(n), r = dn / double(std::max(h, 1));
+  const double hs = h > 1 ? double(h - 1) / double(h) : 0.0;
+  const double lg = ceil_log2(n), lh = ceil_log2(h);
+  const bool ar = op == Collective::AllReduce;
+  switch (a) {
+    case A::Ring: return {ar ? 2.0 * (dn - 1.0) : dn - 1.0, (ar ? 2.0 : 1.0) * (dn - 1.0) / dn};
+    case A::NeighborExchange: return {dn / 2.0, (dn - 1.0) / dn};
+    case A::RecursiveDoubling: return {lg, ar ? r * lh : r * hs};
+    case A::Bruck: return {lg, r * hs};
+    case A::PairwiseRing: return {dn - 1.0, r * hs};
+    case A::TwoProc: return {1.0, r * hs};
+    case A::Rabenseifner: return {2.0 * lg, 2.0 * hs};
+    case A::RecursiveHalving: return {lg, r * hs};
+    case A::Butterfly: return {lg, hs};
+    case A::ReduceThenBcast: return {2.0 * lg, 2.0 * lh};
+  }
+  return {dn - 1.0, (dn - 1.0) / dn};
+}
+
+bool selector_known(const Profile& p, Collective op) {
+  if (p.backend != "mpi" || !p.mpi_selector || p.mpi_selector->selector != "ompi") return false;
+  if (p.mpi_selector->forced.count(std::string(collective_info(op).name))) return false;
+  return ompi_tuned_algorithm(op, 2, 1.0).has_value();
+}
+
+SelectorStructure selector_structure(Collective op, int n_b, int h_b, int n, int h, double bytes) {
+  SelectorStructure out;
+  const auto ab = ompi_tuned_algorithm(op, n_b, bytes), aq = ompi_tuned_algorithm(op, n, bytes);
+  if (!ab || !aq) return out;
+  out.from = *ab;
+  out.to = *aq;
+  out.switched = *ab != *aq;
+  const AlgorithmShape sb = algorithm_shape(*ab, op, n_b, h_b), sq = algorithm_shape(*aq, op, n, h);
+  out.latency_ratio = sb.steps > 0 ? sq.steps / sb.steps : 1.0;
+  out.bus_ratio = sb.nic_bytes > 0 ? sq.nic_bytes / sb.nic_bytes : 1.0;
+  return out;
+}
+
 // The host-count transport for a query (host_transport.hpp): when the query
 // spans hosts the chosen model did not measure, the structure from its count to the query's, and
 // the test of that structure against a second measured inter-host model of the collective (same
@@ -100,6 +279,10 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   t.law = default_latency_law(op, p.backend);
   t.bw_law = default_bandwidth_law(op);
   t.step_log_sigma = kHostTransportLogSigma;
+  t.op = op;
+  t.hosts_model = best.hosts;
+  t.hosts_query = lc.hosts;
+  t.selector = selector_known(p, op);
   if (t.other) {
     // The test: the other count's prices carried to the chosen count by each law, at the sizes
     // both measured (their curves' knots inside both domains; else a grid over the overlap).
@@ -139,7 +322,10 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     // defaults stand and only its miss widens. NCCL runs rings and trees: its bandwidth law is
     // the bus factors' (all_to_all the host share's), never chosen.
     t.test_switch = slo != shi;
-    const int n_lat = t.test_switch ? 1 : 5, n_bw = t.test_switch || p.backend == "nccl" ? 1 : 3;
+    // Known algorithms (the selector's): the other count's prices carried by the algorithms'
+    // structure at each size; no law is chosen, the miss widens.
+    const int n_lat = t.selector || t.test_switch ? 1 : 5,
+              n_bw = t.selector || t.test_switch || p.backend == "nccl" ? 1 : 3;
     const LatencyLaw lat_laws[] = {t.law, LatencyLaw::RingSteps, LatencyLaw::TreeDepth,
                                    LatencyLaw::LogRanks, LatencyLaw::Flat};
     const BandwidthLaw bw_laws[] = {t.bw_law, BandwidthLaw::BusFactor, BandwidthLaw::HostShare};
@@ -159,8 +345,14 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
             miss.push_back(0.0);
             continue;
           }
-          const double p_lo = ta * transport_factor(la, r, f * slo, ta);
-          const double p_hi = ta * transport_factor(la, r, f * shi, ta);
+          double rk = r, fk = f;
+          if (t.selector) {
+            const SelectorStructure ss = selector_structure(op, na, a.hosts, nb, best.hosts, k);
+            rk = ss.latency_ratio;
+            fk = ss.bus_ratio;
+          }
+          const double p_lo = ta * transport_factor(la, rk, fk * slo, ta);
+          const double p_hi = ta * transport_factor(la, rk, fk * shi, ta);
           const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
           miss.push_back(d);
           score += std::abs(d);
@@ -190,7 +382,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   const auto [klo, khi] = known_switch(op, p.backend, best.hosts, lc.hosts);
   const double mid = std::sqrt(klo * khi);
   double lo = klo, hi = khi;
-  if (!t.law_tested && p.backend == "mpi" && t.bw_law == BandwidthLaw::BusFactor) {
+  if (!t.selector && !t.law_tested && p.backend == "mpi" && t.bw_law == BandwidthLaw::BusFactor) {
     // Whether MPI runs a ring or an algorithm whose every rank's bytes cross the NIC (recursive
     // doubling / halving, Rabenseifner) is not known from one count: priced as a ring, the
     // interval reaching the host share's price.
@@ -212,10 +404,15 @@ std::string transport_note(const HostTransport& t, const Model& best, const Link
   std::ostringstream o;
   o << "hosts=" << lc.hosts << " transported from the measured hosts=" << best.hosts << " ("
     << std::setprecision(3) << t.doublings << (t.doublings == 1.0 ? " doubling" : " doublings")
-    << ", " << latency_law_name(t.law) << " latency, " << bandwidth_law_name(t.bw_law)
-    << " bandwidth";
+    << ", ";
+  if (t.selector)
+    o << "the algorithms Open MPI's tuned rules (SMPI ompi selector) run at each count and size";
+  else
+    o << latency_law_name(t.law) << " latency, " << bandwidth_law_name(t.bw_law) << " bandwidth";
   if (t.other && !t.law_tested)
     o << ", untested by hosts=" << t.other->hosts << " (no common measured sizes)";
+  else if (t.other && t.selector)
+    o << ", tested by hosts=" << t.other->hosts << " (its miss widens)";
   else if (t.other && t.test_switch)
     o << "; hosts=" << t.other->hosts
       << " across NCCL's two-node tree: defaults kept, its miss widens";
@@ -251,21 +448,35 @@ double miss_at(const HostTransport& t, double s_eff) {
   return (1 - w) * t.miss_log[i] + w * t.miss_log[i + 1];
 }
 
+// R and F at s_eff: the laws' (one value for every size), or with known algorithms the selector's
+// structure at that size, and the log sigma its switch adds.
+struct TransportAt {
+  double latency_ratio, bus_ratio, switch_log_sigma;
+};
+TransportAt transport_at(const HostTransport& t, double s_eff) {
+  if (!t.selector) return {t.latency_ratio, t.bus_ratio, 0.0};
+  const SelectorStructure ss =
+      selector_structure(t.op, t.n_model, t.hosts_model, t.n_query, t.hosts_query, s_eff);
+  return {ss.latency_ratio, ss.bus_ratio, ss.switched ? kSelectorSwitchLogSigma : 0.0};
+}
+
 }  // namespace
 
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma) {
   const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
   Priced out = b;
-  const double f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us);
+  const TransportAt at = transport_at(t, s_eff);
+  const double f = transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
   const double miss =
       t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
-  const double common = step * step + miss * miss + class_log_sigma * class_log_sigma;
+  const double common = step * step + miss * miss + class_log_sigma * class_log_sigma +
+                        at.switch_log_sigma * at.switch_log_sigma;
   // A switch level that a larger group crosses first (and no measured count did) can double a
   // hop's latency: the latency's part of the price, share q, up to 2x on the side away from h_b.
   const double tq = b.time_us * f;
-  const double q = tq > 0 ? std::min(1.0, t.latency_us * t.latency_ratio / tq) : 1.0;
+  const double q = tq > 0 ? std::min(1.0, t.latency_us * at.latency_ratio / tq) : 1.0;
   const double level = std::log1p(q) / kIntervalZ;
   const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
   const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
@@ -278,7 +489,8 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff) {
   const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
-  return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb);
+  const TransportAt at = transport_at(t, s_eff);
+  return tb * transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
 }
 
 }  // namespace shardcal::calib

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -20,6 +21,50 @@ using nlohmann::json;
 using fit_text::eff_name;
 using fit_text::fmt;
 
+// Which algorithms the MPI library chooses (Profile::mpi_selector), where every context of an
+// MPI sweep says so alike: SimGrid SMPI's "simulation" cfg smpi/coll-selector:NAME, and the
+// collectives forced to one algorithm there (smpi/allgather:NTSLR). A real MPI's choice (Open MPI's
+// version, its coll_tuned MCA parameters) is not recorded by the sweep: none.
+static std::optional<Profile::MpiSelector> mpi_selector_of(const ResultSet& rs) {
+  if (rs.backend != "mpi") return std::nullopt;
+  static const std::map<std::string, std::string> smpi_names = {
+      {"allgather", "all_gather"},
+      {"allreduce", "all_reduce"},
+      {"reduce_scatter", "reduce_scatter"},
+      {"alltoall", "all_to_all"},
+      {"bcast", "broadcast"},
+      {"gather", "gather"},
+      {"scatter", "scatter"}};
+  std::optional<Profile::MpiSelector> out;
+  bool first = true;
+  for (const auto& f : rs.files)
+    for (const auto& c : f.context_records) {
+      std::optional<Profile::MpiSelector> s;
+      if (c.is_object() && c.contains("simulation") && c["simulation"].is_object() &&
+          c["simulation"].contains("cfg") && c["simulation"]["cfg"].is_array()) {
+        Profile::MpiSelector sel;
+        for (const auto& e : c["simulation"]["cfg"]) {
+          if (!e.is_string()) continue;
+          const std::string kv = e.get<std::string>();
+          const auto colon = kv.find(':');
+          if (kv.rfind("smpi/", 0) != 0 || colon == std::string::npos) continue;
+          const std::string key = kv.substr(5, colon - 5), val = kv.substr(colon + 1);
+          if (key == "coll-selector")
+            sel.selector = val;
+          else if (auto it = smpi_names.find(key); it != smpi_names.end())
+            sel.forced[it->second] = val;
+        }
+        if (!sel.selector.empty()) s = sel;
+      }
+      if (first)
+        out = s;
+      else if (!s || !out || s->selector != out->selector || s->forced != out->forced)
+        return std::nullopt;
+      first = false;
+    }
+  return out;
+}
+
 Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::string& cluster) {
   Profile p;
   p.cluster = cluster;
@@ -32,6 +77,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
       if (c.contains("shardcal_version") && c["shardcal_version"].is_string())
         p.shardcal_version = c["shardcal_version"].get<std::string>();
   p.models = cal.models;
+  p.mpi_selector = mpi_selector_of(rs);
   if (cal.local_copy.used)
     p.local_copy = Profile::LocalCopy{cal.local_copy.ns_per_byte, cal.local_copy.se_ns_per_byte,
                                       cal.local_copy.transitions};

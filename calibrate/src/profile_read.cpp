@@ -116,6 +116,27 @@ struct Reader {
     return c;
   }
 
+  // docs/PROFILE_FORMAT.md "mpi_selector": {"selector": NAME, "forced": {COLLECTIVE: ALGORITHM}}.
+  static Profile::MpiSelector mpi_selector(const JsonCursor& v) {
+    v.object();
+    v.expect_keys({"selector", "forced"}, kUnknownKeyFix);
+    Profile::MpiSelector s;
+    const JsonCursor name = v.required("selector", kMissingFix);
+    s.selector = name.string();
+    if (s.selector.empty()) fail(name, "selector name is empty", "remove mpi_selector or name it");
+    if (auto f = v.optional("forced")) {
+      f->object();
+      for (auto it = f->json().begin(); it != f->json().end(); ++it) {
+        if (!find_collective(it.key()))
+          fail(*f, "unknown collective '" + it.key() + "'", "use a collective table name");
+        if (!it->is_string())
+          fail(*f, "algorithm of '" + it.key() + "' is not a string", "fix the value");
+        s.forced[it.key()] = it->get<std::string>();
+      }
+    }
+    return s;
+  }
+
   // A number >= 0, or null (not measured).
   static std::optional<double> optional_number(const JsonCursor& v) {
     if (v.is_null()) return std::nullopt;
@@ -324,9 +345,10 @@ struct Reader {
   static Profile profile(const JsonCursor& v) {
     v.object();
     check_format(v);
-    v.expect_keys({"schema", "version", "cluster", "created", "shardcal_version", "backend",
-                   "memory", "models", "local_copy", "provenance", "fit_method", "extra"},
-                  kUnknownKeyFix);
+    v.expect_keys(
+        {"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory",
+         "models", "local_copy", "mpi_selector", "provenance", "fit_method", "extra"},
+        kUnknownKeyFix);
     Profile p;
     const JsonCursor cl = v.required("cluster", kMissingFix);
     p.cluster = cl.string();
@@ -351,6 +373,7 @@ struct Reader {
       if (auto x = v.optional(k)) extra[k] = x->object().json();
     if (!extra.empty()) p.json_extra = extra.dump();
     if (auto x = v.optional("local_copy")) p.local_copy = local_copy(*x);
+    if (auto x = v.optional("mpi_selector")) p.mpi_selector = mpi_selector(*x);
     const JsonCursor models = v.required("models", kMissingFix);
     if (!models.json().is_array())
       fail(models, "expected an array of models, got " + json_quote(models.json()),

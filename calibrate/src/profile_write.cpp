@@ -65,6 +65,16 @@ std::string profile_to_json(const Profile& p) {
                        {"se_ns_per_byte", c.se_ns_per_byte},
                        {"transitions", c.transitions}};
   }
+  if (p.mpi_selector) {
+    ojson sel;
+    sel["selector"] = p.mpi_selector->selector;
+    if (!p.mpi_selector->forced.empty()) {
+      ojson forced = ojson::object();
+      for (const auto& [k, a] : p.mpi_selector->forced) forced[k] = a;
+      sel["forced"] = forced;
+    }
+    j["mpi_selector"] = sel;
+  }
   if (!p.json_extra.empty()) {
     const ojson extra = parse_json_extra(p.json_extra, "Profile::json_extra");
     for (auto it = extra.begin(); it != extra.end(); ++it)

@@ -144,6 +144,26 @@ def random_query(rng, colls=None, host_counts=(1, 1, 2, 3, 4, 8)):
     return coll, n, hosts, rph, cg, nbytes, dtype, elem, counts
 
 
+def selector_profiles(tmp, k):
+    """k inter-host MPI profiles whose mpi_selector says SMPI's ompi selector (host transport by
+    Open MPI's tuned rules), one with a forced all_gather; their own RNG, so the other profiles'
+    draws are unchanged. Named h-sel*, so their queries are inter-host ones."""
+    srng = random.Random(20261129 + k)
+    out = []
+    for i in range(k):
+        doc = random_profile(srng, (2, 4, 8) if i % 2 == 0 else (2,), ("all_gather", "all_reduce", "reduce_scatter"),
+                             (1,), (None,))
+        doc["backend"], doc["memory"] = "mpi", "host"
+        doc["mpi_selector"] = {"selector": "ompi"}
+        if i == 1:
+            doc["mpi_selector"]["forced"] = {"all_gather": "NTSLR"}
+        path = os.path.join(tmp, f"h-sel{i}.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        out.append(path)
+    return out
+
+
 def parity(tool, repo):
     sp = load_module(repo)
     rng = random.Random(20261123)
@@ -164,6 +184,7 @@ def parity(tool, repo):
             with open(path, "w") as f:
                 json.dump(random_profile(rng, (2, 4, 8), ("all_gather", "all_reduce", "reduce_scatter"), (1,), (None,)), f)
             profiles.append(path)
+        profiles += selector_profiles(tmp, 3)
         for path in profiles:
             prof = sp.load(path)
             with open(path) as f:  # the optional relative SEs are read as written (absent: None)
@@ -256,6 +277,7 @@ def timefn(repo):
                 json.dump(random_profile(rng, (2, 4, 8) if i % 2 else (2,), ("all_gather", "all_reduce",
                                                                             "reduce_scatter"), (1,), (None,)), f)
             profiles.append(path)
+        profiles += selector_profiles(tmp, 4)
         for path in profiles:
             prof = sp.load(path)
             inter = os.path.basename(path).startswith("h")

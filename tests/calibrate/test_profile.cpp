@@ -711,6 +711,72 @@ Model curved_model() {
   return m;
 }
 
+// Open MPI's tuned rules as SMPI's ompi selector runs them (host_transport.cpp's table): the
+// algorithm per (collective, ranks, size), and a profile that records the selector transports by
+// the algorithms' structure at each size (docs/CALIBRATION.md "Other host counts").
+TEST(Profile, OmpiSelectorTransport) {
+  using shardcal::calib::MpiAlgorithm;
+  using shardcal::calib::ompi_tuned_algorithm;
+  // all_gather reads one rank's block: recursive doubling below 32 ranks; at 32, neighbour
+  // exchange below 64 KiB per rank, the pairwise ring from there.
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::AllGather, 16, 64 << 20),
+            MpiAlgorithm::RecursiveDoubling);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::AllGather, 2, 1 << 20), MpiAlgorithm::TwoProc);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::AllGather, 32, 1 << 20),
+            MpiAlgorithm::NeighborExchange);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::AllGather, 32, 2 << 20), MpiAlgorithm::PairwiseRing);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::AllGather, 64, 4 << 20), MpiAlgorithm::PairwiseRing);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::AllReduce, 16, 65536), MpiAlgorithm::Rabenseifner);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::AllReduce, 64, 131072),
+            MpiAlgorithm::RecursiveDoubling);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::AllReduce, 64, 262144), MpiAlgorithm::Rabenseifner);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::ReduceScatter, 16, 131072),
+            MpiAlgorithm::RecursiveHalving);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::ReduceScatter, 16, 262144), MpiAlgorithm::Ring);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::ReduceScatter, 32, 262144), MpiAlgorithm::Butterfly);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::ReduceScatter, 32, 524288), MpiAlgorithm::Ring);
+  EXPECT_EQ(ompi_tuned_algorithm(Collective::ReduceScatter, 64, 64 << 20), MpiAlgorithm::Butterfly);
+  EXPECT_FALSE(ompi_tuned_algorithm(Collective::AllToAll, 16, 1 << 20).has_value());
+  // Recursive doubling -> neighbour exchange from 4 hosts to 8 (4 ranks each): steps 4 -> 16, NIC
+  // bytes 4 x 3/4 -> 31/32.
+  const auto ss = shardcal::calib::selector_structure(Collective::AllGather, 16, 4, 32, 8, 1 << 20);
+  EXPECT_TRUE(ss.switched);
+  EXPECT_DOUBLE_EQ(ss.latency_ratio, 4.0);
+  EXPECT_DOUBLE_EQ(ss.bus_ratio, (31.0 / 32.0) / 3.0);
+
+  // The profile field round-trips; the transport uses it unless the collective is forced.
+  Profile p = sample();  // backend mpi; all_gather measured across hosts=2 (2 ranks per host)
+  const double s = 1 << 20;
+  const Prediction laws = predict(p, Collective::AllGather, LinkClass{8, 4, 2, 1}, s);
+  p.mpi_selector = Profile::MpiSelector{"ompi", {{"all_reduce", "lr"}}};
+  const std::string text = profile_to_json(p);
+  EXPECT_NE(text.find("\"mpi_selector\""), std::string::npos);
+  const Profile back = parse_profile(text, "t.json");
+  ASSERT_TRUE(back.mpi_selector.has_value());
+  EXPECT_EQ(back.mpi_selector->selector, "ompi");
+  EXPECT_EQ(back.mpi_selector->forced.at("all_reduce"), "lr");
+  EXPECT_EQ(profile_to_json(back), text);
+  EXPECT_TRUE(shardcal::calib::selector_known(back, Collective::AllGather));
+  EXPECT_FALSE(shardcal::calib::selector_known(back, Collective::AllReduce));
+  const Prediction r = predict(back, Collective::AllGather, LinkClass{8, 4, 2, 1}, s);
+  EXPECT_TRUE(r.transport.selector);
+  EXPECT_FALSE(r.transport.algorithm_unknown);
+  // 4 ranks on 2 hosts -> 8 on 4: recursive doubling at both (2 -> 3 steps, NIC 2 x 1/2 -> 2 x
+  // 3/4).
+  const double t2 = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, s).time_us;
+  const double l2 = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, 1.0).time_us;
+  const double share = std::min(1.0, l2 / t2);
+  EXPECT_NEAR(r.time_us, t2 * (share * 1.5 + (1 - share) * 1.5), 1e-9 * r.time_us);
+  EXPECT_NE(r.time_us, laws.time_us);
+  EXPECT_NE(r.note.find("Open MPI's tuned rules"), std::string::npos) << r.note;
+  EXPECT_NE(
+      error_of(
+          R"({"schema":"shardcal.profile","version":1,"cluster":"c","created":"2026-11-23T16:00:00Z",)"
+          R"("shardcal_version":"0","backend":"mpi","memory":"host","models":[],)"
+          R"("mpi_selector":{"selector":"ompi","forced":{"all_gathr":"x"}}})"),
+      "");
+}
+
 TEST(CostModel, ExactAtMeasuredSizesAndTheBackboneShapeBetween) {
   const Model m = curved_model();
   const MeasuredCurve& c = m.curves[0];

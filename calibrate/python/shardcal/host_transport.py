@@ -20,6 +20,7 @@ from .cost_model import INTERVAL_Z, Priced, curve_for, price, price_time_us, tim
 
 HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (host_transport.hpp kHostTransportLogSigma)
 HOST_TRANSPORT_TESTED_LOG_SIGMA = 0.10  # ... after a second count tested the structure
+SELECTOR_SWITCH_LOG_SIGMA = 0.20  # host_transport.hpp kSelectorSwitchLogSigma
 
 
 LATENCY_LAWS = ("ring-steps", "tree-depth", "log2-ranks", "flat")  # host_transport.hpp LatencyLaw, in order
@@ -50,6 +51,144 @@ class HostTransport:
     step_log_sigma: float = 0.0
     miss_bytes: list = field(default_factory=list)
     miss_log: list = field(default_factory=list)
+    selector: bool = False
+    op: str = "all_reduce"
+    hosts_model: int = 0
+    hosts_query: int = 0
+
+
+# Open MPI's coll/tuned fixed decision rules as SMPI's `ompi` selector runs them (host_transport.cpp
+# cites the sources: SimGrid src/smpi/colls/smpi_openmpi_selector.cpp, "Updated 02/2022"; Open MPI
+# ompi/mca/coll/tuned/coll_tuned_decision_fixed.c). Rows (ranks_below, bytes_below, algorithm):
+# the first row with n < ranks_below and the rule's size < bytes_below.
+_INF = math.inf
+_ALL = 2 ** 31 - 1
+_RD, _NE, _PR, _BR = "recursive doubling", "neighbour exchange", "pairwise ring", "Bruck"
+_RING, _RAB, _RB, _RH, _BF = "ring", "Rabenseifner", "reduce + broadcast", "recursive halving", "butterfly"
+_OMPI_ALL_GATHER = (
+    (3, _INF, "two-proc"), (32, _INF, _RD),
+    (64, 1024, _RD), (64, 65536, _NE), (64, _INF, _PR),
+    (128, 512, _RD), (128, 65536, _NE), (128, _INF, _PR),
+    (256, 512, _RD), (256, 131072, _NE), (256, 524288, _PR), (256, 1048576, _NE), (256, _INF, _PR),
+    (512, 32, _RD), (512, 128, _BR), (512, 1024, _RD), (512, 131072, _NE), (512, 524288, _PR),
+    (512, 1048576, _NE), (512, _INF, _PR),
+    (1024, 64, _RD), (1024, 256, _BR), (1024, 2048, _RD), (1024, _INF, _NE),
+    (2048, 4, _RD), (2048, 8, _BR), (2048, 16, _RD), (2048, 32, _BR), (2048, 256, _RD), (2048, 512, _BR),
+    (2048, 4096, _RD), (2048, _INF, _NE),
+    (4096, 32, _BR), (4096, 128, _RD), (4096, 512, _BR), (4096, 4096, _RD), (4096, _INF, _NE),
+    (_ALL, 2, _RD), (_ALL, 8, _BR), (_ALL, 16, _RD), (_ALL, 512, _BR), (_ALL, 4096, _RD), (_ALL, _INF, _NE),
+)
+_OMPI_ALL_REDUCE = (
+    (4, 8, _RING), (4, 4096, _RD), (4, 8192, _RING), (4, 16384, _RD), (4, 65536, _RING), (4, 262144, _RING),
+    (4, _INF, _RAB),
+    (8, 16, _RING), (8, 8192, _RD), (8, _INF, _RAB),
+    (16, 8192, _RD), (16, _INF, _RAB),
+    (32, 64, _RING), (32, 4096, _RD), (32, _INF, _RAB),
+    (64, 128, _RING), (64, _INF, _RAB),
+    (128, 262144, _RD), (128, _INF, _RAB),
+    (256, 131072, _RB), (256, 262144, _RD), (256, _INF, _RAB),
+    (512, 4096, _RB), (512, _INF, _RAB),
+    (2048, 2048, _RB), (2048, 16384, _RD), (2048, _INF, _RAB),
+    (4096, 2048, _RB), (4096, 4096, _RING), (4096, 16384, _RD), (4096, _INF, _RAB),
+    (_ALL, 2048, _RB), (_ALL, 16384, _RING), (_ALL, 32768, _RD), (_ALL, _INF, _RAB),
+)
+_OMPI_REDUCE_SCATTER = (
+    (4, 65536, _RING), (4, 131072, _BF), (4, _INF, _RING),
+    (8, 8, _RB), (8, 262144, _RH), (8, _INF, _RING),
+    (32, 262144, _RH), (32, _INF, _RING),
+    (64, 64, _RB), (64, 2048, _RH), (64, 524288, _BF), (64, _INF, _RING),
+    (128, 256, _RB), (128, 512, _RH), (128, 2048, _BF), (128, 4096, _RH), (128, _INF, _BF),
+    (256, 256, _RB), (256, 512, _RH), (256, _INF, _BF),
+    (512, 256, _RB), (512, 1024, _RH), (512, _INF, _BF),
+    (1024, 512, _RB), (1024, 2048, _RH), (1024, 8192, _BF), (1024, 16384, _RH), (1024, _INF, _BF),
+    (2048, 512, _RB), (2048, 4096, _RH), (2048, 16384, _BF), (2048, 32768, _RH), (2048, _INF, _BF),
+    (4096, 512, _RB), (4096, 4096, _RH), (4096, _INF, _BF),
+    (_ALL, 1024, _RB), (_ALL, 8192, _RH), (_ALL, _INF, _BF),
+)
+
+
+def _select_row(rows, n: int, nbytes: float) -> str:
+    for ranks_below, bytes_below, alg in rows:
+        if n < ranks_below and nbytes < bytes_below:
+            return alg
+    return rows[-1][2]
+
+
+def ompi_tuned_algorithm(collective: str, n: int, nbytes: float):
+    """host_transport.cpp ompi_tuned_algorithm."""
+    if collective == "all_gather":
+        return _select_row(_OMPI_ALL_GATHER, n, nbytes / float(n))
+    if collective == "all_reduce":
+        return _select_row(_OMPI_ALL_REDUCE, n, nbytes)
+    if collective == "reduce_scatter":
+        return _select_row(_OMPI_REDUCE_SCATTER, n, nbytes)
+    return None
+
+
+def _ceil_log2(x: int) -> float:
+    k = 0
+    while x > 1 and (1 << k) < x:
+        k += 1
+    return float(k)
+
+
+def algorithm_shape(alg: str, collective: str, n: int, h: int):
+    """host_transport.cpp algorithm_shape: (latency steps, NIC bytes per byte of S)."""
+    dn = float(n)
+    r = dn / float(max(h, 1))
+    hs = float(h - 1) / float(h) if h > 1 else 0.0
+    lg, lh = _ceil_log2(n), _ceil_log2(h)
+    ar = collective == "all_reduce"
+    if alg == _RING:
+        return (2.0 * (dn - 1.0) if ar else dn - 1.0), (2.0 if ar else 1.0) * (dn - 1.0) / dn
+    if alg == _NE:
+        return dn / 2.0, (dn - 1.0) / dn
+    if alg == _RD:
+        return lg, (r * lh if ar else r * hs)
+    if alg == _BR:
+        return lg, r * hs
+    if alg == _PR:
+        return dn - 1.0, r * hs
+    if alg == "two-proc":
+        return 1.0, r * hs
+    if alg == _RAB:
+        return 2.0 * lg, 2.0 * hs
+    if alg == _RH:
+        return lg, r * hs
+    if alg == _BF:
+        return lg, hs
+    if alg == _RB:
+        return 2.0 * lg, 2.0 * lh
+    return dn - 1.0, (dn - 1.0) / dn
+
+
+def selector_known(prof, collective: str) -> bool:
+    """host_transport.cpp selector_known."""
+    sel = getattr(prof, "mpi_selector", None)
+    if prof.backend != "mpi" or sel is None or sel.get("selector") != "ompi":
+        return False
+    if collective in sel.get("forced", {}):
+        return False
+    return ompi_tuned_algorithm(collective, 2, 1.0) is not None
+
+
+def selector_structure(collective: str, n_b: int, h_b: int, n: int, h: int, nbytes: float):
+    """host_transport.cpp selector_structure: (latency ratio, bus ratio, switched, from, to)."""
+    ab, aq = ompi_tuned_algorithm(collective, n_b, nbytes), ompi_tuned_algorithm(collective, n, nbytes)
+    if ab is None or aq is None:
+        return 1.0, 1.0, False, None, None
+    sb, sq = algorithm_shape(ab, collective, n_b, h_b), algorithm_shape(aq, collective, n, h)
+    r = sq[0] / sb[0] if sb[0] > 0 else 1.0
+    f = sq[1] / sb[1] if sb[1] > 0 else 1.0
+    return r, f, ab != aq, ab, aq
+
+
+def _transport_at(t: HostTransport, s_eff: float):
+    """host_transport.cpp transport_at: (R, F, switch log sigma) at s_eff."""
+    if not t.selector:
+        return t.latency_ratio, t.bus_ratio, 0.0
+    r, f, switched, _, _ = selector_structure(t.op, t.n_model, t.hosts_model, t.n_query, t.hosts_query, s_eff)
+    return r, f, (SELECTOR_SWITCH_LOG_SIGMA if switched else 0.0)
 
 
 def latency_growth(law: str, n_b: int, h_b: int, n: int, h: int) -> float:
@@ -106,12 +245,13 @@ def _widened_bound(f: float, t: float, bound: float, sign: float, extra: float) 
 def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
                       class_log_sigma: float = 0.0) -> Priced:
     b = price(model, t.n_model, concurrent_groups, s_eff)
-    f = transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, b.time_us)
+    at_r, at_f, at_sw = _transport_at(t, s_eff)
+    f = transport_factor(t.latency_us, at_r, at_f, b.time_us)
     step = t.step_log_sigma * t.doublings
     miss = _miss_at(t, s_eff) * t.doublings / t.test_doublings if t.test_doublings > 0 else 0.0
-    common = step * step + miss * miss + class_log_sigma * class_log_sigma
+    common = step * step + miss * miss + class_log_sigma * class_log_sigma + at_sw * at_sw
     tq = b.time_us * f
-    q = min(1.0, t.latency_us * t.latency_ratio / tq) if tq > 0 else 1.0
+    q = min(1.0, t.latency_us * at_r / tq) if tq > 0 else 1.0
     level = math.log1p(q) / INTERVAL_Z
     lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
     hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
@@ -122,7 +262,8 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
     tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
-    return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb)
+    at_r, at_f, _ = _transport_at(t, s_eff)
+    return tb * transport_factor(t.latency_us, at_r, at_f, tb)
 
 
 def bandwidth_growth(law: str, collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
@@ -147,7 +288,8 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
 
     def transported(s_eff):
         tb = fb(s_eff)
-        return tb * transport_factor(t.latency_us, t.latency_ratio, t.bus_ratio, tb)
+        at_r, at_f, _ = _transport_at(t, s_eff)
+        return tb * transport_factor(t.latency_us, at_r, at_f, tb)
     return transported
 
 
@@ -173,6 +315,8 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
     t.law = default_latency_law(op, prof.backend)
     t.bw_law = default_bandwidth_law(op)
     t.step_log_sigma = HOST_TRANSPORT_LOG_SIGMA
+    t.op, t.hosts_model, t.hosts_query = op, best.hosts, hosts
+    t.selector = selector_known(prof, op)
     if other is not None:
         a = other
         t.n_other = a.hosts * rph
@@ -201,8 +345,9 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         slo, shi = known_switch(op, prof.backend, a.hosts, best.hosts)
         la = price_time_us(a, na, c, 1.0)
         t.test_switch = slo != shi
-        lat_laws = ((t.law,) + LATENCY_LAWS)[:1 if t.test_switch else 5]
-        bw_laws = ((t.bw_law,) + BANDWIDTH_LAWS)[:1 if (t.test_switch or prof.backend == "nccl") else 3]
+        lat_laws = ((t.law,) + LATENCY_LAWS)[:1 if (t.selector or t.test_switch) else 5]
+        bw_laws = ((t.bw_law,) + BANDWIDTH_LAWS)[:1 if (t.selector or t.test_switch or prof.backend == "nccl")
+                                                 else 3]
         best_score, default_score, first = 0.0, 0.0, True
         for bw in bw_laws:
             f = bandwidth_growth(bw, op, na, a.hosts, nb, best.hosts)
@@ -215,8 +360,11 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                     if not (ta > 0) or not (tb > 0):
                         miss.append(0.0)
                         continue
-                    p_lo = ta * transport_factor(la, r, f * slo, ta)
-                    p_hi = ta * transport_factor(la, r, f * shi, ta)
+                    rk, fk = r, f
+                    if t.selector:
+                        rk, fk, _, _, _ = selector_structure(op, na, a.hosts, nb, best.hosts, k)
+                    p_lo = ta * transport_factor(la, rk, fk * slo, ta)
+                    p_hi = ta * transport_factor(la, rk, fk * shi, ta)
                     dm = math.log(tb / p_lo) if tb < p_lo else (math.log(tb / p_hi) if tb > p_hi else 0.0)
                     miss.append(dm)
                     score += abs(dm)
@@ -237,7 +385,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
     klo, khi = known_switch(op, prof.backend, best.hosts, hosts)
     mid = math.sqrt(klo * khi)
     lo, hi = klo, khi
-    if not t.law_tested and prof.backend == "mpi" and t.bw_law == "bus-factor":
+    if not t.selector and not t.law_tested and prof.backend == "mpi" and t.bw_law == "bus-factor":
         other = bandwidth_growth("host-share", op, t.n_model, best.hosts, group_size, hosts) / f
         lo *= min(1.0, other)
         hi *= max(1.0, other)
@@ -252,9 +400,15 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
 def transport_note(t, best, hosts: int) -> str:
     """host_transport.cpp transport_note."""
     note = (f"hosts={hosts} transported from the measured hosts={best.hosts} ({t.doublings:.3g} "
-            f"{'doubling' if t.doublings == 1.0 else 'doublings'}, {t.law} latency, {t.bw_law} bandwidth")
+            f"{'doubling' if t.doublings == 1.0 else 'doublings'}, ")
+    if t.selector:
+        note += "the algorithms Open MPI's tuned rules (SMPI ompi selector) run at each count and size"
+    else:
+        note += f"{t.law} latency, {t.bw_law} bandwidth"
     if t.other is not None and not t.law_tested:
         note += f", untested by hosts={t.other.hosts} (no common measured sizes)"
+    elif t.other is not None and t.selector:
+        note += f", tested by hosts={t.other.hosts} (its miss widens)"
     elif t.other is not None and t.test_switch:
         note += f"; hosts={t.other.hosts} across NCCL's two-node tree: defaults kept, its miss widens"
     elif t.other is not None:

@@ -4,6 +4,7 @@
 // nearest measured count along the collective's algorithm. predict() chooses the transport for its
 // query (host_transport()) and prices with it (price_transported()), which prices the measured
 // count with the cost model (cost_model.hpp): predict -> host_transport -> cost_model.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +27,49 @@ std::string_view latency_law_name(LatencyLaw law);
 // halving on several ranks per host).
 enum class BandwidthLaw { BusFactor, HostShare };
 std::string_view bandwidth_law_name(BandwidthLaw law);
+
+// The algorithms Open MPI's coll/tuned fixed decision rules choose among for all_gather,
+// all_reduce and reduce_scatter (SimGrid SMPI's `ompi` selector runs its own implementations of
+// the same rules; host_transport.cpp cites both and holds the thresholds).
+enum class MpiAlgorithm {
+  Ring,               // neighbour ring (all_reduce lr / segmented ring, reduce_scatter ring)
+  NeighborExchange,   // all_gather: n/2 steps between alternating neighbours
+  RecursiveDoubling,  // log2 n steps, every rank's whole exchange crosses at distance >= r
+  Bruck,              // all_gather: ceil(log2 n) steps
+  PairwiseRing,       // all_gather "ring" (Faraj's: step i sends its own block to rank + i)
+  TwoProc,            // all_gather on 2 ranks
+  Rabenseifner,       // all_reduce: recursive halving reduce_scatter + doubling all_gather
+  RecursiveHalving,   // reduce_scatter, farthest partner first
+  Butterfly,          // reduce_scatter (Traff), nearest partner first
+  ReduceThenBcast,    // all_reduce / reduce_scatter: a reduce, then a broadcast / scatter
+};
+std::string_view mpi_algorithm_name(MpiAlgorithm a);
+// The algorithm Open MPI's tuned rules run for op on n ranks at S bytes (the collective table's
+// convention: all_gather the whole output, reduce_scatter the whole input), for a commutative
+// reduction; nullopt for a collective the table here does not hold.
+std::optional<MpiAlgorithm> ompi_tuned_algorithm(Collective op, int n, double bytes);
+// An algorithm's structure on n ranks over h hosts (n / h per host, consecutive): its latency
+// steps and the bytes through one host's NIC (one direction) per byte of S.
+struct AlgorithmShape {
+  double steps = 0;
+  double nic_bytes = 0;
+};
+AlgorithmShape algorithm_shape(MpiAlgorithm a, Collective op, int n, int h);
+// Whether the profile says which algorithm its MPI runs for op: the SMPI ompi selector
+// (Profile::mpi_selector "ompi") and op not forced to one algorithm.
+bool selector_known(const Profile& p, Collective op);
+// The transport from n_b ranks on h_b hosts to n on h at S bytes by the selector's algorithms:
+// the latency steps' and NIC bytes' ratios of the target's algorithm to the measured one's, and
+// whether the two differ (a switch between the counts).
+struct SelectorStructure {
+  double latency_ratio = 1, bus_ratio = 1;
+  bool switched = false;
+  MpiAlgorithm from = MpiAlgorithm::Ring, to = MpiAlgorithm::Ring;
+};
+SelectorStructure selector_structure(Collective op, int n_b, int h_b, int n, int h, double bytes);
+// The log sigma (each side) a selector's algorithm switch between the counts adds: the shapes
+// are counts of steps and bytes, not times (latencies inside vs across hosts, contention).
+inline constexpr double kSelectorSwitchLogSigma = 0.20;
 
 // A price transported from the nearest measured host count to another along the collective's
 // algorithm ("Host-count transport" below); a second measured count, when the profile
@@ -55,6 +99,11 @@ struct HostTransport {
   bool two_node_switch = false;    // NCCL's two-node tree between h_b and h
   bool algorithm_unknown = false;  // MPI untested: the upper side reaches the host share
   double step_log_sigma = 0;       // per doubling
+  // Known algorithms (selector_known): per size, the selector's algorithm at each count gives R
+  // and F (selector_structure) instead of the laws; a switch widens by kSelectorSwitchLogSigma.
+  bool selector = false;
+  Collective op = Collective::AllReduce;
+  int hosts_model = 0, hosts_query = 0;
   // Where the tested structure missed the second count: log(measured / structure's price) per
   // size (0 inside a switch's range), interpolated in log size; widens, never moves, the price.
   std::vector<double> miss_bytes, miss_log;

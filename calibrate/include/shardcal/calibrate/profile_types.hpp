@@ -13,6 +13,7 @@
 // (the effective-size rule says how uneven counts become S_eff). Status: interface agreed between
 // the fitter and the profile reader; both sides may extend it, keeping this shape.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -161,6 +162,15 @@ struct Profile {
     int transitions = 0;        // measured transitions with copies the fit used
   };
   std::optional<LocalCopy> local_copy;
+  // Which algorithms the MPI library chooses, where the sweep's context says so
+  // (docs/PROFILE_FORMAT.md "mpi_selector"): SMPI's smpi/coll-selector ("ompi": Open MPI's
+  // coll/tuned fixed rules) and the collectives forced to one algorithm (smpi/allgather:NTSLR ->
+  // "all_gather": "NTSLR"). Absent: not known (host transport keeps its laws).
+  struct MpiSelector {
+    std::string selector;
+    std::map<std::string, std::string> forced;
+  };
+  std::optional<MpiSelector> mpi_selector;
 };
 
 std::string_view effective_size_name(EffectiveSize e);  // "total" | "n_times_max"
