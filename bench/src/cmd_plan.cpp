@@ -116,7 +116,9 @@ std::string extrapolated_what(const PricedStep& ps) {
   std::string r;
   auto add = [&](const char* w) { r += (r.empty() ? "" : ", ") + std::string(w); };
   if (p.transport.active) add("host count transported");
-  if (!p.class_note.empty() || p.note.find("priced from") != std::string::npos) add("link class never measured");
+  // Structured, not from the note's words: a host-count transport's note is in class_note too.
+  if (p.other_side) add("link class never measured");
+  else if (!p.class_note.empty() && !p.transport.active) add("nearest measured class");
   if (p.size_octaves != 0) add("size past the sweep");
   if (r.empty()) add("outside the measured range");
   return r;

@@ -179,11 +179,14 @@ int run(const PredictArgs& a) {
       nlohmann::ordered_json ex;
       if (p.size_octaves != 0)
         ex["size"] = {{"direction", p.size_octaves > 0 ? "above" : "below"},
-                      {"factor", std::exp2(std::abs(p.size_octaves))},
-                      {"measured_edge_bytes", s_eff / std::exp2(p.size_octaves)}};  // (rounding: ~1 ulp)
+                      // (below 1 B: priced at 1 B, no factor)
+                      {"factor", s_eff < 1.0 ? nlohmann::ordered_json(nullptr)
+                                             : nlohmann::ordered_json(std::exp2(std::abs(p.size_octaves)))},
+                      {"measured_edge_bytes", p.size_edge_bytes}};
       else
         ex["size"] = nullptr;
       ex["class"] = p.class_note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.class_note);
+      ex["other_side"] = p.other_side;
       ex["hosts_transported"] = p.transport.active;
       j["extrapolation"] = ex;
     }

@@ -424,6 +424,8 @@ def main():
         fail("--hosts-series DIR takes no other logs nor --scale-to")
     if not a.hosts_series and not a.paths:
         fail("no log given (pass log files or directories, or --hosts-series DIR)")
+    if not 0 < a.fit_share < 1:
+        fail(f"--fit-share {a.fit_share}: need 0 < F < 1")
     if a.every < 2 or not 0 <= a.offset < a.every:
         fail(f"--every {a.every} --offset {a.offset}: need every >= 2 and 0 <= offset < every")
     if not os.access(a.shardbench, os.X_OK):
@@ -475,6 +477,8 @@ def main():
         name = os.path.basename(r["log"])
         if "skipped" in r:
             print(f"{name:44s} skipped: {' '.join(r['skipped'])}")
+            if any(x.startswith("calibrate failed") for x in r["skipped"]):  # a log we could not judge
+                fails.append(f"{name}: {' '.join(r['skipped'])}")
             continue
         tot += r["held_points"]
         cov += r["covered"]

@@ -193,7 +193,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
       : side != 0 ? kOtherSideLogSigma
                   : (!note.empty() ? kExtrapolatedClassLogSigma : 0.0);
   out.class_note = note;
-  if (side != 0 && !tr.active)
+  out.other_side = side != 0 && !tr.active;
+  if (out.other_side)
     add(std::string(lc.hosts > 1
                         ? "an inter-host group priced from intra-host measurements"
                         : "an intra-host group priced from inter-host measurements (hosts=" +
@@ -207,12 +208,16 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   if (pr.beyond_measured) {
     out.size_octaves = pr.beyond_octaves;
     const double edge = pr.beyond_octaves > 0 ? pr.curve->bytes.back() : pr.curve->bytes.front();
+    out.size_edge_bytes = edge;
     auto g4 = [](double x) {
       std::ostringstream o;
       o << std::setprecision(4) << x;
       return o.str();
     };
-    add("size " + g4(s_eff) + " B is " + g4(std::exp2(std::abs(pr.beyond_octaves))) + "x " +
+    // (Below 1 B the price is the 1-byte price: a factor would mean nothing.)
+    add("size " + g4(s_eff) + " B is " +
+        (s_eff < 1.0 ? std::string()
+                     : g4(std::exp2(std::abs(pr.beyond_octaves))) + "x ") +
         (pr.beyond_octaves > 0 ? "above the largest" : "below the smallest") + " measured (" +
         g4(edge) + " B): priced past the sweep, interval widened");
   } else if (!d.bytes.contains(s_eff)) {

@@ -312,7 +312,8 @@ def timefn(repo):
                     counts["compiled"] += 1
                     if len(fn.spec) == 7:  # a curve: also a sweep across its knots (every branch)
                         counts["compiled curve"] += 1
-                        top = 2.0 * max(fn.spec[6][1])
+                        # (up to 2^10 x past the last knot: far past the sweep the physical bounds bind)
+                        top = 1024.0 * max(fn.spec[6][1])
                         for j in range(48):
                             b = rng.uniform(0.5, top) if j % 2 else math.exp(rng.uniform(0.0, math.log(top)))
                             assert price(b) == fn(b), f"{path}: {args} {b!r}: time_fn {fn(b)!r} compiled {price(b)!r}"

@@ -130,6 +130,7 @@ def main(sb, repo):
                     assert j["extrapolated"] == want.extrapolated
             print(f"predict CLI: calibrate's profile ({len(fitted.models)} models) read by both readers")
     transport(sb, repo, sp)
+    past_the_sweep(sb, repo, sp)
     print("predict CLI: ok")
 
 
@@ -173,6 +174,55 @@ def transport(sb, repo, sp):
         assert r.returncode == 0, r.stderr
         assert "transported from the measured hosts=4" in r.stdout, r.stdout
     print("predict CLI: host-count transport named in JSON, text and plan")
+
+
+def past_the_sweep(sb, repo, sp):
+    """Sizes past the measured ones and a link class never measured (issue 43): `predict` says so in
+    one field (text note, --json `extrapolation`), C++ and Python agree, prices never fall with size
+    and the interval holds the price past both ends, and `plan` says when its choice rests on
+    extrapolated prices (docs/CALIBRATION.md "Past the measured sizes")."""
+    log = os.path.join(repo, "tests", "data", "realdata", "ncclt-all_reduce-H100-2x8-1.txt")
+    with tempfile.TemporaryDirectory() as tmp:
+        res, prof = os.path.join(tmp, "r.jsonl"), os.path.join(tmp, "p.json")
+        for cmd in (["import", log, "--out", res], ["calibrate", "--results", res, "--out", prof]):
+            r = subprocess.run([sb, *cmd], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+        py = sp.load(prof)
+        def q(nbytes, hosts=2, rph=8):
+            r = run(sb, "--profile", prof, "--collective", "all_reduce", "--group-size", "16", "--hosts",
+                    str(hosts), "--ranks-per-host", str(rph), "--bytes", str(nbytes), "--json")
+            assert r.returncode == 0, r.stderr
+            return json.loads(r.stdout)
+        inside = q(1 << 20)  # measured: 8 B .. 8 GiB
+        assert inside["extrapolated"] is False and inside["extrapolation"]["size"] is None, inside
+        above = q(8 * 8589934592)
+        size = above["extrapolation"]["size"]
+        assert above["extrapolated"] is True and size["direction"] == "above", above
+        assert abs(size["factor"] - 8.0) < 1e-9 and size["measured_edge_bytes"] == 8589934592, size
+        assert "8x above the largest measured" in above["note"], above["note"]
+        want = py.predict("all_reduce", 16, 2, 8, nbytes=8 * 8589934592)
+        assert want.extrapolated and abs(want.time_us - above["time_us"]) <= 1e-9 * want.time_us
+        assert want.size_octaves == 3.0 and want.size_edge_bytes == 8589934592, want
+        zero = q(0)  # below 1 B the price is the 1-byte price: no factor
+        assert zero["extrapolation"]["size"] == {"direction": "below", "factor": None, "measured_edge_bytes": 8.0}
+        assert "0 B is below the smallest measured (8 B)" in zero["note"], zero["note"]
+        # Prices never fall with size, and the interval holds the price, past both ends.
+        prev = 0.0
+        for e in range(-4, 80):  # 1 B .. 2^40 B in half octaves
+            p = py.predict("all_reduce", 16, 2, 8, nbytes=2.0 ** (e / 2))
+            assert p.lo_us <= p.time_us <= p.hi_us and p.time_us >= prev, (e, p)
+            prev = p.time_us
+        # An intra-host group from an inter-host profile: labelled, and plan says its choice rests on it.
+        other = q(1 << 20, hosts=1, rph=16)
+        assert other["extrapolation"]["other_side"] is True, other
+        assert "intra-host group priced from inter-host measurements" in other["note"], other["note"]
+        r = subprocess.run([sb, "plan", "--profile", prof, "--mesh", "2x4", "--ranks-per-host", "4", "--shape",
+                            "8192x8192", "--dtype", "bf16", "--from", "P(sum),P(sum)", "--to", "R,R", "--k", "1"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "the choice rests on extrapolated prices" in r.stdout and "link class never measured" in r.stdout, \
+            r.stdout
+    print("predict CLI: sizes past the sweep and other link classes named in JSON, text and plan")
 
 
 if __name__ == "__main__":

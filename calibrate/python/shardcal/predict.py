@@ -34,6 +34,8 @@ class Prediction:
     basis: str = ""
     class_note: str = ""  # the link-class part of note ("" when the class was measured)
     size_octaves: float = 0.0  # log2(s_eff / nearest measured size) past the measured sizes, else 0
+    size_edge_bytes: float = 0.0  # the nearest measured size when size_octaves != 0
+    other_side: bool = False  # an intra-host group priced from inter-host measurements, or the reverse
 
 def _factor_distance(x: int, r) -> float:
     lo, hi = r
@@ -183,7 +185,8 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
         class_sigma = (_cm.OTHER_SIDE_LOG_SIGMA if side != 0
                        else (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if notes else 0.0))
     class_note = "; ".join(notes)
-    if side != 0 and tr is None:
+    other_side = side != 0 and tr is None
+    if other_side:
         notes.append(("an inter-host group priced from intra-host measurements" if hosts > 1 else
                       f"an intra-host group priced from inter-host measurements (hosts={m.hosts})") +
                      ": links never measured, 95 % interval x7 either way")
@@ -192,7 +195,8 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     # The size: past the measured curve's sizes (what priced it), else outside the domain.
     if pr.beyond_measured:
         edge = pr.curve.bytes[-1] if pr.beyond_octaves > 0 else pr.curve.bytes[0]
-        notes.append(f"size {s_eff:.4g} B is {2.0 ** abs(pr.beyond_octaves):.4g}x "
+        factor = "" if s_eff < 1.0 else f"{2.0 ** abs(pr.beyond_octaves):.4g}x "
+        notes.append(f"size {s_eff:.4g} B is {factor}"
                      f"{'above the largest' if pr.beyond_octaves > 0 else 'below the smallest'} measured "
                      f"({edge:.4g} B): priced past the sweep, interval widened")
     elif not _contains(m.domain["bytes"], s_eff):
@@ -207,7 +211,8 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     if pr.beyond_measured:
         basis += ", beyond the measured sizes"
     return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis,
-                      class_note, pr.beyond_octaves if pr.beyond_measured else 0.0)
+                      class_note, pr.beyond_octaves if pr.beyond_measured else 0.0,
+                      edge if pr.beyond_measured else 0.0, other_side)
 
 
 def time_fn(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,

@@ -27,6 +27,10 @@ struct Prediction {
   // log2(S_eff / the nearest measured size) when S_eff lies past the measured sizes (> 0 above
   // the largest, < 0 below the smallest), else 0: the price is extrapolated 2^|size_octaves|x.
   double size_octaves = 0;
+  double size_edge_bytes = 0;  // the nearest measured size when size_octaves != 0
+  // The model is of the other side of the host boundary (an intra-host group priced from
+  // inter-host measurements, or the reverse): the query's links were never measured.
+  bool other_side = false;
   // Set (transport.active) when the price was transported from other host counts
   // (host_transport.hpp); the planner's hot path repeats it from here.
   HostTransport transport;
