@@ -41,19 +41,9 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
 
 
-def median(xs):
-    s = sorted(xs)
-    k = len(s)
-    return s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
-
-
-def load(path):
-    with open(path) as f:
-        recs = [json.loads(line) for line in f if line.strip()]
-    ctx = [r for r in recs if r.get("type") == "context"]
-    pts = [r for r in recs if r.get("type") == "point" and r.get("point", {}).get("kind") == "collective"
-           and not (isinstance(r.get("wrong"), (int, float)) and r["wrong"] > 0) and r.get("samples_s")]
-    return ctx, pts
+# The results reader and the point statistic of the real-log evaluation (one definition).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "scripts"))
+from realdata_eval import load_points as load, point_time_s  # noqa: E402
 
 
 def write(path, ctx, pts):
@@ -142,7 +132,7 @@ def check_file(sb, path, work, import_args):
             calibrate(sb, rest, rest + ".profile.json")
             for p in ps:
                 if p["bytes"] == s:
-                    t_us = median(p["samples_s"]) * 1e6
+                    t_us = point_time_s(p) * 1e6
                     errs.append(abs(predict(sb, rest + ".profile.json", p) / t_us - 1))
         rows.append({"file": path, "collective": op, "sizes": len(sizes), "table": got[key],
                      "profile": in_profile, "recomputed": sum(errs) / len(errs),
