@@ -347,7 +347,7 @@ struct Reader {
     check_format(v);
     v.expect_keys(
         {"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory",
-         "models", "local_copy", "mpi_selector", "provenance", "fit_method", "extra"},
+         "models", "local_copy", "provenance", "fit_method", "extra"},
         kUnknownKeyFix);
     Profile p;
     const JsonCursor cl = v.required("cluster", kMissingFix);
@@ -373,7 +373,9 @@ struct Reader {
       if (auto x = v.optional(k)) extra[k] = x->object().json();
     if (!extra.empty()) p.json_extra = extra.dump();
     if (auto x = v.optional("local_copy")) p.local_copy = local_copy(*x);
-    if (auto x = v.optional("mpi_selector")) p.mpi_selector = mpi_selector(*x);
+    // Under "extra" (free-form), so that readers older than the field still read the profile.
+    if (auto x = v.optional("extra"))
+      if (auto s = x->optional("mpi_selector")) p.mpi_selector = mpi_selector(*s);
     const JsonCursor models = v.required("models", kMissingFix);
     if (!models.json().is_array())
       fail(models, "expected an array of models, got " + json_quote(models.json()),

@@ -65,16 +65,6 @@ std::string profile_to_json(const Profile& p) {
                        {"se_ns_per_byte", c.se_ns_per_byte},
                        {"transitions", c.transitions}};
   }
-  if (p.mpi_selector) {
-    ojson sel;
-    sel["selector"] = p.mpi_selector->selector;
-    if (!p.mpi_selector->forced.empty()) {
-      ojson forced = ojson::object();
-      for (const auto& [k, a] : p.mpi_selector->forced) forced[k] = a;
-      sel["forced"] = forced;
-    }
-    j["mpi_selector"] = sel;
-  }
   if (!p.json_extra.empty()) {
     const ojson extra = parse_json_extra(p.json_extra, "Profile::json_extra");
     for (auto it = extra.begin(); it != extra.end(); ++it)
@@ -89,6 +79,22 @@ std::string profile_to_json(const Profile& p) {
                     "' must be an object");
       j[k] = *it;
     }
+  }
+  // extra.mpi_selector (docs/PROFILE_FORMAT.md): under "extra", which readers older than the field
+  // accept as free-form; the typed value wins over a copy read back into json_extra.
+  if (p.mpi_selector) {
+    ojson sel;
+    sel["selector"] = p.mpi_selector->selector;
+    if (!p.mpi_selector->forced.empty()) {
+      ojson forced = ojson::object();
+      for (const auto& [k, a] : p.mpi_selector->forced) forced[k] = a;
+      sel["forced"] = forced;
+    }
+    if (!j.contains("extra")) j["extra"] = ojson::object();
+    j["extra"].erase("mpi_selector");  // last, whatever order a reader kept (a stable round trip)
+    j["extra"]["mpi_selector"] = sel;
+  } else if (j.contains("extra")) {
+    j["extra"].erase("mpi_selector");
   }
   ojson models = ojson::array();
   for (const Model& m : p.models) {

@@ -154,9 +154,9 @@ def selector_profiles(tmp, k):
         doc = random_profile(srng, (2, 4, 8) if i % 2 == 0 else (2,), ("all_gather", "all_reduce", "reduce_scatter"),
                              (1,), (None,))
         doc["backend"], doc["memory"] = "mpi", "host"
-        doc["mpi_selector"] = {"selector": "ompi"}
+        doc.setdefault("extra", {})["mpi_selector"] = {"selector": "ompi"}
         if i == 1:
-            doc["mpi_selector"]["forced"] = {"all_gather": "NTSLR"}
+            doc["extra"]["mpi_selector"]["forced"] = {"all_gather": "NTSLR"}
         path = os.path.join(tmp, f"h-sel{i}.json")
         with open(path, "w") as f:
             json.dump(doc, f)

@@ -334,7 +334,7 @@ class ProfileData:
         if isinstance(v, bool) or v != VERSION or not isinstance(v, int):
             _fail(origin, "/version", f"unsupported version {v!r}", f"this reader reads version {VERSION}")
         known = {"schema", "version", "cluster", "created", "shardcal_version", "backend", "memory", "models",
-                 "local_copy", "mpi_selector", "provenance", "fit_method", "extra"}
+                 "local_copy", "provenance", "fit_method", "extra"}
         for k in doc:
             if k not in known:
                 _fail(origin, f"/{k}", f"unknown key '{k}'", "remove it; free-form data belongs under \"extra\"")
@@ -360,24 +360,27 @@ class ProfileData:
         self.backend = doc["backend"]
         self.memory = doc["memory"]
         self.provenance = doc.get("provenance")
-        # Which algorithms the MPI library chooses (docs/PROFILE_FORMAT.md "mpi_selector"):
-        # {"selector": NAME, "forced": {collective: algorithm}}; None: not known.
+        # Which algorithms the MPI library chooses (docs/PROFILE_FORMAT.md "extra.mpi_selector"):
+        # {"selector": NAME, "forced": {collective: algorithm}}; None: not known. Under "extra"
+        # (free-form), so that readers older than the field still read the profile.
         self.mpi_selector = None
-        if "mpi_selector" in doc:
-            sel = doc["mpi_selector"]
+        ex = doc.get("extra")
+        if isinstance(ex, dict) and "mpi_selector" in ex:
+            sel = ex["mpi_selector"]
             if not isinstance(sel, dict):
-                _fail(origin, "/mpi_selector", "expected an object", "fix the value")
+                _fail(origin, "/extra/mpi_selector", "expected an object", "fix the value")
             for k in sel:
                 if k not in ("selector", "forced"):
-                    _fail(origin, f"/mpi_selector/{k}", f"unknown key '{k}'", "remove it")
+                    _fail(origin, f"/extra/mpi_selector/{k}", f"unknown key '{k}'", "remove it")
             if not isinstance(sel.get("selector"), str) or not sel["selector"]:
-                _fail(origin, "/mpi_selector/selector", "expected a non-empty string", "fix the value")
+                _fail(origin, "/extra/mpi_selector/selector", "expected a non-empty string", "fix the value")
             forced = sel.get("forced", {})
             if not isinstance(forced, dict) or not all(isinstance(v, str) for v in forced.values()):
-                _fail(origin, "/mpi_selector/forced", "expected an object of algorithm names", "fix the value")
+                _fail(origin, "/extra/mpi_selector/forced", "expected an object of algorithm names",
+                      "fix the value")
             for k in forced:
                 if k not in COLLECTIVES:
-                    _fail(origin, f"/mpi_selector/forced/{k}", f"unknown collective '{k}'",
+                    _fail(origin, f"/extra/mpi_selector/forced/{k}", f"unknown collective '{k}'",
                           "use a collective table name")
             self.mpi_selector = {"selector": sel["selector"], "forced": dict(forced)}
         self.fit_method = doc.get("fit_method")
