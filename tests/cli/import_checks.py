@@ -364,6 +364,7 @@ def check_contradiction(tmp):
     # disagree are no evidence (flags asked for).
     body = open(synth(OSU_SRUN)).read().splitlines(keepends=True)[2:]
     path = os.path.join(tmp, "spelled.txt")
+    os.remove(out)
     for launch in ("srun -N2 --tasks-per-node=4 ./osu_allgather",
                    "mpiexec.hydra -n 8 -ppn 4 ./osu_allgather",
                    "mpirun -np 8 -perhost 4 ./osu_allgather",
