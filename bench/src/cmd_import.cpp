@@ -432,7 +432,11 @@ int run(const ImportArgs& a) {
   std::vector<LogResult> done;
   std::set<std::string> keys;
   std::map<std::string, std::string> key_owner;
-  int skipped = 0, undetermined = 0;
+  struct Skip {
+    std::string path, why;
+    bool undetermined = false;
+  };
+  std::vector<Skip> skips;
   for (const std::string& path : a.logs) {
     LogResult lr;
     lr.path = path;
@@ -440,9 +444,8 @@ int run(const ImportArgs& a) {
                                  "check the path (shardbench import LOG... --out R.jsonl)");
     lr.log = fm::parse_log(lr.text, path, format, coll, a.hosts * a.ranks_per_host);
     if (!lr.log.collective) {
-      std::cout << "import: skipping " << path << ": " << lr.log.skip_reason << "\n";
-      ++skipped;
-      undetermined += lr.log.undetermined;
+      // Said once the outcome is known: with nothing imported, the one error says it instead.
+      skips.push_back({path, lr.log.skip_reason, lr.log.undetermined});
       continue;
     }
     lr.topo = topology_of(lr.log, path, a);
@@ -479,17 +482,30 @@ int run(const ImportArgs& a) {
                   "space: import them into separate files");
     done.push_back(std::move(lr));
   }
+  // Every log skipped: one error that names each log, why, and what to do (no skip lines before
+  // it, and no summary that guesses a reason).
   if (done.empty()) {
+    bool any_undetermined = false;
     std::string why;
-    if (undetermined > 0)
-      why = std::to_string(undetermined) +
-            " log(s) name no program and their tables do not tell one collective: pass "
-            "--collective NAME";
-    if (skipped > undetermined)
-      why += (why.empty() ? "" : "; ") + std::to_string(skipped - undetermined) +
-             " log(s) measure something outside shardcal's collective table";
-    throw Error("nothing imported: " + why + " (see the lines above); no file written");
+    for (const Skip& k : skips) {
+      why += (why.empty() ? "" : "; ") + k.path + ": " + k.why;
+      any_undetermined = any_undetermined || k.undetermined;
+    }
+    const std::string fix =
+        skips.size() == 1
+            ? (any_undetermined ? ""
+                                : "; give a log of a collective shardcal measures (nccl-tests "
+                                  "all_reduce_perf, all_gather_perf, ...; OSU osu_allreduce, "
+                                  "osu_allgather, ...)")
+            : std::string("; give at least one log of a collective shardcal measures") +
+                  (any_undetermined ? " (or pass --collective for a log that names none)" : "");
+    throw Error("nothing imported: " +
+                (skips.size() == 1
+                     ? std::string("the log was skipped: ")
+                     : "every log (" + std::to_string(skips.size()) + ") was skipped: ") +
+                why + fix + "; no file written");
   }
+  for (const Skip& k : skips) std::cout << "import: skipping " << k.path << ": " << k.why << "\n";
   std::string text;
   std::size_t index = 0, points = 0;
   for (LogResult& lr : done) {
@@ -524,7 +540,8 @@ int run(const ImportArgs& a) {
   // Moved vectors keep their buffers, so the row pointers above stayed valid.
   fm::write_text_atomic(a.out, text);
   std::cout << "import: wrote " << a.out << " (" << done.size() << " log(s), " << points
-            << " point(s)" << (skipped ? ", " + std::to_string(skipped) + " log(s) skipped" : "")
+            << " point(s)"
+            << (skips.empty() ? "" : ", " + std::to_string(skips.size()) + " log(s) skipped")
             << ")\n";
   return 0;
 }

@@ -430,6 +430,24 @@ std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no)
       return a.substr(2);
     return std::nullopt;
   };
+  // Two options of one line that state different hosts or ranks per host (`-ppn 4 --map-by
+  // ppr:2:node`, `--ntasks-per-node=4 --tasks-per-node=8`): the line contradicts itself.
+  std::string clash;
+  auto set_shape = [&](std::optional<int>& field, std::optional<int> v, std::string_view opt,
+                       std::string& field_opt, const char* what) {
+    if (field && v && *field != *v && clash.empty())
+      clash = field_opt + " gives " + std::to_string(*field) + " " + what + " but " +
+              std::string(opt.substr(0, opt.find('='))) + " gives " + std::to_string(*v);
+    field = v;
+    field_opt = std::string(opt.substr(0, opt.find('=')));
+  };
+  std::string hosts_opt, rph_opt;
+  auto set_hosts = [&](std::optional<int> v, std::string_view opt) {
+    set_shape(s.hosts, v, opt, hosts_opt, "host(s)");
+  };
+  auto set_rph = [&](std::optional<int> v, std::string_view opt) {
+    set_shape(s.ranks_per_host, v, opt, rph_opt, "rank(s) per host");
+  };
   for (std::size_t i = k + 1; i < t.size(); ++i) {
     const std::string_view a = t[i];
     // The program ends the launcher's options.
@@ -446,15 +464,18 @@ std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no)
     }
     std::optional<std::string_view> v;
     if (slurm) {
-      if ((v = value(i, "-N")) || (v = value(i, "--nodes"))) s.hosts = positive(*v);
-      else if ((v = value(i, "--ntasks-per-node"))) s.ranks_per_host = positive(*v);
+      if ((v = value(i, "-N")) || (v = value(i, "--nodes"))) set_hosts(positive(*v), a);
+      // --tasks-per-node: Slurm's alias of --ntasks-per-node.
+      else if ((v = value(i, "--ntasks-per-node")) || (v = value(i, "--tasks-per-node")))
+        set_rph(positive(*v), a);
       else if ((v = value(i, "-n")) || (v = value(i, "--ntasks"))) s.ranks = positive(*v);
       else if ((v = value(i, "-w")) || (v = value(i, "--nodelist"))) add_host_list(*v, s, slots);
       continue;
     }
     if (launcher == "aprun") {
       if ((v = value(i, "-n"))) s.ranks = positive(*v);
-      else if ((v = value(i, "-N"))) s.ranks_per_host = positive(*v);
+      else if ((v = value(i, "-N")))
+        set_rph(positive(*v), a);
       continue;
     }
     if ((v = value(i, "-np")) || (v = value(i, "--np")) || (v = value(i, "-n"))) {
@@ -468,16 +489,34 @@ std::optional<LaunchShape> parse_launch_line(std::string_view line, int line_no)
       continue;
     }
     rsh_open = false;
+    // Open MPI -npernode/-N, MPICH Hydra and Intel MPI -ppn/-perhost.
     if ((v = value(i, "-npernode")) || (v = value(i, "--npernode")) || (v = value(i, "-ppn")) ||
-             (v = value(i, "--ppn")) || (v = value(i, "-N")))
-      s.ranks_per_host = positive(*v);
+        (v = value(i, "--ppn")) || (v = value(i, "-perhost")) || (v = value(i, "--perhost")) ||
+        (v = value(i, "-N")))
+      set_rph(positive(*v), a);
     else if ((v = value(i, "--map-by")) || (v = value(i, "-map-by"))) {
-      // ppr:4:node
-      if (starts_with(*v, "ppr:") && v->size() > 9 && v->substr(v->size() - 5) == ":node")
-        s.ranks_per_host = positive(v->substr(4, v->size() - 9));
+      // Open MPI ppr:4:node, with modifiers after it (ppr:4:node:PE=2, ppr:4:node,oversubscribe);
+      // other mappings (by slot, socket, ...) say nothing of ranks per host.
+      const std::string_view m = *v;
+      if (starts_with(m, "ppr:")) {
+        const std::size_t c = m.find(':', 4);
+        const std::string_view rest = c == std::string_view::npos ? "" : m.substr(c + 1);
+        if (rest == "node" || starts_with(rest, "node:") || starts_with(rest, "node,"))
+          set_rph(positive(m.substr(4, c - 4)), a);
+      }
     } else if ((v = value(i, "-H")) || (v = value(i, "--host")) || (v = value(i, "-host")) ||
                (v = value(i, "-hosts")) || (v = value(i, "--hosts")))
       add_host_list(*v, s, slots);
+  }
+  if (!clash.empty()) {
+    // Neither value is evidence; a stated rank count (-np, -n, --ntasks) still is.
+    s.inconsistent = "its options disagree: " + clash + "; " +
+                     (s.ranks ? "only the rank count is used" : "neither is used");
+    s.hosts.reset();
+    s.ranks_per_host.reset();
+    s.host_names.clear();
+    slots.clear();
+    rsh_hosts.clear();
   }
   for (const std::string& h : rsh_hosts) {
     if (!slots.count(h)) s.host_names.push_back(h);

@@ -107,8 +107,12 @@ def check_devset(tmp):
     assert recs[0]["backend"] == "mpi" and recs[0]["memory"] == "cuda" and len(recs) == 20, recs[0]
     assert recs[1]["point"]["mode"] == "per_iteration" and recs[1]["bytes"] == 4, recs[1]
     assert abs(recs[1]["samples_s"][0] - 1.98e-6) < 1e-15
-    p = run(["import", log("osu-latency-GH200-2x1-1.txt"), "--out", out + ".2"], 2)
-    assert "point-to-point" in p.stdout and "nothing imported" in p.stderr and not os.path.exists(out + ".2")
+    # Alone: one error on stderr that says what, where and what to do; no skip line before it.
+    lat = log("osu-latency-GH200-2x1-1.txt")
+    p = run(["import", lat, "--out", out + ".2"], 2)
+    one_error(p, "nothing imported: the log was skipped: " + lat + ": ", "point-to-point",
+              "give a log of a collective shardcal measures", "no file written")
+    assert "import: skipping" not in p.stdout and not os.path.exists(out + ".2"), p.stdout
     print(f"devset: {len(DEVSET)} collective logs imported (sizes, times, variants match the log), "
           "sendrecv/osu_latency skipped, OSU allreduce with --hosts")
 
@@ -287,13 +291,22 @@ def check_unnamed(tmp):
     out = os.path.join(tmp, "u.jsonl")
     p = run(["import", synth(UNNAMED), "--out", out], 2)
     assert not os.path.exists(out)
-    skip = [l for l in p.stdout.splitlines() if l.startswith("import: skipping")]
-    assert len(skip) == 1, p.stdout
-    for w in ("busbw/algbw 0.750 on 4 ranks", "fits all_gather and all_to_all",
-              "pass --collective all_gather or --collective all_to_all"):
-        assert w in skip[0], (w, skip[0])
-    err = one_error(p, "nothing imported", "--collective")
+    # Every log skipped: one error (no skip lines, no second line) naming the log, why, the fix.
+    assert "import: skipping" not in p.stdout, p.stdout
+    err = one_error(p, "nothing imported: the log was skipped: " + synth(UNNAMED),
+                    "busbw/algbw 0.750 on 4 ranks", "fits all_gather and all_to_all",
+                    "pass --collective all_gather or --collective all_to_all", "no file written")
     assert "outside shardcal's collective table" not in err, err  # it is not outside the table
+    assert "give a log of a collective" not in err, err  # --collective is the fix here
+    # Two logs, both skipped (one undetermined, one point-to-point): one error naming each.
+    lat = os.path.join(DATA, "realdata", "osu-latency-GH200-2x1-1.txt")
+    p = run(["import", synth(UNNAMED), lat, "--out", out], 2)
+    assert "import: skipping" not in p.stdout and not os.path.exists(out), p.stdout
+    err = one_error(p, "nothing imported: every log (2) was skipped: ", synth(UNNAMED) + ": ",
+                    "pass --collective all_gather", lat + ": ", "point-to-point",
+                    "give at least one log of a collective shardcal measures",
+                    "(or pass --collective for a log that names none)", "no file written")
+    assert "outside shardcal's collective table" not in err, err
     # nccl-tests' own name for it, and OSU's, are accepted; the summary names what it used.
     for name in ("alltoall", "all_to_all", "osu_alltoall", "alltoall_perf"):
         p = run(["import", synth(UNNAMED), "--collective", name, "--out", out], 0)
@@ -346,6 +359,29 @@ def check_contradiction(tmp):
         recs = records(out)
         assert recs[0]["world"] == 8 and recs[0]["n_hosts"] == 2, recs[0]
         assert recs[1]["bytes"] == 8 * 8 and recs[1]["group_size"] == 8, recs[1]
+    # Other launchers' spellings of ranks per host (issue 44's leftovers): the same 2 x 4 shape,
+    # so --hosts 3 --ranks-per-host 4 is refused and no flags import 8 ranks; two options that
+    # disagree are no evidence (flags asked for).
+    body = open(synth(OSU_SRUN)).read().splitlines(keepends=True)[2:]
+    path = os.path.join(tmp, "spelled.txt")
+    os.remove(out)
+    for launch in ("srun -N2 --tasks-per-node=4 ./osu_allgather",
+                   "mpiexec.hydra -n 8 -ppn 4 ./osu_allgather",
+                   "mpirun -np 8 -perhost 4 ./osu_allgather",
+                   "mpirun -np 8 --map-by ppr:4:node:PE=2 ./osu_allgather"):
+        open(path, "w").write(launch + "\n" + "".join(body))
+        p = run(["import", path, "--hosts", "3", "--ranks-per-host", "4", "--out", out], 2)
+        one_error(p, "contradicts the log's launch line", "2 host(s) x 4 rank(s) per host")
+        assert not os.path.exists(out)
+        run(["import", path, "--out", out], 0)
+        recs = records(out)
+        assert recs[0]["world"] == 8 and recs[0]["n_hosts"] == 2, (launch, recs[0])
+        os.remove(out)
+    open(path, "w").write("mpirun -np 8 -ppn 4 --map-by ppr:2:node ./osu_allgather\n" + "".join(body))
+    p = run(["import", path, "--out", out], 2)
+    one_error(p, "names no hosts", "-ppn gives 4 rank(s) per host but --map-by gives 2",
+              "--hosts H --ranks-per-host R")
+    assert not os.path.exists(out)
     # A launch line that contradicts itself: the stated rank count wins, the rest is not evidence.
     # `-np 8 -H node1:8,node2:8` (slots are capacity) ran 8 ranks, not 2 x 8; `-np 16 -N 8 -H
     # a,b,c,d` ran 16, not 4 x 8.

@@ -296,6 +296,69 @@ TEST(ImportLogs, LaunchLines) {
   EXPECT_FALSE(parse_launch_line("srun ./osu_allreduce", 1));
 }
 
+// Ranks per host as other launchers spell it (issue 44's leftovers): Intel MPI / MPICH Hydra
+// -ppn/-perhost, Open MPI --map-by ppr:N:node (with modifiers), srun --tasks-per-node (Slurm's
+// alias of --ntasks-per-node). Two options of one line that disagree: neither is evidence.
+TEST(ImportLogs, LaunchLinesRanksPerHostSpellings) {
+  using import_detail::parse_launch_line;
+  for (const char* line :
+       {"mpiexec.hydra -n 16 -ppn 8 ./osu_allreduce", "mpirun -np 16 -perhost 8 ./osu_allreduce",
+        "mpiexec -perhost 8 -hosts a,b ./osu_allreduce",
+        "mpirun -np 16 --map-by ppr:8:node ./osu_allreduce",
+        "mpirun -np 16 --map-by ppr:8:node:PE=2 ./osu_allreduce",
+        "mpirun -np 16 -map-by ppr:8:node,oversubscribe ./osu_allreduce",
+        "srun -N 2 --tasks-per-node=8 ./osu_allreduce",
+        "srun -N2 --tasks-per-node 8 ./osu_allreduce",
+        "srun --nodes=2 --ntasks-per-node=8 ./osu_allreduce"}) {
+    auto s = parse_launch_line(line, 1);
+    ASSERT_TRUE(s) << line;
+    EXPECT_EQ(s->ranks_per_host, 8) << line;
+    EXPECT_EQ(s->hosts, 2) << line;
+    EXPECT_EQ(s->ranks, 16) << line;
+    EXPECT_TRUE(s->inconsistent.empty()) << line << ": " << s->inconsistent;
+  }
+  // Mappings that say nothing of ranks per host.
+  for (const char* line : {"mpirun -np 16 --map-by ppr:8:socket ./osu_allreduce",
+                           "mpirun -np 16 --map-by node ./osu_allreduce",
+                           "mpirun -np 16 --map-by ppr:8:nodes ./osu_allreduce"}) {
+    auto s = parse_launch_line(line, 1);
+    ASSERT_TRUE(s) << line;
+    EXPECT_EQ(s->ranks, 16) << line;
+    EXPECT_FALSE(s->ranks_per_host) << line;
+    EXPECT_FALSE(s->hosts) << line;
+  }
+  // Self-contradicting: the stated rank count stays, the rest is dropped and said.
+  auto two =
+      parse_launch_line("mpirun -np 16 -ppn 8 --map-by ppr:4:node -H a,b ./osu_allreduce", 1);
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->ranks, 16);
+  EXPECT_FALSE(two->ranks_per_host);
+  EXPECT_FALSE(two->hosts);
+  EXPECT_TRUE(two->host_names.empty());
+  EXPECT_NE(two->inconsistent.find("-ppn gives 8 rank(s) per host but --map-by gives 4"),
+            std::string::npos)
+      << two->inconsistent;
+  EXPECT_NE(two->inconsistent.find("only the rank count is used"), std::string::npos);
+  auto alias =
+      parse_launch_line("srun -n 8 --ntasks-per-node=4 --tasks-per-node=2 ./osu_allreduce", 1);
+  ASSERT_TRUE(alias);
+  EXPECT_EQ(alias->ranks, 8);
+  EXPECT_FALSE(alias->ranks_per_host);
+  EXPECT_FALSE(alias->hosts);
+  EXPECT_NE(alias->inconsistent.find("--ntasks-per-node gives 4 rank(s) per host but "
+                                     "--tasks-per-node gives 2"),
+            std::string::npos)
+      << alias->inconsistent;
+  // Nothing left without a rank count: not a shape at all.
+  EXPECT_FALSE(
+      parse_launch_line("srun -N2 --ntasks-per-node=4 --tasks-per-node=8 ./osu_allreduce", 1));
+  // The same value twice is no contradiction.
+  auto same = parse_launch_line("mpirun -np 8 -ppn 4 -perhost 4 ./osu_allreduce", 1);
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->hosts, 2);
+  EXPECT_TRUE(same->inconsistent.empty());
+}
+
 // The log's launch line: only one that runs the benchmark; several that disagree: none; a shape
 // over the import's cap: refused.
 TEST(ImportLogs, LaunchLineOfTheBenchmark) {

@@ -72,7 +72,8 @@ struct LaunchShape {
   // shape.
   std::string program;
   // Non-empty when the line contradicts itself (the stated rank count against hosts x ranks
-  // per host from the other options): what was dropped. The stated rank count is kept.
+  // per host from the other options, or two options giving different hosts or ranks per host:
+  // `-ppn 4 --map-by ppr:2:node`): what was dropped. The stated rank count is kept.
   std::string inconsistent;
   std::string describe() const;   // "2 host(s) x 4 rank(s) per host" / "8 rank(s)" ...
 };
