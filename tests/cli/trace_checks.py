@@ -409,8 +409,15 @@ def check_gloo(tmp, python):
     script = os.path.join(tmp, "gloo_trace.py")
     with open(script, "w") as f:
         f.write(GLOO)
-    p = subprocess.run([python, script, tmp], capture_output=True, text=True, timeout=300)
     traces = [os.path.join(tmp, f"rank{r}.json") for r in range(2)]
+    # torch 2.15's CPU build sometimes aborts a spawned rank at profiler teardown ("terminate called
+    # without an active exception", SIGABRT; 1 of ~10 fresh CI runs, never here in a row of 6):
+    # torch's, not the importer under test, so a rank killed by a signal is run again, twice at most.
+    for attempt in range(3):
+        p = subprocess.run([python, script, tmp], capture_output=True, text=True, timeout=300)
+        if p.returncode == 0 or "terminated with signal" not in p.stderr:
+            break
+        print(f"gloo: torch aborted a rank (attempt {attempt + 1}), running it again")
     if p.returncode != 0 or not all(os.path.exists(t) for t in traces):
         fail("torch did not write the gloo traces:\n" + p.stdout + p.stderr)
     with open(traces[0]) as f:
