@@ -97,6 +97,24 @@ def logs_in(paths):
     return out
 
 
+def write_results(path, ctx, pts):
+    """A results file: the context records, then the points."""
+    with open(path, "w") as f:
+        for r in list(ctx) + list(pts):
+            f.write(json.dumps(r) + "\n")
+
+
+def predict_json(sb, prof, p, what):
+    """`shardbench predict --json` for a results point's link class, dtype and bytes."""
+    q = run([sb, "predict", "--profile", prof, "--collective", p["collective"], "--group-size",
+             str(p["group_size"]), "--hosts", str(p["hosts_spanned"]), "--ranks-per-host",
+             str(p["max_ranks_per_host"]), "--bytes", str(int(p["bytes"])), "--dtype", p["point"]["dtype"],
+             "--json"])
+    if q.returncode != 0:
+        fail(f"predict failed for {what} at {p['bytes']} B: {q.stderr.strip()}")
+    return json.loads(q.stdout)
+
+
 def point_time_s(rec):
     s = sorted(rec["samples_s"])
     k = len(s)
@@ -129,12 +147,7 @@ def evaluate(sb, log, work, extra_import_args, every=2, offset=0, extrapolate=No
         held = [s for s in sizes if s not in train]
         tr = base + f".{op}.train.jsonl"
         prof = base + f".{op}.profile.json"
-        with open(tr, "w") as f:
-            for c in ctx:
-                f.write(json.dumps(c) + "\n")
-            for p in ps:
-                if p["bytes"] in train:
-                    f.write(json.dumps(p) + "\n")
+        write_results(tr, ctx, [p for p in ps if p["bytes"] in train])
         r = run([sb, "calibrate", "--results", tr, "--out", prof, "--name", "realdata-eval"])
         if r.returncode != 0:
             results.append({"log": log, "collective": op, "skipped": ["calibrate failed: " + r.stderr.strip()[-300:]]})
@@ -143,11 +156,7 @@ def evaluate(sb, log, work, extra_import_args, every=2, offset=0, extrapolate=No
         tlog = {s: statistics.fmean(math.log(point_time_s(p)) for p in ps if p["bytes"] == s) for s in tsizes}
         fit_err, ruler_err, covered, half_widths, points = [], [], 0, [], []
         for s in held:
-            q = run([sb, "predict", "--profile", prof, "--collective", op, "--group-size", str(n), "--hosts",
-                     str(hosts), "--ranks-per-host", str(rph), "--bytes", str(int(s)), "--dtype", dtype, "--json"])
-            if q.returncode != 0:
-                fail(f"predict failed for {log} at {s} B: {q.stderr.strip()}")
-            pr = json.loads(q.stdout)
+            pr = predict_json(sb, prof, next(p for p in ps if p["bytes"] == s), log)
             lo, hi = pr["interval_us"]
             half_widths.append((hi - lo) / 2 / pr["time_us"])
             # The ruler: the log-log line through the two nearest training sizes (carried on
@@ -230,13 +239,7 @@ def predict_points(sb, prof, pts, what):
     for p in pts:
         if p["bytes"] < 1:
             continue
-        q = run([sb, "predict", "--profile", prof, "--collective", p["collective"], "--group-size",
-                 str(p["group_size"]), "--hosts", str(p["hosts_spanned"]), "--ranks-per-host",
-                 str(p["max_ranks_per_host"]), "--bytes", str(int(p["bytes"])), "--dtype", p["point"]["dtype"],
-                 "--json"])
-        if q.returncode != 0:
-            fail(f"predict failed for {what} at {p['bytes']} B: {q.stderr.strip()}")
-        pr = json.loads(q.stdout)
+        pr = predict_json(sb, prof, p, what)
         t_us = point_time_s(p) * 1e6
         lo, hi = pr["interval_us"]
         out.append({"collective": p["collective"], "bytes": int(p["bytes"]), "measured_us": t_us,

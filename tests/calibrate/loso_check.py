@@ -43,13 +43,7 @@ def run(cmd):
 
 # The results reader and the point statistic of the real-log evaluation (one definition).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate", "scripts"))
-from realdata_eval import load_points as load, point_time_s  # noqa: E402
-
-
-def write(path, ctx, pts):
-    with open(path, "w") as f:
-        for r in ctx + pts:
-            f.write(json.dumps(r) + "\n")
+from realdata_eval import load_points as load, point_time_s, predict_json, write_results as write  # noqa: E402,E501
 
 
 def calibrate(sb, results, prof):
@@ -80,13 +74,7 @@ def table_holdouts(table):
 
 
 def predict(sb, prof, p):
-    q = run([sb, "predict", "--profile", prof, "--collective", p["collective"], "--group-size",
-             str(p["group_size"]), "--hosts", str(p["hosts_spanned"]), "--ranks-per-host",
-             str(p["max_ranks_per_host"]), "--bytes", str(int(p["bytes"])), "--dtype", p["point"]["dtype"],
-             "--json"])
-    if q.returncode != 0:
-        fail(f"predict failed at {p['bytes']} B: {q.stderr.strip()}")
-    return json.loads(q.stdout)["time_us"]
+    return predict_json(sb, prof, p, "the left-out size")["time_us"]
 
 
 def check_file(sb, path, work, import_args):
