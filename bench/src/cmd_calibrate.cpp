@@ -227,6 +227,13 @@ int run(const CalibrateArgs& a) {
   extra["provenance"]["warnings"] = warnings;
   profile.json_extra = extra.dump();
   std::cout << cb::quality_report(rs, cal);
+  // The link ceiling bounds prices past the measured sizes (docs/CALIBRATION.md "Link ceilings").
+  if (profile.link_ceiling)
+    std::cout << "link ceiling: " << profile.link_ceiling->GBps << " GB/s per GPU and direction ("
+              << profile.link_ceiling->source << "): no price below S x the collective's link "
+              << "bytes / ceiling\n";
+  else if (extra["extra"].contains("link_ceiling_dropped"))
+    std::cout << "calibrate: " << extra["extra"]["link_ceiling_dropped"].get<std::string>() << "\n";
   cb::write_profile_atomic(profile, a.out);
   std::cout << "profile: " << a.out << " (" << cal.models.size() << " model(s))\n";
   return 0;

@@ -41,7 +41,8 @@ void print_collectives(bool as_json) {
                       {"one_way", c.one_way},
                       {"busbw_share", c.busbw_share},
                       {"busbw_flat", c.busbw_flat},
-                      {"ring_rounds", c.ring_rounds}});
+                      {"ring_rounds", c.ring_rounds},
+                      {"link_share", c.link_share}});
     nlohmann::ordered_json doc = {{"schema", "shardcal.collectives"},
                                   {"version", 1},
                                   {"generated_by", "shardbench info --collectives --json"},

@@ -190,6 +190,14 @@ int run(const PredictArgs& a) {
       ex["hosts_transported"] = p.transport.active;
       j["extrapolation"] = ex;
     }
+    // The GPUs' link ceiling and the floor it puts here (docs/CALIBRATION.md "Link ceilings").
+    if (profile.link_ceiling)
+      j["link_ceiling"] = {{"GBps", profile.link_ceiling->GBps},
+                           {"source", profile.link_ceiling->source},
+                           {"floor_us", p.link_floor_us},
+                           {"binds", p.at_link_floor}};
+    else
+      j["link_ceiling"] = nullptr;
     // Where a host-count transport priced it (docs/CALIBRATION.md "Other host counts").
     if (const calib::HostTransport& t = p.transport; t.active)
       j["transport"] = {{"from_hosts", m.hosts},

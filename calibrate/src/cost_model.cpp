@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "shardcal/calibrate/link_ceiling.hpp"
+
 namespace shardcal::calib {
 
 double term_feature(Term t, Collective op, int n, double s_eff, int concurrent_groups) {
@@ -90,6 +92,14 @@ double lg2(double s) { return std::log2(std::max(s, 1.0)); }
 // The backbone's log time (a time of 0 -- alpha 0 at an empty buffer -- is floored at 1 ps so
 // the log exists).
 double log_time(double t) { return std::log(std::max(t, 1e-6)); }
+
+// ln of the link ceiling's floor at s_eff (docs/CALIBRATION.md "Link ceilings"); -inf when the
+// profile knows no ceiling.
+double log_link_floor(const Model& m, int n, double s_eff) {
+  const double f = link_floor_us(collective_info(m.collective).link_floor_factor(n), s_eff, m.link_ceiling_GBps);
+  return f > 0 ? std::log(f) : -std::numeric_limits<double>::infinity();
+}
+
 
 // Log-scale standard deviation of a backbone-only price: the fit's parameter standard errors
 // and its held-out (else training) error; none of them known: kUnmeasuredModelLogSigma.
@@ -179,7 +189,9 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     const double far = up ? ye + kLn2 * d : ye - kLn2 * d;  // the other physical bound
     const double carried = std::clamp(log_bb + cv.weight * cv.log_ratio[up ? k - 1 : 0], std::min(ye, far),
                                       std::max(ye, far));
-    const double line = up ? ye + slope * d : ye - slope * d;
+    // Upwards the line stops at the link ceiling's floor: a slope below 1 carried on would
+    // eventually move bytes faster than the GPU's links can (1x8 H100 logs fitted to a flat top).
+    const double line = std::max(up ? ye + slope * d : ye - slope * d, log_link_floor(m, n, s_eff));
     out.beyond = true;
     out.beyond_octaves = up ? d : -d;
     // Upwards their geometric middle. Downwards the backbone carried: a latency floor is in every
@@ -267,12 +279,13 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   out.segment = segment_of(m, s_eff);
   const double bb = segment_time_us(m, out.segment, n, s_eff, c);
   if (!cv || cv->bytes.size() < 2) {
-    out.time_us = bb;
+    const double floor_us = std::exp(log_link_floor(m, n, s_eff));  // 0 without a ceiling
+    out.time_us = std::max(bb, floor_us);
     if (want_interval) {
       double sig = backbone_sigma(m, out.segment, n, s_eff, c);
       sig = std::hypot(sig, class_sigma);
-      out.lo_us = bb * std::exp(-kIntervalZ * sig);
-      out.hi_us = bb * std::exp(kIntervalZ * sig);
+      out.lo_us = std::max(bb * std::exp(-kIntervalZ * sig), floor_us);
+      out.hi_us = std::max(bb * std::exp(kIntervalZ * sig), floor_us);
     }
     return out;
   }
@@ -281,7 +294,7 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   const CurvePart cp = curve_part(m, *cv, n, c, s_eff, log_time(bb), want_interval);
   out.switch_gap = cp.switch_gap;
   out.beyond_measured = cp.beyond;
-  out.time_us = std::exp(cp.log_t);
+  out.time_us = std::exp(std::max(cp.log_t, log_link_floor(m, n, s_eff)));
   if (!want_interval) return out;
   out.beyond_octaves = cp.beyond_octaves;
   double sig = cp.sigma, end_sig = cp.end_sigma;
@@ -305,6 +318,10 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
     lo = std::max(cp.env_lo - kIntervalZ * sig, cp.bound_lo - kIntervalZ * end_sig);
     hi = std::min(cp.env_hi + kIntervalZ * sig, cp.bound_hi + kIntervalZ * end_sig);
   }
+  // No price below the link ceiling's floor (docs/CALIBRATION.md "Link ceilings").
+  const double lf = log_link_floor(m, n, s_eff);
+  lo = std::max(lo, lf);
+  hi = std::max(hi, lf);
   // Bounded so a wild profile cannot overflow exp() (readers bound noise and kappa too).
   out.lo_us = std::exp(std::clamp(lo, -700.0, 700.0));
   out.hi_us = std::exp(std::clamp(hi, -700.0, 700.0));
@@ -322,6 +339,10 @@ Priced price_impl(const Model& m, int n, int c, double s_eff, double class_sigma
 
 Priced price(const Model& m, int n, int concurrent_groups, double s_eff, double class_log_sigma) {
   return price_impl(m, n, concurrent_groups, s_eff, class_log_sigma, true);
+}
+
+double link_floor_time_us(const Model& m, int n, double s_eff) {
+  return link_floor_us(collective_info(m.collective).link_floor_factor(n), s_eff, m.link_ceiling_GBps);
 }
 
 double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff) {

@@ -480,9 +480,11 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const double level = std::log1p(q) / kIntervalZ;
   const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
   const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
-  out.time_us = tq;
-  out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
-  out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
+  // Never below the link ceiling's floor at the query's group size (0 without a ceiling).
+  const double floor_us = link_floor_time_us(m, t.n_query, s_eff);
+  out.time_us = std::max(tq, floor_us);
+  out.lo_us = std::max(widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo)), floor_us);
+  out.hi_us = std::max(widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi)), floor_us);
   return out;
 }
 
@@ -490,7 +492,8 @@ double price_transported_time_us(const Model& m, const HostTransport& t, int con
                                  double s_eff) {
   const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
   const TransportAt at = transport_at(t, s_eff);
-  return tb * transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
+  return std::max(tb * transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb),
+                  link_floor_time_us(m, t.n_query, s_eff));
 }
 
 }  // namespace shardcal::calib

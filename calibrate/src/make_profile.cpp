@@ -12,6 +12,7 @@
 
 #include "fit_text.hpp"
 #include "shardcal/calibrate/fit.hpp"
+#include "shardcal/calibrate/link_ceiling.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/utc_time.hpp"
 
@@ -65,6 +66,48 @@ static std::optional<Profile::MpiSelector> mpi_selector_of(const ResultSet& rs) 
   return out;
 }
 
+// The GPUs' link ceiling (Profile::link_ceiling): where every context record names its GPUs
+// (imported logs and traces: import.gpus) and the table knows each, the slowest GPU's (every
+// rank is bounded by its own links). Refuted -- none, and `why` says so -- when a measured point
+// ran faster than the floor it implies (a GPU the table underrates, or a log's wrong size unit).
+static std::optional<Profile::LinkCeilingInfo> link_ceiling_of(const ResultSet& rs, std::string& why) {
+  std::set<std::string> names;
+  for (const auto& f : rs.files)
+    for (const auto& c : f.context_records) {
+      std::size_t named = 0;
+      if (c.is_object() && c.contains("import") && c["import"].is_object() &&
+          c["import"].contains("gpus") && c["import"]["gpus"].is_array())
+        for (const json& g : c["import"]["gpus"])
+          if (g.is_object() && g.contains("name") && g["name"].is_string() &&
+              !g["name"].get<std::string>().empty()) {
+            names.insert(g["name"].get<std::string>());
+            ++named;
+          }
+      if (named == 0) return std::nullopt;  // a context without GPU names: not known
+    }
+  if (names.empty()) return std::nullopt;
+  std::optional<Profile::LinkCeilingInfo> out;
+  for (const auto& name : names) {
+    const auto c = gpu_link_ceiling(name);
+    if (!c) return std::nullopt;
+    if (!out || c->GBps < out->GBps) out = Profile::LinkCeilingInfo{c->GBps, {}, c->source};
+  }
+  out->gpus.assign(names.begin(), names.end());
+  for (const auto& p : rs.collectives) {
+    if (p.samples_s.empty()) continue;
+    const double fastest_us = *std::min_element(p.samples_s.begin(), p.samples_s.end()) * 1e6;
+    const double floor_us =
+        link_floor_us(collective_info(p.op).link_floor_factor(p.group_size), p.bytes_total, out->GBps);
+    if (fastest_us < floor_us) {
+      why = "link ceiling " + fmt("%.4g", out->GBps) + " GB/s (" + out->source + ") dropped: " + p.label +
+            " ran in " + fmt("%.4g", fastest_us) + " us, below the " + fmt("%.4g", floor_us) + " us it allows (" +
+            p.where + ")";
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
 Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::string& cluster) {
   Profile p;
   p.cluster = cluster;
@@ -78,6 +121,10 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
         p.shardcal_version = c["shardcal_version"].get<std::string>();
   p.models = cal.models;
   p.mpi_selector = mpi_selector_of(rs);
+  std::string ceiling_refuted;
+  p.link_ceiling = link_ceiling_of(rs, ceiling_refuted);
+  if (p.link_ceiling)
+    for (Model& m : p.models) m.link_ceiling_GBps = p.link_ceiling->GBps;
   if (cal.local_copy.used)
     p.local_copy = Profile::LocalCopy{cal.local_copy.ns_per_byte, cal.local_copy.se_ns_per_byte,
                                       cal.local_copy.transitions};
@@ -218,6 +265,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
                      {"extrapolated", t.extrapolated}});
   tr["items"] = items;
   more["transition_composition"] = tr;
+  if (!ceiling_refuted.empty()) more["link_ceiling_dropped"] = ceiling_refuted;
   extra["extra"] = more;
   p.json_extra = extra.dump();
   return p;

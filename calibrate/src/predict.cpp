@@ -223,6 +223,11 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   } else if (!d.bytes.contains(s_eff)) {
     add("size " + fmt(s_eff) + " B outside the measured range");
   }
+  out.link_floor_us = link_floor_time_us(*best, lc.group_size, s_eff);
+  out.at_link_floor = out.link_floor_us > 0 && pr.time_us <= out.link_floor_us;
+  if (out.at_link_floor)
+    add("priced at the GPUs' link ceiling (" + (std::ostringstream() << std::setprecision(4) << best->link_ceiling_GBps).str() +
+        " GB/s per GPU and direction): no collective of this size can run faster");
   out.extrapolated = !note.empty();
   out.note = note;
   out.segment = int(pr.segment);

@@ -116,6 +116,21 @@ struct Reader {
     return c;
   }
 
+  // docs/PROFILE_FORMAT.md "link_ceiling": {"GBps": x, "gpus": [NAME, ...], "source": TEXT}.
+  static Profile::LinkCeilingInfo link_ceiling(const JsonCursor& v) {
+    v.object();
+    v.expect_keys({"GBps", "gpus", "source"}, kUnknownKeyFix);
+    Profile::LinkCeilingInfo c;
+    // Above 1e6 GB/s no link exists; 0 would divide by zero.
+    c.GBps = v.required("GBps", kMissingFix).number(0.0, 1e6, /*lo_open=*/true);
+    if (auto n = v.optional("gpus")) {
+      n->array();
+      for (std::size_t i = 0; i < n->size(); ++i) c.gpus.push_back((*n)[i].string());
+    }
+    if (auto s = v.optional("source")) c.source = s->string();
+    return c;
+  }
+
   // docs/PROFILE_FORMAT.md "mpi_selector": {"selector": NAME, "forced": {COLLECTIVE: ALGORITHM}}.
   static Profile::MpiSelector mpi_selector(const JsonCursor& v) {
     v.object();
@@ -376,6 +391,8 @@ struct Reader {
     // Under "extra" (free-form), so that readers older than the field still read the profile.
     if (auto x = v.optional("extra"))
       if (auto s = x->optional("mpi_selector")) p.mpi_selector = mpi_selector(*s);
+    if (auto x = v.optional("extra"))
+      if (auto s = x->optional("link_ceiling")) p.link_ceiling = link_ceiling(*s);
     const JsonCursor models = v.required("models", kMissingFix);
     if (!models.json().is_array())
       fail(models, "expected an array of models, got " + json_quote(models.json()),
@@ -389,6 +406,7 @@ struct Reader {
         fail(models[i],
              "a second model for the same collective, hosts, concurrent_groups and dtype",
              "keep one model per class (merge or delete the duplicate)");
+      if (p.link_ceiling) m.link_ceiling_GBps = p.link_ceiling->GBps;
       p.models.push_back(std::move(m));
     }
     return p;

@@ -96,6 +96,18 @@ std::string profile_to_json(const Profile& p) {
   } else if (j.contains("extra")) {
     j["extra"].erase("mpi_selector");
   }
+  // extra.link_ceiling, likewise under "extra".
+  if (p.link_ceiling) {
+    ojson c;
+    c["GBps"] = p.link_ceiling->GBps;
+    c["gpus"] = p.link_ceiling->gpus;
+    c["source"] = p.link_ceiling->source;
+    if (!j.contains("extra")) j["extra"] = ojson::object();
+    j["extra"].erase("link_ceiling");
+    j["extra"]["link_ceiling"] = c;
+  } else if (j.contains("extra")) {
+    j["extra"].erase("link_ceiling");
+  }
   ojson models = ojson::array();
   for (const Model& m : p.models) {
     ojson jm;

@@ -131,6 +131,7 @@ def main(sb, repo):
             print(f"predict CLI: calibrate's profile ({len(fitted.models)} models) read by both readers")
     transport(sb, repo, sp)
     past_the_sweep(sb, repo, sp)
+    link_ceiling(sb, repo)
     print("predict CLI: ok")
 
 
@@ -174,6 +175,58 @@ def transport(sb, repo, sp):
         assert r.returncode == 0, r.stderr
         assert "transported from the measured hosts=4" in r.stdout, r.stdout
     print("predict CLI: host-count transport named in JSON, text and plan")
+
+
+def link_ceiling(sb, repo):
+    """The GPUs' link ceiling (docs/CALIBRATION.md "Link ceilings"): a log naming H100s gets the
+    ceiling in its profile; fitted to a flat top (sizes <= 4 MiB), prices far past it sit on the
+    floor, say so, and never fall below it; a log whose GPUs the table rates below what the log
+    measured (H100 times relabelled as T4s) loses the ceiling, and calibrate says why."""
+    log = os.path.join(repo, "tests", "data", "realdata", "ncclt-all_gather-H100-1x8-1.txt")
+    with tempfile.TemporaryDirectory() as tmp:
+        cut = os.path.join(tmp, "ag.txt")
+        with open(log) as f, open(cut, "w") as out:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0].isdigit() and len(fields) > 6 and int(fields[0]) > 4 << 20:
+                    continue
+                out.write(line)
+        res, prof = os.path.join(tmp, "r.jsonl"), os.path.join(tmp, "p.json")
+        for cmd in (["import", cut, "--out", res], ["calibrate", "--results", res, "--out", prof]):
+            r = subprocess.run([sb, *cmd], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+        assert "link ceiling: 513 GB/s per GPU and direction (H100" in r.stdout, r.stdout
+        with open(prof) as f:
+            lc = json.load(f)["extra"]["link_ceiling"]
+        assert lc["GBps"] == 513 and lc["gpus"] == ["NVIDIA H100 80GB HBM3"], lc
+        def q(nbytes):
+            r = run(sb, "--profile", prof, "--collective", "all_gather", "--group-size", "8",
+                    "--bytes", str(nbytes), "--json")
+            assert r.returncode == 0, r.stderr
+            return json.loads(r.stdout)
+        floor = lambda s: s * 7 / 8 / 513 * 1e-3  # us: all_gather moves (n-1)/n of S per rank
+        big = q(8 << 30)
+        assert big["link_ceiling"]["binds"] is True, big
+        assert abs(big["time_us"] - floor(8 << 30)) <= 1e-9 * big["time_us"], big
+        assert big["interval_us"][0] >= big["link_ceiling"]["floor_us"] * (1 - 1e-12), big
+        assert "priced at the GPUs' link ceiling (513 GB/s" in big["note"], big["note"]
+        small = q(1 << 20)
+        assert small["link_ceiling"]["binds"] is False and "link ceiling" not in small["note"], small
+        for e in range(20, 40):
+            p = q(1 << e)
+            assert p["time_us"] >= floor(1 << e) * (1 - 1e-12) and p["interval_us"][0] <= p["time_us"], (e, p)
+        # Relabelled as T4s (15.75 GB/s): the log's own times refute the ceiling.
+        t4 = os.path.join(tmp, "t4.txt")
+        with open(cut) as f, open(t4, "w") as out:
+            out.write(f.read().replace("NVIDIA H100 80GB HBM3", "Tesla T4"))
+        for cmd in (["import", t4, "--out", res], ["calibrate", "--results", res, "--out", prof]):
+            r = subprocess.run([sb, *cmd], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+        assert "link ceiling 15.75 GB/s (T4: PCIe 3.0 x16 15.75 GB/s) dropped:" in r.stdout, r.stdout
+        with open(prof) as f:
+            doc = json.load(f)
+        assert "link_ceiling" not in doc["extra"] and "link_ceiling_dropped" in doc["extra"], doc["extra"]
+        assert q(8 << 30)["link_ceiling"] is None
 
 
 def past_the_sweep(sb, repo, sp):

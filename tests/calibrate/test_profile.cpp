@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "shardcal/calibrate/cost_model.hpp"
+#include "shardcal/calibrate/link_ceiling.hpp"
 #include "shardcal/calibrate/loaded_profile.hpp"
 #include "shardcal/calibrate/profile.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
@@ -90,6 +91,63 @@ TEST(Profile, RoundTripIsCanonical) {
   EXPECT_NE(back.json_extra.find("sha256"), std::string::npos);
   const json j = json::parse(text);
   EXPECT_EQ(j["provenance"]["files"][0]["path"], "a.jsonl");  // spread to the top level
+}
+
+// GPU names as nvidia-smi, nccl-tests and torch print them: whole-word matches, the longer
+// name first (A100 is not an A10, L40S not an L4, GH200 not an H200), unknown names none.
+TEST(LinkCeiling, NamesMatchWholeWords) {
+  auto gbps = [](const char* name) {
+    const auto c = gpu_link_ceiling(name);
+    return c ? c->GBps : 0.0;
+  };
+  EXPECT_DOUBLE_EQ(gbps("NVIDIA H100 80GB HBM3"), 450 + 63);
+  EXPECT_DOUBLE_EQ(gbps("NVIDIA GH200 480GB"), 900);
+  EXPECT_DOUBLE_EQ(gbps("NVIDIA H200"), 450 + 63);
+  EXPECT_DOUBLE_EQ(gbps("NVIDIA A100-SXM4-80GB"), 300 + 31.5);
+  EXPECT_DOUBLE_EQ(gbps("NVIDIA A10"), 31.5);
+  EXPECT_DOUBLE_EQ(gbps("NVIDIA L40S"), 31.5);
+  EXPECT_DOUBLE_EQ(gbps("NVIDIA L4"), 31.5);
+  EXPECT_DOUBLE_EQ(gbps("Tesla V100-SXM2-32GB"), 150 + 15.75);
+  EXPECT_DOUBLE_EQ(gbps("NVIDIA GeForce RTX 2080 Ti"), 50 + 15.75);
+  EXPECT_DOUBLE_EQ(gbps("Tesla T4"), 15.75);
+  EXPECT_EQ(gbps("NVIDIA GeForce RTX 2080"), 0.0);  // not a 2080 Ti
+  EXPECT_EQ(gbps("AMD Instinct MI300X"), 0.0);       // not in the table: no ceiling
+  EXPECT_EQ(gbps(""), 0.0);
+}
+
+// The ceiling round-trips under extra, reaches every model, and prices never fall below its
+// floor (S_eff x link_floor_factor(n) / ceiling), the interval included; without it prices are
+// unchanged.
+TEST(LinkCeiling, RoundTripsAndFloorsPrices) {
+  Profile p = sample();
+  const double plain = price(p.models[2], 4, 1, 1e12).time_us;  // all_reduce n = 4, 1 TB
+  p.link_ceiling = Profile::LinkCeilingInfo{1000.0, {"NVIDIA B200"}, "test"};
+  const std::string text = profile_to_json(p);
+  EXPECT_NE(json::parse(text)["extra"]["link_ceiling"]["GBps"], nullptr);
+  const Profile back = parse_profile(text, "t.json");
+  EXPECT_EQ(profile_to_json(back), text);
+  ASSERT_TRUE(back.link_ceiling.has_value());
+  for (const Model& m : back.models) EXPECT_EQ(m.link_ceiling_GBps, 1000.0);
+  // all_reduce on 4 ranks: (n - 1)/n bytes each way per byte of S at least (in-network
+  // reduction), so 1 TB at 1000 GB/s takes >= 0.75 s however fast the fitted bandwidth.
+  const Model& ar = back.models[2];
+  const double floor_us = link_floor_time_us(ar, 4, 1e12);
+  EXPECT_NEAR(floor_us, 1e12 * 0.75 / 1000.0 * 1e-3, 1e-6);
+  Model fast = ar;
+  fast.segments[0].bandwidth_GBps = 1e5;  // a fit faster than the links
+  const Priced pr = price(fast, 4, 1, 1e12);
+  EXPECT_DOUBLE_EQ(pr.time_us, floor_us);
+  EXPECT_GE(pr.lo_us, floor_us);
+  EXPECT_GE(pr.hi_us, floor_us);
+  EXPECT_DOUBLE_EQ(price_time_us(fast, 4, 1, 1e12), floor_us);
+  fast.link_ceiling_GBps = 0;
+  EXPECT_LT(price(fast, 4, 1, 1e12).time_us, floor_us);
+  EXPECT_DOUBLE_EQ(price(ar, 4, 1, 1e12).time_us, std::max(plain, floor_us));
+  EXPECT_NE(error_of(R"({"schema":"shardcal.profile","version":1,"cluster":"c","created":"2026-11-23T16:00:00Z",)"
+                     R"("shardcal_version":"x","backend":"mpi","memory":"host","models":[],)"
+                     R"("extra":{"link_ceiling":{"GBps":0}}})")
+                .find("GBps"),
+            std::string::npos);
 }
 
 // The fitted copy cost: optional, round-trips, and replaces the built-in bandwidth in the

@@ -82,6 +82,12 @@ struct CollectiveInfo {
   double busbw_share;
   double busbw_flat;
   int ring_rounds;
+  // The fewest bytes one rank's links must carry in one direction, per byte of S, by any
+  // algorithm: link_share * (n - 1) / n + busbw_flat. The busbw factor, except all_reduce's 1
+  // (not 2): with in-network reduction (NVLS, SHARP) a rank sends and receives each byte once.
+  // With a link's peak bandwidth it bounds the time from below (docs/CALIBRATION.md "Link
+  // ceilings").
+  double link_share;
   // Send/receive buffer sizes (elements) of group position q.
   BufferElems (*buffers)(const CollectiveCall& c, int q);
   // Issues the call on g (plain form when c.uniform, else the v-form). Sum for reductions.
@@ -96,6 +102,10 @@ struct CollectiveInfo {
   double busbw_factor(int n) const { return n <= 1 ? 0.0 : busbw(double(n)); }
   // Sequential steps of the ring algorithm (the latency-per-step multiplier of the cost model).
   int ring_steps(int n) const { return n <= 1 ? 0 : ring_rounds * (n - 1); }
+  // Bytes through one rank's links (one direction) per byte of S at the least (n <= 1: 0).
+  double link_floor_factor(int n) const {
+    return n <= 1 ? 0.0 : link_share * (double(n) - 1.0) / double(n) + busbw_flat;
+  }
 };
 
 // The table, in `Collective` order.

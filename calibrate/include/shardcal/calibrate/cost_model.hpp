@@ -122,6 +122,11 @@ Priced price(const Model& m, int n, int concurrent_groups, double s_eff,
 // Only the time (the planner's hot path; same arithmetic as price().time_us).
 double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff);
 
+// The least time the model's link ceiling (Model::link_ceiling_GBps; docs/CALIBRATION.md "Link
+// ceilings") allows a group of n at s_eff: S_eff x link_floor_factor(n) / ceiling; 0 when the
+// profile knows no ceiling. price() and the host transport never price below it.
+double link_floor_time_us(const Model& m, int n, double s_eff);
+
 // The curve price() uses for (n, c): exact match, else the nearest by |ln n/n_i| + |ln c/c_i|
 // (ties: the one measured at concurrency c, then the first); null when the model has none.
 const MeasuredCurve* curve_for(const Model& m, int n, int concurrent_groups, bool* exact = nullptr);

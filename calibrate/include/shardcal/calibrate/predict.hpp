@@ -31,6 +31,10 @@ struct Prediction {
   // The model is of the other side of the host boundary (an intra-host group priced from
   // inter-host measurements, or the reverse): the query's links were never measured.
   bool other_side = false;
+  // The link ceiling's floor at this query (0: the profile knows no ceiling) and whether the
+  // price sits on it (docs/CALIBRATION.md "Link ceilings").
+  double link_floor_us = 0;
+  bool at_link_floor = false;
   // Set (transport.active) when the price was transported from other host counts
   // (host_transport.hpp); the planner's hot path repeats it from here.
   HostTransport transport;

@@ -136,6 +136,9 @@ struct Model {
   std::optional<Domain> domain;       // none = derived from the measured class (see Domain)
   std::string json_extra;             // the model's "extra" object verbatim ("" = none)
   std::vector<MeasuredCurve> curves;  // per measured class; empty: backbone only
+  // The profile's link ceiling (Profile::link_ceiling), 0 = not known: prices never fall below
+  // S_eff x link_floor_factor(n) / ceiling. Not written per model.
+  double link_ceiling_GBps = 0;
 };
 
 // The domain a model is used on without the prediction being marked extrapolated.
@@ -171,6 +174,15 @@ struct Profile {
     std::map<std::string, std::string> forced;
   };
   std::optional<MpiSelector> mpi_selector;
+  // The GPUs' link ceiling (docs/PROFILE_FORMAT.md "link_ceiling", calibrate/link_ceiling.hpp):
+  // the slowest named GPU's, where every context named its GPUs and the table knows them all,
+  // and no measured point ran faster. Set into every Model (link_ceiling_GBps) on read.
+  struct LinkCeilingInfo {
+    double GBps = 0;
+    std::vector<std::string> gpus;
+    std::string source;
+  };
+  std::optional<LinkCeilingInfo> link_ceiling;
 };
 
 std::string_view effective_size_name(EffectiveSize e);  // "total" | "n_times_max"
