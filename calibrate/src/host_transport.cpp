@@ -70,6 +70,31 @@ std::pair<double, double> known_switch(Collective op, std::string_view backend, 
   return {1.0, 1.0};
 }
 
+// Carried at equal per-step messages (docs/CALIBRATION.md "Other host counts"): a neighbour
+// ring's 1 or 2 (n - 1) steps each move S/n, so on n ranks it runs the measured count's steps at
+// S' = S n_b / n, (n - 1)/(n_b - 1) times over. MPI chooses its point-to-point protocol per
+// message by its size (eager / rendezvous: Open MPI's btl eager limits, SMPI's
+// smpi/send-is-detached-thresh), so a ring's features sit at per-step sizes and move with n; the
+// ring-steps and bus-factor laws at the same S would carry them to the wrong sizes (SMPI's
+// reduce_scatter ring: +59 % at 1 MiB on 8 hosts). NCCL picks its protocol per call from the
+// total size and rank count (src/graph/tuning.cc), so its rings keep the laws (on the NCCL-like
+// synthetic series this rule moved all_gather 2+4 -> 8 from 7.6 to 9.2 %). Where the rule holds:
+// MPI, a neighbour ring at both counts (the laws' ring-steps + bus-factor pair, or the ompi
+// selector's ring at both sizes), all_gather / reduce_scatter / all_reduce.
+static bool equal_message(const HostTransport& t, LatencyLaw law, BandwidthLaw bw, bool sw, int nb, int n,
+                   double s) {
+  if (!t.mpi || n <= 1 || nb <= 1) return false;
+  if (t.op != Collective::AllGather && t.op != Collective::ReduceScatter &&
+      t.op != Collective::AllReduce)
+    return false;
+  if (t.selector) {
+    const auto a = ompi_tuned_algorithm(t.op, nb, s * double(nb) / double(n));
+    const auto b = ompi_tuned_algorithm(t.op, n, s);
+    return a && b && *a == MpiAlgorithm::Ring && *b == MpiAlgorithm::Ring;
+  }
+  return law == LatencyLaw::RingSteps && bw == BandwidthLaw::BusFactor && !sw;
+}
+
 double transport_factor(double latency_us, double latency_ratio, double bus_ratio, double tb) {
   const double share = tb > 0 ? std::min(1.0, latency_us / tb) : 1.0;
   return share * latency_ratio + (1.0 - share) * bus_ratio;
@@ -283,6 +308,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   t.hosts_model = best.hosts;
   t.hosts_query = lc.hosts;
   t.selector = selector_known(p, op);
+  t.mpi = p.backend == "mpi";
   if (t.other) {
     // The test: the other count's prices carried to the chosen count by each law, at the sizes
     // both measured (their curves' knots inside both domains; else a grid over the overlap).
@@ -351,8 +377,11 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
             rk = ss.latency_ratio;
             fk = ss.bus_ratio;
           }
-          const double p_lo = ta * transport_factor(la, rk, fk * slo, ta);
-          const double p_hi = ta * transport_factor(la, rk, fk * shi, ta);
+          double p_lo = ta * transport_factor(la, rk, fk * slo, ta);
+          double p_hi = ta * transport_factor(la, rk, fk * shi, ta);
+          if (equal_message(t, law, bw, slo != shi, na, nb, k)) {
+            p_lo = p_hi = price_time_us(a, na, c, k * double(na) / double(nb)) * double(nb - 1) / double(na - 1);
+          }
           const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
           miss.push_back(d);
           score += std::abs(d);
@@ -464,10 +493,11 @@ TransportAt transport_at(const HostTransport& t, double s_eff) {
 
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma) {
-  const Priced b = price(m, t.n_model, concurrent_groups, s_eff);
+  const bool eq = equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff);
+  const Priced b = price(m, t.n_model, concurrent_groups, eq ? s_eff * t.n_model / t.n_query : s_eff);
   Priced out = b;
   const TransportAt at = transport_at(t, s_eff);
-  const double f = transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, b.time_us);
+  const double f = eq ? double(t.n_query - 1) / double(t.n_model - 1) : transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
   const double miss =
       t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
@@ -490,8 +520,10 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
 
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff) {
-  const double tb = price_time_us(m, t.n_model, concurrent_groups, s_eff);
+  const bool eq = equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff);
+  const double tb = price_time_us(m, t.n_model, concurrent_groups, eq ? s_eff * t.n_model / t.n_query : s_eff);
   const TransportAt at = transport_at(t, s_eff);
+  if (eq) return std::max(tb * (double(t.n_query - 1) / double(t.n_model - 1)), link_floor_time_us(m, t.n_query, s_eff));
   return std::max(tb * transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb),
                   link_floor_time_us(m, t.n_query, s_eff));
 }

@@ -52,6 +52,7 @@ class HostTransport:
     miss_bytes: list = field(default_factory=list)
     miss_log: list = field(default_factory=list)
     selector: bool = False
+    mpi: bool = False
     op: str = "all_reduce"
     hosts_model: int = 0
     hosts_query: int = 0
@@ -242,11 +243,25 @@ def _widened_bound(f: float, t: float, bound: float, sign: float, extra: float) 
     return f * t * math.exp(min(max(sign * math.hypot(lb, INTERVAL_Z * extra), -700.0), 700.0))
 
 
+def _equal_message(t: HostTransport, law: str, bw: str, sw: bool, nb: int, n: int, s: float) -> bool:
+    """host_transport.cpp equal_message: an MPI ring carried at equal per-step messages."""
+    if not t.mpi or n <= 1 or nb <= 1:
+        return False
+    if t.op not in ("all_gather", "reduce_scatter", "all_reduce"):
+        return False
+    if t.selector:
+        a = ompi_tuned_algorithm(t.op, nb, s * float(nb) / float(n))
+        b = ompi_tuned_algorithm(t.op, n, s)
+        return a == "ring" and b == "ring"
+    return law == "ring-steps" and bw == "bus-factor" and not sw
+
+
 def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
                       class_log_sigma: float = 0.0) -> Priced:
-    b = price(model, t.n_model, concurrent_groups, s_eff)
+    eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
+    b = price(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
     at_r, at_f, at_sw = _transport_at(t, s_eff)
-    f = transport_factor(t.latency_us, at_r, at_f, b.time_us)
+    f = float(t.n_query - 1) / float(t.n_model - 1) if eq else transport_factor(t.latency_us, at_r, at_f, b.time_us)
     step = t.step_log_sigma * t.doublings
     miss = _miss_at(t, s_eff) * t.doublings / t.test_doublings if t.test_doublings > 0 else 0.0
     common = step * step + miss * miss + class_log_sigma * class_log_sigma + at_sw * at_sw
@@ -261,7 +276,10 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
 
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
-    tb = price_time_us(model, t.n_model, concurrent_groups, s_eff)
+    eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
+    tb = price_time_us(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
+    if eq:
+        return tb * (float(t.n_query - 1) / float(t.n_model - 1))
     at_r, at_f, _ = _transport_at(t, s_eff)
     return tb * transport_factor(t.latency_us, at_r, at_f, tb)
 
@@ -287,6 +305,8 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
     fb = time_pricer(model, t.n_model, concurrent_groups)
 
     def transported(s_eff):
+        if _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff):
+            return fb(s_eff * t.n_model / t.n_query) * (float(t.n_query - 1) / float(t.n_model - 1))
         tb = fb(s_eff)
         at_r, at_f, _ = _transport_at(t, s_eff)
         return tb * transport_factor(t.latency_us, at_r, at_f, tb)
@@ -317,6 +337,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
     t.step_log_sigma = HOST_TRANSPORT_LOG_SIGMA
     t.op, t.hosts_model, t.hosts_query = op, best.hosts, hosts
     t.selector = selector_known(prof, op)
+    t.mpi = prof.backend == "mpi"
     if other is not None:
         a = other
         t.n_other = a.hosts * rph
@@ -365,6 +386,8 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                         rk, fk, _, _, _ = selector_structure(op, na, a.hosts, nb, best.hosts, k)
                     p_lo = ta * transport_factor(la, rk, fk * slo, ta)
                     p_hi = ta * transport_factor(la, rk, fk * shi, ta)
+                    if _equal_message(t, law, bw, slo != shi, na, nb, k):
+                        p_lo = p_hi = price_time_us(a, na, c, k * float(na) / float(nb)) * float(nb - 1) / float(na - 1)
                     dm = math.log(tb / p_lo) if tb < p_lo else (math.log(tb / p_hi) if tb > p_hi else 0.0)
                     miss.append(dm)
                     score += abs(dm)

@@ -102,6 +102,7 @@ struct HostTransport {
   // Known algorithms (selector_known): per size, the selector's algorithm at each count gives R
   // and F (selector_structure) instead of the laws; a switch widens by kSelectorSwitchLogSigma.
   bool selector = false;
+  bool mpi = false;  // an MPI profile: rings are carried at equal per-step messages (host_transport.cpp)
   Collective op = Collective::AllReduce;
   int hosts_model = 0, hosts_query = 0;
   // Where the tested structure missed the second count: log(measured / structure's price) per
