@@ -20,12 +20,21 @@
 #
 # Usage: scripts/simulate/host-series.sh [--out DIR] [--smpi PATH] [--hosts "2 4 8 16"]
 #                                        [--topology flat|fat-tree|both] [--algorithms ring|ompi]
+#                                        [--platform XML --hostfile FILE [--name NAME]]
+#                                        [--ranks-per-host R]
 #   --out DIR       default out/simulate-hosts
 #   --smpi PATH     the SMPI build of shardbench (default build-smpi/bin/shardbench)
 #   --hosts LIST    host counts, space-separated (default "2 4 8 16"); fat-tree needs each to be
 #                   below 4 or a multiple of 4
 #   --topology T    flat, fat-tree or both (default both)
 #   --algorithms A  ring (default) or ompi (see above)
+#   --platform XML  your own SimGrid platform instead of make-platform's: each count H runs on
+#                   the first H hosts of --hostfile (one host name per line, "name" or
+#                   "name:slots"; the slots are ignored), R ranks on each, in the file's order
+#                   (list the hosts in the order a scheduler would place a job: small counts
+#                   then sit where small jobs would). Results in DIR/NAME[-ompi]/hosts<H>.jsonl;
+#                   NAME defaults to the platform file's name without .xml
+#   --ranks-per-host R   ranks on each host (default 4)
 # Bad input: one error line, exit 2.
 set -euo pipefail
 die() { echo "host-series.sh: error: $*" >&2; exit 2; }
@@ -33,6 +42,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$root/out/simulate-hosts" smpi="$root/build-smpi/bin/shardbench" hosts="2 4 8 16" topo=both algs=ring
 rph=4 intra_bw=150 intra_lat=1 inter_bw=25 inter_lat=3 per_leaf=4 top=2
 config="$root/configs/simulate/host-series.json"
+user_platform="" user_hostfile="" user_name=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
@@ -40,15 +50,36 @@ while [ $# -gt 0 ]; do
     --hosts) [ $# -ge 2 ] || die "--hosts needs a list of host counts (e.g. \"2 4 8 16\")"; hosts="$2"; shift 2 ;;
     --topology) [ $# -ge 2 ] || die "--topology needs flat, fat-tree or both"; topo="$2"; shift 2 ;;
     --algorithms) [ $# -ge 2 ] || die "--algorithms needs ring or ompi"; algs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$1' (options: --out --smpi --hosts --topology --algorithms; see --help)" ;;
+    --platform) [ $# -ge 2 ] || die "--platform needs a SimGrid platform XML file"; user_platform="$2"; shift 2 ;;
+    --hostfile) [ $# -ge 2 ] || die "--hostfile needs a file of host names"; user_hostfile="$2"; shift 2 ;;
+    --name) [ $# -ge 2 ] || die "--name needs a directory name"; user_name="$2"; shift 2 ;;
+    --ranks-per-host) [ $# -ge 2 ] || die "--ranks-per-host needs a number"; rph="$2"; shift 2 ;;
+    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (options: --out --smpi --hosts --topology --algorithms --platform --hostfile --name --ranks-per-host; see --help)" ;;
   esac
 done
-case "$topo" in
-  flat|fat-tree) topos=("$topo") ;;
-  both) topos=(flat fat-tree) ;;
-  *) die "--topology '$topo': expected flat, fat-tree or both" ;;
-esac
+[[ "$rph" =~ ^[1-9][0-9]*$ ]] && [ "$rph" -le 1024 ] || die "--ranks-per-host '$rph': expected a whole number from 1 to 1024"
+user_hosts=()
+if [ -n "$user_platform$user_hostfile" ]; then
+  [ -n "$user_platform" ] && [ -n "$user_hostfile" ] || die "--platform and --hostfile go together (the platform, and its hosts in placement order)"
+  [ -f "$user_platform" ] || die "--platform $user_platform: no such file"
+  [ -f "$user_hostfile" ] || die "--hostfile $user_hostfile: no such file"
+  # One host per line ("name" or "name:slots"), blank lines and # comments skipped, each once.
+  mapfile -t user_hosts < <(sed -e 's/#.*//' -e 's/:.*//' -e 's/[[:space:]]//g' "$user_hostfile" | awk 'NF && !seen[$0]++')
+  [ ${#user_hosts[@]} -gt 0 ] || die "--hostfile $user_hostfile: no host names in it"
+  [ -n "$user_name" ] || user_name="$(basename "$user_platform" .xml)"
+  [[ "$user_name" =~ ^[A-Za-z0-9._-]+$ ]] || die "--name '$user_name': use letters, digits, '.', '_' or '-'"
+  topo="$user_name"
+fi
+if [ ${#user_hosts[@]} -gt 0 ]; then
+  topos=("$user_name")
+else
+  case "$topo" in
+    flat|fat-tree) topos=("$topo") ;;
+    both) topos=(flat fat-tree) ;;
+    *) die "--topology '$topo': expected flat, fat-tree or both" ;;
+  esac
+fi
 case "$algs" in
   ring) alg_cfg=(--cfg smpi/allgather:NTSLR --cfg smpi/allreduce:lr --cfg smpi/reduce_scatter:ompi_ring) suffix="" ;;
   ompi) alg_cfg=() suffix="-ompi" ;;
@@ -58,6 +89,9 @@ read -r -a hs <<< "$hosts"
 [ ${#hs[@]} -gt 0 ] || die "--hosts '$hosts': no host count given"
 for h in "${hs[@]}"; do
   [[ "$h" =~ ^[1-9][0-9]*$ ]] && [ "$h" -le 256 ] || die "--hosts: '$h' is not a host count from 1 to 256"
+  if [ ${#user_hosts[@]} -gt 0 ] && [ "$h" -gt ${#user_hosts[@]} ]; then
+    die "--hosts: $h hosts, but --hostfile $user_hostfile lists ${#user_hosts[@]}"
+  fi
   if [[ " ${topos[*]} " == *" fat-tree "* ]] && [ "$h" -gt "$per_leaf" ] && [ $((h % per_leaf)) -ne 0 ]; then
     die "--hosts: $h hosts do not fill fat-tree leaf switches of $per_leaf hosts (use a multiple of $per_leaf)"
   fi
@@ -71,14 +105,21 @@ for t in "${topos[@]}"; do
   mkdir -p "$out/$t$suffix"
   for h in "${hs[@]}"; do
     n=$((h * rph)) d="$out/$t$suffix/platform-$h"
-    topo_args=(--topology "$t")
-    if [ "$t" = fat-tree ]; then
-      leaf=$((h < per_leaf ? h : per_leaf))
-      topo_args+=(--hosts-per-switch "$leaf" --top-switches "$top")
+    if [ ${#user_hosts[@]} -gt 0 ]; then
+      # The user's platform, its first h hosts with rph ranks each.
+      mkdir -p "$d"
+      cp "$user_platform" "$d/platform.xml"
+      for hn in "${user_hosts[@]:0:$h}"; do echo "$hn:$rph"; done > "$d/hostfile"
+    else
+      topo_args=(--topology "$t")
+      if [ "$t" = fat-tree ]; then
+        leaf=$((h < per_leaf ? h : per_leaf))
+        topo_args+=(--hosts-per-switch "$leaf" --top-switches "$top")
+      fi
+      "$root/scripts/simulate/make-platform" --hosts "$h" --ranks-per-host "$rph" --intra-bw "$intra_bw" \
+        --intra-lat "$intra_lat" --inter-bw "$inter_bw" --inter-lat "$inter_lat" "${topo_args[@]}" \
+        --out "$d" >/dev/null
     fi
-    "$root/scripts/simulate/make-platform" --hosts "$h" --ranks-per-host "$rph" --intra-bw "$intra_bw" \
-      --intra-lat "$intra_lat" --inter-bw "$inter_bw" --inter-lat "$inter_lat" "${topo_args[@]}" \
-      --out "$d" >/dev/null
     # SMPI holds every rank's buffers in one process (all_reduce: ~4.6 S per rank, measured 2.4 GiB
     # peak at 8 ranks x 64 MiB): sizes S with ranks x S > 1 GiB are dropped (~5 GiB peak).
     cfg="$d/sweep.json"
