@@ -1,7 +1,7 @@
 // predict(): a query's S_eff (effective_bytes), the nearest measured class (docs/PROFILE_FORMAT.md
 // "Choosing a model"), its host-count transport (host_transport.hpp) and its notes, priced by the
-// cost model (cost_model.hpp). The Python module calibrate/python/shardcal/predict.py implements
-// the same rule, operation for operation, and a ctest compares the two.
+// cost model (cost_model.hpp). Python's shardcal.predict calls it (shardcal._core); the test
+// oracle tests/calibrate/oracle/predict.py re-reads the rule and a ctest compares the two.
 #include "shardcal/calibrate/predict.hpp"
 
 #include <algorithm>
