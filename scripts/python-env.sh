@@ -63,7 +63,7 @@ print(" ".join(m for m in ("pip", "setuptools", "wheel") if importlib.util.find_
   exit 1
 fi
 # The editable install compiles the package's C++ core, shardcal._core (the C++ cost model and the
-# DTensor plan search, from calibrate/src, core/src and formats/src; ~2 min on 2 cores; see
+# DTensor plan search, from calibrate/src, core/src and formats/src; ~70 s on 2 idle cores; see
 # calibrate/python/setup.py): skipped outside CI when this checkout is what the venv imports and the
 # built module is newer than every source and build file it is made from.
 so=$(compgen -G "calibrate/python/shardcal/_core.cpython-*.so" | head -n 1 || true)

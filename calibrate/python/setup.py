@@ -12,16 +12,17 @@ sources outside calibrate/python are found through this file's location."""
 import os
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 # What predict(), the profile reader and the cost model need, and nothing of the fitter or the
-# backends (absolute paths: the objects then stay under build/, not beside the sources).
+# backends. Relative to this directory (setuptools' editable install rejects absolute paths).
 CPP = ["calibrate/src/profile_read.cpp", "calibrate/src/cost_model.cpp", "calibrate/src/host_transport.cpp",
        "calibrate/src/predict.cpp", "calibrate/src/pricing_api.cpp",
        "core/src/collectives.cpp", "core/src/communicator.cpp", "core/src/dtype.cpp",
        "formats/src/json.cpp", "formats/src/json_cursor.cpp"]
-SOURCES = ["shardcal/_core.cpp", "shardcal/_dtensor_search.cpp"] + [os.path.join(REPO, p) for p in CPP]
+SOURCES = ["shardcal/_core.cpp", "shardcal/_dtensor_search.cpp"] + [os.path.join("..", "..", p) for p in CPP]
 missing = [p for p in SOURCES if not os.path.exists(os.path.join(HERE, p))]
 if missing:
     raise SystemExit(f"shardcal setup.py: the C++ sources {missing} are missing: install the package from a "
@@ -37,5 +38,24 @@ try:  # a pip-installed pybind11; Debian's pybind11-dev is on the default includ
 except ImportError:
     pass
 
+
+
+class BuildExt(build_ext):
+    """build_ext with the objects of ../../x.cpp under the build directory (distutils would join
+    the ".." into the object's path and write it outside)."""
+
+    def build_extension(self, ext):
+        names = self.compiler.object_filenames
+
+        def inside(sources, strip_dir=0, output_dir=""):
+            return names([s.replace("..", "up") for s in sources], strip_dir, output_dir)
+
+        self.compiler.object_filenames = inside
+        try:
+            super().build_extension(ext)
+        finally:
+            self.compiler.object_filenames = names
+
+
 setup(ext_modules=[Extension("shardcal._core", SOURCES, language="c++", include_dirs=include,
-                             extra_compile_args=flags)])
+                             extra_compile_args=flags)], cmdclass={"build_ext": BuildExt})
