@@ -62,26 +62,30 @@ print(" ".join(m for m in ("pip", "setuptools", "wheel") if importlib.util.find_
        "or remove $VENV if it was not made with --system-site-packages" >&2
   exit 1
 fi
-# The editable install compiles the package's C++ extension (~10 s; required under CI=true, see
+# The editable install compiles the package's C++ core, shardcal._core (the C++ cost model and the
+# DTensor plan search, from calibrate/src, core/src and formats/src; ~70 s on 2 idle cores; see
 # calibrate/python/setup.py): skipped outside CI when this checkout is what the venv imports and the
-# built extension is newer than its source and the build files.
-so=$(compgen -G "calibrate/python/shardcal/_dtensor_search.cpython-*.so" | head -n 1 || true)
-if [[ ${CI:-} != true && -n $so && $so -nt calibrate/python/shardcal/_dtensor_search.cpp &&
-      $so -nt calibrate/python/setup.py && $so -nt calibrate/python/pyproject.toml ]] &&
-   "$PY" -c 'import os, sys, shardcal._dtensor_search as m
+# built module is newer than every source and build file it is made from.
+so=$(compgen -G "calibrate/python/shardcal/_core.cpython-*.so" | head -n 1 || true)
+if [[ ${CI:-} != true && -n $so &&
+      -z $(find calibrate/python/shardcal calibrate/python/setup.py calibrate/python/pyproject.toml calibrate/src \
+             calibrate/include core/src core/include formats/src formats/include \( -name '*.cpp' -o -name '*.hpp' \
+             -o -name '*.py' -o -name '*.toml' \) -newer "$so" -print -quit) ]] &&
+   "$PY" -c 'import os, sys, shardcal._core as m
 sys.exit(os.path.realpath(m.__file__) != os.path.realpath(sys.argv[1]))' "$so" 2>/dev/null; then
   :
 else
-  rm -f calibrate/python/shardcal/_dtensor_search.cpython-*.so  # a failed build leaves no stale one
-  "${PIP[@]}" install -q --no-build-isolation --no-deps --no-index -e ./calibrate/python
+  rm -f calibrate/python/shardcal/_core.cpython-*.so  # a failed build leaves no stale one
+  if ! "${PIP[@]}" install -q --no-build-isolation --no-deps --no-index -e ./calibrate/python; then
+    echo "python-env.sh: building shardcal._core (calibrate/python/setup.py) failed (the compiler's error above):" \
+         "the package prices through it and does not work without it. It needs g++, python3-dev, pybind11-dev" \
+         "and nlohmann-json3-dev (bash scripts/setup.sh installs them)" >&2
+    exit 1
+  fi
 fi
-# The compiled DTensor plan search is optional for the package (setup.py) but not for the tests
-# (torch.dtensor_fastplan and calibrate.python_timefn fail without it): say here that it is missing.
-if ! "$PY" -c 'import shardcal._dtensor_search' 2>/dev/null; then
-  echo "python-env.sh: warning: shardcal._dtensor_search (calibrate/python/shardcal/_dtensor_search.cpp) was" \
-       "not built, so shardcal.torch plans in Python (slower first calls). It needs g++, python3-dev and" \
-       "pybind11-dev (bash scripts/setup.sh installs them); SHARDCAL_REQUIRE_EXT=1 bash scripts/python-env.sh" \
-       "shows the compiler's error" >&2
+if ! err=$("$PY" -c 'import shardcal.profile' 2>&1); then
+  echo "python-env.sh: the installed package does not import: $err" >&2
+  exit 1
 fi
 if [[ $TORCH == 1 ]]; then
   # The version range is the package's `torch` extra (calibrate/python/pyproject.toml); pip

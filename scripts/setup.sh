@@ -60,7 +60,7 @@ PACKAGES=(
   # scripts/python-env.sh: the venv (.venv) with the shardcal package, installed offline with
   # Debian's setuptools (--no-build-isolation), which needs wheel for an editable install
   python3-venv python3-setuptools python3-wheel
-  # ... and builds its compiled part, shardcal._dtensor_search (calibrate/python/setup.py)
+  # ... and builds its compiled core, shardcal._core (calibrate/python/setup.py; nlohmann-json3-dev above)
   python3-dev pybind11-dev
 )
 # The emulated two-host cluster (scripts/emulate/two-hosts, test label `emulate`): ip, tc

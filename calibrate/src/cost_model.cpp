@@ -1,5 +1,6 @@
 // The cost model's one definition (cost_model.hpp; docs/CALIBRATION.md "The model").
-// calibrate/python/shardcal/cost_model.py mirrors this file operation for operation.
+// Python prices through it (shardcal._core); tests/calibrate/oracle/cost_model.py re-reads it
+// as a test oracle.
 #include "shardcal/calibrate/cost_model.hpp"
 
 #include <algorithm>

@@ -2,7 +2,8 @@
 // counts"): the laws a price is carried along from a measured host count to another, the test of
 // those laws against a second measured count that chooses them (host_transport()), the note that
 // says so, and the transported price (price_transported()) on top of the cost model's price().
-// calibrate/python/shardcal/host_transport.py mirrors this file operation for operation.
+// Python prices through it; tests/calibrate/oracle/host_transport.py re-reads it as a test
+// oracle.
 #include "shardcal/calibrate/host_transport.hpp"
 
 #include <algorithm>

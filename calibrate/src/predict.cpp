@@ -1,7 +1,7 @@
 // predict(): a query's S_eff (effective_bytes), the nearest measured class (docs/PROFILE_FORMAT.md
 // "Choosing a model"), its host-count transport (host_transport.hpp) and its notes, priced by the
-// cost model (cost_model.hpp). The Python module calibrate/python/shardcal/predict.py implements
-// the same rule, operation for operation, and a ctest compares the two.
+// cost model (cost_model.hpp). Python's shardcal.predict calls it (shardcal._core); the test
+// oracle tests/calibrate/oracle/predict.py re-reads the rule and a ctest compares the two.
 #include "shardcal/calibrate/predict.hpp"
 
 #include <algorithm>
@@ -99,12 +99,12 @@ double effective_bytes(Collective c, EffectiveSize rule, double bytes,
 
 Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
                    std::span<const std::int64_t> counts, int elem_size,
-                   std::optional<DType> dtype) {
+                   std::optional<DType> dtype, bool check_class) {
   const std::string cname(collective_info(c).name);
   if (lc.group_size < 1 || lc.hosts < 1 || lc.ranks_per_host < 1 || lc.concurrent_groups < 1)
     throw Error(
         "link class: group size, hosts, ranks per host and concurrent groups must all be >= 1");
-  if (lc.hosts * std::int64_t(lc.ranks_per_host) != lc.group_size)
+  if (check_class && lc.hosts * std::int64_t(lc.ranks_per_host) != lc.group_size)
     throw Error("link class: group size " + std::to_string(lc.group_size) + " != hosts " +
                 std::to_string(lc.hosts) + " x ranks per host " +
                 std::to_string(lc.ranks_per_host) +

@@ -1,8 +1,8 @@
 // The profile reader (shardcal.profile v1): parse_profile / read_profile check every field and name
 // the JSON pointer, its line and a fix for every defect; the profile's small data helpers
 // (effective_domain, between_measured_classes, the effective-size rule's names) beside it.
-// Format: docs/PROFILE_FORMAT.md; JSON Schema: configs/schema/profile.schema.json. The Python
-// mirror is calibrate/python/shardcal/profile_read.py.
+// Format: docs/PROFILE_FORMAT.md; JSON Schema: configs/schema/profile.schema.json. Python reads
+// through it (shardcal._core); the test oracle is tests/calibrate/oracle/profile_read.py.
 #include <cmath>
 #include <cstdint>
 #include <limits>

@@ -1,13 +1,17 @@
 #!/usr/bin/python3
-"""Checks of the profile readers run by ctest with the project's venv python (the module needs only the
-standard library; the schema check needs jsonschema and skips without it).
+"""Checks of the profile readers and prices run by ctest with the project's venv python (the
+package shardcal with its compiled core shardcal._core; the schema check needs jsonschema and
+skips without it). The package prices through the C++ cost model; the pure-Python pricing in
+tests/calibrate/oracle/ (the package's own before issue 45) is the oracle these checks hold it to.
 
   schema REPO       configs/schema/profile.schema.json accepts valid profiles, rejects bad ones.
-  parity TOOL REPO   C++ predict (tests/calibrate/profile_predict_tool) and the Python module
-                     (shardcal.profile, installed from calibrate/python) agree on >= 1000 random queries over
-                     random profiles and configs/profiles/dtensor-default.json: same model, same
-                     segment, same extrapolation flag, times within 1e-9 relative; same queries
-                     rejected.
+  parity TOOL REPO   C++ predict (tests/calibrate/profile_predict_tool), the package
+                     (shardcal.profile, installed from calibrate/python) and the oracle agree on
+                     >= 1000 random queries over random profiles and
+                     configs/profiles/dtensor-default.json: the package's times and intervals
+                     equal C++'s bit for bit, the oracle's within 1e-9 relative; same model, same
+                     segment, same extrapolation flag; same queries rejected; the three readers
+                     accept and reject the same mutated profiles.
   table TOOL REPO    the Python module's copy of the collective table (COLLECTIVES, HAS_V_FORM,
                      busbw_factor, ring_steps) and the collective enum of
                      configs/schema/profile.schema.json equal the C++ table
@@ -15,10 +19,11 @@ standard library; the schema check needs jsonschema and skips without it).
                      aligned with the hosts or not (mesh 2x3 on 4-rank hosts: groups of 3 across
                      a host boundary) is the same in shardcal.formats, in mesh_topo() and in C++
                      (profile_predict_tool --link-classes: `shardbench plan`'s rule).
-  timefn REPO        Profile.time_fn (the DTensor adapter's time-only prices) is bit-identical to
+  timefn REPO        Profile.time_fn (the DTensor adapter's time-only prices, a shardcal._core.TimeFn
+                     that the compiled plan search evaluates itself) is bit-identical to
                      predict().time_us on random queries over random profiles with curves and
-                     transported host counts; same queries rejected with the same message; and so
-                     is the compiled evaluator of the same function (shardcal._dtensor_search.Price).
+                     transported host counts; same queries rejected with the same message; and
+                     the oracle's time_fn gives the same bits, also swept across each curve.
   dtensor REPO       configs/profiles/dtensor-default.json reproduces PyTorch DTensor's cost
                      functions (torch/distributed/tensor/_collective_utils.py: MeshTopoInfo,
                      allgather_cost, allreduce_cost, reduce_scatter_cost, and redistribute_cost's
@@ -47,6 +52,14 @@ def load_module(repo):
     import shardcal.profile
 
     return shardcal.profile
+
+
+def load_oracle():
+    """tests/calibrate/oracle/profile.py: the pure-Python pricing, a test oracle only."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import oracle.profile
+
+    return oracle.profile
 
 
 def rnum(rng, lo, hi):
@@ -166,6 +179,7 @@ def selector_profiles(tmp, k):
 
 def parity(tool, repo):
     sp = load_module(repo)
+    orc = load_oracle()
     rng = random.Random(20261123)
     total = 0
     compared = 0
@@ -187,6 +201,7 @@ def parity(tool, repo):
         profiles += selector_profiles(tmp, 3)
         for path in profiles:
             prof = sp.load(path)
+            oprof = orc.load(path)
             with open(path) as f:  # the optional relative SEs are read as written (absent: None)
                 raw = json.load(f)
             for m, rm in zip(prof.models, raw["models"]):
@@ -208,22 +223,30 @@ def parity(tool, repo):
             for q, line, text in zip(queries, got, lines):
                 total += 1
                 coll, n, hosts, rph, cg, nbytes, dtype, elem, counts = q
-                try:
-                    p = prof.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts, elem_size=elem,
-                                     dtype=dtype, concurrent_groups=cg)
-                except sp.ProfileError as e:
-                    assert line.startswith("error "), f"{path}: '{text}': python rejected ({e}), C++ gave {line}"
+                for who, pr in (("package", prof), ("oracle", oprof)):
+                    try:
+                        p = pr.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts, elem_size=elem,
+                                       dtype=dtype, concurrent_groups=cg)
+                    except (sp.ProfileError, orc.ProfileError) as e:
+                        assert line.startswith("error "), f"{path}: '{text}': {who} rejected ({e}), C++ gave {line}"
+                        continue
+                    assert line.startswith("ok "), f"{path}: '{text}': C++ rejected ({line}), {who} gave {p.time_us}"
+                    _, t, lo, hi, mi, seg, ex = line.split()
+                    for what, a, b in (("time", float(t), p.time_us), ("interval lo", float(lo), p.lo_us),
+                                       ("interval hi", float(hi), p.hi_us)):
+                        rel = abs(a - b) / max(abs(b), 1e-300)
+                        # the package is the C++ model: the same bits; the oracle: the same arithmetic
+                        # (its intervals may differ from C++'s in the last bits)
+                        assert (a == b) if who == "package" else rel <= 1e-9, \
+                            f"{path}: '{text}': {what}: C++ {a!r} {who} {b!r} (rel {rel:.3g})"
+                    assert p.lo_us <= p.time_us <= p.hi_us, f"{path}: '{text}': {p.time_us} outside [{p.lo_us}, {p.hi_us}]"
+                    assert int(mi) == p.model.index, f"{path}: '{text}': model C++ {mi} {who} {p.model.index}"
+                    assert int(seg) == p.segment, f"{path}: '{text}': segment C++ {seg} {who} {p.segment}"
+                    assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} {who} {p.note}"
+                if not line.startswith("ok "):
                     continue
-                assert line.startswith("ok "), f"{path}: '{text}': C++ rejected ({line}), python gave {p.time_us}"
-                _, t, lo, hi, mi, seg, ex = line.split()
-                for what, a, b in (("time", float(t), p.time_us), ("interval lo", float(lo), p.lo_us),
-                                   ("interval hi", float(hi), p.hi_us)):
-                    rel = abs(a - b) / max(abs(b), 1e-300)
-                    assert rel <= 1e-9, f"{path}: '{text}': {what}: C++ {a!r} python {b!r} (rel {rel:.3g})"
-                assert p.lo_us <= p.time_us <= p.hi_us, f"{path}: '{text}': {p.time_us} outside [{p.lo_us}, {p.hi_us}]"
-                assert int(mi) == p.model.index, f"{path}: '{text}': model C++ {mi} python {p.model.index}"
-                assert int(seg) == p.segment, f"{path}: '{text}': segment C++ {seg} python {p.segment}"
-                assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} python {p.note}"
+                p = prof.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts, elem_size=elem, dtype=dtype,
+                                 concurrent_groups=cg)
                 compared += 1
                 transported += "tested by" in p.basis
                 grown += "untested" in p.basis
@@ -231,9 +254,11 @@ def parity(tool, repo):
     for c in COLLS:  # every collective is queried and predicted by both
         assert c in seen_ok, f"no accepted query for {c}: {sorted(seen_ok)}"
     edge_parity(tool, sp)
-    agree = reject_parity(tool, sp, rng)
-    print(f"parity: both readers agree on accepting/rejecting {agree} mutated profiles")
-    print(f"parity: {compared} predictions equal (<= 1e-9 rel), {total - compared} rejected by both, "
+    edge_parity(tool, orc)
+    agree = reject_parity(tool, sp, orc, rng)
+    print(f"parity: the C++ reader, the package and the oracle agree on accepting/rejecting {agree} mutated profiles")
+    print(f"parity: {compared} predictions equal (package: bit for bit; oracle: <= 1e-9 rel), "
+          f"{total - compared} rejected by all, "
           f"{len(profiles)} profiles; {transported} of them transported between host counts and tested by a second, "
           f"{grown} transported untested")
     assert compared >= 1000, compared
@@ -253,16 +278,11 @@ def timefn(repo):
     DTensor profile and the emulated two-host profile; each class's function is asked twice (its
     cache) and sizes at and around the curves' knots."""
     sp = load_module(repo)
-    # The DTensor adapter's compiled search evaluates a price function from its spec in C++
-    # (shardcal._dtensor_search.Price); each one is compared here too, bit for bit.
-    try:
-        from shardcal import _dtensor_search as compiled
-    except ImportError:
-        raise AssertionError("shardcal._dtensor_search is not built (scripts/python-env.sh builds it: needs g++, "
-                             "python3-dev and Debian's pybind11-dev, bash scripts/setup.sh)") from None
+    orc = load_oracle()
+    from shardcal import _core  # the DTensor adapter's compiled search evaluates a _core.TimeFn itself
     rng = random.Random(20261128)
-    counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0, "compiled": 0,
-              "compiled curve": 0, "compiled sweep": 0}
+    counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0, "oracle": 0,
+              "oracle curve": 0, "oracle sweep": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json"),
                     os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")]
@@ -280,8 +300,9 @@ def timefn(repo):
         profiles += selector_profiles(tmp, 4)
         for path in profiles:
             prof = sp.load(path)
+            oprof = orc.load(path)
             inter = os.path.basename(path).startswith("h")
-            knots = sorted({b for m in prof.models for c in m.curves for b in c.bytes})
+            knots = sorted({float(b) for m in prof.models for c in m.curves for b in c.bytes})
             for _ in range(300):
                 coll, n, hosts, rph, cg, nbytes, dtype, _, _ = (
                     random_query(rng, ("all_gather", "all_reduce", "reduce_scatter"), (2, 3, 4, 6, 8, 16))
@@ -305,19 +326,19 @@ def timefn(repo):
                     got = prof.time_fn(*args)(nbytes)
                     assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} time_fn {got!r}"
                 fn = prof.time_fn(*args)
-                if fn.spec is not None:  # (None: a transported kind, which the search calls in Python)
-                    price = compiled.Price(fn.spec)
-                    got = price(float(nbytes))
-                    assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} compiled {got!r}"
-                    counts["compiled"] += 1
-                    if len(fn.spec) == 7:  # a curve: also a sweep across its knots (every branch)
-                        counts["compiled curve"] += 1
-                        # (up to 2^10 x past the last knot: far past the sweep the physical bounds bind)
-                        top = 1024.0 * max(fn.spec[6][1])
-                        for j in range(48):
-                            b = rng.uniform(0.5, top) if j % 2 else math.exp(rng.uniform(0.0, math.log(top)))
-                            assert price(b) == fn(b), f"{path}: {args} {b!r}: time_fn {fn(b)!r} compiled {price(b)!r}"
-                            counts["compiled sweep"] += 1
+                assert isinstance(fn, _core.TimeFn), type(fn)  # (what the compiled search prices with)
+                ofn = oprof.time_fn(*args)
+                got = ofn(nbytes)
+                assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} oracle {got!r}"
+                counts["oracle"] += 1
+                if ofn.spec is not None and len(ofn.spec) == 7:  # a curve: also a sweep across its knots
+                    counts["oracle curve"] += 1
+                    # (up to 2^10 x past the last knot: far past the sweep the physical bounds bind)
+                    top = 1024.0 * max(ofn.spec[6][1])
+                    for j in range(48):
+                        b = rng.uniform(0.5, top) if j % 2 else math.exp(rng.uniform(0.0, math.log(top)))
+                        assert ofn(b) == fn(b), f"{path}: {args} {b!r}: time_fn {fn(b)!r} oracle {ofn(b)!r}"
+                        counts["oracle sweep"] += 1
                 counts["compared"] += 1
                 counts["curve"] += "curve" in want.basis
                 counts["two counts"] += "tested by" in want.basis
@@ -333,7 +354,7 @@ def timefn(repo):
                         raise AssertionError(f"time_fn took {nb}")
                     except sp.ProfileError as e2:
                         assert str(e2) == str(e), (str(e), str(e2))
-    import pickle  # a profile with bound price functions still pickles (they are closures: rebuilt)
+    import pickle  # a profile with bound price functions still pickles (its C++ parts are rebuilt)
     prof = sp.load(profiles[1])
     want = prof.time_fn("all_gather", 4, 2, 2, "f32")(1e6)
     again = pickle.loads(pickle.dumps(prof))
@@ -341,10 +362,10 @@ def timefn(repo):
         prof.predict("all_gather", 4, 2, 2, nbytes=1e6, dtype="f32").time_us
     print(f"time_fn == predict().time_us on {counts['compared']} queries over {len(profiles)} profiles "
           f"({counts['curve']} on a measured curve, {counts['two counts']} transported and tested by a second count, "
-          f"{counts['prior']} transported untested; {counts['compiled']} also by the compiled Price, "
-          f"{counts['compiled curve']} of them with a curve, swept at {counts['compiled sweep']} more sizes); "
+          f"{counts['prior']} transported untested; {counts['oracle']} also equal to the oracle's, "
+          f"{counts['oracle curve']} of them with a curve, swept at {counts['oracle sweep']} more sizes); "
           f"{counts['rejected']} rejected alike")
-    for k in ("compared", "curve", "two counts", "prior", "rejected", "compiled", "compiled curve"):
+    for k in ("compared", "curve", "two counts", "prior", "rejected", "oracle", "oracle curve"):
         assert counts[k] >= 20, f"too few queries of kind {k!r}: {counts}"
 
 
@@ -467,8 +488,9 @@ def link_classes(tool, repo, sp):
     print(f"table: link classes of {len(cases)} meshes agree (shardcal.formats, mesh_topo, C++)")
 
 
-def reject_parity(tool, sp, rng):
-    """Both readers accept or both reject each mutated profile."""
+def reject_parity(tool, sp, orc, rng):
+    """The C++ reader, the package (the C++ reader through shardcal._core: a ProfileError, never a
+    crash) and the oracle's reader all accept or all reject each mutated profile."""
     n = accepted = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(300):
@@ -487,13 +509,14 @@ def reject_parity(tool, sp, rng):
             out = subprocess.run([tool, path], input="", capture_output=True, text=True, timeout=60)
             assert out.returncode == 0, out.stderr
             cpp_ok = out.stdout == ""
-            try:
-                sp.load(path)
-                py_ok, why = True, ""
-            except sp.ProfileError as e:
-                py_ok, why = False, str(e)
-            assert cpp_ok == py_ok, f"C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout} but Python " \
-                                    f"{'accepts' if py_ok else 'rejects: ' + why}\n{json.dumps(doc)}"
+            for who, mod in (("the package", sp), ("the oracle", orc)):
+                try:
+                    mod.load(path)
+                    py_ok, why = True, ""
+                except mod.ProfileError as e:
+                    py_ok, why = False, str(e)
+                assert cpp_ok == py_ok, f"C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout} but {who} " \
+                                        f"{'accepts' if py_ok else 'rejects: ' + why}\n{json.dumps(doc)}"
             n += 1
             accepted += cpp_ok
     assert 20 <= accepted <= n - 20, f"mutations too {'mild' if accepted > 20 else 'harsh'}: {accepted}/{n} accepted"

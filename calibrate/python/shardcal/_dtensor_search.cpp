@@ -8,10 +8,10 @@
 // What stays defined once, in Python:
 //   - the graph (states, neighbours in get_next_state's order, edges): `_Graph` numbers each state
 //     and registers each edge and expanded state's neighbours here; a state not yet expanded is
-//     expanded through the `expand` callback;
-//   - the cost model: a class's price function (cost_model.time_pricer) is evaluated here from its
-//     `spec` (its constants; the same operations in the same order: `Price`), other kinds through
-//     their Python function. tests/calibrate/parity_test.py `timefn` compares them bit for bit.
+//     expanded through the `expand` callback.
+// The cost model is the C++ one: a class's price (Profile.time_fn, a shardcal._core.TimeFn) is
+// evaluated here through its ClassPricer (pricing_api.hpp), the function predict() prices with;
+// any other callable is called in Python. Part of the extension shardcal._core (submodule search).
 // What is mirrored from Python, line for line: the search loop (heap of (cost, push counter), the
 // cut at the best target entry), the edge rule (which collective an edge runs and its bytes:
 // dtensor_plan._edge_query) and the steps' logical shapes (dtensor_plan.plan's Python path).
@@ -21,6 +21,8 @@
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include "_core.hpp"
 
 #include <algorithm>
 #include <array>
@@ -89,114 +91,6 @@ std::int64_t round_up(std::int64_t x, std::int64_t k) {  // ceil(x / k) * k, or 
   return r;
 }
 
-double py_max(double a, double b) { return b > a ? b : a; }  // Python's max(a, b): the first unless b is larger
-double py_min(double a, double b) { return b < a ? b : a; }  // Python's min(a, b): the first unless b is smaller
-constexpr double kLn2 = 0.6931471805599453;                   // cost_model.py LN2
-
-// cost_model.time_pricer's price function from its `spec` (the same constants), computing the same
-// operations in the same order, so its prices are bit-identical to the Python function's (the
-// same libm's log, log2 and exp; built with -ffp-contract=off, no fused multiply-add).
-// tests/calibrate/parity_test.py `timefn` compares them on every query it makes.
-class Price {
- public:
-  explicit Price(const py::tuple& spec) {
-    const auto kind = spec[0].cast<std::string>();
-    if (kind == "constant") {
-      constant_ = true;
-      a_ = spec[1].cast<double>();
-      return;
-    }
-    if (kind != "backbone" || (spec.size() != 6 && spec.size() != 7)) throw py::value_error("unknown price spec");
-    rs_ = spec[1].cast<double>();
-    bf_ = spec[2].cast<double>();
-    cm1_ = spec[3].cast<double>();
-    for (const auto& c : spec[4].cast<py::list>()) {
-      const auto t = c.cast<py::tuple>();
-      if (t.size() != 4) throw py::value_error("price spec: 4 coefficients a segment");
-      coefs_.push_back({t[0].cast<double>(), t[1].cast<double>(), t[2].cast<double>(), t[3].cast<double>()});
-    }
-    his_ = spec[5].cast<std::vector<double>>();
-    if (coefs_.empty() || his_.size() + 1 != coefs_.size()) throw py::value_error("price spec: segments");
-    if (spec.size() == 7) {
-      const auto cv = spec[6].cast<py::tuple>();
-      if (cv.size() != 11 || cv[0].cast<std::string>() != "curve") throw py::value_error("price spec: curve");
-      knot_bytes_ = cv[1].cast<std::vector<double>>();
-      xs_ = cv[2].cast<std::vector<double>>();
-      kb_ = cv[3].cast<std::vector<double>>();
-      yk_ = cv[4].cast<std::vector<double>>();
-      ym_ = cv[5].cast<std::vector<double>>();
-      lr_ = cv[6].cast<std::vector<double>>();
-      seg_at_ = cv[7].cast<std::vector<long>>();
-      wgt_ = cv[8].cast<double>();
-      shrink1_ = cv[9].cast<double>();
-      switch_ = cv[10].cast<double>();
-      const std::size_t k = knot_bytes_.size();
-      if (k < 2 || xs_.size() != k || kb_.size() != k || yk_.size() != k || ym_.size() != k || lr_.size() != k ||
-          seg_at_.size() != k)
-        throw py::value_error("price spec: curve knots");
-      curve_ = true;
-    }
-  }
-
-  double operator()(double s) const {
-    if (constant_) return a_;
-    const double bb = backbone(s);
-    if (!curve_) return bb;
-    const std::size_t k = knot_bytes_.size();
-    const double log_bb = std::log(py_max(bb, 1e-6));
-    const double x = std::log2(py_max(s, 1.0));
-    if (x > xs_[k - 1]) {  // beyond the measured sizes (cost_model.py time_pricer, same order)
-      const double d = x - xs_[k - 1];
-      const double ye = ym_[k - 1];
-      const double slope = py_min(py_max((ye - ym_[k - 2]) / (xs_[k - 1] - xs_[k - 2]), 0.0), kLn2);
-      const double far = ye + kLn2 * d;
-      const double carried = py_min(py_max(log_bb + wgt_ * lr_[k - 1], py_min(ye, far)), py_max(ye, far));
-      return std::exp(0.5 * (carried + (ye + slope * d)));
-    }
-    if (x < xs_[0]) {
-      const double d = xs_[0] - x;
-      const double ye = yk_[0];
-      const double far = ye - kLn2 * d;
-      return std::exp(py_min(py_max(log_bb + wgt_ * lr_[0], py_min(ye, far)), py_max(ye, far)));
-    }
-    std::size_t i = static_cast<std::size_t>(
-        std::upper_bound(knot_bytes_.begin(), knot_bytes_.end(), py_max(s, 1.0)) - knot_bytes_.begin());
-    i = i == 0 ? 0 : i - 1;
-    if (i + 1 >= k) i = k - 2;
-    const double xi = xs_[i], xj = xs_[i + 1];
-    const double g = xj - xi;
-    const double w = g > 0 ? (x - xi) / g : 0.0;
-    const double yi = ym_[i];
-    const double yj = kb_[i + 1] < kb_[i] ? yk_[i + 1] : py_max(yk_[i + 1], yi);
-    if (0 < w && w < 1 && (seg_at_[i] != seg_at_[i + 1] || wgt_ * std::fabs(lr_[i + 1] - lr_[i]) > switch_))
-      return std::exp((1 - w) * yi + w * yj);
-    const double shape = log_bb - ((1 - w) * kb_[i] + w * kb_[i + 1]);
-    const double r = (1 - w) * lr_[i] + w * lr_[i + 1] - shrink1_ * shape;
-    return std::exp(py_max(log_bb + wgt_ * r, yi));
-  }
-
- private:
-  double backbone(double s) const {
-    std::size_t seg = 0;
-    const std::size_t last = coefs_.size() - 1;
-    while (seg < last && s >= his_[seg]) ++seg;
-    const auto& a = coefs_[seg];
-    double t = 0.0;  // segment_time_us's sum, term by term
-    t += a[0] * 1.0;
-    t += a[1] * rs_;
-    const double x = s * bf_;
-    t += a[2] * x;
-    t += a[3] * (x * cm1_);
-    return t;
-  }
-
-  bool constant_ = false, curve_ = false;
-  double a_ = 0, rs_ = 0, bf_ = 0, cm1_ = 0, wgt_ = 0, shrink1_ = 0, switch_ = 0;
-  std::vector<std::array<double, 4>> coefs_;
-  std::vector<double> his_, knot_bytes_, xs_, kb_, yk_, ym_, lr_;
-  std::vector<long> seg_at_;
-};
-
 // An instance of the dataclass `cls` (DTensor's _TransformInfo) with these three fields, as its
 // frozen dataclass __init__ leaves it: object.__new__, then object.__setattr__ of each field (what
 // that __init__ does), without __post_init__ (two checks every step Graph::plan makes passes).
@@ -219,8 +113,8 @@ py::object new_transform_info(const py::object& cls, const py::object& mesh_dim,
 }
 
 // What the search needs of one mesh and dtype: the mesh shape, whether S(a) -> S(b) is an
-// all-gather (cpu), which dims run gloo, and the price of each (mesh dim, collective): a Price
-// (evaluated here), a Python callable (a price kind with no spec: host transport), or nothing yet:
+// all-gather (cpu), which dims run gloo, and the price of each (mesh dim, collective): a C++
+// ClassPricer (a _core.TimeFn's, evaluated here), another Python callable, or nothing yet:
 // then price(d, coll, bytes) (dtensor_plan's, which binds one or prices +inf with its warning).
 class MeshPrices {
  public:
@@ -235,9 +129,8 @@ class MeshPrices {
     if (i >= prices_.size()) throw py::index_error("MeshPrices.set");
     prices_[i].reset();
     fns_[i] = py::object();
-    const py::object spec = py::getattr(fn, "spec", py::none());
-    if (!spec.is_none())
-      prices_[i].emplace(spec.cast<py::tuple>());
+    if (py::isinstance<shardcal_py::TimeFn>(fn))
+      prices_[i].emplace(fn.cast<const shardcal_py::TimeFn&>().pricer);
     else
       fns_[i] = fn;
   }
@@ -295,7 +188,7 @@ class MeshPrices {
   std::vector<std::int64_t> mesh_;
   std::vector<bool> gloo_;
   bool cpu_;
-  std::vector<std::optional<Price>> prices_;
+  std::vector<std::optional<shardcal::calib::ClassPricer>> prices_;
   std::vector<py::object> fns_;
   py::function price_;
 };
@@ -792,14 +685,10 @@ PyMethodDef plan_def = {"plan", reinterpret_cast<PyCFunction>(reinterpret_cast<v
 
 }  // namespace
 
-PYBIND11_MODULE(_dtensor_search, m) {
-  m.doc() = "DTensor's min-cost redistribution search over shardcal.dtensor_plan's compact states";
+void shardcal_py::bind_search(py::module_& m) {
   m.add_object("plan", py::reinterpret_steal<py::object>(PyCFunction_NewEx(&plan_def, nullptr, m.attr("__name__").ptr())));
   m.def("transform_info", &new_transform_info, py::arg("cls"), py::arg("mesh_dim"), py::arg("src_dst_placements"),
         py::arg("logical_shape"));
-  py::class_<Price>(m, "Price")
-      .def(py::init<const py::tuple&>(), py::arg("spec"))
-      .def("__call__", &Price::operator(), py::arg("nbytes"));
   py::class_<MeshPrices>(m, "MeshPrices")
       .def(py::init<std::vector<std::int64_t>, bool, std::vector<bool>, py::function>(), py::arg("mesh"),
            py::arg("cpu"), py::arg("gloo"), py::arg("price"))

@@ -1,8 +1,8 @@
 """The collective table, as data: collectives.json next to this file is what
 `shardbench info --collectives --json` prints for core/src/collectives.cpp (the test
 cli.collectives_table keeps the two equal), so a new collective reaches Python without editing
-code. Its own module so that cost_model.py and profile.py both read it without importing each
-other (shardcal.profile re-exports every name here).
+code. Its own module so that the package's modules read it without importing each other
+(shardcal.profile re-exports every name here).
 """
 
 from __future__ import annotations

@@ -6,14 +6,14 @@ Why: DTensor's Dijkstra builds a `DistState` dataclass, `Shard`/`Replicate` obje
 two `DTensorSpec`s; a first plan took 0.4-11 ms where DTensor's greedy default takes ~0.05 ms.
 Here a state is two tuples of ints (a code per mesh dim, the mesh dims sharding each tensor dim in
 order) and an edge is priced by the same `Pricer` calls, so the first plan costs a fraction of that.
-The whole plan runs compiled (`_dtensor_search.cpp`, pybind11: the specs' states, the search, the
+The whole plan runs compiled (`_dtensor_search.cpp` in shardcal._core, pybind11: the specs' states, the search, the
 `_TransformInfo` list; ~2 us per popped state in Python was most of a first plan, and the Python
 around the compiled search kept the first redistribute at 0.84-0.91x the greedy default's speed):
 the graph stays defined here (`_Graph` numbers its states and registers its edges and expanded
-states with the compiled copy), and a price the compiled copy cannot evaluate from a price
-function's constants comes from the `price` callback, so the cost model keeps its one definition.
-Without the compiled module (no C++ compiler or pybind11 at install) the same plan is made in Python
-(`_search` and the steps below), which is also the reference the tests compare.
+states with the compiled copy), and each price is the C++ cost model's: a class's Profile.time_fn
+is evaluated by the compiled search itself, an unbound class comes from the `price` callback.
+The same plan is also made in Python (`_search` and the steps below, `use_compiled = False`): the
+reference the tests compare.
 
 The plans are DTensor's own, step for step: the same neighbours in the same order (get_next_state's
 cases 1-6, then `_get_shard_to_partial_target_states`), the same edge costs (the adapter's
@@ -37,12 +37,9 @@ import weakref
 
 from .profile import ProfileError
 
-try:  # the search compiled (calibrate/python/setup.py; pybind11)
-    from . import _dtensor_search as _compiled
-    if not all(hasattr(_compiled, f) for f in ("plan", "transform_info", "Graph", "MeshPrices")):
-        _compiled = None  # a module built from older sources: plan in Python (shardcal.torch warns)
-except ImportError:  # built without a C++ compiler or pybind11: the same search in Python
-    _compiled = None
+# The search compiled (_dtensor_search.cpp), part of the package's compiled core shardcal._core,
+# where it prices with the C++ cost model (profile_read imports _core and says when it is missing)
+from ._core import search as _compiled
 
 # Whether plan() searches with the compiled module (tests set False to check the Python search)
 use_compiled = _compiled is not None
@@ -393,9 +390,9 @@ class _MeshContext:
                     self.bound(d, COLLECTIVES.index(coll), dt)
 
     def price_table(self, dtype):
-        """The compiled search's _dtensor_search.MeshPrices for dtype: the mesh, and in entry
-        d * 4 + collective code the bound price function (evaluated in C++ from its spec where it
-        has one); where none is bound yet or the profile cannot price it, the search calls plan's
+        """The compiled search's MeshPrices (shardcal._core.search) for dtype: the mesh, and in entry
+        d * 4 + collective code the bound price function (a Profile.time_fn: the C++ pricer,
+        evaluated there); where none is bound yet or the profile cannot price it, the search calls plan's
         price callback, which binds it or warns and gives +inf."""
         t = self.tables.get(dtype)
         if t is None:
@@ -473,7 +470,7 @@ def mesh_context(pricer, mesh) -> _MeshContext:
 
 
 def _compiled_plan(g, ctx, src_pl, src_spec, dst_pl, dst_spec, full, itemsize, dtype, planner):
-    """_dtensor_search.plan on g's compiled copy: the _TransformInfo list, None (no path / DTensor's
+    """shardcal._core.search.plan on g's compiled copy: the _TransformInfo list, None (no path / DTensor's
     planner), False (a state or reduce op not numbered yet) or True (the Python path plans)."""
     compiled = g.compiled
     if compiled is None:  # (the graph was found out of step meanwhile: see _out_of_step)

@@ -1,24 +1,22 @@
-"""What one query costs -- the Python mirror of calibrate/src/predict.cpp.
+"""What one query costs: Python's entry to the C++ predict() (calibrate/src/predict.cpp).
 
-A query's S_eff from uneven counts (effective_bytes), the nearest measured class
-(docs/PROFILE_FORMAT.md "Choosing a model"), its host-count transport (shardcal.host_transport),
-the notes that say what was extrapolated, and the price with its 95 % interval
-(shardcal.cost_model): the same model choice, segment and floating-point operations in the same
-order as the C++ (tests/calibrate/parity_test.py). The functions take the profile (a
-shardcal.profile.Profile) as their first argument; Profile's methods of the same names call them.
+S_eff (effective_bytes), the nearest measured class (docs/PROFILE_FORMAT.md "Choosing a model"),
+its host-count transport, the notes that say what was extrapolated, and the price with its 95 %
+interval are all computed by the C++ cost model through shardcal._core, the functions
+`shardbench predict` calls (docs/CALIBRATION.md "The model"); this module fills in Python's
+defaults and wraps the answers. The functions take the profile (a shardcal.profile.Profile) as
+their first argument; Profile's methods of the same names call them.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Optional, Sequence
 
-from . import cost_model as _cm
 from . import formats as _formats
-from . import host_transport as _ht
-from .collectives import COLLECTIVES, HAS_V_FORM
-from .profile_read import Model, ProfileError, _between_measured_classes, _contains
+from .collectives import COLLECTIVES
+from .profile_read import Model, ProfileError, _core
 
 
 @dataclass
@@ -29,7 +27,7 @@ class Prediction:
     extrapolated: bool
     note: str
     s_eff: float
-    lo_us: float = 0.0  # 95 % prediction interval (cost_model.py)
+    lo_us: float = 0.0  # 95 % prediction interval
     hi_us: float = 0.0
     basis: str = ""
     class_note: str = ""  # the link-class part of note ("" when the class was measured)
@@ -37,37 +35,17 @@ class Prediction:
     size_edge_bytes: float = 0.0  # the nearest measured size when size_octaves != 0
     other_side: bool = False  # an intra-host group priced from inter-host measurements, or the reverse
 
-def _factor_distance(x: int, r) -> float:
-    lo, hi = r
-    if x < lo:
-        return lo / x
-    if hi is not None and x > hi:
-        return x / hi
-    return 1.0
 
-def _row_length(collective: str, size: int, group_size: int) -> int:
-    if group_size < 1:
-        raise ProfileError(f"group size must be >= 1, got {group_size}")
-    if size == group_size:
-        return group_size
-    if collective == "all_to_all" and size == group_size * group_size:
-        return group_size
-    raise ProfileError(f"counts has {size} entries but the group size is {group_size}; give one count per "
-                       "group position" + (" (all_to_all: or n x n, the send matrix row-major)"
-                                           if collective == "all_to_all" else ""))
+def _collective(name: str) -> str:
+    if name not in COLLECTIVES:
+        raise ProfileError(f"unknown collective {name!r}; use one of {COLLECTIVES}")
+    return name
 
 
-def _check_counts(collective: str, counts: Sequence[int], elem_size: int) -> None:
-    if elem_size < 1:
-        raise ProfileError(f"element size must be >= 1 byte, got {elem_size}")
-    for i, c in enumerate(counts):
-        if c < 0:
-            raise ProfileError(f"counts[{i}] = {c} is negative; counts are elements per group position")
-    if collective not in HAS_V_FORM:
-        for i, c in enumerate(counts):
-            if c != counts[0]:
-                raise ProfileError(f"{collective} has no v-form: its count is the buffer, the same at every group "
-                                   f"position, but counts[{i}] = {c} != counts[0] = {counts[0]}; give equal counts")
+def _ranks_per_host(group_size: int, hosts: int, ranks_per_host: Optional[int]) -> int:
+    if ranks_per_host is not None:
+        return ranks_per_host
+    return group_size // hosts if hosts >= 1 else 0  # (predict rejects hosts < 1)
 
 
 def effective_bytes(collective: str, rule: str, nbytes: float, counts: Sequence[int] = (), elem_size: int = 1,
@@ -76,177 +54,74 @@ def effective_bytes(collective: str, rule: str, nbytes: float, counts: Sequence[
     no v-form (all_reduce, broadcast): equal counts, S_eff = counts[0] * elem_size; all_to_all:
     n counts (one row) or n x n (the send matrix, row-major), the rule per row, the largest;
     others: the rule over the n counts. group_size defaults to len(counts)."""
-    if not counts:
-        if not math.isfinite(nbytes) or nbytes < 0:
-            raise ProfileError(f"bytes must be finite and >= 0, got {nbytes}")
-        return float(nbytes)
-    _check_counts(collective, counts, elem_size)
-    row = _row_length(collective, len(counts), len(counts) if group_size is None else group_size)
-    es = float(elem_size)
-    if collective not in HAS_V_FORM:
-        return float(counts[0]) * es
-    best = 0.0
-    for r in range(0, len(counts), row):
-        total = 0.0
-        largest = 0.0
-        for c in counts[r:r + row]:
-            total += float(c)
-            largest = max(largest, float(c))
-        best = max(best, total * es if rule == "total" else float(row) * largest * es)
-    return best
+    counts = list(counts)
+    return _core.effective_bytes(_collective(collective), rule, nbytes, counts, elem_size,
+                                 len(counts) if group_size is None else group_size)
 
 
 def table_bytes(collective: str, counts: Sequence[int], elem_size: int = 1, group_size: Optional[int] = None) -> float:
     """S in the collective table's convention for counts, as calibrate::table_bytes."""
-    if not counts:
-        raise ProfileError("table_bytes: counts is empty")
-    # The table's S is the "total" rule: the largest row's sum (the buffer for no-v-form ops).
-    return effective_bytes(collective, "total", 0, counts, elem_size, group_size)
+    counts = list(counts)
+    return _core.table_bytes(_collective(collective), counts, elem_size,
+                             len(counts) if group_size is None else group_size)
 
-def choose_model(prof, collective: str, group_size: int, hosts: int = 1, concurrent_groups: int = 1,
-                 dtype: Optional[str] = None):
-    """The nearest measured class (docs/PROFILE_FORMAT.md "Choosing a model"): (model, key)."""
-    best = None
-    best_key = None
-    for m in prof.models:
-        if m.collective != collective:
-            continue
-        d = m.domain
-        if hosts > 1:
-            side = 1 if (d["hosts"][1] is not None and d["hosts"][1] <= 1) else 0
-        else:
-            side = 1 if d["hosts"][0] > 1 else 0
-        if dtype is not None:
-            ds = 0 if m.dtype == dtype else (1 if m.dtype is None else 2)
-        else:
-            ds = 2 if m.dtype is not None else 0
-        # Equally far host counts: the larger (small counts are often special cases).
-        key = (side, _factor_distance(hosts, d["hosts"]), -m.hosts,
-               _factor_distance(concurrent_groups, d["concurrent_groups"]),
-               _factor_distance(group_size, d["group_size"]), ds)
-        if best is None or key < best_key:
-            best, best_key = m, key
-    if best is None:
-        have = ", ".join(sorted({m.collective for m in prof.models})) or "none"
-        raise ProfileError(f"profile '{prof.cluster}' has no model for {collective} (it has: {have}); "
-                           f"calibrate from a sweep that measures {collective}")
-    return best, best_key
+
+def bandwidth_growth(law: str, collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
+    """host_transport.cpp bandwidth_growth: "bus-factor" or "host-share"."""
+    return _core.bandwidth_growth(law, _collective(collective), n_b, h_b, n, h)
+
+
+def known_switch(collective: str, backend: str, h_b: int, h: int):
+    """host_transport.cpp known_switch: NCCL's two-node all_reduce tree, (lo, hi) factors."""
+    return _core.known_switch(_collective(collective), backend, h_b, h)
 
 
 def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
             nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
             dtype: Optional[str] = None, concurrent_groups: int = 1, _check_class: bool = True) -> Prediction:
-    if collective not in COLLECTIVES:
-        raise ProfileError(f"unknown collective {collective!r}; use one of {COLLECTIVES}")
-    if ranks_per_host is None:
-        ranks_per_host = group_size // hosts if hosts >= 1 else 0
-    if min(group_size, hosts, ranks_per_host, concurrent_groups) < 1:
-        raise ProfileError("link class: group size, hosts, ranks per host and concurrent groups must all be >= 1")
-    if _check_class and hosts * ranks_per_host != group_size:
-        raise ProfileError(f"link class: group size {group_size} != hosts {hosts} x ranks per host "
-                           f"{ranks_per_host}; a group spanning h hosts has the same number of ranks on each")
-    if counts:
-        _row_length(collective, len(counts), group_size)
-    m, key = choose_model(prof, collective, group_size, hosts, concurrent_groups, dtype)
-    s_eff = effective_bytes(collective, m.effective_size, nbytes, counts, elem_size, group_size)
-    side, dh, _, dc, dn, ds = key
-    notes = []
-    tr = _ht.host_transport(prof, m, hosts, ranks_per_host, concurrent_groups, group_size)
-    if tr is not None:
-        def outside(model, n):
-            return _factor_distance(n, model.domain["group_size"]) != 1.0
-        if outside(m, tr.n_model) or (tr.other is not None and outside(tr.other, tr.n_other)):
-            sizes = f"{tr.n_model}" + (f" and {tr.n_other}" if tr.other is not None else "")
-            counts = f"{m.hosts}" + (f" and {tr.other.hosts}" if tr.other is not None else "")
-            notes.append(f"{ranks_per_host} ranks per host: group sizes {sizes} outside the measured ones "
-                         f"at hosts={counts}")
-    transport_class_extrapolated = bool(notes)
-    if tr is not None:
-        notes.append(_ht.transport_note(tr, m, hosts))
-        if dc != 1.0:
-            notes.append(f"nearest measured class: concurrent_groups={m.concurrent_groups}")
-    elif side != 0 or dh != 1.0 or dc != 1.0:
-        notes.append(f"nearest measured class: hosts={m.hosts} concurrent_groups={m.concurrent_groups}")
-    if tr is not None:  # transported: each model's own group size was checked above
-        pass
-    elif dn != 1.0:
-        notes.append(f"group size {group_size} outside the measured range")
-    elif dc == 1.0 and m.domain["classes"] and not _between_measured_classes(
-            m.domain["classes"], group_size, concurrent_groups):
-        notes.append(f"group size {group_size} with {concurrent_groups} concurrent groups neither measured nor "
-                     "between measured pairs at the same group size or concurrency")
-    if ds == 2:
-        notes.append(f"dtype model {m.dtype or 'pooled'} used for {dtype or 'an unspecified dtype'}")
-    # The class's sigma (the size alone is not: the curve widens for it).
-    if tr is not None:
-        class_sigma = (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA
-                       if (dc != 1.0 or ds == 2 or tr.other is None or transport_class_extrapolated) else 0.0)
-    else:
-        class_sigma = (_cm.OTHER_SIDE_LOG_SIGMA if side != 0
-                       else (_cm.EXTRAPOLATED_CLASS_LOG_SIGMA if notes else 0.0))
-    class_note = "; ".join(notes)
-    other_side = side != 0 and tr is None
-    if other_side:
-        notes.append(("an inter-host group priced from intra-host measurements" if hosts > 1 else
-                      f"an intra-host group priced from inter-host measurements (hosts={m.hosts})") +
-                     ": links never measured, 95 % interval x7 either way")
-    pr = (_ht.price_transported(m, tr, concurrent_groups, s_eff, class_sigma) if tr is not None
-          else _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma))
-    # The size: past the measured curve's sizes (what priced it), else outside the domain.
-    if pr.beyond_measured:
-        edge = pr.curve.bytes[-1] if pr.beyond_octaves > 0 else pr.curve.bytes[0]
-        factor = "" if s_eff < 1.0 else f"{2.0 ** abs(pr.beyond_octaves):.4g}x "
-        notes.append(f"size {s_eff:.4g} B is {factor}"
-                     f"{'above the largest' if pr.beyond_octaves > 0 else 'below the smallest'} measured "
-                     f"({edge:.4g} B): priced past the sweep, interval widened")
-    elif not _contains(m.domain["bytes"], s_eff):
-        notes.append(f"size {s_eff} B outside the measured range")
-    basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
-    if tr is not None:
-        basis = (f"hosts={m.hosts} transported to hosts={hosts}"
-                 f"{f', tested by hosts={tr.other.hosts}' if tr.other is not None and tr.law_tested else ', untested'}"
-                 f" ({basis})")
-    if pr.switch_gap:
-        basis += ", switch in the gap"
-    if pr.beyond_measured:
-        basis += ", beyond the measured sizes"
-    return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis,
-                      class_note, pr.beyond_octaves if pr.beyond_measured else 0.0,
-                      edge if pr.beyond_measured else 0.0, other_side)
+    """calib::predict: the price with its interval, the chosen model and segment, the notes.
+    _check_class False prices a class whose hosts x ranks per host is not its group size as given."""
+    r = prof._core.predict(_collective(collective), group_size, hosts,
+                           _ranks_per_host(group_size, hosts, ranks_per_host), nbytes, list(counts), elem_size,
+                           dtype, concurrent_groups, _check_class)
+    return Prediction(r[0], prof.models[r[1]], *r[2:])
+
+
+def choose_model(prof, collective: str, group_size: int, hosts: int = 1, concurrent_groups: int = 1,
+                 dtype: Optional[str] = None):
+    """The nearest measured class (docs/PROFILE_FORMAT.md "Choosing a model"), as predict()
+    chooses it: (model, None) (the ranking key stays in C++)."""
+    return predict(prof, collective, group_size, hosts, None, 0.0, (), 1, dtype, concurrent_groups, False).model, None
+
+
+def host_transport(prof, best: Model, hosts: int, ranks_per_host: int, concurrent_groups: int = 1,
+                   group_size: Optional[int] = None):
+    """calib::host_transport for a query whose chosen model is `best`: its fields (laws, ratios,
+    the testing model as `other`, `note`) as attributes, or None when the price is not transported."""
+    t = prof._core.host_transport(best.index, hosts * ranks_per_host if group_size is None else group_size, hosts,
+                                  ranks_per_host, concurrent_groups)
+    if t is None:
+        return None
+    t["other"] = None if t["other"] is None else prof.models[t["other"]]
+    return SimpleNamespace(**t)
 
 
 def time_fn(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
             dtype: Optional[str] = None, concurrent_groups: int = 1):
     """predict(...).time_us for one link class, collective and dtype as a function of nbytes
-    alone, bit-identical to predict(..., _check_class=False): the model choice and the host
-    transport depend only on the class, so they are resolved once (and kept on the profile),
-    and a call is the backbone plus the curve (cost_model.time_pricer). For planners that price
-    many sizes and need no interval or notes. ProfileError as predict raises it."""
+    alone, bit-identical to predict(..., _check_class=False): a C++ calib::ClassPricer
+    (pricing_api.hpp) with the class's model and host transport resolved once (and kept on the
+    profile), a shardcal._core.TimeFn that the DTensor plan search also evaluates without Python.
+    For planners that price many sizes and need no interval or notes. ProfileError as predict
+    raises it."""
     fns = prof.__dict__.setdefault("_time_fns", {})
     key = (collective, group_size, hosts, ranks_per_host, dtype, concurrent_groups)
     fn = fns.get(key)
-    if fn is not None:
-        return fn
-    if collective not in COLLECTIVES:
-        raise ProfileError(f"unknown collective {collective!r}; use one of {COLLECTIVES}")
-    rph = ranks_per_host
-    if rph is None:
-        rph = group_size // hosts if hosts >= 1 else 0
-    if min(group_size, hosts, rph, concurrent_groups) < 1:
-        raise ProfileError("link class: group size, hosts, ranks per host and concurrent groups must all be >= 1")
-    m, _ = choose_model(prof, collective, group_size, hosts, concurrent_groups, dtype)
-    tr = _ht.host_transport(prof, m, hosts, rph, concurrent_groups, group_size)
-    price = (_ht.transported_time_pricer(m, tr, concurrent_groups) if tr is not None
-             else _cm.time_pricer(m, group_size, concurrent_groups))
-    inf = math.inf
-
-    def time_us(nbytes: float) -> float:
-        if not (nbytes >= 0.0) or nbytes == inf:  # effective_bytes's check
-            raise ProfileError(f"bytes must be finite and >= 0, got {nbytes}")
-        return price(float(nbytes))
-    time_us.spec = getattr(price, "spec", None)  # cost_model.time_pricer's price as data (or None)
-    fns[key] = time_us
-    return time_us
+    if fn is None:
+        fn = fns[key] = prof._core.time_fn(_collective(collective), group_size, hosts,
+                                           _ranks_per_host(group_size, hosts, ranks_per_host), dtype,
+                                           concurrent_groups)
+    return fn
 
 
 def mesh_topo(prof, mesh_shape: Sequence[int], ranks_per_host: int, collective: str = "all_gather",
@@ -256,13 +131,12 @@ def mesh_topo(prof, mesh_shape: Sequence[int], ranks_per_host: int, collective: 
     Ranks are numbered row-major over the mesh and host = rank // ranks_per_host (DTensor's
     assumption). Each dim's link class (hosts its groups span, their ranks per host, groups at
     once on one host) is `shardbench plan`'s: shardcal.formats.mesh_dim_link_class, whose
-    concurrency comes from formats.json's link-class rule. For each dim the
-    model for `collective` is chosen like predict() does, at `nbytes` (default: the last,
-    large-message segment). Returns mesh_dim_devices, mesh_dim_bandwidth (GB/s, 1e9 B/s; with
-    contention B / (1 + gamma (c - 1)) for the dim's c concurrent groups),
-    mesh_dim_latency (alpha_step, us per hop), mesh_dim_base_latency (alpha, us),
-    mesh_dim_bandwidth_dtensor (GiB/s: what DTensor's formulas divide its GiB counts by) and
-    the link class and extrapolation note used per dim.
+    concurrency comes from formats.json's link-class rule. For each dim the model for `collective`
+    is chosen like predict() does, at `nbytes` (default: the last, large-message segment), and
+    calib::mesh_dim_numbers gives mesh_dim_bandwidth (GB/s, 1e9 B/s; with contention shared by
+    the dim's concurrent groups), mesh_dim_latency (us per step), mesh_dim_base_latency (us);
+    also mesh_dim_devices, mesh_dim_bandwidth_dtensor (GiB/s: what DTensor's formulas divide its
+    GiB counts by) and the link class and extrapolation note used per dim.
     """
     shape = [int(x) for x in mesh_shape]
     if not shape or min(shape) < 1 or ranks_per_host < 1:
@@ -273,24 +147,15 @@ def mesh_topo(prof, mesh_shape: Sequence[int], ranks_per_host: int, collective: 
     for i, n in enumerate(shape):
         lc = _formats.mesh_dim_link_class(shape, i, ranks_per_host)
         hosts, group_rph, concurrent = lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"]
-        m, _ = choose_model(prof, collective, n, hosts, concurrent, dtype)
-        if nbytes is None:
-            probe = m.segments[-1].s_lo
-        else:
-            probe = float(nbytes)
-        p = predict(prof, collective, n, hosts, group_rph, nbytes=probe, dtype=dtype,
-                         concurrent_groups=concurrent, _check_class=False)
-        s = p.model.segments[p.segment]
-        # The bandwidth this dim's groups get: B shared between its concurrent groups.
-        bw = s.bandwidth_GBps if s.contention is None else s.bandwidth_GBps / (
-            1.0 + s.contention * float(concurrent - 1))
+        bw, step_us, base_us, extrapolated, note = prof._core.mesh_dim(
+            _collective(collective), n, hosts, group_rph, concurrent, None if nbytes is None else float(nbytes), dtype)
         out["mesh_dim_devices"].append(n)
         out["mesh_dim_bandwidth"].append(bw)
-        out["mesh_dim_latency"].append(s.alpha_step_us)
-        out["mesh_dim_base_latency"].append(s.alpha_us)
+        out["mesh_dim_latency"].append(step_us)
+        out["mesh_dim_base_latency"].append(base_us)
         out["mesh_dim_bandwidth_dtensor"].append(bw * 1e9 / 1024 ** 3)
         out["link_class"].append({"group_size": n, "hosts": hosts, "ranks_per_host": group_rph,
                                   "concurrent_groups": concurrent})
-        out["extrapolated"].append(p.extrapolated)
-        out["note"].append(p.note)
+        out["extrapolated"].append(extrapolated)
+        out["note"].append(note)
     return out

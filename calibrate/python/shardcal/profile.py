@@ -1,18 +1,11 @@
-"""Read shardcal calibration profiles and predict collective times, standard library only.
+"""Read shardcal calibration profiles and predict collective times.
 
-A profile (schema "shardcal.profile", version 1; docs/PROFILE_FORMAT.md) prices one collective
-on one link class with the cost model of cost_model.py (docs/CALIBRATION.md "The model"): per
-size segment the backbone
-
-    t_us = alpha_us + alpha_step_us * steps(n) + S_eff * f(n) / (bandwidth_GBps * 1e3)
-                                                 * (1 + contention * (concurrent_groups - 1))
-
-(contention absent = 0; n = 1: the first segment's alpha_us at every size), times the measured
-curve of the link class where the profile has one, with a 95 % interval. This module predicts
-exactly what the C++ predict() (calibrate/src/predict.cpp, host_transport.cpp, cost_model.cpp)
-predicts: the same model choice (nearest measured class), the same segment and the same
-floating-point operations in the same order; tests/calibrate/parity_test.py checks it on random
-queries.
+A profile (schema "shardcal.profile", version 1; docs/PROFILE_FORMAT.md) prices collectives on
+link classes with the cost model of docs/CALIBRATION.md "The model" (per size segment a
+backbone of linear terms, times the measured curve of the link class where the profile has one,
+with a 95 % interval). The reading and every price are the C++ ones (calibrate/src: the reader,
+predict(), the cost model, host transport), reached through the compiled module shardcal._core:
+`shardbench predict` and this module give the same answer, bit for bit.
 
     import shardcal.profile as sp
     prof = sp.load("configs/profiles/dtensor-default.json")
@@ -20,12 +13,10 @@ queries.
     print(p.time_us, (p.lo_us, p.hi_us), p.extrapolated, p.note)
     topo = prof.mesh_topo([2, 4], ranks_per_host=4)   # DTensor MeshTopoInfo-shaped numbers
 
-This module is the package's public face for profiles; the work is in one module per concern:
-profile_read (the reader: Segment, Model, ProfileError), predict (S_eff, the model choice,
-predict, time_fn, mesh_topo), host_transport (prices carried to unmeasured host counts),
-cost_model (the model's prices and intervals), collectives (the collective table). It re-exports
-the names it has always had (Segment, Model, ProfileError, Prediction, effective_bytes,
-table_bytes, bandwidth_growth, known_switch, the collective table's, ...).
+This module is the package's public face for profiles: profile_read (the C++ reader's handle
+and views of the fields: Segment, Model, ProfileError), predict (Prediction, predict, time_fn,
+mesh_topo, effective_bytes, ...), collectives (the collective table). It re-exports the names it
+has always had.
 """
 
 from __future__ import annotations
@@ -33,13 +24,11 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from . import host_transport as _ht
 from . import predict as _predict
 from .collectives import COLLECTIVES, HAS_V_FORM, ONE_WAY, TABLE, busbw_factor, ring_steps  # re-exported
-from .host_transport import bandwidth_growth, known_switch  # re-exported
-from .predict import Prediction, effective_bytes, table_bytes  # re-exported
+from .predict import Prediction, bandwidth_growth, effective_bytes, known_switch, table_bytes  # re-exported
 from .profile_read import (DTYPE_SIZE, DTYPES, MAX_DEPTH, SCHEMA, VERSION, Model,  # re-exported
-                           ProfileData, ProfileError, Segment, parse_text, read_text)
+                           ProfileData, ProfileError, Segment, read_text)
 
 __all__ = ["COLLECTIVES", "DTYPES", "DTYPE_SIZE", "HAS_V_FORM", "MAX_DEPTH", "ONE_WAY", "SCHEMA", "TABLE",
            "VERSION", "Model", "Prediction", "Profile", "ProfileError", "Segment", "bandwidth_growth",
@@ -47,20 +36,19 @@ __all__ = ["COLLECTIVES", "DTYPES", "DTYPE_SIZE", "HAS_V_FORM", "MAX_DEPTH", "ON
 
 
 class Profile(ProfileData):
-    """A checked profile (ProfileData: its fields and models, read by profile_read) and the
-    predictions made from it (shardcal.predict; host transport in shardcal.host_transport)."""
+    """A checked profile (ProfileData: the C++ reader's handle, its fields and models) and the
+    predictions made from it (shardcal.predict, which calls the C++ predict())."""
 
     def choose_model(self, collective: str, group_size: int, hosts: int = 1, concurrent_groups: int = 1,
                      dtype: Optional[str] = None):
-        """The nearest measured class (docs/PROFILE_FORMAT.md "Choosing a model"): (model, key)."""
+        """The nearest measured class (docs/PROFILE_FORMAT.md "Choosing a model"): (model, None)."""
         return _predict.choose_model(self, collective, group_size, hosts, concurrent_groups, dtype)
 
     def host_transport(self, best, hosts: int, ranks_per_host: int, concurrent_groups: int = 1,
                        group_size: Optional[int] = None):
-        """host_transport.host_transport: the structure from the chosen model's host count to the
-        query's, tested by a second measured inter-host model when there is one
-        (host_transport.HostTransport), or None."""
-        return _ht.host_transport(self, best, hosts, ranks_per_host, concurrent_groups, group_size)
+        """The C++ host transport from the chosen model's host count to the query's, tested by a
+        second measured inter-host model when there is one (predict.host_transport), or None."""
+        return _predict.host_transport(self, best, hosts, ranks_per_host, concurrent_groups, group_size)
 
     def predict(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
                 nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
@@ -69,10 +57,6 @@ class Profile(ProfileData):
         return _predict.predict(self, collective, group_size, hosts, ranks_per_host, nbytes, counts, elem_size,
                                 dtype, concurrent_groups, _check_class)
 
-    def __getstate__(self):  # the price functions of time_fn are closures: rebuilt on use
-        state = dict(self.__dict__)
-        state.pop("_time_fns", None)
-        return state
     def time_fn(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
                 dtype: Optional[str] = None, concurrent_groups: int = 1):
         """predict(...).time_us for one link class, collective and dtype as a function of nbytes
@@ -88,7 +72,7 @@ class Profile(ProfileData):
 
 
 def loads(text: str, origin: str = "<string>") -> Profile:
-    return Profile(parse_text(text, origin), origin)
+    return Profile(None, origin, text)
 
 
 def load(path: str) -> Profile:

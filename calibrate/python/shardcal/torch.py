@@ -329,19 +329,9 @@ def runtime_estimator(profile: Union[str, os.PathLike, dict, Any], ranks_per_hos
     return inductor.RuntimeEstimator(_load_profile(profile), ranks_per_host, backend, inductor.mesh_groups(meshes))
 
 
-_warned_uncompiled = False
-
-
 def _make_adapter(profile, ranks_per_host, backend, mesh, device_type, compile_hook, strict=False) -> _Adapter:
-    global _warned_uncompiled
     _check_rph(ranks_per_host)
     _torch_modules()
-    if _dtensor_plan._compiled is None and not _warned_uncompiled:
-        _warned_uncompiled = True
-        warnings.warn("shardcal.torch: shardcal._dtensor_search is not built, so DTensor's plans are searched in "
-                      "Python (the same plans; a first redistribute pays ~20-60 us more): reinstall the package "
-                      "with g++, python3-dev and pybind11-dev present (bash scripts/setup.sh; "
-                      "bash scripts/python-env.sh)", RuntimeWarning, stacklevel=3)
     pricer = Pricer(_load_profile(profile), ranks_per_host, backend, device_type, strict=strict)
     if mesh is not None:
         ctx = _dtensor_plan.mesh_context(pricer, mesh)  # the mesh's link classes

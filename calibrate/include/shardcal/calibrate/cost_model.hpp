@@ -1,9 +1,9 @@
 #pragma once
 // The cost model, defined once (docs/CALIBRATION.md "The model"). Everything that prices a
 // collective from a profile -- predict(), the planner's step cost, the fitter, `shardbench
-// predict`, the gate's model check -- goes through these functions; the Python reader
-// (calibrate/python/shardcal/cost_model.py) mirrors them line for line and a parity test
-// compares the two.
+// predict`, the gate's model check, Python's shardcal package (through shardcal._core,
+// pricing_api.hpp) -- goes through these functions; tests/calibrate/oracle/cost_model.py
+// re-reads them line for line as a test oracle.
 //
 // A prediction has two layers:
 //  1. the backbone, per size segment a sum of linear terms (the Term table below):
@@ -21,7 +21,7 @@
 // Adding a term: a Term enumerator, its column in term_feature(), its coefficient in
 // segment_coefficient() (and the Segment field it reads/writes: profile_types.hpp, the reader
 // profile_read.cpp, the writer profile_write.cpp, and the fitter's Coef), and the same three
-// lines in cost_model.py.
+// lines in the test oracle's cost_model.py.
 #include <array>
 #include <cstddef>
 #include <string>

@@ -61,8 +61,10 @@ double table_bytes(Collective c, std::span<const std::int64_t> counts, int elem_
                    int group_size);
 
 // counts: elements per group position (empty = even, bytes is the table's S); elem_size bytes.
+// check_class false: a class with hosts x ranks_per_host != group_size is priced as given (the
+// Python adapters' link classes of groups spread unevenly over hosts), not rejected.
 Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
                    std::span<const std::int64_t> counts = {}, int elem_size = 1,
-                   std::optional<DType> dtype = std::nullopt);
+                   std::optional<DType> dtype = std::nullopt, bool check_class = true);
 
 }  // namespace shardcal::calib

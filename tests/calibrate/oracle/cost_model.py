@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .collectives import busbw_factor, ring_steps  # the collective table
+from shardcal.collectives import busbw_factor, ring_steps  # the collective table
 
 # Term order = the fitter's design columns (cost_model.hpp `Term`).
 TERMS = ("alpha", "alpha_step", "inv_bandwidth", "contention")

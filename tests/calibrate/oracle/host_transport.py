@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .collectives import busbw_factor
+from shardcal.collectives import busbw_factor
 from .cost_model import INTERVAL_Z, Priced, curve_for, price, price_time_us, time_pricer
 
 HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (host_transport.hpp kHostTransportLogSigma)
