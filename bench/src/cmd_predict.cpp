@@ -213,7 +213,13 @@ int run(const PredictArgs& a) {
                         {"latency_ratio", t.latency_ratio},
                         {"bandwidth_ratio", t.bus_ratio},
                         {"two_node_switch", t.two_node_switch},
-                        {"algorithm_unknown", t.algorithm_unknown}};
+                        {"algorithm_unknown", t.algorithm_unknown},
+                        // An MPI ring carried at equal per-step messages: the measured count's
+                        // price at measured_bytes (docs/CALIBRATION.md "Other host counts").
+                        {"equal_messages", calib::carried_at_equal_messages(t, s_eff)},
+                        {"measured_bytes", calib::carried_at_equal_messages(t, s_eff)
+                                               ? s_eff * t.n_model / t.n_query
+                                               : s_eff}};
     else
       j["transport"] = nullptr;
     // Known algorithms (the SMPI ompi selector's): which runs at each count at this size, and

@@ -309,6 +309,30 @@ def series_files(directory):
     return by_hosts
 
 
+def falls_of(sb, prof, p0, lo, hi, per_octave=4):
+    """Where the price of p0's class falls with size on a grid of per_octave sizes from lo to hi:
+    (at a known algorithm switch, elsewhere) lists of "S1 B t1 us -> S2 B t2 us". A fall is allowed
+    only where predict --json says the MPI library's algorithm changes between the two sizes (the
+    SMPI ompi selector: the library's own times fall there, docs/CALIBRATION.md)."""
+    grid = [lo * 2 ** (k / per_octave) for k in range(int(per_octave * math.log2(hi / lo)) + 1)]
+    at_switch, elsewhere, prev = [], [], None
+    for s in grid:
+        q = run([sb, "predict", "--profile", prof, "--collective", p0["collective"], "--group-size",
+                 str(p0["group_size"]), "--hosts", str(p0["hosts_spanned"]), "--ranks-per-host",
+                 str(p0["max_ranks_per_host"]), "--bytes", str(int(s)), "--dtype", p0["point"]["dtype"], "--json"])
+        j = json.loads(q.stdout)
+        tr = j.get("transport") or {}
+        algs = tr.get("algorithms") or {}
+        # (the measured count's algorithm at the size it is priced at: an MPI ring carried at equal
+        # per-step messages reads the measured curve at measured_bytes)
+        cur = (s, j["time_us"], (algs.get("measured"), algs.get("query"), tr.get("equal_messages")))
+        if prev is not None and cur[1] < prev[1] * (1 - 1e-12):
+            what = f"{int(prev[0])} B {prev[1]:.3f} us -> {int(s)} B {cur[1]:.3f} us"
+            (at_switch if algs and cur[2] != prev[2] else elsewhere).append(what)
+        prev = cur
+    return at_switch, elsewhere
+
+
 def hosts_series(sb, directory, work, extra):
     """The standard host-count cases on one series: rows per case and collective, pooled figures."""
     by_hosts = series_files(directory)
@@ -334,7 +358,12 @@ def hosts_series(sb, directory, work, extra):
         for op in sorted({x["collective"] for x in pred}):
             ps = [x for x in pred if x["collective"] == op]
             errs = [x["error"] for x in ps]
+            # Prices never fall with size, except where the library's algorithm switches.
+            p0 = next(p for p in targets[target] if p["collective"] == op and p["bytes"] >= 1)
+            sizes = [x["bytes"] for x in ps]
+            at_switch, elsewhere = falls_of(sb, profiles[fit], p0, min(sizes), max(sizes))
             rows.append({"fit": list(fit), "target": target, "collective": op, "points": len(ps),
+                         "falls_at_switch": at_switch, "falls": elsewhere,
                          "median": statistics.median(errs), "max": max(errs),
                          "covered": sum(x["covered"] for x in ps),
                          "half_width_median": statistics.median(x["half_width"] for x in ps),
@@ -362,6 +391,10 @@ def print_hosts_series(r, check, coverage_only=False, median_at_most=None):
         if not coverage_only and bound is not None and x["median"] > bound:
             fails.append(f"{case} {x['collective']}: median {100 * x['median']:.1f} % > "
                          f"{100 * bound:.0f} %")
+        if x["falls_at_switch"]:
+            print(f"{'':20s} {'':15s} price falls at the library's algorithm switch: {'; '.join(x['falls_at_switch'])}")
+        if x["falls"]:
+            fails.append(f"{case} {x['collective']}: the price falls with size: {'; '.join(x['falls'])}")
         if x["check_coverage"] is not None and x["covered"] < x["check_coverage"] * x["points"]:
             fails.append(f"{case} {x['collective']}: the 95 % intervals cover {x['covered']} of "
                          f"{x['points']} ({100 * x['covered'] / x['points']:.0f} % < "

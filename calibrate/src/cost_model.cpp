@@ -280,7 +280,7 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   out.segment = segment_of(m, s_eff);
   const double bb = segment_time_us(m, out.segment, n, s_eff, c);
   if (!cv || cv->bytes.size() < 2) {
-    const double floor_us = std::exp(log_link_floor(m, n, s_eff));  // 0 without a ceiling
+    const double floor_us = link_floor_time_us(m, n, s_eff);  // 0 without a ceiling
     out.time_us = std::max(bb, floor_us);
     if (want_interval) {
       double sig = backbone_sigma(m, out.segment, n, s_eff, c);
@@ -295,7 +295,8 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   const CurvePart cp = curve_part(m, *cv, n, c, s_eff, log_time(bb), want_interval);
   out.switch_gap = cp.switch_gap;
   out.beyond_measured = cp.beyond;
-  out.time_us = std::exp(std::max(cp.log_t, log_link_floor(m, n, s_eff)));
+  // The floor in linear time, so a price on it equals link_floor_time_us() exactly.
+  out.time_us = std::max(std::exp(cp.log_t), link_floor_time_us(m, n, s_eff));
   if (!want_interval) return out;
   out.beyond_octaves = cp.beyond_octaves;
   double sig = cp.sigma, end_sig = cp.end_sigma;
@@ -319,13 +320,13 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
     lo = std::max(cp.env_lo - kIntervalZ * sig, cp.bound_lo - kIntervalZ * end_sig);
     hi = std::min(cp.env_hi + kIntervalZ * sig, cp.bound_hi + kIntervalZ * end_sig);
   }
-  // No price below the link ceiling's floor (docs/CALIBRATION.md "Link ceilings").
-  const double lf = log_link_floor(m, n, s_eff);
-  lo = std::max(lo, lf);
-  hi = std::max(hi, lf);
   // Bounded so a wild profile cannot overflow exp() (readers bound noise and kappa too).
   out.lo_us = std::exp(std::clamp(lo, -700.0, 700.0));
   out.hi_us = std::exp(std::clamp(hi, -700.0, 700.0));
+  // No price below the link ceiling's floor (docs/CALIBRATION.md "Link ceilings").
+  const double floor_us = link_floor_time_us(m, n, s_eff);
+  out.lo_us = std::max(out.lo_us, floor_us);
+  out.hi_us = std::max(out.hi_us, out.time_us);
   return out;
 }
 

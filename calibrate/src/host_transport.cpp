@@ -492,6 +492,10 @@ TransportAt transport_at(const HostTransport& t, double s_eff) {
 
 }  // namespace
 
+bool carried_at_equal_messages(const HostTransport& t, double s_eff) {
+  return t.active && equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff);
+}
+
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma) {
   const bool eq = equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff);

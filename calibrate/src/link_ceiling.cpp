@@ -7,9 +7,10 @@ namespace shardcal::calib {
 
 namespace {
 
-// Per direction, GB/s. PCIe x16: 3.0 15.75, 4.0 31.5, 5.0 63, 6.0 126 (PCI-SIG: 8, 16, 32,
-// 64 GT/s per lane, 128b/130b; 6.0 FLIT). NVLink figures are NVIDIA's datasheet totals
-// (bidirectional) halved.
+// Per direction, GB/s. PCIe x16: 3.0 15.75, 4.0 31.5, 5.0 63 (8, 16, 32 GT/s per lane,
+// 128b/130b), 6.0 126 (64 GT/s PAM4 FLIT: 128 raw, ~121 after FLIT overhead; 126 stays above).
+// NVLink figures are NVIDIA's datasheet totals (bidirectional) halved. Names the table does not
+// know (V100S, Quadro RTX 6000, RTX A5000, B300, ...) get no ceiling: no floor, never a wrong one.
 constexpr double kPcie3 = 15.75, kPcie4 = 31.5, kPcie5 = 63.0, kPcie6 = 126.0;
 
 struct Entry {

@@ -96,8 +96,10 @@ static std::optional<Profile::LinkCeilingInfo> link_ceiling_of(const ResultSet& 
   for (const auto& p : rs.collectives) {
     if (p.samples_s.empty()) continue;
     const double fastest_us = *std::min_element(p.samples_s.begin(), p.samples_s.end()) * 1e6;
+    // At bytes_eff (n x the largest shard), the size a model prices an uneven point at: a point
+    // faster than that floor would be priced above its own measurement.
     const double floor_us =
-        link_floor_us(collective_info(p.op).link_floor_factor(p.group_size), p.bytes_total, out->GBps);
+        link_floor_us(collective_info(p.op).link_floor_factor(p.group_size), p.bytes_eff, out->GBps);
     if (fastest_us < floor_us) {
       why = "link ceiling " + fmt("%.4g", out->GBps) + " GB/s (" + out->source + ") dropped: " + p.label +
             " ran in " + fmt("%.4g", fastest_us) + " us, below the " + fmt("%.4g", floor_us) + " us it allows (" +

@@ -5,6 +5,7 @@
 #include "shardcal/calibrate/predict.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <iomanip>
@@ -205,6 +206,9 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
                         ? price_transported(*best, tr, lc.concurrent_groups, s_eff, class_sigma)
                         : price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma);
   // The size: past the measured curve's sizes (what priced it), else outside the model's domain.
+  // An MPI ring carried at equal per-step messages priced the measured count at s_eff n_b / n.
+  const bool per_step = tr.active && carried_at_equal_messages(tr, s_eff);
+  const double s_priced = per_step ? s_eff * tr.n_model / tr.n_query : s_eff;
   if (pr.beyond_measured) {
     out.size_octaves = pr.beyond_octaves;
     const double edge = pr.beyond_octaves > 0 ? pr.curve->bytes.back() : pr.curve->bytes.front();
@@ -215,8 +219,10 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
       return o.str();
     };
     // (Below 1 B the price is the 1-byte price: a factor would mean nothing.)
-    add("size " + g4(s_eff) + " B is " +
-        (s_eff < 1.0 ? std::string()
+    add("size " + g4(s_priced) + " B" +
+        (per_step ? " (the measured count's per-step equivalent of " + g4(s_eff) + " B)" : std::string()) +
+        " is " +
+        (s_priced < 1.0 ? std::string()
                      : g4(std::exp2(std::abs(pr.beyond_octaves))) + "x ") +
         (pr.beyond_octaves > 0 ? "above the largest" : "below the smallest") + " measured (" +
         g4(edge) + " B): priced past the sweep, interval widened");
@@ -225,9 +231,14 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   }
   out.link_floor_us = link_floor_time_us(*best, lc.group_size, s_eff);
   out.at_link_floor = out.link_floor_us > 0 && pr.time_us <= out.link_floor_us;
+  // (For uneven counts S_eff is the model's effective size, above the bytes that must move: the
+  // floor there is the model's premise, not a physical bound; docs/CALIBRATION.md.)
   if (out.at_link_floor)
     add("priced at the GPUs' link ceiling (" + (std::ostringstream() << std::setprecision(4) << best->link_ceiling_GBps).str() +
-        " GB/s per GPU and direction): no collective of this size can run faster");
+        " GB/s per GPU and direction): " +
+        (std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) == counts.end()
+             ? std::string("no collective of this size can run faster")
+             : std::string("the floor at S_eff, the model's size for these uneven counts")));
   out.extrapolated = !note.empty();
   out.note = note;
   out.segment = int(pr.segment);

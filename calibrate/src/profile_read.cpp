@@ -121,8 +121,8 @@ struct Reader {
     v.object();
     v.expect_keys({"GBps", "gpus", "source"}, kUnknownKeyFix);
     Profile::LinkCeilingInfo c;
-    // Above 1e6 GB/s no link exists; 0 would divide by zero.
-    c.GBps = v.required("GBps", kMissingFix).number(0.0, 1e6, /*lo_open=*/true);
+    // Below 1 MB/s no GPU link exists (and the floor would overflow); above 1e6 GB/s neither.
+    c.GBps = v.required("GBps", kMissingFix).number(1e-3, 1e6);
     if (auto n = v.optional("gpus")) {
       n->array();
       for (std::size_t i = 0; i < n->size(); ++i) c.gpus.push_back((*n)[i].string());

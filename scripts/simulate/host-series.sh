@@ -34,7 +34,7 @@
 #                   (list the hosts in the order a scheduler would place a job: small counts
 #                   then sit where small jobs would). Results in DIR/NAME[-ompi]/hosts<H>.jsonl;
 #                   NAME defaults to the platform file's name without .xml
-#   --ranks-per-host R   ranks on each host (default 4)
+#   --ranks-per-host R   ranks on each host (default 4; make-platform's platforms too)
 # Bad input: one error line, exit 2.
 set -euo pipefail
 die() { echo "host-series.sh: error: $*" >&2; exit 2; }
@@ -42,13 +42,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$root/out/simulate-hosts" smpi="$root/build-smpi/bin/shardbench" hosts="2 4 8 16" topo=both algs=ring
 rph=4 intra_bw=150 intra_lat=1 inter_bw=25 inter_lat=3 per_leaf=4 top=2
 config="$root/configs/simulate/host-series.json"
-user_platform="" user_hostfile="" user_name=""
+user_platform="" user_hostfile="" user_name="" topo_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
     --smpi) [ $# -ge 2 ] || die "--smpi needs a path"; smpi="$2"; shift 2 ;;
     --hosts) [ $# -ge 2 ] || die "--hosts needs a list of host counts (e.g. \"2 4 8 16\")"; hosts="$2"; shift 2 ;;
-    --topology) [ $# -ge 2 ] || die "--topology needs flat, fat-tree or both"; topo="$2"; shift 2 ;;
+    --topology) [ $# -ge 2 ] || die "--topology needs flat, fat-tree or both"; topo="$2"; topo_given=1; shift 2 ;;
     --algorithms) [ $# -ge 2 ] || die "--algorithms needs ring or ompi"; algs="$2"; shift 2 ;;
     --platform) [ $# -ge 2 ] || die "--platform needs a SimGrid platform XML file"; user_platform="$2"; shift 2 ;;
     --hostfile) [ $# -ge 2 ] || die "--hostfile needs a file of host names"; user_hostfile="$2"; shift 2 ;;
@@ -65,10 +65,35 @@ if [ -n "$user_platform$user_hostfile" ]; then
   [ -f "$user_platform" ] || die "--platform $user_platform: no such file"
   [ -f "$user_hostfile" ] || die "--hostfile $user_hostfile: no such file"
   # One host per line ("name" or "name:slots"), blank lines and # comments skipped, each once.
-  mapfile -t user_hosts < <(sed -e 's/#.*//' -e 's/:.*//' -e 's/[[:space:]]//g' "$user_hostfile" | awk 'NF && !seen[$0]++')
+  # The first word of each line, without ":slots" (SMPI, MPICH) -- Open MPI's "name slots=4" too.
+  mapfile -t user_hosts < <(sed -e 's/#.*//' "$user_hostfile" | awk 'NF { h = $1; sub(/:.*/, "", h); if (h != "" && !seen[h]++) print h }')
   [ ${#user_hosts[@]} -gt 0 ] || die "--hostfile $user_hostfile: no host names in it"
+  # Every name must be a host of the platform (<host id>, or a <cluster>'s prefix+radical+suffix):
+  # a wrong name would otherwise fail inside SMPI halfway through the series.
+  missing=$(/usr/bin/python3 - "$user_platform" "${user_hosts[@]}" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (ET.ParseError, OSError) as e:
+    print(f"(cannot read the platform: {e})"); sys.exit(0)
+names = set()
+for el in root.iter():
+    if el.tag == "host" and el.get("id"):
+        names.add(el.get("id"))
+    elif el.tag == "cluster":
+        for part in el.get("radical", "").split(","):
+            lo, _, hi = part.partition("-")
+            if lo.strip().isdigit():
+                for i in range(int(lo), int(hi or lo) + 1):
+                    names.add(f"{el.get('prefix', '')}{i}{el.get('suffix', '')}")
+bad = [h for h in sys.argv[2:] if h not in names]
+print(" ".join(bad[:5]) + (" ..." if len(bad) > 5 else ""))
+PY
+)
+  [ -z "$missing" ] || die "--hostfile $user_hostfile: not hosts of $user_platform: $missing"
   [ -n "$user_name" ] || user_name="$(basename "$user_platform" .xml)"
-  [[ "$user_name" =~ ^[A-Za-z0-9._-]+$ ]] || die "--name '$user_name': use letters, digits, '.', '_' or '-'"
+  [[ "$user_name" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "--name '$user_name': a directory name of letters, digits, '.', '_' or '-' (not starting with '.')"
+  [ "$topo_given" = 0 ] || die "--topology names make-platform's platforms; with --platform the platform is yours (drop --topology)"
   topo="$user_name"
 fi
 if [ ${#user_hosts[@]} -gt 0 ]; then
@@ -92,7 +117,7 @@ for h in "${hs[@]}"; do
   if [ ${#user_hosts[@]} -gt 0 ] && [ "$h" -gt ${#user_hosts[@]} ]; then
     die "--hosts: $h hosts, but --hostfile $user_hostfile lists ${#user_hosts[@]}"
   fi
-  if [[ " ${topos[*]} " == *" fat-tree "* ]] && [ "$h" -gt "$per_leaf" ] && [ $((h % per_leaf)) -ne 0 ]; then
+  if [ ${#user_hosts[@]} -eq 0 ] && [[ " ${topos[*]} " == *" fat-tree "* ]] && [ "$h" -gt "$per_leaf" ] && [ $((h % per_leaf)) -ne 0 ]; then
     die "--hosts: $h hosts do not fill fat-tree leaf switches of $per_leaf hosts (use a multiple of $per_leaf)"
   fi
 done
@@ -138,7 +163,7 @@ PY
     t0=$(date +%s.%N)
     # Into a .part file first: an interrupted run leaves no hosts<H>.jsonl that looks complete.
     /usr/bin/time -v -o "$d/time.txt" "$root/scripts/simulate/smpirun.sh" \
-      --platform "$d/platform.xml" --hostfile "$d/hostfile" --np "$n" --shardbench "$smpi" "${alg_cfg[@]}" \
+      --platform "$d/platform.xml" --hostfile "$d/hostfile" --np "$n" --shardbench "$smpi" ${alg_cfg[@]+"${alg_cfg[@]}"} \
       -- sweep --backend mpi -q --config "$cfg" --out "$res.part"
     mv "$res.part" "$res"
     wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')

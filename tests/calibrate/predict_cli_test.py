@@ -156,7 +156,8 @@ def transport(sb, repo, sp):
             assert t.pop(k) > 0, (k, t)
         assert t == {"from_hosts": 4, "to_hosts": 8, "doublings": 1.0, "tested_by_hosts": 2,
                      "laws_chosen_by_test": False, "test_across_switch": False, "latency_law": "ring-steps",
-                     "bandwidth_law": "bus-factor", "two_node_switch": False, "algorithm_unknown": False}, t
+                     "bandwidth_law": "bus-factor", "two_node_switch": False, "algorithm_unknown": False,
+                     "equal_messages": True, "measured_bytes": float(2 << 20)}, t
         assert j["extrapolated"] is True and "transported from the measured hosts=4" in j["note"], j
         assert j["basis"].startswith("hosts=4 transported to hosts=8, tested by hosts=2"), j["basis"]
         want = sp.load(prof).predict("all_gather", 32, 8, 4, nbytes=4 << 20, dtype="f32")
@@ -210,6 +211,14 @@ def link_ceiling(sb, repo):
         assert abs(big["time_us"] - floor(8 << 30)) <= 1e-9 * big["time_us"], big
         assert big["interval_us"][0] >= big["link_ceiling"]["floor_us"] * (1 - 1e-12), big
         assert "priced at the GPUs' link ceiling (513 GB/s" in big["note"], big["note"]
+        assert big["time_us"] == big["link_ceiling"]["floor_us"], big  # exactly on it: binds is reliable
+        # Uneven counts: S_eff (8 x the largest shard) is the model's size, not the bytes that must
+        # move, so the note does not claim a physical bound there.
+        r = run(sb, "--profile", prof, "--collective", "all_gather", "--group-size", "8", "--counts",
+                ",".join([str(1 << 28)] + ["0"] * 7), "--dtype", "f32", "--json")
+        assert r.returncode == 0, r.stderr
+        uneven = json.loads(r.stdout)
+        assert uneven["link_ceiling"]["binds"] is True and "the floor at S_eff" in uneven["note"], uneven
         small = q(1 << 20)
         assert small["link_ceiling"]["binds"] is False and "link ceiling" not in small["note"], small
         for e in range(20, 40):

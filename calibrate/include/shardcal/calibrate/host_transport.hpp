@@ -163,6 +163,9 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
 // chosen, the switches that widened it.
 std::string transport_note(const HostTransport& t, const Model& best, const LinkClass& lc);
 
+// Whether t carries s_eff as an MPI ring at equal per-step messages (the measured count priced at
+// s_eff x n_model / n_query; host_transport.cpp equal_message).
+bool carried_at_equal_messages(const HostTransport& t, double s_eff);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma = 0.0);
