@@ -10,6 +10,7 @@ Reads JSON files only (no communication, no shardbench). See docs/REPORTS.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -164,7 +165,10 @@ def make(args, data, tmp: str):
         key_rows.append(["fit holdout MAPE", "no profile given"])
     else:
         mrows, holdouts, bb_holdouts = [], [], []
-        for m in prof.models:
+        # The segments' terms from the file itself (the loader above checked it), as it names them.
+        with open(args.profile, encoding="utf-8") as f:
+            raw_models = json.load(f)["models"]
+        for m, raw in zip(prof.models, raw_models):
             q = m.quality or {}
             # The held-out error of the model predict uses (backbone x measured curve, each size
             # left out in turn); the k-fold holdout and the rest are the backbone's alone.
@@ -172,11 +176,8 @@ def make(args, data, tmp: str):
                 holdouts.append(q["leave_size_out_mape"])
             if q.get("holdout_mape") is not None:
                 bb_holdouts.append(q["holdout_mape"])
-            segs = "; ".join(f"[{_b(g.s_lo)}, {_b(g.s_hi) if g.s_hi is not None else '∞'}): "
-                             f"α {g.alpha_us:.3g} µs"
-                             + (f" + {g.alpha_step_us:.3g} µs/step" if g.alpha_step_us > 0 else "")
-                             + (", flat (no size term)" if g.bandwidth_GBps > 1e4 else f", B {g.bandwidth_GBps:.3g} GB/s")
-                             for g in m.segments)
+            segs = "; ".join(f"[{_b(g['s_lo'])}, {_b(g['s_hi']) if g['s_hi'] is not None else '∞'}): "
+                             + _segment_terms(g) for g in raw["segments"])
             mrows.append([m.collective, m.hosts, m.concurrent_groups, m.dtype or "pooled",
                           "/".join(map(str, m.group_sizes)) or "any", m.effective_size, q.get("points", 0),
                           fmt_pct(q.get("leave_size_out_mape")),
@@ -319,6 +320,19 @@ def make(args, data, tmp: str):
 
 def _f(x, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}g}"
+
+
+def _segment_terms(seg: dict) -> str:
+    """A profile segment's model terms as the file names them (each name carries its unit,
+    docs/PROFILE_FORMAT.md): every member but the range and the relative standard errors, so a
+    term added to the model shows without an edit here; terms at 0 are left out."""
+    parts = []
+    for k, v in seg.items():
+        if k in ("s_lo", "s_hi") or k.endswith("_rel_se") or v == 0:
+            continue
+        # A slope at the fitter's floor (B 1e6 GB/s) is a segment without size term.
+        parts.append("flat (no size term)" if k == "bandwidth_GBps" and v > 1e4 else f"{k} {v:.3g}")
+    return ", ".join(parts)
 
 
 def _b(x) -> str:

@@ -165,11 +165,10 @@ int run(const PredictArgs& a) {
                   {"effective_size", std::string(calib::effective_size_name(m.effective_size))}};
     j["segment"] = {{"index", p.segment},
                     {"s_lo", seg.s_lo},
-                    {"s_hi", seg.s_hi ? nlohmann::ordered_json(*seg.s_hi) : nullptr},
-                    {"alpha_us", seg.alpha_us},
-                    {"alpha_step_us", seg.alpha_step_us},
-                    {"bandwidth_GBps", seg.bandwidth_GBps}};
-    if (seg.contention) j["segment"]["contention"] = *seg.contention;
+                    {"s_hi", seg.s_hi ? nlohmann::ordered_json(*seg.s_hi) : nullptr}};
+    for (const calib::TermMember& mb : calib::kSegmentTermMembers)  // the profile's order, no SEs
+      if (!mb.is_se)
+        if (const std::optional<double> v = mb.info->get(seg)) j["segment"][mb.key()] = *v;
     j["extrapolated"] = p.extrapolated;
     j["note"] = p.note;
     // What was extrapolated, one field (docs/CALIBRATION.md "Past the measured sizes"): the size
@@ -248,10 +247,9 @@ int run(const PredictArgs& a) {
     << ", dtype=" << (m.dtype ? std::string(dtype_name(*m.dtype)) : std::string("pooled"))
     << ", effective size " << calib::effective_size_name(m.effective_size) << ")\n";
   o << "  segment " << p.segment << " [" << seg.s_lo << ", " << (seg.s_hi ? std::to_string(std::int64_t(*seg.s_hi)) : "inf")
-    << ") B: alpha " << seg.alpha_us << " us + alpha_step " << seg.alpha_step_us << " us x steps, B "
-    << seg.bandwidth_GBps << " GB/s";
-  if (seg.contention)
-    o << " / (1 + contention " << *seg.contention << " x (concurrent - 1))";
+    << ") B: ";
+  for (const calib::TermInfo& t : calib::kTermInfo)
+    if (const std::optional<double> v = t.get(seg)) o << t.text_before << *v << t.text_after;
   o << "\n";
   o << "  extrapolated: " << (p.extrapolated ? "yes (" + p.note + ")" : std::string("no")) << "\n";
   if (!assumed.empty()) o << "  assumed: " << assumed << "\n";

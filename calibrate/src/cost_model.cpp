@@ -12,24 +12,7 @@
 namespace shardcal::calib {
 
 double term_feature(Term t, Collective op, int n, double s_eff, int concurrent_groups) {
-  const CollectiveInfo& info = collective_info(op);
-  switch (t) {
-    case Term::Alpha: return 1.0;
-    case Term::AlphaStep: return double(info.ring_steps(n));
-    case Term::InvBandwidth: return s_eff * info.busbw_factor(n);
-    case Term::Contention: return s_eff * info.busbw_factor(n) * double(concurrent_groups - 1);
-  }
-  return 0.0;
-}
-
-double segment_coefficient(const Segment& s, Term t) {
-  switch (t) {
-    case Term::Alpha: return s.alpha_us;
-    case Term::AlphaStep: return s.alpha_step_us;
-    case Term::InvBandwidth: return 1.0 / (s.bandwidth_GBps * 1e3);
-    case Term::Contention: return s.contention ? *s.contention / (s.bandwidth_GBps * 1e3) : 0.0;
-  }
-  return 0.0;
+  return term_info(t).feature(collective_info(op), n, s_eff, concurrent_groups);
 }
 
 std::size_t segment_of(const Model& m, double s_eff) {
@@ -46,10 +29,11 @@ double segment_time_us(const Model& m, std::size_t segment, int n, double s_eff,
   // axis, not a group of one, and need not be larger than the first's.
   if (n <= 1) return m.segments.front().alpha_us;
   const Segment& s = m.segments.at(segment);
+  const std::array<double, kTerms> k = segment_coefficients(s);
+  const std::array<double, kTerms> f =
+      term_features(collective_info(m.collective), n, s_eff, concurrent_groups);
   double t = 0;
-  for (int j = 0; j < kTerms; ++j)
-    t += segment_coefficient(s, Term(j)) *
-         term_feature(Term(j), m.collective, n, s_eff, concurrent_groups);
+  for (std::size_t j = 0; j < k.size(); ++j) t += k[j] * f[j];
   return t;
 }
 
@@ -107,7 +91,14 @@ double log_link_floor(const Model& m, int n, double s_eff) {
 double backbone_sigma(const Model& m, std::size_t seg, int n, double s_eff, int c) {
   const Segment& s = m.segments[seg];
   const double t = std::max(segment_time_us(m, seg, n, s_eff, c), 1e-6);
-  const double alpha_term = n <= 1 ? t : s.alpha_us + s.alpha_step_us * double(collective_info(m.collective).ring_steps(n));
+  // The latency part (the terms alpha_rel_se covers) and the rest (bandwidth_rel_se's).
+  double alpha_term = t;
+  if (n > 1) {
+    alpha_term = 0;
+    for (const TermInfo& ti : kTermInfo)
+      if (ti.se_of == Term::Alpha)
+        alpha_term += ti.coefficient(s) * term_feature(ti.term, m.collective, n, s_eff, c);
+  }
   const double bw_term = n <= 1 ? 0.0 : t - alpha_term;
   double var = 0;
   if (s.alpha_rel_se) var += std::pow(alpha_term / t * *s.alpha_rel_se, 2);

@@ -16,30 +16,22 @@ namespace {
 // Columns of the linear model: the cost model's terms (cost_model.hpp).
 constexpr int kCols = kTerms;
 
-// The design column j of an observation: the cost model's Term j (cost_model.hpp).
-double feat(int j, const Obs& o, Collective c) { return term_feature(Term(j), c, o.n, o.s, o.c); }
-
-// The coefficients of Coef in Term order.
-double coef_of(const Coef& k, int j) {
-  switch (Term(j)) {
-    case Term::Alpha: return k.a0;
-    case Term::AlphaStep: return k.as;
-    case Term::InvBandwidth: return k.inv;
-    case Term::Contention: return k.kap;
-  }
-  return 0.0;
+// The design columns of an observation: the cost model's terms (cost_model.hpp), in Term order.
+std::array<double, kCols> feats(const Obs& o, Collective c) {
+  return term_features(collective_info(c), o.n, o.s, o.c);
 }
 
-// Weighted least squares of relative residuals, with an active set keeping alpha0, alpha_step
-// >= 0 and the slope >= kInvFloor (non-negative latencies, positive finite bandwidth; a
-// non-negative slope also makes each segment non-decreasing in S).
-Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool joint,
-         bool contention, bool slope, Collective c) {
-  std::vector<int> free_vars{0};
-  if (joint) free_vars.push_back(1);
-  if (slope) free_vars.push_back(2);
-  if (contention) free_vars.push_back(3);
-  double fixed[kCols] = {0, 0, kInvFloor, 0};
+// Weighted least squares of relative residuals, with an active set keeping each coefficient at
+// or above its term's fit_floor (non-negative latencies, positive finite bandwidth; a
+// non-negative slope also makes each segment non-decreasing in S). free: the fitted columns.
+Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w,
+         const std::array<bool, kCols>& free, Collective c) {
+  std::vector<int> free_vars;
+  double fixed[kCols];
+  for (int j = 0; j < kCols; ++j) {
+    if (free[std::size_t(j)]) free_vars.push_back(j);
+    fixed[j] = kTermInfo[std::size_t(j)].fit_floor;
+  }
   Coef out;
   // Each attempt pins one more coefficient at its bound, so kCols + 1 attempts cover all cases.
   for (int attempt = 0; attempt <= kCols; ++attempt) {
@@ -48,15 +40,16 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
     for (std::size_t i = 0; i < o.size(); ++i) {
       const double sw = std::sqrt(w[i]) / o[i]->y;
       double target = o[i]->y;
+      const std::array<double, kCols> f = feats(*o[i], c);
       for (int j = 0; j < kCols; ++j)
         if (std::find(free_vars.begin(), free_vars.end(), j) == free_vars.end())
-          target -= fixed[j] * feat(j, *o[i], c);
+          target -= fixed[j] * f[std::size_t(j)];
       for (std::size_t q = 0; q < free_vars.size(); ++q)
-        A(Eigen::Index(i), Eigen::Index(q)) = feat(free_vars[q], *o[i], c) * sw;
+        A(Eigen::Index(i), Eigen::Index(q)) = f[std::size_t(free_vars[q])] * sw;
       b(Eigen::Index(i)) = target * sw;
     }
-    double x[kCols] = {fixed[0], fixed[1], fixed[2], fixed[3]};
-    double se[kCols] = {NAN, NAN, NAN, NAN};
+    double x[kCols], se[kCols];
+    for (int j = 0; j < kCols; ++j) x[j] = fixed[j], se[j] = NAN;
     if (!free_vars.empty()) {
       // Columns differ by orders of magnitude (1 vs S*f): scale them for the QR.
       Eigen::VectorXd scale(A.cols());
@@ -92,31 +85,29 @@ Coef wls(const std::vector<const Obs*>& o, const std::vector<double>& w, bool jo
     int worst = -1;
     double worst_v = 0;
     for (int j : free_vars) {
-      const double lim = j == 2 ? kInvFloor : 0.0;
-      const double v = (x[j] - lim) / (j == 2 ? kInvFloor : 1.0);
+      const double lim = fixed[j];
+      const double v = (x[j] - lim) / (lim > 0 ? lim : 1.0);  // in units of a nonzero floor
       if (x[j] < lim && (worst < 0 || v < worst_v)) {
         worst = j;
         worst_v = v;
       }
     }
     out = Coef{};
-    out.a0 = x[0], out.as = x[1], out.inv = x[2], out.kap = x[3];
-    out.se_a0 = se[0], out.se_inv = se[2], out.se_kap = se[3];
+    for (std::size_t j = 0; j < kCoefOf.size(); ++j) out.*kCoefOf[j] = x[j], out.*kSeOf[j] = se[j];
     if (worst < 0) break;
     free_vars.erase(std::find(free_vars.begin(), free_vars.end(), worst));  // pinned at its bound
   }
-  out.a0 = std::max(out.a0, 0.0);
-  out.as = std::max(out.as, 0.0);
-  out.inv = std::max(out.inv, kInvFloor);
-  out.kap = std::max(out.kap, 0.0);
+  for (std::size_t j = 0; j < kCoefOf.size(); ++j)
+    out.*kCoefOf[j] = std::max(out.*kCoefOf[j], fixed[j]);
   return out;
 }
 
 }  // namespace
 
 double eval_coef(const Coef& k, double s, int n, Collective c, int conc) {
+  const std::array<double, kTerms> f = term_features(collective_info(c), n, s, conc);
   double t = 0;
-  for (int j = 0; j < kTerms; ++j) t += coef_of(k, j) * term_feature(Term(j), c, n, s, conc);
+  for (std::size_t j = 0; j < kCoefOf.size(); ++j) t += k.*kCoefOf[j] * f[j];
   return t;
 }
 
@@ -130,12 +121,20 @@ Coef irls_impl(const std::vector<const Obs*>& o, Collective c, double k, bool co
                bool slope) {
   std::set<int> ns, cs;
   for (const Obs* p : o) ns.insert(p->n), cs.insert(p->c);
-  const bool joint = ns.size() >= 2;
-  contention = contention && slope && cs.size() >= 2;
+  std::array<bool, kCols> free{};
+  for (const TermInfo& t : kTermInfo) {
+    bool& f = free[std::size_t(t.term)];
+    switch (t.fit_when) {
+      case FitWhen::Always: f = true; break;
+      case FitWhen::SeveralGroupSizes: f = ns.size() >= 2; break;
+      case FitWhen::SizeTerm: f = slope; break;
+      case FitWhen::SeveralConcurrencies: f = contention && slope && cs.size() >= 2; break;
+    }
+  }
   std::vector<double> w(o.size(), 1.0);
   Coef coef;
   for (int it = 0; it < 40; ++it) {
-    coef = wls(o, w, joint, contention, slope, c);
+    coef = wls(o, w, free, c);
     std::vector<double> r(o.size());
     for (std::size_t i = 0; i < o.size(); ++i)
       r[i] = (o[i]->y - eval_obs(coef, *o[i], c)) / o[i]->y;

@@ -2,6 +2,7 @@
 // The fitter's kernel (fit_kernel.cpp): one segment's robust weighted least squares over the cost
 // model's term columns (cost_model.hpp), and the observation type every piece of the fitter
 // shares. Internal to calibrate/src (segmentation, family fit, pooling and fit.cpp use it).
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -11,9 +12,8 @@
 
 namespace shardcal::calib::fitter {
 
-// A segment that shows no growth with S gets this slope (B = 1e6 GB/s): "bandwidth unresolved",
-// still finite and positive as the profile requires.
-inline constexpr double kInvFloor = 1e-9;  // us per byte
+// The slope's floor (us per byte; cost_model.hpp: B = 1e6 GB/s, "bandwidth unresolved").
+inline constexpr double kInvFloor = term_info(Term::InvBandwidth).fit_floor;
 
 // Plausibility of a segment's fit (docs/CALIBRATION.md "Degenerate fits"). A bus bandwidth above
 // 10 TB/s per rank is beyond any link: NVLink 5 gives a Blackwell GPU 1.8 TB/s (both directions
@@ -37,13 +37,13 @@ struct Obs {
   std::string mesh;  // the measured mesh (leave-one-mesh-out)
 };
 
-// One segment's coefficients, in the cost model's Term order.
+// One segment's coefficients, one per cost-model Term (kCoefOf: which is which).
 struct Coef {
   double a0 = 0, as = 0, inv = kInvFloor;  // inv: us per byte of S*f(n)
   double kap = 0;  // contention: us per byte of S*f(n) per extra concurrent group
-  // Standard errors of a0, inv and kap from the final weighted fit; NaN = unknown (the
-  // coefficient is pinned at its bound, N <= free coefficients, or the design is rank-deficient).
-  double se_a0 = NAN, se_inv = NAN, se_kap = NAN;
+  // Standard errors from the final weighted fit; NaN = unknown (the coefficient is pinned at its
+  // bound, N <= free coefficients, or the design is rank-deficient).
+  double se_a0 = NAN, se_as = NAN, se_inv = NAN, se_kap = NAN;
   // The fallbacks fit_segment() took (docs/CALIBRATION.md "Degenerate fits"): the contention
   // term dropped (the fit with it had B or gamma beyond the bounds above: those values kept for
   // the note), the size term dropped (latency only: B beyond the bound without contention).
@@ -52,6 +52,14 @@ struct Coef {
   double flat_B_GBps = 0;                        // the rejected B of the latency-only fallback
   int c_max = 1;                                 // largest concurrency of the segment's points
 };
+
+// Coef's coefficient and standard error of each Term, in Term order: the generic loops (design
+// columns, evaluation, the profile's segment) go through these; the named members serve the
+// term-specific arithmetic (monotone boundaries, fallbacks).
+inline constexpr std::array<double Coef::*, kTerms> kCoefOf{&Coef::a0, &Coef::as, &Coef::inv,
+                                                            &Coef::kap};
+inline constexpr std::array<double Coef::*, kTerms> kSeOf{&Coef::se_a0, &Coef::se_as,
+                                                          &Coef::se_inv, &Coef::se_kap};
 
 // A segment's bus bandwidth B (GB/s) and contention gamma.
 inline double coef_bandwidth_GBps(const Coef& k) { return 1.0 / (k.inv * 1e3); }
@@ -63,9 +71,8 @@ double eval_obs(const Coef& k, const Obs& o, Collective c);
 
 // Huber M-estimate by iteratively reweighted least squares (Huber 1964; Holland & Welsch 1977)
 // of relative residuals, scale from the median absolute relative residual; k: the Huber constant
-// in robust-scale units. alpha_step is fitted where o holds >= 2 group sizes; contention: fit the
-// contention column where the data hold >= 2 concurrencies. Bounds: alpha0, alpha_step, kappa >=
-// 0, slope >= kInvFloor.
+// in robust-scale units. Each term's column is fitted per its FitWhen and kept at or above its
+// fit_floor (cost_model.hpp kTermInfo); contention = false leaves that column out.
 Coef irls(const std::vector<const Obs*>& o, Collective c, double k, bool contention);
 
 // irls() with the plausibility fallbacks (docs/CALIBRATION.md "Degenerate fits"): a fit with

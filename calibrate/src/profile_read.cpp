@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/calibrate/profile_io.hpp"
@@ -83,20 +84,28 @@ struct Reader {
   }
 
   static Segment segment(const JsonCursor& v) {
-    v.expect_keys({"s_lo", "s_hi", "alpha_us", "alpha_step_us", "bandwidth_GBps", "alpha_rel_se",
-                   "bandwidth_rel_se", "contention"},
-                  kUnknownKeyFix);
+    static const std::vector<const char*> keys = [] {
+      std::vector<const char*> k{"s_lo", "s_hi"};
+      for (const TermMember& m : kSegmentTermMembers) k.push_back(m.key());
+      return k;
+    }();
+    v.expect_keys(keys, kUnknownKeyFix);
     Segment s;
     s.s_lo = v.number_at("s_lo", kMissingFix, 0.0);
     const JsonCursor hi = v.required("s_hi", kMissingFix);
     if (!hi.is_null()) s.s_hi = hi.number(0.0);
-    s.alpha_us = v.number_at("alpha_us", kMissingFix, 0.0);
-    s.alpha_step_us = v.number_at("alpha_step_us", kMissingFix, 0.0);
-    s.bandwidth_GBps = v.required("bandwidth_GBps", kMissingFix).number(0.0, kInf, true);
-    // Optional: absent = unknown. Present means a number (null is not "unknown": omit the key).
-    if (auto x = v.optional("alpha_rel_se")) s.alpha_rel_se = x->number(0.0);
-    if (auto x = v.optional("bandwidth_rel_se")) s.bandwidth_rel_se = x->number(0.0);
-    if (auto x = v.optional("contention")) s.contention = x->number(0.0);
+    // The terms (cost_model.hpp kTermInfo), in the canonical order. Standard errors and optional
+    // terms: absent = unknown / 0; present means a number (null is not "unknown": omit the key).
+    for (const TermMember& m : kSegmentTermMembers) {
+      const TermInfo& t = *m.info;
+      if (m.is_se) {
+        if (auto x = v.optional(t.se_key)) s.*t.se = x->number(0.0);
+      } else if (t.optional) {
+        if (auto x = v.optional(t.key)) t.set(s, x->number(0.0, kInf, t.positive));
+      } else {
+        t.set(s, v.required(t.key, kMissingFix).number(0.0, kInf, t.positive));
+      }
+    }
     return s;
   }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "shardcal/calibrate/cost_model.hpp"
 #include "shardcal/calibrate/profile_io.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/atomic_write.hpp"
@@ -122,12 +123,12 @@ std::string profile_to_json(const Profile& p) {
       ojson js;
       js["s_lo"] = s.s_lo;
       js["s_hi"] = opt(s.s_hi);
-      js["alpha_us"] = s.alpha_us;
-      js["alpha_step_us"] = s.alpha_step_us;
-      js["bandwidth_GBps"] = s.bandwidth_GBps;
-      if (s.alpha_rel_se) js["alpha_rel_se"] = *s.alpha_rel_se;  // NaN: refused by the self-check
-      if (s.bandwidth_rel_se) js["bandwidth_rel_se"] = *s.bandwidth_rel_se;
-      if (s.contention) js["contention"] = *s.contention;
+      // The terms (cost_model.hpp kTermInfo) in the canonical order; an absent SE or optional
+      // term is left out (NaN: refused by the self-check).
+      for (const TermMember& mb : kSegmentTermMembers) {
+        const std::optional<double> v = mb.is_se ? s.*mb.info->se : mb.info->get(s);
+        if (v) js[mb.key()] = *v;
+      }
       segs.push_back(std::move(js));
     }
     jm["segments"] = std::move(segs);

@@ -54,14 +54,15 @@ std::string quality_report(const ResultSet& rs, const Calibration& cal) {
     std::string ns;
     for (int n : m.group_sizes) ns += (ns.empty() ? "" : ",") + std::to_string(n);
     std::string segs;
-    for (const Segment& s : m.segments)
-      segs += (segs.empty() ? "" : " | ") + fmt("%.0f:", s.s_lo) + fmt(" %.2f", s.alpha_us) +
-              fmt("+%.3f", s.alpha_step_us) +
-              // A slope at the fitter's floor is a segment without size term (docs/CALIBRATION.md
-              // "Degenerate fits"): no bandwidth to print.
-              (s.bandwidth_GBps > kMaxPrintedBandwidthGBps ? std::string(" flat")
-                                                             : fmt(" %.3g", s.bandwidth_GBps)) +
-              (s.contention ? fmt(" c%.3f", *s.contention) : "");
+    for (const Segment& s : m.segments) {
+      segs += (segs.empty() ? "" : " | ") + fmt("%.0f:", s.s_lo);
+      for (const TermInfo& t : kTermInfo)  // cost_model.hpp; an absent optional term: nothing
+        if (const std::optional<double> v = t.get(s))
+          // A slope at the fitter's floor is a segment without size term (docs/CALIBRATION.md
+          // "Degenerate fits"): no bandwidth to print.
+          segs += t.rate && *v > kMaxPrintedBandwidthGBps ? std::string(" flat")
+                                                           : fmt(t.table_format, *v);
+    }
     const Domain dom = effective_domain(m);
     const std::string conc = dom.concurrent_groups.hi && *dom.concurrent_groups.hi > dom.concurrent_groups.lo
                                  ? fmt("%.0f-", dom.concurrent_groups.lo) + fmt("%.0f", *dom.concurrent_groups.hi)

@@ -238,14 +238,17 @@ std::vector<Segment> to_segments(const Piecewise& p) {
     Segment s;
     s.s_lo = p.lo[k];
     if (k + 1 < p.coef.size()) s.s_hi = p.lo[k + 1];
-    s.alpha_us = p.coef[k].a0;
-    s.alpha_step_us = p.coef[k].as;
-    s.bandwidth_GBps = 1.0 / (p.coef[k].inv * 1e3);
-    // Relative SEs; B = 1/(inv 1e3), so SE(B)/B = SE(inv)/inv to first order (delta method).
     const Coef& fit = p.coef[k];
-    if (std::isfinite(fit.se_a0) && fit.a0 > 0) s.alpha_rel_se = fit.se_a0 / fit.a0;
-    if (std::isfinite(fit.se_inv)) s.bandwidth_rel_se = fit.se_inv / fit.inv;
-    if (fit.kap > 0) s.contention = fit.kap / fit.inv;
+    std::array<double, kTerms> coef{};
+    for (std::size_t j = 0; j < coef.size(); ++j) coef[j] = fit.*kCoefOf[j];
+    for (const TermInfo& t : kTermInfo) {
+      const std::size_t j = std::size_t(t.term);
+      if (auto v = t.from_fit(coef)) t.set(s, *v);
+      // The relative SE of the coefficient; for a rate (B = 1/(inv 1e3)) SE(B)/B = SE(inv)/inv
+      // to first order (delta method).
+      const double se = fit.*kSeOf[j];
+      if (t.se && std::isfinite(se) && coef[j] > 0) s.*t.se = se / coef[j];
+    }
     out.push_back(s);
   }
   return out;

@@ -88,6 +88,12 @@ JsonCursor JsonCursor::operator[](std::size_t i) const {
 
 void JsonCursor::expect_keys(std::initializer_list<const char*> allowed, const std::string& fix,
                              std::initializer_list<const char*> ignored) const {
+  expect_keys(std::span<const char* const>(allowed.begin(), allowed.size()), fix,
+              std::span<const char* const>(ignored.begin(), ignored.size()));
+}
+
+void JsonCursor::expect_keys(std::span<const char* const> allowed, const std::string& fix,
+                             std::span<const char* const> ignored) const {
   object();
   for (auto it = v_->begin(); it != v_->end(); ++it) {
     const std::string& k = it.key();

@@ -185,24 +185,26 @@ ModelResult segment_count_changed(const calib::Model& bm, const calib::Model& cm
   return r;
 }
 
-// The verdict on one parameter of one segment of a model both profiles have. z: the normal
-// quantile of the confidence level; sigma_fit: the fallback sd of log(ratio) from fit errors.
+// The verdict on one term of one segment of a model both profiles have (a term with a relative
+// SE: cost_model.hpp kTermInfo). z: the normal quantile of the confidence level; sigma_fit: the
+// fallback sd of log(ratio) from fit errors.
 ModelResult judge_parameter(const calib::Model& bm, const calib::Model& cm, std::size_t s,
-                            const char* param, double z, double sigma_fit, const Options& opt) {
+                            const calib::TermInfo& term, double z, double sigma_fit,
+                            const Options& opt) {
   const double up = 1 + opt.max_slowdown, down = 1 / (1 + opt.max_slowdown);
-  const bool bw = std::string(param) == "bandwidth_GBps";
+  const bool bw = term.rate;  // a rate: lower is slower
   const calib::Segment &bs = bm.segments[s], &cs = cm.segments[s];
   ModelResult r = model_identity(bm);
   r.segment = int(s);
-  r.param = param;
-  r.baseline = bw ? bs.bandwidth_GBps : bs.alpha_us;
-  r.candidate = bw ? cs.bandwidth_GBps : cs.alpha_us;
+  r.param = term.key;
+  r.baseline = term.get(bs).value_or(0.0);
+  r.candidate = term.get(cs).value_or(0.0);
   // sd of log(ratio): the two parameters' relative SEs in quadrature (independent fits;
   // relative SE = sd of the log to first order) when both profiles carry them. alpha and B
   // are fitted jointly and trade off, so a fit with a small time error can still leave
   // alpha uncertain by tens of percent; the fit-error fallback would call that a change.
-  const std::optional<double> b_se = bw ? bs.bandwidth_rel_se : bs.alpha_rel_se;
-  const std::optional<double> c_se = bw ? cs.bandwidth_rel_se : cs.alpha_rel_se;
+  const std::optional<double> b_se = bs.*term.se;
+  const std::optional<double> c_se = cs.*term.se;
   const bool from_se = b_se && c_se;
   const double sigma = from_se ? std::hypot(*b_se, *c_se) : sigma_fit;
   if (!(r.baseline > 0) || !(r.candidate > 0)) {
@@ -222,7 +224,7 @@ ModelResult judge_parameter(const calib::Model& bm, const calib::Model& cm, std:
                          fmt(100 * sigma, "%.1f") + "%";
   if (worse_lo > up) {
     r.verdict = "regression";
-    r.reason = std::string(bw ? "bandwidth fell" : "latency rose") + ": " + ci;
+    r.reason = std::string(term.noun) + (bw ? " fell" : " rose") + ": " + ci;
   } else if (worse_hi < down) {
     r.verdict = "improvement";
     r.reason = ci;
@@ -237,8 +239,8 @@ ModelResult judge_parameter(const calib::Model& bm, const calib::Model& cm, std:
 }
 
 // Prices (docs/GATE.md "Model level"): per link class both models measured, calib::price() of
-// each side at the class's measured sizes -- what the planner prices, so alpha_step,
-// contention and the measured curves all count.
+// each side at the class's measured sizes -- what the planner prices, so every model term and
+// the measured curves count.
 
 // One priced size of one class, before the FDR step.
 struct PricedSize {
@@ -440,9 +442,13 @@ std::vector<ModelResult> compare_profiles(const calib::Profile& bp, const calib:
       continue;
     }
     const double sigma_fit = std::hypot(rel_uncertainty(bm), rel_uncertainty(cm));
+    // Per segment each term with a standard error, the rates (B) first as the gate has always
+    // listed them.
     for (std::size_t s = 0; s < bm.segments.size(); ++s)
-      for (const char* param : {"bandwidth_GBps", "alpha_us"})
-        out.push_back(judge_parameter(bm, cm, s, param, z, sigma_fit, opt));
+      for (const bool rates : {true, false})
+        for (const calib::TermInfo& t : calib::kTermInfo)
+          if (t.se && t.rate == rates)
+            out.push_back(judge_parameter(bm, cm, s, t, z, sigma_fit, opt));
   }
   for (const auto& cm : cp.models)
     if (!matched.count(id(cm))) out.push_back(one_sided_model(cm, "candidate"));

@@ -6,7 +6,7 @@
 // re-reads them line for line as a test oracle.
 //
 // A prediction has two layers:
-//  1. the backbone, per size segment a sum of linear terms (the Term table below):
+//  1. the backbone, per size segment a sum of linear terms (kTermInfo below):
 //        t = alpha0 + alpha_step * steps(n) + S_eff * f(n) / B * (1 + gamma (c - 1))
 //  2. where the link class was measured, the measured curve: the log ratio of measured time to
 //     backbone at every measured size, interpolated in log(size). Between two measured sizes
@@ -18,12 +18,12 @@
 // the profile did not measure are built on these in host_transport.hpp; the model choice is
 // predict.hpp's.
 //
-// Adding a term: a Term enumerator, its column in term_feature(), its coefficient in
-// segment_coefficient() (and the Segment field it reads/writes: profile_types.hpp, the reader
-// profile_read.cpp, the writer profile_write.cpp, and the fitter's Coef), and the same three
-// lines in the test oracle's cost_model.py.
+// Adding a term: docs/DEVELOPING.md "Adding a model term" (a Term enumerator and its kTermInfo
+// row here, the Segment field in profile_types.hpp, the fitter's Coef member).
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -31,16 +31,197 @@
 
 namespace shardcal::calib {
 
-// The backbone's linear terms, in the order of the fitter's design columns.
+// The backbone's linear terms, in the order of the fitter's design columns and of kTermInfo.
 enum class Term : int { Alpha = 0, AlphaStep = 1, InvBandwidth = 2, Contention = 3 };
 inline constexpr int kTerms = 4;
 
-// The column of term t for group size n, effective size s_eff (bytes), c concurrent groups:
-// Alpha 1, AlphaStep steps(n), InvBandwidth S_eff f(n), Contention S_eff f(n) (c - 1).
+// When the fitter frees a term's column (fit_kernel.cpp); otherwise it stays at its floor.
+enum class FitWhen : unsigned char {
+  Always,
+  SeveralGroupSizes,     // the data hold >= 2 group sizes (with one, the column is alpha's)
+  SizeTerm,              // unless fitted latency only (CALIBRATION.md "Degenerate fits")
+  SeveralConcurrencies,  // contention asked for, the size term free and >= 2 concurrencies
+};
+
+// One term of the backbone: all that the fitter, the pricer, the profile's reader and writer, the
+// quality table, `shardbench predict` and the gate know of it. They iterate kTermInfo, so a term
+// lives in its row and its Segment field, not in each of them.
+struct TermInfo {
+  Term term;
+  // Price: t = sum over the terms of coefficient(segment) x feature(n, s_eff, c).
+  // The column for group size n, effective size s_eff (bytes), c concurrent groups: the fitter's
+  // design column and the pricer's multiplier.
+  double (*feature)(const CollectiveInfo& info, int n, double s_eff, int c);
+  double (*coefficient)(const Segment& s);  // us per unit of the column
+  // Storage: the Segment field and its profile member.
+  const char* key;  // member of a profile segment (and of `predict --json`'s "segment")
+  std::optional<double> (*get)(const Segment& s);  // none: absent (an optional term)
+  void (*set)(Segment& s, double value);
+  bool optional;  // absent = 0; written after the standard errors, and only when present
+  bool positive;  // the value is > 0 (else >= 0)
+  // The stored value from fitted coefficients (Term order); none: leave it absent.
+  std::optional<double> (*from_fit)(const std::array<double, kTerms>& coef);
+  // Uncertainty: the member holding the value's relative standard error (null: none recorded),
+  // and the term whose relative SE covers this term's share of a price (backbone intervals).
+  const char* se_key;
+  std::optional<double> Segment::*se;
+  Term se_of;
+  // Fit: the coefficient's lower bound (the active set pins it there) and when it is fitted.
+  double fit_floor;
+  FitWhen fit_when;
+  // Display. rate: the value is a rate whose reciprocal prices (lower = slower).
+  bool rate;
+  const char* noun;          // what it measures, for the gate's reasons ("latency rose")
+  const char* table_format;  // printf format of the value in the quality table's segments
+  const char* text_before;   // `shardbench predict`'s segment line: before VALUE after
+  const char* text_after;
+};
+
+inline constexpr std::array<TermInfo, kTerms> kTermInfo{{
+    {.term = Term::Alpha,
+     .feature = [](const CollectiveInfo&, int, double, int) { return 1.0; },
+     .coefficient = [](const Segment& s) { return s.alpha_us; },
+     .key = "alpha_us",
+     .get = [](const Segment& s) -> std::optional<double> { return s.alpha_us; },
+     .set = [](Segment& s, double v) { s.alpha_us = v; },
+     .optional = false,
+     .positive = false,
+     .from_fit = [](const std::array<double, kTerms>& c) -> std::optional<double> { return c[0]; },
+     .se_key = "alpha_rel_se",
+     .se = &Segment::alpha_rel_se,
+     .se_of = Term::Alpha,
+     .fit_floor = 0.0,
+     .fit_when = FitWhen::Always,
+     .rate = false,
+     .noun = "latency",
+     .table_format = " %.2f",
+     .text_before = "alpha ",
+     .text_after = " us"},
+    {.term = Term::AlphaStep,
+     .feature = [](const CollectiveInfo& info, int n, double, int) {
+       return double(info.ring_steps(n));
+     },
+     .coefficient = [](const Segment& s) { return s.alpha_step_us; },
+     .key = "alpha_step_us",
+     .get = [](const Segment& s) -> std::optional<double> { return s.alpha_step_us; },
+     .set = [](Segment& s, double v) { s.alpha_step_us = v; },
+     .optional = false,
+     .positive = false,
+     .from_fit = [](const std::array<double, kTerms>& c) -> std::optional<double> { return c[1]; },
+     .se_key = nullptr,
+     .se = nullptr,
+     .se_of = Term::Alpha,
+     .fit_floor = 0.0,
+     .fit_when = FitWhen::SeveralGroupSizes,
+     .rate = false,
+     .noun = "per-step latency",
+     .table_format = "+%.3f",
+     .text_before = " + alpha_step ",
+     .text_after = " us x steps"},
+    {.term = Term::InvBandwidth,
+     .feature = [](const CollectiveInfo& info, int n, double s_eff, int) {
+       return s_eff * info.busbw_factor(n);
+     },
+     .coefficient = [](const Segment& s) { return 1.0 / (s.bandwidth_GBps * 1e3); },
+     .key = "bandwidth_GBps",
+     .get = [](const Segment& s) -> std::optional<double> { return s.bandwidth_GBps; },
+     .set = [](Segment& s, double v) { s.bandwidth_GBps = v; },
+     .optional = false,
+     .positive = true,
+     .from_fit = [](const std::array<double, kTerms>& c) -> std::optional<double> {
+       return 1.0 / (c[2] * 1e3);
+     },
+     .se_key = "bandwidth_rel_se",  // SE(B)/B = SE(1/B)/(1/B) to first order (delta method)
+     .se = &Segment::bandwidth_rel_se,
+     .se_of = Term::InvBandwidth,
+     // A segment that shows no growth with S gets this slope (B = 1e6 GB/s): "bandwidth
+     // unresolved", still finite and positive as the profile requires.
+     .fit_floor = 1e-9,
+     .fit_when = FitWhen::SizeTerm,
+     .rate = true,
+     .noun = "bandwidth",
+     .table_format = " %.3g",
+     .text_before = ", B ",
+     .text_after = " GB/s"},
+    {.term = Term::Contention,
+     .feature = [](const CollectiveInfo& info, int n, double s_eff, int c) {
+       return s_eff * info.busbw_factor(n) * double(c - 1);
+     },
+     .coefficient = [](const Segment& s) {
+       return s.contention ? *s.contention / (s.bandwidth_GBps * 1e3) : 0.0;
+     },
+     .key = "contention",
+     .get = [](const Segment& s) { return s.contention; },
+     .set = [](Segment& s, double v) { s.contention = v; },
+     .optional = true,
+     .positive = false,
+     // gamma = kappa / (1/B): the slowdown per extra group, relative to the bandwidth term.
+     .from_fit = [](const std::array<double, kTerms>& c) -> std::optional<double> {
+       if (c[3] > 0) return c[3] / c[2];
+       return std::nullopt;
+     },
+     .se_key = nullptr,
+     .se = nullptr,
+     .se_of = Term::InvBandwidth,
+     .fit_floor = 0.0,
+     .fit_when = FitWhen::SeveralConcurrencies,
+     .rate = false,
+     .noun = "contention",
+     .table_format = " c%.3f",
+     .text_before = " / (1 + contention ",
+     .text_after = " x (concurrent - 1))"},
+}};
+
+constexpr const TermInfo& term_info(Term t) { return kTermInfo[std::size_t(t)]; }
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < kTermInfo.size(); ++i)
+        if (kTermInfo[i].term != Term(i) || !term_info(kTermInfo[i].se_of).se_key) return false;
+      return true;
+    }(),
+    "kTermInfo: one row per Term, in Term order; se_of names a term with a standard error");
+
+// A segment's term members in the profile's canonical order: the required terms' values, the
+// relative standard errors, then the optional terms' values (profiles have always been written
+// so; readers of older versions compare, and key order is part of the format).
+struct TermMember {
+  const TermInfo* info;
+  bool is_se;  // the member is the term's relative SE
+  constexpr const char* key() const { return is_se ? info->se_key : info->key; }
+};
+inline constexpr std::size_t kTermMembers =
+    kTerms + std::size_t(std::count_if(kTermInfo.begin(), kTermInfo.end(),
+                                       [](const TermInfo& t) { return t.se_key != nullptr; }));
+inline constexpr std::array<TermMember, kTermMembers> kSegmentTermMembers = [] {
+  std::array<TermMember, kTermMembers> out{};
+  std::size_t i = 0;
+  for (const TermInfo& t : kTermInfo)
+    if (!t.optional) out[i++] = {&t, false};
+  for (const TermInfo& t : kTermInfo)
+    if (t.se_key) out[i++] = {&t, true};
+  for (const TermInfo& t : kTermInfo)
+    if (t.optional) out[i++] = {&t, false};
+  return out;
+}();
+
+// The column of term t for group size n, effective size s_eff (bytes), c concurrent groups.
 double term_feature(Term t, Collective op, int n, double s_eff, int concurrent_groups);
-// The coefficient of term t in a profile segment (us per unit of the column): alpha_us,
-// alpha_step_us, 1 / (B 1e3), contention / (B 1e3).
-double segment_coefficient(const Segment& s, Term t);
+// Every term's column, and every coefficient of a segment, in Term order. Each row's function is
+// called through a constant index, so the compiler calls (and inlines) it directly: the pricer's
+// and the fitter's inner loops stay free of indirect calls.
+inline std::array<double, kTerms> term_features(const CollectiveInfo& info, int n, double s_eff,
+                                                int concurrent_groups) {
+  return [&]<std::size_t... J>(std::index_sequence<J...>) {
+    return std::array<double, kTerms>{kTermInfo[J].feature(info, n, s_eff, concurrent_groups)...};
+  }(std::make_index_sequence<kTerms>{});
+}
+inline std::array<double, kTerms> segment_coefficients(const Segment& s) {
+  return [&]<std::size_t... J>(std::index_sequence<J...>) {
+    return std::array<double, kTerms>{kTermInfo[J].coefficient(s)...};
+  }(std::make_index_sequence<kTerms>{});
+}
+// The coefficient of term t in a profile segment (us per unit of the column).
+inline double segment_coefficient(const Segment& s, Term t) { return term_info(t).coefficient(s); }
 
 // The segment of m holding s_eff (s_lo <= s_eff < s_hi).
 std::size_t segment_of(const Model& m, double s_eff);

@@ -1,8 +1,8 @@
 #pragma once
-// The fitter (docs/CALIBRATION.md): sweep points -> per-(collective, link-class
-// family) piecewise models t = alpha0 + alpha_step*steps(n) + S_eff*f(n)/B, with relative-error
-// weighting, Huber IRLS, breakpoints found from the data and the segment count chosen by
-// k-fold held-out error over sizes.
+// The fitter (docs/CALIBRATION.md): sweep points -> per-(collective, link-class family)
+// piecewise models (per size segment the backbone's terms, cost_model.hpp), with relative-error
+// weighting, Huber IRLS, breakpoints found from the data and the segment count chosen by k-fold
+// held-out error over sizes.
 #include <optional>
 #include <string>
 #include <vector>

@@ -7,8 +7,9 @@
 
 namespace shardcal::calib {
 
-// Segment validity also requires alpha_step_us >= 0 and finite, s_lo >= 0, the last segment
-// unbounded (s_hi null), and group sizes divisible by hosts. The nearest-measured-class rule that
+// Segment validity also requires every term's value finite and within its bound (cost_model.hpp
+// kTermInfo), s_lo >= 0, the last segment unbounded (s_hi null), and group sizes divisible by
+// hosts. The nearest-measured-class rule that
 // predict() applies is in docs/PROFILE_FORMAT.md ("Choosing a model").
 // Throws shardcal::Error with the JSON pointer and a fix for every defect (unknown schema or
 // version, missing fields, non-finite or non-physical values, unsorted/overlapping segments).

@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,9 @@ class JsonCursor {
   // "unknown key \"k\"; expected one of a, b, c" plus `fix` when given.
   void expect_keys(std::initializer_list<const char*> allowed, const std::string& fix = {},
                    std::initializer_list<const char*> ignored = {}) const;
+  // The same for a list built at run time (e.g. from a table of members).
+  void expect_keys(std::span<const char* const> allowed, const std::string& fix,
+                   std::span<const char* const> ignored = {}) const;
 
   // -- typed values (each fails "expected KIND, got KIND (VALUE)" on another kind) ---------------
   const JsonCursor& object() const;
