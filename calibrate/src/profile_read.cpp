@@ -381,7 +381,7 @@ struct Reader {
     p.created = cr.string();
     static const std::regex iso(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)");
     if (p.created.size() > 40 || !std::regex_match(p.created, iso))
-      fail(cr, "'" + p.created.substr(0, 40) + "' is not an ISO 8601 UTC time",
+      fail(cr, "'" + formats::utf8_prefix(p.created, 40) + "' is not an ISO 8601 UTC time",
            "write it like 2026-11-23T16:00:00Z");
     p.shardcal_version = v.string_at("shardcal_version", kMissingFix);
     const JsonCursor be = v.required("backend", kMissingFix);

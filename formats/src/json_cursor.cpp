@@ -45,9 +45,17 @@ std::string json_kind(const json& v) {
   }
 }
 
+std::string utf8_prefix(const std::string& s, std::size_t n) {
+  if (s.size() <= n) return s;
+  std::size_t k = n;
+  // Back off over continuation bytes (10xxxxxx) to the start of the cut character, then drop it.
+  while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
+  return s.substr(0, k);
+}
+
 std::string json_quote(const json& v) {
   std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  if (s.size() > 60) s = utf8_prefix(s, 57) + "...";
   return s;
 }
 

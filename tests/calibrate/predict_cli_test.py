@@ -132,6 +132,7 @@ def main(sb, repo):
     transport(sb, repo, sp)
     past_the_sweep(sb, repo, sp)
     link_ceiling(sb, repo)
+    python_profile_edges(repo)
     print("predict CLI: ok")
 
 
@@ -176,6 +177,32 @@ def transport(sb, repo, sp):
         assert r.returncode == 0, r.stderr
         assert "transported from the measured hosts=4" in r.stdout, r.stdout
     print("predict CLI: host-count transport named in JSON, text and plan")
+
+
+def python_profile_edges(repo):
+    """The Python package over the C++ reader (issue 45 review): an error message cut inside a
+    UTF-8 character still reads (not an empty ProfileError), and a profile built from a dict does
+    not follow later changes to that dict, in its views or a pickled copy."""
+    import pickle
+    import shardcal.profile as sp
+    with open(os.path.join(repo, "configs", "profiles", "dtensor-default.json")) as f:
+        base = json.load(f)
+    for bad in ("a" + "\u00e9" * 200, "aa" + "\u00e9" * 200):
+        d = json.loads(json.dumps(base))
+        d["models"][0]["hosts"] = bad
+        try:
+            sp.Profile(d)
+        except sp.ProfileError as e:
+            assert "hosts" in str(e) or "/models/0" in str(e), str(e)
+        else:
+            raise AssertionError("a string host count was accepted")
+    d = json.loads(json.dumps(base))
+    p = sp.Profile(d)
+    before = p.predict("all_gather", 8, 1, 8, nbytes=1 << 20).time_us
+    d["models"][0]["segments"][0]["alpha_us"] = 9999.0
+    assert p.predict("all_gather", 8, 1, 8, nbytes=1 << 20).time_us == before
+    assert pickle.loads(pickle.dumps(p)).predict("all_gather", 8, 1, 8, nbytes=1 << 20).time_us == before
+    print("predict CLI: the Python profile's errors and copies")
 
 
 def link_ceiling(sb, repo):

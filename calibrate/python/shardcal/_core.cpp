@@ -135,7 +135,20 @@ struct Profile {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "shardcal's C++ cost model for Python: profiles, predict, time_fn, the DTensor plan search";
-  py::register_exception<Error>(m, "ProfileError", PyExc_ValueError);
+  // ProfileError(ValueError) with the C++ message decoded leniently: a message that is not valid
+  // UTF-8 (a quoted value cut mid-character) still reads, where PyErr_SetString would leave it
+  // empty. The type object is kept for the interpreter's life (never freed).
+  static PyObject* profile_error = py::exception<Error>(m, "ProfileError", PyExc_ValueError).inc_ref().ptr();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      PyObject* msg = PyUnicode_DecodeUTF8(what.data(), Py_ssize_t(what.size()), "replace");
+      PyErr_SetObject(profile_error, msg);
+      Py_XDECREF(msg);
+    }
+  });
   py::class_<Profile>(m, "Profile")
       .def(py::init([](const std::string& text, const std::string& origin) {
              return Profile{std::make_shared<const calib::Profile>(calib::parse_profile(text, origin))};

@@ -94,7 +94,9 @@ class ProfileData:
                                    "numbers only") from None
         self.origin = origin
         self._core = _core.Profile(text, origin)
-        self._bind(json.loads(text) if doc is None else doc)
+        # The document as read, not the caller's dict: a later change to that dict must not reach
+        # the views or a pickled copy while the C++ prices keep the text read here.
+        self._bind(json.loads(text))
 
     def _bind(self, doc: dict) -> None:
         self.doc = doc

@@ -26,6 +26,9 @@ namespace shardcal::formats {
 std::string json_kind(const nlohmann::json& v);
 // A value as messages quote it: its JSON text, cut to about 60 characters.
 std::string json_quote(const nlohmann::json& v);
+// The first at most n bytes of s, shortened to a whole UTF-8 character: an error message cut
+// inside one is not valid UTF-8 (Python's binding would print nothing).
+std::string utf8_prefix(const std::string& s, std::size_t n);
 
 class JsonCursor {
  public:
