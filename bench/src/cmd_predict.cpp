@@ -216,9 +216,7 @@ int run(const PredictArgs& a) {
                         // An MPI ring carried at equal per-step messages: the measured count's
                         // price at measured_bytes (docs/CALIBRATION.md "Other host counts").
                         {"equal_messages", calib::carried_at_equal_messages(t, s_eff)},
-                        {"measured_bytes", calib::carried_at_equal_messages(t, s_eff)
-                                               ? s_eff * t.n_model / t.n_query
-                                               : s_eff}};
+                        {"measured_bytes", calib::measured_bytes_at(t, s_eff)}};
     else
       j["transport"] = nullptr;
     // Known algorithms (the SMPI ompi selector's): which runs at each count at this size, and

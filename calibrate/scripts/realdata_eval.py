@@ -264,16 +264,8 @@ def scaling(sb, fit_logs, target, work, extra):
     # per octave over the target's range, for its class.
     p0 = pts[0]
     sizes = sorted(p["bytes"] for p in pts if p["bytes"] >= 1)
-    grid = [sizes[0] * 2 ** (k / 8) for k in range(int(8 * math.log2(sizes[-1] / sizes[0])) + 1)]
-    falls, prev = [], None
-    for s in grid:
-        q = run([sb, "predict", "--profile", prof, "--collective", p0["collective"], "--group-size",
-                 str(p0["group_size"]), "--hosts", str(p0["hosts_spanned"]), "--ranks-per-host",
-                 str(p0["max_ranks_per_host"]), "--bytes", str(int(s)), "--dtype", p0["point"]["dtype"], "--json"])
-        t = json.loads(q.stdout)["time_us"]
-        if prev is not None and t < prev[1] * (1 - 1e-12):
-            falls.append(f"{int(prev[0])} B {prev[1]:.3f} us -> {int(s)} B {t:.3f} us")
-        prev = (s, t)
+    at_switch, elsewhere = falls_of(sb, prof, p0, sizes[0], sizes[-1], per_octave=8)
+    falls = elsewhere + at_switch  # (NCCL logs: no known algorithms, every fall counts)
     return {"target": target, "fitted": fit_logs, "points": len(errs), "median": statistics.median(errs),
             "max": max(errs), "covered": covered, "half_width_median": statistics.median(widths),
             "falls": falls}

@@ -496,13 +496,28 @@ bool carried_at_equal_messages(const HostTransport& t, double s_eff) {
   return t.active && equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff);
 }
 
+double measured_bytes_at(const HostTransport& t, double s_eff) {
+  return carried_at_equal_messages(t, s_eff) ? s_eff * t.n_model / t.n_query : s_eff;
+}
+
+namespace {
+
+// The factor on the measured count's price tb: a ring's steps at equal per-step messages, else
+// the structure's share R + (1 - share) F.
+double transported_factor(const HostTransport& t, bool eq, const TransportAt& at, double tb) {
+  return eq ? double(t.n_query - 1) / double(t.n_model - 1)
+            : transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
+}
+
+}  // namespace
+
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma) {
-  const bool eq = equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff);
-  const Priced b = price(m, t.n_model, concurrent_groups, eq ? s_eff * t.n_model / t.n_query : s_eff);
+  const bool eq = carried_at_equal_messages(t, s_eff);
+  const Priced b = price(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff));
   Priced out = b;
   const TransportAt at = transport_at(t, s_eff);
-  const double f = eq ? double(t.n_query - 1) / double(t.n_model - 1) : transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, b.time_us);
+  const double f = transported_factor(t, eq, at, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
   const double miss =
       t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
@@ -525,11 +540,9 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
 
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff) {
-  const bool eq = equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff);
-  const double tb = price_time_us(m, t.n_model, concurrent_groups, eq ? s_eff * t.n_model / t.n_query : s_eff);
-  const TransportAt at = transport_at(t, s_eff);
-  if (eq) return std::max(tb * (double(t.n_query - 1) / double(t.n_model - 1)), link_floor_time_us(m, t.n_query, s_eff));
-  return std::max(tb * transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb),
+  const bool eq = carried_at_equal_messages(t, s_eff);
+  const double tb = price_time_us(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff));
+  return std::max(tb * transported_factor(t, eq, transport_at(t, s_eff), tb),
                   link_floor_time_us(m, t.n_query, s_eff));
 }
 

@@ -207,8 +207,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
                         : price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma);
   // The size: past the measured curve's sizes (what priced it), else outside the model's domain.
   // An MPI ring carried at equal per-step messages priced the measured count at s_eff n_b / n.
-  const bool per_step = tr.active && carried_at_equal_messages(tr, s_eff);
-  const double s_priced = per_step ? s_eff * tr.n_model / tr.n_query : s_eff;
+  const bool per_step = carried_at_equal_messages(tr, s_eff);
+  const double s_priced = measured_bytes_at(tr, s_eff);
   if (pr.beyond_measured) {
     out.size_octaves = pr.beyond_octaves;
     const double edge = pr.beyond_octaves > 0 ? pr.curve->bytes.back() : pr.curve->bytes.front();

@@ -166,6 +166,8 @@ std::string transport_note(const HostTransport& t, const Model& best, const Link
 // Whether t carries s_eff as an MPI ring at equal per-step messages (the measured count priced at
 // s_eff x n_model / n_query; host_transport.cpp equal_message).
 bool carried_at_equal_messages(const HostTransport& t, double s_eff);
+// The size the measured count is priced at for s_eff (s_eff unless carried at equal messages).
+double measured_bytes_at(const HostTransport& t, double s_eff);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma = 0.0);
