@@ -2,6 +2,7 @@
 // The fitter's kernel (fit_kernel.cpp): one segment's robust weighted least squares over the cost
 // model's term columns (cost_model.hpp), and the observation type every piece of the fitter
 // shares. Internal to calibrate/src (segmentation, family fit, pooling and fit.cpp use it).
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -60,6 +61,11 @@ inline constexpr std::array<double Coef::*, kTerms> kCoefOf{&Coef::a0, &Coef::as
                                                             &Coef::kap};
 inline constexpr std::array<double Coef::*, kTerms> kSeOf{&Coef::se_a0, &Coef::se_as,
                                                           &Coef::se_inv, &Coef::se_kap};
+// A Term added to cost_model.hpp's table without its Coef member here would leave a null entry
+// (std::array value-initialises the rest) and crash the generic loops: refuse to compile instead.
+static_assert(std::ranges::none_of(kCoefOf, [](double Coef::* p) { return p == nullptr; }) &&
+                  std::ranges::none_of(kSeOf, [](double Coef::* p) { return p == nullptr; }),
+              "every cost-model Term needs its coefficient and standard error in kCoefOf/kSeOf");
 
 // A segment's bus bandwidth B (GB/s) and contention gamma.
 inline double coef_bandwidth_GBps(const Coef& k) { return 1.0 / (k.inv * 1e3); }
