@@ -10,8 +10,12 @@ tests/calibrate/oracle/ (the package's own before issue 45) is the oracle these 
                      >= 1000 random queries over random profiles and
                      configs/profiles/dtensor-default.json: the package's times and intervals
                      equal C++'s bit for bit, the oracle's within 1e-9 relative; same model, same
-                     segment, same extrapolation flag; same queries rejected; the three readers
-                     accept and reject the same mutated profiles.
+                     segment, same extrapolation flag, the same notes word for word; same queries
+                     rejected; the three readers accept and reject the same mutated profiles.
+                     Some random profiles carry a GPU link ceiling (extra.link_ceiling, docs/
+                     CALIBRATION.md "Link ceilings") low enough that the floor binds on a share
+                     of queries: prices, interval ends, transported prices and the curve's
+                     upward line on or moved by the floor are counted, and too few fail.
   table TOOL REPO    the Python module's copy of the collective table (COLLECTIVES, HAS_V_FORM,
                      busbw_factor, ring_steps) and the collective enum of
                      configs/schema/profile.schema.json equal the C++ table
@@ -23,7 +27,9 @@ tests/calibrate/oracle/ (the package's own before issue 45) is the oracle these 
                      that the compiled plan search evaluates itself) is bit-identical to
                      predict().time_us on random queries over random profiles with curves and
                      transported host counts; same queries rejected with the same message; and
-                     the oracle's time_fn gives the same bits, also swept across each curve.
+                     the oracle's time_fn gives the same bits, also swept across each curve;
+                     some profiles with a link ceiling (queries and swept sizes on its floor
+                     counted, too few fail).
   dtensor REPO       configs/profiles/dtensor-default.json reproduces PyTorch DTensor's cost
                      functions (torch/distributed/tensor/_collective_utils.py: MeshTopoInfo,
                      allgather_cost, allreduce_cost, reduce_scatter_cost, and redistribute_cost's
@@ -157,15 +163,46 @@ def random_query(rng, colls=None, host_counts=(1, 1, 2, 3, 4, 8)):
     return coll, n, hosts, rph, cg, nbytes, dtype, elem, counts
 
 
-def selector_profiles(tmp, k):
+def add_link_ceiling(crng, doc, share):
+    """With probability `share`, give the profile a GPU link ceiling (extra.link_ceiling,
+    docs/CALIBRATION.md "Link ceilings"): its slowest segment's bandwidth times 0.5-3, so the
+    floor binds at large sizes on most of its models and not at small ones (the fastest
+    bandwidth times 0.5-3 put under 1 % of queries on the floor). crng is the ceilings' own RNG:
+    the profiles' and queries' draws are the same with or without ceilings. Returns doc."""
+    if crng.random() < share:
+        slowest = min(seg["bandwidth_GBps"] for m in doc["models"] for seg in m["segments"])
+        gbps = max(1e-3, round(slowest * crng.uniform(0.5, 3.0), crng.choice([1, 3, 17])))  # reader: >= 1e-3
+        doc.setdefault("extra", {})["link_ceiling"] = {"GBps": gbps, "gpus": ["NVIDIA H100 80GB HBM3"],
+                                                       "source": "parity_test.py: slowest segment x 0.5-3"}
+    return doc
+
+
+def past_sweep_queries(crng, doc, k):
+    """k queries in the classes of doc's measured curves at 1-1024x their largest size: where
+    the curve's upward line meets a link ceiling's floor (cost_model.cpp curve_part), which
+    random sizes seldom reach. From crng, so the other queries are unchanged."""
+    curves = [(m, c) for m in doc["models"] for c in m.get("curves", ())]
+    out = []
+    for _ in range(k if curves else 0):
+        m, c = crng.choice(curves)
+        nbytes = c["bytes"][-1] * 2.0 ** crng.uniform(0.0, 10.0)
+        out.append((m["collective"], c["group_size"], m["hosts"], c["group_size"] // m["hosts"],
+                    c["concurrent_groups"], nbytes, m["dtype"], {"f32": 4, "bf16": 2}.get(m["dtype"], 1), []))
+    return out
+
+
+def selector_profiles(tmp, k, crng=None):
     """k inter-host MPI profiles whose mpi_selector says SMPI's ompi selector (host transport by
     Open MPI's tuned rules), one with a forced all_gather; their own RNG, so the other profiles'
-    draws are unchanged. Named h-sel*, so their queries are inter-host ones."""
+    draws are unchanged. Named h-sel*, so their queries are inter-host ones. With crng, some
+    carry a link ceiling (add_link_ceiling)."""
     srng = random.Random(20261129 + k)
     out = []
     for i in range(k):
         doc = random_profile(srng, (2, 4, 8) if i % 2 == 0 else (2,), ("all_gather", "all_reduce", "reduce_scatter"),
                              (1,), (None,))
+        if crng is not None:
+            add_link_ceiling(crng, doc, 0.6)
         doc["backend"], doc["memory"] = "mpi", "host"
         doc.setdefault("extra", {})["mpi_selector"] = {"selector": "ompi"}
         if i == 1:
@@ -186,24 +223,37 @@ def parity(tool, repo):
     transported = 0
     grown = 0
     seen_ok = set()
+    crng = random.Random(20261130)  # the link ceilings' own draws (add_link_ceiling)
+    floor = {"profiles": 0, "queries": 0, "time": 0, "lo": 0, "hi": 0, "line": 0, "carried": 0, "transported": 0,
+             "free": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
         for i in range(12):
             path = os.path.join(tmp, f"p{i}.json")
             with open(path, "w") as f:
-                json.dump(random_profile(rng), f)
+                json.dump(add_link_ceiling(crng, random_profile(rng), 0.6), f)
             profiles.append(path)
         for i in range(4):  # inter-host models only: queries at other host counts are transported
             path = os.path.join(tmp, f"h{i}.json")
             with open(path, "w") as f:
-                json.dump(random_profile(rng, (2, 4, 8), ("all_gather", "all_reduce", "reduce_scatter"), (1,), (None,)), f)
+                json.dump(add_link_ceiling(crng, random_profile(rng, (2, 4, 8), ("all_gather", "all_reduce",
+                                                                                "reduce_scatter"), (1,), (None,)),
+                                           0.6), f)
             profiles.append(path)
-        profiles += selector_profiles(tmp, 3)
+        profiles += selector_profiles(tmp, 3, crng)
         for path in profiles:
             prof = sp.load(path)
             oprof = orc.load(path)
             with open(path) as f:  # the optional relative SEs are read as written (absent: None)
                 raw = json.load(f)
+            # With a link ceiling: the profile without it too (the package: C++, fast), to tell which
+            # prices the floor moved.
+            bare = None
+            if "link_ceiling" in raw.get("extra", {}):
+                floor["profiles"] += 1
+                doc = json.loads(json.dumps(raw))
+                del doc["extra"]["link_ceiling"]
+                bare = sp.loads(json.dumps(doc), path + " without its link ceiling")
             for m, rm in zip(prof.models, raw["models"]):
                 for seg, rs in zip(m.segments, rm["segments"]):
                     assert (seg.alpha_rel_se, seg.bandwidth_rel_se, seg.contention) == \
@@ -211,6 +261,8 @@ def parity(tool, repo):
             inter = os.path.basename(path).startswith("h")
             queries = [random_query(rng, ("all_gather", "all_reduce", "reduce_scatter"), (2, 3, 4, 6, 8, 16))
                        if inter else random_query(rng) for _ in range(200)]
+            if bare is not None:
+                queries += past_sweep_queries(crng, raw, 16)
             lines = []
             for (coll, n, hosts, rph, cg, nbytes, dtype, elem, counts) in queries:
                 lines.append(f"{coll} {n} {hosts} {rph} {cg} {nbytes!r} {dtype or '-'} {elem} "
@@ -223,10 +275,11 @@ def parity(tool, repo):
             for q, line, text in zip(queries, got, lines):
                 total += 1
                 coll, n, hosts, rph, cg, nbytes, dtype, elem, counts = q
+                got_p = {}
                 for who, pr in (("package", prof), ("oracle", oprof)):
                     try:
-                        p = pr.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts, elem_size=elem,
-                                       dtype=dtype, concurrent_groups=cg)
+                        p = got_p[who] = pr.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts,
+                                                    elem_size=elem, dtype=dtype, concurrent_groups=cg)
                     except (sp.ProfileError, orc.ProfileError) as e:
                         assert line.startswith("error "), f"{path}: '{text}': {who} rejected ({e}), C++ gave {line}"
                         continue
@@ -245,25 +298,54 @@ def parity(tool, repo):
                     assert bool(int(ex)) == p.extrapolated, f"{path}: '{text}': extrapolated C++ {ex} {who} {p.note}"
                 if not line.startswith("ok "):
                     continue
-                p = prof.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts, elem_size=elem, dtype=dtype,
-                                 concurrent_groups=cg)
+                p, o = got_p["package"], got_p["oracle"]
+                # The notes word for word: among them the C++'s "priced at the GPUs' link ceiling"
+                # exactly where the oracle's price sits on its floor (predict.cpp at_link_floor).
+                assert p.note == o.note, f"{path}: '{text}': notes differ:\n C++:    {p.note}\n oracle: {o.note}"
+                if bare is not None:
+                    floor["queries"] += 1
+                    assert o.link_floor_us > 0 or n <= 1 or o.s_eff == 0, (path, text, o)
+                    b = bare.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts, elem_size=elem, dtype=dtype,
+                                     concurrent_groups=cg)
+                    on = o.link_floor_us > 0 and p.time_us == o.link_floor_us  # C++ on the oracle's floor, bit for bit
+                    assert on == o.at_link_floor, f"{path}: '{text}': C++ {p.time_us!r}, oracle's floor " \
+                                                  f"{o.link_floor_us!r}, oracle at_link_floor {o.at_link_floor}"
+                    floor["time"] += on
+                    floor["transported"] += on and "transported" in p.basis
+                    floor["lo"] += o.link_floor_us > 0 and p.lo_us == o.link_floor_us and not on
+                    floor["hi"] += o.link_floor_us > 0 and p.hi_us == o.link_floor_us
+                    # moved, not onto the floor: a curve's upward line past the sweep stopped at it
+                    # (curve_part; the price is the line's geometric middle with the backbone
+                    # carried), or a transported price's measured count sat on its own floor
+                    moved = not on and b.time_us != p.time_us
+                    floor["line"] += moved and "transported" not in p.basis
+                    floor["carried"] += moved and "transported" in p.basis
+                    floor["free"] += (b.time_us, b.lo_us, b.hi_us) == (p.time_us, p.lo_us, p.hi_us)
                 compared += 1
                 transported += "tested by" in p.basis
                 grown += "untested" in p.basis
                 seen_ok.add(coll)
     for c in COLLS:  # every collective is queried and predicted by both
         assert c in seen_ok, f"no accepted query for {c}: {sorted(seen_ok)}"
-    edge_parity(tool, sp)
-    edge_parity(tool, orc)
+    edge_parity(tool, sp, orc)
     agree = reject_parity(tool, sp, orc, rng)
     print(f"parity: the C++ reader, the package and the oracle agree on accepting/rejecting {agree} mutated profiles")
     print(f"parity: {compared} predictions equal (package: bit for bit; oracle: <= 1e-9 rel), "
           f"{total - compared} rejected by all, "
           f"{len(profiles)} profiles; {transported} of them transported between host counts and tested by a second, "
           f"{grown} transported untested")
+    print(f"parity: link ceiling on {floor['profiles']} profiles, {floor['queries']} of their predictions: "
+          f"{floor['time']} priced on the floor ({floor['transported']} of them transported), "
+          f"{floor['lo']} more with the interval's lower end on it, {floor['hi']} with its upper end on it, "
+          f"{floor['line']} moved above it by the floor of a curve's upward line, {floor['carried']} transported "
+          f"from a measured count's floored price; {floor['free']} untouched")
     assert compared >= 1000, compared
     assert transported >= 20, f"only {transported} queries exercised the tested host-count transport"
     assert grown >= 20, f"only {grown} queries exercised the untested host-count transport"
+    # The floor binds on a good share and not on every query: each of its paths is compared with C++.
+    for k, least in (("time", 100), ("transported", 20), ("lo", 50), ("hi", 20), ("line", 10), ("carried", 20),
+                     ("free", 200)):
+        assert floor[k] >= least, f"link ceiling: only {floor[k]} queries of kind {k!r} (want >= {least}): {floor}"
 
 
 MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,
@@ -280,24 +362,27 @@ def timefn(repo):
     sp = load_module(repo)
     orc = load_oracle()
     from shardcal import _core  # the DTensor adapter's compiled search evaluates a _core.TimeFn itself
+    from oracle.cost_model import link_floor_time_us  # (load_oracle put the oracle on sys.path)
     rng = random.Random(20261128)
+    crng = random.Random(20261131)  # the link ceilings' own draws (add_link_ceiling)
     counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0, "oracle": 0,
-              "oracle curve": 0, "oracle sweep": 0}
+              "oracle curve": 0, "oracle sweep": 0, "on floor": 0, "sweep on floor": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json"),
                     os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")]
         for i in range(16):
             path = os.path.join(tmp, f"p{i}.json")
             with open(path, "w") as f:
-                json.dump(random_profile(rng), f)
+                json.dump(add_link_ceiling(crng, random_profile(rng), 0.5), f)
             profiles.append(path)
         for i in range(8):  # inter-host models only: queries at other host counts are transported
             path = os.path.join(tmp, f"h{i}.json")
             with open(path, "w") as f:
-                json.dump(random_profile(rng, (2, 4, 8) if i % 2 else (2,), ("all_gather", "all_reduce",
-                                                                            "reduce_scatter"), (1,), (None,)), f)
+                json.dump(add_link_ceiling(crng, random_profile(rng, (2, 4, 8) if i % 2 else (2,),
+                                                                ("all_gather", "all_reduce", "reduce_scatter"),
+                                                                (1,), (None,)), 0.5), f)
             profiles.append(path)
-        profiles += selector_profiles(tmp, 4)
+        profiles += selector_profiles(tmp, 4, crng)
         for path in profiles:
             prof = sp.load(path)
             oprof = orc.load(path)
@@ -331,14 +416,18 @@ def timefn(repo):
                 got = ofn(nbytes)
                 assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} oracle {got!r}"
                 counts["oracle"] += 1
+                om = oprof.models[want.model.index]  # the link ceiling's floor (0 without one)
+                counts["on floor"] += want.time_us == link_floor_time_us(om, n, want.s_eff) > 0
                 if ofn.spec is not None and len(ofn.spec) == 7:  # a curve: also a sweep across its knots
                     counts["oracle curve"] += 1
                     # (up to 2^10 x past the last knot: far past the sweep the physical bounds bind)
                     top = 1024.0 * max(ofn.spec[6][1])
                     for j in range(48):
                         b = rng.uniform(0.5, top) if j % 2 else math.exp(rng.uniform(0.0, math.log(top)))
-                        assert ofn(b) == fn(b), f"{path}: {args} {b!r}: time_fn {fn(b)!r} oracle {ofn(b)!r}"
+                        got = ofn(b)
+                        assert got == fn(b), f"{path}: {args} {b!r}: time_fn {fn(b)!r} oracle {got!r}"
                         counts["oracle sweep"] += 1
+                        counts["sweep on floor"] += got == link_floor_time_us(om, n, b) > 0
                 counts["compared"] += 1
                 counts["curve"] += "curve" in want.basis
                 counts["two counts"] += "tested by" in want.basis
@@ -364,8 +453,10 @@ def timefn(repo):
           f"({counts['curve']} on a measured curve, {counts['two counts']} transported and tested by a second count, "
           f"{counts['prior']} transported untested; {counts['oracle']} also equal to the oracle's, "
           f"{counts['oracle curve']} of them with a curve, swept at {counts['oracle sweep']} more sizes); "
-          f"{counts['rejected']} rejected alike")
-    for k in ("compared", "curve", "two counts", "prior", "rejected", "oracle", "oracle curve"):
+          f"{counts['rejected']} rejected alike; on a link ceiling's floor: {counts['on floor']} queries, "
+          f"{counts['sweep on floor']} swept sizes")
+    for k in ("compared", "curve", "two counts", "prior", "rejected", "oracle", "oracle curve", "on floor",
+              "sweep on floor"):
         assert counts[k] >= 20, f"too few queries of kind {k!r}: {counts}"
 
 
@@ -398,10 +489,11 @@ def mutate(rng, doc):
     return doc
 
 
-def edge_parity(tool, sp):
-    """Deterministic edge cases both readers must treat alike: nesting around the depth limit
-    (32) and integer literals beyond double range (C++ rejects while parsing; Python must raise
-    ProfileError, not OverflowError)."""
+def edge_parity(tool, *readers):
+    """Deterministic edge cases the C++ reader and each of `readers` (the package, the oracle)
+    must treat alike: nesting around the depth limit (32), integer literals beyond double range
+    (C++ rejects while parsing; Python must raise ProfileError, not OverflowError) and
+    extra.link_ceiling's bounds and shape."""
     base = random_profile(random.Random(3))
     cases = []
     for depth in range(28, 38):
@@ -417,6 +509,15 @@ def edge_parity(tool, sp):
         doc = json.loads(json.dumps(base))
         doc["models"][0]["segments"][0][key] = 10 ** 400
         cases.append((f"{key} = 1e400 (integer literal)", json.dumps(doc)))
+    # extra.link_ceiling (profile_read.cpp link_ceiling()): GBps in [1e-3, 1e6], names, source.
+    for lc in ({"GBps": 1e-3}, {"GBps": 0.000999}, {"GBps": 0}, {"GBps": -1}, {"GBps": 1e6}, {"GBps": 1000001},
+               {"GBps": 10 ** 400}, {"GBps": True}, {"GBps": "450"}, {"GBps": None}, {}, {"gpus": ["A"]},
+               {"GBps": 450, "gpus": ["NVIDIA H100 80GB HBM3"], "source": "NVLink 4"}, {"GBps": 450, "gpus": []},
+               {"GBps": 450, "gpus": "H100"}, {"GBps": 450, "gpus": [1]}, {"GBps": 450, "source": 1},
+               {"GBps": 450, "colour": 1}, None, [], 450):
+        doc = json.loads(json.dumps(base))
+        doc["extra"] = {"link_ceiling": lc}
+        cases.append((f"link_ceiling {json.dumps(lc)}", json.dumps(doc)))
     outcomes = set()
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in cases:
@@ -426,16 +527,18 @@ def edge_parity(tool, sp):
             out = subprocess.run([tool, path], input="", capture_output=True, text=True, timeout=60)
             assert out.returncode == 0, out.stderr
             cpp_ok = out.stdout == ""
-            try:
-                sp.load(path)
-                py_ok, why = True, ""
-            except sp.ProfileError as e:
-                py_ok, why = False, str(e)
-            assert cpp_ok == py_ok, f"{name}: C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout.strip()} " \
-                                    f"but Python {'accepts' if py_ok else 'rejects: ' + why}"
+            for sp in readers:  # (one C++ run for all the Python readers)
+                try:
+                    sp.load(path)
+                    py_ok, why = True, ""
+                except sp.ProfileError as e:
+                    py_ok, why = False, str(e)
+                assert cpp_ok == py_ok, f"{name}: C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout.strip()} " \
+                                        f"but {sp.__name__} {'accepts' if py_ok else 'rejects: ' + why}"
             outcomes.add((name.split()[0], cpp_ok))
     assert ("depth", True) in outcomes and ("depth", False) in outcomes, outcomes
-    print(f"parity: {len(cases)} edge cases (depth limit, huge integers) treated alike")
+    assert ("link_ceiling", True) in outcomes and ("link_ceiling", False) in outcomes, outcomes
+    print(f"parity: {len(cases)} edge cases (depth limit, huge integers, link ceilings) treated alike")
 
 
 def table(tool, repo):
@@ -492,9 +595,10 @@ def reject_parity(tool, sp, orc, rng):
     """The C++ reader, the package (the C++ reader through shardcal._core: a ProfileError, never a
     crash) and the oracle's reader all accept or all reject each mutated profile."""
     n = accepted = 0
+    crng = random.Random(20261132)  # link ceilings (add_link_ceiling): mutations reach extra.link_ceiling too
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(300):
-            base = random_profile(rng)
+            base = add_link_ceiling(crng, random_profile(rng), 0.5)
             if rng.random() < 0.5:
                 base["models"].append(json.loads(json.dumps(base["models"][0])))
                 base["models"][-1]["concurrent_groups"] = 16

@@ -31,6 +31,40 @@ BEYOND_LOG_SIGMA_PER_OCTAVE = 0.12  # cost_model.hpp kBeyondLogSigmaPerOctave
 CURVE_MAX_NOISE = 5.0
 CURVE_MAX_KAPPA = 100.0
 
+# The collective table's link floor terms (core/src/collectives.cpp kTable: link_share, busbw_flat),
+# written out here rather than read from the package: the bytes one rank's links must carry in
+# one direction per byte of S, by any algorithm (docs/CALIBRATION.md "Link ceilings").
+LINK_FLOOR_TERMS = {
+    "all_gather": (1.0, 0.0),
+    "reduce_scatter": (1.0, 0.0),
+    "all_reduce": (1.0, 0.0),  # not the busbw factor's 2: in-network reduction moves each byte once
+    "all_to_all": (1.0, 0.0),
+    "broadcast": (0.0, 1.0),
+    "scatter": (1.0, 0.0),
+    "gather": (1.0, 0.0),
+}
+
+
+def link_floor_factor(collective: str, n: int) -> float:
+    """CollectiveInfo::link_floor_factor (core/include/shardcal/collectives.hpp); 0 for n <= 1."""
+    if n <= 1:
+        return 0.0
+    share, flat = LINK_FLOOR_TERMS[collective]
+    return share * (float(n) - 1.0) / float(n) + flat
+
+
+def link_floor_time_us(model, n: int, s_eff: float) -> float:
+    """cost_model.cpp link_floor_time_us via link_ceiling.hpp link_floor_us: the least time (us)
+    the profile's link ceiling allows at s_eff (GB/s = bytes per ns); 0 without a ceiling."""
+    g = model.link_ceiling_GBps
+    return s_eff * link_floor_factor(model.collective, n) / g * 1e-3 if g > 0 else 0.0
+
+
+def _log_link_floor(model, n: int, s_eff: float) -> float:
+    """cost_model.cpp log_link_floor: ln of the floor, -inf without one."""
+    f = link_floor_time_us(model, n, s_eff)
+    return math.log(f) if f > 0 else -math.inf
+
 
 @dataclass
 class MeasuredCurve:
@@ -185,7 +219,9 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
         slope = min(max(slope, 0.0), LN2)
         far = ye + LN2 * d if up else ye - LN2 * d
         carried = min(max(log_bb + cv.weight * cv.log_ratio[k - 1 if up else 0], min(ye, far)), max(ye, far))
-        line = ye + slope * d if up else ye - slope * d
+        # The line stops at the link ceiling's floor (C++ applies it in both directions; downwards
+        # it only moves the interval's envelope, the price there is `carried`).
+        line = max(ye + slope * d if up else ye - slope * d, _log_link_floor(model, n, s_eff))
         log_t = 0.5 * (carried + line) if up else carried
         grow = max(cv.kappa_scale / 2.0, BEYOND_LOG_SIGMA_PER_OCTAVE) * d
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
@@ -234,11 +270,13 @@ def price_on(model, cv, exact: bool, n: int, concurrent_groups: int, s_eff: floa
     c = concurrent_groups
     seg = segment_of(model, s_eff)
     bb = segment_time_us(model, seg, n, s_eff, c)
+    floor_us = link_floor_time_us(model, n, s_eff)  # 0 without a ceiling
     if cv is None or len(cv.bytes) < 2:
         sig = _backbone_sigma(model, seg, n, s_eff, c)
         sig = _hypot(sig, class_log_sigma)
-        return Priced(bb, bb * math.exp(-INTERVAL_Z * sig), bb * math.exp(INTERVAL_Z * sig), seg, None, False,
-                      False, False)
+        # No price and no bound below the floor (price_on's backbone branch).
+        return Priced(max(bb, floor_us), max(bb * math.exp(-INTERVAL_Z * sig), floor_us),
+                      max(bb * math.exp(INTERVAL_Z * sig), floor_us), seg, None, False, False, False)
     log_t, sig, env_lo, env_hi, switch, beyond, octaves, bound_lo, bound_hi, end_sig = _curve_part(
         model, cv, n, c, s_eff, _log_time(bb))
     if beyond:
@@ -257,8 +295,11 @@ def price_on(model, cv, exact: bool, n: int, concurrent_groups: int, s_eff: floa
     if beyond:
         lo = max(env_lo - INTERVAL_Z * sig, bound_lo - INTERVAL_Z * end_sig)
         hi = min(env_hi + INTERVAL_Z * sig, bound_hi + INTERVAL_Z * end_sig)
-    return Priced(math.exp(log_t), math.exp(min(max(lo, -700.0), 700.0)), math.exp(min(max(hi, -700.0), 700.0)),
-                  seg, cv, exact, switch, beyond, octaves)
+    # The floor in linear time (a price on it is the floor exactly); the interval's lower end not
+    # below it and its upper end not below the price (price_on's last lines).
+    time_us = max(math.exp(log_t), floor_us)
+    return Priced(time_us, max(math.exp(min(max(lo, -700.0), 700.0)), floor_us),
+                  max(math.exp(min(max(hi, -700.0), 700.0)), time_us), seg, cv, exact, switch, beyond, octaves)
 
 
 def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
@@ -270,14 +311,23 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
     (the same operations in the same order) but without the interval: the segment coefficients,
     collective-table factors, curve and its monotone knot values are resolved once for the class,
     so a planner pricing many sizes pays only the segment lookup, four products and, with a curve,
-    the interpolation. tests/calibrate/time_pricer_test.py compares it to price()."""
+    the interpolation. tests/calibrate/time_pricer_test.py compares it to price().
+
+    The link ceiling's floor (link_floor_time_us) is applied as price_on applies it: in the
+    curve's upward line and as max(time, floor) on the result. The returned function's `spec`
+    describes the price before that last max; `link_floor` is (link_floor_factor(n), GBps)."""
     segs = model.segments
+    lff, gbps = link_floor_factor(model.collective, n), model.link_ceiling_GBps
+
+    def floor_us(s_eff):  # link_floor_time_us, the same operations
+        return s_eff * lff / gbps * 1e-3 if gbps > 0 else 0.0
     if n <= 1:  # segment_time_us: a group of one rank moves nothing
         a = segs[0].alpha_us
 
         def constant(s_eff):
-            return a
+            return max(a, floor_us(s_eff))  # (the floor is 0 at n <= 1)
         constant.spec = ("constant", a)  # price_spec: the same function as data
+        constant.link_floor = (lff, gbps)
         return constant
     c = concurrent_groups
     rs = float(ring_steps(model.collective, n))
@@ -305,8 +355,11 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
     spec = ("backbone", rs, bf, cm1, coefs, his[:last])  # (the last segment's upper bound is never compared)
     cv = curve if curve is not None else curve_for(model, n, c)[0]  # given: a transported class's
     if cv is None or len(cv.bytes) < 2:
-        backbone.spec = spec
-        return backbone
+        def floored(s_eff):
+            return max(backbone(s_eff), floor_us(s_eff))
+        floored.spec = spec
+        floored.link_floor = (lff, gbps)
+        return floored
     k = len(cv.bytes)
     kb = [_log_time(backbone_time_us(model, n, b, c)) for b in cv.bytes]  # as _curve_part's knots
     wgt, lr = cv.weight, cv.log_ratio
@@ -325,6 +378,9 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
     exp, log, bisect_right = math.exp, math.log, bisect.bisect_right
 
     def with_curve(s_eff):
+        return max(curve_time(s_eff), floor_us(s_eff))
+
+    def curve_time(s_eff):
         bb = backbone(s_eff)
         log_bb = log(max(bb, 1e-6))
         x = math.log2(max(s_eff, 1.0))
@@ -335,7 +391,8 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
                 slope = min(max((ye - ym[k - 2]) / (xk - xs[k - 2]), 0.0), LN2)
                 far = ye + LN2 * d
                 carried = min(max(log_bb + wgt * lr[k - 1], min(ye, far)), max(ye, far))
-                return exp(0.5 * (carried + (ye + slope * d)))
+                f = floor_us(s_eff)  # the line stops at the floor (_log_link_floor)
+                return exp(0.5 * (carried + max(ye + slope * d, math.log(f) if f > 0 else -math.inf)))
             d = x0 - x
             ye = yk[0]
             far = ye - LN2 * d
@@ -355,6 +412,7 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
         r = (1 - w) * lr[i] + w * lr[i + 1] - shrink1 * shape
         return exp(max(log_bb + wgt * r, yi))
 
+    with_curve.link_floor = (lff, gbps)
     with_curve.spec = spec + (("curve", [float(b) for b in knot_bytes], xs, kb, yk, ym, list(lr), seg_at, wgt,
                                shrink1, CURVE_SWITCH_LOG),)
     return with_curve

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from shardcal.collectives import busbw_factor
-from .cost_model import INTERVAL_Z, Priced, curve_for, price, price_time_us, time_pricer
+from .cost_model import INTERVAL_Z, Priced, curve_for, link_floor_time_us, price, price_time_us, time_pricer
 
 HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (host_transport.hpp kHostTransportLogSigma)
 HOST_TRANSPORT_TESTED_LOG_SIGMA = 0.10  # ... after a second count tested the structure
@@ -270,18 +270,23 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     level = math.log1p(q) / INTERVAL_Z
     lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
     hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
-    return Priced(tq, _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)),
-                  _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi)), b.segment, b.curve,
-                  b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
+    # Never below the link ceiling's floor at the query's group size (0 without a ceiling).
+    floor_us = link_floor_time_us(model, t.n_query, s_eff)
+    return Priced(max(tq, floor_us),
+                  max(_widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)), floor_us),
+                  max(_widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi)), floor_us),
+                  b.segment, b.curve, b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
     eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
     tb = price_time_us(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
     if eq:
-        return tb * (float(t.n_query - 1) / float(t.n_model - 1))
-    at_r, at_f, _ = _transport_at(t, s_eff)
-    return tb * transport_factor(t.latency_us, at_r, at_f, tb)
+        tq = tb * (float(t.n_query - 1) / float(t.n_model - 1))
+    else:
+        at_r, at_f, _ = _transport_at(t, s_eff)
+        tq = tb * transport_factor(t.latency_us, at_r, at_f, tb)
+    return max(tq, link_floor_time_us(model, t.n_query, s_eff))
 
 
 def bandwidth_growth(law: str, collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
@@ -305,11 +310,12 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
     fb = time_pricer(model, t.n_model, concurrent_groups)
 
     def transported(s_eff):
+        floor_us = link_floor_time_us(model, t.n_query, s_eff)  # the query's floor, after the factor
         if _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff):
-            return fb(s_eff * t.n_model / t.n_query) * (float(t.n_query - 1) / float(t.n_model - 1))
+            return max(fb(s_eff * t.n_model / t.n_query) * (float(t.n_query - 1) / float(t.n_model - 1)), floor_us)
         tb = fb(s_eff)
         at_r, at_f, _ = _transport_at(t, s_eff)
-        return tb * transport_factor(t.latency_us, at_r, at_f, tb)
+        return max(tb * transport_factor(t.latency_us, at_r, at_f, tb), floor_us)
     return transported
 
 

@@ -36,6 +36,8 @@ class Prediction:
     size_octaves: float = 0.0  # log2(s_eff / nearest measured size) past the measured sizes, else 0
     size_edge_bytes: float = 0.0  # the nearest measured size when size_octaves != 0
     other_side: bool = False  # an intra-host group priced from inter-host measurements, or the reverse
+    link_floor_us: float = 0.0  # the link ceiling's floor at the query (0: no ceiling)
+    at_link_floor: bool = False  # the price sits on that floor (predict.cpp at_link_floor)
 
 def _factor_distance(x: int, r) -> float:
     lo, hi = r
@@ -157,9 +159,9 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
             return _factor_distance(n, model.domain["group_size"]) != 1.0
         if outside(m, tr.n_model) or (tr.other is not None and outside(tr.other, tr.n_other)):
             sizes = f"{tr.n_model}" + (f" and {tr.n_other}" if tr.other is not None else "")
-            counts = f"{m.hosts}" + (f" and {tr.other.hosts}" if tr.other is not None else "")
+            host_counts = f"{m.hosts}" + (f" and {tr.other.hosts}" if tr.other is not None else "")
             notes.append(f"{ranks_per_host} ranks per host: group sizes {sizes} outside the measured ones "
-                         f"at hosts={counts}")
+                         f"at hosts={host_counts}")
     transport_class_extrapolated = bool(notes)
     if tr is not None:
         notes.append(_ht.transport_note(tr, m, hosts))
@@ -193,14 +195,29 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     pr = (_ht.price_transported(m, tr, concurrent_groups, s_eff, class_sigma) if tr is not None
           else _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma))
     # The size: past the measured curve's sizes (what priced it), else outside the domain.
+    # An MPI ring carried at equal per-step messages priced the measured count at s_eff n_b / n
+    # (host_transport.cpp carried_at_equal_messages, measured_bytes_at): the note names that size.
+    per_step = tr is not None and _ht._equal_message(tr, tr.law, tr.bw_law, tr.two_node_switch, tr.n_model,
+                                                     tr.n_query, s_eff)
+    s_priced = s_eff * tr.n_model / tr.n_query if per_step else s_eff
     if pr.beyond_measured:
         edge = pr.curve.bytes[-1] if pr.beyond_octaves > 0 else pr.curve.bytes[0]
-        factor = "" if s_eff < 1.0 else f"{2.0 ** abs(pr.beyond_octaves):.4g}x "
-        notes.append(f"size {s_eff:.4g} B is {factor}"
+        factor = "" if s_priced < 1.0 else f"{2.0 ** abs(pr.beyond_octaves):.4g}x "
+        equivalent = f" (the measured count's per-step equivalent of {s_eff:.4g} B)" if per_step else ""
+        notes.append(f"size {s_priced:.4g} B{equivalent} is {factor}"
                      f"{'above the largest' if pr.beyond_octaves > 0 else 'below the smallest'} measured "
                      f"({edge:.4g} B): priced past the sweep, interval widened")
     elif not _contains(m.domain["bytes"], s_eff):
         notes.append(f"size {s_eff} B outside the measured range")
+    # The link ceiling's floor at the query's group size (predict.cpp): a price on it says so,
+    # and the note makes the prediction extrapolated as any note does.
+    floor_us = _cm.link_floor_time_us(m, group_size, s_eff)
+    at_floor = floor_us > 0 and pr.time_us <= floor_us
+    if at_floor:
+        even = all(c == counts[0] for c in counts)
+        notes.append(f"priced at the GPUs' link ceiling ({m.link_ceiling_GBps:.4g} GB/s per GPU and direction): "
+                     + ("no collective of this size can run faster" if even
+                        else "the floor at S_eff, the model's size for these uneven counts"))
     basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
     if tr is not None:
         basis = (f"hosts={m.hosts} transported to hosts={hosts}"
@@ -212,7 +229,7 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
         basis += ", beyond the measured sizes"
     return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis,
                       class_note, pr.beyond_octaves if pr.beyond_measured else 0.0,
-                      edge if pr.beyond_measured else 0.0, other_side)
+                      edge if pr.beyond_measured else 0.0, other_side, floor_us, at_floor)
 
 
 def time_fn(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,

@@ -58,6 +58,9 @@ class Model:
     index: int = 0
     raw: dict = field(default_factory=dict, repr=False)
     curves: list = field(default_factory=list)  # cost_model.MeasuredCurve per measured class
+    # The profile's link ceiling (extra.link_ceiling.GBps), 0 = none: Model::link_ceiling_GBps,
+    # which the C++ reader copies into every model; prices never fall below its floor.
+    link_ceiling_GBps: float = 0.0
 
 def _fail(origin: str, ptr: str, what: str, fix: str):
     raise ProfileError(f"{origin}: {ptr or '/'}: {what}; {fix}")
@@ -383,6 +386,25 @@ class ProfileData:
                     _fail(origin, f"/extra/mpi_selector/forced/{k}", f"unknown collective '{k}'",
                           "use a collective table name")
             self.mpi_selector = {"selector": sel["selector"], "forced": dict(forced)}
+        # The GPUs' link ceiling (docs/PROFILE_FORMAT.md "extra.link_ceiling"), checked as
+        # profile_read.cpp link_ceiling(): {"GBps": 1e-3..1e6, "gpus": [string], "source": string}.
+        self.link_ceiling = None
+        if isinstance(ex, dict) and "link_ceiling" in ex:
+            lc = ex["link_ceiling"]
+            if not isinstance(lc, dict):
+                _fail(origin, "/extra/link_ceiling", "expected an object", "fix the value")
+            for k in lc:
+                if k not in ("GBps", "gpus", "source"):
+                    _fail(origin, f"/extra/link_ceiling/{k}", f"unknown key '{k}'", "remove it")
+            gbps = _num(origin, lc, "/extra/link_ceiling", "GBps", 1e-3)
+            if gbps > 1e6:
+                _fail(origin, "/extra/link_ceiling/GBps", f"must be <= 1e6, got {lc['GBps']}", "fix the value")
+            gpus = lc.get("gpus", [])
+            if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
+                _fail(origin, "/extra/link_ceiling/gpus", "expected an array of GPU names", "fix the value")
+            if not isinstance(lc.get("source", ""), str):
+                _fail(origin, "/extra/link_ceiling/source", "expected a string", "fix the value")
+            self.link_ceiling = {"GBps": gbps, "gpus": list(gpus), "source": lc.get("source", "")}
         self.fit_method = doc.get("fit_method")
         # The copy cost calibrate fitted and adopted (ns per byte, 0 = free); None: the memory
         # space's built-in bandwidth (docs/PROFILE_FORMAT.md "local_copy").
@@ -403,6 +425,8 @@ class ProfileData:
         if not isinstance(doc["models"], list):
             _fail(origin, "/models", "expected an array", "fix the value")
         self.models = [_parse_model(origin, m, f"/models/{i}", i) for i, m in enumerate(doc["models"])]
+        for m in self.models:  # (profile_read.cpp: every model prices with the profile's ceiling)
+            m.link_ceiling_GBps = self.link_ceiling["GBps"] if self.link_ceiling else 0.0
         seen = set()
         for m in self.models:
             key = (m.collective, m.hosts, m.concurrent_groups, m.dtype)
