@@ -26,6 +26,7 @@ struct CalibrateArgs {
   std::string out;
   std::string name;
   std::string mode = "auto";
+  std::string routes;  // --routes: ring-routes file (empty: none)
   bool allow_mixed = false;
 };
 
@@ -234,6 +235,14 @@ int run(const CalibrateArgs& a) {
               << "bytes / ceiling\n";
   else if (extra["extra"].contains("link_ceiling_dropped"))
     std::cout << "calibrate: " << extra["extra"]["link_ceiling_dropped"].get<std::string>() << "\n";
+  // The network's ring routes (docs/CALIBRATION.md "Other host counts"): read before writing,
+  // so a bad file leaves no profile behind.
+  if (!a.routes.empty()) {
+    profile.ring_routes = cb::read_ring_routes(a.routes);
+    std::cout << "ring routes: " << profile.ring_routes->rings.size() << " host counts ("
+              << profile.ring_routes->source << "): host transport adds the route latency a "
+              << "larger ring's steps pay\n";
+  }
   cb::write_profile_atomic(profile, a.out);
   std::cout << "profile: " << a.out << " (" << cal.models.size() << " model(s))\n";
   return 0;
@@ -261,6 +270,11 @@ Runner add_calibrate_command(CLI::App& app) {
                   "torch.profiler traces")
       ->check(CLI::IsMember({"auto", "per_iteration", "pipelined", "in_job"}))
       ->capture_default_str();
+  cmd->add_option("--routes", args->routes,
+                  "Ring routes of the network (routes.json from ring-routes or "
+                  "scripts/simulate/host-series.sh): host counts the sweep did not run are priced "
+                  "with the route latency and link share their ring takes "
+                  "(docs/CALIBRATION.md \"Other host counts\")");
   cmd->add_flag("--allow-mixed", args->allow_mixed,
                 "Fit results of different clusters (other GPU names, or, without GPU names, "
                 "imported logs of other hosts) into one profile; refused without it");

@@ -231,6 +231,16 @@ int run(const PredictArgs& a) {
                                       {"query", std::string(calib::mpi_algorithm_name(ss.to))},
                                       {"switch", ss.switched}};
     }
+    // The ring routes (docs/CALIBRATION.md "Other host counts"): whether they priced this size.
+    if (const calib::HostTransport& t = p.transport; t.active && t.routes)
+      j["transport"]["routes"] = {{"applied", calib::route_ring(t, s_eff)},
+                                  {"latency_us", {{"measured", t.route_latency_model_us},
+                                                  {"query", t.route_latency_query_us}}},
+                                  {"share_GBps", {{"measured", t.route_share_model_GBps},
+                                                  {"query", t.route_share_query_GBps}}},
+                                  {"extra_us_per_step", t.route_step_us},
+                                  {"steps", t.route_steps},
+                                  {"source", t.route_source}};
     if (!assumed.empty()) j["assumed"] = assumed;
     std::cout << j.dump(2) << "\n";
     return 0;

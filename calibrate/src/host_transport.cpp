@@ -101,6 +101,49 @@ double transport_factor(double latency_us, double latency_ratio, double bus_rati
   return share * latency_ratio + (1.0 - share) * bus_ratio;
 }
 
+// A transported time in two parts: latency and bandwidth term.
+struct TransportParts {
+  double lat = 0, bw = 0;
+};
+// The parts of the measured count's price tb carried by factor `factor` (tb x factor in all), the
+// latency part being share R of tb (share = min(1, L / tb)); for a ring at equal per-step
+// messages (R = F = the steps' ratio) the same split of tb x factor.
+static TransportParts transport_parts(double latency_us, double latency_ratio, double bus_ratio,
+                                      double tb) {
+  const double share = tb > 0 ? std::min(1.0, latency_us / tb) : 1.0;
+  return {tb * share * latency_ratio, tb * (1.0 - share) * bus_ratio};
+}
+// With the ring routes: every ring step pays the extra route latency (delta per step, `steps`
+// steps), the bandwidth term the link-share ratio g. A shorter route (delta < 0) lowers the
+// latency part at most in proportion to the route latencies (the rest is the hosts' own).
+static double routed_time(const TransportParts& p, double g, double steps, double delta,
+                          double lat_ratio) {
+  double lat = p.lat + steps * delta;
+  if (delta < 0) lat = std::max(lat, p.lat * lat_ratio);
+  return lat + p.bw * g;
+}
+// The routes between two host counts (nullopt: the profile lacks one of them).
+struct RouteStep {
+  double delta = 0, lat_ratio = 1, g = 1;
+};
+// Open MPI's ring reduce_scatter (coll_base_reduce_scatter_intra_ring, which SMPI's ompi_ring
+// runs) keeps two receives posted, so with eager sends a step's route latency overlaps the
+// previous step's: on SMPI's fat tree and torus its steps paid 0.3 and ~0 of the extra route
+// latency below 64 KiB per-step messages (all of it above). Its price keeps the measured per-step
+// latency; the interval reaches the whole extra route latency.
+static bool route_latency_overlapped(const HostTransport& t) {
+  return t.mpi && t.op == Collective::ReduceScatter;
+}
+static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_to) {
+  if (!p.ring_routes) return std::nullopt;
+  const auto* a = p.ring_routes->at(h_from);
+  const auto* b = p.ring_routes->at(h_to);
+  if (!a || !b) return std::nullopt;
+  return RouteStep{b->latency_us - a->latency_us,
+                   a->latency_us > 0 ? b->latency_us / a->latency_us : 1.0,
+                   a->share_GBps / b->share_GBps};
+}
+
 // ---- Open MPI's coll/tuned fixed decision rules, as SMPI's `ompi` selector runs them ----------
 // Source: SimGrid src/smpi/colls/smpi_openmpi_selector.cpp ("selector for collective algorithms
 // based on openmpi's default coll_tuned_decision_fixed selector, Updated 02/2022"; unchanged but
@@ -279,6 +322,14 @@ SelectorStructure selector_structure(Collective op, int n_b, int h_b, int n, int
   return out;
 }
 
+// The ompi selector runs a neighbour ring at both counts for op at S (the measured count at its
+// per-step-equal size S n_b / n is not asked: the routes concern the steps, which a ring has at
+// both).
+static bool ring_at_both(Collective op, int n_b, int n, double bytes) {
+  const auto a = ompi_tuned_algorithm(op, n_b, bytes), b = ompi_tuned_algorithm(op, n, bytes);
+  return a && b && *a == MpiAlgorithm::Ring && *b == MpiAlgorithm::Ring;
+}
+
 // The host-count transport for a query (host_transport.hpp): when the query
 // spans hosts the chosen model did not measure, the structure from its count to the query's, and
 // the test of that structure against a second measured inter-host model of the collective (same
@@ -343,6 +394,9 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     const auto [slo, shi] = known_switch(op, p.backend, a.hosts, best.hosts);
     const double la = price_time_us(a, na, c, 1.0);
+    // The ring routes from the other count to the chosen one, where the profile has both.
+    const std::optional<RouteStep> rab = route_step(p, a.hosts, best.hosts);
+    const double steps_b = collective_info(op).ring_steps(nb);
     // Per pair of laws, the miss per size: log(t_b / structure's t_b), 0 inside a switch's
     // range; the pair that misses least (ties: the defaults, listed first). Across a known
     // switch the pair is special by construction (NCCL's two-node tree): it chooses nothing, the
@@ -378,10 +432,25 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
             rk = ss.latency_ratio;
             fk = ss.bus_ratio;
           }
-          double p_lo = ta * transport_factor(la, rk, fk * slo, ta);
-          double p_hi = ta * transport_factor(la, rk, fk * shi, ta);
-          if (equal_message(t, law, bw, slo != shi, na, nb, k)) {
-            p_lo = p_hi = price_time_us(a, na, c, k * double(na) / double(nb)) * double(nb - 1) / double(na - 1);
+          TransportParts q_lo = transport_parts(la, rk, fk * slo, ta);
+          TransportParts q_hi = transport_parts(la, rk, fk * shi, ta);
+          const bool eqm = equal_message(t, law, bw, slo != shi, na, nb, k);
+          if (eqm) {
+            const double te = price_time_us(a, na, c, k * double(na) / double(nb));
+            const double steps = double(nb - 1) / double(na - 1);
+            q_lo = transport_parts(la, steps, steps, te);
+            q_hi = q_lo;
+          }
+          // A neighbour ring at both counts pays the routes' extra latency per step.
+          const bool ring = eqm || (t.selector ? ring_at_both(t.op, na, nb, k)
+                                               : law == LatencyLaw::RingSteps);
+          double p_lo = q_lo.lat + q_lo.bw, p_hi = q_hi.lat + q_hi.bw;
+          if (rab && ring) {
+            // As priced: an overlapped ring (route_latency_overlapped) without the extra route
+            // latency, so that where its steps did pay it the miss widens the interval.
+            const double d = route_latency_overlapped(t) ? 0.0 : rab->delta;
+            p_lo = routed_time(q_lo, rab->g, steps_b, d, rab->lat_ratio);
+            p_hi = routed_time(q_hi, rab->g, steps_b, d, rab->lat_ratio);
           }
           const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
           miss.push_back(d);
@@ -425,6 +494,18 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   }
   t.two_node_switch = klo != khi;
   t.bus_ratio = f * mid;
+  if (const auto r = route_step(p, best.hosts, lc.hosts)) {
+    t.routes = true;
+    t.route_step_us = r->delta;
+    t.route_lat_ratio = r->lat_ratio;
+    t.route_bw_ratio = r->g;
+    t.route_steps = collective_info(op).ring_steps(lc.group_size);
+    t.route_latency_model_us = p.ring_routes->at(best.hosts)->latency_us;
+    t.route_latency_query_us = p.ring_routes->at(lc.hosts)->latency_us;
+    t.route_share_model_GBps = p.ring_routes->at(best.hosts)->share_GBps;
+    t.route_share_query_GBps = p.ring_routes->at(lc.hosts)->share_GBps;
+    t.route_source = p.ring_routes->source;
+  }
   t.switch_lo_log_sigma = std::log(mid / lo) / kIntervalZ;
   t.switch_hi_log_sigma = std::log(hi / mid) / kIntervalZ;
   return t;
@@ -509,7 +590,28 @@ double transported_factor(const HostTransport& t, bool eq, const TransportAt& at
             : transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
 }
 
+// The measured count's price tb carried to the query: tb x the factor, or where the ring routes
+// apply (`ring`) its latency and bandwidth parts with the routes' link share and extra latency per
+// step. far = false: the price (the extra latency in, except for an overlapped ring,
+// route_latency_overlapped); far = true: the interval's far side (the other of the two).
+double transported_time(const HostTransport& t, bool eq, const TransportAt& at, double tb,
+                        bool ring, bool far) {
+  if (!t.routes || !ring) return tb * transported_factor(t, eq, at, tb);
+  const double steps = double(t.n_query - 1) / double(t.n_model - 1);
+  const TransportParts q = eq ? transport_parts(t.latency_us, steps, steps, tb)
+                              : transport_parts(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
+  const bool with_delta = far == route_latency_overlapped(t);
+  return routed_time(q, t.route_bw_ratio, double(t.route_steps), with_delta ? t.route_step_us : 0.0,
+                     t.route_lat_ratio);
+}
+
 }  // namespace
+
+bool route_ring(const HostTransport& t, double s_eff) {
+  if (!t.active) return false;
+  if (carried_at_equal_messages(t, s_eff)) return true;
+  return t.selector ? ring_at_both(t.op, t.n_model, t.n_query, s_eff) : t.law == LatencyLaw::RingSteps;
+}
 
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma) {
@@ -517,7 +619,10 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const Priced b = price(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff));
   Priced out = b;
   const TransportAt at = transport_at(t, s_eff);
-  const double f = transported_factor(t, eq, at, b.time_us);
+  const bool ring = t.routes && route_ring(t, s_eff);
+  const double tq = transported_time(t, eq, at, b.time_us, ring, false);
+  // The factor on b (its interval scales with it).
+  const double f = ring && b.time_us > 0 ? tq / b.time_us : transported_factor(t, eq, at, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
   const double miss =
       t.test_doublings > 0 ? miss_at(t, s_eff) * t.doublings / t.test_doublings : 0.0;
@@ -525,16 +630,26 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
                         at.switch_log_sigma * at.switch_log_sigma;
   // A switch level that a larger group crosses first (and no measured count did) can double a
   // hop's latency: the latency's part of the price, share q, up to 2x on the side away from h_b.
-  const double tq = b.time_us * f;
-  const double q = tq > 0 ? std::min(1.0, t.latency_us * at.latency_ratio / tq) : 1.0;
+  // Where the ring routes apply they say what the routes do: no such term.
+  const double q = ring ? 0.0 : tq > 0 ? std::min(1.0, t.latency_us * at.latency_ratio / tq) : 1.0;
   const double level = std::log1p(q) / kIntervalZ;
   const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
   const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
   // Never below the link ceiling's floor at the query's group size (0 without a ceiling).
   const double floor_us = link_floor_time_us(m, t.n_query, s_eff);
   out.time_us = std::max(tq, floor_us);
-  out.lo_us = std::max(widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo)), floor_us);
-  out.hi_us = std::max(widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi)), floor_us);
+  out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
+  out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
+  if (ring && t.route_step_us != 0 && tq > 0) {
+    // Whether every step pays the whole extra route latency depends on how the library overlaps
+    // its steps (route_latency_overlapped): the interval's side towards the other of the two
+    // prices, with and without it, reaches that price's bound.
+    const double r = transported_time(t, eq, at, b.time_us, true, true) / tq;
+    if (r < 1) out.lo_us *= r;
+    else out.hi_us *= r;
+  }
+  out.lo_us = std::max(out.lo_us, floor_us);
+  out.hi_us = std::max(out.hi_us, floor_us);
   return out;
 }
 
@@ -542,8 +657,8 @@ double price_transported_time_us(const Model& m, const HostTransport& t, int con
                                  double s_eff) {
   const bool eq = carried_at_equal_messages(t, s_eff);
   const double tb = price_time_us(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff));
-  return std::max(tb * transported_factor(t, eq, transport_at(t, s_eff), tb),
-                  link_floor_time_us(m, t.n_query, s_eff));
+  const double tq = transported_time(t, eq, transport_at(t, s_eff), tb, t.routes && route_ring(t, s_eff), false);
+  return std::max(tq, link_floor_time_us(m, t.n_query, s_eff));
 }
 
 }  // namespace shardcal::calib

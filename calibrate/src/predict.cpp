@@ -208,6 +208,19 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   // The size: past the measured curve's sizes (what priced it), else outside the model's domain.
   // An MPI ring carried at equal per-step messages priced the measured count at s_eff n_b / n.
   const bool per_step = carried_at_equal_messages(tr, s_eff);
+  if (tr.active && tr.routes) {
+    std::ostringstream o;
+    o << std::setprecision(4);
+    if (route_ring(tr, s_eff))
+      o << "ring routes: hosts=" << lc.hosts << "'s ring takes " << tr.route_latency_query_us
+        << " us routes at " << tr.route_share_query_GBps << " GB/s per flow, hosts="
+        << tr.hosts_model << "'s " << tr.route_latency_model_us << " us at "
+        << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
+        << tr.route_step_us << " us on each of " << tr.route_steps << " steps";
+    else
+      o << "ring routes not applied (the algorithm priced here is not a neighbour ring)";
+    add(o.str());
+  }
   const double s_priced = measured_bytes_at(tr, s_eff);
   if (pr.beyond_measured) {
     out.size_octaves = pr.beyond_octaves;

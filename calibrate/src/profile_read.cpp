@@ -140,6 +140,32 @@ struct Reader {
     return c;
   }
 
+  // docs/PROFILE_FORMAT.md "ring_routes": {"source": TEXT, "rings": [{"hosts": H, "latency_us": x,
+  // "share_GBps": y}, ...]}, ascending hosts >= 2, each once.
+  static Profile::RingRoutes ring_routes(const JsonCursor& v) {
+    v.object();
+    v.expect_keys({"source", "rings"}, kUnknownKeyFix);
+    Profile::RingRoutes r;
+    if (auto s = v.optional("source")) r.source = s->string();
+    const JsonCursor rings = v.required("rings", kMissingFix);
+    rings.array();
+    for (std::size_t i = 0; i < rings.size(); ++i) {
+      const JsonCursor e = rings[i];
+      e.object();
+      e.expect_keys({"hosts", "latency_us", "share_GBps"}, kUnknownKeyFix);
+      Profile::RingRoute x;
+      x.hosts = int(e.integer_at("hosts", kMissingFix, 2, kMaxInt));
+      // A route of more than a second, or a link below 1 MB/s, is a unit mistake.
+      x.latency_us = e.required("latency_us", kMissingFix).number(0.0, 1e6);
+      x.share_GBps = e.required("share_GBps", kMissingFix).number(1e-3, 1e6);
+      if (!r.rings.empty() && x.hosts <= r.rings.back().hosts)
+        fail(e, "hosts " + std::to_string(x.hosts) + " after " + std::to_string(r.rings.back().hosts),
+             "list each host count once, ascending (ring-routes writes them so)");
+      r.rings.push_back(x);
+    }
+    return r;
+  }
+
   // docs/PROFILE_FORMAT.md "mpi_selector": {"selector": NAME, "forced": {COLLECTIVE: ALGORITHM}}.
   static Profile::MpiSelector mpi_selector(const JsonCursor& v) {
     v.object();
@@ -402,6 +428,8 @@ struct Reader {
       if (auto s = x->optional("mpi_selector")) p.mpi_selector = mpi_selector(*s);
     if (auto x = v.optional("extra"))
       if (auto s = x->optional("link_ceiling")) p.link_ceiling = link_ceiling(*s);
+    if (auto x = v.optional("extra"))
+      if (auto s = x->optional("ring_routes")) p.ring_routes = ring_routes(*s);
     const JsonCursor models = v.required("models", kMissingFix);
     if (!models.json().is_array())
       fail(models, "expected an array of models, got " + json_quote(models.json()),
@@ -461,6 +489,27 @@ Profile parse_profile(const std::string& json_text, const std::string& origin) {
       "shardbench calibrate",
       kMaxDepth, "a profile holds finite numbers only: regenerate it with shardbench calibrate");
   return Reader::profile(JsonCursor(src, doc, {}, kValueFix));
+}
+
+Profile::RingRoutes read_ring_routes(const std::string& path) {
+  const std::string text = formats::read_text_file(
+      path, "ring routes", "give the routes.json that ring-routes (or host-series.sh) wrote");
+  const formats::JsonSource src(path, text);
+  const json doc = formats::parse_json(
+      text, path, "the routes file is not valid JSON: regenerate it with ring-routes", kMaxDepth,
+      "a routes file holds finite numbers only: regenerate it with ring-routes");
+  const JsonCursor v(src, doc, {}, kValueFix);
+  v.object();
+  v.expect_keys({"format", "source", "hosts_order", "rings"},
+                "remove the key (a routes file holds format, source, hosts_order and rings)");
+  const JsonCursor f = v.required("format", "add \"format\": \"shardcal-ring-routes/1\"");
+  if (f.string() != "shardcal-ring-routes/1")
+    Reader::fail(f, "format " + json_quote(f.json()) + " is not shardcal-ring-routes/1",
+         "give a file that ring-routes wrote (docs/PROFILE_FORMAT.md \"ring_routes\")");
+  json inner = json::object();
+  if (auto s = v.optional("source")) inner["source"] = s->string();
+  inner["rings"] = v.required("rings", kMissingFix).json();
+  return Reader::ring_routes(JsonCursor(src, inner, {}, kValueFix));
 }
 
 Profile read_profile(const std::string& path) {

@@ -109,6 +109,23 @@ std::string profile_to_json(const Profile& p) {
   } else if (j.contains("extra")) {
     j["extra"].erase("link_ceiling");
   }
+  // extra.ring_routes, likewise.
+  if (j.contains("extra")) j["extra"].erase("ring_routes");
+  if (p.ring_routes) {
+    ojson r;
+    r["source"] = p.ring_routes->source;
+    ojson rings = ojson::array();
+    for (const auto& x : p.ring_routes->rings) {
+      ojson e;
+      e["hosts"] = x.hosts;
+      e["latency_us"] = x.latency_us;
+      e["share_GBps"] = x.share_GBps;
+      rings.push_back(e);
+    }
+    r["rings"] = rings;
+    if (!j.contains("extra")) j["extra"] = ojson::object();
+    j["extra"]["ring_routes"] = r;
+  }
   ojson models = ojson::array();
   for (const Model& m : p.models) {
     ojson jm;

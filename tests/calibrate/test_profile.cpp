@@ -1009,3 +1009,112 @@ TEST(Profile, FuzzReader) {
 }
 
 }  // namespace
+
+// The network's ring routes (Profile::ring_routes, docs/CALIBRATION.md "Other host counts"): a
+// ring over more hosts whose routes are longer pays the extra latency on every step, and its
+// bandwidth term the smaller link share; Open MPI's double-buffered reduce_scatter ring keeps the
+// measured per-step latency and the interval reaches the extra.
+TEST(Profile, RingRoutesTransport) {
+  Profile p = sample();  // MPI; all_gather measured at hosts=2, 2 ranks per host
+  p.ring_routes = Profile::RingRoutes{"test", {{2, 1.5, 25.0}, {4, 3.0, 12.5}}};
+  const double s = 1 << 20;
+  const LinkClass four{8, 4, 2, 1};
+  Prediction r = predict(p, Collective::AllGather, four, s);
+  ASSERT_TRUE(r.transport.active);
+  ASSERT_TRUE(r.transport.routes);
+  EXPECT_EQ(r.transport.route_steps, 7);
+  EXPECT_DOUBLE_EQ(r.transport.route_step_us, 1.5);
+  EXPECT_DOUBLE_EQ(r.transport.route_bw_ratio, 2.0);
+  EXPECT_TRUE(route_ring(r.transport, s));
+  // An MPI ring at equal per-step messages: the measured count at S x 4/8, 7/3 of its steps;
+  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x 2.
+  const double tb = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
+  const double share = std::min(1.0, r.transport.latency_us / tb);
+  const double expect = tb * share * 7.0 / 3.0 + 7 * 1.5 + tb * (1 - share) * 7.0 / 3.0 * 2.0;
+  EXPECT_NEAR(r.time_us, expect, 1e-9 * expect);
+  EXPECT_NEAR(price_transported_time_us(*r.model, r.transport, 1, s), r.time_us, 1e-12 * r.time_us);
+  EXPECT_NE(r.note.find("ring routes: hosts=4's ring takes 3 us routes at 12.5 GB/s per flow, hosts=2's "
+                        "1.5 us at 25 GB/s: +1.5 us on each of 7 steps"),
+            std::string::npos)
+      << r.note;
+  // Without routes: lower. The interval's lower side reaches the price without the extra latency.
+  Profile plain = p;
+  plain.ring_routes.reset();
+  const Prediction r0 = predict(plain, Collective::AllGather, four, s);
+  EXPECT_LT(r0.time_us, r.time_us);
+  const double no_delta = tb * share * 7.0 / 3.0 + tb * (1 - share) * 7.0 / 3.0 * 2.0;
+  EXPECT_LT(r.lo_us, no_delta);
+  EXPECT_GT(r.hi_us, r.time_us);
+  // Equal routes and shares: exactly the price without routes.
+  Profile same = p;
+  same.ring_routes = Profile::RingRoutes{"test", {{2, 1.5, 25.0}, {4, 1.5, 25.0}}};
+  EXPECT_DOUBLE_EQ(predict(same, Collective::AllGather, four, s).time_us, r0.time_us);
+  // A count the table lacks: no routes.
+  Profile partial = p;
+  partial.ring_routes = Profile::RingRoutes{"test", {{2, 1.5, 25.0}}};
+  EXPECT_FALSE(predict(partial, Collective::AllGather, four, s).transport.routes);
+  EXPECT_DOUBLE_EQ(predict(partial, Collective::AllGather, four, s).time_us, r0.time_us);
+
+  // Open MPI's reduce_scatter ring: priced without the extra latency (link share kept), the upper
+  // side reaching the price with it.
+  Profile rs = p;
+  for (Model& m : rs.models)
+    if (m.collective == Collective::AllGather) m.collective = Collective::ReduceScatter;
+  r = predict(rs, Collective::ReduceScatter, four, s);
+  ASSERT_TRUE(r.transport.routes);
+  const double tbr = predict(rs, Collective::ReduceScatter, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
+  const double sr = std::min(1.0, r.transport.latency_us / tbr);
+  const double no_d = tbr * sr * 7.0 / 3.0 + tbr * (1 - sr) * 7.0 / 3.0 * 2.0;
+  EXPECT_NEAR(r.time_us, no_d, 1e-9 * no_d);
+  EXPECT_GT(r.hi_us, no_d + 7 * 1.5);
+
+  // NCCL's all_reduce crosses nodes as a tree by default: not a ring, the routes do not apply.
+  Profile nccl = p;
+  nccl.backend = "nccl";
+  for (Model& m : nccl.models)
+    if (m.collective == Collective::AllGather) m.collective = Collective::AllReduce, m.dtype = DType::F32;
+  nccl.models.erase(std::remove_if(nccl.models.begin(), nccl.models.end(),
+                                   [](const Model& m) { return m.collective == Collective::AllReduce && m.hosts == 1; }),
+                    nccl.models.end());
+  r = predict(nccl, Collective::AllReduce, four, s);
+  ASSERT_TRUE(r.transport.routes);
+  EXPECT_EQ(r.transport.law, LatencyLaw::TreeDepth);
+  EXPECT_FALSE(route_ring(r.transport, s));
+  EXPECT_NE(r.note.find("ring routes not applied"), std::string::npos) << r.note;
+
+  // The profile keeps them, and the reader refuses nonsense.
+  const Profile back = parse_profile(profile_to_json(p), "mem");
+  ASSERT_TRUE(back.ring_routes);
+  EXPECT_EQ(back.ring_routes->source, "test");
+  ASSERT_EQ(back.ring_routes->rings.size(), 2u);
+  EXPECT_EQ(back.ring_routes->rings[1].hosts, 4);
+  EXPECT_DOUBLE_EQ(back.ring_routes->rings[1].latency_us, 3.0);
+  EXPECT_DOUBLE_EQ(back.ring_routes->rings[1].share_GBps, 12.5);
+  EXPECT_EQ(profile_to_json(back), profile_to_json(p));
+  json doc = json::parse(profile_to_json(p));
+  for (const auto& [what, patch] : std::vector<std::pair<std::string, json>>{
+           {"hosts 2 after 4", json::parse(R"([{"hosts":4,"latency_us":1,"share_GBps":1},{"hosts":2,"latency_us":1,"share_GBps":1}])")},
+           {"0.001", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":0}])")},
+           {"latency_us", json::parse(R"([{"hosts":2,"latency_us":-1,"share_GBps":1}])")},
+           {"hosts", json::parse(R"([{"hosts":1,"latency_us":1,"share_GBps":1}])")},
+           {"bogus", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":1,"bogus":0}])")}}) {
+    json d = doc;
+    d["extra"]["ring_routes"]["rings"] = patch;
+    try {
+      parse_profile(d.dump(), "mem");
+      ADD_FAILURE() << "accepted " << patch.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("ring_routes"), std::string::npos) << e.what();
+    }
+  }
+  // The file `calibrate --routes` reads: its format is checked.
+  const std::string f = testing::TempDir() + "/routes_test.json";
+  std::ofstream(f) << R"({"format":"other/1","rings":[]})";
+  EXPECT_THROW(read_ring_routes(f), Error);
+  std::ofstream(f) << R"({"format":"shardcal-ring-routes/1","source":"x","hosts_order":["a","b"],"rings":[{"hosts":2,"latency_us":0.5,"share_GBps":3}]})";
+  const Profile::RingRoutes rr = read_ring_routes(f);
+  ASSERT_EQ(rr.rings.size(), 1u);
+  EXPECT_DOUBLE_EQ(rr.rings[0].latency_us, 0.5);
+  std::remove(f.c_str());
+}

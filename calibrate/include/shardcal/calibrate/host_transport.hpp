@@ -108,6 +108,18 @@ struct HostTransport {
   // Where the tested structure missed the second count: log(measured / structure's price) per
   // size (0 inside a switch's range), interpolated in log size; widens, never moves, the price.
   std::vector<double> miss_bytes, miss_log;
+  // The network's ring routes (Profile::ring_routes) at both counts: a ring step is paced by its
+  // slowest host pair, so each of the query's ring steps pays the longer route's extra latency,
+  // and its bandwidth term the smaller link share. Applied where the priced algorithm is a
+  // neighbour ring over the hosts (route_ring below); elsewhere the routes are not used.
+  bool routes = false;
+  double route_step_us = 0;    // latency(h) - latency(h_b), per ring step (may be < 0)
+  double route_lat_ratio = 1;  // latency(h) / latency(h_b): how far a shorter route can lower
+  double route_bw_ratio = 1;   // share(h_b) / share(h): > 1 where the query's ring shares links
+  int route_steps = 0;         // the collective's ring steps on n_query ranks
+  double route_latency_model_us = 0, route_latency_query_us = 0;  // for the note
+  double route_share_model_GBps = 0, route_share_query_GBps = 0;
+  std::string route_source;
 };
 
 // Host-count transport (docs/CALIBRATION.md "Other host counts"). A group spanning h hosts that
@@ -168,6 +180,10 @@ std::string transport_note(const HostTransport& t, const Model& best, const Link
 bool carried_at_equal_messages(const HostTransport& t, double s_eff);
 // The size the measured count is priced at for s_eff (s_eff unless carried at equal messages).
 double measured_bytes_at(const HostTransport& t, double s_eff);
+// Whether t's price at s_eff is a neighbour ring over the hosts at both counts, so that the ring
+// routes apply: the ring-steps latency law (or a ring carried at equal per-step messages, or the
+// ompi selector's ring at both counts).
+bool route_ring(const HostTransport& t, double s_eff);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma = 0.0);

@@ -17,4 +17,7 @@ Profile read_profile(const std::string& path);
 Profile parse_profile(const std::string& json_text, const std::string& origin);
 std::string profile_to_json(const Profile& p);  // canonical text; round-trips parse_profile
 void write_profile_atomic(const Profile& p, const std::string& path);  // temp + rename
+// A ring-routes file (format shardcal-ring-routes/1, docs/PROFILE_FORMAT.md "ring_routes"):
+// what `calibrate --routes FILE` puts into the profile. Throws shardcal::Error on any defect.
+Profile::RingRoutes read_ring_routes(const std::string& path);
 }  // namespace shardcal::calib

@@ -183,6 +183,27 @@ struct Profile {
     std::string source;
   };
   std::optional<LinkCeilingInfo> link_ceiling;
+  // The network's routes for a ring over the first H hosts of the job's host order (extra.
+  // ring_routes, docs/PROFILE_FORMAT.md; written by `calibrate --routes FILE`, a file of
+  // `ring-routes` on a SimGrid platform or the user's own): per host count the longest route
+  // latency of the ring's host-to-host steps and the smallest bandwidth share a ring flow gets on
+  // any link. Host transport adds the route latency a larger ring's steps pay (docs/CALIBRATION.md
+  // "Other host counts"): no measured count shows a route it never took.
+  struct RingRoute {
+    int hosts = 0;
+    double latency_us = 0;
+    double share_GBps = 0;
+  };
+  struct RingRoutes {
+    std::string source;
+    std::vector<RingRoute> rings;  // ascending hosts, each once
+    const RingRoute* at(int hosts) const {
+      for (const RingRoute& r : rings)
+        if (r.hosts == hosts) return &r;
+      return nullptr;
+    }
+  };
+  std::optional<RingRoutes> ring_routes;
 };
 
 std::string_view effective_size_name(EffectiveSize e);  // "total" | "n_times_max"
