@@ -285,7 +285,8 @@ def series_files(directory):
     by_hosts, ignored = {}, []
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
-        if not os.path.isfile(path) or name.lower().startswith("readme"):
+        # routes.json: the ring's routes (bench/tools/ring_routes.cpp), not a results file.
+        if not os.path.isfile(path) or name.lower().startswith("readme") or name == "routes.json":
             continue
         h = next((int(m.group(1)) for rx in HOSTS_IN_NAME for m in [rx.search(name)] if m), None)
         if h is None and is_results(path):

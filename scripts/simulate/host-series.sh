@@ -17,11 +17,18 @@
 # README.md): a switch no measured count shows, reported beside, not a pass/fail gate.
 # Output: DIR/<topology>/hosts<H>.jsonl (ring) or DIR/<topology>-ompi/hosts<H>.jsonl (platform
 # in .../platform-<H>/), wall times in DIR/walltime.tsv; runs one simulation at a time.
+# Before the sweep, DIR/<topology>[-ompi]/routes.json: the routes a ring over the first H hosts
+# takes for every H (bench/tools/ring_routes.cpp, SimGrid's Host::route_to: longest route
+# latency, smallest link share), the table the host transport reads (docs/CALIBRATION.md "Other
+# host counts"). make-platform's platforms: one platform of the largest count with the same
+# parameters (in .../platform-routes/), hosts in index order, as the per-count platforms place
+# their H hosts (node-0 .. node-(H-1); the fat tree fills leaf switches in index order); --platform:
+# that platform and --hostfile. Without the tool: a warning, and no routes.json.
 #
 # Usage: scripts/simulate/host-series.sh [--out DIR] [--smpi PATH] [--hosts "2 4 8 16"]
 #                                        [--topology flat|fat-tree|both] [--algorithms ring|ompi]
 #                                        [--platform XML --hostfile FILE [--name NAME]]
-#                                        [--ranks-per-host R]
+#                                        [--ranks-per-host R] [--ring-routes PATH] [--routes-only]
 #   --out DIR       default out/simulate-hosts
 #   --smpi PATH     the SMPI build of shardbench (default build-smpi/bin/shardbench)
 #   --hosts LIST    host counts, space-separated (default "2 4 8 16"); fat-tree needs each to be
@@ -35,6 +42,10 @@
 #                   then sit where small jobs would). Results in DIR/NAME[-ompi]/hosts<H>.jsonl;
 #                   NAME defaults to the platform file's name without .xml
 #   --ranks-per-host R   ranks on each host (default 4; make-platform's platforms too)
+#   --ring-routes PATH   the ring-routes tool (default build-release/bin/ring-routes, else
+#                   build/bin/ring-routes; built with the release preset when SimGrid is found)
+#   --routes-only   write routes.json only (no sweep, no SMPI build needed), e.g. for a series
+#                   swept before routes.json existed
 # Bad input: one error line, exit 2.
 set -euo pipefail
 die() { echo "host-series.sh: error: $*" >&2; exit 2; }
@@ -42,7 +53,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$root/out/simulate-hosts" smpi="$root/build-smpi/bin/shardbench" hosts="2 4 8 16" topo=both algs=ring
 rph=4 intra_bw=150 intra_lat=1 inter_bw=25 inter_lat=3 per_leaf=4 top=2
 config="$root/configs/simulate/host-series.json"
-user_platform="" user_hostfile="" user_name="" topo_given=0
+user_platform="" user_hostfile="" user_name="" topo_given=0 routes_only=0
+ring_routes="$root/build-release/bin/ring-routes"
+[ -x "$ring_routes" ] || ring_routes="$root/build/bin/ring-routes"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
@@ -54,8 +67,10 @@ while [ $# -gt 0 ]; do
     --hostfile) [ $# -ge 2 ] || die "--hostfile needs a file of host names"; user_hostfile="$2"; shift 2 ;;
     --name) [ $# -ge 2 ] || die "--name needs a directory name"; user_name="$2"; shift 2 ;;
     --ranks-per-host) [ $# -ge 2 ] || die "--ranks-per-host needs a number"; rph="$2"; shift 2 ;;
-    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$1' (options: --out --smpi --hosts --topology --algorithms --platform --hostfile --name --ranks-per-host; see --help)" ;;
+    --ring-routes) [ $# -ge 2 ] || die "--ring-routes needs a path"; ring_routes="$2"; shift 2 ;;
+    --routes-only) routes_only=1; shift ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (options: --out --smpi --hosts --topology --algorithms --platform --hostfile --name --ranks-per-host --ring-routes --routes-only; see --help)" ;;
   esac
 done
 [[ "$rph" =~ ^[1-9][0-9]*$ ]] && [ "$rph" -le 1024 ] || die "--ranks-per-host '$rph': expected a whole number from 1 to 1024"
@@ -121,13 +136,55 @@ for h in "${hs[@]}"; do
     die "--hosts: $h hosts do not fill fat-tree leaf switches of $per_leaf hosts (use a multiple of $per_leaf)"
   fi
 done
-[ -x "$smpi" ] || die "--smpi $smpi: not an executable (build it: cmake --preset smpi && cmake --build build-smpi --target shardbench)"
-[ -f "$config" ] || die "$config: missing"
+if [ "$routes_only" = 0 ]; then
+  [ -x "$smpi" ] || die "--smpi $smpi: not an executable (build it: cmake --preset smpi && cmake --build build-smpi --target shardbench)"
+  [ -f "$config" ] || die "$config: missing"
+fi
 mkdir -p "$out" 2>/dev/null || die "--out $out: cannot create it"
+
+# DIR/<topology>[-ompi]/routes.json (see the top): the ring's routes at every host count. Warns
+# and goes on when the tool is missing or fails: the sweep is useful without it.
+hmax=0
+for h in "${hs[@]}"; do [ "$h" -gt "$hmax" ] && hmax=$h; done
+routes_warned=0
+write_routes() {  # topology directory
+  local t=$1 dir=$2 plat hostfile
+  if [ ! -x "$ring_routes" ]; then
+    [ "$routes_warned" = 1 ] || echo "host-series.sh: warning: --ring-routes $ring_routes: not an executable (build it: cmake --preset release && cmake --build build-release --target ring-routes; needs libsimgrid-dev); no routes.json" >&2
+    routes_warned=1
+    return 0
+  fi
+  if [ ${#user_hosts[@]} -gt 0 ]; then
+    plat="$user_platform" hostfile="$user_hostfile"
+  else
+    # One platform of the largest count, the per-count platforms' parameters, hosts in index order.
+    local d="$dir/platform-routes" topo_args=(--topology "$t")
+    if [ "$t" = fat-tree ]; then
+      topo_args+=(--hosts-per-switch "$((hmax < per_leaf ? hmax : per_leaf))" --top-switches "$top")
+    fi
+    "$root/scripts/simulate/make-platform" --hosts "$hmax" --ranks-per-host "$rph" --intra-bw "$intra_bw" \
+      --intra-lat "$intra_lat" --inter-bw "$inter_bw" --inter-lat "$inter_lat" "${topo_args[@]}" \
+      --out "$d" >/dev/null
+    plat="$d/platform.xml" hostfile="$d/hostfile"
+  fi
+  if "$ring_routes" --platform "$plat" --hostfile "$hostfile" --out "$dir/routes.json"; then
+    echo "host-series.sh: $t: ring routes at 2..$( [ ${#user_hosts[@]} -gt 0 ] && echo ${#user_hosts[@]} || echo "$hmax") hosts in $dir/routes.json" >&2
+  else
+    echo "host-series.sh: warning: $t: ring-routes failed (above); no routes.json" >&2
+  fi
+}
+if [ "$routes_only" = 1 ]; then
+  for t in "${topos[@]}"; do
+    mkdir -p "$out/$t$suffix"
+    write_routes "$t" "$out/$t$suffix"
+  done
+  exit 0
+fi
 [ -f "$out/walltime.tsv" ] || printf 'topology\thosts\tranks\tpoints\twall_s\tpeak_rss_MiB\n' > "$out/walltime.tsv"
 t_all=$(date +%s.%N)
 for t in "${topos[@]}"; do
   mkdir -p "$out/$t$suffix"
+  write_routes "$t" "$out/$t$suffix"
   for h in "${hs[@]}"; do
     n=$((h * rph)) d="$out/$t$suffix/platform-$h"
     if [ ${#user_hosts[@]} -gt 0 ]; then

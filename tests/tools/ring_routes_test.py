@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""ring-routes (bench/tools/ring_routes.cpp) on make-platform's platforms of 16 hosts x 4 ranks
+(tests/data/smpi-hosts/README.md: 25 GB/s NICs, 3 us end to end; the fat tree 4 hosts per leaf,
+2 top switches): the longest route and smallest link share of every ring, against what the
+platforms' construction says, and bad input (one error line, exit 2).
+
+Usage: ring_routes_test.py RING_ROUTES SOURCE_DIR WORK_DIR
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def run(tool, *args):
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=60)
+
+
+def make_platform(src, work, name, *topo):
+    out = os.path.join(work, name)
+    subprocess.run(["/usr/bin/python3", os.path.join(src, "scripts/simulate/make-platform"),
+                    "--hosts", "16", "--ranks-per-host", "4", "--intra-bw", "150", "--intra-lat", "1",
+                    "--inter-bw", "25", "--inter-lat", "3", *topo, "--out", out],
+                   check=True, capture_output=True)
+    return out
+
+
+def rings(tool, platform, hostfile, label, order):
+    out = os.path.join(os.path.dirname(hostfile), f"{label}.json")
+    r = run(tool, "--platform", platform, "--hostfile", hostfile, "--out", out)
+    check(r.returncode == 0 and r.stderr == "", f"{label}: exit {r.returncode}, stderr {r.stderr!r}")
+    if r.returncode != 0:
+        return {}
+    doc = json.load(open(out))
+    check(doc["format"] == "shardcal-ring-routes/1", f"{label}: format {doc['format']!r}")
+    sha = hashlib.sha256(open(platform, "rb").read()).hexdigest()
+    check(doc["source"].startswith("SimGrid 3.") and doc["source"].endswith(
+        f"Host::route_to on {os.path.realpath(platform)} (sha256 {sha})"), f"{label}: source {doc['source']!r}")
+    check(doc["hosts_order"] == order, f"{label}: hosts_order {doc['hosts_order']}")
+    check([x["hosts"] for x in doc["rings"]] == list(range(2, len(order) + 1)),
+          f"{label}: rings for {[x['hosts'] for x in doc['rings']]}")
+    # Without --out: the same document on stdout.
+    r2 = run(tool, "--platform", platform, "--hostfile", hostfile)
+    check(r2.returncode == 0 and json.loads(r2.stdout) == doc, f"{label}: stdout differs from --out")
+    return {x["hosts"]: (x["latency_us"], x["share_GBps"]) for x in doc["rings"]}
+
+
+def main():
+    tool, src, work = sys.argv[1:4]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    ft = make_platform(src, work, "fat-tree", "--topology", "fat-tree", "--hosts-per-switch", "4",
+                       "--top-switches", "2")
+    flat = make_platform(src, work, "flat", "--topology", "flat")
+    index = [f"node-{i}" for i in range(16)]
+    spread = [f"node-{i}" for i in (0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)]
+    # The hostfile rules of host-series.sh: slots, comments, blank lines, duplicates once.
+    spread_file = os.path.join(work, "spread.hosts")
+    with open(spread_file, "w") as f:
+        f.write("# spread over the leaves\n\n")
+        for i, h in enumerate(spread):
+            f.write(f"{h}:4  # leaf {i % 4}\n" if i % 2 else f"  {h}\n")
+        f.write("node-0:4\n")
+
+    # Fat tree, hosts in index order: one leaf (2 links x 0.75 us) up to 4 hosts, then across
+    # leaves (4 links); every NIC and uplink carries one ring flow per direction.
+    got = rings(tool, os.path.join(ft, "platform.xml"), os.path.join(ft, "hostfile"), "fat-tree", index)
+    for h, (lat, share) in got.items():
+        check(lat == (1.5 if h <= 4 else 3.0), f"fat-tree {h} hosts: latency {lat} us")
+        check(share == 25.0, f"fat-tree {h} hosts: share {share} GB/s")
+    # Spread order: every step crosses leaves; at 16 hosts 4 flows leave each leaf over 2 uplinks.
+    got = rings(tool, os.path.join(ft, "platform.xml"), spread_file, "fat-tree-spread", spread)
+    for h, (lat, share) in got.items():
+        check(lat == 3.0, f"fat-tree spread {h} hosts: latency {lat} us")
+    check(got.get(16, (0, 0))[1] == 12.5, f"fat-tree spread 16 hosts: share {got.get(16)}")
+    check(got.get(2, (0, 0))[1] == 25.0, f"fat-tree spread 2 hosts: share {got.get(2)}")
+    # Flat: NIC up (1.5 us) + FATPIPE backbone (0 us) + NIC down (1.5 us); one flow per NIC way.
+    got = rings(tool, os.path.join(flat, "platform.xml"), os.path.join(flat, "hostfile"), "flat", index)
+    for h, (lat, share) in got.items():
+        check(lat == 3.0 and share == 25.0, f"flat {h} hosts: {lat} us, {share} GB/s")
+
+    # Bad input: one line "ring-routes: error: ...", exit 2, nothing written.
+    bad_hosts = os.path.join(work, "bad.hosts")
+    open(bad_hosts, "w").write("node-0\nnode-99:4\n")
+    one_host = os.path.join(work, "one.hosts")
+    open(one_host, "w").write("node-3:4\n# node-4\nnode-3\n")
+    broken = os.path.join(work, "broken.xml")
+    open(broken, "w").write("<platform version='4.1'><zone id='w' routing='Full'>\n")
+    bad_radicals = os.path.join(work, "radicals.xml")  # xbt_assert in SimGrid: abort()
+    open(bad_radicals, "w").write(
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\"><cluster id=\"c\" prefix=\"node-\" "
+        "suffix=\"\" radical=\"0-3\" speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\" topology=\"TORUS\" "
+        "topo_parameters=\"3,3\"/></zone></platform>\n")
+    ft_xml, ft_hosts = os.path.join(ft, "platform.xml"), os.path.join(ft, "hostfile")
+    out = os.path.join(work, "not-written.json")
+    cases = [
+        ("unknown host", [ft_xml, bad_hosts], "not hosts of"),
+        ("one host", [ft_xml, one_host], "at least 2"),
+        ("no platform", [os.path.join(work, "nope.xml"), ft_hosts], "no such file"),
+        ("no hostfile", [ft_xml, os.path.join(work, "nope")], "no such file"),
+        ("broken xml", [broken, ft_hosts], "SimGrid cannot load it"),
+        ("simgrid abort", [bad_radicals, ft_hosts], "radicals"),
+    ]
+    for label, (plat, hosts), words in cases:
+        r = run(tool, "--platform", plat, "--hostfile", hosts, "--out", out)
+        lines = r.stderr.splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith("ring-routes: error: ")
+              and words in lines[0] and r.stdout == "" and not os.path.exists(out),
+              f"bad input ({label}): exit {r.returncode}, stderr {r.stderr!r}")
+    r = run(tool, "--hostfile", ft_hosts)
+    check(r.returncode == 2 and r.stderr.startswith("ring-routes: error: ") and len(r.stderr.splitlines()) == 1,
+          f"no --platform: exit {r.returncode}, stderr {r.stderr!r}")
+
+    if FAILS:
+        print(f"{len(FAILS)} check(s) failed", file=sys.stderr)
+        return 1
+    print("ring-routes: fat tree (index, spread), flat and bad input as expected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
