@@ -630,8 +630,11 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
                         at.switch_log_sigma * at.switch_log_sigma;
   // A switch level that a larger group crosses first (and no measured count did) can double a
   // hop's latency: the latency's part of the price, share q, up to 2x on the side away from h_b.
-  // Where the ring routes apply they say what the routes do: no such term.
-  const double q = ring ? 0.0 : tq > 0 ? std::min(1.0, t.latency_us * at.latency_ratio / tq) : 1.0;
+  // Where the ring routes price the steps' latency they say what the routes do: no such term (an
+  // overlapped ring's latency is not priced by them: it keeps the term).
+  const double q = ring && !route_latency_overlapped(t) ? 0.0
+                   : tq > 0                             ? std::min(1.0, t.latency_us * at.latency_ratio / tq)
+                                                        : 1.0;
   const double level = std::log1p(q) / kIntervalZ;
   const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
   const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
