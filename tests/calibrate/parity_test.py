@@ -16,6 +16,12 @@ tests/calibrate/oracle/ (the package's own before issue 45) is the oracle these 
                      CALIBRATION.md "Link ceilings") low enough that the floor binds on a share
                      of queries: prices, interval ends, transported prices and the curve's
                      upward line on or moved by the floor are counted, and too few fail.
+                     Some carry the network's ring routes (extra.ring_routes, host_transport.cpp
+                     route_ring): transported queries priced with them (neighbour rings, longer
+                     and shorter routes, link-share ratios), overlapped (MPI reduce_scatter: the
+                     extra latency in the interval), not applied (NCCL's tree-depth all_reduce,
+                     the ompi selector's other algorithms, other laws) and the second count's
+                     test with them are counted, and too few fail.
   table TOOL REPO    the Python module's copy of the collective table (COLLECTIVES, HAS_V_FORM,
                      busbw_factor, ring_steps) and the collective enum of
                      configs/schema/profile.schema.json equal the C++ table
@@ -29,7 +35,8 @@ tests/calibrate/oracle/ (the package's own before issue 45) is the oracle these 
                      transported host counts; same queries rejected with the same message; and
                      the oracle's time_fn gives the same bits, also swept across each curve;
                      some profiles with a link ceiling (queries and swept sizes on its floor
-                     counted, too few fail).
+                     counted, too few fail) and with ring routes (queries priced with and
+                     without them counted, too few fail).
   dtensor REPO       configs/profiles/dtensor-default.json reproduces PyTorch DTensor's cost
                      functions (torch/distributed/tensor/_collective_utils.py: MeshTopoInfo,
                      allgather_cost, allreduce_cost, reduce_scatter_cost, and redistribute_cost's
@@ -177,6 +184,40 @@ def add_link_ceiling(crng, doc, share):
     return doc
 
 
+ROUTE_HOSTS = (2, 3, 4, 6, 8, 16)  # the inter-host queries' host counts (random_query in parity / timefn)
+
+
+def add_ring_routes(rrng, doc, share):
+    """With probability `share`, give the profile the network's ring routes (extra.ring_routes,
+    docs/CALIBRATION.md "Other host counts"; profile_read.cpp ring_routes): for some but not all
+    of the host counts its models measured and the queries ask for (ROUTE_HOSTS), a ring's route
+    latency and link share per flow. Latencies around one base value, longer, shorter, equal or
+    0; shares equal to a base, smaller or larger: so a transported neighbour ring pays extra
+    latency on its steps or less, and its bandwidth term a share ratio of 1 or not. rrng is the
+    routes' own RNG: the profiles' and queries' draws are the same with or without routes.
+    Returns doc."""
+    if rrng.random() >= share:
+        return doc
+    counts = sorted({m["hosts"] for m in doc["models"] if m["hosts"] >= 2} | set(ROUTE_HOSTS))
+    keep = [h for h in counts if rrng.random() < 0.85]
+    if len(keep) == len(counts):  # never all of them: some transports find no routes
+        keep.remove(rrng.choice(keep))
+    if len(keep) < 2:
+        keep = sorted(rrng.sample(counts, 2))
+    lat0 = round(rrng.uniform(0.2, 5.0), rrng.choice([1, 3, 17]))
+    share0 = round(rrng.uniform(1.0, 50.0), rrng.choice([1, 3, 17]))
+    rings = []
+    for h in keep:
+        r = rrng.random()
+        lat = 0.0 if r < 0.08 else lat0 if r < 0.3 else round(lat0 * rrng.uniform(0.1, 6.0), rrng.choice([1, 3, 17]))
+        r = rrng.random()
+        gbps = share0 if r < 0.45 else round(share0 * (rrng.uniform(0.1, 1.0) if r < 0.85 else rrng.uniform(1.0, 3.0)),
+                                             rrng.choice([1, 3, 17]))
+        rings.append({"hosts": h, "latency_us": lat, "share_GBps": gbps})
+    doc.setdefault("extra", {})["ring_routes"] = {"source": "parity_test.py: random routes", "rings": rings}
+    return doc
+
+
 def past_sweep_queries(crng, doc, k):
     """k queries in the classes of doc's measured curves at 1-1024x their largest size: where
     the curve's upward line meets a link ceiling's floor (cost_model.cpp curve_part), which
@@ -191,11 +232,11 @@ def past_sweep_queries(crng, doc, k):
     return out
 
 
-def selector_profiles(tmp, k, crng=None):
+def selector_profiles(tmp, k, crng=None, rrng=None):
     """k inter-host MPI profiles whose mpi_selector says SMPI's ompi selector (host transport by
     Open MPI's tuned rules), one with a forced all_gather; their own RNG, so the other profiles'
     draws are unchanged. Named h-sel*, so their queries are inter-host ones. With crng, some
-    carry a link ceiling (add_link_ceiling)."""
+    carry a link ceiling (add_link_ceiling); with rrng, some ring routes (add_ring_routes)."""
     srng = random.Random(20261129 + k)
     out = []
     for i in range(k):
@@ -203,6 +244,8 @@ def selector_profiles(tmp, k, crng=None):
                              (1,), (None,))
         if crng is not None:
             add_link_ceiling(crng, doc, 0.6)
+        if rrng is not None:
+            add_ring_routes(rrng, doc, 0.8)
         doc["backend"], doc["memory"] = "mpi", "host"
         doc.setdefault("extra", {})["mpi_selector"] = {"selector": "ompi"}
         if i == 1:
@@ -226,21 +269,25 @@ def parity(tool, repo):
     crng = random.Random(20261130)  # the link ceilings' own draws (add_link_ceiling)
     floor = {"profiles": 0, "queries": 0, "time": 0, "lo": 0, "hi": 0, "line": 0, "carried": 0, "transported": 0,
              "free": 0}
+    rrng = random.Random(20261201)  # the ring routes' own draws (add_ring_routes)
+    from oracle import host_transport as oht  # (load_oracle put it on sys.path)
+    routes = {"profiles": 0, "queries": 0, "ring": 0, "longer": 0, "shorter": 0, "share": 0, "equal share": 0,
+              "equal latency": 0, "clamped": 0, "lowered": 0,
+              "moved": 0, "overlapped": 0, "tree": 0, "selector": 0, "not ring": 0, "tested": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
         for i in range(12):
             path = os.path.join(tmp, f"p{i}.json")
             with open(path, "w") as f:
-                json.dump(add_link_ceiling(crng, random_profile(rng), 0.6), f)
+                json.dump(add_ring_routes(rrng, add_link_ceiling(crng, random_profile(rng), 0.6), 0.7), f)
             profiles.append(path)
         for i in range(4):  # inter-host models only: queries at other host counts are transported
             path = os.path.join(tmp, f"h{i}.json")
             with open(path, "w") as f:
-                json.dump(add_link_ceiling(crng, random_profile(rng, (2, 4, 8), ("all_gather", "all_reduce",
-                                                                                "reduce_scatter"), (1,), (None,)),
-                                           0.6), f)
+                json.dump(add_ring_routes(rrng, add_link_ceiling(crng, random_profile(
+                    rng, (2, 4, 8), ("all_gather", "all_reduce", "reduce_scatter"), (1,), (None,)), 0.6), 0.8), f)
             profiles.append(path)
-        profiles += selector_profiles(tmp, 3, crng)
+        profiles += selector_profiles(tmp, 3, crng, rrng)
         for path in profiles:
             prof = sp.load(path)
             oprof = orc.load(path)
@@ -254,6 +301,13 @@ def parity(tool, repo):
                 doc = json.loads(json.dumps(raw))
                 del doc["extra"]["link_ceiling"]
                 bare = sp.loads(json.dumps(doc), path + " without its link ceiling")
+            # With ring routes: the profile without them (the package), to tell which prices they moved.
+            plain = None
+            if "ring_routes" in raw.get("extra", {}):
+                routes["profiles"] += 1
+                doc = json.loads(json.dumps(raw))
+                del doc["extra"]["ring_routes"]
+                plain = sp.loads(json.dumps(doc), path + " without its ring routes")
             for m, rm in zip(prof.models, raw["models"]):
                 for seg, rs in zip(m.segments, rm["segments"]):
                     assert (seg.alpha_rel_se, seg.bandwidth_rel_se, seg.contention) == \
@@ -276,6 +330,7 @@ def parity(tool, repo):
                 total += 1
                 coll, n, hosts, rph, cg, nbytes, dtype, elem, counts = q
                 got_p = {}
+                clamps = oht.ROUTE_CLAMPS[0]
                 for who, pr in (("package", prof), ("oracle", oprof)):
                     try:
                         p = got_p[who] = pr.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts,
@@ -321,6 +376,34 @@ def parity(tool, repo):
                     floor["line"] += moved and "transported" not in p.basis
                     floor["carried"] += moved and "transported" in p.basis
                     floor["free"] += (b.time_us, b.lo_us, b.hi_us) == (p.time_us, p.lo_us, p.hi_us)
+                # The ring routes (host_transport.cpp route_ring): which kind of transported query
+                # met them (the oracle's transport; its prices, intervals and notes equal C++'s above).
+                tr = o.transport
+                if tr is not None and tr.routes:
+                    routes["queries"] += 1
+                    if oht.route_ring(tr, o.s_eff):
+                        over = oht._route_latency_overlapped(tr)
+                        routes["overlapped" if over else "ring"] += 1
+                        routes["longer"] += tr.route_step_us > 0
+                        routes["shorter"] += tr.route_step_us < 0
+                        # a shorter route: its latency part lowered by delta per step, or at most to
+                        # its route latencies' ratio (host_transport.cpp routed_time)
+                        routes["clamped"] += oht.ROUTE_CLAMPS[0] > clamps
+                        routes["lowered"] += tr.route_step_us < 0 and not over and oht.ROUTE_CLAMPS[0] == clamps
+                        routes["share"] += tr.route_bw_ratio != 1.0
+                        routes["equal share"] += tr.route_bw_ratio == 1.0
+                        routes["equal latency"] += tr.route_step_us == 0
+                        if not over and (tr.route_step_us != 0 or tr.route_bw_ratio != 1.0):
+                            b = plain.predict(coll, n, hosts, rph, nbytes=nbytes, counts=counts, elem_size=elem,
+                                              dtype=dtype, concurrent_groups=cg)
+                            routes["moved"] += b.time_us != p.time_us
+                    elif tr.selector:
+                        routes["selector"] += 1
+                    elif tr.law == "tree-depth":
+                        routes["tree"] += 1
+                    else:
+                        routes["not ring"] += 1
+                    routes["tested"] += tr.test_routes > 0 and "tested by" in p.basis
                 compared += 1
                 transported += "tested by" in p.basis
                 grown += "untested" in p.basis
@@ -339,6 +422,14 @@ def parity(tool, repo):
           f"{floor['lo']} more with the interval's lower end on it, {floor['hi']} with its upper end on it, "
           f"{floor['line']} moved above it by the floor of a curve's upward line, {floor['carried']} transported "
           f"from a measured count's floored price; {floor['free']} untouched")
+    print(f"parity: ring routes on {routes['profiles']} profiles, {routes['queries']} transported predictions "
+          f"between counts the routes list: {routes['ring']} neighbour rings priced with them ({routes['longer']} "
+          f"longer routes, {routes['shorter']} shorter ({routes['lowered']} by the steps' extra, {routes['clamped']} "
+          f"to the route latencies' ratio), {routes['equal latency']} equal, {routes['share']} with a link-share "
+          f"ratio, {routes['equal share']} equal shares (counting overlapped rings too); {routes['moved']} moved "
+          f"from the price without routes), {routes['overlapped']} overlapped rings (MPI reduce_scatter: the extra in the interval), "
+          f"not applied: {routes['tree']} tree-depth, {routes['selector']} ompi selector's other algorithms, "
+          f"{routes['not ring']} other laws; {routes['tested']} tested by a second count with routes")
     assert compared >= 1000, compared
     assert transported >= 20, f"only {transported} queries exercised the tested host-count transport"
     assert grown >= 20, f"only {grown} queries exercised the untested host-count transport"
@@ -346,6 +437,11 @@ def parity(tool, repo):
     for k, least in (("time", 100), ("transported", 20), ("lo", 50), ("hi", 20), ("line", 10), ("carried", 20),
                      ("free", 200)):
         assert floor[k] >= least, f"link ceiling: only {floor[k]} queries of kind {k!r} (want >= {least}): {floor}"
+    # The ring routes apply, are kept out, overlap and reach the second count's test: each kind compared.
+    for k, least in (("ring", 80), ("longer", 40), ("shorter", 40), ("lowered", 10), ("clamped", 20), ("share", 40),
+                     ("equal share", 10), ("moved", 80), ("overlapped", 20), ("tree", 20), ("selector", 20),
+                     ("not ring", 10), ("tested", 30)):
+        assert routes[k] >= least, f"ring routes: only {routes[k]} queries of kind {k!r} (want >= {least}): {routes}"
 
 
 MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,
@@ -365,24 +461,25 @@ def timefn(repo):
     from oracle.cost_model import link_floor_time_us  # (load_oracle put the oracle on sys.path)
     rng = random.Random(20261128)
     crng = random.Random(20261131)  # the link ceilings' own draws (add_link_ceiling)
+    rrng = random.Random(20261202)  # the ring routes' own draws (add_ring_routes)
     counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0, "oracle": 0,
-              "oracle curve": 0, "oracle sweep": 0, "on floor": 0, "sweep on floor": 0}
+              "oracle curve": 0, "oracle sweep": 0, "on floor": 0, "sweep on floor": 0, "routed": 0, "not routed": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json"),
                     os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")]
         for i in range(16):
             path = os.path.join(tmp, f"p{i}.json")
             with open(path, "w") as f:
-                json.dump(add_link_ceiling(crng, random_profile(rng), 0.5), f)
+                json.dump(add_ring_routes(rrng, add_link_ceiling(crng, random_profile(rng), 0.5), 0.5), f)
             profiles.append(path)
         for i in range(8):  # inter-host models only: queries at other host counts are transported
             path = os.path.join(tmp, f"h{i}.json")
             with open(path, "w") as f:
-                json.dump(add_link_ceiling(crng, random_profile(rng, (2, 4, 8) if i % 2 else (2,),
-                                                                ("all_gather", "all_reduce", "reduce_scatter"),
-                                                                (1,), (None,)), 0.5), f)
+                json.dump(add_ring_routes(rrng, add_link_ceiling(crng, random_profile(
+                    rng, (2, 4, 8) if i % 2 else (2,), ("all_gather", "all_reduce", "reduce_scatter"), (1,), (None,)),
+                    0.5), 0.6), f)
             profiles.append(path)
-        profiles += selector_profiles(tmp, 4, crng)
+        profiles += selector_profiles(tmp, 4, crng, rrng)
         for path in profiles:
             prof = sp.load(path)
             oprof = orc.load(path)
@@ -418,6 +515,8 @@ def timefn(repo):
                 counts["oracle"] += 1
                 om = oprof.models[want.model.index]  # the link ceiling's floor (0 without one)
                 counts["on floor"] += want.time_us == link_floor_time_us(om, n, want.s_eff) > 0
+                counts["routed"] += "ring routes: " in want.note  # (priced with the ring routes, or not)
+                counts["not routed"] += "ring routes not applied" in want.note
                 if ofn.spec is not None and len(ofn.spec) == 7:  # a curve: also a sweep across its knots
                     counts["oracle curve"] += 1
                     # (up to 2^10 x past the last knot: far past the sweep the physical bounds bind)
@@ -454,9 +553,10 @@ def timefn(repo):
           f"{counts['prior']} transported untested; {counts['oracle']} also equal to the oracle's, "
           f"{counts['oracle curve']} of them with a curve, swept at {counts['oracle sweep']} more sizes); "
           f"{counts['rejected']} rejected alike; on a link ceiling's floor: {counts['on floor']} queries, "
-          f"{counts['sweep on floor']} swept sizes")
+          f"{counts['sweep on floor']} swept sizes; ring routes applied on {counts['routed']} transported queries, "
+          f"not applied on {counts['not routed']}")
     for k in ("compared", "curve", "two counts", "prior", "rejected", "oracle", "oracle curve", "on floor",
-              "sweep on floor"):
+              "sweep on floor", "routed", "not routed"):
         assert counts[k] >= 20, f"too few queries of kind {k!r}: {counts}"
 
 
@@ -493,7 +593,7 @@ def edge_parity(tool, *readers):
     """Deterministic edge cases the C++ reader and each of `readers` (the package, the oracle)
     must treat alike: nesting around the depth limit (32), integer literals beyond double range
     (C++ rejects while parsing; Python must raise ProfileError, not OverflowError) and
-    extra.link_ceiling's bounds and shape."""
+    extra.link_ceiling's and extra.ring_routes' bounds and shape."""
     base = random_profile(random.Random(3))
     cases = []
     for depth in range(28, 38):
@@ -518,6 +618,25 @@ def edge_parity(tool, *readers):
         doc = json.loads(json.dumps(base))
         doc["extra"] = {"link_ceiling": lc}
         cases.append((f"link_ceiling {json.dumps(lc)}", json.dumps(doc)))
+    # extra.ring_routes (profile_read.cpp ring_routes()): ascending hosts >= 2, each once, latency
+    # in [0, 1e6], share in [1e-3, 1e6], no other keys; the bad cases of test_profile.cpp
+    # Profile.RingRoutesTransport (unsorted hosts, share 0, negative latency, hosts 1, an unknown key).
+    def ring(h=2, lat=1.0, share=1.0, **more):
+        return dict({"hosts": h, "latency_us": lat, "share_GBps": share}, **more)
+    for rr in ({"source": "t", "rings": [ring(4), ring(2)]}, {"rings": [ring(2, 1, 0)]}, {"rings": [ring(2, -1)]},
+               {"rings": [ring(1)]}, {"rings": [ring(2, bogus=0)]},
+               {"source": "t", "rings": [ring(2, 1.5, 25.0), ring(4, 3.0, 12.5)]}, {"rings": []}, {"rings": [ring(2)]},
+               {"rings": [ring(2), ring(2)]}, {"rings": [ring(2), ring(3), ring(16777216)]},
+               {"rings": [ring(16777217)]},
+               {"rings": [ring(2, 0.0, 1e-3)]}, {"rings": [ring(2, 1e6, 1e6)]}, {"rings": [ring(2, 1000001)]},
+               {"rings": [ring(2, 1, 0.000999)]}, {"rings": [ring(2, 1, 1000001)]}, {"rings": [ring(2.0)]},
+               {"rings": [ring(True)]}, {"rings": [ring(2, "1")]}, {"rings": [ring(2, None)]},
+               {"rings": [ring(2, 1, 10 ** 400)]}, {"rings": [{"hosts": 2, "latency_us": 1}]},
+               {"rings": [{"latency_us": 1, "share_GBps": 1}]}, {"rings": [[2, 1, 1]]}, {"rings": {}}, {"source": "t"},
+               {"source": 1, "rings": []}, {"source": "t", "rings": [], "hosts_order": []}, None, [], 1):
+        doc = json.loads(json.dumps(base))
+        doc["extra"] = {"ring_routes": rr}
+        cases.append((f"ring_routes {json.dumps(rr)}", json.dumps(doc)))
     outcomes = set()
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in cases:
@@ -538,7 +657,8 @@ def edge_parity(tool, *readers):
             outcomes.add((name.split()[0], cpp_ok))
     assert ("depth", True) in outcomes and ("depth", False) in outcomes, outcomes
     assert ("link_ceiling", True) in outcomes and ("link_ceiling", False) in outcomes, outcomes
-    print(f"parity: {len(cases)} edge cases (depth limit, huge integers, link ceilings) treated alike")
+    assert ("ring_routes", True) in outcomes and ("ring_routes", False) in outcomes, outcomes
+    print(f"parity: {len(cases)} edge cases (depth limit, huge integers, link ceilings, ring routes) treated alike")
 
 
 def table(tool, repo):
@@ -596,9 +716,11 @@ def reject_parity(tool, sp, orc, rng):
     crash) and the oracle's reader all accept or all reject each mutated profile."""
     n = accepted = 0
     crng = random.Random(20261132)  # link ceilings (add_link_ceiling): mutations reach extra.link_ceiling too
+    rrng = random.Random(20261203)  # ring routes (add_ring_routes): and extra.ring_routes
+    routed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(300):
-            base = add_link_ceiling(crng, random_profile(rng), 0.5)
+            base = add_ring_routes(rrng, add_link_ceiling(crng, random_profile(rng), 0.5), 0.4)
             if rng.random() < 0.5:
                 base["models"].append(json.loads(json.dumps(base["models"][0])))
                 base["models"][-1]["concurrent_groups"] = 16
@@ -623,8 +745,10 @@ def reject_parity(tool, sp, orc, rng):
                                         f"{'accepts' if py_ok else 'rejects: ' + why}\n{json.dumps(doc)}"
             n += 1
             accepted += cpp_ok
+            routed += "ring_routes" in (doc.get("extra") if isinstance(doc.get("extra"), dict) else {})
+    assert routed >= 50, f"only {routed} mutated profiles carry ring routes"
     assert 20 <= accepted <= n - 20, f"mutations too {'mild' if accepted > 20 else 'harsh'}: {accepted}/{n} accepted"
-    return f"{n} ({accepted} accepted)"
+    return f"{n} ({accepted} accepted, {routed} with ring routes)"
 
 
 # --- PyTorch DTensor's model, from the published formulas (see module docstring) --------------

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from shardcal.collectives import busbw_factor
+from shardcal.collectives import busbw_factor, ring_steps
 from .cost_model import INTERVAL_Z, Priced, curve_for, link_floor_time_us, price, price_time_us, time_pricer
 
 HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (host_transport.hpp kHostTransportLogSigma)
@@ -56,6 +56,21 @@ class HostTransport:
     op: str = "all_reduce"
     hosts_model: int = 0
     hosts_query: int = 0
+    # The network's ring routes at both counts (host_transport.hpp HostTransport::routes ...):
+    # applied where the priced algorithm is a neighbour ring over the hosts (route_ring).
+    routes: bool = False
+    route_step_us: float = 0.0  # latency(h) - latency(h_b), per ring step (may be < 0)
+    route_lat_ratio: float = 1.0  # latency(h) / latency(h_b)
+    route_bw_ratio: float = 1.0  # share(h_b) / share(h)
+    route_steps: int = 0  # the collective's ring steps on n_query ranks
+    route_latency_model_us: float = 0.0
+    route_latency_query_us: float = 0.0
+    route_share_model_GBps: float = 0.0
+    route_share_query_GBps: float = 0.0
+    route_source: str = ""
+    # (The oracle's own, for parity_test.py's counts; no C++ field: how many of the second count's
+    # test prices, over the laws tried, the ring routes carried.)
+    test_routes: int = 0
 
 
 # Open MPI's coll/tuned fixed decision rules as SMPI's `ompi` selector runs them (host_transport.cpp
@@ -220,6 +235,47 @@ def transport_factor(latency_us: float, latency_ratio: float, bus_ratio: float, 
     return share * latency_ratio + (1.0 - share) * bus_ratio
 
 
+def _transport_parts(latency_us: float, latency_ratio: float, bus_ratio: float, tb: float):
+    """host_transport.cpp transport_parts: (latency part, bandwidth part) of tb carried by the
+    factor, the latency part share min(1, L / tb) of tb."""
+    share = min(1.0, latency_us / tb) if tb > 0 else 1.0
+    return tb * share * latency_ratio, tb * (1.0 - share) * bus_ratio
+
+
+def _routed_time(parts, g: float, steps: float, delta: float, lat_ratio: float) -> float:
+    """host_transport.cpp routed_time: every ring step pays delta more route latency, the
+    bandwidth part the share ratio g; a shorter route lowers the latency part at most to its
+    lat_ratio share."""
+    lat = parts[0] + steps * delta
+    if delta < 0:
+        lat = max(lat, parts[0] * lat_ratio)
+    return lat + parts[1] * g
+
+
+def _route_latency_overlapped(t: HostTransport) -> bool:
+    """host_transport.cpp route_latency_overlapped: Open MPI's double-buffered ring reduce_scatter."""
+    return t.mpi and t.op == "reduce_scatter"
+
+
+def _route_step(prof, h_from: int, h_to: int):
+    """host_transport.cpp route_step: (delta, lat_ratio, g) from h_from's ring to h_to's, or None
+    when the profile's ring routes lack one of them (or it has none)."""
+    rr = getattr(prof, "ring_routes", None)
+    if rr is None:
+        return None
+    a = next((r for r in rr["rings"] if r[0] == h_from), None)
+    b = next((r for r in rr["rings"] if r[0] == h_to), None)
+    if a is None or b is None:
+        return None
+    return b[1] - a[1], (b[1] / a[1] if a[1] > 0 else 1.0), a[2] / b[2]
+
+
+def _ring_at_both(collective: str, n_b: int, n: int, nbytes: float) -> bool:
+    """host_transport.cpp ring_at_both: the ompi selector runs a neighbour ring at both counts."""
+    return (ompi_tuned_algorithm(collective, n_b, nbytes) == _RING
+            and ompi_tuned_algorithm(collective, n, nbytes) == _RING)
+
+
 def _miss_at(t: HostTransport, s_eff: float) -> float:
     """host_transport.cpp miss_at."""
     x = t.miss_bytes
@@ -256,36 +312,88 @@ def _equal_message(t: HostTransport, law: str, bw: str, sw: bool, nb: int, n: in
     return law == "ring-steps" and bw == "bus-factor" and not sw
 
 
+# How many prices a shorter route lowered to the floor of routed_time (latency part x
+# latency(h) / latency(h_b)): counted for tests/calibrate/parity_test.py, no C++ counterpart.
+ROUTE_CLAMPS = [0]
+
+
+def _transported_factor(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: float) -> float:
+    """host_transport.cpp transported_factor: a ring's steps at equal per-step messages, else the
+    structure's share R + (1 - share) F."""
+    return float(t.n_query - 1) / float(t.n_model - 1) if eq else transport_factor(t.latency_us, at_r, at_f, tb)
+
+
+def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: float, ring: bool,
+                      far: bool) -> float:
+    """host_transport.cpp transported_time: tb x the factor, or where the ring routes apply its
+    latency and bandwidth parts with the routes' share ratio and extra latency per step; far: the
+    interval's far side (the extra latency in for an overlapped ring, out for the others)."""
+    if not t.routes or not ring:
+        return tb * _transported_factor(t, eq, at_r, at_f, tb)
+    steps = float(t.n_query - 1) / float(t.n_model - 1)
+    q = (_transport_parts(t.latency_us, steps, steps, tb) if eq
+         else _transport_parts(t.latency_us, at_r, at_f, tb))
+    with_delta = far == _route_latency_overlapped(t)
+    delta = t.route_step_us if with_delta else 0.0
+    if not far and delta < 0 and q[0] + float(t.route_steps) * delta < q[0] * t.route_lat_ratio:
+        ROUTE_CLAMPS[0] += 1  # (the oracle's own count, for parity_test.py)
+    return _routed_time(q, t.route_bw_ratio, float(t.route_steps), delta, t.route_lat_ratio)
+
+
+def carried_at_equal_messages(t: HostTransport, s_eff: float) -> bool:
+    """host_transport.cpp carried_at_equal_messages (t is never inactive here: None is)."""
+    return _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
+
+
+def route_ring(t: HostTransport, s_eff: float) -> bool:
+    """host_transport.cpp route_ring: t's price at s_eff is a neighbour ring over the hosts at both
+    counts (a ring carried at equal per-step messages, the ompi selector's ring at both counts,
+    or the ring-steps latency law), so that the ring routes apply."""
+    if carried_at_equal_messages(t, s_eff):
+        return True
+    return _ring_at_both(t.op, t.n_model, t.n_query, s_eff) if t.selector else t.law == "ring-steps"
+
+
 def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
                       class_log_sigma: float = 0.0) -> Priced:
+    """host_transport.cpp price_transported."""
     eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
     b = price(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
     at_r, at_f, at_sw = _transport_at(t, s_eff)
-    f = float(t.n_query - 1) / float(t.n_model - 1) if eq else transport_factor(t.latency_us, at_r, at_f, b.time_us)
+    ring = t.routes and route_ring(t, s_eff)
+    tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, False)
+    # The factor on b (its interval scales with it).
+    f = tq / b.time_us if ring and b.time_us > 0 else _transported_factor(t, eq, at_r, at_f, b.time_us)
     step = t.step_log_sigma * t.doublings
     miss = _miss_at(t, s_eff) * t.doublings / t.test_doublings if t.test_doublings > 0 else 0.0
     common = step * step + miss * miss + class_log_sigma * class_log_sigma + at_sw * at_sw
-    tq = b.time_us * f
-    q = min(1.0, t.latency_us * at_r / tq) if tq > 0 else 1.0
+    # The switch-level term, latency share q; none where the ring routes apply.
+    q = 0.0 if ring else (min(1.0, t.latency_us * at_r / tq) if tq > 0 else 1.0)
     level = math.log1p(q) / INTERVAL_Z
     lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
     hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
     # Never below the link ceiling's floor at the query's group size (0 without a ceiling).
     floor_us = link_floor_time_us(model, t.n_query, s_eff)
-    return Priced(max(tq, floor_us),
-                  max(_widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo)), floor_us),
-                  max(_widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi)), floor_us),
+    lo_us = _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo))
+    hi_us = _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi))
+    if ring and t.route_step_us != 0 and tq > 0:
+        # The interval's side towards the other of the two prices (with and without the extra
+        # route latency) reaches that price's bound.
+        r = _transported_time(t, eq, at_r, at_f, b.time_us, True, True) / tq
+        if r < 1:
+            lo_us *= r
+        else:
+            hi_us *= r
+    return Priced(max(tq, floor_us), max(lo_us, floor_us), max(hi_us, floor_us),
                   b.segment, b.curve, b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
+    """host_transport.cpp price_transported_time_us."""
     eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
     tb = price_time_us(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
-    if eq:
-        tq = tb * (float(t.n_query - 1) / float(t.n_model - 1))
-    else:
-        at_r, at_f, _ = _transport_at(t, s_eff)
-        tq = tb * transport_factor(t.latency_us, at_r, at_f, tb)
+    at_r, at_f, _ = _transport_at(t, s_eff)
+    tq = _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), False)
     return max(tq, link_floor_time_us(model, t.n_query, s_eff))
 
 
@@ -311,11 +419,11 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
 
     def transported(s_eff):
         floor_us = link_floor_time_us(model, t.n_query, s_eff)  # the query's floor, after the factor
-        if _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff):
-            return max(fb(s_eff * t.n_model / t.n_query) * (float(t.n_query - 1) / float(t.n_model - 1)), floor_us)
-        tb = fb(s_eff)
+        eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
+        tb = fb(s_eff * t.n_model / t.n_query if eq else s_eff)
         at_r, at_f, _ = _transport_at(t, s_eff)
-        return max(tb * transport_factor(t.latency_us, at_r, at_f, tb), floor_us)
+        # (price_transported_time_us: with the ring routes where they apply)
+        return max(_transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), False), floor_us)
     return transported
 
 
@@ -371,6 +479,9 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         sizes = sorted(set(sizes))
         slo, shi = known_switch(op, prof.backend, a.hosts, best.hosts)
         la = price_time_us(a, na, c, 1.0)
+        # The ring routes from the other count to the chosen one, where the profile has both.
+        rab = _route_step(prof, a.hosts, best.hosts)
+        steps_b = float(ring_steps(op, nb))
         t.test_switch = slo != shi
         lat_laws = ((t.law,) + LATENCY_LAWS)[:1 if (t.selector or t.test_switch) else 5]
         bw_laws = ((t.bw_law,) + BANDWIDTH_LAWS)[:1 if (t.selector or t.test_switch or prof.backend == "nccl")
@@ -390,11 +501,26 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                     rk, fk = r, f
                     if t.selector:
                         rk, fk, _, _, _ = selector_structure(op, na, a.hosts, nb, best.hosts, k)
-                    p_lo = ta * transport_factor(la, rk, fk * slo, ta)
-                    p_hi = ta * transport_factor(la, rk, fk * shi, ta)
-                    if _equal_message(t, law, bw, slo != shi, na, nb, k):
-                        p_lo = p_hi = price_time_us(a, na, c, k * float(na) / float(nb)) * float(nb - 1) / float(na - 1)
-                    dm = math.log(tb / p_lo) if tb < p_lo else (math.log(tb / p_hi) if tb > p_hi else 0.0)
+                    q_lo = _transport_parts(la, rk, fk * slo, ta)
+                    q_hi = _transport_parts(la, rk, fk * shi, ta)
+                    eqm = _equal_message(t, law, bw, slo != shi, na, nb, k)
+                    if eqm:
+                        te = price_time_us(a, na, c, k * float(na) / float(nb))
+                        steps = float(nb - 1) / float(na - 1)
+                        q_lo = q_hi = _transport_parts(la, steps, steps, te)
+                    # A neighbour ring at both counts pays the routes' extra latency per step.
+                    ring = eqm or (_ring_at_both(op, na, nb, k) if t.selector else law == "ring-steps")
+                    p_lo, p_hi = q_lo[0] + q_lo[1], q_hi[0] + q_hi[1]
+                    if rab is not None and ring:
+                        # As priced: an overlapped ring without the extra route latency.
+                        d = 0.0 if _route_latency_overlapped(t) else rab[0]
+                        p_lo = _routed_time(q_lo, rab[2], steps_b, d, rab[1])
+                        p_hi = _routed_time(q_hi, rab[2], steps_b, d, rab[1])
+                        t.test_routes += 1
+                    # (A shorter route can carry the test's price to 0 (routed_time's floor at a route
+                    # latency of 0): C++'s log(tb / 0) is +inf, Python's division raises.)
+                    dm = (math.log(tb / p_lo) if tb < p_lo else
+                          ((math.log(tb / p_hi) if p_hi > 0 else math.inf) if tb > p_hi else 0.0))
                     miss.append(dm)
                     score += abs(dm)
                 if first:
@@ -421,6 +547,15 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         t.algorithm_unknown = other != 1.0
     t.two_node_switch = klo != khi
     t.bus_ratio = f * mid
+    r = _route_step(prof, best.hosts, hosts)
+    if r is not None:  # (host_transport.cpp: the routes from the chosen count to the query's)
+        rings = {x[0]: x for x in prof.ring_routes["rings"]}
+        t.routes = True
+        t.route_step_us, t.route_lat_ratio, t.route_bw_ratio = r
+        t.route_steps = ring_steps(op, group_size)
+        t.route_latency_model_us, t.route_latency_query_us = rings[best.hosts][1], rings[hosts][1]
+        t.route_share_model_GBps, t.route_share_query_GBps = rings[best.hosts][2], rings[hosts][2]
+        t.route_source = prof.ring_routes["source"]
     t.switch_lo_log_sigma = math.log(mid / lo) / INTERVAL_Z
     t.switch_hi_log_sigma = math.log(hi / mid) / INTERVAL_Z
     return t

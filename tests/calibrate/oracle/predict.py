@@ -38,6 +38,7 @@ class Prediction:
     other_side: bool = False  # an intra-host group priced from inter-host measurements, or the reverse
     link_floor_us: float = 0.0  # the link ceiling's floor at the query (0: no ceiling)
     at_link_floor: bool = False  # the price sits on that floor (predict.cpp at_link_floor)
+    transport: Optional[_ht.HostTransport] = None  # Prediction::transport (None: not transported)
 
 def _factor_distance(x: int, r) -> float:
     lo, hi = r
@@ -199,6 +200,16 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     # (host_transport.cpp carried_at_equal_messages, measured_bytes_at): the note names that size.
     per_step = tr is not None and _ht._equal_message(tr, tr.law, tr.bw_law, tr.two_node_switch, tr.n_model,
                                                      tr.n_query, s_eff)
+    # The ring routes (predict.cpp): what they add on each ring step, or that they do not apply.
+    if tr is not None and tr.routes:
+        if _ht.route_ring(tr, s_eff):
+            notes.append(f"ring routes: hosts={hosts}'s ring takes {tr.route_latency_query_us:.4g} us routes at "
+                         f"{tr.route_share_query_GBps:.4g} GB/s per flow, hosts={tr.hosts_model}'s "
+                         f"{tr.route_latency_model_us:.4g} us at {tr.route_share_model_GBps:.4g} GB/s: "
+                         f"{'+' if tr.route_step_us >= 0 else ''}{tr.route_step_us:.4g} us on each of "
+                         f"{tr.route_steps} steps")
+        else:
+            notes.append("ring routes not applied (the algorithm priced here is not a neighbour ring)")
     s_priced = s_eff * tr.n_model / tr.n_query if per_step else s_eff
     if pr.beyond_measured:
         edge = pr.curve.bytes[-1] if pr.beyond_octaves > 0 else pr.curve.bytes[0]
@@ -229,7 +240,7 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
         basis += ", beyond the measured sizes"
     return Prediction(pr.time_us, m, pr.segment, bool(notes), "; ".join(notes), s_eff, pr.lo_us, pr.hi_us, basis,
                       class_note, pr.beyond_octaves if pr.beyond_measured else 0.0,
-                      edge if pr.beyond_measured else 0.0, other_side, floor_us, at_floor)
+                      edge if pr.beyond_measured else 0.0, other_side, floor_us, at_floor, tr)
 
 
 def time_fn(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,

@@ -405,6 +405,46 @@ class ProfileData:
             if not isinstance(lc.get("source", ""), str):
                 _fail(origin, "/extra/link_ceiling/source", "expected a string", "fix the value")
             self.link_ceiling = {"GBps": gbps, "gpus": list(gpus), "source": lc.get("source", "")}
+        # The network's ring routes (docs/PROFILE_FORMAT.md "ring_routes"), checked as
+        # profile_read.cpp ring_routes(): {"source": TEXT, "rings": [{"hosts": H >= 2, "latency_us":
+        # 0..1e6, "share_GBps": 1e-3..1e6}, ...]}, ascending hosts, each once, no other keys.
+        # Held as {"source": str, "rings": [(hosts, latency_us, share_GBps), ...]} (Profile::RingRoutes).
+        self.ring_routes = None
+        if isinstance(ex, dict) and "ring_routes" in ex:
+            rr = ex["ring_routes"]
+            ptr = "/extra/ring_routes"
+            if not isinstance(rr, dict):
+                _fail(origin, ptr, "expected an object", "fix the value")
+            for k in rr:
+                if k not in ("source", "rings"):
+                    _fail(origin, f"{ptr}/{k}", f"unknown key '{k}'", "remove it")
+            if not isinstance(rr.get("source", ""), str):
+                _fail(origin, f"{ptr}/source", "expected a string", "fix the value")
+            if "rings" not in rr:
+                _fail(origin, f"{ptr}/rings", "required field is missing", "add it or regenerate the profile")
+            if not isinstance(rr["rings"], list):
+                _fail(origin, f"{ptr}/rings", "expected an array", "fix the value")
+            rings = []
+            for i, e in enumerate(rr["rings"]):
+                p = f"{ptr}/rings/{i}"
+                if not isinstance(e, dict):
+                    _fail(origin, p, "expected an object", "fix the value")
+                for k in e:
+                    if k not in ("hosts", "latency_us", "share_GBps"):
+                        _fail(origin, f"{p}/{k}", f"unknown key '{k}'", "remove it")
+                h = _int(origin, e, p, "hosts", 2)
+                # (A route of more than a second, or a link below 1 MB/s, is a unit mistake.)
+                lat = _num(origin, e, p, "latency_us", 0.0)
+                if lat > 1e6:
+                    _fail(origin, f"{p}/latency_us", f"must be <= 1e6, got {e['latency_us']}", "fix the value")
+                share = _num(origin, e, p, "share_GBps", 1e-3)
+                if share > 1e6:
+                    _fail(origin, f"{p}/share_GBps", f"must be <= 1e6, got {e['share_GBps']}", "fix the value")
+                if rings and h <= rings[-1][0]:
+                    _fail(origin, p, f"hosts {h} after {rings[-1][0]}",
+                          "list each host count once, ascending (ring-routes writes them so)")
+                rings.append((h, lat, share))
+            self.ring_routes = {"source": rr.get("source", ""), "rings": rings}
         self.fit_method = doc.get("fit_method")
         # The copy cost calibrate fitted and adopted (ns per byte, 0 = free); None: the memory
         # space's built-in bandwidth (docs/PROFILE_FORMAT.md "local_copy").
