@@ -131,9 +131,19 @@ struct RouteStep {
 // previous step's: on SMPI's fat tree and torus its steps paid 0.3 and ~0 of the extra route
 // latency below 64 KiB per-step messages (all of it above). Its price keeps the measured per-step
 // latency; the interval reaches the whole extra route latency.
+// The collectives that run as neighbour rings over the hosts (all_to_all, gather, broadcast, ...
+// do not, whatever their latency law): the ones the ring routes can price.
+static bool ring_family(Collective op) {
+  return op == Collective::AllGather || op == Collective::ReduceScatter || op == Collective::AllReduce;
+}
 static bool route_latency_overlapped(const HostTransport& t) {
   return t.mpi && t.op == Collective::ReduceScatter;
 }
+// Whether the price includes the extra route latency delta: a longer route on a ring whose steps
+// pay it. A shorter route (delta < 0) is priced as measured: how much of the measured latency is
+// route latency is not known (a 0 us route would price the steps at nothing); there, and for an
+// overlapped ring, the interval's far side reaches the price with it.
+static bool route_delta_priced(bool overlapped, double delta) { return delta > 0 && !overlapped; }
 static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_to) {
   if (!p.ring_routes) return std::nullopt;
   const auto* a = p.ring_routes->at(h_from);
@@ -442,13 +452,13 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
             q_hi = q_lo;
           }
           // A neighbour ring at both counts pays the routes' extra latency per step.
-          const bool ring = eqm || (t.selector ? ring_at_both(t.op, na, nb, k)
-                                               : law == LatencyLaw::RingSteps);
+          const bool ring = ring_family(op) && (eqm || (t.selector ? ring_at_both(t.op, na, nb, k)
+                                                                    : law == LatencyLaw::RingSteps));
           double p_lo = q_lo.lat + q_lo.bw, p_hi = q_hi.lat + q_hi.bw;
           if (rab && ring) {
             // As priced: an overlapped ring (route_latency_overlapped) without the extra route
             // latency, so that where its steps did pay it the miss widens the interval.
-            const double d = route_latency_overlapped(t) ? 0.0 : rab->delta;
+            const double d = route_delta_priced(route_latency_overlapped(t), rab->delta) ? rab->delta : 0.0;
             p_lo = routed_time(q_lo, rab->g, steps_b, d, rab->lat_ratio);
             p_hi = routed_time(q_hi, rab->g, steps_b, d, rab->lat_ratio);
           }
@@ -592,15 +602,15 @@ double transported_factor(const HostTransport& t, bool eq, const TransportAt& at
 
 // The measured count's price tb carried to the query: tb x the factor, or where the ring routes
 // apply (`ring`) its latency and bandwidth parts with the routes' link share and extra latency per
-// step. far = false: the price (the extra latency in, except for an overlapped ring,
-// route_latency_overlapped); far = true: the interval's far side (the other of the two).
+// step. far = false: the price (the extra latency in where route_delta_priced); far = true: the
+// interval's far side (the other of the two).
 double transported_time(const HostTransport& t, bool eq, const TransportAt& at, double tb,
                         bool ring, bool far) {
   if (!t.routes || !ring) return tb * transported_factor(t, eq, at, tb);
   const double steps = double(t.n_query - 1) / double(t.n_model - 1);
   const TransportParts q = eq ? transport_parts(t.latency_us, steps, steps, tb)
                               : transport_parts(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
-  const bool with_delta = far == route_latency_overlapped(t);
+  const bool with_delta = far != route_delta_priced(route_latency_overlapped(t), t.route_step_us);
   return routed_time(q, t.route_bw_ratio, double(t.route_steps), with_delta ? t.route_step_us : 0.0,
                      t.route_lat_ratio);
 }
@@ -609,6 +619,7 @@ double transported_time(const HostTransport& t, bool eq, const TransportAt& at, 
 
 bool route_ring(const HostTransport& t, double s_eff) {
   if (!t.active) return false;
+  if (!ring_family(t.op)) return false;
   if (carried_at_equal_messages(t, s_eff)) return true;
   return t.selector ? ring_at_both(t.op, t.n_model, t.n_query, s_eff) : t.law == LatencyLaw::RingSteps;
 }

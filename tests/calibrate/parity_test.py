@@ -386,8 +386,9 @@ def parity(tool, repo):
                         routes["overlapped" if over else "ring"] += 1
                         routes["longer"] += tr.route_step_us > 0
                         routes["shorter"] += tr.route_step_us < 0
-                        # a shorter route: its latency part lowered by delta per step, or at most to
-                        # its route latencies' ratio (host_transport.cpp routed_time)
+                        # a shorter route: priced as measured; the interval's lower side reaches its
+                        # latency part lowered by delta per step, or at most to the route latencies'
+                        # ratio (host_transport.cpp route_delta_priced, routed_time)
                         routes["clamped"] += oht.ROUTE_CLAMPS[0] > clamps
                         routes["lowered"] += tr.route_step_us < 0 and not over and oht.ROUTE_CLAMPS[0] == clamps
                         routes["share"] += tr.route_bw_ratio != 1.0
@@ -424,8 +425,8 @@ def parity(tool, repo):
           f"from a measured count's floored price; {floor['free']} untouched")
     print(f"parity: ring routes on {routes['profiles']} profiles, {routes['queries']} transported predictions "
           f"between counts the routes list: {routes['ring']} neighbour rings priced with them ({routes['longer']} "
-          f"longer routes, {routes['shorter']} shorter ({routes['lowered']} by the steps' extra, {routes['clamped']} "
-          f"to the route latencies' ratio), {routes['equal latency']} equal, {routes['share']} with a link-share "
+          f"longer routes, {routes['shorter']} shorter (interval's lower side: {routes['lowered']} by the steps' extra, "
+          f"{routes['clamped']} to the route latencies' ratio), {routes['equal latency']} equal, {routes['share']} with a link-share "
           f"ratio, {routes['equal share']} equal shares (counting overlapped rings too); {routes['moved']} moved "
           f"from the price without routes), {routes['overlapped']} overlapped rings (MPI reduce_scatter: the extra in the interval), "
           f"not applied: {routes['tree']} tree-depth, {routes['selector']} ompi selector's other algorithms, "

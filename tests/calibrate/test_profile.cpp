@@ -1049,6 +1049,27 @@ TEST(Profile, RingRoutesTransport) {
   Profile same = p;
   same.ring_routes = Profile::RingRoutes{"test", {{2, 1.5, 25.0}, {4, 1.5, 25.0}}};
   EXPECT_DOUBLE_EQ(predict(same, Collective::AllGather, four, s).time_us, r0.time_us);
+  // A shorter route (here 0 us) is priced as measured: how much of the measured latency is route
+  // latency is not known. The interval's lower side reaches the price with the shorter route.
+  Profile shorter = p;
+  shorter.ring_routes = Profile::RingRoutes{"test", {{2, 3.0, 25.0}, {4, 0.0, 25.0}}};
+  const Prediction rsh = predict(shorter, Collective::AllGather, four, s);
+  EXPECT_DOUBLE_EQ(rsh.time_us, r0.time_us);
+  EXPECT_LT(rsh.lo_us, r0.lo_us);
+  EXPECT_GT(rsh.lo_us, 0.0);
+  EXPECT_DOUBLE_EQ(predict(shorter, Collective::AllGather, four, 1.0).time_us,
+                   predict(plain, Collective::AllGather, four, 1.0).time_us);
+  // all_to_all is no neighbour ring over the hosts, whatever its latency law: not applied.
+  Profile a2a = p;
+  for (Model& m : a2a.models)
+    if (m.collective == Collective::AllGather) m.collective = Collective::AllToAll;
+  const Prediction ra = predict(a2a, Collective::AllToAll, four, s);
+  ASSERT_TRUE(ra.transport.routes);
+  EXPECT_FALSE(route_ring(ra.transport, s));
+  Profile a2a_plain = a2a;
+  a2a_plain.ring_routes.reset();
+  EXPECT_DOUBLE_EQ(ra.time_us, predict(a2a_plain, Collective::AllToAll, four, s).time_us);
+  EXPECT_NE(ra.note.find("ring routes not applied"), std::string::npos) << ra.note;
   // A count the table lacks: no routes.
   Profile partial = p;
   partial.ring_routes = Profile::RingRoutes{"test", {{2, 1.5, 25.0}}};

@@ -257,6 +257,17 @@ def _route_latency_overlapped(t: HostTransport) -> bool:
     return t.mpi and t.op == "reduce_scatter"
 
 
+def _ring_family(op: str) -> bool:
+    """host_transport.cpp ring_family: the collectives that run as neighbour rings over the hosts."""
+    return op in ("all_gather", "reduce_scatter", "all_reduce")
+
+
+def _route_delta_priced(overlapped: bool, delta: float) -> bool:
+    """host_transport.cpp route_delta_priced: the price includes the extra route latency only for a
+    longer route on a ring whose steps pay it."""
+    return delta > 0 and not overlapped
+
+
 def _route_step(prof, h_from: int, h_to: int):
     """host_transport.cpp route_step: (delta, lat_ratio, g) from h_from's ring to h_to's, or None
     when the profile's ring routes lack one of them (or it has none)."""
@@ -312,7 +323,7 @@ def _equal_message(t: HostTransport, law: str, bw: str, sw: bool, nb: int, n: in
     return law == "ring-steps" and bw == "bus-factor" and not sw
 
 
-# How many prices a shorter route lowered to the floor of routed_time (latency part x
+# How many intervals' far sides a shorter route lowered to the floor of routed_time (latency part x
 # latency(h) / latency(h_b)): counted for tests/calibrate/parity_test.py, no C++ counterpart.
 ROUTE_CLAMPS = [0]
 
@@ -333,9 +344,9 @@ def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: 
     steps = float(t.n_query - 1) / float(t.n_model - 1)
     q = (_transport_parts(t.latency_us, steps, steps, tb) if eq
          else _transport_parts(t.latency_us, at_r, at_f, tb))
-    with_delta = far == _route_latency_overlapped(t)
+    with_delta = far != _route_delta_priced(_route_latency_overlapped(t), t.route_step_us)
     delta = t.route_step_us if with_delta else 0.0
-    if not far and delta < 0 and q[0] + float(t.route_steps) * delta < q[0] * t.route_lat_ratio:
+    if far and delta < 0 and q[0] + float(t.route_steps) * delta < q[0] * t.route_lat_ratio:
         ROUTE_CLAMPS[0] += 1  # (the oracle's own count, for parity_test.py)
     return _routed_time(q, t.route_bw_ratio, float(t.route_steps), delta, t.route_lat_ratio)
 
@@ -349,6 +360,8 @@ def route_ring(t: HostTransport, s_eff: float) -> bool:
     """host_transport.cpp route_ring: t's price at s_eff is a neighbour ring over the hosts at both
     counts (a ring carried at equal per-step messages, the ompi selector's ring at both counts,
     or the ring-steps latency law), so that the ring routes apply."""
+    if not _ring_family(t.op):
+        return False
     if carried_at_equal_messages(t, s_eff):
         return True
     return _ring_at_both(t.op, t.n_model, t.n_query, s_eff) if t.selector else t.law == "ring-steps"
@@ -367,8 +380,9 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     step = t.step_log_sigma * t.doublings
     miss = _miss_at(t, s_eff) * t.doublings / t.test_doublings if t.test_doublings > 0 else 0.0
     common = step * step + miss * miss + class_log_sigma * class_log_sigma + at_sw * at_sw
-    # The switch-level term, latency share q; none where the ring routes apply.
-    q = 0.0 if ring else (min(1.0, t.latency_us * at_r / tq) if tq > 0 else 1.0)
+    # The switch-level term, latency share q; none where the ring routes price the steps' latency
+    # (an overlapped ring keeps it).
+    q = 0.0 if ring and not _route_latency_overlapped(t) else (min(1.0, t.latency_us * at_r / tq) if tq > 0 else 1.0)
     level = math.log1p(q) / INTERVAL_Z
     lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
     hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
@@ -509,11 +523,12 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                         steps = float(nb - 1) / float(na - 1)
                         q_lo = q_hi = _transport_parts(la, steps, steps, te)
                     # A neighbour ring at both counts pays the routes' extra latency per step.
-                    ring = eqm or (_ring_at_both(op, na, nb, k) if t.selector else law == "ring-steps")
+                    ring = _ring_family(op) and (eqm or (_ring_at_both(op, na, nb, k) if t.selector
+                                                          else law == "ring-steps"))
                     p_lo, p_hi = q_lo[0] + q_lo[1], q_hi[0] + q_hi[1]
                     if rab is not None and ring:
                         # As priced: an overlapped ring without the extra route latency.
-                        d = 0.0 if _route_latency_overlapped(t) else rab[0]
+                        d = rab[0] if _route_delta_priced(_route_latency_overlapped(t), rab[0]) else 0.0
                         p_lo = _routed_time(q_lo, rab[2], steps_b, d, rab[1])
                         p_hi = _routed_time(q_hi, rab[2], steps_b, d, rab[1])
                         t.test_routes += 1
