@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -153,11 +154,48 @@ std::string resolve_mode(const std::string& mode, const shardcal::calib::ResultS
   return "per_iteration";
 }
 
+// A routes table describes rings over the first H hosts of its hosts_order: every sweep whose
+// hosts are named must have run on the first hosts of that order (else the table prices another
+// placement), and counts the table skips get no routes (said here, and by predict).
+shardcal::calib::Profile::RingRoutes check_routes(shardcal::calib::Profile::RingRoutes r,
+                                                  const std::string& path,
+                                                  const std::vector<ClusterId>& clusters) {
+  if (!r.hosts_order.empty())
+    for (const ClusterId& c : clusters) {
+      if (c.hosts.empty()) continue;
+      std::set<std::string> first;
+      for (std::size_t i = 0; i < std::min(c.hosts.size(), r.hosts_order.size()); ++i)
+        first.insert(r.hosts_order[i]);
+      if (first != c.hosts) {
+        std::string ran, listed;
+        for (const auto& h : c.hosts) ran += (ran.empty() ? "" : ", ") + h;
+        for (const auto& h : first) listed += (listed.empty() ? "" : ", ") + h;
+        throw shardcal::Error(
+            "--routes " + path + ": " + c.where + " ran on " + std::to_string(c.hosts.size()) +
+            " hosts (" + ran + ") but the table's first " + std::to_string(first.size()) + " are " + listed +
+            ": its rings are not the ones the sweep ran; make the table with the hosts in the order the "
+            "sweep placed them (ring-routes --hostfile), or leave --routes out (nothing written)");
+      }
+    }
+  std::string gaps;
+  for (int h = 2, k = 0; h <= r.rings.back().hosts; ++h) {
+    if (k < int(r.rings.size()) && r.rings[std::size_t(k)].hosts == h) ++k;
+    else gaps += (gaps.empty() ? "" : ", ") + std::to_string(h);
+  }
+  if (!gaps.empty())
+    std::cerr << "calibrate: warning: --routes " << path << " lists no ring at hosts " << gaps
+              << ": groups spanning those counts are priced without routes\n";
+  return r;
+}
+
 int run(const CalibrateArgs& a) {
   namespace cb = shardcal::calib;
   const cb::ResultSet rs = cb::read_results(a.results);
   // One profile describes one cluster: results of several are refused unless asked for.
   const std::vector<ClusterId> clusters = clusters_of(rs);
+  // The network's ring routes (docs/CALIBRATION.md "Other host counts"), checked before the fit.
+  std::optional<cb::Profile::RingRoutes> routes;
+  if (!a.routes.empty()) routes = check_routes(cb::read_ring_routes(a.routes), a.routes, clusters);
   std::vector<std::size_t> distinct;  // indices of the first context of each cluster
   std::string mixed_why, hosts_warning;
   for (std::size_t i = 0; i < clusters.size(); ++i) {
@@ -235,13 +273,10 @@ int run(const CalibrateArgs& a) {
               << "bytes / ceiling\n";
   else if (extra["extra"].contains("link_ceiling_dropped"))
     std::cout << "calibrate: " << extra["extra"]["link_ceiling_dropped"].get<std::string>() << "\n";
-  // The network's ring routes (docs/CALIBRATION.md "Other host counts"): read before writing,
-  // so a bad file leaves no profile behind.
-  if (!a.routes.empty()) {
-    profile.ring_routes = cb::read_ring_routes(a.routes);
-    std::cout << "ring routes: " << profile.ring_routes->rings.size() << " host counts ("
-              << profile.ring_routes->source << "): host transport adds the route latency a "
-              << "larger ring's steps pay\n";
+  if (routes) {
+    profile.ring_routes = *routes;
+    std::cout << "ring routes: " << routes->rings.size() << " host counts (" << routes->source
+              << "): host transport adds the route latency a larger ring's steps pay\n";
   }
   cb::write_profile_atomic(profile, a.out);
   std::cout << "profile: " << a.out << " (" << cal.models.size() << " model(s))\n";

@@ -241,6 +241,8 @@ int run(const PredictArgs& a) {
                                   {"extra_us_per_step", t.route_step_us},
                                   {"steps", t.route_steps},
                                   {"source", t.route_source}};
+    if (const calib::HostTransport& t = p.transport; t.active && !t.route_skipped.empty())
+      j["transport"]["routes"] = {{"applied", false}, {"reason", t.route_skipped}};
     if (!assumed.empty()) j["assumed"] = assumed;
     std::cout << j.dump(2) << "\n";
     return 0;

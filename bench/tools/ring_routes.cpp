@@ -155,6 +155,11 @@ std::string one_line(std::string text) {
         route.clear();
         double latency = 0;  // route_to adds to it
         hosts[i]->route_to(hosts[j], route, &latency);
+        // A Full zone without a route between two hosts answers with no links: not free, absent.
+        if (route.empty() && hosts[i] != hosts[j])
+          throw Error("no route from " + hosts[i]->get_name() + " to " + hosts[j]->get_name() + " in " +
+                      a.platform + ": the ring over the first " + std::to_string(n) +
+                      " hosts needs one (add it to the platform, or list the hosts in another order)");
         worst_latency = std::max(worst_latency, latency);
         for (const sg4::Link* l : route) ++uses[l];
       }
@@ -165,10 +170,7 @@ std::string one_line(std::string text) {
         share = std::min(share, fatpipe ? bw : bw / count);
       }
       nlohmann::ordered_json ring = {{"hosts", n}, {"latency_us", tidy(worst_latency * 1e6)}};
-      // Routes of no links at all (a platform that routes hosts through nothing) leave no share:
-      // null rather than infinity, which JSON cannot hold.
-      ring["share_GBps"] =
-          std::isinf(share) ? nlohmann::ordered_json() : nlohmann::ordered_json(tidy(share / 1e9));
+      ring["share_GBps"] = tidy(share / 1e9);  // finite: every route has a link (above)
       rings.push_back(std::move(ring));
     }
     write_all(fd, "J" + rings.dump());

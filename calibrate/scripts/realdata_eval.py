@@ -339,6 +339,13 @@ def hosts_series(sb, directory, work, extra):
     # The network's ring routes, where the series has them (host-series.sh writes routes.json).
     routes = os.path.join(directory, "routes.json")
     routes = routes if os.path.isfile(routes) else None
+    routes_source = None
+    if routes:
+        try:
+            with open(routes, encoding="utf-8") as f:
+                routes_source = f"{routes} ({json.load(f).get('source', '')})"
+        except (OSError, ValueError, AttributeError) as e:
+            fail(f"{routes}: not a ring-routes file: {e}")
     for fit, target, med_max, cover_min in HOST_CASES:
         missing = [h for h in fit + (target,) if h not in by_hosts]
         if missing:
@@ -366,7 +373,7 @@ def hosts_series(sb, directory, work, extra):
                          "covered": sum(x["covered"] for x in ps),
                          "half_width_median": statistics.median(x["half_width"] for x in ps),
                          "check_median": med_max, "check_coverage": cover_min, "predictions": ps})
-    return {"series": directory, "hosts": {str(h): f for h, f in sorted(by_hosts.items())}, "rows": rows,
+    return {"series": directory, "routes": routes_source, "hosts": {str(h): f for h, f in sorted(by_hosts.items())}, "rows": rows,
             "skipped": skipped,
             "pooled": {"points": len(pooled),
                        "median": statistics.median(x["error"] for x in pooled) if pooled else None,
@@ -375,9 +382,10 @@ def hosts_series(sb, directory, work, extra):
                        "half_width_median": statistics.median(x["half_width"] for x in pooled) if pooled else None}}
 
 
-def print_hosts_series(r, check, coverage_only=False, median_at_most=None, median_collectives=None):
+def print_hosts_series(r, check, coverage_only=False, median_at_most=None, median_limits=None):
     """Print the table; the failed checks (with --check: a checked case that was skipped too)."""
-    print(f"{r['series']}: host counts {', '.join(r['hosts'])}")
+    print(f"{r['series']}: host counts {', '.join(r['hosts'])}; "
+          + (f"ring routes from {r['routes']}" if r.get("routes") else "no ring routes"))
     print(f"{'fitted -> predicted':20s} {'collective':15s} {'median':>7s} {'max':>7s} {'95 % covers':>12s} "
           f"{'half-width':>10s}")
     fails = []
@@ -386,8 +394,9 @@ def print_hosts_series(r, check, coverage_only=False, median_at_most=None, media
         print(f"{case:20s} {x['collective']:15s} {100 * x['median']:6.1f}% {100 * x['max']:6.1f}% "
               f"{x['covered']:>5d} / {x['points']:<4d} {100 * x['half_width_median']:9.1f}%")
         bound = x["check_median"] if median_at_most is None or x["check_median"] is None else median_at_most
-        median_checked = not coverage_only and (median_collectives is None or x["collective"] in median_collectives)
-        if median_checked and bound is not None and x["median"] > bound:
+        if bound is not None and median_limits and x["collective"] in median_limits:
+            bound = median_limits[x["collective"]]
+        if not coverage_only and bound is not None and x["median"] > bound:
             fails.append(f"{case} {x['collective']}: median {100 * x['median']:.1f} % > "
                          f"{100 * bound:.0f} %")
         if x["falls_at_switch"]:
@@ -450,18 +459,26 @@ def main():
                     help="with --hosts-series or --extrapolate and --check: check the intervals' coverage only (a series with a "
                          "structural change no fitted count shows, e.g. a fat tree's leaf boundary between "
                          "the fitted and the predicted counts: the prices miss, the intervals must not)")
-    ap.add_argument("--median-collectives", metavar="LIST",
-                    help="with --hosts-series and --check: check the medians of these collectives only "
-                         "(comma-separated), the coverage of all (a collective whose algorithm the series "
-                         "shows the model does not price, e.g. Open MPI's double-buffered reduce_scatter ring "
-                         "on a platform whose routes lengthen)")
+    ap.add_argument("--median-limit", metavar="COLLECTIVE=F", action="append", default=[],
+                    help="with --hosts-series and --check: this collective's checked medians <= F (a fraction) "
+                         "instead of the case's bound; repeatable (a ratchet on a known miss, e.g. Open MPI's "
+                         "overlapped reduce_scatter ring on a platform whose routes lengthen)")
     ap.add_argument("--hosts-series", metavar="DIR",
                     help="host-count table: DIR holds hosts<H>.jsonl results files or logs with the host count "
                          "in the name; fit 2+4 -> 8, 2+4 -> 16, 2 -> 4, 4+8 -> 16, 4 -> 8")
     ap.error = lambda m: fail(f"{m} (see --help)")
     a = ap.parse_args()
-    if a.median_collectives and (not a.hosts_series or a.coverage_only):
-        fail("--median-collectives goes with --hosts-series, without --coverage-only")
+    limits = {}
+    for x in a.median_limit:
+        op, _, f = x.partition("=")
+        try:
+            limits[op] = float(f)
+        except ValueError:
+            fail(f"--median-limit {x}: expected COLLECTIVE=F, e.g. reduce_scatter=0.3")
+        if not 0 < limits[op] < 10:
+            fail(f"--median-limit {x}: F is a fraction > 0 (0.3 = 30 %)")
+    if limits and (not a.hosts_series or a.coverage_only):
+        fail("--median-limit goes with --hosts-series, without --coverage-only")
     if a.hosts_series and (a.paths or a.scale_to):
         fail("--hosts-series DIR takes no other logs nor --scale-to")
     if not a.hosts_series and not a.paths:
@@ -480,8 +497,7 @@ def main():
     if a.hosts_series:
         with tempfile.TemporaryDirectory(prefix="realdata-hosts-") as work:
             r = hosts_series(a.shardbench, a.hosts_series, work, extra)
-        fails = print_hosts_series(r, a.check, a.coverage_only, a.median_at_most,
-                                   set(a.median_collectives.split(",")) if a.median_collectives else None)
+        fails = print_hosts_series(r, a.check, a.coverage_only, a.median_at_most, limits)
         if a.json:
             with open(a.json + ".tmp", "w") as f:
                 json.dump(r, f, indent=2)

@@ -139,11 +139,11 @@ static bool ring_family(Collective op) {
 static bool route_latency_overlapped(const HostTransport& t) {
   return t.mpi && t.op == Collective::ReduceScatter;
 }
-// Whether the price includes the extra route latency delta: a longer route on a ring whose steps
-// pay it. A shorter route (delta < 0) is priced as measured: how much of the measured latency is
-// route latency is not known (a 0 us route would price the steps at nothing); there, and for an
-// overlapped ring, the interval's far side reaches the price with it.
-static bool route_delta_priced(bool overlapped, double delta) { return delta > 0 && !overlapped; }
+// Whether the price includes the route latency difference delta: on a ring whose steps pay it
+// (longer or shorter: a shorter route lowers the latency part at most to its route latencies'
+// ratio, routed_time; the reader refuses 0 us routes). For an overlapped ring the interval's far
+// side reaches the price with it.
+static bool route_delta_priced(bool overlapped, double delta) { return delta != 0 && !overlapped; }
 static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_to) {
   if (!p.ring_routes) return std::nullopt;
   const auto* a = p.ring_routes->at(h_from);
@@ -360,6 +360,25 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   const int c = lc.concurrent_groups, rph = lc.ranks_per_host;
   const Collective op = best.collective;
   t.active = true;
+  // The ring routes: used only where the table lists the measured count, the query's and the
+  // test's (the test carries its prices with the same routes), for one ring at a time (the share is
+  // one ring's flows); else the note says why not.
+  std::optional<RouteStep> route_bq, route_ab;
+  if (p.ring_routes) {
+    const auto missing = [&](int h) { return p.ring_routes->at(h) == nullptr; };
+    if (missing(lc.hosts))
+      t.route_skipped = "hosts=" + std::to_string(lc.hosts) + " is not in the table";
+    else if (missing(best.hosts))
+      t.route_skipped = "the measured hosts=" + std::to_string(best.hosts) + " is not in the table";
+    else if (t.other && missing(t.other->hosts))
+      t.route_skipped = "the test's hosts=" + std::to_string(t.other->hosts) + " is not in the table";
+    else if (c > 1)
+      t.route_skipped = std::to_string(c) + " concurrent groups: the table describes one ring";
+    if (t.route_skipped.empty()) {
+      route_bq = route_step(p, best.hosts, lc.hosts);
+      if (t.other) route_ab = route_step(p, t.other->hosts, best.hosts);
+    }
+  }
   t.n_model = best.hosts * rph;
   t.n_query = lc.group_size;
   t.doublings = std::abs(std::log2(double(lc.hosts) / best.hosts));
@@ -404,8 +423,8 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     const auto [slo, shi] = known_switch(op, p.backend, a.hosts, best.hosts);
     const double la = price_time_us(a, na, c, 1.0);
-    // The ring routes from the other count to the chosen one, where the profile has both.
-    const std::optional<RouteStep> rab = route_step(p, a.hosts, best.hosts);
+    // The ring routes from the other count to the chosen one (where they apply at all).
+    const std::optional<RouteStep>& rab = route_ab;
     const double steps_b = collective_info(op).ring_steps(nb);
     // Per pair of laws, the miss per size: log(t_b / structure's t_b), 0 inside a switch's
     // range; the pair that misses least (ties: the defaults, listed first). Across a known
@@ -504,7 +523,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   }
   t.two_node_switch = klo != khi;
   t.bus_ratio = f * mid;
-  if (const auto r = route_step(p, best.hosts, lc.hosts)) {
+  if (const auto& r = route_bq) {
     t.routes = true;
     t.route_step_us = r->delta;
     t.route_lat_ratio = r->lat_ratio;
@@ -641,11 +660,9 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
                         at.switch_log_sigma * at.switch_log_sigma;
   // A switch level that a larger group crosses first (and no measured count did) can double a
   // hop's latency: the latency's part of the price, share q, up to 2x on the side away from h_b.
-  // Where the ring routes price the steps' latency they say what the routes do: no such term (an
-  // overlapped ring's latency is not priced by them: it keeps the term).
-  const double q = ring && !route_latency_overlapped(t) ? 0.0
-                   : tq > 0                             ? std::min(1.0, t.latency_us * at.latency_ratio / tq)
-                                                        : 1.0;
+  // Kept with ring routes too: a table is only as good as its description of the job's placement
+  // (a mesh dim whose groups stride across hosts is priced as consecutive hosts).
+  const double q = tq > 0 ? std::min(1.0, t.latency_us * at.latency_ratio / tq) : 1.0;
   const double level = std::log1p(q) / kIntervalZ;
   const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
   const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);

@@ -208,6 +208,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   // The size: past the measured curve's sizes (what priced it), else outside the model's domain.
   // An MPI ring carried at equal per-step messages priced the measured count at s_eff n_b / n.
   const bool per_step = carried_at_equal_messages(tr, s_eff);
+  if (tr.active && !tr.route_skipped.empty()) add("ring routes not applied (" + tr.route_skipped + ")");
   if (tr.active && tr.routes) {
     std::ostringstream o;
     o << std::setprecision(4);

@@ -144,19 +144,25 @@ struct Reader {
   // "share_GBps": y}, ...]}, ascending hosts >= 2, each once.
   static Profile::RingRoutes ring_routes(const JsonCursor& v) {
     v.object();
-    v.expect_keys({"source", "rings"}, kUnknownKeyFix);
+    v.expect_keys({"source", "hosts_order", "rings"}, kUnknownKeyFix);
     Profile::RingRoutes r;
     if (auto s = v.optional("source")) r.source = s->string();
+    if (auto h = v.optional("hosts_order")) {
+      h->array();
+      for (std::size_t i = 0; i < h->size(); ++i) r.hosts_order.push_back((*h)[i].string());
+    }
     const JsonCursor rings = v.required("rings", kMissingFix);
     rings.array();
+    if (rings.size() == 0) fail(rings, "no host counts", "give the table ring-routes wrote (hosts 2 and up)");
     for (std::size_t i = 0; i < rings.size(); ++i) {
       const JsonCursor e = rings[i];
       e.object();
       e.expect_keys({"hosts", "latency_us", "share_GBps"}, kUnknownKeyFix);
       Profile::RingRoute x;
       x.hosts = int(e.integer_at("hosts", kMissingFix, 2, kMaxInt));
-      // A route of more than a second, or a link below 1 MB/s, is a unit mistake.
-      x.latency_us = e.required("latency_us", kMissingFix).number(0.0, 1e6);
+      // Two hosts are never 0 us apart (a route ring-routes found none for); a route of more
+      // than a second, or a link below 1 MB/s, is a unit mistake.
+      x.latency_us = e.required("latency_us", kMissingFix).number(1e-6, 1e6);
       x.share_GBps = e.required("share_GBps", kMissingFix).number(1e-3, 1e6);
       if (!r.rings.empty() && x.hosts <= r.rings.back().hosts)
         fail(e, "hosts " + std::to_string(x.hosts) + " after " + std::to_string(r.rings.back().hosts),
@@ -508,8 +514,11 @@ Profile::RingRoutes read_ring_routes(const std::string& path) {
          "give a file that ring-routes wrote (docs/PROFILE_FORMAT.md \"ring_routes\")");
   json inner = json::object();
   if (auto s = v.optional("source")) inner["source"] = s->string();
+  if (auto h = v.optional("hosts_order")) inner["hosts_order"] = h->json();
   inner["rings"] = v.required("rings", kMissingFix).json();
-  return Reader::ring_routes(JsonCursor(src, inner, {}, kValueFix));
+  return Reader::ring_routes(JsonCursor(src, inner, {},
+                                        "fix the value or regenerate the file with ring-routes "
+                                        "(docs/PROFILE_FORMAT.md \"ring_routes\")"));
 }
 
 Profile read_profile(const std::string& path) {

@@ -114,6 +114,7 @@ std::string profile_to_json(const Profile& p) {
   if (p.ring_routes) {
     ojson r;
     r["source"] = p.ring_routes->source;
+    if (!p.ring_routes->hosts_order.empty()) r["hosts_order"] = p.ring_routes->hosts_order;
     ojson rings = ojson::array();
     for (const auto& x : p.ring_routes->rings) {
       ojson e;

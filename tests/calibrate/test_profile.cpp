@@ -1016,7 +1016,7 @@ TEST(Profile, FuzzReader) {
 // measured per-step latency and the interval reaches the extra.
 TEST(Profile, RingRoutesTransport) {
   Profile p = sample();  // MPI; all_gather measured at hosts=2, 2 ranks per host
-  p.ring_routes = Profile::RingRoutes{"test", {{2, 1.5, 25.0}, {4, 3.0, 12.5}}};
+  p.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0}, {4, 3.0, 12.5}}};
   const double s = 1 << 20;
   const LinkClass four{8, 4, 2, 1};
   Prediction r = predict(p, Collective::AllGather, four, s);
@@ -1047,18 +1047,18 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_GT(r.hi_us, r.time_us);
   // Equal routes and shares: exactly the price without routes.
   Profile same = p;
-  same.ring_routes = Profile::RingRoutes{"test", {{2, 1.5, 25.0}, {4, 1.5, 25.0}}};
+  same.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0}, {4, 1.5, 25.0}}};
   EXPECT_DOUBLE_EQ(predict(same, Collective::AllGather, four, s).time_us, r0.time_us);
-  // A shorter route (here 0 us) is priced as measured: how much of the measured latency is route
-  // latency is not known. The interval's lower side reaches the price with the shorter route.
+  // A shorter route lowers the latency part by the difference per step, at most to the route
+  // latencies' ratio (the rest may be the hosts' own); the upper side reaches the price without.
   Profile shorter = p;
-  shorter.ring_routes = Profile::RingRoutes{"test", {{2, 3.0, 25.0}, {4, 0.0, 25.0}}};
+  shorter.ring_routes = Profile::RingRoutes{"test", {}, {{2, 3.0, 25.0}, {4, 1.5, 25.0}}};
   const Prediction rsh = predict(shorter, Collective::AllGather, four, s);
-  EXPECT_DOUBLE_EQ(rsh.time_us, r0.time_us);
-  EXPECT_LT(rsh.lo_us, r0.lo_us);
-  EXPECT_GT(rsh.lo_us, 0.0);
-  EXPECT_DOUBLE_EQ(predict(shorter, Collective::AllGather, four, 1.0).time_us,
-                   predict(plain, Collective::AllGather, four, 1.0).time_us);
+  const double lat_part = tb * share * 7.0 / 3.0, bw_part = tb * (1 - share) * 7.0 / 3.0;
+  const double expect_sh = std::max(lat_part - 7 * 1.5, lat_part * 0.5) + bw_part;
+  EXPECT_NEAR(rsh.time_us, expect_sh, 1e-9 * expect_sh);
+  EXPECT_LT(rsh.time_us, r0.time_us);
+  EXPECT_GE(rsh.hi_us, r0.time_us);
   // all_to_all is no neighbour ring over the hosts, whatever its latency law: not applied.
   Profile a2a = p;
   for (Model& m : a2a.models)
@@ -1072,9 +1072,16 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_NE(ra.note.find("ring routes not applied"), std::string::npos) << ra.note;
   // A count the table lacks: no routes.
   Profile partial = p;
-  partial.ring_routes = Profile::RingRoutes{"test", {{2, 1.5, 25.0}}};
-  EXPECT_FALSE(predict(partial, Collective::AllGather, four, s).transport.routes);
-  EXPECT_DOUBLE_EQ(predict(partial, Collective::AllGather, four, s).time_us, r0.time_us);
+  partial.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0}}};
+  const Prediction rp = predict(partial, Collective::AllGather, four, s);
+  EXPECT_FALSE(rp.transport.routes);
+  EXPECT_EQ(rp.transport.route_skipped, "hosts=4 is not in the table");
+  EXPECT_NE(rp.note.find("ring routes not applied (hosts=4 is not in the table)"), std::string::npos) << rp.note;
+  EXPECT_DOUBLE_EQ(rp.time_us, r0.time_us);
+  // Two rings at once share links the table does not describe: not applied.
+  const Prediction rc = predict(p, Collective::AllGather, LinkClass{8, 4, 2, 2}, s);
+  EXPECT_FALSE(rc.transport.routes);
+  EXPECT_NE(rc.transport.route_skipped.find("2 concurrent groups"), std::string::npos);
 
   // Open MPI's reduce_scatter ring: priced without the extra latency (link share kept), the upper
   // side reaching the price with it.
@@ -1117,6 +1124,8 @@ TEST(Profile, RingRoutesTransport) {
            {"hosts 2 after 4", json::parse(R"([{"hosts":4,"latency_us":1,"share_GBps":1},{"hosts":2,"latency_us":1,"share_GBps":1}])")},
            {"0.001", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":0}])")},
            {"latency_us", json::parse(R"([{"hosts":2,"latency_us":-1,"share_GBps":1}])")},
+           {"latency_us", json::parse(R"([{"hosts":2,"latency_us":0,"share_GBps":1}])")},
+           {"no host counts", json::parse(R"([])")},
            {"hosts", json::parse(R"([{"hosts":1,"latency_us":1,"share_GBps":1}])")},
            {"bogus", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":1,"bogus":0}])")}}) {
     json d = doc;

@@ -102,6 +102,15 @@ def main():
         "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\"><cluster id=\"c\" prefix=\"node-\" "
         "suffix=\"\" radical=\"0-3\" speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\" topology=\"TORUS\" "
         "topo_parameters=\"3,3\"/></zone></platform>\n")
+    no_route = os.path.join(work, "noroute.xml")  # a Full zone routing a -> b only
+    open(no_route, "w").write(
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">"
+        "<host id=\"a\" speed=\"1Gf\"/><host id=\"b\" speed=\"1Gf\"/><host id=\"c\" speed=\"1Gf\"/>"
+        "<link id=\"l\" bandwidth=\"1GBps\" latency=\"1us\"/>"
+        "<route src=\"a\" dst=\"b\"><link_ctn id=\"l\"/></route></zone></platform>\n")
+    abc = os.path.join(work, "abc.hosts")
+    open(abc, "w").write("a\nb\nc\n")
     ft_xml, ft_hosts = os.path.join(ft, "platform.xml"), os.path.join(ft, "hostfile")
     out = os.path.join(work, "not-written.json")
     cases = [
@@ -111,6 +120,7 @@ def main():
         ("no hostfile", [ft_xml, os.path.join(work, "nope")], "no such file"),
         ("broken xml", [broken, ft_hosts], "SimGrid cannot load it"),
         ("simgrid abort", [bad_radicals, ft_hosts], "radicals"),
+        ("no route", [no_route, abc], "no route from"),
     ]
     for label, (plat, hosts), words in cases:
         r = run(tool, "--platform", plat, "--hostfile", hosts, "--out", out)

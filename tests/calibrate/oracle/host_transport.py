@@ -68,6 +68,7 @@ class HostTransport:
     route_share_model_GBps: float = 0.0
     route_share_query_GBps: float = 0.0
     route_source: str = ""
+    route_skipped: str = ""  # the profile has routes but they were not used: why
     # (The oracle's own, for parity_test.py's counts; no C++ field: how many of the second count's
     # test prices, over the laws tried, the ring routes carried.)
     test_routes: int = 0
@@ -263,9 +264,9 @@ def _ring_family(op: str) -> bool:
 
 
 def _route_delta_priced(overlapped: bool, delta: float) -> bool:
-    """host_transport.cpp route_delta_priced: the price includes the extra route latency only for a
-    longer route on a ring whose steps pay it."""
-    return delta > 0 and not overlapped
+    """host_transport.cpp route_delta_priced: the price includes the route latency difference
+    (longer or shorter) on a ring whose steps pay it, not on an overlapped one."""
+    return delta != 0 and not overlapped
 
 
 def _route_step(prof, h_from: int, h_to: int):
@@ -323,7 +324,7 @@ def _equal_message(t: HostTransport, law: str, bw: str, sw: bool, nb: int, n: in
     return law == "ring-steps" and bw == "bus-factor" and not sw
 
 
-# How many intervals' far sides a shorter route lowered to the floor of routed_time (latency part x
+# How many prices a shorter route lowered to the floor of routed_time (latency part x
 # latency(h) / latency(h_b)): counted for tests/calibrate/parity_test.py, no C++ counterpart.
 ROUTE_CLAMPS = [0]
 
@@ -346,7 +347,7 @@ def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: 
          else _transport_parts(t.latency_us, at_r, at_f, tb))
     with_delta = far != _route_delta_priced(_route_latency_overlapped(t), t.route_step_us)
     delta = t.route_step_us if with_delta else 0.0
-    if far and delta < 0 and q[0] + float(t.route_steps) * delta < q[0] * t.route_lat_ratio:
+    if delta < 0 and q[0] + float(t.route_steps) * delta < q[0] * t.route_lat_ratio:
         ROUTE_CLAMPS[0] += 1  # (the oracle's own count, for parity_test.py)
     return _routed_time(q, t.route_bw_ratio, float(t.route_steps), delta, t.route_lat_ratio)
 
@@ -382,7 +383,7 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     common = step * step + miss * miss + class_log_sigma * class_log_sigma + at_sw * at_sw
     # The switch-level term, latency share q; none where the ring routes price the steps' latency
     # (an overlapped ring keeps it).
-    q = 0.0 if ring and not _route_latency_overlapped(t) else (min(1.0, t.latency_us * at_r / tq) if tq > 0 else 1.0)
+    q = min(1.0, t.latency_us * at_r / tq) if tq > 0 else 1.0
     level = math.log1p(q) / INTERVAL_Z
     lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
     hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
@@ -466,6 +467,24 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
     t.op, t.hosts_model, t.hosts_query = op, best.hosts, hosts
     t.selector = selector_known(prof, op)
     t.mpi = prof.backend == "mpi"
+    # host_transport.cpp: the ring routes only where the table lists the query's, the measured and
+    # the test's count, for one ring at a time; else why not (the note says).
+    route_bq = route_ab = None
+    rr = getattr(prof, "ring_routes", None)
+    if rr is not None:
+        listed = {x[0] for x in rr["rings"]}
+        if hosts not in listed:
+            t.route_skipped = f"hosts={hosts} is not in the table"
+        elif best.hosts not in listed:
+            t.route_skipped = f"the measured hosts={best.hosts} is not in the table"
+        elif other is not None and other.hosts not in listed:
+            t.route_skipped = f"the test's hosts={other.hosts} is not in the table"
+        elif c > 1:
+            t.route_skipped = f"{c} concurrent groups: the table describes one ring"
+        if not t.route_skipped:
+            route_bq = _route_step(prof, best.hosts, hosts)
+            if other is not None:
+                route_ab = _route_step(prof, other.hosts, best.hosts)
     if other is not None:
         a = other
         t.n_other = a.hosts * rph
@@ -493,8 +512,8 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         sizes = sorted(set(sizes))
         slo, shi = known_switch(op, prof.backend, a.hosts, best.hosts)
         la = price_time_us(a, na, c, 1.0)
-        # The ring routes from the other count to the chosen one, where the profile has both.
-        rab = _route_step(prof, a.hosts, best.hosts)
+        # The ring routes from the other count to the chosen one (where they apply at all).
+        rab = route_ab
         steps_b = float(ring_steps(op, nb))
         t.test_switch = slo != shi
         lat_laws = ((t.law,) + LATENCY_LAWS)[:1 if (t.selector or t.test_switch) else 5]
@@ -562,7 +581,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         t.algorithm_unknown = other != 1.0
     t.two_node_switch = klo != khi
     t.bus_ratio = f * mid
-    r = _route_step(prof, best.hosts, hosts)
+    r = route_bq
     if r is not None:  # (host_transport.cpp: the routes from the chosen count to the query's)
         rings = {x[0]: x for x in prof.ring_routes["rings"]}
         t.routes = True

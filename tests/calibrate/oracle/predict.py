@@ -201,6 +201,8 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     per_step = tr is not None and _ht._equal_message(tr, tr.law, tr.bw_law, tr.two_node_switch, tr.n_model,
                                                      tr.n_query, s_eff)
     # The ring routes (predict.cpp): what they add on each ring step, or that they do not apply.
+    if tr is not None and tr.route_skipped:
+        notes.append(f"ring routes not applied ({tr.route_skipped})")
     if tr is not None and tr.routes:
         if _ht.route_ring(tr, s_eff):
             notes.append(f"ring routes: hosts={hosts}'s ring takes {tr.route_latency_query_us:.4g} us routes at "

@@ -406,8 +406,9 @@ class ProfileData:
                 _fail(origin, "/extra/link_ceiling/source", "expected a string", "fix the value")
             self.link_ceiling = {"GBps": gbps, "gpus": list(gpus), "source": lc.get("source", "")}
         # The network's ring routes (docs/PROFILE_FORMAT.md "ring_routes"), checked as
-        # profile_read.cpp ring_routes(): {"source": TEXT, "rings": [{"hosts": H >= 2, "latency_us":
-        # 0..1e6, "share_GBps": 1e-3..1e6}, ...]}, ascending hosts, each once, no other keys.
+        # profile_read.cpp ring_routes(): {"source": TEXT, "hosts_order": [TEXT], "rings": [{"hosts":
+        # H >= 2, "latency_us": 1e-6..1e6, "share_GBps": 1e-3..1e6}, ...]} (at least one), ascending
+        # hosts, each once, no other keys.
         # Held as {"source": str, "rings": [(hosts, latency_us, share_GBps), ...]} (Profile::RingRoutes).
         self.ring_routes = None
         if isinstance(ex, dict) and "ring_routes" in ex:
@@ -416,14 +417,19 @@ class ProfileData:
             if not isinstance(rr, dict):
                 _fail(origin, ptr, "expected an object", "fix the value")
             for k in rr:
-                if k not in ("source", "rings"):
+                if k not in ("source", "hosts_order", "rings"):
                     _fail(origin, f"{ptr}/{k}", f"unknown key '{k}'", "remove it")
             if not isinstance(rr.get("source", ""), str):
                 _fail(origin, f"{ptr}/source", "expected a string", "fix the value")
             if "rings" not in rr:
                 _fail(origin, f"{ptr}/rings", "required field is missing", "add it or regenerate the profile")
+            if "hosts_order" in rr and (not isinstance(rr["hosts_order"], list)
+                                        or not all(isinstance(x, str) for x in rr["hosts_order"])):
+                _fail(origin, f"{ptr}/hosts_order", "expected an array of strings", "fix the value")
             if not isinstance(rr["rings"], list):
                 _fail(origin, f"{ptr}/rings", "expected an array", "fix the value")
+            if not rr["rings"]:
+                _fail(origin, f"{ptr}/rings", "no host counts", "give the table ring-routes wrote")
             rings = []
             for i, e in enumerate(rr["rings"]):
                 p = f"{ptr}/rings/{i}"
@@ -433,8 +439,9 @@ class ProfileData:
                     if k not in ("hosts", "latency_us", "share_GBps"):
                         _fail(origin, f"{p}/{k}", f"unknown key '{k}'", "remove it")
                 h = _int(origin, e, p, "hosts", 2)
-                # (A route of more than a second, or a link below 1 MB/s, is a unit mistake.)
-                lat = _num(origin, e, p, "latency_us", 0.0)
+                # (Two hosts are never 0 us apart; a route of more than a second, or a link below
+                # 1 MB/s, is a unit mistake.)
+                lat = _num(origin, e, p, "latency_us", 1e-6)
                 if lat > 1e6:
                     _fail(origin, f"{p}/latency_us", f"must be <= 1e6, got {e['latency_us']}", "fix the value")
                 share = _num(origin, e, p, "share_GBps", 1e-3)

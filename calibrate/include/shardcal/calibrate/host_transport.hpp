@@ -120,6 +120,7 @@ struct HostTransport {
   double route_latency_model_us = 0, route_latency_query_us = 0;  // for the note
   double route_share_model_GBps = 0, route_share_query_GBps = 0;
   std::string route_source;
+  std::string route_skipped;  // the profile has routes but they were not used: why
 };
 
 // Host-count transport (docs/CALIBRATION.md "Other host counts"). A group spanning h hosts that

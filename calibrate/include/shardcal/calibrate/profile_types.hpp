@@ -196,7 +196,8 @@ struct Profile {
   };
   struct RingRoutes {
     std::string source;
-    std::vector<RingRoute> rings;  // ascending hosts, each once
+    std::vector<std::string> hosts_order;  // the hosts in job order (may be empty: not given)
+    std::vector<RingRoute> rings;          // ascending hosts, each once
     const RingRoute* at(int hosts) const {
       for (const RingRoute& r : rings)
         if (r.hosts == hosts) return &r;
