@@ -132,6 +132,7 @@ def main(sb, repo):
     transport(sb, repo, sp)
     past_the_sweep(sb, repo, sp)
     link_ceiling(sb, repo)
+    ring_routes(sb, repo)
     python_profile_edges(repo)
     print("predict CLI: ok")
 
@@ -263,6 +264,54 @@ def link_ceiling(sb, repo):
             doc = json.load(f)
         assert "link_ceiling" not in doc["extra"] and "link_ceiling_dropped" in doc["extra"], doc["extra"]
         assert q(8 << 30)["link_ceiling"] is None
+
+
+def ring_routes(sb, repo):
+    """calibrate --routes (docs/CALIBRATION.md "Other host counts"): the fat-tree series' table goes
+    into the profile and predict names what it adds (text and JSON) or why not; a table whose host
+    order is not the sweep's, an empty table and a missing file exit 2 without a profile."""
+    d = os.path.join(repo, "tests", "data", "smpi-hosts", "fat-tree")
+    res = [os.path.join(d, f"hosts{h}.jsonl") for h in (2, 4)]
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = os.path.join(tmp, "p.json")
+        r = subprocess.run([sb, "calibrate", "--results", *res, "--routes", os.path.join(d, "routes.json"),
+                            "--out", prof], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "ring routes: 15 host counts" in r.stdout, (r.stdout, r.stderr)
+        with open(prof) as f:
+            rr = json.load(f)["extra"]["ring_routes"]
+        assert rr["hosts_order"][:3] == ["node-0", "node-1", "node-2"] and len(rr["rings"]) == 15, rr
+        def q(hosts, *extra):
+            r = run(sb, "--profile", prof, "--collective", "all_gather", "--bytes", "1MiB", "--group-size",
+                    str(4 * hosts), "--hosts", str(hosts), "--ranks-per-host", "4", "--json", *extra)
+            assert r.returncode == 0, r.stderr
+            return json.loads(r.stdout)
+        p8 = q(8)
+        routes = p8["transport"]["routes"]
+        assert routes["applied"] is True and routes["extra_us_per_step"] == 1.5 and routes["steps"] == 31, routes
+        assert "+1.5 us on each of 31 steps" in p8["note"], p8["note"]
+        assert abs(p8["time_us"] - 133.652) < 0.01, p8  # the SMPI series' measured 133.65 us
+        p32 = q(32)  # past the table (2..16): not applied, and said so
+        assert p32["transport"]["routes"] == {"applied": False, "reason": "hosts=32 is not in the table"}, p32
+        assert "ring routes not applied (hosts=32 is not in the table)" in p32["note"], p32["note"]
+        # Bad tables: one error line, exit 2, no profile.
+        spread = os.path.join(tmp, "spread.json")
+        with open(os.path.join(d, "routes.json")) as f:
+            doc = json.load(f)
+        doc["hosts_order"] = ["node-0", "node-4", "node-8", "node-12"] + [h for h in doc["hosts_order"]
+                                                                          if h not in ("node-0", "node-4", "node-8", "node-12")]
+        with open(spread, "w") as f:
+            json.dump(doc, f)
+        empty = os.path.join(tmp, "empty.json")
+        with open(empty, "w") as f:
+            json.dump({"format": "shardcal-ring-routes/1", "rings": []}, f)
+        for path, words in ((spread, "its rings are not the ones the sweep ran"), (empty, "no host counts"),
+                            (os.path.join(tmp, "nope.json"), "nope.json")):
+            out = os.path.join(tmp, "bad.json")
+            r = subprocess.run([sb, "calibrate", "--results", *res, "--routes", path, "--out", out],
+                               capture_output=True, text=True, timeout=120)
+            lines = r.stderr.splitlines()
+            assert r.returncode == 2 and len(lines) == 1 and words in lines[0] and not os.path.exists(out), \
+                (path, r.returncode, r.stderr)
 
 
 def past_the_sweep(sb, repo, sp):
