@@ -149,6 +149,8 @@ for h in "${hs[@]}"; do [ "$h" -gt "$hmax" ] && hmax=$h; done
 routes_warned=0
 write_routes() {  # topology directory
   local t=$1 dir=$2 plat hostfile
+  # An older series' table must not be priced with this one's results.
+  rm -f "$dir/routes.json"
   if [ ! -x "$ring_routes" ]; then
     [ "$routes_warned" = 1 ] || echo "host-series.sh: warning: --ring-routes $ring_routes: not an executable (build it: cmake --preset release && cmake --build build-release --target ring-routes; needs libsimgrid-dev); no routes.json" >&2
     routes_warned=1
