@@ -3,6 +3,7 @@
 // the profile atomically (temp + rename, so a failed run leaves no output file).
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,7 @@ using nlohmann::json;
 struct ClusterId {
   std::string where;  // "r.jsonl (log x.txt)"
   std::set<std::string> gpus, hosts, families;
+  std::vector<std::string> hosts_by_rank;  // the named hosts ordered by their smallest rank
   bool imported = false;
   std::string text() const {
     auto join = [](const std::set<std::string>& v, std::size_t most) {
@@ -96,12 +98,22 @@ std::vector<ClusterId> clusters_of(const shardcal::calib::ResultSet& rs) {
         generic_hosts = from.find("not in the log") != std::string::npos ||
                         from == "--hosts/--ranks-per-host";
       }
-      if (!generic_hosts && c.contains("hosts") && c["hosts"].is_array())
+      if (!generic_hosts && c.contains("hosts") && c["hosts"].is_array()) {
+        std::vector<std::pair<long long, std::string>> by_rank;
         for (const json& h : c["hosts"])
           if (h.is_object() && h.contains("name") && h["name"].is_string()) {
             id.hosts.insert(h["name"].get<std::string>());
             id.families.insert(host_family(h["name"].get<std::string>()));  // "": none
+            long long first = std::numeric_limits<long long>::max();
+            if (h.contains("ranks") && h["ranks"].is_array())
+              for (const json& r : h["ranks"])
+                if (r.is_number_integer()) first = std::min(first, r.get<long long>());
+            by_rank.emplace_back(first, h["name"].get<std::string>());
           }
+        std::stable_sort(by_rank.begin(), by_rank.end(),
+                         [](const auto& x, const auto& y) { return x.first < y.first; });
+        for (auto& [r, name] : by_rank) id.hosts_by_rank.push_back(name);
+      }
       out.push_back(std::move(id));
     }
   return out;
@@ -154,37 +166,61 @@ std::string resolve_mode(const std::string& mode, const shardcal::calib::ResultS
   return "per_iteration";
 }
 
-// A routes table describes rings over the first H hosts of its hosts_order: every sweep whose
-// hosts are named must have run on the first hosts of that order (else the table prices another
-// placement), and counts the table skips get no routes (said here, and by predict).
+// A routes table describes rings over the first H hosts of its hosts_order, in that order: every
+// sweep spanning H >= 2 named hosts must have run on exactly those, ordered by rank (else the
+// table prices another placement's rings); where that cannot be checked, and for host counts the
+// table skips, a warning.
 shardcal::calib::Profile::RingRoutes check_routes(shardcal::calib::Profile::RingRoutes r,
                                                   const std::string& path,
                                                   const std::vector<ClusterId>& clusters) {
-  if (!r.hosts_order.empty())
-    for (const ClusterId& c : clusters) {
-      if (c.hosts.empty()) continue;
-      std::set<std::string> first;
-      for (std::size_t i = 0; i < std::min(c.hosts.size(), r.hosts_order.size()); ++i)
-        first.insert(r.hosts_order[i]);
-      if (first != c.hosts) {
-        std::string ran, listed;
-        for (const auto& h : c.hosts) ran += (ran.empty() ? "" : ", ") + h;
-        for (const auto& h : first) listed += (listed.empty() ? "" : ", ") + h;
-        throw shardcal::Error(
-            "--routes " + path + ": " + c.where + " ran on " + std::to_string(c.hosts.size()) +
-            " hosts (" + ran + ") but the table's first " + std::to_string(first.size()) + " are " + listed +
-            ": its rings are not the ones the sweep ran; make the table with the hosts in the order the "
-            "sweep placed them (ring-routes --hostfile), or leave --routes out (nothing written)");
-      }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size() && i < 8; ++i) out += (i ? ", " : "") + v[i];
+    return v.size() > 8 ? out + ", ... (" + std::to_string(v.size()) + " in all)" : out;
+  };
+  std::vector<std::string> unchecked;
+  for (const ClusterId& c : clusters) {
+    if (c.hosts_by_rank.size() < 2) {
+      if (c.hosts.empty()) unchecked.push_back(c.where + " (no host names)");
+      continue;  // one host: no ring between hosts, no routes used
     }
-  std::string gaps;
-  for (int h = 2, k = 0; h <= r.rings.back().hosts; ++h) {
-    if (k < int(r.rings.size()) && r.rings[std::size_t(k)].hosts == h) ++k;
-    else gaps += (gaps.empty() ? "" : ", ") + std::to_string(h);
+    if (r.hosts_order.empty()) continue;
+    const std::size_t k = c.hosts_by_rank.size();
+    if (r.hosts_order.size() < k)
+      throw shardcal::Error("--routes " + path + ": " + c.where + " ran on " + std::to_string(k) +
+                            " hosts but the table names only " + std::to_string(r.hosts_order.size()) +
+                            ": make the table over the whole allocation (ring-routes --hostfile), or leave "
+                            "--routes out (nothing written)");
+    const std::vector<std::string> first(r.hosts_order.begin(), r.hosts_order.begin() + std::ptrdiff_t(k));
+    if (first != c.hosts_by_rank)
+      throw shardcal::Error(
+          "--routes " + path + ": " + c.where + " ran on " + std::to_string(k) + " hosts in rank order " +
+          join(c.hosts_by_rank) + " but the table's first " + std::to_string(k) + " are " + join(first) +
+          ": its rings are not the ones the sweep ran; make the table with the hosts in the order the "
+          "sweep placed its ranks (ring-routes --hostfile), or leave --routes out (nothing written)");
   }
-  if (!gaps.empty())
-    std::cerr << "calibrate: warning: --routes " << path << " lists no ring at hosts " << gaps
+  if (r.hosts_order.empty())
+    std::cerr << "calibrate: warning: --routes " << path << " has no hosts_order: not checked against the "
+              << "hosts the sweeps ran on\n";
+  else if (!unchecked.empty())
+    std::cerr << "calibrate: warning: --routes " << path << ": host order not checked for " << join(unchecked)
+              << "\n";
+  // Host counts the table skips, as ranges (at most 10).
+  std::vector<std::string> gaps;
+  int prev = 1;
+  for (const auto& x : r.rings) {
+    if (x.hosts > prev + 1)
+      gaps.push_back(x.hosts - 1 == prev + 1 ? std::to_string(prev + 1)
+                                             : std::to_string(prev + 1) + "-" + std::to_string(x.hosts - 1));
+    prev = x.hosts;
+  }
+  if (!gaps.empty()) {
+    std::string g;
+    for (std::size_t i = 0; i < gaps.size() && i < 10; ++i) g += (i ? ", " : "") + gaps[i];
+    if (gaps.size() > 10) g += ", ...";
+    std::cerr << "calibrate: warning: --routes " << path << " lists no ring at hosts " << g
               << ": groups spanning those counts are priced without routes\n";
+  }
   return r;
 }
 

@@ -234,6 +234,11 @@ int run(const PredictArgs& a) {
     // The ring routes (docs/CALIBRATION.md "Other host counts"): whether they priced this size.
     if (const calib::HostTransport& t = p.transport; t.active && t.routes)
       j["transport"]["routes"] = {{"applied", calib::route_ring(t, s_eff)},
+                                  {"reason", calib::route_ring(t, s_eff)
+                                                 ? nlohmann::ordered_json(nullptr)
+                                                 : nlohmann::ordered_json("the algorithm priced here is not a neighbour ring")},
+                                  // false: the latency difference is only in the interval.
+                                  {"latency_priced", calib::route_latency_priced(t)},
                                   {"latency_us", {{"measured", t.route_latency_model_us},
                                                   {"query", t.route_latency_query_us}}},
                                   {"share_GBps", {{"measured", t.route_share_model_GBps},

@@ -636,6 +636,10 @@ double transported_time(const HostTransport& t, bool eq, const TransportAt& at, 
 
 }  // namespace
 
+bool route_latency_priced(const HostTransport& t) {
+  return !route_latency_overlapped(t);
+}
+
 bool route_ring(const HostTransport& t, double s_eff) {
   if (!t.active) return false;
   if (!ring_family(t.op)) return false;

@@ -217,7 +217,11 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         << " us routes at " << tr.route_share_query_GBps << " GB/s per flow, hosts="
         << tr.hosts_model << "'s " << tr.route_latency_model_us << " us at "
         << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
-        << tr.route_step_us << " us on each of " << tr.route_steps << " steps";
+        << tr.route_step_us << " us on each of " << tr.route_steps << " steps"
+        << (route_latency_priced(tr) || tr.route_step_us == 0
+                ? ""
+                : ", not in the price (Open MPI's reduce_scatter ring overlaps its steps' latency): "
+                  "only in its interval");
     else
       o << "ring routes not applied (the algorithm priced here is not a neighbour ring)";
     add(o.str());

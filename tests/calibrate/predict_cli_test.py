@@ -301,10 +301,17 @@ def ring_routes(sb, repo):
                                                                           if h not in ("node-0", "node-4", "node-8", "node-12")]
         with open(spread, "w") as f:
             json.dump(doc, f)
+        swapped = os.path.join(tmp, "swapped.json")  # the sweep's hosts, another order: another ring
+        with open(os.path.join(d, "routes.json")) as f:
+            doc = json.load(f)
+        doc["hosts_order"][0], doc["hosts_order"][1] = doc["hosts_order"][1], doc["hosts_order"][0]
+        with open(swapped, "w") as f:
+            json.dump(doc, f)
         empty = os.path.join(tmp, "empty.json")
         with open(empty, "w") as f:
             json.dump({"format": "shardcal-ring-routes/1", "rings": []}, f)
-        for path, words in ((spread, "its rings are not the ones the sweep ran"), (empty, "no host counts"),
+        for path, words in ((spread, "its rings are not the ones the sweep ran"),
+                            (swapped, "its rings are not the ones the sweep ran"), (empty, "no host counts"),
                             (os.path.join(tmp, "nope.json"), "nope.json")):
             out = os.path.join(tmp, "bad.json")
             r = subprocess.run([sb, "calibrate", "--results", *res, "--routes", path, "--out", out],

@@ -1095,6 +1095,10 @@ TEST(Profile, RingRoutesTransport) {
   const double no_d = tbr * sr * 7.0 / 3.0 + tbr * (1 - sr) * 7.0 / 3.0 * 2.0;
   EXPECT_NEAR(r.time_us, no_d, 1e-9 * no_d);
   EXPECT_GT(r.hi_us, no_d + 7 * 1.5);
+  EXPECT_FALSE(route_latency_priced(r.transport));
+  EXPECT_NE(r.note.find("+1.5 us on each of 7 steps, not in the price (Open MPI's reduce_scatter ring"),
+            std::string::npos)
+      << r.note;
 
   // NCCL's all_reduce crosses nodes as a tree by default: not a ring, the routes do not apply.
   Profile nccl = p;

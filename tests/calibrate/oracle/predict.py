@@ -209,7 +209,10 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
                          f"{tr.route_share_query_GBps:.4g} GB/s per flow, hosts={tr.hosts_model}'s "
                          f"{tr.route_latency_model_us:.4g} us at {tr.route_share_model_GBps:.4g} GB/s: "
                          f"{'+' if tr.route_step_us >= 0 else ''}{tr.route_step_us:.4g} us on each of "
-                         f"{tr.route_steps} steps")
+                         f"{tr.route_steps} steps"
+                         + ("" if not _ht._route_latency_overlapped(tr) or tr.route_step_us == 0 else
+                            ", not in the price (Open MPI's reduce_scatter ring overlaps its steps' latency): "
+                            "only in its interval"))
         else:
             notes.append("ring routes not applied (the algorithm priced here is not a neighbour ring)")
     s_priced = s_eff * tr.n_model / tr.n_query if per_step else s_eff

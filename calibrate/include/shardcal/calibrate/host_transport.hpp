@@ -185,6 +185,9 @@ double measured_bytes_at(const HostTransport& t, double s_eff);
 // routes apply: the ring-steps latency law (or a ring carried at equal per-step messages, or the
 // ompi selector's ring at both counts).
 bool route_ring(const HostTransport& t, double s_eff);
+// Whether the price includes the routes' latency difference (false for Open MPI's overlapped
+// reduce_scatter ring: priced as measured, the interval's far side including it).
+bool route_latency_priced(const HostTransport& t);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma = 0.0);
