@@ -529,10 +529,11 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     t.route_lat_ratio = r->lat_ratio;
     t.route_bw_ratio = r->g;
     t.route_steps = collective_info(op).ring_steps(lc.group_size);
-    t.route_latency_model_us = p.ring_routes->at(best.hosts)->latency_us;
-    t.route_latency_query_us = p.ring_routes->at(lc.hosts)->latency_us;
-    t.route_share_model_GBps = p.ring_routes->at(best.hosts)->share_GBps;
-    t.route_share_query_GBps = p.ring_routes->at(lc.hosts)->share_GBps;
+    const Profile::RingRoute &rb = *p.ring_routes->at(best.hosts), &rq = *p.ring_routes->at(lc.hosts);
+    t.route_latency_model_us = rb.latency_us;
+    t.route_latency_query_us = rq.latency_us;
+    t.route_share_model_GBps = rb.share_GBps;
+    t.route_share_query_GBps = rq.share_GBps;
     t.route_source = p.ring_routes->source;
   }
   t.switch_lo_log_sigma = std::log(mid / lo) / kIntervalZ;

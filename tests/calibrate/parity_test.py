@@ -594,6 +594,23 @@ def mutate(rng, doc):
     return doc
 
 
+def readers_agree(tool, path, readers, what):
+    """The C++ reader (`tool`: prints nothing when it accepts) and each (label, module) of readers
+    accept or reject `path` alike (what: the case, for the message); whether C++ accepted."""
+    out = subprocess.run([tool, path], input="", capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    cpp_ok = out.stdout == ""
+    for who, mod in readers:  # (one C++ run for all the Python readers)
+        try:
+            mod.load(path)
+            py_ok, why = True, ""
+        except mod.ProfileError as e:
+            py_ok, why = False, str(e)
+        assert cpp_ok == py_ok, f"{what}: C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout.strip()} " \
+                                f"but {who} {'accepts' if py_ok else 'rejects: ' + why}"
+    return cpp_ok
+
+
 def edge_parity(tool, *readers):
     """Deterministic edge cases the C++ reader and each of `readers` (the package, the oracle)
     must treat alike: nesting around the depth limit (32), integer literals beyond double range
@@ -648,17 +665,7 @@ def edge_parity(tool, *readers):
             path = os.path.join(tmp, "edge.json")
             with open(path, "w") as f:
                 f.write(text)
-            out = subprocess.run([tool, path], input="", capture_output=True, text=True, timeout=60)
-            assert out.returncode == 0, out.stderr
-            cpp_ok = out.stdout == ""
-            for sp in readers:  # (one C++ run for all the Python readers)
-                try:
-                    sp.load(path)
-                    py_ok, why = True, ""
-                except sp.ProfileError as e:
-                    py_ok, why = False, str(e)
-                assert cpp_ok == py_ok, f"{name}: C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout.strip()} " \
-                                        f"but {sp.__name__} {'accepts' if py_ok else 'rejects: ' + why}"
+            cpp_ok = readers_agree(tool, path, [(sp.__name__, sp) for sp in readers], name)
             outcomes.add((name.split()[0], cpp_ok))
     assert ("depth", True) in outcomes and ("depth", False) in outcomes, outcomes
     assert ("link_ceiling", True) in outcomes and ("link_ceiling", False) in outcomes, outcomes
@@ -737,17 +744,7 @@ def reject_parity(tool, sp, orc, rng):
             path = os.path.join(tmp, f"m{i}.json")
             with open(path, "w") as f:
                 json.dump(doc, f)
-            out = subprocess.run([tool, path], input="", capture_output=True, text=True, timeout=60)
-            assert out.returncode == 0, out.stderr
-            cpp_ok = out.stdout == ""
-            for who, mod in (("the package", sp), ("the oracle", orc)):
-                try:
-                    mod.load(path)
-                    py_ok, why = True, ""
-                except mod.ProfileError as e:
-                    py_ok, why = False, str(e)
-                assert cpp_ok == py_ok, f"C++ {'accepts' if cpp_ok else 'rejects: ' + out.stdout} but {who} " \
-                                        f"{'accepts' if py_ok else 'rejects: ' + why}\n{json.dumps(doc)}"
+            cpp_ok = readers_agree(tool, path, [("the package", sp), ("the oracle", orc)], json.dumps(doc))
             n += 1
             accepted += cpp_ok
             routed += "ring_routes" in (doc.get("extra") if isinstance(doc.get("extra"), dict) else {})
