@@ -237,8 +237,9 @@ int run(const PredictArgs& a) {
                                   {"reason", calib::route_ring(t, s_eff)
                                                  ? nlohmann::ordered_json(nullptr)
                                                  : nlohmann::ordered_json("the algorithm priced here is not a neighbour ring")},
-                                  // false: the latency difference is only in the interval.
-                                  {"latency_priced", calib::route_latency_priced(t)},
+                                  // 1, or 0.5: the geometric middle of the prices without
+                                  // and with the extra latency (an overlapped ring's eager steps).
+                                  {"latency_weight", calib::route_delta_weight(m, t, s_eff)},
                                   {"latency_us", {{"measured", t.route_latency_model_us},
                                                   {"query", t.route_latency_query_us}}},
                                   {"share_GBps", {{"measured", t.route_share_model_GBps},

@@ -127,23 +127,42 @@ struct RouteStep {
   double delta = 0, lat_ratio = 1, g = 1;
 };
 // Open MPI's ring reduce_scatter (coll_base_reduce_scatter_intra_ring, which SMPI's ompi_ring
-// runs) keeps two receives posted, so with eager sends a step's route latency overlaps the
-// previous step's: on SMPI's fat tree and torus its steps paid 0.3 and ~0 of the extra route
-// latency below 64 KiB per-step messages (all of it above). Its price keeps the measured per-step
-// latency; the interval reaches the whole extra route latency.
+// runs) keeps two receives posted and sends with a blocking send. Past the library's eager limit
+// a send waits for its receiver (rendezvous), the ring runs in lock step and every step pays the
+// whole extra route latency: on SMPI's fat tree, torus and dragonfly exactly all of it. Below it
+// (eager) a step's route latency partly overlaps the previous step's: those steps paid 0.05
+// (torus), 0.3 (fat tree) and 0.45 (dragonfly) of it, a share the route table does not tell.
+// The measured curve shows where the library switches: steps whose messages lie past its first
+// protocol switch (the model's segment > 0 at the measured count) are priced with the extra
+// latency; the others at the geometric middle of the prices without and with it (weight 1/2 in
+// log space, as a known switch's range is priced), the interval reaching both.
 // The collectives that run as neighbour rings over the hosts (all_to_all, gather, broadcast, ...
 // do not, whatever their latency law): the ones the ring routes can price.
 static bool ring_family(Collective op) {
   return op == Collective::AllGather || op == Collective::ReduceScatter || op == Collective::AllReduce;
 }
-static bool route_latency_overlapped(const HostTransport& t) {
+bool route_latency_overlapped(const HostTransport& t) {
   return t.mpi && t.op == Collective::ReduceScatter;
 }
-// Whether the price includes the route latency difference delta: on a ring whose steps pay it
-// (longer or shorter: a shorter route lowers the latency part at most to its route latencies'
-// ratio, routed_time; the reader refuses 0 us routes). For an overlapped ring the interval's far
-// side reaches the price with it.
-static bool route_delta_priced(bool overlapped, double delta) { return delta != 0 && !overlapped; }
+// The weight, in log space, of the price with the route latency difference delta against the
+// price without it: 1 on a ring whose steps pay it (longer or shorter: a shorter route lowers the
+// latency part at most to its route latencies' ratio, routed_time; the reader refuses 0 us
+// routes); on an overlapped ring 1 past the first protocol switch of the measured model m at the
+// size whose per-step messages are the query's (s_m), else 1/2.
+constexpr double kOverlappedRouteWeight = 0.5;
+static double route_delta_weight_for(bool overlapped, const Model& m, double s_m) {
+  if (!overlapped) return 1.0;
+  return segment_of(m, s_m) > 0 ? 1.0 : kOverlappedRouteWeight;
+}
+// The routed price at weight w: t0^(1-w) t1^w of the prices without (t0) and with (t1) delta.
+static double weighted_routed_time(const TransportParts& p, double g, double steps, double delta,
+                                   double lat_ratio, double w) {
+  const double t1 = routed_time(p, g, steps, delta, lat_ratio);
+  if (w >= 1 || delta == 0) return t1;
+  if (w <= 0) return routed_time(p, g, steps, 0.0, lat_ratio);
+  const double t0 = routed_time(p, g, steps, 0.0, lat_ratio);
+  return t0 > 0 && t1 > 0 ? std::exp((1 - w) * std::log(t0) + w * std::log(t1)) : t1;
+}
 static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_to) {
   if (!p.ring_routes) return std::nullopt;
   const auto* a = p.ring_routes->at(h_from);
@@ -475,11 +494,11 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
                                                                     : law == LatencyLaw::RingSteps));
           double p_lo = q_lo.lat + q_lo.bw, p_hi = q_hi.lat + q_hi.bw;
           if (rab && ring) {
-            // As priced: an overlapped ring (route_latency_overlapped) without the extra route
-            // latency, so that where its steps did pay it the miss widens the interval.
-            const double d = route_delta_priced(route_latency_overlapped(t), rab->delta) ? rab->delta : 0.0;
-            p_lo = routed_time(q_lo, rab->g, steps_b, d, rab->lat_ratio);
-            p_hi = routed_time(q_hi, rab->g, steps_b, d, rab->lat_ratio);
+            // As priced: an overlapped ring (route_latency_overlapped) at the geometric middle of
+            // the prices without and with the extra route latency.
+            const double w = route_delta_weight_for(route_latency_overlapped(t), a, k * double(na) / double(nb));
+            p_lo = weighted_routed_time(q_lo, rab->g, steps_b, rab->delta, rab->lat_ratio, w);
+            p_hi = weighted_routed_time(q_hi, rab->g, steps_b, rab->delta, rab->lat_ratio, w);
           }
           const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
           miss.push_back(d);
@@ -620,25 +639,29 @@ double transported_factor(const HostTransport& t, bool eq, const TransportAt& at
             : transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
 }
 
+// Which of the routed prices transported_time gives: the price (weight w, route_delta_weight), or
+// one end of the range the interval reaches (without / with the extra route latency).
+enum class Routed { Price, Without, With };
+
 // The measured count's price tb carried to the query: tb x the factor, or where the ring routes
 // apply (`ring`) its latency and bandwidth parts with the routes' link share and extra latency per
-// step. far = false: the price (the extra latency in where route_delta_priced); far = true: the
-// interval's far side (the other of the two).
+// step (which: the price, or the price without / with the extra latency).
 double transported_time(const HostTransport& t, bool eq, const TransportAt& at, double tb,
-                        bool ring, bool far) {
+                        bool ring, Routed which, double w) {
   if (!t.routes || !ring) return tb * transported_factor(t, eq, at, tb);
   const double steps = double(t.n_query - 1) / double(t.n_model - 1);
   const TransportParts q = eq ? transport_parts(t.latency_us, steps, steps, tb)
                               : transport_parts(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
-  const bool with_delta = far != route_delta_priced(route_latency_overlapped(t), t.route_step_us);
-  return routed_time(q, t.route_bw_ratio, double(t.route_steps), with_delta ? t.route_step_us : 0.0,
-                     t.route_lat_ratio);
+  return weighted_routed_time(q, t.route_bw_ratio, double(t.route_steps), t.route_step_us,
+                              t.route_lat_ratio,
+                              which == Routed::Price ? w : which == Routed::With ? 1.0 : 0.0);
 }
 
 }  // namespace
 
-bool route_latency_priced(const HostTransport& t) {
-  return !route_latency_overlapped(t);
+double route_delta_weight(const Model& m, const HostTransport& t, double s_eff) {
+  return route_delta_weight_for(route_latency_overlapped(t), m,
+                                s_eff * double(t.n_model) / double(t.n_query));
 }
 
 bool route_ring(const HostTransport& t, double s_eff) {
@@ -655,7 +678,8 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   Priced out = b;
   const TransportAt at = transport_at(t, s_eff);
   const bool ring = t.routes && route_ring(t, s_eff);
-  const double tq = transported_time(t, eq, at, b.time_us, ring, false);
+  const double w = route_delta_weight(m, t, s_eff);
+  const double tq = transported_time(t, eq, at, b.time_us, ring, Routed::Price, w);
   // The factor on b (its interval scales with it).
   const double f = ring && b.time_us > 0 ? tq / b.time_us : transported_factor(t, eq, at, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
@@ -678,11 +702,13 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
   if (ring && t.route_step_us != 0 && tq > 0) {
     // Whether every step pays the whole extra route latency depends on how the library overlaps
-    // its steps (route_latency_overlapped): the interval's side towards the other of the two
-    // prices, with and without it, reaches that price's bound.
-    const double r = transported_time(t, eq, at, b.time_us, true, true) / tq;
-    if (r < 1) out.lo_us *= r;
-    else out.hi_us *= r;
+    // its steps (route_latency_overlapped): the interval reaches the bounds of both prices, with
+    // and without it.
+    for (const Routed end : {Routed::Without, Routed::With}) {
+      const double r = transported_time(t, eq, at, b.time_us, true, end, w) / tq;
+      if (r < 1) out.lo_us *= r;
+      else out.hi_us *= r;
+    }
   }
   out.lo_us = std::max(out.lo_us, floor_us);
   out.hi_us = std::max(out.hi_us, floor_us);
@@ -693,7 +719,8 @@ double price_transported_time_us(const Model& m, const HostTransport& t, int con
                                  double s_eff) {
   const bool eq = carried_at_equal_messages(t, s_eff);
   const double tb = price_time_us(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff));
-  const double tq = transported_time(t, eq, transport_at(t, s_eff), tb, t.routes && route_ring(t, s_eff), false);
+  const double tq = transported_time(t, eq, transport_at(t, s_eff), tb, t.routes && route_ring(t, s_eff),
+                                     Routed::Price, route_delta_weight(m, t, s_eff));
   return std::max(tq, link_floor_time_us(m, t.n_query, s_eff));
 }
 

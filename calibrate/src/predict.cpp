@@ -218,10 +218,13 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         << tr.hosts_model << "'s " << tr.route_latency_model_us << " us at "
         << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
         << tr.route_step_us << " us on each of " << tr.route_steps << " steps"
-        << (route_latency_priced(tr) || tr.route_step_us == 0
-                ? ""
-                : ", not in the price (Open MPI's reduce_scatter ring overlaps its steps' latency): "
-                  "only in its interval");
+        << (!route_latency_overlapped(tr) || tr.route_step_us == 0 ? ""
+            : route_delta_weight(*best, tr, s_eff) >= 1
+                ? " (Open MPI's reduce_scatter ring: its steps' messages are past the measured "
+                  "protocol switch, so its steps wait for each other)"
+                : ", priced at the geometric middle of with and without it (Open MPI's "
+                  "reduce_scatter ring overlaps some of its eager steps' latency): the interval "
+                  "reaches both");
     else
       o << "ring routes not applied (the algorithm priced here is not a neighbour ring)";
     add(o.str());

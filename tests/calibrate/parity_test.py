@@ -275,7 +275,7 @@ def parity(tool, repo):
     from oracle import host_transport as oht  # (load_oracle put it on sys.path)
     routes = {"profiles": 0, "queries": 0, "ring": 0, "longer": 0, "shorter": 0, "share": 0, "equal share": 0,
               "equal latency": 0, "clamped": 0, "lowered": 0, "skipped": 0,
-              "moved": 0, "overlapped": 0, "tree": 0, "selector": 0, "not ring": 0, "tested": 0}
+              "moved": 0, "overlapped": 0, "eager": 0, "rendezvous": 0, "tree": 0, "selector": 0, "not ring": 0, "tested": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
         for i in range(12):
@@ -388,6 +388,9 @@ def parity(tool, repo):
                     if oht.route_ring(tr, o.s_eff):
                         over = oht._route_latency_overlapped(tr)
                         routes["overlapped" if over else "ring"] += 1
+                        if over:  # past the measured protocol switch: the whole extra; else the middle
+                            w = oht.route_delta_weight(o.model, tr, o.s_eff)
+                            routes["rendezvous" if w >= 1 else "eager"] += 1
                         routes["longer"] += tr.route_step_us > 0
                         routes["shorter"] += tr.route_step_us < 0
                         # a shorter route: its latency part lowered by delta per step, or at most to
@@ -431,7 +434,8 @@ def parity(tool, repo):
           f"longer routes, {routes['shorter']} shorter ({routes['lowered']} by the steps' extra, {routes['clamped']} "
           f"to the route latencies' ratio), {routes['equal latency']} equal, {routes['share']} with a link-share "
           f"ratio, {routes['equal share']} equal shares (counting overlapped rings too); {routes['moved']} moved "
-          f"from the price without routes), {routes['overlapped']} overlapped rings (MPI reduce_scatter: the extra in the interval), "
+          f"from the price without routes), {routes['overlapped']} overlapped rings (MPI reduce_scatter: {routes['eager']} eager at "
+          f"the middle, {routes['rendezvous']} past the measured switch with the whole extra), "
           f"not applied: {routes['tree']} tree-depth, {routes['selector']} ompi selector's other algorithms, "
           f"{routes['not ring']} other laws; {routes['tested']} tested by a second count with routes; "
           f"{routes['skipped']} not applied for a count missing from the table or concurrent groups")
@@ -444,7 +448,7 @@ def parity(tool, repo):
         assert floor[k] >= least, f"link ceiling: only {floor[k]} queries of kind {k!r} (want >= {least}): {floor}"
     # The ring routes apply, are kept out, overlap and reach the second count's test: each kind compared.
     for k, least in (("ring", 40), ("longer", 20), ("shorter", 20), ("lowered", 5), ("clamped", 10), ("share", 30),
-                     ("equal share", 3), ("moved", 40), ("overlapped", 10), ("tree", 10), ("selector", 20),
+                     ("equal share", 3), ("moved", 40), ("overlapped", 10), ("eager", 4), ("rendezvous", 4), ("tree", 10), ("selector", 20),
                      ("not ring", 8), ("tested", 20), ("skipped", 50)):
         assert routes[k] >= least, f"ring routes: only {routes[k]} queries of kind {k!r} (want >= {least}): {routes}"
 

@@ -1083,8 +1083,9 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_FALSE(rc.transport.routes);
   EXPECT_NE(rc.transport.route_skipped.find("2 concurrent groups"), std::string::npos);
 
-  // Open MPI's reduce_scatter ring: priced without the extra latency (link share kept), the upper
-  // side reaching the price with it.
+  // Open MPI's reduce_scatter ring: below the measured curve's first protocol switch (eager steps)
+  // priced at the geometric middle of the prices without and with the extra latency (link share
+  // kept in both), the interval reaching both.
   Profile rs = p;
   for (Model& m : rs.models)
     if (m.collective == Collective::AllGather) m.collective = Collective::ReduceScatter;
@@ -1093,12 +1094,32 @@ TEST(Profile, RingRoutesTransport) {
   const double tbr = predict(rs, Collective::ReduceScatter, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
   const double sr = std::min(1.0, r.transport.latency_us / tbr);
   const double no_d = tbr * sr * 7.0 / 3.0 + tbr * (1 - sr) * 7.0 / 3.0 * 2.0;
-  EXPECT_NEAR(r.time_us, no_d, 1e-9 * no_d);
-  EXPECT_GT(r.hi_us, no_d + 7 * 1.5);
-  EXPECT_FALSE(route_latency_priced(r.transport));
-  EXPECT_NE(r.note.find("+1.5 us on each of 7 steps, not in the price (Open MPI's reduce_scatter ring"),
+  const double with_d = no_d + 7 * 1.5;
+  EXPECT_NEAR(r.time_us, std::sqrt(no_d * with_d), 1e-9 * with_d);
+  EXPECT_GE(r.hi_us, with_d);
+  EXPECT_LE(r.lo_us, no_d);
+  EXPECT_EQ(route_delta_weight(*r.model, r.transport, s), 0.5);
+  EXPECT_NE(r.note.find("+1.5 us on each of 7 steps, priced at the geometric middle of with and "
+                        "without it (Open MPI's reduce_scatter ring"),
             std::string::npos)
       << r.note;
+  // Past the switch (rendezvous: every step waits for its receiver) the whole extra latency, the
+  // interval still reaching the price without it.
+  Profile rv = rs;
+  for (Model& m : rv.models)
+    if (m.hosts == 2)
+      m.segments = {{0, s / 8, 30.0, 3.0, 0.5}, {s / 8, std::nullopt, 30.0, 3.0, 0.5}};
+  const Prediction rz = predict(rv, Collective::ReduceScatter, four, s);
+  ASSERT_TRUE(rz.transport.routes);
+  EXPECT_EQ(route_delta_weight(*rz.model, rz.transport, s), 1.0);
+  EXPECT_NEAR(rz.time_us, with_d, 1e-9 * with_d);
+  EXPECT_LE(rz.lo_us, no_d);
+  EXPECT_NE(rz.note.find("+1.5 us on each of 7 steps (Open MPI's reduce_scatter ring: its steps' "
+                         "messages are past the measured protocol switch"),
+            std::string::npos)
+      << rz.note;
+  // Below the switch again: the middle.
+  EXPECT_EQ(route_delta_weight(*rz.model, rz.transport, s / 8), 0.5);
 
   // NCCL's all_reduce crosses nodes as a tree by default: not a ring, the routes do not apply.
   Profile nccl = p;

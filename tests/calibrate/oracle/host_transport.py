@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from shardcal.collectives import busbw_factor, ring_steps
-from .cost_model import INTERVAL_Z, Priced, curve_for, link_floor_time_us, price, price_time_us, time_pricer
+from .cost_model import (INTERVAL_Z, Priced, curve_for, link_floor_time_us, price, price_time_us,
+                         segment_of, time_pricer)
 
 HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (host_transport.hpp kHostTransportLogSigma)
 HOST_TRANSPORT_TESTED_LOG_SIGMA = 0.10  # ... after a second count tested the structure
@@ -263,10 +264,29 @@ def _ring_family(op: str) -> bool:
     return op in ("all_gather", "reduce_scatter", "all_reduce")
 
 
-def _route_delta_priced(overlapped: bool, delta: float) -> bool:
-    """host_transport.cpp route_delta_priced: the price includes the route latency difference
-    (longer or shorter) on a ring whose steps pay it, not on an overlapped one."""
-    return delta != 0 and not overlapped
+def _route_delta_weight_for(overlapped: bool, model, s_m: float) -> float:
+    """host_transport.cpp route_delta_weight_for: the log-space weight of the price with the route
+    latency difference against the price without it: 1, on an overlapped ring 1 past the measured
+    model's first protocol switch at s_m (the size whose per-step messages are the query's), else 1/2."""
+    if not overlapped:
+        return 1.0
+    return 1.0 if segment_of(model, s_m) > 0 else 0.5
+
+
+def route_delta_weight(model, t: HostTransport, s_eff: float) -> float:
+    """host_transport.cpp route_delta_weight."""
+    return _route_delta_weight_for(_route_latency_overlapped(t), model,
+                                   s_eff * float(t.n_model) / float(t.n_query))
+
+
+def _weighted_routed_time(parts, g: float, steps: float, delta: float, lat_ratio: float,
+                          w: float) -> float:
+    """host_transport.cpp weighted_routed_time: t0^(1-w) t1^w of the prices without and with delta."""
+    t1 = _routed_time(parts, g, steps, delta, lat_ratio)
+    if w >= 1 or delta == 0:
+        return t1
+    t0 = _routed_time(parts, g, steps, 0.0, lat_ratio)
+    return math.exp((1 - w) * math.log(t0) + w * math.log(t1)) if t0 > 0 and t1 > 0 else t1
 
 
 def _route_step(prof, h_from: int, h_to: int):
@@ -336,20 +356,20 @@ def _transported_factor(t: HostTransport, eq: bool, at_r: float, at_f: float, tb
 
 
 def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: float, ring: bool,
-                      far: bool) -> float:
+                      which: str, w: float) -> float:
     """host_transport.cpp transported_time: tb x the factor, or where the ring routes apply its
-    latency and bandwidth parts with the routes' share ratio and extra latency per step; far: the
-    interval's far side (the extra latency in for an overlapped ring, out for the others)."""
+    latency and bandwidth parts with the routes' share ratio and extra latency per step; which:
+    "price" (weight w, route_delta_weight), "without" or "with" the extra latency."""
     if not t.routes or not ring:
         return tb * _transported_factor(t, eq, at_r, at_f, tb)
     steps = float(t.n_query - 1) / float(t.n_model - 1)
     q = (_transport_parts(t.latency_us, steps, steps, tb) if eq
          else _transport_parts(t.latency_us, at_r, at_f, tb))
-    with_delta = far != _route_delta_priced(_route_latency_overlapped(t), t.route_step_us)
-    delta = t.route_step_us if with_delta else 0.0
-    if delta < 0 and q[0] + float(t.route_steps) * delta < q[0] * t.route_lat_ratio:
+    w = w if which == "price" else 1.0 if which == "with" else 0.0
+    delta = t.route_step_us
+    if which != "without" and delta < 0 and q[0] + float(t.route_steps) * delta < q[0] * t.route_lat_ratio:
         ROUTE_CLAMPS[0] += 1  # (the oracle's own count, for parity_test.py)
-    return _routed_time(q, t.route_bw_ratio, float(t.route_steps), delta, t.route_lat_ratio)
+    return _weighted_routed_time(q, t.route_bw_ratio, float(t.route_steps), delta, t.route_lat_ratio, w)
 
 
 def carried_at_equal_messages(t: HostTransport, s_eff: float) -> bool:
@@ -375,7 +395,8 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     b = price(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
     at_r, at_f, at_sw = _transport_at(t, s_eff)
     ring = t.routes and route_ring(t, s_eff)
-    tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, False)
+    w = route_delta_weight(model, t, s_eff)
+    tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, "price", w)
     # The factor on b (its interval scales with it).
     f = tq / b.time_us if ring and b.time_us > 0 else _transported_factor(t, eq, at_r, at_f, b.time_us)
     step = t.step_log_sigma * t.doublings
@@ -392,13 +413,13 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     lo_us = _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo))
     hi_us = _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi))
     if ring and t.route_step_us != 0 and tq > 0:
-        # The interval's side towards the other of the two prices (with and without the extra
-        # route latency) reaches that price's bound.
-        r = _transported_time(t, eq, at_r, at_f, b.time_us, True, True) / tq
-        if r < 1:
-            lo_us *= r
-        else:
-            hi_us *= r
+        # The interval reaches the bounds of both prices, with and without the extra route latency.
+        for end in ("without", "with"):
+            r = _transported_time(t, eq, at_r, at_f, b.time_us, True, end, w) / tq
+            if r < 1:
+                lo_us *= r
+            else:
+                hi_us *= r
     return Priced(max(tq, floor_us), max(lo_us, floor_us), max(hi_us, floor_us),
                   b.segment, b.curve, b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
@@ -408,7 +429,8 @@ def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s
     eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
     tb = price_time_us(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
     at_r, at_f, _ = _transport_at(t, s_eff)
-    tq = _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), False)
+    tq = _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
+                           route_delta_weight(model, t, s_eff))
     return max(tq, link_floor_time_us(model, t.n_query, s_eff))
 
 
@@ -438,7 +460,8 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
         tb = fb(s_eff * t.n_model / t.n_query if eq else s_eff)
         at_r, at_f, _ = _transport_at(t, s_eff)
         # (price_transported_time_us: with the ring routes where they apply)
-        return max(_transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), False), floor_us)
+        return max(_transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
+                                     route_delta_weight(model, t, s_eff)), floor_us)
     return transported
 
 
@@ -546,10 +569,11 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                                                           else law == "ring-steps"))
                     p_lo, p_hi = q_lo[0] + q_lo[1], q_hi[0] + q_hi[1]
                     if rab is not None and ring:
-                        # As priced: an overlapped ring without the extra route latency.
-                        d = rab[0] if _route_delta_priced(_route_latency_overlapped(t), rab[0]) else 0.0
-                        p_lo = _routed_time(q_lo, rab[2], steps_b, d, rab[1])
-                        p_hi = _routed_time(q_hi, rab[2], steps_b, d, rab[1])
+                        # As priced: an overlapped ring at the geometric middle of without and
+                        # with the extra route latency.
+                        w = _route_delta_weight_for(_route_latency_overlapped(t), a, k * na / nb)
+                        p_lo = _weighted_routed_time(q_lo, rab[2], steps_b, rab[0], rab[1], w)
+                        p_hi = _weighted_routed_time(q_hi, rab[2], steps_b, rab[0], rab[1], w)
                         t.test_routes += 1
                     # (A shorter route can carry the test's price to 0 (routed_time's floor at a route
                     # latency of 0): C++'s log(tb / 0) is +inf, Python's division raises.)

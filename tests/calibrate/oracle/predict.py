@@ -211,8 +211,12 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
                          f"{'+' if tr.route_step_us >= 0 else ''}{tr.route_step_us:.4g} us on each of "
                          f"{tr.route_steps} steps"
                          + ("" if not _ht._route_latency_overlapped(tr) or tr.route_step_us == 0 else
-                            ", not in the price (Open MPI's reduce_scatter ring overlaps its steps' latency): "
-                            "only in its interval"))
+                            " (Open MPI's reduce_scatter ring: its steps' messages are past the measured "
+                            "protocol switch, so its steps wait for each other)"
+                            if _ht.route_delta_weight(m, tr, s_eff) >= 1 else
+                            ", priced at the geometric middle of with and without it (Open MPI's "
+                            "reduce_scatter ring overlaps some of its eager steps' latency): the interval "
+                            "reaches both"))
         else:
             notes.append("ring routes not applied (the algorithm priced here is not a neighbour ring)")
     s_priced = s_eff * tr.n_model / tr.n_query if per_step else s_eff

@@ -185,9 +185,13 @@ double measured_bytes_at(const HostTransport& t, double s_eff);
 // routes apply: the ring-steps latency law (or a ring carried at equal per-step messages, or the
 // ompi selector's ring at both counts).
 bool route_ring(const HostTransport& t, double s_eff);
-// Whether the price includes the routes' latency difference (false for Open MPI's overlapped
-// reduce_scatter ring: priced as measured, the interval's far side including it).
-bool route_latency_priced(const HostTransport& t);
+// Open MPI's ring reduce_scatter, whose eager steps overlap part of their route latency.
+bool route_latency_overlapped(const HostTransport& t);
+// The weight, in log space, of the price at s_eff with the routes' latency difference against
+// the price without it: 1; for Open MPI's overlapped reduce_scatter ring 1 where its steps'
+// messages lie past the first protocol switch of m (the model at the measured count), else 1/2
+// (the geometric middle of the two; the interval reaches both).
+double route_delta_weight(const Model& m, const HostTransport& t, double s_eff);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma = 0.0);
