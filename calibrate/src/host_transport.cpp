@@ -129,9 +129,10 @@ struct RouteStep {
 // Open MPI's ring reduce_scatter (coll_base_reduce_scatter_intra_ring, which SMPI's ompi_ring
 // runs) keeps two receives posted and sends with a blocking send. Past the library's eager limit
 // a send waits for its receiver (rendezvous), the ring runs in lock step and every step pays the
-// whole extra route latency: on SMPI's fat tree, torus and dragonfly exactly all of it. Below it
-// (eager) a step's route latency partly overlaps the previous step's: those steps paid 0.05
-// (torus), 0.3 (fat tree) and 0.45 (dragonfly) of it, a share the route table does not tell.
+// whole extra route latency: on SMPI's fat tree, torus and dragonfly all of it (within 2 %). Below
+// it (eager) a step's route latency partly overlaps the previous step's: those steps paid
+// 0.05-0.3 (torus), 0.3-0.5 (fat tree) and 0.4-0.5 (dragonfly) of it, up to 0.8 just below the
+// switch, a share the route table does not tell.
 // The measured curve shows where the library switches: steps whose messages lie past its first
 // protocol switch (the model's segment > 0 at the measured count) are priced with the extra
 // latency; the others at the geometric middle of the prices without and with it (weight 1/2 in
