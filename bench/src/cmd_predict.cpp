@@ -72,6 +72,19 @@ std::vector<std::int64_t> parse_counts(const std::string& text) {
   return out;
 }
 
+const char* route_latency_name(shardcal::calib::RouteLatency m) {
+  using shardcal::calib::RouteLatency;
+  switch (m) {
+    case RouteLatency::LockStep:
+      return "lock-step";
+    case RouteLatency::Chain:
+      return "eager chain";
+    case RouteLatency::Middle:
+      return "middle";
+  }
+  return "lock-step";
+}
+
 int run(const PredictArgs& a) {
   using namespace shardcal;
   const auto loaded = calib::LoadedProfile::load(a.profile, "--profile");
@@ -237,9 +250,11 @@ int run(const PredictArgs& a) {
                                   {"reason", calib::route_ring(t, s_eff)
                                                  ? nlohmann::ordered_json(nullptr)
                                                  : nlohmann::ordered_json("the algorithm priced here is not a neighbour ring")},
-                                  // 1, or 0.5: the geometric middle of the prices without
-                                  // and with the extra latency (an overlapped ring's eager steps).
-                                  {"latency_weight", calib::route_delta_weight(m, t, s_eff)},
+                                  // How the route latency is priced (host_transport.hpp
+                                  // route_latency): "lock-step", "eager chain" or "middle".
+                                  {"latency", std::string(route_latency_name(calib::route_latency(m, t, s_eff)))},
+                                  {"chain_extra_us", t.route_chain ? nlohmann::ordered_json(t.route_chain_extra_us)
+                                                                   : nlohmann::ordered_json(nullptr)},
                                   {"latency_us", {{"measured", t.route_latency_model_us},
                                                   {"query", t.route_latency_query_us}}},
                                   {"share_GBps", {{"measured", t.route_share_model_GBps},

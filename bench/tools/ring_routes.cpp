@@ -1,8 +1,9 @@
 // ring-routes: the routes a neighbour ring takes on a SimGrid platform, as the table the host
 // transport reads (docs/CALIBRATION.md "Other host counts"): for every group of the first H hosts
 // of a hostfile (H = 2 .. all), its ring in file order (host i -> host i+1, the last -> the first)
-// routed with SimGrid's Host::route_to, and per ring the longest route's latency and the smallest
-// bandwidth share a ring flow gets when all of the ring's routes flow at once.
+// routed with SimGrid's Host::route_to, and per ring the longest route's latency, each step's
+// route latency and the smallest bandwidth share a ring flow gets when all of the ring's routes
+// flow at once; and the loopback route's latency (two ranks on one host).
 //
 //   ring-routes --platform XML --hostfile FILE [--out FILE]
 //
@@ -149,6 +150,7 @@ std::string one_line(std::string text) {
       std::vector<sg4::Link*> route;
       std::map<const sg4::Link*, int> uses;
       double worst_latency = 0;
+      nlohmann::ordered_json hops = nlohmann::ordered_json::array();
       for (std::size_t i = 0; i < n; ++i) {
         const std::size_t j = (i + 1) % n;
         write_all(fd, "R " + std::to_string(i) + " " + std::to_string(j) + "\n");
@@ -161,6 +163,7 @@ std::string one_line(std::string text) {
                       a.platform + ": the ring over the first " + std::to_string(n) +
                       " hosts needs one (add it to the platform, or list the hosts in another order)");
         worst_latency = std::max(worst_latency, latency);
+        hops.push_back(tidy(latency * 1e6));
         for (const sg4::Link* l : route) ++uses[l];
       }
       double share = std::numeric_limits<double>::infinity();
@@ -171,9 +174,22 @@ std::string one_line(std::string text) {
       }
       nlohmann::ordered_json ring = {{"hosts", n}, {"latency_us", tidy(worst_latency * 1e6)}};
       ring["share_GBps"] = tidy(share / 1e9);  // finite: every route has a link (above)
+      ring["hop_latency_us"] = std::move(hops);
       rings.push_back(std::move(ring));
     }
-    write_all(fd, "J" + rings.dump());
+    // Two ranks on one host talk over its loopback route (SimGrid: the cluster's loopback link,
+    // else twice the host's private link): the longest over the hosts.
+    nlohmann::ordered_json out = {{"rings", std::move(rings)}};
+    double loopback = 0;
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      write_all(fd, "R " + std::to_string(i) + " " + std::to_string(i) + "\n");
+      std::vector<sg4::Link*> route;
+      double latency = 0;
+      hosts[i]->route_to(hosts[i], route, &latency);
+      if (!route.empty()) loopback = std::max(loopback, latency);
+    }
+    if (loopback > 0) out["loopback_latency_us"] = tidy(loopback * 1e6);
+    write_all(fd, "J" + out.dump());
   } catch (const std::exception& e) {
     write_all(fd, "E " + one_line(e.what()) + "\n");
     code = 2;
@@ -196,7 +212,8 @@ std::string critical_message(int err_fd) {
   return one_line(found);
 }
 
-// Runs route_rings in a child process; returns its rings, or throws Error with one line.
+// Runs route_rings in a child process; returns {rings, loopback_latency_us (if any)}, or throws
+// Error with one line.
 nlohmann::ordered_json rings_from_child(const Args& a, const std::vector<std::string>& names) {
   std::FILE* err = std::tmpfile();
   if (err == nullptr) throw Error(std::string("cannot create a temporary file: ") + std::strerror(errno));
@@ -260,13 +277,14 @@ nlohmann::ordered_json ring_routes(const Args& a) {
                 " host name(s) in it; a ring needs at least 2");
   const std::string real = std::filesystem::canonical(a.platform).string();
   const std::string sha = shardcal::formats::sha256_file(a.platform);
-  nlohmann::ordered_json rings = rings_from_child(a, names);
+  nlohmann::ordered_json routed = rings_from_child(a, names);
 
   nlohmann::ordered_json doc;
   doc["format"] = "shardcal-ring-routes/1";
   doc["source"] = "SimGrid " + simgrid_version() + " Host::route_to on " + real + " (sha256 " + sha + ")";
   doc["hosts_order"] = names;
-  doc["rings"] = std::move(rings);
+  doc["rings"] = std::move(routed["rings"]);
+  if (routed.contains("loopback_latency_us")) doc["loopback_latency_us"] = routed["loopback_latency_us"];
   return doc;
 }
 
@@ -276,8 +294,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "ring-routes: for each group of the first H hosts of --hostfile (H = 2 .. all), the routes of\n"
       "its ring in file order on a SimGrid platform (Host::route_to): the longest route's latency\n"
-      "(latency_us) and the smallest bandwidth share of a ring flow when all its routes flow at once\n"
-      "(share_GBps; FATPIPE links give every flow the full bandwidth). JSON, format\n"
+      "(latency_us), each step's route latency (hop_latency_us, host i -> i+1) and the smallest\n"
+      "bandwidth share of a ring flow when all its routes flow at once (share_GBps; FATPIPE links\n"
+      "give every flow the full bandwidth); and the longest loopback route (loopback_latency_us,\n"
+      "two ranks on one host). JSON, format\n"
       "shardcal-ring-routes/1. Example: ring-routes --platform platform.xml --hostfile hostfile"};
   Args a;
   app.add_option("--platform", a.platform, "SimGrid platform XML file")->required();

@@ -113,30 +113,34 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
   const double share = tb > 0 ? std::min(1.0, latency_us / tb) : 1.0;
   return {tb * share * latency_ratio, tb * (1.0 - share) * bus_ratio};
 }
-// With the ring routes: every ring step pays the extra route latency (delta per step, `steps`
-// steps), the bandwidth term the link-share ratio g. A shorter route (delta < 0) lowers the
-// latency part at most in proportion to the route latencies (the rest is the hosts' own).
-static double routed_time(const TransportParts& p, double g, double steps, double delta,
-                          double lat_ratio) {
-  double lat = p.lat + steps * delta;
-  if (delta < 0) lat = std::max(lat, p.lat * lat_ratio);
+// With the ring routes: the latency part gains `extra` (lock step: the extra route latency delta
+// on each of the ring's steps; an overlapped ring's eager steps: its dependency chain's growth),
+// the bandwidth term the link-share ratio g. A shorter route (extra < 0) lowers the latency part
+// at most to lat_ratio (the routes' ratio: the rest is the hosts' own).
+static double routed_time(const TransportParts& p, double g, double extra, double lat_ratio) {
+  double lat = p.lat + extra;
+  if (extra < 0) lat = std::max(lat, p.lat * lat_ratio);
   return lat + p.bw * g;
 }
-// The routes between two host counts (nullopt: the profile lacks one of them).
+// The routes between two host counts (nullopt: the profile lacks one of them); chain: the eager
+// dependency chain's extra and ratio (eager_chain_us), where both rings list their hops.
 struct RouteStep {
   double delta = 0, lat_ratio = 1, g = 1;
+  bool chain = false;
+  double chain_extra = 0, chain_lat_ratio = 1;
 };
 // Open MPI's ring reduce_scatter (coll_base_reduce_scatter_intra_ring, which SMPI's ompi_ring
-// runs) keeps two receives posted and sends with a blocking send. Past the library's eager limit
-// a send waits for its receiver (rendezvous), the ring runs in lock step and every step pays the
-// whole extra route latency: on SMPI's fat tree, torus and dragonfly all of it (within 2 %). Below
-// it (eager) a step's route latency partly overlaps the previous step's: those steps paid
-// 0.05-0.3 (torus), 0.3-0.5 (fat tree) and 0.4-0.5 (dragonfly) of it, up to 0.8 just below the
-// switch, a share the route table does not tell.
-// The measured curve shows where the library switches: steps whose messages lie past its first
-// protocol switch (the model's segment > 0 at the measured count) are priced with the extra
-// latency; the others at the geometric middle of the prices without and with it (weight 1/2 in
-// log space, as a known switch's range is priced), the interval reaching both.
+// runs) keeps the receive for message k posted from the moment message k-2 arrived and sends
+// message k with a blocking send once message k-1 arrived. Past the library's eager limit a send
+// waits for its receiver (rendezvous), the ring runs in lock step and every step pays the whole
+// extra route latency: on SMPI's fat tree, torus and dragonfly all of it (within 2 %). Below it
+// (eager) the steps overlap: the ring takes as long as its dependency chain (eager_chain_us),
+// which paid 0.05-0.45 of the lock step's extra on those platforms. The measured curve shows
+// where the library switches: steps whose messages lie past its first protocol switch (the
+// model's segment > 0 at the measured count) are priced in lock step; the others by the chain
+// where the routes list every hop's latency (and the loopback's), else at the geometric middle of
+// the prices without and with the lock step's extra (weight 1/2 in log space, as a known switch's
+// range is priced). The interval reaches both of those prices either way.
 // The collectives that run as neighbour rings over the hosts (all_to_all, gather, broadcast, ...
 // do not, whatever their latency law): the ones the ring routes can price.
 static bool ring_family(Collective op) {
@@ -145,24 +149,72 @@ static bool ring_family(Collective op) {
 bool route_latency_overlapped(const HostTransport& t) {
   return t.mpi && t.op == Collective::ReduceScatter;
 }
-// The weight, in log space, of the price with the route latency difference delta against the
-// price without it: 1 on a ring whose steps pay it (longer or shorter: a shorter route lowers the
-// latency part at most to its route latencies' ratio, routed_time; the reader refuses 0 us
-// routes); on an overlapped ring 1 past the first protocol switch of the measured model m at the
-// size whose per-step messages are the query's (s_m), else 1/2.
-constexpr double kOverlappedRouteWeight = 0.5;
-static double route_delta_weight_for(bool overlapped, const Model& m, double s_m) {
-  if (!overlapped) return 1.0;
-  return segment_of(m, s_m) > 0 ? 1.0 : kOverlappedRouteWeight;
+static RouteLatency route_latency_for(bool overlapped, bool chain, const Model& m, double s_m) {
+  if (!overlapped || segment_of(m, s_m) > 0) return RouteLatency::LockStep;
+  return chain ? RouteLatency::Chain : RouteLatency::Middle;
 }
-// The routed price at weight w: t0^(1-w) t1^w of the prices without (t0) and with (t1) delta.
-static double weighted_routed_time(const TransportParts& p, double g, double steps, double delta,
-                                   double lat_ratio, double w) {
-  const double t1 = routed_time(p, g, steps, delta, lat_ratio);
-  if (w >= 1 || delta == 0) return t1;
-  if (w <= 0) return routed_time(p, g, steps, 0.0, lat_ratio);
-  const double t0 = routed_time(p, g, steps, 0.0, lat_ratio);
-  return t0 > 0 && t1 > 0 ? std::exp((1 - w) * std::log(t0) + w * std::log(t1)) : t1;
+// The routed price by mode: lock step (steps x delta), the eager chain, or the geometric middle
+// of the prices without and with the lock step's extra.
+static double mode_routed_time(const TransportParts& p, const RouteStep& r, double steps,
+                               RouteLatency mode) {
+  const double t1 = routed_time(p, r.g, steps * r.delta, r.lat_ratio);
+  switch (mode) {
+    case RouteLatency::LockStep:
+      return t1;
+    case RouteLatency::Chain:
+      return routed_time(p, r.g, r.chain_extra, r.chain_lat_ratio);
+    case RouteLatency::Middle: {
+      const double t0 = routed_time(p, r.g, 0.0, r.lat_ratio);
+      return t0 > 0 && t1 > 0 ? std::sqrt(t0) * std::sqrt(t1) : t1;
+    }
+  }
+  return t1;
+}
+// An eager ring's dependency chain (Open MPI's reduce_scatter ring, above): message k reaches
+// rank r once rank r-1 holds message k-1 (it sends then) and rank r holds message k-2 (its
+// receive for k is posted then), a hop's route latency later:
+//   A(r, k) = max(A(r-1, k-1), A(r, k-2)) + L(r-1 -> r),  A(., 0) = A(., -1) = 0,
+// done when every rank holds message n-1. L: the ring's hop latency between hosts (host i to i+1
+// of the order), the loopback between two ranks of one host (c consecutive ranks per host). On
+// SMPI's flat network, fat tree, torus and dragonfly the eager reduce_scatter takes this chain
+// plus a per-step constant, to 2-5 % (docs/CALIBRATION.md "Other host counts"). O(n^2): none past
+// kChainMaxRanks ranks, nor without a hop list (or, c > 1, the loopback).
+constexpr int kChainMaxRanks = 4096;
+static std::optional<double> eager_chain_us(const Profile::RingRoutes& rr, int hosts, int c) {
+  const Profile::RingRoute* ring = rr.at(hosts);
+  if (!ring || ring->hop_latency_us.size() != std::size_t(hosts) || c < 1) return std::nullopt;
+  if (c > 1 && !rr.loopback_latency_us) return std::nullopt;
+  const int n = hosts * c;
+  if (n > kChainMaxRanks) return std::nullopt;
+  // into[r]: the latency of the hop into rank r (from r - 1).
+  const auto un = static_cast<std::size_t>(n);
+  std::vector<double> into(un);
+  for (int r = 0; r < n; ++r) {
+    const int from = (r + n - 1) % n;
+    into[std::size_t(r)] =
+        from / c == r / c ? *rr.loopback_latency_us : ring->hop_latency_us[std::size_t(from / c)];
+  }
+  std::vector<double> k2(un, 0.0), k1(un, 0.0), k0(un, 0.0);
+  for (int k = 1; k < n; ++k) {
+    for (int r = 0; r < n; ++r)
+      k0[std::size_t(r)] =
+          std::max(k1[std::size_t((r + n - 1) % n)], k2[std::size_t(r)]) + into[std::size_t(r)];
+    std::swap(k2, k1);
+    std::swap(k1, k0);
+  }
+  return *std::max_element(k1.begin(), k1.end());
+}
+// The eager chain from h_from to h_to hosts at c ranks per host, where both rings list their hops:
+// the chain at h_to minus the one at h_from carried by the ring's steps (as the latency part is).
+static void add_chain(RouteStep& r, const Profile& p, Collective op, int h_from, int h_to, int c) {
+  const std::optional<double> a = eager_chain_us(*p.ring_routes, h_from, c);
+  const std::optional<double> b = eager_chain_us(*p.ring_routes, h_to, c);
+  if (!a || !b) return;
+  const double carried = *a * double(collective_info(op).ring_steps(h_to * c)) /
+                         double(collective_info(op).ring_steps(h_from * c));
+  r.chain = true;
+  r.chain_extra = *b - carried;
+  r.chain_lat_ratio = carried > 0 ? *b / carried : 1.0;
 }
 static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_to) {
   if (!p.ring_routes) return std::nullopt;
@@ -426,6 +478,8 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
             trph = std::max(trph, g / best.hosts);
     if (trph == 0) trph = rph;
     const int nb = best.hosts * trph, na = a.hosts * trph;
+    // An overlapped ring's eager steps: the chain from the other count's ring to the chosen one's.
+    if (route_ab && route_latency_overlapped(t)) add_chain(*route_ab, p, op, a.hosts, best.hosts, trph);
     const MeasuredCurve* cb = curve_for(best, nb, c);
     const MeasuredCurve* ca = curve_for(a, na, c);
     std::vector<double> sizes;
@@ -495,11 +549,11 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
                                                                     : law == LatencyLaw::RingSteps));
           double p_lo = q_lo.lat + q_lo.bw, p_hi = q_hi.lat + q_hi.bw;
           if (rab && ring) {
-            // As priced: an overlapped ring (route_latency_overlapped) at the geometric middle of
-            // the prices without and with the extra route latency.
-            const double w = route_delta_weight_for(route_latency_overlapped(t), a, k * double(na) / double(nb));
-            p_lo = weighted_routed_time(q_lo, rab->g, steps_b, rab->delta, rab->lat_ratio, w);
-            p_hi = weighted_routed_time(q_hi, rab->g, steps_b, rab->delta, rab->lat_ratio, w);
+            // As priced: an overlapped ring's eager steps by their chain (or the middle).
+            const RouteLatency mode = route_latency_for(route_latency_overlapped(t), rab->chain, a,
+                                                        k * double(na) / double(nb));
+            p_lo = mode_routed_time(q_lo, *rab, steps_b, mode);
+            p_hi = mode_routed_time(q_hi, *rab, steps_b, mode);
           }
           const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
           miss.push_back(d);
@@ -543,8 +597,12 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   }
   t.two_node_switch = klo != khi;
   t.bus_ratio = f * mid;
-  if (const auto& r = route_bq) {
+  if (auto& r = route_bq) {
+    if (route_latency_overlapped(t)) add_chain(*r, p, op, best.hosts, lc.hosts, rph);
     t.routes = true;
+    t.route_chain = r->chain;
+    t.route_chain_extra_us = r->chain_extra;
+    t.route_chain_lat_ratio = r->chain_lat_ratio;
     t.route_step_us = r->delta;
     t.route_lat_ratio = r->lat_ratio;
     t.route_bw_ratio = r->g;
@@ -640,29 +698,31 @@ double transported_factor(const HostTransport& t, bool eq, const TransportAt& at
             : transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
 }
 
-// Which of the routed prices transported_time gives: the price (weight w, route_delta_weight), or
-// one end of the range the interval reaches (without / with the extra route latency).
+// Which of the routed prices transported_time gives: the price (by mode, route_latency), or one
+// end of the range the interval reaches (without / with the lock step's extra route latency).
 enum class Routed { Price, Without, With };
 
 // The measured count's price tb carried to the query: tb x the factor, or where the ring routes
-// apply (`ring`) its latency and bandwidth parts with the routes' link share and extra latency per
-// step (which: the price, or the price without / with the extra latency).
+// apply (`ring`) its latency and bandwidth parts with the routes' link share and extra latency
+// (which: the price, by mode, or the price without / with the lock step's extra).
 double transported_time(const HostTransport& t, bool eq, const TransportAt& at, double tb,
-                        bool ring, Routed which, double w) {
+                        bool ring, Routed which, RouteLatency mode) {
   if (!t.routes || !ring) return tb * transported_factor(t, eq, at, tb);
   const double steps = double(t.n_query - 1) / double(t.n_model - 1);
   const TransportParts q = eq ? transport_parts(t.latency_us, steps, steps, tb)
                               : transport_parts(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
-  return weighted_routed_time(q, t.route_bw_ratio, double(t.route_steps), t.route_step_us,
-                              t.route_lat_ratio,
-                              which == Routed::Price ? w : which == Routed::With ? 1.0 : 0.0);
+  const RouteStep r{t.route_step_us, t.route_lat_ratio, t.route_bw_ratio,
+                    t.route_chain, t.route_chain_extra_us, t.route_chain_lat_ratio};
+  const double n_steps = double(t.route_steps);
+  if (which == Routed::Without) return routed_time(q, r.g, 0.0, r.lat_ratio);
+  return mode_routed_time(q, r, n_steps, which == Routed::With ? RouteLatency::LockStep : mode);
 }
 
 }  // namespace
 
-double route_delta_weight(const Model& m, const HostTransport& t, double s_eff) {
-  return route_delta_weight_for(route_latency_overlapped(t), m,
-                                s_eff * double(t.n_model) / double(t.n_query));
+RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff) {
+  return route_latency_for(route_latency_overlapped(t), t.route_chain, m,
+                           s_eff * double(t.n_model) / double(t.n_query));
 }
 
 bool route_ring(const HostTransport& t, double s_eff) {
@@ -679,8 +739,8 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   Priced out = b;
   const TransportAt at = transport_at(t, s_eff);
   const bool ring = t.routes && route_ring(t, s_eff);
-  const double w = route_delta_weight(m, t, s_eff);
-  const double tq = transported_time(t, eq, at, b.time_us, ring, Routed::Price, w);
+  const RouteLatency mode = route_latency(m, t, s_eff);
+  const double tq = transported_time(t, eq, at, b.time_us, ring, Routed::Price, mode);
   // The factor on b (its interval scales with it).
   const double f = ring && b.time_us > 0 ? tq / b.time_us : transported_factor(t, eq, at, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
@@ -706,7 +766,7 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
     // its steps (route_latency_overlapped): the interval reaches the bounds of both prices, with
     // and without it.
     for (const Routed end : {Routed::Without, Routed::With}) {
-      const double r = transported_time(t, eq, at, b.time_us, true, end, w) / tq;
+      const double r = transported_time(t, eq, at, b.time_us, true, end, mode) / tq;
       if (r < 1) out.lo_us *= r;
       else out.hi_us *= r;
     }
@@ -721,7 +781,7 @@ double price_transported_time_us(const Model& m, const HostTransport& t, int con
   const bool eq = carried_at_equal_messages(t, s_eff);
   const double tb = price_time_us(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff));
   const double tq = transported_time(t, eq, transport_at(t, s_eff), tb, t.routes && route_ring(t, s_eff),
-                                     Routed::Price, route_delta_weight(m, t, s_eff));
+                                     Routed::Price, route_latency(m, t, s_eff));
   return std::max(tq, link_floor_time_us(m, t.n_query, s_eff));
 }
 

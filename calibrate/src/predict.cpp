@@ -98,6 +98,36 @@ double effective_bytes(Collective c, EffectiveSize rule, double bytes,
   return best;
 }
 
+// What the ring routes' latency note adds for Open MPI's overlapped reduce_scatter ring
+// (host_transport.hpp route_latency); nothing for the other rings.
+static std::string route_latency_note(RouteLatency mode, const HostTransport& tr) {
+  if (!route_latency_overlapped(tr)) return "";
+  std::ostringstream o;
+  o << std::setprecision(4);
+  switch (mode) {
+    case RouteLatency::LockStep:
+      if (tr.route_step_us != 0)
+        o << " (Open MPI's reduce_scatter ring: its steps' messages are past the measured protocol "
+             "switch, so its steps wait for each other)";
+      break;
+    case RouteLatency::Chain:
+      o << "; Open MPI's reduce_scatter ring overlaps its eager steps: priced by their dependency "
+           "chain over the routes' hop latencies, "
+        << (tr.route_chain_extra_us >= 0 ? "+" : "") << tr.route_chain_extra_us << " us in all"
+        << (tr.route_step_us != 0 ? " (the interval reaches the prices without and with the extra on "
+                                    "every step)"
+                                  : "");
+      break;
+    case RouteLatency::Middle:
+      if (tr.route_step_us != 0)
+        o << ", priced at the geometric middle of with and without it (Open MPI's reduce_scatter "
+             "ring overlaps some of its eager steps' latency; the routes list no hop latencies): "
+             "the interval reaches both";
+      break;
+  }
+  return o.str();
+}
+
 Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double bytes,
                    std::span<const std::int64_t> counts, int elem_size,
                    std::optional<DType> dtype, bool check_class) {
@@ -218,14 +248,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         << tr.hosts_model << "'s " << tr.route_latency_model_us << " us at "
         << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
         << tr.route_step_us << " us on each of " << tr.route_steps << " steps"
-        << (!route_latency_overlapped(tr) || tr.route_step_us == 0 ? ""
-            : route_delta_weight(*best, tr, s_eff) >= 1
-                ? " (Open MPI's reduce_scatter ring: its steps' messages are past the measured "
-                  "protocol switch, so its steps wait for each other)"
-                : ", priced at the geometric middle of with and without it (Open MPI's "
-                  "reduce_scatter ring overlaps some of its eager steps' latency): the interval "
-                  "reaches both");
-    else
+        << route_latency_note(route_latency(*best, tr, s_eff), tr);    else
       o << "ring routes not applied (the algorithm priced here is not a neighbour ring)";
     add(o.str());
   }

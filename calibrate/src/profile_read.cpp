@@ -144,9 +144,10 @@ struct Reader {
   // "share_GBps": y}, ...]}, ascending hosts >= 2, each once.
   static Profile::RingRoutes ring_routes(const JsonCursor& v) {
     v.object();
-    v.expect_keys({"source", "hosts_order", "rings"}, kUnknownKeyFix);
+    v.expect_keys({"source", "hosts_order", "rings", "loopback_latency_us"}, kUnknownKeyFix);
     Profile::RingRoutes r;
     if (auto s = v.optional("source")) r.source = s->string();
+    if (auto l = v.optional("loopback_latency_us")) r.loopback_latency_us = l->number(1e-6, 1e6);
     if (auto h = v.optional("hosts_order")) {
       h->array();
       for (std::size_t i = 0; i < h->size(); ++i) r.hosts_order.push_back((*h)[i].string());
@@ -157,13 +158,31 @@ struct Reader {
     for (std::size_t i = 0; i < rings.size(); ++i) {
       const JsonCursor e = rings[i];
       e.object();
-      e.expect_keys({"hosts", "latency_us", "share_GBps"}, kUnknownKeyFix);
+      e.expect_keys({"hosts", "latency_us", "share_GBps", "hop_latency_us"}, kUnknownKeyFix);
       Profile::RingRoute x;
       x.hosts = int(e.integer_at("hosts", kMissingFix, 2, kMaxInt));
       // Two hosts are never 0 us apart (a route ring-routes found none for); a route of more
       // than a second, or a link below 1 MB/s, is a unit mistake.
       x.latency_us = e.required("latency_us", kMissingFix).number(1e-6, 1e6);
       x.share_GBps = e.required("share_GBps", kMissingFix).number(1e-3, 1e6);
+      if (auto h = e.optional("hop_latency_us")) {
+        h->array();
+        if (h->size() != std::size_t(x.hosts))
+          fail(*h, std::to_string(h->size()) + " hop latencies for a ring of " + std::to_string(x.hosts) +
+                       " hosts",
+               "give one per step, host i to host i+1 (ring-routes writes them so)");
+        double longest = 0;
+        for (std::size_t k = 0; k < h->size(); ++k) {
+          x.hop_latency_us.push_back((*h)[k].number(1e-6, 1e6));
+          longest = std::max(longest, x.hop_latency_us.back());
+        }
+        // The ring's longest route is its longest step (a hand-edited table that disagrees
+        // would price the same ring two ways).
+        if (std::abs(longest - x.latency_us) > 1e-6 * x.latency_us)
+          fail(*h, "the longest hop latency " + json_quote(json(longest)) + " is not latency_us " +
+                       json_quote(json(x.latency_us)),
+               "make latency_us the largest hop latency (ring-routes writes them so)");
+      }
       if (!r.rings.empty() && x.hosts <= r.rings.back().hosts)
         fail(e, "hosts " + std::to_string(x.hosts) + " after " + std::to_string(r.rings.back().hosts),
              "list each host count once, ascending (ring-routes writes them so)");
@@ -506,8 +525,9 @@ Profile::RingRoutes read_ring_routes(const std::string& path) {
       "a routes file holds finite numbers only: regenerate it with ring-routes");
   const JsonCursor v(src, doc, {}, kValueFix);
   v.object();
-  v.expect_keys({"format", "source", "hosts_order", "rings"},
-                "remove the key (a routes file holds format, source, hosts_order and rings)");
+  v.expect_keys({"format", "source", "hosts_order", "rings", "loopback_latency_us"},
+                "remove the key (a routes file holds format, source, hosts_order, rings and "
+                "loopback_latency_us)");
   const JsonCursor f = v.required("format", "add \"format\": \"shardcal-ring-routes/1\"");
   if (f.string() != "shardcal-ring-routes/1")
     Reader::fail(f, "format " + json_quote(f.json()) + " is not shardcal-ring-routes/1",
@@ -516,6 +536,7 @@ Profile::RingRoutes read_ring_routes(const std::string& path) {
   if (auto s = v.optional("source")) inner["source"] = s->string();
   if (auto h = v.optional("hosts_order")) inner["hosts_order"] = h->json();
   inner["rings"] = v.required("rings", kMissingFix).json();
+  if (auto l = v.optional("loopback_latency_us")) inner["loopback_latency_us"] = l->json();
   return Reader::ring_routes(JsonCursor(src, inner, {},
                                         "fix the value or regenerate the file with ring-routes "
                                         "(docs/PROFILE_FORMAT.md \"ring_routes\")"));

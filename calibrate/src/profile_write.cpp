@@ -121,9 +121,11 @@ std::string profile_to_json(const Profile& p) {
       e["hosts"] = x.hosts;
       e["latency_us"] = x.latency_us;
       e["share_GBps"] = x.share_GBps;
+      if (!x.hop_latency_us.empty()) e["hop_latency_us"] = x.hop_latency_us;
       rings.push_back(e);
     }
     r["rings"] = rings;
+    if (p.ring_routes->loopback_latency_us) r["loopback_latency_us"] = *p.ring_routes->loopback_latency_us;
     if (!j.contains("extra")) j["extra"] = ojson::object();
     j["extra"]["ring_routes"] = r;
   }

@@ -216,7 +216,22 @@ def add_ring_routes(rrng, doc, share):
         gbps = share0 if r < 0.45 else round(share0 * (rrng.uniform(0.1, 1.0) if r < 0.85 else rrng.uniform(1.0, 3.0)),
                                              rrng.choice([1, 3, 17]))
         rings.append({"hosts": h, "latency_us": lat, "share_GBps": gbps})
-    doc.setdefault("extra", {})["ring_routes"] = {"source": "parity_test.py: random routes", "rings": rings}
+    rr = {"source": "parity_test.py: random routes", "rings": rings}
+    # Most tables also list every step's route latency (the longest being latency_us) and the
+    # loopback's, so that an overlapped ring's eager steps are priced by their dependency chain
+    # (host_transport.cpp eager_chain_us); some lack one or the other (the middle instead).
+    # (Their own RNG, seeded from the table's draws: the routes above stay as they were.)
+    hrng = random.Random(repr(rings))
+    if hrng.random() < 0.85:
+        for e in rings:
+            hops = [max(1e-3, round(e["latency_us"] * hrng.uniform(0.2, 1.0), hrng.choice([1, 3, 17])))
+                    for _ in range(e["hosts"])]
+            hops = [min(x, e["latency_us"]) for x in hops]
+            hops[hrng.randrange(e["hosts"])] = e["latency_us"]
+            e["hop_latency_us"] = hops
+        if hrng.random() < 0.9:
+            rr["loopback_latency_us"] = round(hrng.uniform(0.05, 3.0), hrng.choice([1, 3, 17]))
+    doc.setdefault("extra", {})["ring_routes"] = rr
     return doc
 
 
@@ -275,7 +290,7 @@ def parity(tool, repo):
     from oracle import host_transport as oht  # (load_oracle put it on sys.path)
     routes = {"profiles": 0, "queries": 0, "ring": 0, "longer": 0, "shorter": 0, "share": 0, "equal share": 0,
               "equal latency": 0, "clamped": 0, "lowered": 0, "skipped": 0,
-              "moved": 0, "overlapped": 0, "eager": 0, "rendezvous": 0, "tree": 0, "selector": 0, "not ring": 0, "tested": 0}
+              "moved": 0, "overlapped": 0, "chain": 0, "middle": 0, "rendezvous": 0, "tree": 0, "selector": 0, "not ring": 0, "tested": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
         for i in range(12):
@@ -388,9 +403,9 @@ def parity(tool, repo):
                     if oht.route_ring(tr, o.s_eff):
                         over = oht._route_latency_overlapped(tr)
                         routes["overlapped" if over else "ring"] += 1
-                        if over:  # past the measured protocol switch: the whole extra; else the middle
-                            w = oht.route_delta_weight(o.model, tr, o.s_eff)
-                            routes["rendezvous" if w >= 1 else "eager"] += 1
+                        if over:  # past the measured protocol switch: lock step; else the chain or the middle
+                            routes[{"lock-step": "rendezvous", "chain": "chain", "middle": "middle"}[
+                                oht.route_latency(o.model, tr, o.s_eff)]] += 1
                         routes["longer"] += tr.route_step_us > 0
                         routes["shorter"] += tr.route_step_us < 0
                         # a shorter route: its latency part lowered by delta per step, or at most to
@@ -434,8 +449,9 @@ def parity(tool, repo):
           f"longer routes, {routes['shorter']} shorter ({routes['lowered']} by the steps' extra, {routes['clamped']} "
           f"to the route latencies' ratio), {routes['equal latency']} equal, {routes['share']} with a link-share "
           f"ratio, {routes['equal share']} equal shares (counting overlapped rings too); {routes['moved']} moved "
-          f"from the price without routes), {routes['overlapped']} overlapped rings (MPI reduce_scatter: {routes['eager']} eager at "
-          f"the middle, {routes['rendezvous']} past the measured switch with the whole extra), "
+          f"from the price without routes), {routes['overlapped']} overlapped rings (MPI reduce_scatter: {routes['chain']} eager by "
+          f"their chain, {routes['middle']} eager at the middle, {routes['rendezvous']} past the measured switch in "
+          f"lock step), "
           f"not applied: {routes['tree']} tree-depth, {routes['selector']} ompi selector's other algorithms, "
           f"{routes['not ring']} other laws; {routes['tested']} tested by a second count with routes; "
           f"{routes['skipped']} not applied for a count missing from the table or concurrent groups")
@@ -448,7 +464,7 @@ def parity(tool, repo):
         assert floor[k] >= least, f"link ceiling: only {floor[k]} queries of kind {k!r} (want >= {least}): {floor}"
     # The ring routes apply, are kept out, overlap and reach the second count's test: each kind compared.
     for k, least in (("ring", 40), ("longer", 20), ("shorter", 20), ("lowered", 5), ("clamped", 10), ("share", 30),
-                     ("equal share", 3), ("moved", 40), ("overlapped", 10), ("eager", 4), ("rendezvous", 4), ("tree", 10), ("selector", 20),
+                     ("equal share", 3), ("moved", 40), ("overlapped", 10), ("chain", 4), ("middle", 2), ("rendezvous", 4), ("tree", 10), ("selector", 20),
                      ("not ring", 8), ("tested", 20), ("skipped", 50)):
         assert routes[k] >= least, f"ring routes: only {routes[k]} queries of kind {k!r} (want >= {least}): {routes}"
 
@@ -659,7 +675,13 @@ def edge_parity(tool, *readers):
                {"rings": [ring(True)]}, {"rings": [ring(2, "1")]}, {"rings": [ring(2, None)]},
                {"rings": [ring(2, 1, 10 ** 400)]}, {"rings": [{"hosts": 2, "latency_us": 1}]},
                {"rings": [{"latency_us": 1, "share_GBps": 1}]}, {"rings": [[2, 1, 1]]}, {"rings": {}}, {"source": "t"},
-               {"source": 1, "rings": []}, {"source": "t", "rings": [], "hosts_order": []}, None, [], 1):
+               {"source": 1, "rings": []}, {"source": "t", "rings": [], "hosts_order": []}, None, [], 1,
+               {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 0.75])], "loopback_latency_us": 1},
+               {"rings": [ring(2, 1.5, hop_latency_us=[1.5])]}, {"rings": [ring(2, 1.5, hop_latency_us=[1.0, 0.75])]},
+               {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 0])]}, {"rings": [ring(2, 1.5, hop_latency_us=1.5)]},
+               {"rings": [ring(2, 1.5, hop_latency_us=[1.5, "1"])]}, {"rings": [ring(2)], "loopback_latency_us": 0},
+               {"rings": [ring(2)], "loopback_latency_us": "1"}, {"rings": [ring(2)], "loopback_latency_us": 1e7},
+               {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 1.5000001])]}):
         doc = json.loads(json.dumps(base))
         doc["extra"] = {"ring_routes": rr}
         cases.append((f"ring_routes {json.dumps(rr)}", json.dumps(doc)))

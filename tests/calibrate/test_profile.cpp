@@ -1098,7 +1098,7 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_NEAR(r.time_us, std::sqrt(no_d * with_d), 1e-9 * with_d);
   EXPECT_GE(r.hi_us, with_d);
   EXPECT_LE(r.lo_us, no_d);
-  EXPECT_EQ(route_delta_weight(*r.model, r.transport, s), 0.5);
+  EXPECT_EQ(route_latency(*r.model, r.transport, s), RouteLatency::Middle);
   EXPECT_NE(r.note.find("+1.5 us on each of 7 steps, priced at the geometric middle of with and "
                         "without it (Open MPI's reduce_scatter ring"),
             std::string::npos)
@@ -1111,7 +1111,7 @@ TEST(Profile, RingRoutesTransport) {
       m.segments = {{0, s / 8, 30.0, 3.0, 0.5}, {s / 8, std::nullopt, 30.0, 3.0, 0.5}};
   const Prediction rz = predict(rv, Collective::ReduceScatter, four, s);
   ASSERT_TRUE(rz.transport.routes);
-  EXPECT_EQ(route_delta_weight(*rz.model, rz.transport, s), 1.0);
+  EXPECT_EQ(route_latency(*rz.model, rz.transport, s), RouteLatency::LockStep);
   EXPECT_NEAR(rz.time_us, with_d, 1e-9 * with_d);
   EXPECT_LE(rz.lo_us, no_d);
   EXPECT_NE(rz.note.find("+1.5 us on each of 7 steps (Open MPI's reduce_scatter ring: its steps' "
@@ -1119,7 +1119,27 @@ TEST(Profile, RingRoutesTransport) {
             std::string::npos)
       << rz.note;
   // Below the switch again: the middle.
-  EXPECT_EQ(route_delta_weight(*rz.model, rz.transport, s / 8), 0.5);
+  EXPECT_EQ(route_latency(*rz.model, rz.transport, s / 8), RouteLatency::Middle);
+
+  // With every hop's latency (and the loopback's) the eager steps are priced by their dependency
+  // chain: 2 hosts x 2 ranks, hops 1.5 us, loopback 1 us: A(r, k) = max(A(r-1, k-1), A(r, k-2)) +
+  // L(into r) over 3 steps; 4 hosts (hops 1.5, 3, 1.5, 3) over 7 steps.
+  Profile rc2 = rs;
+  rc2.ring_routes = Profile::RingRoutes{
+      "test", {}, {{2, 1.5, 25.0, {1.5, 1.5}}, {4, 3.0, 12.5, {1.5, 3.0, 1.5, 3.0}}}, 1.0};
+  const Prediction rch = predict(rc2, Collective::ReduceScatter, four, s);
+  ASSERT_TRUE(rch.transport.route_chain);
+  EXPECT_EQ(route_latency(*rch.model, rch.transport, s), RouteLatency::Chain);
+  // By hand: into-latencies at 2 hosts [1.5, 1, 1.5, 1] (rank 0 from rank 3 across hosts): A after
+  // 3 steps: max over ranks = 4.0; at 4 hosts [3, 1, 1.5, 1, 3, 1, 1.5, 1]: 12.5 after 7 steps.
+  const double chain_extra = 12.5 - 4.0 * 7.0 / 3.0;
+  EXPECT_NEAR(rch.transport.route_chain_extra_us, chain_extra, 1e-12);
+  EXPECT_NEAR(rch.time_us, no_d + chain_extra, 1e-9 * with_d);
+  EXPECT_LE(rch.lo_us, no_d);
+  EXPECT_GE(rch.hi_us, with_d);
+  EXPECT_NE(rch.note.find("priced by their dependency chain over the routes' hop latencies"),
+            std::string::npos)
+      << rch.note;
 
   // NCCL's all_reduce crosses nodes as a tree by default: not a ring, the routes do not apply.
   Profile nccl = p;
@@ -1152,7 +1172,10 @@ TEST(Profile, RingRoutesTransport) {
            {"latency_us", json::parse(R"([{"hosts":2,"latency_us":0,"share_GBps":1}])")},
            {"no host counts", json::parse(R"([])")},
            {"hosts", json::parse(R"([{"hosts":1,"latency_us":1,"share_GBps":1}])")},
-           {"bogus", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":1,"bogus":0}])")}}) {
+           {"bogus", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":1,"bogus":0}])")},
+           {"1 hop latencies for a ring of 2", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":1,"hop_latency_us":[1]}])")},
+           {"longest hop latency", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":1,"hop_latency_us":[0.5,0.5]}])")},
+           {"hop_latency_us", json::parse(R"([{"hosts":2,"latency_us":1,"share_GBps":1,"hop_latency_us":[1,0]}])")}}) {
     json d = doc;
     d["extra"]["ring_routes"]["rings"] = patch;
     try {
@@ -1171,5 +1194,18 @@ TEST(Profile, RingRoutesTransport) {
   const Profile::RingRoutes rr = read_ring_routes(f);
   ASSERT_EQ(rr.rings.size(), 1u);
   EXPECT_DOUBLE_EQ(rr.rings[0].latency_us, 0.5);
+  EXPECT_TRUE(rr.rings[0].hop_latency_us.empty());
+  EXPECT_FALSE(rr.loopback_latency_us);
+  // With the hops and the loopback (what ring-routes writes now), kept through a profile.
+  std::ofstream(f) << R"({"format":"shardcal-ring-routes/1","rings":[{"hosts":2,"latency_us":0.5,"share_GBps":3,"hop_latency_us":[0.5,0.25]}],"loopback_latency_us":1})";
+  const Profile::RingRoutes rh = read_ring_routes(f);
+  ASSERT_EQ(rh.rings[0].hop_latency_us.size(), 2u);
+  EXPECT_DOUBLE_EQ(rh.rings[0].hop_latency_us[1], 0.25);
+  EXPECT_EQ(rh.loopback_latency_us, 1.0);
+  Profile ph = p;
+  ph.ring_routes = rh;
+  EXPECT_EQ(profile_to_json(parse_profile(profile_to_json(ph), "mem")), profile_to_json(ph));
+  std::ofstream(f) << R"({"format":"shardcal-ring-routes/1","rings":[{"hosts":2,"latency_us":0.5,"share_GBps":3}],"loopback_latency_us":0})";
+  EXPECT_THROW(read_ring_routes(f), Error);
   std::remove(f.c_str());
 }

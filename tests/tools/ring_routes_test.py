@@ -52,7 +52,17 @@ def rings(tool, platform, hostfile, label, order):
     # Without --out: the same document on stdout.
     r2 = run(tool, "--platform", platform, "--hostfile", hostfile)
     check(r2.returncode == 0 and json.loads(r2.stdout) == doc, f"{label}: stdout differs from --out")
+    # Each step's route latency, the longest being the ring's; the loopback (1 us, make-platform's).
+    for x in doc["rings"]:
+        hops = x.get("hop_latency_us", [])
+        check(len(hops) == x["hosts"] and max(hops, default=0) == x["latency_us"],
+              f"{label}: {x['hosts']} hosts: hops {hops} for latency {x['latency_us']}")
+    check(doc.get("loopback_latency_us") == 1.0, f"{label}: loopback {doc.get('loopback_latency_us')}")
+    HOPS[label] = {x["hosts"]: x["hop_latency_us"] for x in doc["rings"]}
     return {x["hosts"]: (x["latency_us"], x["share_GBps"]) for x in doc["rings"]}
+
+
+HOPS = {}  # label -> {hosts: hop latencies}
 
 
 def main():
@@ -78,6 +88,9 @@ def main():
     for h, (lat, share) in got.items():
         check(lat == (1.5 if h <= 4 else 3.0), f"fat-tree {h} hosts: latency {lat} us")
         check(share == 25.0, f"fat-tree {h} hosts: share {share} GB/s")
+    # Hop by hop: inside a leaf 1.5 us; the steps from host 3 to 4 and from the last back to 0 cross.
+    check(HOPS["fat-tree"].get(8) == [1.5, 1.5, 1.5, 3.0, 1.5, 1.5, 1.5, 3.0], f"fat-tree 8 hops {HOPS['fat-tree'].get(8)}")
+    check(HOPS["fat-tree"].get(3) == [1.5, 1.5, 1.5], f"fat-tree 3 hops {HOPS['fat-tree'].get(3)}")
     # Spread order: every step crosses leaves; at 16 hosts 4 flows leave each leaf over 2 uplinks.
     got = rings(tool, os.path.join(ft, "platform.xml"), spread_file, "fat-tree-spread", spread)
     for h, (lat, share) in got.items():

@@ -61,6 +61,9 @@ class HostTransport:
     # applied where the priced algorithm is a neighbour ring over the hosts (route_ring).
     routes: bool = False
     route_step_us: float = 0.0  # latency(h) - latency(h_b), per ring step (may be < 0)
+    route_chain: bool = False  # an overlapped ring's eager chain (both rings list their hops)
+    route_chain_extra_us: float = 0.0
+    route_chain_lat_ratio: float = 1.0
     route_lat_ratio: float = 1.0  # latency(h) / latency(h_b)
     route_bw_ratio: float = 1.0  # share(h_b) / share(h)
     route_steps: int = 0  # the collective's ring steps on n_query ranks
@@ -244,14 +247,26 @@ def _transport_parts(latency_us: float, latency_ratio: float, bus_ratio: float, 
     return tb * share * latency_ratio, tb * (1.0 - share) * bus_ratio
 
 
-def _routed_time(parts, g: float, steps: float, delta: float, lat_ratio: float) -> float:
-    """host_transport.cpp routed_time: every ring step pays delta more route latency, the
-    bandwidth part the share ratio g; a shorter route lowers the latency part at most to its
-    lat_ratio share."""
-    lat = parts[0] + steps * delta
-    if delta < 0:
+def _routed_time(parts, g: float, extra: float, lat_ratio: float) -> float:
+    """host_transport.cpp routed_time: the latency part gains `extra` (lock step: steps x delta;
+    the eager chain's growth), the bandwidth part the share ratio g; a shorter route (extra < 0)
+    lowers the latency part at most to its lat_ratio share."""
+    lat = parts[0] + extra
+    if extra < 0:
         lat = max(lat, parts[0] * lat_ratio)
     return lat + parts[1] * g
+
+
+@dataclass
+class RouteStep:
+    """host_transport.cpp RouteStep: the routes between two host counts; chain: the eager
+    dependency chain's extra and ratio where both rings list their hops."""
+    delta: float
+    lat_ratio: float
+    g: float
+    chain: bool = False
+    chain_extra: float = 0.0
+    chain_lat_ratio: float = 1.0
 
 
 def _route_latency_overlapped(t: HostTransport) -> bool:
@@ -264,29 +279,69 @@ def _ring_family(op: str) -> bool:
     return op in ("all_gather", "reduce_scatter", "all_reduce")
 
 
-def _route_delta_weight_for(overlapped: bool, model, s_m: float) -> float:
-    """host_transport.cpp route_delta_weight_for: the log-space weight of the price with the route
-    latency difference against the price without it: 1, on an overlapped ring 1 past the measured
-    model's first protocol switch at s_m (the size whose per-step messages are the query's), else 1/2."""
-    if not overlapped:
-        return 1.0
-    return 1.0 if segment_of(model, s_m) > 0 else 0.5
+def _route_latency_for(overlapped: bool, chain: bool, model, s_m: float) -> str:
+    """host_transport.cpp route_latency_for: "lock-step", or for an overlapped ring below the
+    measured model's first protocol switch at s_m (eager steps) "chain" where both rings list their
+    hops, else "middle"."""
+    if not overlapped or segment_of(model, s_m) > 0:
+        return "lock-step"
+    return "chain" if chain else "middle"
 
 
-def route_delta_weight(model, t: HostTransport, s_eff: float) -> float:
-    """host_transport.cpp route_delta_weight."""
-    return _route_delta_weight_for(_route_latency_overlapped(t), model,
-                                   s_eff * float(t.n_model) / float(t.n_query))
+def route_latency(model, t: HostTransport, s_eff: float) -> str:
+    """host_transport.cpp route_latency."""
+    return _route_latency_for(_route_latency_overlapped(t), t.route_chain, model,
+                              s_eff * float(t.n_model) / float(t.n_query))
 
 
-def _weighted_routed_time(parts, g: float, steps: float, delta: float, lat_ratio: float,
-                          w: float) -> float:
-    """host_transport.cpp weighted_routed_time: t0^(1-w) t1^w of the prices without and with delta."""
-    t1 = _routed_time(parts, g, steps, delta, lat_ratio)
-    if w >= 1 or delta == 0:
-        return t1
-    t0 = _routed_time(parts, g, steps, 0.0, lat_ratio)
-    return math.exp((1 - w) * math.log(t0) + w * math.log(t1)) if t0 > 0 and t1 > 0 else t1
+def _mode_routed_time(parts, r: RouteStep, steps: float, mode: str) -> float:
+    """host_transport.cpp mode_routed_time: lock step, the eager chain, or the geometric middle of
+    the prices without and with the lock step's extra."""
+    t1 = _routed_time(parts, r.g, steps * r.delta, r.lat_ratio)
+    if mode == "chain":
+        return _routed_time(parts, r.g, r.chain_extra, r.chain_lat_ratio)
+    if mode == "middle":
+        t0 = _routed_time(parts, r.g, 0.0, r.lat_ratio)
+        return math.sqrt(t0) * math.sqrt(t1) if t0 > 0 and t1 > 0 else t1
+    return t1
+
+
+CHAIN_MAX_RANKS = 4096  # host_transport.cpp kChainMaxRanks
+
+
+def _eager_chain_us(rr, hosts: int, c: int):
+    """host_transport.cpp eager_chain_us: A(r, k) = max(A(r-1, k-1), A(r, k-2)) + L(into r), the
+    ring done at the largest A(., n-1); None without the ring's hops (or, c > 1, the loopback) or
+    past CHAIN_MAX_RANKS ranks."""
+    ring = next((x for x in rr["rings"] if x[0] == hosts), None)
+    if ring is None or len(ring[3]) != hosts or c < 1:
+        return None
+    if c > 1 and rr.get("loopback") is None:
+        return None
+    n = hosts * c
+    if n > CHAIN_MAX_RANKS:
+        return None
+    into = []
+    for r in range(n):
+        frm = (r + n - 1) % n
+        into.append(rr["loopback"] if frm // c == r // c else ring[3][frm // c])
+    k2, k1 = [0.0] * n, [0.0] * n
+    for _ in range(1, n):
+        k0 = [max(k1[(r + n - 1) % n], k2[r]) + into[r] for r in range(n)]
+        k2, k1 = k1, k0
+    return max(k1)
+
+
+def _add_chain(r: RouteStep, prof, op: str, h_from: int, h_to: int, c: int) -> None:
+    """host_transport.cpp add_chain."""
+    a = _eager_chain_us(prof.ring_routes, h_from, c)
+    b = _eager_chain_us(prof.ring_routes, h_to, c)
+    if a is None or b is None:
+        return
+    carried = a * float(ring_steps(op, h_to * c)) / float(ring_steps(op, h_from * c))
+    r.chain = True
+    r.chain_extra = b - carried
+    r.chain_lat_ratio = b / carried if carried > 0 else 1.0
 
 
 def _route_step(prof, h_from: int, h_to: int):
@@ -299,7 +354,7 @@ def _route_step(prof, h_from: int, h_to: int):
     b = next((r for r in rr["rings"] if r[0] == h_to), None)
     if a is None or b is None:
         return None
-    return b[1] - a[1], (b[1] / a[1] if a[1] > 0 else 1.0), a[2] / b[2]
+    return RouteStep(b[1] - a[1], (b[1] / a[1] if a[1] > 0 else 1.0), a[2] / b[2])
 
 
 def _ring_at_both(collective: str, n_b: int, n: int, nbytes: float) -> bool:
@@ -356,20 +411,25 @@ def _transported_factor(t: HostTransport, eq: bool, at_r: float, at_f: float, tb
 
 
 def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: float, ring: bool,
-                      which: str, w: float) -> float:
+                      which: str, mode: str) -> float:
     """host_transport.cpp transported_time: tb x the factor, or where the ring routes apply its
-    latency and bandwidth parts with the routes' share ratio and extra latency per step; which:
-    "price" (weight w, route_delta_weight), "without" or "with" the extra latency."""
+    latency and bandwidth parts with the routes' share ratio and extra latency; which: "price" (by
+    mode, route_latency), "without" or "with" the lock step's extra."""
     if not t.routes or not ring:
         return tb * _transported_factor(t, eq, at_r, at_f, tb)
     steps = float(t.n_query - 1) / float(t.n_model - 1)
     q = (_transport_parts(t.latency_us, steps, steps, tb) if eq
          else _transport_parts(t.latency_us, at_r, at_f, tb))
-    w = w if which == "price" else 1.0 if which == "with" else 0.0
-    delta = t.route_step_us
-    if which != "without" and delta < 0 and q[0] + float(t.route_steps) * delta < q[0] * t.route_lat_ratio:
+    r = RouteStep(t.route_step_us, t.route_lat_ratio, t.route_bw_ratio, t.route_chain,
+                  t.route_chain_extra_us, t.route_chain_lat_ratio)
+    n_steps = float(t.route_steps)
+    if which == "without":
+        return _routed_time(q, r.g, 0.0, r.lat_ratio)
+    m = "lock-step" if which == "with" else mode
+    extra = n_steps * r.delta if m == "lock-step" else r.chain_extra if m == "chain" else 0.0
+    if extra < 0 and q[0] + extra < q[0] * (r.chain_lat_ratio if m == "chain" else r.lat_ratio):
         ROUTE_CLAMPS[0] += 1  # (the oracle's own count, for parity_test.py)
-    return _weighted_routed_time(q, t.route_bw_ratio, float(t.route_steps), delta, t.route_lat_ratio, w)
+    return _mode_routed_time(q, r, n_steps, m)
 
 
 def carried_at_equal_messages(t: HostTransport, s_eff: float) -> bool:
@@ -395,8 +455,8 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     b = price(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
     at_r, at_f, at_sw = _transport_at(t, s_eff)
     ring = t.routes and route_ring(t, s_eff)
-    w = route_delta_weight(model, t, s_eff)
-    tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, "price", w)
+    mode = route_latency(model, t, s_eff)
+    tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, "price", mode)
     # The factor on b (its interval scales with it).
     f = tq / b.time_us if ring and b.time_us > 0 else _transported_factor(t, eq, at_r, at_f, b.time_us)
     step = t.step_log_sigma * t.doublings
@@ -415,7 +475,7 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     if ring and t.route_step_us != 0 and tq > 0:
         # The interval reaches the bounds of both prices, with and without the extra route latency.
         for end in ("without", "with"):
-            r = _transported_time(t, eq, at_r, at_f, b.time_us, True, end, w) / tq
+            r = _transported_time(t, eq, at_r, at_f, b.time_us, True, end, mode) / tq
             if r < 1:
                 lo_us *= r
             else:
@@ -430,7 +490,7 @@ def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s
     tb = price_time_us(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
     at_r, at_f, _ = _transport_at(t, s_eff)
     tq = _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
-                           route_delta_weight(model, t, s_eff))
+                           route_latency(model, t, s_eff))
     return max(tq, link_floor_time_us(model, t.n_query, s_eff))
 
 
@@ -461,7 +521,7 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
         at_r, at_f, _ = _transport_at(t, s_eff)
         # (price_transported_time_us: with the ring routes where they apply)
         return max(_transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
-                                     route_delta_weight(model, t, s_eff)), floor_us)
+                                     route_latency(model, t, s_eff)), floor_us)
     return transported
 
 
@@ -522,6 +582,9 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         if trph == 0:
             trph = rph
         nb, na = best.hosts * trph, a.hosts * trph
+        # An overlapped ring's eager steps: the chain from the other count's ring to the chosen one's.
+        if route_ab is not None and _route_latency_overlapped(t):
+            _add_chain(route_ab, prof, op, a.hosts, best.hosts, trph)
         cb, _ = curve_for(best, nb, c)
         ca, _ = curve_for(a, na, c)
         sizes = []
@@ -571,9 +634,9 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                     if rab is not None and ring:
                         # As priced: an overlapped ring at the geometric middle of without and
                         # with the extra route latency.
-                        w = _route_delta_weight_for(_route_latency_overlapped(t), a, k * na / nb)
-                        p_lo = _weighted_routed_time(q_lo, rab[2], steps_b, rab[0], rab[1], w)
-                        p_hi = _weighted_routed_time(q_hi, rab[2], steps_b, rab[0], rab[1], w)
+                        mode = _route_latency_for(_route_latency_overlapped(t), rab.chain, a, k * na / nb)
+                        p_lo = _mode_routed_time(q_lo, rab, steps_b, mode)
+                        p_hi = _mode_routed_time(q_hi, rab, steps_b, mode)
                         t.test_routes += 1
                     # (A shorter route can carry the test's price to 0 (routed_time's floor at a route
                     # latency of 0): C++'s log(tb / 0) is +inf, Python's division raises.)
@@ -607,9 +670,12 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
     t.bus_ratio = f * mid
     r = route_bq
     if r is not None:  # (host_transport.cpp: the routes from the chosen count to the query's)
+        if _route_latency_overlapped(t):
+            _add_chain(r, prof, op, best.hosts, hosts, rph)
         rings = {x[0]: x for x in prof.ring_routes["rings"]}
         t.routes = True
-        t.route_step_us, t.route_lat_ratio, t.route_bw_ratio = r
+        t.route_chain, t.route_chain_extra_us, t.route_chain_lat_ratio = r.chain, r.chain_extra, r.chain_lat_ratio
+        t.route_step_us, t.route_lat_ratio, t.route_bw_ratio = r.delta, r.lat_ratio, r.g
         t.route_steps = ring_steps(op, group_size)
         t.route_latency_model_us, t.route_latency_query_us = rings[best.hosts][1], rings[hosts][1]
         t.route_share_model_GBps, t.route_share_query_GBps = rings[best.hosts][2], rings[hosts][2]

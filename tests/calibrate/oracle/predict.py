@@ -40,6 +40,25 @@ class Prediction:
     at_link_floor: bool = False  # the price sits on that floor (predict.cpp at_link_floor)
     transport: Optional[_ht.HostTransport] = None  # Prediction::transport (None: not transported)
 
+
+def _route_latency_note(mode: str, tr) -> str:
+    """predict.cpp route_latency_note: what the routes' note adds for Open MPI's overlapped
+    reduce_scatter ring."""
+    if not _ht._route_latency_overlapped(tr):
+        return ""
+    if mode == "lock-step":
+        return (" (Open MPI's reduce_scatter ring: its steps' messages are past the measured protocol "
+                "switch, so its steps wait for each other)" if tr.route_step_us != 0 else "")
+    if mode == "chain":
+        return ("; Open MPI's reduce_scatter ring overlaps its eager steps: priced by their dependency "
+                "chain over the routes' hop latencies, "
+                f"{'+' if tr.route_chain_extra_us >= 0 else ''}{tr.route_chain_extra_us:.4g} us in all"
+                + (" (the interval reaches the prices without and with the extra on every step)"
+                   if tr.route_step_us != 0 else ""))
+    return (", priced at the geometric middle of with and without it (Open MPI's reduce_scatter "
+            "ring overlaps some of its eager steps' latency; the routes list no hop latencies): "
+            "the interval reaches both" if tr.route_step_us != 0 else "")
+
 def _factor_distance(x: int, r) -> float:
     lo, hi = r
     if x < lo:
@@ -210,13 +229,7 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
                          f"{tr.route_latency_model_us:.4g} us at {tr.route_share_model_GBps:.4g} GB/s: "
                          f"{'+' if tr.route_step_us >= 0 else ''}{tr.route_step_us:.4g} us on each of "
                          f"{tr.route_steps} steps"
-                         + ("" if not _ht._route_latency_overlapped(tr) or tr.route_step_us == 0 else
-                            " (Open MPI's reduce_scatter ring: its steps' messages are past the measured "
-                            "protocol switch, so its steps wait for each other)"
-                            if _ht.route_delta_weight(m, tr, s_eff) >= 1 else
-                            ", priced at the geometric middle of with and without it (Open MPI's "
-                            "reduce_scatter ring overlaps some of its eager steps' latency): the interval "
-                            "reaches both"))
+                         + _route_latency_note(_ht.route_latency(m, tr, s_eff), tr))
         else:
             notes.append("ring routes not applied (the algorithm priced here is not a neighbour ring)")
     s_priced = s_eff * tr.n_model / tr.n_query if per_step else s_eff

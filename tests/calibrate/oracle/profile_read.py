@@ -407,9 +407,11 @@ class ProfileData:
             self.link_ceiling = {"GBps": gbps, "gpus": list(gpus), "source": lc.get("source", "")}
         # The network's ring routes (docs/PROFILE_FORMAT.md "ring_routes"), checked as
         # profile_read.cpp ring_routes(): {"source": TEXT, "hosts_order": [TEXT], "rings": [{"hosts":
-        # H >= 2, "latency_us": 1e-6..1e6, "share_GBps": 1e-3..1e6}, ...]} (at least one), ascending
-        # hosts, each once, no other keys.
-        # Held as {"source": str, "rings": [(hosts, latency_us, share_GBps), ...]} (Profile::RingRoutes).
+        # H >= 2, "latency_us": 1e-6..1e6, "share_GBps": 1e-3..1e6, "hop_latency_us": [H numbers
+        # 1e-6..1e6, the largest latency_us] (optional)}, ...]} (at least one), ascending hosts, each
+        # once, "loopback_latency_us": 1e-6..1e6 (optional), no other keys.
+        # Held as {"source": str, "rings": [(hosts, latency_us, share_GBps, hops or ()), ...],
+        # "loopback": float or None} (Profile::RingRoutes).
         self.ring_routes = None
         if isinstance(ex, dict) and "ring_routes" in ex:
             rr = ex["ring_routes"]
@@ -417,12 +419,18 @@ class ProfileData:
             if not isinstance(rr, dict):
                 _fail(origin, ptr, "expected an object", "fix the value")
             for k in rr:
-                if k not in ("source", "hosts_order", "rings"):
+                if k not in ("source", "hosts_order", "rings", "loopback_latency_us"):
                     _fail(origin, f"{ptr}/{k}", f"unknown key '{k}'", "remove it")
             if not isinstance(rr.get("source", ""), str):
                 _fail(origin, f"{ptr}/source", "expected a string", "fix the value")
             if "rings" not in rr:
                 _fail(origin, f"{ptr}/rings", "required field is missing", "add it or regenerate the profile")
+            loopback = None
+            if "loopback_latency_us" in rr:
+                loopback = _num(origin, rr, ptr, "loopback_latency_us", 1e-6)
+                if loopback > 1e6:
+                    _fail(origin, f"{ptr}/loopback_latency_us", f"must be <= 1e6, got {rr['loopback_latency_us']}",
+                          "fix the value")
             if "hosts_order" in rr and (not isinstance(rr["hosts_order"], list)
                                         or not all(isinstance(x, str) for x in rr["hosts_order"])):
                 _fail(origin, f"{ptr}/hosts_order", "expected an array of strings", "fix the value")
@@ -436,7 +444,7 @@ class ProfileData:
                 if not isinstance(e, dict):
                     _fail(origin, p, "expected an object", "fix the value")
                 for k in e:
-                    if k not in ("hosts", "latency_us", "share_GBps"):
+                    if k not in ("hosts", "latency_us", "share_GBps", "hop_latency_us"):
                         _fail(origin, f"{p}/{k}", f"unknown key '{k}'", "remove it")
                 h = _int(origin, e, p, "hosts", 2)
                 # (Two hosts are never 0 us apart; a route of more than a second, or a link below
@@ -447,11 +455,26 @@ class ProfileData:
                 share = _num(origin, e, p, "share_GBps", 1e-3)
                 if share > 1e6:
                     _fail(origin, f"{p}/share_GBps", f"must be <= 1e6, got {e['share_GBps']}", "fix the value")
+                hops = ()
+                if "hop_latency_us" in e:
+                    hv = e["hop_latency_us"]
+                    if not isinstance(hv, list):
+                        _fail(origin, f"{p}/hop_latency_us", "expected an array", "fix the value")
+                    if len(hv) != h:
+                        _fail(origin, f"{p}/hop_latency_us", f"{len(hv)} hop latencies for a ring of {h} hosts",
+                              "give one per step, host i to host i+1 (ring-routes writes them so)")
+                    hops = tuple(_numbers(origin, hv, f"{p}/hop_latency_us", 1e-6))
+                    if any(x > 1e6 for x in hops):
+                        _fail(origin, f"{p}/hop_latency_us", "must be <= 1e6", "fix the value")
+                    # (The ring's longest route is its longest step.)
+                    if abs(max(hops) - lat) > 1e-6 * lat:
+                        _fail(origin, f"{p}/hop_latency_us", f"the longest hop latency {max(hops)} is not latency_us {lat}",
+                              "make latency_us the largest hop latency (ring-routes writes them so)")
                 if rings and h <= rings[-1][0]:
                     _fail(origin, p, f"hosts {h} after {rings[-1][0]}",
                           "list each host count once, ascending (ring-routes writes them so)")
-                rings.append((h, lat, share))
-            self.ring_routes = {"source": rr.get("source", ""), "rings": rings}
+                rings.append((h, lat, share, hops))
+            self.ring_routes = {"source": rr.get("source", ""), "rings": rings, "loopback": loopback}
         self.fit_method = doc.get("fit_method")
         # The copy cost calibrate fitted and adopted (ns per byte, 0 = free); None: the memory
         # space's built-in bandwidth (docs/PROFILE_FORMAT.md "local_copy").

@@ -114,6 +114,10 @@ struct HostTransport {
   // neighbour ring over the hosts (route_ring below); elsewhere the routes are not used.
   bool routes = false;
   double route_step_us = 0;    // latency(h) - latency(h_b), per ring step (may be < 0)
+  // An overlapped ring's eager steps (route_latency): its dependency chain over the rings' hop
+  // latencies at h minus the one at h_b carried by the steps' ratio, where both list their hops.
+  bool route_chain = false;
+  double route_chain_extra_us = 0, route_chain_lat_ratio = 1;
   double route_lat_ratio = 1;  // latency(h) / latency(h_b): how far a shorter route can lower
   double route_bw_ratio = 1;   // share(h_b) / share(h): > 1 where the query's ring shares links
   int route_steps = 0;         // the collective's ring steps on n_query ranks
@@ -187,11 +191,13 @@ double measured_bytes_at(const HostTransport& t, double s_eff);
 bool route_ring(const HostTransport& t, double s_eff);
 // Open MPI's ring reduce_scatter, whose eager steps overlap part of their route latency.
 bool route_latency_overlapped(const HostTransport& t);
-// The weight, in log space, of the price at s_eff with the routes' latency difference against
-// the price without it: 1; for Open MPI's overlapped reduce_scatter ring 1 where its steps'
-// messages lie past the first protocol switch of m (the model at the measured count), else 1/2
-// (the geometric middle of the two; the interval reaches both).
-double route_delta_weight(const Model& m, const HostTransport& t, double s_eff);
+// How a ring's route latency enters its price at s_eff: every step pays the extra (lock step);
+// for Open MPI's overlapped reduce_scatter ring below the first protocol switch of m (the model at
+// the measured count: eager steps) its dependency chain over the routes' hop latencies, or where
+// the routes list no hops the geometric middle of the prices without and with the lock step's
+// extra. The interval reaches both of those either way.
+enum class RouteLatency { LockStep, Chain, Middle };
+RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma = 0.0);

@@ -193,11 +193,17 @@ struct Profile {
     int hosts = 0;
     double latency_us = 0;
     double share_GBps = 0;
+    // Optional: each host-to-host step's route latency, host i to host i+1 (mod hosts) of the
+    // order; its largest is latency_us. With loopback_latency_us it prices the dependency chain
+    // of a ring whose steps overlap (Open MPI's eager reduce_scatter ring).
+    std::vector<double> hop_latency_us = {};  // (initialised: aggregate initialisers stay warning-free)
   };
   struct RingRoutes {
     std::string source;
     std::vector<std::string> hosts_order;  // the hosts in job order (may be empty: not given)
     std::vector<RingRoute> rings;          // ascending hosts, each once
+    // Optional: the route latency between two ranks on one host (the largest over the hosts).
+    std::optional<double> loopback_latency_us = std::nullopt;
     const RingRoute* at(int hosts) const {
       for (const RingRoute& r : rings)
         if (r.hosts == hosts) return &r;
