@@ -10,6 +10,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -391,6 +392,20 @@ bool selector_known(const Profile& p, Collective op) {
   return ompi_tuned_algorithm(op, 2, 1.0).has_value();
 }
 
+// SMPI's neighbour-ring algorithms (src/smpi/colls: allgather NTSLR, NTSLR_NB, ring, loosely_lr;
+// allreduce lr, ompi_ring_segmented; reduce_scatter ompi_ring).
+bool forced_ring(const Profile& p, Collective op) {
+  if (p.backend != "mpi" || !p.mpi_selector) return false;
+  const auto it = p.mpi_selector->forced.find(std::string(collective_info(op).name));
+  if (it == p.mpi_selector->forced.end()) return false;
+  static const std::set<std::pair<Collective, std::string>> kRings = {
+      {Collective::AllGather, "NTSLR"},     {Collective::AllGather, "NTSLR_NB"},
+      {Collective::AllGather, "ring"},      {Collective::AllGather, "loosely_lr"},
+      {Collective::AllReduce, "lr"},        {Collective::AllReduce, "ompi_ring_segmented"},
+      {Collective::ReduceScatter, "ompi_ring"}};
+  return kRings.count({op, it->second}) > 0;
+}
+
 SelectorStructure selector_structure(Collective op, int n_b, int h_b, int n, int h, double bytes) {
   SelectorStructure out;
   const auto ab = ompi_tuned_algorithm(op, n_b, bytes), aq = ompi_tuned_algorithm(op, n, bytes);
@@ -462,6 +477,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   t.hosts_query = lc.hosts;
   t.selector = selector_known(p, op);
   t.mpi = p.backend == "mpi";
+  t.forced_ring = forced_ring(p, op);
   if (t.other) {
     // The test: the other count's prices carried to the chosen count by each law, at the sizes
     // both measured (their curves' knots inside both domains; else a grid over the overlap).
@@ -508,8 +524,11 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     t.test_switch = slo != shi;
     // Known algorithms (the selector's): the other count's prices carried by the algorithms'
     // structure at each size; no law is chosen, the miss widens.
-    const int n_lat = t.selector || t.test_switch ? 1 : 5,
-              n_bw = t.selector || t.test_switch || p.backend == "nccl" ? 1 : 3;
+    // A known ring (the algorithm forced to a neighbour ring) keeps the ring's laws likewise: a
+    // count that disagrees with it (e.g. a 2-host ring's own per-step overhead) widens the
+    // interval, it does not choose another algorithm's trend.
+    const int n_lat = t.selector || t.test_switch || t.forced_ring ? 1 : 5,
+              n_bw = t.selector || t.test_switch || t.forced_ring || p.backend == "nccl" ? 1 : 3;
     const LatencyLaw lat_laws[] = {t.law, LatencyLaw::RingSteps, LatencyLaw::TreeDepth,
                                    LatencyLaw::LogRanks, LatencyLaw::Flat};
     const BandwidthLaw bw_laws[] = {t.bw_law, BandwidthLaw::BusFactor, BandwidthLaw::HostShare};
@@ -632,6 +651,9 @@ std::string transport_note(const HostTransport& t, const Model& best, const Link
     o << ", untested by hosts=" << t.other->hosts << " (no common measured sizes)";
   else if (t.other && t.selector)
     o << ", tested by hosts=" << t.other->hosts << " (its miss widens)";
+  else if (t.other && t.forced_ring)
+    o << " (the algorithm forced to a neighbour ring), tested by hosts=" << t.other->hosts
+      << " (its miss widens)";
   else if (t.other && t.test_switch)
     o << "; hosts=" << t.other->hosts
       << " across NCCL's two-node tree: defaults kept, its miss widens";

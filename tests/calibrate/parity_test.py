@@ -266,7 +266,7 @@ def selector_profiles(tmp, k, crng=None, rrng=None):
         doc["backend"], doc["memory"] = "mpi", "host"
         doc.setdefault("extra", {})["mpi_selector"] = {"selector": "ompi"}
         if i == 1:
-            doc["extra"]["mpi_selector"]["forced"] = {"all_gather": "NTSLR"}
+            doc["extra"]["mpi_selector"]["forced"] = {"all_gather": "NTSLR", "reduce_scatter": "ompi_ring"}
         path = os.path.join(tmp, f"h-sel{i}.json")
         with open(path, "w") as f:
             json.dump(doc, f)

@@ -61,6 +61,7 @@ class HostTransport:
     # applied where the priced algorithm is a neighbour ring over the hosts (route_ring).
     routes: bool = False
     route_step_us: float = 0.0  # latency(h) - latency(h_b), per ring step (may be < 0)
+    forced_ring: bool = False  # forced_ring(): the test keeps the ring's laws, its miss widens
     route_chain: bool = False  # an overlapped ring's eager chain (both rings list their hops)
     route_chain_extra_us: float = 0.0
     route_chain_lat_ratio: float = 1.0
@@ -191,6 +192,20 @@ def selector_known(prof, collective: str) -> bool:
     if collective in sel.get("forced", {}):
         return False
     return ompi_tuned_algorithm(collective, 2, 1.0) is not None
+
+
+_FORCED_RINGS = {("all_gather", "NTSLR"), ("all_gather", "NTSLR_NB"), ("all_gather", "ring"),
+                 ("all_gather", "loosely_lr"), ("all_reduce", "lr"), ("all_reduce", "ompi_ring_segmented"),
+                 ("reduce_scatter", "ompi_ring")}
+
+
+def forced_ring(prof, collective: str) -> bool:
+    """host_transport.cpp forced_ring: an MPI collective forced to one of SMPI's neighbour rings."""
+    sel = getattr(prof, "mpi_selector", None)
+    if prof.backend != "mpi" or sel is None:
+        return False
+    alg = sel.get("forced", {}).get(collective)
+    return alg is not None and (collective, alg) in _FORCED_RINGS
 
 
 def selector_structure(collective: str, n_b: int, h_b: int, n: int, h: int, nbytes: float):
@@ -550,6 +565,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
     t.op, t.hosts_model, t.hosts_query = op, best.hosts, hosts
     t.selector = selector_known(prof, op)
     t.mpi = prof.backend == "mpi"
+    t.forced_ring = forced_ring(prof, op)
     # host_transport.cpp: the ring routes only where the table lists the query's, the measured and
     # the test's count, for one ring at a time; else why not (the note says).
     route_bq = route_ab = None
@@ -602,8 +618,9 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         rab = route_ab
         steps_b = float(ring_steps(op, nb))
         t.test_switch = slo != shi
-        lat_laws = ((t.law,) + LATENCY_LAWS)[:1 if (t.selector or t.test_switch) else 5]
-        bw_laws = ((t.bw_law,) + BANDWIDTH_LAWS)[:1 if (t.selector or t.test_switch or prof.backend == "nccl")
+        lat_laws = ((t.law,) + LATENCY_LAWS)[:1 if (t.selector or t.test_switch or t.forced_ring) else 5]
+        bw_laws = ((t.bw_law,) + BANDWIDTH_LAWS)[:1 if (t.selector or t.test_switch or t.forced_ring
+                                                        or prof.backend == "nccl")
                                                  else 3]
         best_score, default_score, first = 0.0, 0.0, True
         for bw in bw_laws:
@@ -697,6 +714,8 @@ def transport_note(t, best, hosts: int) -> str:
         note += f", untested by hosts={t.other.hosts} (no common measured sizes)"
     elif t.other is not None and t.selector:
         note += f", tested by hosts={t.other.hosts} (its miss widens)"
+    elif t.other is not None and t.forced_ring:
+        note += f" (the algorithm forced to a neighbour ring), tested by hosts={t.other.hosts} (its miss widens)"
     elif t.other is not None and t.test_switch:
         note += f"; hosts={t.other.hosts} across NCCL's two-node tree: defaults kept, its miss widens"
     elif t.other is not None:

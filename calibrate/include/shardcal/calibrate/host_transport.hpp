@@ -58,6 +58,9 @@ AlgorithmShape algorithm_shape(MpiAlgorithm a, Collective op, int n, int h);
 // Whether the profile says which algorithm its MPI runs for op: the SMPI ompi selector
 // (Profile::mpi_selector "ompi") and op not forced to one algorithm.
 bool selector_known(const Profile& p, Collective op);
+// Whether an MPI profile's collective op was forced to a neighbour-ring algorithm (Profile::
+// mpi_selector "forced", e.g. SMPI's smpi/reduce_scatter:ompi_ring): its structure is known.
+bool forced_ring(const Profile& p, Collective op);
 // The transport from n_b ranks on h_b hosts to n on h at S bytes by the selector's algorithms:
 // the latency steps' and NIC bytes' ratios of the target's algorithm to the measured one's, and
 // whether the two differ (a switch between the counts).
@@ -103,6 +106,7 @@ struct HostTransport {
   // and F (selector_structure) instead of the laws; a switch widens by kSelectorSwitchLogSigma.
   bool selector = false;
   bool mpi = false;  // an MPI profile: rings are carried at equal per-step messages (host_transport.cpp)
+  bool forced_ring = false;  // forced_ring(): the test keeps the ring's laws, its miss widens
   Collective op = Collective::AllReduce;
   int hosts_model = 0, hosts_query = 0;
   // Where the tested structure missed the second count: log(measured / structure's price) per
