@@ -253,8 +253,9 @@ int run(const PredictArgs& a) {
                                   // How the route latency is priced (host_transport.hpp
                                   // route_latency): "lock-step", "eager chain" or "middle".
                                   {"latency", std::string(route_latency_name(calib::route_latency(m, t, s_eff)))},
-                                  {"chain_extra_us", t.route_chain ? nlohmann::ordered_json(t.route_chain_extra_us)
-                                                                   : nlohmann::ordered_json(nullptr)},
+                                  {"chain_extra_us", calib::route_latency(m, t, s_eff) == calib::RouteLatency::Chain
+                                                         ? nlohmann::ordered_json(t.route_chain_extra_us)
+                                                         : nlohmann::ordered_json(nullptr)},
                                   {"latency_us", {{"measured", t.route_latency_model_us},
                                                   {"query", t.route_latency_query_us}}},
                                   {"share_GBps", {{"measured", t.route_share_model_GBps},

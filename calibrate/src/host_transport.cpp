@@ -141,18 +141,25 @@ struct RouteStep {
 // model's segment > 0 at the measured count) are priced in lock step; the others by the chain
 // where the routes list every hop's latency (and the loopback's), else at the geometric middle of
 // the prices without and with the lock step's extra (weight 1/2 in log space, as a known switch's
-// range is priced). The interval reaches both of those prices either way.
+// range is priced); a model with one segment (no switch measured) at the middle too. The
+// interval reaches both of those prices either way.
 // The collectives that run as neighbour rings over the hosts (all_to_all, gather, broadcast, ...
 // do not, whatever their latency law): the ones the ring routes can price.
 static bool ring_family(Collective op) {
   return op == Collective::AllGather || op == Collective::ReduceScatter || op == Collective::AllReduce;
 }
-bool route_latency_overlapped(const HostTransport& t) {
-  return t.mpi && t.op == Collective::ReduceScatter;
-}
+bool route_latency_overlapped(const HostTransport& t) { return t.ompi_ring_reduce_scatter; }
 static RouteLatency route_latency_for(bool overlapped, bool chain, const Model& m, double s_m) {
-  if (!overlapped || segment_of(m, s_m) > 0) return RouteLatency::LockStep;
+  if (!overlapped) return RouteLatency::LockStep;
+  if (m.segments.size() < 2) return RouteLatency::Middle;  // no switch measured: which side is unknown
+  if (segment_of(m, s_m) > 0) return RouteLatency::LockStep;
   return chain ? RouteLatency::Chain : RouteLatency::Middle;
+}
+// The size at the measured model m whose per-step messages are the query's (s_eff / n bytes): at
+// the group size of the curve that prices m's group size n_m (its protocol switch is that curve's).
+static double per_step_size_at(const Model& m, int n_m, double s_eff, int n) {
+  const MeasuredCurve* cv = curve_for(m, n_m, 1);
+  return s_eff * double(cv ? cv->group_size : n_m) / double(n);
 }
 // The routed price by mode: lock step (steps x delta), the eager chain, or the geometric middle
 // of the prices without and with the lock step's extra.
@@ -185,8 +192,8 @@ static std::optional<double> eager_chain_us(const Profile::RingRoutes& rr, int h
   const Profile::RingRoute* ring = rr.at(hosts);
   if (!ring || ring->hop_latency_us.size() != std::size_t(hosts) || c < 1) return std::nullopt;
   if (c > 1 && !rr.loopback_latency_us) return std::nullopt;
+  if (c > kChainMaxRanks / hosts) return std::nullopt;  // (before multiplying: no overflow)
   const int n = hosts * c;
-  if (n > kChainMaxRanks) return std::nullopt;
   // into[r]: the latency of the hop into rank r (from r - 1).
   const auto un = static_cast<std::size_t>(n);
   std::vector<double> into(un);
@@ -392,18 +399,27 @@ bool selector_known(const Profile& p, Collective op) {
   return ompi_tuned_algorithm(op, 2, 1.0).has_value();
 }
 
-// SMPI's neighbour-ring algorithms (src/smpi/colls: allgather NTSLR, NTSLR_NB, ring, loosely_lr;
-// allreduce lr, ompi_ring_segmented; reduce_scatter ompi_ring).
+// SMPI's neighbour-ring algorithms (src/smpi/colls: allgather NTSLR, NTSLR_NB; allreduce lr,
+// ompi_ring_segmented; reduce_scatter ompi_ring). Not allgather "ring" (Faraj's pairwise
+// exchange, rank + i at step i) nor "loosely_lr" (hierarchical: rank +- cores across hosts).
 bool forced_ring(const Profile& p, Collective op) {
   if (p.backend != "mpi" || !p.mpi_selector) return false;
   const auto it = p.mpi_selector->forced.find(std::string(collective_info(op).name));
   if (it == p.mpi_selector->forced.end()) return false;
   static const std::set<std::pair<Collective, std::string>> kRings = {
-      {Collective::AllGather, "NTSLR"},     {Collective::AllGather, "NTSLR_NB"},
-      {Collective::AllGather, "ring"},      {Collective::AllGather, "loosely_lr"},
-      {Collective::AllReduce, "lr"},        {Collective::AllReduce, "ompi_ring_segmented"},
+      {Collective::AllGather, "NTSLR"},    {Collective::AllGather, "NTSLR_NB"},
+      {Collective::AllReduce, "lr"},       {Collective::AllReduce, "ompi_ring_segmented"},
       {Collective::ReduceScatter, "ompi_ring"}};
   return kRings.count({op, it->second}) > 0;
+}
+
+// Open MPI's ring reduce_scatter: an MPI reduce_scatter not forced to another algorithm (an
+// MPI without the record, e.g. a real Open MPI, is taken for Open MPI).
+static bool ompi_ring_reduce_scatter(const Profile& p, Collective op) {
+  if (p.backend != "mpi" || op != Collective::ReduceScatter) return false;
+  if (!p.mpi_selector) return true;
+  const auto it = p.mpi_selector->forced.find(std::string(collective_info(op).name));
+  return it == p.mpi_selector->forced.end() || it->second == "ompi_ring";
 }
 
 SelectorStructure selector_structure(Collective op, int n_b, int h_b, int n, int h, double bytes) {
@@ -478,6 +494,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   t.selector = selector_known(p, op);
   t.mpi = p.backend == "mpi";
   t.forced_ring = forced_ring(p, op);
+  t.ompi_ring_reduce_scatter = ompi_ring_reduce_scatter(p, op);
   if (t.other) {
     // The test: the other count's prices carried to the chosen count by each law, at the sizes
     // both measured (their curves' knots inside both domains; else a grid over the overlap).
@@ -570,7 +587,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
           if (rab && ring) {
             // As priced: an overlapped ring's eager steps by their chain (or the middle).
             const RouteLatency mode = route_latency_for(route_latency_overlapped(t), rab->chain, a,
-                                                        k * double(na) / double(nb));
+                                                        per_step_size_at(a, na, k, nb));
             p_lo = mode_routed_time(q_lo, *rab, steps_b, mode);
             p_hi = mode_routed_time(q_hi, *rab, steps_b, mode);
           }
@@ -744,7 +761,7 @@ double transported_time(const HostTransport& t, bool eq, const TransportAt& at, 
 
 RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff) {
   return route_latency_for(route_latency_overlapped(t), t.route_chain, m,
-                           s_eff * double(t.n_model) / double(t.n_query));
+                           per_step_size_at(m, t.n_model, s_eff, t.n_query));
 }
 
 bool route_ring(const HostTransport& t, double s_eff) {
@@ -783,15 +800,15 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   out.time_us = std::max(tq, floor_us);
   out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
   out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
-  if (ring && t.route_step_us != 0 && tq > 0) {
+  if (ring && tq > 0 &&
+      (t.route_step_us != 0 || (mode == RouteLatency::Chain && t.route_chain_extra_us != 0))) {
     // Whether every step pays the whole extra route latency depends on how the library overlaps
     // its steps (route_latency_overlapped): the interval reaches the bounds of both prices, with
-    // and without it.
-    for (const Routed end : {Routed::Without, Routed::With}) {
-      const double r = transported_time(t, eq, at, b.time_us, true, end, mode) / tq;
-      if (r < 1) out.lo_us *= r;
-      else out.hi_us *= r;
-    }
+    // and without it (once each side, wherever the price lies).
+    const double r0 = transported_time(t, eq, at, b.time_us, true, Routed::Without, mode) / tq;
+    const double r1 = transported_time(t, eq, at, b.time_us, true, Routed::With, mode) / tq;
+    out.lo_us *= std::min({1.0, r0, r1});
+    out.hi_us *= std::max({1.0, r0, r1});
   }
   out.lo_us = std::max(out.lo_us, floor_us);
   out.hi_us = std::max(out.hi_us, floor_us);

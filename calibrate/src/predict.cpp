@@ -248,7 +248,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         << tr.hosts_model << "'s " << tr.route_latency_model_us << " us at "
         << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
         << tr.route_step_us << " us on each of " << tr.route_steps << " steps"
-        << route_latency_note(route_latency(*best, tr, s_eff), tr);    else
+        << route_latency_note(route_latency(*best, tr, s_eff), tr);
+    else
       o << "ring routes not applied (the algorithm priced here is not a neighbour ring)";
     add(o.str());
   }

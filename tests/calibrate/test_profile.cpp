@@ -1125,6 +1125,8 @@ TEST(Profile, RingRoutesTransport) {
   // chain: 2 hosts x 2 ranks, hops 1.5 us, loopback 1 us: A(r, k) = max(A(r-1, k-1), A(r, k-2)) +
   // L(into r) over 3 steps; 4 hosts (hops 1.5, 3, 1.5, 3) over 7 steps.
   Profile rc2 = rs;
+  for (Model& m : rc2.models)  // a measured switch above the query's per-step messages: eager
+    if (m.hosts == 2) m.segments = {{0, s, 30.0, 3.0, 0.5}, {s, std::nullopt, 30.0, 3.0, 0.5}};
   rc2.ring_routes = Profile::RingRoutes{
       "test", {}, {{2, 1.5, 25.0, {1.5, 1.5}}, {4, 3.0, 12.5, {1.5, 3.0, 1.5, 3.0}}}, 1.0};
   const Prediction rch = predict(rc2, Collective::ReduceScatter, four, s);
@@ -1140,6 +1142,32 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_NE(rch.note.find("priced by their dependency chain over the routes' hop latencies"),
             std::string::npos)
       << rch.note;
+
+  // Only SMPI's neighbour rings are known rings (Faraj's pairwise "ring" and the hierarchical
+  // "loosely_lr" are not); only Open MPI's ring reduce_scatter overlaps its eager steps.
+  Profile forced = p;
+  forced.mpi_selector = Profile::MpiSelector{"ompi", {{"all_gather", "NTSLR"}, {"all_reduce", "lr"},
+                                                      {"reduce_scatter", "ompi_ring"}}};
+  EXPECT_TRUE(forced_ring(forced, Collective::AllGather));
+  EXPECT_TRUE(forced_ring(forced, Collective::AllReduce));
+  EXPECT_TRUE(forced_ring(forced, Collective::ReduceScatter));
+  EXPECT_FALSE(forced_ring(forced, Collective::AllToAll));
+  for (const char* alg : {"ring", "loosely_lr", "rdb"}) {
+    forced.mpi_selector->forced["all_gather"] = alg;
+    EXPECT_FALSE(forced_ring(forced, Collective::AllGather)) << alg;
+  }
+  forced.mpi_selector->forced["reduce_scatter"] = "mpich_pair";
+  EXPECT_FALSE(forced_ring(forced, Collective::ReduceScatter));
+  Profile forced_rs = rs;
+  forced_rs.mpi_selector = Profile::MpiSelector{"ompi", {{"reduce_scatter", "mpich_pair"}}};
+  EXPECT_FALSE(predict(forced_rs, Collective::ReduceScatter, four, s).transport.ompi_ring_reduce_scatter);
+  forced_rs.mpi_selector->forced["reduce_scatter"] = "ompi_ring";
+  EXPECT_TRUE(predict(forced_rs, Collective::ReduceScatter, four, s).transport.ompi_ring_reduce_scatter);
+  EXPECT_TRUE(predict(rs, Collective::ReduceScatter, four, s).transport.ompi_ring_reduce_scatter);
+  Profile forced_nccl = forced;
+  forced_nccl.backend = "nccl";
+  forced_nccl.mpi_selector->forced["all_gather"] = "NTSLR";
+  EXPECT_FALSE(forced_ring(forced_nccl, Collective::AllGather));
 
   // NCCL's all_reduce crosses nodes as a tree by default: not a ring, the routes do not apply.
   Profile nccl = p;

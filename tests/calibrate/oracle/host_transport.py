@@ -62,6 +62,7 @@ class HostTransport:
     routes: bool = False
     route_step_us: float = 0.0  # latency(h) - latency(h_b), per ring step (may be < 0)
     forced_ring: bool = False  # forced_ring(): the test keeps the ring's laws, its miss widens
+    ompi_ring_reduce_scatter: bool = False  # Open MPI's ring reduce_scatter (its eager steps overlap)
     route_chain: bool = False  # an overlapped ring's eager chain (both rings list their hops)
     route_chain_extra_us: float = 0.0
     route_chain_lat_ratio: float = 1.0
@@ -194,9 +195,8 @@ def selector_known(prof, collective: str) -> bool:
     return ompi_tuned_algorithm(collective, 2, 1.0) is not None
 
 
-_FORCED_RINGS = {("all_gather", "NTSLR"), ("all_gather", "NTSLR_NB"), ("all_gather", "ring"),
-                 ("all_gather", "loosely_lr"), ("all_reduce", "lr"), ("all_reduce", "ompi_ring_segmented"),
-                 ("reduce_scatter", "ompi_ring")}
+_FORCED_RINGS = {("all_gather", "NTSLR"), ("all_gather", "NTSLR_NB"), ("all_reduce", "lr"),
+                 ("all_reduce", "ompi_ring_segmented"), ("reduce_scatter", "ompi_ring")}
 
 
 def forced_ring(prof, collective: str) -> bool:
@@ -286,7 +286,26 @@ class RouteStep:
 
 def _route_latency_overlapped(t: HostTransport) -> bool:
     """host_transport.cpp route_latency_overlapped: Open MPI's double-buffered ring reduce_scatter."""
-    return t.mpi and t.op == "reduce_scatter"
+    return t.ompi_ring_reduce_scatter
+
+
+def ompi_ring_reduce_scatter(prof, collective: str) -> bool:
+    """host_transport.cpp ompi_ring_reduce_scatter: an MPI reduce_scatter not forced to another
+    algorithm."""
+    if prof.backend != "mpi" or collective != "reduce_scatter":
+        return False
+    sel = getattr(prof, "mpi_selector", None)
+    if sel is None:
+        return True
+    alg = sel.get("forced", {}).get(collective)
+    return alg is None or alg == "ompi_ring"
+
+
+def _per_step_size_at(model, n_m: int, s_eff: float, n: int) -> float:
+    """host_transport.cpp per_step_size_at: the size at the measured model whose per-step messages
+    are the query's, at the group size of the curve that prices n_m."""
+    cv, _ = curve_for(model, n_m, 1)
+    return s_eff * float(cv.group_size if cv is not None else n_m) / float(n)
 
 
 def _ring_family(op: str) -> bool:
@@ -298,7 +317,11 @@ def _route_latency_for(overlapped: bool, chain: bool, model, s_m: float) -> str:
     """host_transport.cpp route_latency_for: "lock-step", or for an overlapped ring below the
     measured model's first protocol switch at s_m (eager steps) "chain" where both rings list their
     hops, else "middle"."""
-    if not overlapped or segment_of(model, s_m) > 0:
+    if not overlapped:
+        return "lock-step"
+    if len(model.segments) < 2:  # no switch measured: which side is unknown
+        return "middle"
+    if segment_of(model, s_m) > 0:
         return "lock-step"
     return "chain" if chain else "middle"
 
@@ -306,7 +329,7 @@ def _route_latency_for(overlapped: bool, chain: bool, model, s_m: float) -> str:
 def route_latency(model, t: HostTransport, s_eff: float) -> str:
     """host_transport.cpp route_latency."""
     return _route_latency_for(_route_latency_overlapped(t), t.route_chain, model,
-                              s_eff * float(t.n_model) / float(t.n_query))
+                              _per_step_size_at(model, t.n_model, s_eff, t.n_query))
 
 
 def _mode_routed_time(parts, r: RouteStep, steps: float, mode: str) -> float:
@@ -333,9 +356,9 @@ def _eager_chain_us(rr, hosts: int, c: int):
         return None
     if c > 1 and rr.get("loopback") is None:
         return None
-    n = hosts * c
-    if n > CHAIN_MAX_RANKS:
+    if c > CHAIN_MAX_RANKS // hosts:
         return None
+    n = hosts * c
     into = []
     for r in range(n):
         frm = (r + n - 1) % n
@@ -487,14 +510,13 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     floor_us = link_floor_time_us(model, t.n_query, s_eff)
     lo_us = _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo))
     hi_us = _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi))
-    if ring and t.route_step_us != 0 and tq > 0:
-        # The interval reaches the bounds of both prices, with and without the extra route latency.
-        for end in ("without", "with"):
-            r = _transported_time(t, eq, at_r, at_f, b.time_us, True, end, mode) / tq
-            if r < 1:
-                lo_us *= r
-            else:
-                hi_us *= r
+    if ring and tq > 0 and (t.route_step_us != 0 or (mode == "chain" and t.route_chain_extra_us != 0)):
+        # The interval reaches the bounds of both prices, with and without the extra route latency
+        # (once each side, wherever the price lies).
+        r0 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "without", mode) / tq
+        r1 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "with", mode) / tq
+        lo_us *= min(1.0, r0, r1)
+        hi_us *= max(1.0, r0, r1)
     return Priced(max(tq, floor_us), max(lo_us, floor_us), max(hi_us, floor_us),
                   b.segment, b.curve, b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
@@ -566,6 +588,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
     t.selector = selector_known(prof, op)
     t.mpi = prof.backend == "mpi"
     t.forced_ring = forced_ring(prof, op)
+    t.ompi_ring_reduce_scatter = ompi_ring_reduce_scatter(prof, op)
     # host_transport.cpp: the ring routes only where the table lists the query's, the measured and
     # the test's count, for one ring at a time; else why not (the note says).
     route_bq = route_ab = None
@@ -649,9 +672,9 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                                                           else law == "ring-steps"))
                     p_lo, p_hi = q_lo[0] + q_lo[1], q_hi[0] + q_hi[1]
                     if rab is not None and ring:
-                        # As priced: an overlapped ring at the geometric middle of without and
-                        # with the extra route latency.
-                        mode = _route_latency_for(_route_latency_overlapped(t), rab.chain, a, k * na / nb)
+                        # As priced: an overlapped ring's eager steps by their chain (or the middle).
+                        mode = _route_latency_for(_route_latency_overlapped(t), rab.chain, a,
+                                                  _per_step_size_at(a, na, k, nb))
                         p_lo = _mode_routed_time(q_lo, rab, steps_b, mode)
                         p_hi = _mode_routed_time(q_hi, rab, steps_b, mode)
                         t.test_routes += 1

@@ -107,6 +107,9 @@ struct HostTransport {
   bool selector = false;
   bool mpi = false;  // an MPI profile: rings are carried at equal per-step messages (host_transport.cpp)
   bool forced_ring = false;  // forced_ring(): the test keeps the ring's laws, its miss widens
+  // Open MPI's ring reduce_scatter (an MPI reduce_scatter not forced to another algorithm): its
+  // eager steps overlap (route_latency).
+  bool ompi_ring_reduce_scatter = false;
   Collective op = Collective::AllReduce;
   int hosts_model = 0, hosts_query = 0;
   // Where the tested structure missed the second count: log(measured / structure's price) per
