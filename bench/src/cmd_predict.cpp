@@ -245,15 +245,16 @@ int run(const PredictArgs& a) {
                                       {"switch", ss.switched}};
     }
     // The ring routes (docs/CALIBRATION.md "Other host counts"): whether they priced this size.
-    if (const calib::HostTransport& t = p.transport; t.active && t.routes)
+    if (const calib::HostTransport& t = p.transport; t.active && t.routes) {
+      const calib::RouteLatency mode = calib::route_latency(m, t, s_eff);
       j["transport"]["routes"] = {{"applied", calib::route_ring(t, s_eff)},
                                   {"reason", calib::route_ring(t, s_eff)
                                                  ? nlohmann::ordered_json(nullptr)
                                                  : nlohmann::ordered_json("the algorithm priced here is not a neighbour ring")},
                                   // How the route latency is priced (host_transport.hpp
                                   // route_latency): "lock-step", "eager chain" or "middle".
-                                  {"latency", std::string(route_latency_name(calib::route_latency(m, t, s_eff)))},
-                                  {"chain_extra_us", calib::route_latency(m, t, s_eff) == calib::RouteLatency::Chain
+                                  {"latency", std::string(route_latency_name(mode))},
+                                  {"chain_extra_us", mode == calib::RouteLatency::Chain
                                                          ? nlohmann::ordered_json(t.route_chain_extra_us)
                                                          : nlohmann::ordered_json(nullptr)},
                                   {"latency_us", {{"measured", t.route_latency_model_us},
@@ -263,6 +264,7 @@ int run(const PredictArgs& a) {
                                   {"extra_us_per_step", t.route_step_us},
                                   {"steps", t.route_steps},
                                   {"source", t.route_source}};
+    }
     if (const calib::HostTransport& t = p.transport; t.active && !t.route_skipped.empty())
       j["transport"]["routes"] = {{"applied", false}, {"reason", t.route_skipped}};
     if (!assumed.empty()) j["assumed"] = assumed;

@@ -149,17 +149,20 @@ static bool ring_family(Collective op) {
   return op == Collective::AllGather || op == Collective::ReduceScatter || op == Collective::AllReduce;
 }
 bool route_latency_overlapped(const HostTransport& t) { return t.ompi_ring_reduce_scatter; }
-static RouteLatency route_latency_for(bool overlapped, bool chain, const Model& m, double s_m) {
-  if (!overlapped) return RouteLatency::LockStep;
-  if (m.segments.size() < 2) return RouteLatency::Middle;  // no switch measured: which side is unknown
-  if (segment_of(m, s_m) > 0) return RouteLatency::LockStep;
-  return chain ? RouteLatency::Chain : RouteLatency::Middle;
-}
 // The size at the measured model m whose per-step messages are the query's (s_eff / n bytes): at
 // the group size of the curve that prices m's group size n_m (its protocol switch is that curve's).
 static double per_step_size_at(const Model& m, int n_m, double s_eff, int n) {
   const MeasuredCurve* cv = curve_for(m, n_m, 1);
   return s_eff * double(cv ? cv->group_size : n_m) / double(n);
+}
+// route_latency for m priced at n_m ranks, the query s_eff on n ranks (the size looked up only
+// for an overlapped ring: the planner's hot path prices every other ring in lock step).
+static RouteLatency route_latency_for(bool overlapped, bool chain, const Model& m, int n_m,
+                                      double s_eff, int n) {
+  if (!overlapped) return RouteLatency::LockStep;
+  if (m.segments.size() < 2) return RouteLatency::Middle;  // no switch measured: which side is unknown
+  if (segment_of(m, per_step_size_at(m, n_m, s_eff, n)) > 0) return RouteLatency::LockStep;
+  return chain ? RouteLatency::Chain : RouteLatency::Middle;
 }
 // The routed price by mode: lock step (steps x delta), the eager chain, or the geometric middle
 // of the prices without and with the lock step's extra.
@@ -393,9 +396,16 @@ AlgorithmShape algorithm_shape(MpiAlgorithm a, Collective op, int n, int h) {
   return {dn - 1.0, (dn - 1.0) / dn};
 }
 
+// The algorithm an MPI profile says op was forced to (Profile::mpi_selector "forced"); null: none.
+static const std::string* forced_algorithm(const Profile& p, Collective op) {
+  if (p.backend != "mpi" || !p.mpi_selector) return nullptr;
+  const auto it = p.mpi_selector->forced.find(std::string(collective_info(op).name));
+  return it == p.mpi_selector->forced.end() ? nullptr : &it->second;
+}
+
 bool selector_known(const Profile& p, Collective op) {
   if (p.backend != "mpi" || !p.mpi_selector || p.mpi_selector->selector != "ompi") return false;
-  if (p.mpi_selector->forced.count(std::string(collective_info(op).name))) return false;
+  if (forced_algorithm(p, op)) return false;
   return ompi_tuned_algorithm(op, 2, 1.0).has_value();
 }
 
@@ -403,23 +413,20 @@ bool selector_known(const Profile& p, Collective op) {
 // ompi_ring_segmented; reduce_scatter ompi_ring). Not allgather "ring" (Faraj's pairwise
 // exchange, rank + i at step i) nor "loosely_lr" (hierarchical: rank +- cores across hosts).
 bool forced_ring(const Profile& p, Collective op) {
-  if (p.backend != "mpi" || !p.mpi_selector) return false;
-  const auto it = p.mpi_selector->forced.find(std::string(collective_info(op).name));
-  if (it == p.mpi_selector->forced.end()) return false;
   static const std::set<std::pair<Collective, std::string>> kRings = {
       {Collective::AllGather, "NTSLR"},    {Collective::AllGather, "NTSLR_NB"},
       {Collective::AllReduce, "lr"},       {Collective::AllReduce, "ompi_ring_segmented"},
       {Collective::ReduceScatter, "ompi_ring"}};
-  return kRings.count({op, it->second}) > 0;
+  const std::string* alg = forced_algorithm(p, op);
+  return alg && kRings.count({op, *alg}) > 0;
 }
 
 // Open MPI's ring reduce_scatter: an MPI reduce_scatter not forced to another algorithm (an
 // MPI without the record, e.g. a real Open MPI, is taken for Open MPI).
 static bool ompi_ring_reduce_scatter(const Profile& p, Collective op) {
   if (p.backend != "mpi" || op != Collective::ReduceScatter) return false;
-  if (!p.mpi_selector) return true;
-  const auto it = p.mpi_selector->forced.find(std::string(collective_info(op).name));
-  return it == p.mpi_selector->forced.end() || it->second == "ompi_ring";
+  const std::string* alg = forced_algorithm(p, op);
+  return !alg || *alg == "ompi_ring";
 }
 
 SelectorStructure selector_structure(Collective op, int n_b, int h_b, int n, int h, double bytes) {
@@ -586,8 +593,8 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
           double p_lo = q_lo.lat + q_lo.bw, p_hi = q_hi.lat + q_hi.bw;
           if (rab && ring) {
             // As priced: an overlapped ring's eager steps by their chain (or the middle).
-            const RouteLatency mode = route_latency_for(route_latency_overlapped(t), rab->chain, a,
-                                                        per_step_size_at(a, na, k, nb));
+            const RouteLatency mode =
+                route_latency_for(route_latency_overlapped(t), rab->chain, a, na, k, nb);
             p_lo = mode_routed_time(q_lo, *rab, steps_b, mode);
             p_hi = mode_routed_time(q_hi, *rab, steps_b, mode);
           }
@@ -760,8 +767,8 @@ double transported_time(const HostTransport& t, bool eq, const TransportAt& at, 
 }  // namespace
 
 RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff) {
-  return route_latency_for(route_latency_overlapped(t), t.route_chain, m,
-                           per_step_size_at(m, t.n_model, s_eff, t.n_query));
+  return route_latency_for(route_latency_overlapped(t), t.route_chain, m, t.n_model, s_eff,
+                           t.n_query);
 }
 
 bool route_ring(const HostTransport& t, double s_eff) {
