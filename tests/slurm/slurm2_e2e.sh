@@ -7,7 +7,7 @@
 #      link shaped to 200 Mbit/s):
 #      results naming both nodes, points whose groups span both, every point correct; a valid
 #      profile whose inter-host models recover the shaped rate (one-way collectives within 10 %
-#      of docs/EMULATION.md's payload rate, all_gather 0.85-1.05 of it); the report;
+#      of docs/EMULATION.md's payload rate, all_gather 0.85-1.10 of it); the report;
 #   2. calibrate-array.sbatch --array=0-1 across both nodes + the afterok merge job (tiny.json);
 #   3. a 1-minute job stopped by its USR1 warning (exit 3), completed by a second job with --resume;
 #   4. stop (twice), and nothing of the cluster left: no slurmctld/slurmd/munged of it, no
@@ -65,7 +65,9 @@ grep -q "job $jid: 2 node(s) \[$EMU_NAME-h\[0-1\]\]" "$log" || fail "$log: the j
 check_results "$WORK/calib-$jid" tests/slurm/two_nodes.json 1 || fail "calibrate job $jid: outputs invalid"
 check_report "$WORK/calib-$jid" "$log"
 # The inter-host models against the shaped rate: one-way collectives within 10 % of the payload
-# rate (check_profile.py's own checks), all_gather within 0.85-1.05 of it.
+# rate (check_profile.py's own checks), all_gather within 0.85-1.10 of it (above it by the same
+# 10 % as the one-way checks: tbf's burst lets a share through at line speed; 1.055 was seen in
+# a fresh-clone CI run on 2026-11-29, the one-way models at 1.001-1.006 in the same run).
 PYTHONPATH="$SRC/calibrate/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" "$SRC/scripts/emulate/check_profile.py" \
   --profile "$WORK/calib-$jid/profile.json" --rate "$RATE" --out "$WORK/check.json" ||
   fail "the profile's inter-host bandwidth does not recover the shaped $RATE (above)"
@@ -75,9 +77,9 @@ rows = {r["collective"]: r for r in json.load(open(sys.argv[1]))["collectives"]}
 ag = rows.get("all_gather")
 if ag is None:
     sys.exit("no inter-host all_gather model in the profile")
-if not 0.85 <= ag["ratio"] <= 1.05:
+if not 0.85 <= ag["ratio"] <= 1.10:
     sys.exit(f"all_gather inter-host busbw {ag['inter_GBps'] * 1e3:.3f} MB/s = {ag['ratio']:.3f} x the "
-             f"expected {ag['expected_GBps'] * 1e3:.3f} MB/s, outside 0.85-1.05")
+             f"expected {ag['expected_GBps'] * 1e3:.3f} MB/s, outside 0.85-1.10")
 print(f"ok: all_gather inter-host {ag['inter_GBps'] * 1e3:.3f} MB/s = {ag['ratio']:.3f} x expected")
 EOF
 
