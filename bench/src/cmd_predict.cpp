@@ -261,6 +261,9 @@ int run(const PredictArgs& a) {
                                                   {"query", t.route_latency_query_us}}},
                                   {"share_GBps", {{"measured", t.route_share_model_GBps},
                                                   {"query", t.route_share_query_GBps}}},
+                                  // measured / query share: the bandwidth term's factor is
+                                  // this ratio to the power of its share of the time.
+                                  {"share_ratio", t.route_bw_ratio},
                                   {"extra_us_per_step", t.route_step_us},
                                   {"steps", t.route_steps},
                                   {"source", t.route_source}};

@@ -242,14 +242,17 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   if (tr.active && tr.routes) {
     std::ostringstream o;
     o << std::setprecision(4);
-    if (route_ring(tr, s_eff))
+    if (route_ring(tr, s_eff)) {
       o << "ring routes: hosts=" << lc.hosts << "'s ring takes " << tr.route_latency_query_us
         << " us routes at " << tr.route_share_query_GBps << " GB/s per flow, hosts="
         << tr.hosts_model << "'s " << tr.route_latency_model_us << " us at "
         << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
         << tr.route_step_us << " us on each of " << tr.route_steps << " steps"
         << route_latency_note(route_latency(*best, tr, s_eff), tr);
-    else
+      if (tr.route_bw_ratio != 1.0)
+        o << "; the bandwidth term x" << tr.route_bw_ratio
+          << "^phi, phi its share of the time (flows share a link only while they transfer)";
+    } else
       o << "ring routes not applied (the algorithm priced here is not a neighbour ring)";
     add(o.str());
   }

@@ -1027,11 +1027,19 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_DOUBLE_EQ(r.transport.route_bw_ratio, 2.0);
   EXPECT_TRUE(route_ring(r.transport, s));
   // An MPI ring at equal per-step messages: the measured count at S x 4/8, 7/3 of its steps;
-  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x 2.
+  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x 2^phi, phi its share of
+  // the time (the flows that share a link overlap only while they transfer).
   const double tb = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
   const double share = std::min(1.0, r.transport.latency_us / tb);
-  const double expect = tb * share * 7.0 / 3.0 + 7 * 1.5 + tb * (1 - share) * 7.0 / 3.0 * 2.0;
+  const double lat_routed = tb * share * 7.0 / 3.0 + 7 * 1.5, bw_eq = tb * (1 - share) * 7.0 / 3.0;
+  const double phi = bw_eq / (lat_routed + bw_eq);
+  ASSERT_GT(phi, 0.05);
+  ASSERT_LT(phi, 0.95);
+  const double expect = lat_routed + bw_eq * std::pow(2.0, phi);
   EXPECT_NEAR(r.time_us, expect, 1e-9 * expect);
+  // Strictly between no share change and the whole of it.
+  EXPECT_GT(r.time_us, lat_routed + bw_eq * 1.001);
+  EXPECT_LT(r.time_us, lat_routed + bw_eq * 1.999);
   EXPECT_NEAR(price_transported_time_us(*r.model, r.transport, 1, s), r.time_us, 1e-12 * r.time_us);
   EXPECT_NE(r.note.find("ring routes: hosts=4's ring takes 3 us routes at 12.5 GB/s per flow, hosts=2's "
                         "1.5 us at 25 GB/s: +1.5 us on each of 7 steps"),
@@ -1042,7 +1050,8 @@ TEST(Profile, RingRoutesTransport) {
   plain.ring_routes.reset();
   const Prediction r0 = predict(plain, Collective::AllGather, four, s);
   EXPECT_LT(r0.time_us, r.time_us);
-  const double no_delta = tb * share * 7.0 / 3.0 + tb * (1 - share) * 7.0 / 3.0 * 2.0;
+  const double lat_eq = tb * share * 7.0 / 3.0;
+  const double no_delta = lat_eq + bw_eq * std::pow(2.0, bw_eq / (lat_eq + bw_eq));
   EXPECT_LT(r.lo_us, no_delta);
   EXPECT_GT(r.hi_us, r.time_us);
   // Equal routes and shares: exactly the price without routes.
@@ -1093,8 +1102,11 @@ TEST(Profile, RingRoutesTransport) {
   ASSERT_TRUE(r.transport.routes);
   const double tbr = predict(rs, Collective::ReduceScatter, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
   const double sr = std::min(1.0, r.transport.latency_us / tbr);
-  const double no_d = tbr * sr * 7.0 / 3.0 + tbr * (1 - sr) * 7.0 / 3.0 * 2.0;
-  const double with_d = no_d + 7 * 1.5;
+  // The bandwidth part x 2^phi, phi its share of the time (as above).
+  const auto routed = [](double lat, double bw) { return lat + bw * std::pow(2.0, bw / (lat + bw)); };
+  const double lat_r = tbr * sr * 7.0 / 3.0, bw_r = tbr * (1 - sr) * 7.0 / 3.0;
+  const double no_d = routed(lat_r, bw_r);
+  const double with_d = routed(lat_r + 7 * 1.5, bw_r);
   EXPECT_NEAR(r.time_us, std::sqrt(no_d * with_d), 1e-9 * with_d);
   EXPECT_GE(r.hi_us, with_d);
   EXPECT_LE(r.lo_us, no_d);
@@ -1136,7 +1148,7 @@ TEST(Profile, RingRoutesTransport) {
   // 3 steps: max over ranks = 4.0; at 4 hosts [3, 1, 1.5, 1, 3, 1, 1.5, 1]: 12.5 after 7 steps.
   const double chain_extra = 12.5 - 4.0 * 7.0 / 3.0;
   EXPECT_NEAR(rch.transport.route_chain_extra_us, chain_extra, 1e-12);
-  EXPECT_NEAR(rch.time_us, no_d + chain_extra, 1e-9 * with_d);
+  EXPECT_NEAR(rch.time_us, routed(lat_r + chain_extra, bw_r), 1e-9 * with_d);
   EXPECT_LE(rch.lo_us, no_d);
   EXPECT_GE(rch.hi_us, with_d);
   EXPECT_NE(rch.note.find("priced by their dependency chain over the routes' hop latencies"),

@@ -264,12 +264,16 @@ def _transport_parts(latency_us: float, latency_ratio: float, bus_ratio: float, 
 
 def _routed_time(parts, g: float, extra: float, lat_ratio: float) -> float:
     """host_transport.cpp routed_time: the latency part gains `extra` (lock step: steps x delta;
-    the eager chain's growth), the bandwidth part the share ratio g; a shorter route (extra < 0)
-    lowers the latency part at most to its lat_ratio share."""
+    the eager chain's growth), the bandwidth part the share ratio g to the power of its share of
+    the time (flows overlap only while they transfer); a shorter route (extra < 0) lowers the
+    latency part at most to its lat_ratio share."""
     lat = parts[0] + extra
     if extra < 0:
         lat = max(lat, parts[0] * lat_ratio)
-    return lat + parts[1] * g
+    if g == 1.0 or not parts[1] > 0:
+        return lat + parts[1]
+    phi = parts[1] / (max(lat, 0.0) + parts[1])
+    return lat + parts[1] * g ** phi
 
 
 @dataclass
