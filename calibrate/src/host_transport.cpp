@@ -116,28 +116,36 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
 }
 // With the ring routes: the latency part gains `extra` (lock step: the extra route latency delta
 // on each of the ring's steps; an overlapped ring's eager steps: its dependency chain's growth),
-// the bandwidth term the link-share ratio g to the power phi, the bandwidth term's share of the
-// time. The share (the smallest per-flow bandwidth with every ring flow at once) assumes that the
-// flows sharing a link transfer at the same time; a step is route latency, then transfer, and
-// flows skewed by their latencies overlap only while both transfer. On SMPI's two dragonflies
-// (the share halves from 9 hosts) the exponent that fits the measured 16-host times was 0.05-0.2
-// at 1 MiB, 0.35-0.6 at 4 MiB and 0.8-0.93 from 16 MiB, the bandwidth term's share of the time
-// within 0.1; the whole ratio g was up to 33 % slow at 2-4 MiB, none of it 44 % fast at 32 MiB.
-// A shorter route (extra < 0) lowers the latency part at most to lat_ratio (the routes' ratio: the
-// rest is the hosts' own).
-static double routed_time(const TransportParts& p, double g, double extra, double lat_ratio) {
+// the bandwidth term the link-share ratio g to the power phi, the share of its transfers that
+// overlap. The share (the smallest per-flow bandwidth with every ring flow at once) assumes the
+// flows that share a link transfer at the same time. They start a step as far apart as their
+// routes' latencies differ (skew: the longest hop's latency minus the shortest's, per step), so
+// two transfers of T = the bandwidth term per step overlap for about T / (T + skew):
+//     phi = bw / (bw + steps x skew).
+// Hops of one latency (a fat tree's hosts spread over its leaves: every hop 3 us) overlap
+// whole, and the whole ratio priced them (0.0 % median). On SMPI's two dragonflies (hops
+// 1.5-4.5 and 2-6 us, the share halving from 9 hosts) the exponent that fits the measured
+// 16-host times was 0.05-0.2 at 1 MiB, 0.35-0.6 at 4 MiB and 0.8-0.93 from 16 MiB, and this
+// phi 0.2-0.25, 0.46-0.57 and 0.78-0.91; the whole ratio was up to 33 % slow at 2-4 MiB, none of
+// it 44 % fast at 32 MiB. A table without hop lists gives the skew as the longest route's latency
+// (the least overlap it allows). A shorter route (extra < 0) lowers the latency part at most to
+// lat_ratio (the routes' ratio: the rest is the hosts' own).
+static double routed_time(const TransportParts& p, double g, double extra, double lat_ratio,
+                          double steps, double skew_us) {
   double lat = p.lat + extra;
   if (extra < 0) lat = std::max(lat, p.lat * lat_ratio);
   if (g == 1.0 || !(p.bw > 0)) return lat + p.bw;
-  const double phi = p.bw / (std::max(lat, 0.0) + p.bw);
+  const double phi = p.bw / (p.bw + std::max(steps, 0.0) * skew_us);
   return lat + p.bw * std::pow(g, phi);
 }
 // The routes between two host counts (nullopt: the profile lacks one of them); chain: the eager
 // dependency chain's extra and ratio (eager_chain_us), where both rings list their hops.
+// skew: the target ring's hop latency spread (routed_time).
 struct RouteStep {
   double delta = 0, lat_ratio = 1, g = 1;
   bool chain = false;
   double chain_extra = 0, chain_lat_ratio = 1;
+  double skew = 0;
 };
 // Open MPI's ring reduce_scatter (coll_base_reduce_scatter_intra_ring, which SMPI's ompi_ring
 // runs) keeps the receive for message k posted from the moment message k-2 arrived and sends
@@ -177,14 +185,14 @@ static RouteLatency route_latency_for(bool overlapped, bool chain, const Model& 
 // of the prices without and with the lock step's extra.
 static double mode_routed_time(const TransportParts& p, const RouteStep& r, double steps,
                                RouteLatency mode) {
-  const double t1 = routed_time(p, r.g, steps * r.delta, r.lat_ratio);
+  const double t1 = routed_time(p, r.g, steps * r.delta, r.lat_ratio, steps, r.skew);
   switch (mode) {
     case RouteLatency::LockStep:
       return t1;
     case RouteLatency::Chain:
-      return routed_time(p, r.g, r.chain_extra, r.chain_lat_ratio);
+      return routed_time(p, r.g, r.chain_extra, r.chain_lat_ratio, steps, r.skew);
     case RouteLatency::Middle: {
-      const double t0 = routed_time(p, r.g, 0.0, r.lat_ratio);
+      const double t0 = routed_time(p, r.g, 0.0, r.lat_ratio, steps, r.skew);
       return t0 > 0 && t1 > 0 ? std::sqrt(t0) * std::sqrt(t1) : t1;
     }
   }
@@ -241,9 +249,13 @@ static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_t
   const auto* a = p.ring_routes->at(h_from);
   const auto* b = p.ring_routes->at(h_to);
   if (!a || !b) return std::nullopt;
-  return RouteStep{b->latency_us - a->latency_us,
-                   a->latency_us > 0 ? b->latency_us / a->latency_us : 1.0,
-                   a->share_GBps / b->share_GBps};
+  RouteStep r{b->latency_us - a->latency_us, a->latency_us > 0 ? b->latency_us / a->latency_us : 1.0,
+              a->share_GBps / b->share_GBps};
+  const std::vector<double>& hops = b->hop_latency_us;
+  r.skew = hops.size() == std::size_t(h_to)
+               ? *std::max_element(hops.begin(), hops.end()) - *std::min_element(hops.begin(), hops.end())
+               : b->latency_us;
+  return r;
 }
 
 // ---- Open MPI's coll/tuned fixed decision rules, as SMPI's `ompi` selector runs them ----------
@@ -658,6 +670,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     t.route_step_us = r->delta;
     t.route_lat_ratio = r->lat_ratio;
     t.route_bw_ratio = r->g;
+    t.route_skew_us = r->skew;
     t.route_steps = collective_info(op).ring_steps(lc.group_size);
     const Profile::RingRoute &rb = *p.ring_routes->at(best.hosts), &rq = *p.ring_routes->at(lc.hosts);
     t.route_latency_model_us = rb.latency_us;
@@ -766,10 +779,10 @@ double transported_time(const HostTransport& t, bool eq, const TransportAt& at, 
   const double steps = double(t.n_query - 1) / double(t.n_model - 1);
   const TransportParts q = eq ? transport_parts(t.latency_us, steps, steps, tb)
                               : transport_parts(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
-  const RouteStep r{t.route_step_us, t.route_lat_ratio, t.route_bw_ratio,
-                    t.route_chain, t.route_chain_extra_us, t.route_chain_lat_ratio};
+  const RouteStep r{t.route_step_us,        t.route_lat_ratio,      t.route_bw_ratio, t.route_chain,
+                    t.route_chain_extra_us, t.route_chain_lat_ratio, t.route_skew_us};
   const double n_steps = double(t.route_steps);
-  if (which == Routed::Without) return routed_time(q, r.g, 0.0, r.lat_ratio);
+  if (which == Routed::Without) return routed_time(q, r.g, 0.0, r.lat_ratio, n_steps, r.skew);
   return mode_routed_time(q, r, n_steps, which == Routed::With ? RouteLatency::LockStep : mode);
 }
 

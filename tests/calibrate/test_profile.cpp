@@ -1027,14 +1027,15 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_DOUBLE_EQ(r.transport.route_bw_ratio, 2.0);
   EXPECT_TRUE(route_ring(r.transport, s));
   // An MPI ring at equal per-step messages: the measured count at S x 4/8, 7/3 of its steps;
-  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x 2^phi, phi its share of
-  // the time (the flows that share a link overlap only while they transfer).
+  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x 2^phi, phi = bw / (bw +
+  // 7 x skew) the share of the transfers that overlap (no hop lists: the skew is the longest
+  // route, 3 us).
   const double tb = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
   const double share = std::min(1.0, r.transport.latency_us / tb);
   const double lat_routed = tb * share * 7.0 / 3.0 + 7 * 1.5, bw_eq = tb * (1 - share) * 7.0 / 3.0;
-  const double phi = bw_eq / (lat_routed + bw_eq);
+  const double phi = bw_eq / (bw_eq + 7 * 3.0);
   ASSERT_GT(phi, 0.05);
-  ASSERT_LT(phi, 0.95);
+  ASSERT_LT(phi, 0.999);
   const double expect = lat_routed + bw_eq * std::pow(2.0, phi);
   EXPECT_NEAR(r.time_us, expect, 1e-9 * expect);
   // Strictly between no share change and the whole of it.
@@ -1051,9 +1052,18 @@ TEST(Profile, RingRoutesTransport) {
   const Prediction r0 = predict(plain, Collective::AllGather, four, s);
   EXPECT_LT(r0.time_us, r.time_us);
   const double lat_eq = tb * share * 7.0 / 3.0;
-  const double no_delta = lat_eq + bw_eq * std::pow(2.0, bw_eq / (lat_eq + bw_eq));
+  const double no_delta = lat_eq + bw_eq * std::pow(2.0, phi);
   EXPECT_LT(r.lo_us, no_delta);
   EXPECT_GT(r.hi_us, r.time_us);
+  // Hops of one latency (no skew): the flows overlap whole, the bandwidth part x 2; the route
+  // skew is the query ring's hop spread.
+  Profile even = p;
+  even.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0, {1.5, 1.5}}, {4, 3.0, 12.5, {3, 3, 3, 3}}}};
+  const Prediction rev = predict(even, Collective::AllGather, four, s);
+  EXPECT_DOUBLE_EQ(rev.transport.route_skew_us, 0.0);
+  EXPECT_NEAR(rev.time_us, lat_routed + bw_eq * 2.0, 1e-9 * rev.time_us);
+  even.ring_routes->rings[1].hop_latency_us = {1.0, 3.0, 2.0, 1.5};
+  EXPECT_DOUBLE_EQ(predict(even, Collective::AllGather, four, s).transport.route_skew_us, 2.0);
   // Equal routes and shares: exactly the price without routes.
   Profile same = p;
   same.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0}, {4, 1.5, 25.0}}};
@@ -1102,8 +1112,10 @@ TEST(Profile, RingRoutesTransport) {
   ASSERT_TRUE(r.transport.routes);
   const double tbr = predict(rs, Collective::ReduceScatter, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
   const double sr = std::min(1.0, r.transport.latency_us / tbr);
-  // The bandwidth part x 2^phi, phi its share of the time (as above).
-  const auto routed = [](double lat, double bw) { return lat + bw * std::pow(2.0, bw / (lat + bw)); };
+  // The bandwidth part x 2^phi (as above; skew 3 us without hop lists).
+  const auto routed = [](double lat, double bw, double skew = 3.0) {
+    return lat + bw * std::pow(2.0, bw / (bw + 7 * skew));
+  };
   const double lat_r = tbr * sr * 7.0 / 3.0, bw_r = tbr * (1 - sr) * 7.0 / 3.0;
   const double no_d = routed(lat_r, bw_r);
   const double with_d = routed(lat_r + 7 * 1.5, bw_r);
@@ -1148,7 +1160,8 @@ TEST(Profile, RingRoutesTransport) {
   // 3 steps: max over ranks = 4.0; at 4 hosts [3, 1, 1.5, 1, 3, 1, 1.5, 1]: 12.5 after 7 steps.
   const double chain_extra = 12.5 - 4.0 * 7.0 / 3.0;
   EXPECT_NEAR(rch.transport.route_chain_extra_us, chain_extra, 1e-12);
-  EXPECT_NEAR(rch.time_us, routed(lat_r + chain_extra, bw_r), 1e-9 * with_d);
+  // (Its hops 1.5 and 3 us: skew 1.5 us.)
+  EXPECT_NEAR(rch.time_us, routed(lat_r + chain_extra, bw_r, 1.5), 1e-9 * with_d);
   EXPECT_LE(rch.lo_us, no_d);
   EXPECT_GE(rch.hi_us, with_d);
   EXPECT_NE(rch.note.find("priced by their dependency chain over the routes' hop latencies"),

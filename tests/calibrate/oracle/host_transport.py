@@ -68,6 +68,7 @@ class HostTransport:
     route_chain_lat_ratio: float = 1.0
     route_lat_ratio: float = 1.0  # latency(h) / latency(h_b)
     route_bw_ratio: float = 1.0  # share(h_b) / share(h)
+    route_skew_us: float = 0.0  # the query ring's hop latency spread
     route_steps: int = 0  # the collective's ring steps on n_query ranks
     route_latency_model_us: float = 0.0
     route_latency_query_us: float = 0.0
@@ -262,17 +263,17 @@ def _transport_parts(latency_us: float, latency_ratio: float, bus_ratio: float, 
     return tb * share * latency_ratio, tb * (1.0 - share) * bus_ratio
 
 
-def _routed_time(parts, g: float, extra: float, lat_ratio: float) -> float:
+def _routed_time(parts, g: float, extra: float, lat_ratio: float, steps: float, skew: float) -> float:
     """host_transport.cpp routed_time: the latency part gains `extra` (lock step: steps x delta;
-    the eager chain's growth), the bandwidth part the share ratio g to the power of its share of
-    the time (flows overlap only while they transfer); a shorter route (extra < 0) lowers the
+    the eager chain's growth), the bandwidth part the share ratio g to the power phi = bw / (bw +
+    steps x skew), the share of the transfers that overlap; a shorter route (extra < 0) lowers the
     latency part at most to its lat_ratio share."""
     lat = parts[0] + extra
     if extra < 0:
         lat = max(lat, parts[0] * lat_ratio)
     if g == 1.0 or not parts[1] > 0:
         return lat + parts[1]
-    phi = parts[1] / (max(lat, 0.0) + parts[1])
+    phi = parts[1] / (parts[1] + max(steps, 0.0) * skew)
     return lat + parts[1] * g ** phi
 
 
@@ -286,6 +287,7 @@ class RouteStep:
     chain: bool = False
     chain_extra: float = 0.0
     chain_lat_ratio: float = 1.0
+    skew: float = 0.0  # the target ring's hop latency spread (routed_time)
 
 
 def _route_latency_overlapped(t: HostTransport) -> bool:
@@ -339,11 +341,11 @@ def route_latency(model, t: HostTransport, s_eff: float) -> str:
 def _mode_routed_time(parts, r: RouteStep, steps: float, mode: str) -> float:
     """host_transport.cpp mode_routed_time: lock step, the eager chain, or the geometric middle of
     the prices without and with the lock step's extra."""
-    t1 = _routed_time(parts, r.g, steps * r.delta, r.lat_ratio)
+    t1 = _routed_time(parts, r.g, steps * r.delta, r.lat_ratio, steps, r.skew)
     if mode == "chain":
-        return _routed_time(parts, r.g, r.chain_extra, r.chain_lat_ratio)
+        return _routed_time(parts, r.g, r.chain_extra, r.chain_lat_ratio, steps, r.skew)
     if mode == "middle":
-        t0 = _routed_time(parts, r.g, 0.0, r.lat_ratio)
+        t0 = _routed_time(parts, r.g, 0.0, r.lat_ratio, steps, r.skew)
         return math.sqrt(t0) * math.sqrt(t1) if t0 > 0 and t1 > 0 else t1
     return t1
 
@@ -396,7 +398,9 @@ def _route_step(prof, h_from: int, h_to: int):
     b = next((r for r in rr["rings"] if r[0] == h_to), None)
     if a is None or b is None:
         return None
-    return RouteStep(b[1] - a[1], (b[1] / a[1] if a[1] > 0 else 1.0), a[2] / b[2])
+    hops = b[3] if len(b) > 3 else ()
+    skew = max(hops) - min(hops) if len(hops) == h_to else b[1]  # without hops: the longest route
+    return RouteStep(b[1] - a[1], (b[1] / a[1] if a[1] > 0 else 1.0), a[2] / b[2], skew=skew)
 
 
 def _ring_at_both(collective: str, n_b: int, n: int, nbytes: float) -> bool:
@@ -463,10 +467,10 @@ def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: 
     q = (_transport_parts(t.latency_us, steps, steps, tb) if eq
          else _transport_parts(t.latency_us, at_r, at_f, tb))
     r = RouteStep(t.route_step_us, t.route_lat_ratio, t.route_bw_ratio, t.route_chain,
-                  t.route_chain_extra_us, t.route_chain_lat_ratio)
+                  t.route_chain_extra_us, t.route_chain_lat_ratio, t.route_skew_us)
     n_steps = float(t.route_steps)
     if which == "without":
-        return _routed_time(q, r.g, 0.0, r.lat_ratio)
+        return _routed_time(q, r.g, 0.0, r.lat_ratio, n_steps, r.skew)
     m = "lock-step" if which == "with" else mode
     extra = n_steps * r.delta if m == "lock-step" else r.chain_extra if m == "chain" else 0.0
     if extra < 0 and q[0] + extra < q[0] * (r.chain_lat_ratio if m == "chain" else r.lat_ratio):
@@ -720,6 +724,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         t.routes = True
         t.route_chain, t.route_chain_extra_us, t.route_chain_lat_ratio = r.chain, r.chain_extra, r.chain_lat_ratio
         t.route_step_us, t.route_lat_ratio, t.route_bw_ratio = r.delta, r.lat_ratio, r.g
+        t.route_skew_us = r.skew
         t.route_steps = ring_steps(op, group_size)
         t.route_latency_model_us, t.route_latency_query_us = rings[best.hosts][1], rings[hosts][1]
         t.route_share_model_GBps, t.route_share_query_GBps = rings[best.hosts][2], rings[hosts][2]
