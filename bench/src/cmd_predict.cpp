@@ -262,8 +262,10 @@ int run(const PredictArgs& a) {
                                   {"share_GBps", {{"measured", t.route_share_model_GBps},
                                                   {"query", t.route_share_query_GBps}}},
                                   // measured / query share: the bandwidth term's factor is
-                                  // this ratio to the power of its share of the time.
+                                  // this ratio to the power phi, the share of its transfers
+                                  // that overlap (routed_time; skew: the hops' latency spread).
                                   {"share_ratio", t.route_bw_ratio},
+                                  {"skew_us", t.route_skew_us},
                                   {"extra_us_per_step", t.route_step_us},
                                   {"steps", t.route_steps},
                                   {"source", t.route_source}};

@@ -251,7 +251,8 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         << route_latency_note(route_latency(*best, tr, s_eff), tr);
       if (tr.route_bw_ratio != 1.0)
         o << "; the bandwidth term x" << tr.route_bw_ratio
-          << "^phi, phi its share of the time (flows share a link only while they transfer)";
+          << "^phi, phi the share of its transfers that overlap (their routes' latencies differ by "
+          << tr.route_skew_us << " us)";
     } else
       o << "ring routes not applied (the algorithm priced here is not a neighbour ring)";
     add(o.str());
