@@ -2,8 +2,9 @@
 // transport reads (docs/CALIBRATION.md "Other host counts"): for every group of the first H hosts
 // of a hostfile (H = 2 .. all), its ring in file order (host i -> host i+1, the last -> the first)
 // routed with SimGrid's Host::route_to, and per ring the longest route's latency, each step's
-// route latency and the smallest bandwidth share a ring flow gets when all of the ring's routes
-// flow at once; and the loopback route's latency (two ranks on one host).
+// route latency, the smallest bandwidth share a ring flow gets when all of the ring's routes
+// flow at once and how far apart in route latency the flows sharing that link are; and the
+// loopback route's latency (two ranks on one host).
 //
 //   ring-routes --platform XML --hostfile FILE [--out FILE]
 //
@@ -149,6 +150,7 @@ std::string one_line(std::string text) {
       // route that lists a link twice counts twice (SimGrid adds its consumption weight twice).
       std::vector<sg4::Link*> route;
       std::map<const sg4::Link*, int> uses;
+      std::map<const sg4::Link*, std::vector<double>> flow_latency;  // the routes crossing each link
       double worst_latency = 0;
       nlohmann::ordered_json hops = nlohmann::ordered_json::array();
       for (std::size_t i = 0; i < n; ++i) {
@@ -164,7 +166,10 @@ std::string one_line(std::string text) {
                       " hosts needs one (add it to the platform, or list the hosts in another order)");
         worst_latency = std::max(worst_latency, latency);
         hops.push_back(tidy(latency * 1e6));
-        for (const sg4::Link* l : route) ++uses[l];
+        for (const sg4::Link* l : route) {
+          ++uses[l];
+          flow_latency[l].push_back(latency * 1e6);
+        }
       }
       double share = std::numeric_limits<double>::infinity();
       for (const auto& [link, count] : uses) {
@@ -172,8 +177,18 @@ std::string one_line(std::string text) {
         const bool fatpipe = link->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE;
         share = std::min(share, fatpipe ? bw : bw / count);
       }
+      // The flows that set the share (on every link whose share is the smallest) start their
+      // transfers as far apart as their route latencies differ: the largest such difference.
+      double skew = 0;
+      for (const auto& [link, count] : uses) {
+        if (link->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE) continue;
+        if (link->get_bandwidth() / count > share * (1 + 1e-9)) continue;
+        const std::vector<double>& f = flow_latency[link];
+        skew = std::max(skew, *std::max_element(f.begin(), f.end()) - *std::min_element(f.begin(), f.end()));
+      }
       nlohmann::ordered_json ring = {{"hosts", n}, {"latency_us", tidy(worst_latency * 1e6)}};
       ring["share_GBps"] = tidy(share / 1e9);  // finite: every route has a link (above)
+      ring["share_skew_us"] = tidy(skew);
       ring["hop_latency_us"] = std::move(hops);
       rings.push_back(std::move(ring));
     }

@@ -118,29 +118,30 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
 // on each of the ring's steps; an overlapped ring's eager steps: its dependency chain's growth),
 // the bandwidth term the link-share ratio g to the power phi, the share of its transfers that
 // overlap. The share (the smallest per-flow bandwidth with every ring flow at once) assumes the
-// flows that share a link transfer at the same time. They start a step as far apart as their
-// routes' latencies differ (skew: the longest hop's latency minus the shortest's, per step), so
-// two transfers of T = the bandwidth term per step overlap for about T / (T + skew):
-//     phi = bw / (bw + steps x skew).
-// Hops of one latency (a fat tree's hosts spread over its leaves: every hop 3 us) overlap
-// whole, and the whole ratio priced them (0.0 % median). On SMPI's two dragonflies (hops
-// 1.5-4.5 and 2-6 us, the share halving from 9 hosts) the exponent that fits the measured
-// 16-host times was 0.05-0.2 at 1 MiB, 0.35-0.6 at 4 MiB and 0.8-0.93 from 16 MiB, and this
-// phi 0.2-0.25, 0.46-0.57 and 0.78-0.91; the whole ratio was up to 33 % slow at 2-4 MiB, none of
-// it 44 % fast at 32 MiB. A table without hop lists gives the skew as the longest route's latency
-// (the least overlap it allows). A shorter route (extra < 0) lowers the latency part at most to
-// lat_ratio (the routes' ratio: the rest is the hosts' own).
+// flows on that link transfer at the same time; they start a step as far apart as their routes'
+// latencies differ (skew), so two transfers of T (the bandwidth term per step) overlap for
+// T - skew of it:
+//     phi = max(0, 1 - steps x skew / bw).
+// Flows of one latency overlap whole: on SMPI's fat tree with spread hosts and a 4 x 4 torus in
+// scattered order (the share halving or quartering, the flows on that link 0 us apart) the whole
+// ratio priced all_gather at 0.0-2.6 % median. On its two dragonflies (the flows on the halved
+// link 1.5 and 2 us apart at 16 hosts) the exponent that fits the measured 16-host times was
+// 0.05-0.2 at 1 MiB, 0.35-0.6 at 4 MiB and 0.73-0.93 from 8 MiB, this phi 0, 0.42-0.62 and
+// 0.71-0.95; the whole ratio was up to 33 % slow at 2-4 MiB. Without the link's skew in the
+// table: the spread of the ring's hop latencies, else its longest route (bounds on it).
+// A shorter route (extra < 0) lowers the latency part at most to lat_ratio (the routes' ratio:
+// the rest is the hosts' own).
 static double routed_time(const TransportParts& p, double g, double extra, double lat_ratio,
                           double steps, double skew_us) {
   double lat = p.lat + extra;
   if (extra < 0) lat = std::max(lat, p.lat * lat_ratio);
   if (g == 1.0 || !(p.bw > 0)) return lat + p.bw;
-  const double phi = p.bw / (p.bw + std::max(steps, 0.0) * skew_us);
+  const double phi = std::max(0.0, 1.0 - std::max(steps, 0.0) * skew_us / p.bw);
   return lat + p.bw * std::pow(g, phi);
 }
 // The routes between two host counts (nullopt: the profile lacks one of them); chain: the eager
 // dependency chain's extra and ratio (eager_chain_us), where both rings list their hops.
-// skew: the target ring's hop latency spread (routed_time).
+// skew: how far apart the target ring's flows on its most shared link start (routed_time).
 struct RouteStep {
   double delta = 0, lat_ratio = 1, g = 1;
   bool chain = false;
@@ -252,7 +253,8 @@ static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_t
   RouteStep r{b->latency_us - a->latency_us, a->latency_us > 0 ? b->latency_us / a->latency_us : 1.0,
               a->share_GBps / b->share_GBps};
   const std::vector<double>& hops = b->hop_latency_us;
-  r.skew = hops.size() == std::size_t(h_to)
+  r.skew = b->share_skew_us ? *b->share_skew_us
+           : hops.size() == std::size_t(h_to)
                ? *std::max_element(hops.begin(), hops.end()) - *std::min_element(hops.begin(), hops.end())
                : b->latency_us;
   return r;

@@ -158,13 +158,20 @@ struct Reader {
     for (std::size_t i = 0; i < rings.size(); ++i) {
       const JsonCursor e = rings[i];
       e.object();
-      e.expect_keys({"hosts", "latency_us", "share_GBps", "hop_latency_us"}, kUnknownKeyFix);
+      e.expect_keys({"hosts", "latency_us", "share_GBps", "share_skew_us", "hop_latency_us"}, kUnknownKeyFix);
       Profile::RingRoute x;
       x.hosts = int(e.integer_at("hosts", kMissingFix, 2, kMaxInt));
       // Two hosts are never 0 us apart (a route ring-routes found none for); a route of more
       // than a second, or a link below 1 MB/s, is a unit mistake.
       x.latency_us = e.required("latency_us", kMissingFix).number(1e-6, 1e6);
       x.share_GBps = e.required("share_GBps", kMissingFix).number(1e-3, 1e6);
+      // 0: the flows sharing that link take routes of one latency. At most the longest route.
+      if (auto k = e.optional("share_skew_us")) {
+        x.share_skew_us = k->number(0.0, 1e6);
+        if (*x.share_skew_us > x.latency_us * (1 + 1e-9))
+          fail(*k, "share_skew_us " + json_quote(k->json()) + " exceeds latency_us " + json_quote(json(x.latency_us)),
+               "two routes cannot differ by more than the longest (ring-routes writes it so)");
+      }
       if (auto h = e.optional("hop_latency_us")) {
         h->array();
         if (h->size() != std::size_t(x.hosts))

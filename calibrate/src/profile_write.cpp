@@ -121,6 +121,7 @@ std::string profile_to_json(const Profile& p) {
       e["hosts"] = x.hosts;
       e["latency_us"] = x.latency_us;
       e["share_GBps"] = x.share_GBps;
+      if (x.share_skew_us) e["share_skew_us"] = *x.share_skew_us;
       if (!x.hop_latency_us.empty()) e["hop_latency_us"] = x.hop_latency_us;
       rings.push_back(e);
     }

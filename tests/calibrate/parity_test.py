@@ -222,6 +222,14 @@ def add_ring_routes(rrng, doc, share):
     # (host_transport.cpp eager_chain_us); some lack one or the other (the middle instead).
     # (Their own RNG, seeded from the table's draws: the routes above stay as they were.)
     hrng = random.Random(repr(rings))
+    # Most also give the skew on the most shared link (ring-routes writes it): 0 (one latency,
+    # whole overlap) or up to the longest route. (Their own RNG: the draws above stay as they were.)
+    srng = random.Random("skew" + repr(rings))
+    for e in rings:
+        r = srng.random()
+        if r < 0.75:
+            e["share_skew_us"] = 0.0 if r < 0.25 else min(e["latency_us"], round(
+                e["latency_us"] * srng.uniform(0.0, 1.0), srng.choice([1, 3, 17])))
     if hrng.random() < 0.85:
         for e in rings:
             hops = [max(1e-3, round(e["latency_us"] * hrng.uniform(0.2, 1.0), hrng.choice([1, 3, 17])))
@@ -681,7 +689,10 @@ def edge_parity(tool, *readers):
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 0])]}, {"rings": [ring(2, 1.5, hop_latency_us=1.5)]},
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, "1"])]}, {"rings": [ring(2)], "loopback_latency_us": 0},
                {"rings": [ring(2)], "loopback_latency_us": "1"}, {"rings": [ring(2)], "loopback_latency_us": 1e7},
-               {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 1.5000001])]}):
+               {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 1.5000001])]},
+               {"rings": [ring(2, 1.5, share_skew_us=0)]}, {"rings": [ring(2, 1.5, share_skew_us=1.5)]},
+               {"rings": [ring(2, 1.5, share_skew_us=1.6)]}, {"rings": [ring(2, 1.5, share_skew_us=-0.1)]},
+               {"rings": [ring(2, 1.5, share_skew_us="0")]}, {"rings": [ring(2, 1e6, share_skew_us=1000001)]}):
         doc = json.loads(json.dumps(base))
         doc["extra"] = {"ring_routes": rr}
         cases.append((f"ring_routes {json.dumps(rr)}", json.dumps(doc)))

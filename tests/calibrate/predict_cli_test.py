@@ -288,7 +288,7 @@ def ring_routes(sb, repo):
         p8 = q(8)
         routes = p8["transport"]["routes"]
         assert routes["applied"] is True and routes["extra_us_per_step"] == 1.5 and routes["steps"] == 31, routes
-        assert routes["share_ratio"] == 1.0 and routes["skew_us"] == 1.5, routes  # hops 1.5 and 3 us
+        assert routes["share_ratio"] == 1.0 and routes["skew_us"] == 0.0, routes  # the table's share_skew_us
         assert "+1.5 us on each of 31 steps" in p8["note"], p8["note"]
         assert abs(p8["time_us"] - 133.652) < 0.01, p8  # the SMPI series' measured 133.65 us
         p32 = q(32)  # past the table (2..16): not applied, and said so

@@ -1027,13 +1027,13 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_DOUBLE_EQ(r.transport.route_bw_ratio, 2.0);
   EXPECT_TRUE(route_ring(r.transport, s));
   // An MPI ring at equal per-step messages: the measured count at S x 4/8, 7/3 of its steps;
-  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x 2^phi, phi = bw / (bw +
-  // 7 x skew) the share of the transfers that overlap (no hop lists: the skew is the longest
-  // route, 3 us).
+  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x 2^phi, phi = 1 - 7 x
+  // skew / bw the share of the transfers that overlap (no skew nor hop lists in the table: the
+  // skew is the longest route, 3 us).
   const double tb = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
   const double share = std::min(1.0, r.transport.latency_us / tb);
   const double lat_routed = tb * share * 7.0 / 3.0 + 7 * 1.5, bw_eq = tb * (1 - share) * 7.0 / 3.0;
-  const double phi = bw_eq / (bw_eq + 7 * 3.0);
+  const double phi = 1.0 - 7 * 3.0 / bw_eq;
   ASSERT_GT(phi, 0.05);
   ASSERT_LT(phi, 0.999);
   const double expect = lat_routed + bw_eq * std::pow(2.0, phi);
@@ -1055,8 +1055,9 @@ TEST(Profile, RingRoutesTransport) {
   const double no_delta = lat_eq + bw_eq * std::pow(2.0, phi);
   EXPECT_LT(r.lo_us, no_delta);
   EXPECT_GT(r.hi_us, r.time_us);
-  // Hops of one latency (no skew): the flows overlap whole, the bandwidth part x 2; the route
-  // skew is the query ring's hop spread.
+  // Hops of one latency (no skew): the flows overlap whole, the bandwidth part x 2. The skew is
+  // the table's share_skew_us, else the query ring's hop spread, else its longest route; a skew
+  // of a whole step's transfer or more: no overlap, the bandwidth part as measured.
   Profile even = p;
   even.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0, {1.5, 1.5}}, {4, 3.0, 12.5, {3, 3, 3, 3}}}};
   const Prediction rev = predict(even, Collective::AllGather, four, s);
@@ -1064,6 +1065,14 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_NEAR(rev.time_us, lat_routed + bw_eq * 2.0, 1e-9 * rev.time_us);
   even.ring_routes->rings[1].hop_latency_us = {1.0, 3.0, 2.0, 1.5};
   EXPECT_DOUBLE_EQ(predict(even, Collective::AllGather, four, s).transport.route_skew_us, 2.0);
+  even.ring_routes->rings[1].share_skew_us = 0.5;
+  const Prediction rsk = predict(even, Collective::AllGather, four, s);
+  EXPECT_DOUBLE_EQ(rsk.transport.route_skew_us, 0.5);
+  EXPECT_NEAR(rsk.time_us, lat_routed + bw_eq * std::pow(2.0, 1.0 - 7 * 0.5 / bw_eq), 1e-9 * rsk.time_us);
+  even.ring_routes->rings[1].latency_us = 1e5;  // (a skew past the whole transfer)
+  even.ring_routes->rings[1].share_skew_us = bw_eq;
+  const Prediction rno = predict(even, Collective::AllGather, four, s);
+  EXPECT_NEAR(rno.time_us - 7 * (1e5 - 1.5), lat_routed - 7 * 1.5 + bw_eq, 1e-6 * rno.time_us);
   // Equal routes and shares: exactly the price without routes.
   Profile same = p;
   same.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0}, {4, 1.5, 25.0}}};
@@ -1114,7 +1123,7 @@ TEST(Profile, RingRoutesTransport) {
   const double sr = std::min(1.0, r.transport.latency_us / tbr);
   // The bandwidth part x 2^phi (as above; skew 3 us without hop lists).
   const auto routed = [](double lat, double bw, double skew = 3.0) {
-    return lat + bw * std::pow(2.0, bw / (bw + 7 * skew));
+    return lat + bw * std::pow(2.0, std::max(0.0, 1.0 - 7 * skew / bw));
   };
   const double lat_r = tbr * sr * 7.0 / 3.0, bw_r = tbr * (1 - sr) * 7.0 / 3.0;
   const double no_d = routed(lat_r, bw_r);

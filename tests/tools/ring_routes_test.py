@@ -59,10 +59,16 @@ def rings(tool, platform, hostfile, label, order):
               f"{label}: {x['hosts']} hosts: hops {hops} for latency {x['latency_us']}")
     check(doc.get("loopback_latency_us") == 1.0, f"{label}: loopback {doc.get('loopback_latency_us')}")
     HOPS[label] = {x["hosts"]: x["hop_latency_us"] for x in doc["rings"]}
+    # How far apart in route latency the flows on the most shared link are: 0 .. the longest route.
+    for x in doc["rings"]:
+        sk = x.get("share_skew_us", -1)
+        check(0 <= sk <= x["latency_us"], f"{label}: {x['hosts']} hosts: share_skew_us {sk}")
+    SKEW[label] = {x["hosts"]: x.get("share_skew_us") for x in doc["rings"]}
     return {x["hosts"]: (x["latency_us"], x["share_GBps"]) for x in doc["rings"]}
 
 
 HOPS = {}  # label -> {hosts: hop latencies}
+SKEW = {}  # label -> {hosts: share_skew_us}
 
 
 def main():
@@ -97,6 +103,16 @@ def main():
         check(lat == 3.0, f"fat-tree spread {h} hosts: latency {lat} us")
     check(got.get(16, (0, 0))[1] == 12.5, f"fat-tree spread 16 hosts: share {got.get(16)}")
     check(got.get(2, (0, 0))[1] == 25.0, f"fat-tree spread 2 hosts: share {got.get(2)}")
+    check(SKEW["fat-tree-spread"].get(16) == 0.0, f"fat-tree spread 16 hosts: skew {SKEW['fat-tree-spread'].get(16)}")
+    # The checked-in dragonfly: from 9 hosts two ring flows share a global link; at 16 hosts their
+    # routes take 3 and 4.5 us (tests/data/smpi-hosts/README.md).
+    dfly = os.path.join(src, "tests", "data", "smpi-hosts", "dragonfly")
+    dfly_hosts = os.path.join(work, "dragonfly.hosts")  # (rings() writes beside the hostfile)
+    shutil.copyfile(os.path.join(dfly, "hostfile"), dfly_hosts)
+    got = rings(tool, os.path.join(dfly, "platform.xml"), dfly_hosts, "dragonfly", index)
+    check(got.get(8, (0, 0))[1] == 25.0 and SKEW["dragonfly"].get(8) == 0.0, f"dragonfly 8 hosts: {got.get(8)}")
+    check(got.get(16, (0, 0))[1] == 12.5 and SKEW["dragonfly"].get(16) == 1.5,
+          f"dragonfly 16 hosts: {got.get(16)}, skew {SKEW['dragonfly'].get(16)}")
     # Flat: NIC up (1.5 us) + FATPIPE backbone (0 us) + NIC down (1.5 us); one flow per NIC way.
     got = rings(tool, os.path.join(flat, "platform.xml"), os.path.join(flat, "hostfile"), "flat", index)
     for h, (lat, share) in got.items():

@@ -265,15 +265,15 @@ def _transport_parts(latency_us: float, latency_ratio: float, bus_ratio: float, 
 
 def _routed_time(parts, g: float, extra: float, lat_ratio: float, steps: float, skew: float) -> float:
     """host_transport.cpp routed_time: the latency part gains `extra` (lock step: steps x delta;
-    the eager chain's growth), the bandwidth part the share ratio g to the power phi = bw / (bw +
-    steps x skew), the share of the transfers that overlap; a shorter route (extra < 0) lowers the
-    latency part at most to its lat_ratio share."""
+    the eager chain's growth), the bandwidth part the share ratio g to the power phi, the share
+    of the transfers that overlap, phi = max(0, 1 - steps x skew / bw); a shorter route
+    (extra < 0) lowers the latency part at most to its lat_ratio share."""
     lat = parts[0] + extra
     if extra < 0:
         lat = max(lat, parts[0] * lat_ratio)
     if g == 1.0 or not parts[1] > 0:
         return lat + parts[1]
-    phi = parts[1] / (parts[1] + max(steps, 0.0) * skew)
+    phi = max(0.0, 1.0 - max(steps, 0.0) * skew / parts[1])
     return lat + parts[1] * g ** phi
 
 
@@ -399,7 +399,9 @@ def _route_step(prof, h_from: int, h_to: int):
     if a is None or b is None:
         return None
     hops = b[3] if len(b) > 3 else ()
-    skew = max(hops) - min(hops) if len(hops) == h_to else b[1]  # without hops: the longest route
+    # The table's skew on the most shared link, else the hops' spread, else the longest route.
+    skew = (b[4] if len(b) > 4 and b[4] is not None
+            else max(hops) - min(hops) if len(hops) == h_to else b[1])
     return RouteStep(b[1] - a[1], (b[1] / a[1] if a[1] > 0 else 1.0), a[2] / b[2], skew=skew)
 
 

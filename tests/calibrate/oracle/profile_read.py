@@ -407,7 +407,8 @@ class ProfileData:
             self.link_ceiling = {"GBps": gbps, "gpus": list(gpus), "source": lc.get("source", "")}
         # The network's ring routes (docs/PROFILE_FORMAT.md "ring_routes"), checked as
         # profile_read.cpp ring_routes(): {"source": TEXT, "hosts_order": [TEXT], "rings": [{"hosts":
-        # H >= 2, "latency_us": 1e-6..1e6, "share_GBps": 1e-3..1e6, "hop_latency_us": [H numbers
+        # H >= 2, "latency_us": 1e-6..1e6, "share_GBps": 1e-3..1e6, "share_skew_us": 0..latency_us,
+        # "hop_latency_us": [H numbers
         # 1e-6..1e6, the largest latency_us] (optional)}, ...]} (at least one), ascending hosts, each
         # once, "loopback_latency_us": 1e-6..1e6 (optional), no other keys.
         # Held as {"source": str, "rings": [(hosts, latency_us, share_GBps, hops or ()), ...],
@@ -444,7 +445,7 @@ class ProfileData:
                 if not isinstance(e, dict):
                     _fail(origin, p, "expected an object", "fix the value")
                 for k in e:
-                    if k not in ("hosts", "latency_us", "share_GBps", "hop_latency_us"):
+                    if k not in ("hosts", "latency_us", "share_GBps", "share_skew_us", "hop_latency_us"):
                         _fail(origin, f"{p}/{k}", f"unknown key '{k}'", "remove it")
                 h = _int(origin, e, p, "hosts", 2)
                 # (Two hosts are never 0 us apart; a route of more than a second, or a link below
@@ -455,6 +456,14 @@ class ProfileData:
                 share = _num(origin, e, p, "share_GBps", 1e-3)
                 if share > 1e6:
                     _fail(origin, f"{p}/share_GBps", f"must be <= 1e6, got {e['share_GBps']}", "fix the value")
+                skew = None  # (0: the flows sharing that link take routes of one latency)
+                if "share_skew_us" in e:
+                    skew = _num(origin, e, p, "share_skew_us", 0.0)
+                    if skew > 1e6:
+                        _fail(origin, f"{p}/share_skew_us", f"must be <= 1e6, got {e['share_skew_us']}", "fix the value")
+                    if skew > lat * (1 + 1e-9):
+                        _fail(origin, f"{p}/share_skew_us", f"share_skew_us {skew} exceeds latency_us {lat}",
+                              "two routes cannot differ by more than the longest (ring-routes writes it so)")
                 hops = ()
                 if "hop_latency_us" in e:
                     hv = e["hop_latency_us"]
@@ -473,7 +482,7 @@ class ProfileData:
                 if rings and h <= rings[-1][0]:
                     _fail(origin, p, f"hosts {h} after {rings[-1][0]}",
                           "list each host count once, ascending (ring-routes writes them so)")
-                rings.append((h, lat, share, hops))
+                rings.append((h, lat, share, hops, skew))
             self.ring_routes = {"source": rr.get("source", ""), "rings": rings, "loopback": loopback}
         self.fit_method = doc.get("fit_method")
         # The copy cost calibrate fitted and adopted (ns per byte, 0 = free); None: the memory

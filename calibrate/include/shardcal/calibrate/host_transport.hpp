@@ -127,7 +127,7 @@ struct HostTransport {
   double route_chain_extra_us = 0, route_chain_lat_ratio = 1;
   double route_lat_ratio = 1;  // latency(h) / latency(h_b): how far a shorter route can lower
   double route_bw_ratio = 1;   // share(h_b) / share(h): > 1 where the query's ring shares links
-  double route_skew_us = 0;    // the query ring's hop latency spread: flows overlap T / (T + skew)
+  double route_skew_us = 0;    // how far apart the flows on the query ring's most shared link start
   int route_steps = 0;         // the collective's ring steps on n_query ranks
   double route_latency_model_us = 0, route_latency_query_us = 0;  // for the note
   double route_share_model_GBps = 0, route_share_query_GBps = 0;

@@ -197,6 +197,9 @@ struct Profile {
     // order; its largest is latency_us. With loopback_latency_us it prices the dependency chain
     // of a ring whose steps overlap (Open MPI's eager reduce_scatter ring).
     std::vector<double> hop_latency_us = {};  // (initialised: aggregate initialisers stay warning-free)
+    // Optional: the largest route latency difference between two flows that share the link
+    // setting share_GBps (they overlap for T - skew of a transfer T: host_transport.cpp).
+    std::optional<double> share_skew_us = std::nullopt;
   };
   struct RingRoutes {
     std::string source;
