@@ -261,11 +261,13 @@ int run(const PredictArgs& a) {
                                                   {"query", t.route_latency_query_us}}},
                                   {"share_GBps", {{"measured", t.route_share_model_GBps},
                                                   {"query", t.route_share_query_GBps}}},
-                                  // measured / query share: the bandwidth term's factor is
-                                  // this ratio to the power phi, the share of its transfers
-                                  // that overlap (routed_time; skew: the hops' latency spread).
+                                  // measured / query share: the bandwidth term gains this
+                                  // ratio as far as the flows on the shared link overlap
+                                  // (routed_time); skew: how far apart they start, and from
+                                  // where ("table", "hop spread", "longest route").
                                   {"share_ratio", t.route_bw_ratio},
                                   {"skew_us", t.route_skew_us},
+                                  {"skew_source", std::string(calib::skew_source_name(t.route_skew_source))},
                                   {"extra_us_per_step", t.route_step_us},
                                   {"steps", t.route_steps},
                                   {"source", t.route_source}};

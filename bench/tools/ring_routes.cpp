@@ -177,15 +177,17 @@ std::string one_line(std::string text) {
         const bool fatpipe = link->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE;
         share = std::min(share, fatpipe ? bw : bw / count);
       }
-      // The flows that set the share (on every link whose share is the smallest) start their
-      // transfers as far apart as their route latencies differ: the largest such difference.
-      double skew = 0;
+      // The flows that set the share start their transfers as far apart as their route
+      // latencies differ. Of several links at the smallest share, the one whose flows are
+      // closest: a step waits for its slowest flow, and that link's flows overlap the most.
+      double skew = std::numeric_limits<double>::infinity();
       for (const auto& [link, count] : uses) {
         if (link->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE) continue;
         if (link->get_bandwidth() / count > share * (1 + 1e-9)) continue;
         const std::vector<double>& f = flow_latency[link];
-        skew = std::max(skew, *std::max_element(f.begin(), f.end()) - *std::min_element(f.begin(), f.end()));
+        skew = std::min(skew, *std::max_element(f.begin(), f.end()) - *std::min_element(f.begin(), f.end()));
       }
+      if (!std::isfinite(skew)) skew = 0;  // every link FATPIPE: nothing shared
       nlohmann::ordered_json ring = {{"hosts", n}, {"latency_us", tidy(worst_latency * 1e6)}};
       ring["share_GBps"] = tidy(share / 1e9);  // finite: every route has a link (above)
       ring["share_skew_us"] = tidy(skew);

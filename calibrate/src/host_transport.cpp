@@ -116,37 +116,39 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
 }
 // With the ring routes: the latency part gains `extra` (lock step: the extra route latency delta
 // on each of the ring's steps; an overlapped ring's eager steps: its dependency chain's growth),
-// the bandwidth term the link-share ratio g to the power phi, the share of its transfers that
-// overlap. The share (the smallest per-flow bandwidth with every ring flow at once) assumes the
-// flows on that link transfer at the same time; they start a step as far apart as their routes'
-// latencies differ (skew), so two transfers of T (the bandwidth term per step) overlap for
-// T - skew of it:
-//     phi = max(0, 1 - steps x skew / bw).
-// Flows of one latency overlap whole: on SMPI's fat tree with spread hosts and a 4 x 4 torus in
-// scattered order (the share halving or quartering, the flows on that link 0 us apart) the whole
-// ratio priced all_gather at 0.0-2.6 % median. On its two dragonflies (the flows on the halved
-// link 1.5 and 2 us apart at 16 hosts) the exponent that fits the measured 16-host times was
-// 0.05-0.2 at 1 MiB, 0.35-0.6 at 4 MiB and 0.73-0.93 from 8 MiB, this phi 0, 0.42-0.62 and
-// 0.71-0.95; the whole ratio was up to 33 % slow at 2-4 MiB. Without the link's skew in the
-// table: the spread of the ring's hop latencies, else its longest route (bounds on it).
-// A shorter route (extra < 0) lowers the latency part at most to lat_ratio (the routes' ratio:
-// the rest is the hosts' own).
+// the bandwidth term the link-share ratio g as far as the flows sharing the link overlap. The
+// share (the smallest per-flow bandwidth with every ring flow at once) assumes they transfer at
+// the same time; they start a step as far apart as their routes' latencies differ (skew). Two
+// transfers of T offset by the skew, fairly sharing the link while both run, each take
+// T (1 + (g - 1) phi), phi = max(0, 1 - skew / T) the share of T they overlap; with T the
+// bandwidth term per step (bw / steps):
+//     bw (1 + (g - 1) phi) = bw + (g - 1) max(0, bw - steps x skew),
+// which never falls as bw grows (g > 0). Flows of one latency overlap whole: on SMPI's fat tree
+// with one uplink per leaf and a 4 x 4 torus, hosts scattered (the share halving or quartering,
+// the flows on that link 0 us apart), the whole ratio priced all_gather at 0.0-2.6 % median. On
+// its two dragonflies (the flows on the halved link 1.5 and 2 us apart at 16 hosts) the whole
+// ratio was up to 33 % slow at 2-4 MiB, and phi follows the overlap the measured times show
+// (0.4-0.6 at 4 MiB, 0.7-0.95 from 8 MiB). The skew: the table's share_skew_us, else the
+// ring's hop latency spread, else its longest route (route_step; of the contended ring, the
+// query's where g > 1, the measured count's where g < 1). A shorter route (extra < 0) lowers
+// the latency part at most to lat_ratio (the routes' ratio: the rest is the hosts' own).
 static double routed_time(const TransportParts& p, double g, double extra, double lat_ratio,
                           double steps, double skew_us) {
   double lat = p.lat + extra;
   if (extra < 0) lat = std::max(lat, p.lat * lat_ratio);
   if (g == 1.0 || !(p.bw > 0)) return lat + p.bw;
-  const double phi = std::max(0.0, 1.0 - std::max(steps, 0.0) * skew_us / p.bw);
-  return lat + p.bw * std::pow(g, phi);
+  return lat + p.bw + (g - 1.0) * std::max(0.0, p.bw - std::max(steps, 0.0) * skew_us);
 }
 // The routes between two host counts (nullopt: the profile lacks one of them); chain: the eager
 // dependency chain's extra and ratio (eager_chain_us), where both rings list their hops.
-// skew: how far apart the target ring's flows on its most shared link start (routed_time).
+// skew: how far apart the contended ring's flows on its most shared link start (routed_time),
+// and where that came from.
 struct RouteStep {
   double delta = 0, lat_ratio = 1, g = 1;
   bool chain = false;
   double chain_extra = 0, chain_lat_ratio = 1;
   double skew = 0;
+  SkewSource skew_source = SkewSource::Table;
 };
 // Open MPI's ring reduce_scatter (coll_base_reduce_scatter_intra_ring, which SMPI's ompi_ring
 // runs) keeps the receive for message k posted from the moment message k-2 arrived and sends
@@ -252,11 +254,19 @@ static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_t
   if (!a || !b) return std::nullopt;
   RouteStep r{b->latency_us - a->latency_us, a->latency_us > 0 ? b->latency_us / a->latency_us : 1.0,
               a->share_GBps / b->share_GBps};
-  const std::vector<double>& hops = b->hop_latency_us;
-  r.skew = b->share_skew_us ? *b->share_skew_us
-           : hops.size() == std::size_t(h_to)
-               ? *std::max_element(hops.begin(), hops.end()) - *std::min_element(hops.begin(), hops.end())
-               : b->latency_us;
+  // The skew of the ring whose flows share more: the query's (g > 1), else the measured one's
+  // (its time held g^-1 of a contention the query lacks only as far as its flows overlapped).
+  const Profile::RingRoute& c = r.g >= 1.0 ? *b : *a;
+  const std::vector<double>& hops = c.hop_latency_us;
+  if (c.share_skew_us) {
+    r.skew = *c.share_skew_us;
+  } else if (hops.size() == std::size_t(c.hosts) && !hops.empty()) {
+    r.skew = *std::max_element(hops.begin(), hops.end()) - *std::min_element(hops.begin(), hops.end());
+    r.skew_source = SkewSource::HopSpread;
+  } else {
+    r.skew = c.latency_us;
+    r.skew_source = SkewSource::LongestRoute;
+  }
   return r;
 }
 
@@ -673,6 +683,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     t.route_lat_ratio = r->lat_ratio;
     t.route_bw_ratio = r->g;
     t.route_skew_us = r->skew;
+    t.route_skew_source = r->skew_source;
     t.route_steps = collective_info(op).ring_steps(lc.group_size);
     const Profile::RingRoute &rb = *p.ring_routes->at(best.hosts), &rq = *p.ring_routes->at(lc.hosts);
     t.route_latency_model_us = rb.latency_us;
@@ -775,20 +786,33 @@ enum class Routed { Price, Without, With };
 // The measured count's price tb carried to the query: tb x the factor, or where the ring routes
 // apply (`ring`) its latency and bandwidth parts with the routes' link share and extra latency
 // (which: the price, by mode, or the price without / with the lock step's extra).
+// skew_us: the flows' skew on the shared link (negative: the transport's own).
 double transported_time(const HostTransport& t, bool eq, const TransportAt& at, double tb,
-                        bool ring, Routed which, RouteLatency mode) {
+                        bool ring, Routed which, RouteLatency mode, double skew_us = -1.0) {
   if (!t.routes || !ring) return tb * transported_factor(t, eq, at, tb);
   const double steps = double(t.n_query - 1) / double(t.n_model - 1);
   const TransportParts q = eq ? transport_parts(t.latency_us, steps, steps, tb)
                               : transport_parts(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
   const RouteStep r{t.route_step_us,        t.route_lat_ratio,      t.route_bw_ratio, t.route_chain,
-                    t.route_chain_extra_us, t.route_chain_lat_ratio, t.route_skew_us};
+                    t.route_chain_extra_us, t.route_chain_lat_ratio, skew_us >= 0 ? skew_us : t.route_skew_us};
   const double n_steps = double(t.route_steps);
   if (which == Routed::Without) return routed_time(q, r.g, 0.0, r.lat_ratio, n_steps, r.skew);
   return mode_routed_time(q, r, n_steps, which == Routed::With ? RouteLatency::LockStep : mode);
 }
 
 }  // namespace
+
+std::string_view skew_source_name(SkewSource s) {
+  switch (s) {
+    case SkewSource::Table:
+      return "table";
+    case SkewSource::HopSpread:
+      return "hop spread";
+    case SkewSource::LongestRoute:
+      return "longest route";
+  }
+  return "table";
+}
 
 RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff) {
   return route_latency_for(route_latency_overlapped(t), t.route_chain, m, t.n_model, s_eff,
@@ -840,6 +864,13 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
     const double r1 = transported_time(t, eq, at, b.time_us, true, Routed::With, mode) / tq;
     out.lo_us *= std::min({1.0, r0, r1});
     out.hi_us *= std::max({1.0, r0, r1});
+  }
+  if (ring && tq > 0 && t.route_bw_ratio != 1.0 && t.route_skew_source != SkewSource::Table) {
+    // A skew the table did not give (its hop spread or longest route bound the shared link's
+    // from above): the interval reaches the price with the flows overlapping whole.
+    const double rw = transported_time(t, eq, at, b.time_us, true, Routed::Price, mode, 0.0) / tq;
+    out.lo_us *= std::min(1.0, rw);
+    out.hi_us *= std::max(1.0, rw);
   }
   out.lo_us = std::max(out.lo_us, floor_us);
   out.hi_us = std::max(out.hi_us, floor_us);

@@ -249,10 +249,15 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
         << tr.route_step_us << " us on each of " << tr.route_steps << " steps"
         << route_latency_note(route_latency(*best, tr, s_eff), tr);
-      if (tr.route_bw_ratio != 1.0)
+      if (tr.route_bw_ratio != 1.0) {
         o << "; the bandwidth term x" << tr.route_bw_ratio
-          << "^phi, phi the share of its transfers that overlap (their routes' latencies differ by "
-          << tr.route_skew_us << " us)";
+          << " as far as the flows sharing the link overlap (their routes' latencies differ by "
+          << tr.route_skew_us << " us";
+        if (tr.route_skew_source != SkewSource::Table)
+          o << " at most, the " << skew_source_name(tr.route_skew_source)
+            << "'s: the interval reaches whole overlap; ring-routes writes share_skew_us";
+        o << ")";
+      }
     } else
       o << "ring routes not applied (the algorithm priced here is not a neighbour ring)";
     add(o.str());

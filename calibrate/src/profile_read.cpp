@@ -189,6 +189,13 @@ struct Reader {
           fail(*h, "the longest hop latency " + json_quote(json(longest)) + " is not latency_us " +
                        json_quote(json(x.latency_us)),
                "make latency_us the largest hop latency (ring-routes writes them so)");
+        // Two of the ring's flows differ by at most its hops' spread (2e-6: each rounded to 1e-6).
+        const double spread = longest - *std::min_element(x.hop_latency_us.begin(), x.hop_latency_us.end());
+        if (x.share_skew_us && *x.share_skew_us > spread + 2e-6)
+          fail(e.required("share_skew_us", kMissingFix),
+               "share_skew_us " + json_quote(json(*x.share_skew_us)) + " exceeds the hops' spread " +
+                   json_quote(json(spread)),
+               "two of the ring's flows cannot differ by more than its hops do (ring-routes writes it so)");
       }
       if (!r.rings.empty() && x.hosts <= r.rings.back().hosts)
         fail(e, "hosts " + std::to_string(x.hosts) + " after " + std::to_string(r.rings.back().hosts),

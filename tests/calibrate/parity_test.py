@@ -237,6 +237,8 @@ def add_ring_routes(rrng, doc, share):
             hops = [min(x, e["latency_us"]) for x in hops]
             hops[hrng.randrange(e["hosts"])] = e["latency_us"]
             e["hop_latency_us"] = hops
+            if "share_skew_us" in e:  # (the reader: at most the hops' spread)
+                e["share_skew_us"] = min(e["share_skew_us"], max(hops) - min(hops))
         if hrng.random() < 0.9:
             rr["loopback_latency_us"] = round(hrng.uniform(0.05, 3.0), hrng.choice([1, 3, 17]))
     doc.setdefault("extra", {})["ring_routes"] = rr
@@ -692,7 +694,9 @@ def edge_parity(tool, *readers):
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 1.5000001])]},
                {"rings": [ring(2, 1.5, share_skew_us=0)]}, {"rings": [ring(2, 1.5, share_skew_us=1.5)]},
                {"rings": [ring(2, 1.5, share_skew_us=1.6)]}, {"rings": [ring(2, 1.5, share_skew_us=-0.1)]},
-               {"rings": [ring(2, 1.5, share_skew_us="0")]}, {"rings": [ring(2, 1e6, share_skew_us=1000001)]}):
+               {"rings": [ring(2, 1.5, share_skew_us="0")]}, {"rings": [ring(2, 1e6, share_skew_us=1000001)]},
+               {"rings": [ring(2, 1.5, share_skew_us=0.5, hop_latency_us=[1.5, 1.0])]},
+               {"rings": [ring(2, 1.5, share_skew_us=0.6, hop_latency_us=[1.5, 1.0])]}):
         doc = json.loads(json.dumps(base))
         doc["extra"] = {"ring_routes": rr}
         cases.append((f"ring_routes {json.dumps(rr)}", json.dumps(doc)))

@@ -1027,17 +1027,23 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_DOUBLE_EQ(r.transport.route_bw_ratio, 2.0);
   EXPECT_TRUE(route_ring(r.transport, s));
   // An MPI ring at equal per-step messages: the measured count at S x 4/8, 7/3 of its steps;
-  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x 2^phi, phi = 1 - 7 x
-  // skew / bw the share of the transfers that overlap (no skew nor hop lists in the table: the
-  // skew is the longest route, 3 us).
+  // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x (1 + (2 - 1) phi),
+  // phi = 1 - 7 x skew / bw the share of the transfers that overlap (no skew nor hop lists in the
+  // table: the skew is at most the longest route, 3 us, and the interval reaches whole overlap).
   const double tb = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
   const double share = std::min(1.0, r.transport.latency_us / tb);
   const double lat_routed = tb * share * 7.0 / 3.0 + 7 * 1.5, bw_eq = tb * (1 - share) * 7.0 / 3.0;
   const double phi = 1.0 - 7 * 3.0 / bw_eq;
   ASSERT_GT(phi, 0.05);
   ASSERT_LT(phi, 0.999);
-  const double expect = lat_routed + bw_eq * std::pow(2.0, phi);
+  const double expect = lat_routed + bw_eq * (1.0 + phi);
   EXPECT_NEAR(r.time_us, expect, 1e-9 * expect);
+  EXPECT_EQ(r.transport.route_skew_source, SkewSource::LongestRoute);
+  EXPECT_GE(r.hi_us, lat_routed + bw_eq * 2.0);
+  EXPECT_NE(r.note.find("the bandwidth term x2 as far as the flows sharing the link overlap (their routes' "
+                        "latencies differ by 3 us at most, the longest route's"),
+            std::string::npos)
+      << r.note;
   // Strictly between no share change and the whole of it.
   EXPECT_GT(r.time_us, lat_routed + bw_eq * 1.001);
   EXPECT_LT(r.time_us, lat_routed + bw_eq * 1.999);
@@ -1052,7 +1058,7 @@ TEST(Profile, RingRoutesTransport) {
   const Prediction r0 = predict(plain, Collective::AllGather, four, s);
   EXPECT_LT(r0.time_us, r.time_us);
   const double lat_eq = tb * share * 7.0 / 3.0;
-  const double no_delta = lat_eq + bw_eq * std::pow(2.0, phi);
+  const double no_delta = lat_eq + bw_eq * (1.0 + phi);
   EXPECT_LT(r.lo_us, no_delta);
   EXPECT_GT(r.hi_us, r.time_us);
   // Hops of one latency (no skew): the flows overlap whole, the bandwidth part x 2. The skew is
@@ -1068,7 +1074,30 @@ TEST(Profile, RingRoutesTransport) {
   even.ring_routes->rings[1].share_skew_us = 0.5;
   const Prediction rsk = predict(even, Collective::AllGather, four, s);
   EXPECT_DOUBLE_EQ(rsk.transport.route_skew_us, 0.5);
-  EXPECT_NEAR(rsk.time_us, lat_routed + bw_eq * std::pow(2.0, 1.0 - 7 * 0.5 / bw_eq), 1e-9 * rsk.time_us);
+  EXPECT_NEAR(rsk.time_us, lat_routed + bw_eq * (2.0 - 7 * 0.5 / bw_eq), 1e-9 * rsk.time_us);
+  EXPECT_EQ(rsk.transport.route_skew_source, SkewSource::Table);
+  // Prices never fall with size under the overlap (at g = 1/8 too, the measured count contended).
+  for (double g : {2.0, 0.125}) {
+    Profile mono = even;
+    mono.ring_routes->rings[1].share_GBps = 25.0 / g;
+    double last = 0;
+    for (double b = 1 << 10; b <= double(1 << 26); b *= 1.19) {
+      const double t = predict(mono, Collective::AllGather, four, b).time_us;
+      EXPECT_GE(t, last * (1 - 1e-12)) << g << " " << b;
+      last = t;
+    }
+  }
+  // Towards fewer hosts (g < 1, the measured count's flows shared more): the measured ring's skew.
+  Profile down = even;
+  down.ring_routes->rings[0].share_skew_us.reset();
+  down.ring_routes->rings[0].hop_latency_us = {1.5, 0.5};
+  down.ring_routes->rings[1].share_GBps = 50.0;
+  const Prediction rdn = predict(down, Collective::AllGather, four, s);
+  EXPECT_DOUBLE_EQ(rdn.transport.route_bw_ratio, 0.5);
+  EXPECT_DOUBLE_EQ(rdn.transport.route_skew_us, 1.0);
+  EXPECT_EQ(rdn.transport.route_skew_source, SkewSource::HopSpread);
+  EXPECT_NEAR(rdn.time_us, lat_routed + bw_eq - 0.5 * std::max(0.0, bw_eq - 7 * 1.0), 1e-9 * rdn.time_us);
+  EXPECT_LE(rdn.lo_us, lat_routed + bw_eq * 0.5);
   even.ring_routes->rings[1].latency_us = 1e5;  // (a skew past the whole transfer)
   even.ring_routes->rings[1].share_skew_us = bw_eq;
   const Prediction rno = predict(even, Collective::AllGather, four, s);
@@ -1121,9 +1150,9 @@ TEST(Profile, RingRoutesTransport) {
   ASSERT_TRUE(r.transport.routes);
   const double tbr = predict(rs, Collective::ReduceScatter, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
   const double sr = std::min(1.0, r.transport.latency_us / tbr);
-  // The bandwidth part x 2^phi (as above; skew 3 us without hop lists).
+  // The bandwidth part x (1 + phi) (as above; skew 3 us without hop lists).
   const auto routed = [](double lat, double bw, double skew = 3.0) {
-    return lat + bw * std::pow(2.0, std::max(0.0, 1.0 - 7 * skew / bw));
+    return lat + bw + std::max(0.0, bw - 7 * skew);
   };
   const double lat_r = tbr * sr * 7.0 / 3.0, bw_r = tbr * (1 - sr) * 7.0 / 3.0;
   const double no_d = routed(lat_r, bw_r);

@@ -68,7 +68,8 @@ class HostTransport:
     route_chain_lat_ratio: float = 1.0
     route_lat_ratio: float = 1.0  # latency(h) / latency(h_b)
     route_bw_ratio: float = 1.0  # share(h_b) / share(h)
-    route_skew_us: float = 0.0  # the query ring's hop latency spread
+    route_skew_us: float = 0.0  # the contended ring's skew on its most shared link
+    route_skew_source: str = "table"
     route_steps: int = 0  # the collective's ring steps on n_query ranks
     route_latency_model_us: float = 0.0
     route_latency_query_us: float = 0.0
@@ -265,16 +266,15 @@ def _transport_parts(latency_us: float, latency_ratio: float, bus_ratio: float, 
 
 def _routed_time(parts, g: float, extra: float, lat_ratio: float, steps: float, skew: float) -> float:
     """host_transport.cpp routed_time: the latency part gains `extra` (lock step: steps x delta;
-    the eager chain's growth), the bandwidth part the share ratio g to the power phi, the share
-    of the transfers that overlap, phi = max(0, 1 - steps x skew / bw); a shorter route
-    (extra < 0) lowers the latency part at most to its lat_ratio share."""
+    the eager chain's growth), the bandwidth part bw the share ratio g as far as the flows overlap,
+    bw + (g - 1) max(0, bw - steps x skew); a shorter route (extra < 0) lowers the latency part at
+    most to its lat_ratio share."""
     lat = parts[0] + extra
     if extra < 0:
         lat = max(lat, parts[0] * lat_ratio)
     if g == 1.0 or not parts[1] > 0:
         return lat + parts[1]
-    phi = max(0.0, 1.0 - max(steps, 0.0) * skew / parts[1])
-    return lat + parts[1] * g ** phi
+    return lat + parts[1] + (g - 1.0) * max(0.0, parts[1] - max(steps, 0.0) * skew)
 
 
 @dataclass
@@ -287,7 +287,8 @@ class RouteStep:
     chain: bool = False
     chain_extra: float = 0.0
     chain_lat_ratio: float = 1.0
-    skew: float = 0.0  # the target ring's hop latency spread (routed_time)
+    skew: float = 0.0  # the contended ring's skew on its most shared link (routed_time)
+    skew_source: str = "table"  # "table", "hop spread" or "longest route"
 
 
 def _route_latency_overlapped(t: HostTransport) -> bool:
@@ -398,11 +399,17 @@ def _route_step(prof, h_from: int, h_to: int):
     b = next((r for r in rr["rings"] if r[0] == h_to), None)
     if a is None or b is None:
         return None
-    hops = b[3] if len(b) > 3 else ()
+    g = a[2] / b[2]
+    c = b if g >= 1.0 else a  # the contended ring's skew (the query's where g > 1)
+    hops = c[3] if len(c) > 3 else ()
     # The table's skew on the most shared link, else the hops' spread, else the longest route.
-    skew = (b[4] if len(b) > 4 and b[4] is not None
-            else max(hops) - min(hops) if len(hops) == h_to else b[1])
-    return RouteStep(b[1] - a[1], (b[1] / a[1] if a[1] > 0 else 1.0), a[2] / b[2], skew=skew)
+    if len(c) > 4 and c[4] is not None:
+        skew, source = c[4], "table"
+    elif hops and len(hops) == c[0]:
+        skew, source = max(hops) - min(hops), "hop spread"
+    else:
+        skew, source = c[1], "longest route"
+    return RouteStep(b[1] - a[1], (b[1] / a[1] if a[1] > 0 else 1.0), g, skew=skew, skew_source=source)
 
 
 def _ring_at_both(collective: str, n_b: int, n: int, nbytes: float) -> bool:
@@ -459,7 +466,7 @@ def _transported_factor(t: HostTransport, eq: bool, at_r: float, at_f: float, tb
 
 
 def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: float, ring: bool,
-                      which: str, mode: str) -> float:
+                      which: str, mode: str, skew: float = -1.0) -> float:
     """host_transport.cpp transported_time: tb x the factor, or where the ring routes apply its
     latency and bandwidth parts with the routes' share ratio and extra latency; which: "price" (by
     mode, route_latency), "without" or "with" the lock step's extra."""
@@ -469,7 +476,7 @@ def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: 
     q = (_transport_parts(t.latency_us, steps, steps, tb) if eq
          else _transport_parts(t.latency_us, at_r, at_f, tb))
     r = RouteStep(t.route_step_us, t.route_lat_ratio, t.route_bw_ratio, t.route_chain,
-                  t.route_chain_extra_us, t.route_chain_lat_ratio, t.route_skew_us)
+                  t.route_chain_extra_us, t.route_chain_lat_ratio, skew if skew >= 0 else t.route_skew_us)
     n_steps = float(t.route_steps)
     if which == "without":
         return _routed_time(q, r.g, 0.0, r.lat_ratio, n_steps, r.skew)
@@ -527,6 +534,11 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
         r1 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "with", mode) / tq
         lo_us *= min(1.0, r0, r1)
         hi_us *= max(1.0, r0, r1)
+    if ring and tq > 0 and t.route_bw_ratio != 1.0 and t.route_skew_source != "table":
+        # A skew the table did not give: the interval reaches the price with whole overlap.
+        rw = _transported_time(t, eq, at_r, at_f, b.time_us, True, "price", mode, 0.0) / tq
+        lo_us *= min(1.0, rw)
+        hi_us *= max(1.0, rw)
     return Priced(max(tq, floor_us), max(lo_us, floor_us), max(hi_us, floor_us),
                   b.segment, b.curve, b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
@@ -727,6 +739,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         t.route_chain, t.route_chain_extra_us, t.route_chain_lat_ratio = r.chain, r.chain_extra, r.chain_lat_ratio
         t.route_step_us, t.route_lat_ratio, t.route_bw_ratio = r.delta, r.lat_ratio, r.g
         t.route_skew_us = r.skew
+        t.route_skew_source = r.skew_source
         t.route_steps = ring_steps(op, group_size)
         t.route_latency_model_us, t.route_latency_query_us = rings[best.hosts][1], rings[hosts][1]
         t.route_share_model_GBps, t.route_share_query_GBps = rings[best.hosts][2], rings[hosts][2]

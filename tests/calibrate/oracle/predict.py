@@ -230,9 +230,11 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
                          f"{'+' if tr.route_step_us >= 0 else ''}{tr.route_step_us:.4g} us on each of "
                          f"{tr.route_steps} steps"
                          + _route_latency_note(_ht.route_latency(m, tr, s_eff), tr)
-                         + (f"; the bandwidth term x{tr.route_bw_ratio:.4g}^phi, phi the share of its transfers that "
-                            f"overlap (their routes' latencies differ by {tr.route_skew_us:.4g} us)"
-                            if tr.route_bw_ratio != 1.0 else ""))
+                         + (f"; the bandwidth term x{tr.route_bw_ratio:.4g} as far as the flows sharing the link "
+                            f"overlap (their routes' latencies differ by {tr.route_skew_us:.4g} us"
+                            + (f" at most, the {tr.route_skew_source}'s: the interval reaches whole overlap; "
+                               "ring-routes writes share_skew_us" if tr.route_skew_source != "table" else "")
+                            + ")" if tr.route_bw_ratio != 1.0 else ""))
         else:
             notes.append("ring routes not applied (the algorithm priced here is not a neighbour ring)")
     s_priced = s_eff * tr.n_model / tr.n_query if per_step else s_eff

@@ -74,6 +74,11 @@ SelectorStructure selector_structure(Collective op, int n_b, int h_b, int n, int
 // are counts of steps and bytes, not times (latencies inside vs across hosts, contention).
 inline constexpr double kSelectorSwitchLogSigma = 0.20;
 
+// Where a ring's skew on its most shared link came from (routed_time): the routes table's
+// share_skew_us, else the ring's hop latency spread, else its longest route (bounds on it).
+enum class SkewSource { Table, HopSpread, LongestRoute };
+std::string_view skew_source_name(SkewSource s);
+
 // A price transported from the nearest measured host count to another along the collective's
 // algorithm ("Host-count transport" below); a second measured count, when the profile
 // has one, tests that structure first (chooses the latency law, widens where it misses).
@@ -127,7 +132,8 @@ struct HostTransport {
   double route_chain_extra_us = 0, route_chain_lat_ratio = 1;
   double route_lat_ratio = 1;  // latency(h) / latency(h_b): how far a shorter route can lower
   double route_bw_ratio = 1;   // share(h_b) / share(h): > 1 where the query's ring shares links
-  double route_skew_us = 0;    // how far apart the flows on the query ring's most shared link start
+  double route_skew_us = 0;    // how far apart the flows on the contended ring's most shared link start
+  SkewSource route_skew_source = SkewSource::Table;  // where route_skew_us came from
   int route_steps = 0;         // the collective's ring steps on n_query ranks
   double route_latency_model_us = 0, route_latency_query_us = 0;  // for the note
   double route_share_model_GBps = 0, route_share_query_GBps = 0;
