@@ -130,8 +130,11 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
 // ratio was up to 33 % slow at 2-4 MiB, and phi follows the overlap the measured times show
 // (0.4-0.6 at 4 MiB, 0.7-0.95 from 8 MiB). The skew: the table's share_skew_us, else the
 // ring's hop latency spread, else its longest route (route_step; of the contended ring, the
-// query's where g > 1, the measured count's where g < 1). A shorter route (extra < 0) lowers
-// the latency part at most to lat_ratio (the routes' ratio: the rest is the hosts' own).
+// query's where g > 1, the measured count's where g < 1). Where g < 1 phi still comes from the
+// query's per-step transfer: exact for a ring carried at equal per-step messages, an overstated
+// gain under the bus-factor law; the exact inverse of the measured ring's contention can fall
+// with size for g < 1/2, the linear form never does. A shorter route (extra < 0) lowers the
+// latency part at most to lat_ratio (the routes' ratio: the rest is the hosts' own).
 static double routed_time(const TransportParts& p, double g, double extra, double lat_ratio,
                           double steps, double skew_us) {
   double lat = p.lat + extra;

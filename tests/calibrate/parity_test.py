@@ -224,11 +224,12 @@ def add_ring_routes(rrng, doc, share):
     hrng = random.Random(repr(rings))
     # Most also give the skew on the most shared link (ring-routes writes it): 0 (one latency,
     # whole overlap) or up to the longest route. (Their own RNG: the draws above stay as they were.)
+    # Some tables give no skew (older ring-routes), so the hops' spread or the longest route stands in.
     srng = random.Random("skew" + repr(rings))
-    for e in rings:
-        r = srng.random()
-        if r < 0.75:
-            e["share_skew_us"] = 0.0 if r < 0.25 else min(e["latency_us"], round(
+    if srng.random() < 0.6:
+        for e in rings:
+            r = srng.random()
+            e["share_skew_us"] = 0.0 if r < 0.3 else min(e["latency_us"], round(
                 e["latency_us"] * srng.uniform(0.0, 1.0), srng.choice([1, 3, 17])))
     if hrng.random() < 0.85:
         for e in rings:
@@ -241,6 +242,12 @@ def add_ring_routes(rrng, doc, share):
                 e["share_skew_us"] = min(e["share_skew_us"], max(hops) - min(hops))
         if hrng.random() < 0.9:
             rr["loopback_latency_us"] = round(hrng.uniform(0.05, 3.0), hrng.choice([1, 3, 17]))
+    # In tables without skews, some rings without hops too (the oldest ring-routes): the longest
+    # route stands in.
+    if "share_skew_us" not in rings[0]:
+        for e in rings:
+            if srng.random() < 0.3:
+                e.pop("hop_latency_us", None)
     doc.setdefault("extra", {})["ring_routes"] = rr
     return doc
 
@@ -423,6 +430,10 @@ def parity(tool, repo):
                         routes["clamped"] += oht.ROUTE_CLAMPS[0] > clamps
                         routes["lowered"] += tr.route_step_us < 0 and not over and oht.ROUTE_CLAMPS[0] == clamps
                         routes["share"] += tr.route_bw_ratio != 1.0
+                        if tr.route_bw_ratio != 1.0:  # the skew's source, each way (routed_time)
+                            way = "up" if tr.route_bw_ratio > 1.0 else "down"
+                            routes[f"skew {tr.route_skew_source} {way}"] = routes.get(
+                                f"skew {tr.route_skew_source} {way}", 0) + 1
                         routes["equal share"] += tr.route_bw_ratio == 1.0
                         routes["equal latency"] += tr.route_step_us == 0
                         if not over and (tr.route_step_us != 0 or tr.route_bw_ratio != 1.0):
@@ -475,8 +486,10 @@ def parity(tool, repo):
     # The ring routes apply, are kept out, overlap and reach the second count's test: each kind compared.
     for k, least in (("ring", 40), ("longer", 20), ("shorter", 20), ("lowered", 5), ("clamped", 10), ("share", 30),
                      ("equal share", 3), ("moved", 40), ("overlapped", 10), ("chain", 4), ("middle", 2), ("rendezvous", 4), ("tree", 10), ("selector", 20),
-                     ("not ring", 8), ("tested", 20), ("skipped", 50)):
-        assert routes[k] >= least, f"ring routes: only {routes[k]} queries of kind {k!r} (want >= {least}): {routes}"
+                     ("not ring", 8), ("tested", 20), ("skipped", 50), ("skew table up", 5), ("skew table down", 3),
+                     ("skew hop spread up", 3), ("skew hop spread down", 2), ("skew longest route up", 2),
+                     ("skew longest route down", 1)):
+        assert routes.get(k, 0) >= least, f"ring routes: only {routes.get(k, 0)} queries of kind {k!r} (want >= {least}): {routes}"
 
 
 MUTANTS = [None, -1, 0, 0.5, 1, 2, 1e308, -0.0, "", "x", "total", "f32", [], {}, [1, None], [2, 1], True,

@@ -1040,6 +1040,13 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_NEAR(r.time_us, expect, 1e-9 * expect);
   EXPECT_EQ(r.transport.route_skew_source, SkewSource::LongestRoute);
   EXPECT_GE(r.hi_us, lat_routed + bw_eq * 2.0);
+  // The same skew from the table: the same price, and no widening to whole overlap.
+  Profile given = p;
+  given.ring_routes->rings[1].share_skew_us = 3.0;
+  const Prediction rgv = predict(given, Collective::AllGather, four, s);
+  EXPECT_EQ(rgv.transport.route_skew_source, SkewSource::Table);
+  EXPECT_NEAR(rgv.time_us, r.time_us, 1e-12 * r.time_us);
+  EXPECT_GT(r.hi_us, rgv.hi_us * (1 + 1e-4));
   EXPECT_NE(r.note.find("the bandwidth term x2 as far as the flows sharing the link overlap (their routes' "
                         "latencies differ by 3 us at most, the longest route's"),
             std::string::npos)
@@ -1062,8 +1069,8 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_LT(r.lo_us, no_delta);
   EXPECT_GT(r.hi_us, r.time_us);
   // Hops of one latency (no skew): the flows overlap whole, the bandwidth part x 2. The skew is
-  // the table's share_skew_us, else the query ring's hop spread, else its longest route; a skew
-  // of a whole step's transfer or more: no overlap, the bandwidth part as measured.
+  // the contended ring's share_skew_us, else its hop spread, else its longest route; a skew of a
+  // whole step's transfer or more: no overlap, the bandwidth part as measured.
   Profile even = p;
   even.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0, {1.5, 1.5}}, {4, 3.0, 12.5, {3, 3, 3, 3}}}};
   const Prediction rev = predict(even, Collective::AllGather, four, s);
@@ -1080,6 +1087,7 @@ TEST(Profile, RingRoutesTransport) {
   for (double g : {2.0, 0.125}) {
     Profile mono = even;
     mono.ring_routes->rings[1].share_GBps = 25.0 / g;
+    mono.ring_routes->rings[0].hop_latency_us = {1.5, 0.5};  // (g < 1: the measured ring's skew, 1 us)
     double last = 0;
     for (double b = 1 << 10; b <= double(1 << 26); b *= 1.19) {
       const double t = predict(mono, Collective::AllGather, four, b).time_us;
@@ -1097,7 +1105,12 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_DOUBLE_EQ(rdn.transport.route_skew_us, 1.0);
   EXPECT_EQ(rdn.transport.route_skew_source, SkewSource::HopSpread);
   EXPECT_NEAR(rdn.time_us, lat_routed + bw_eq - 0.5 * std::max(0.0, bw_eq - 7 * 1.0), 1e-9 * rdn.time_us);
-  EXPECT_LE(rdn.lo_us, lat_routed + bw_eq * 0.5);
+  // A fallback skew widens the interval's lower side (g < 1) to whole overlap; the table's not.
+  Profile down_given = down;
+  down_given.ring_routes->rings[0].share_skew_us = 1.0;
+  const Prediction rdg = predict(down_given, Collective::AllGather, four, s);
+  EXPECT_NEAR(rdg.time_us, rdn.time_us, 1e-12 * rdn.time_us);
+  EXPECT_LT(rdn.lo_us, rdg.lo_us * (1 - 1e-4));
   even.ring_routes->rings[1].latency_us = 1e5;  // (a skew past the whole transfer)
   even.ring_routes->rings[1].share_skew_us = bw_eq;
   const Prediction rno = predict(even, Collective::AllGather, four, s);

@@ -481,8 +481,10 @@ class ProfileData:
                               "make latency_us the largest hop latency (ring-routes writes them so)")
                     # (Two of the ring's flows differ by at most its hops' spread; 2e-6 for rounding.)
                     if skew is not None and skew > max(hops) - min(hops) + 2e-6:
-                        _fail(origin, f"{p}/share_skew_us", f"share_skew_us {skew} exceeds the hops' spread",
-                              "two of the ring's flows cannot differ by more than its hops do")
+                        _fail(origin, f"{p}/share_skew_us",
+                              f"share_skew_us {skew} exceeds the hops' spread {max(hops) - min(hops)}",
+                              "two of the ring's flows cannot differ by more than its hops do "
+                              "(ring-routes writes it so)")
                 if rings and h <= rings[-1][0]:
                     _fail(origin, p, f"hosts {h} after {rings[-1][0]}",
                           "list each host count once, ascending (ring-routes writes them so)")
