@@ -72,19 +72,6 @@ std::vector<std::int64_t> parse_counts(const std::string& text) {
   return out;
 }
 
-const char* route_latency_name(shardcal::calib::RouteLatency m) {
-  using shardcal::calib::RouteLatency;
-  switch (m) {
-    case RouteLatency::LockStep:
-      return "lock-step";
-    case RouteLatency::Chain:
-      return "eager chain";
-    case RouteLatency::Middle:
-      return "middle";
-  }
-  return "lock-step";
-}
-
 int run(const PredictArgs& a) {
   using namespace shardcal;
   const auto loaded = calib::LoadedProfile::load(a.profile, "--profile");
@@ -253,7 +240,7 @@ int run(const PredictArgs& a) {
                                                  : nlohmann::ordered_json("the algorithm priced here is not a neighbour ring")},
                                   // How the route latency is priced (host_transport.hpp
                                   // route_latency): "lock-step", "eager chain" or "middle".
-                                  {"latency", std::string(route_latency_name(mode))},
+                                  {"latency", std::string(calib::route_latency_name(mode))},
                                   {"chain_extra_us", mode == calib::RouteLatency::Chain
                                                          ? nlohmann::ordered_json(t.route_chain_extra_us)
                                                          : nlohmann::ordered_json(nullptr)},

@@ -146,11 +146,11 @@ std::string one_line(std::string text) {
 
     nlohmann::ordered_json rings = nlohmann::ordered_json::array();
     for (std::size_t n = 2; n <= hosts.size(); ++n) {
-      // The ring's n routes, all flowing at once: how many of them cross each link object. A
-      // route that lists a link twice counts twice (SimGrid adds its consumption weight twice).
+      // The ring's n routes, all flowing at once: the route latency of each one crossing each
+      // link object (their count is the link's load). A route that lists a link twice counts
+      // twice (SimGrid adds its consumption weight twice).
       std::vector<sg4::Link*> route;
-      std::map<const sg4::Link*, int> uses;
-      std::map<const sg4::Link*, std::vector<double>> flow_latency;  // the routes crossing each link
+      std::map<const sg4::Link*, std::vector<double>> flows;
       double worst_latency = 0;
       nlohmann::ordered_json hops = nlohmann::ordered_json::array();
       for (std::size_t i = 0; i < n; ++i) {
@@ -166,26 +166,23 @@ std::string one_line(std::string text) {
                       " hosts needs one (add it to the platform, or list the hosts in another order)");
         worst_latency = std::max(worst_latency, latency);
         hops.push_back(tidy(latency * 1e6));
-        for (const sg4::Link* l : route) {
-          ++uses[l];
-          flow_latency[l].push_back(latency * 1e6);
-        }
+        for (const sg4::Link* l : route) flows[l].push_back(latency * 1e6);
       }
       double share = std::numeric_limits<double>::infinity();
-      for (const auto& [link, count] : uses) {
+      for (const auto& [link, f] : flows) {
         const double bw = link->get_bandwidth();
         const bool fatpipe = link->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE;
-        share = std::min(share, fatpipe ? bw : bw / count);
+        share = std::min(share, fatpipe ? bw : bw / double(f.size()));
       }
       // The flows that set the share start their transfers as far apart as their route
       // latencies differ. Of several links at the smallest share, the one whose flows are
       // closest: a step waits for its slowest flow, and that link's flows overlap the most.
       double skew = std::numeric_limits<double>::infinity();
-      for (const auto& [link, count] : uses) {
+      for (const auto& [link, f] : flows) {
         if (link->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE) continue;
-        if (link->get_bandwidth() / count > share * (1 + 1e-9)) continue;
-        const std::vector<double>& f = flow_latency[link];
-        skew = std::min(skew, *std::max_element(f.begin(), f.end()) - *std::min_element(f.begin(), f.end()));
+        if (link->get_bandwidth() / double(f.size()) > share * (1 + 1e-9)) continue;
+        const auto [lo, hi] = std::minmax_element(f.begin(), f.end());
+        skew = std::min(skew, *hi - *lo);
       }
       if (!std::isfinite(skew)) skew = 0;  // every link FATPIPE: nothing shared
       nlohmann::ordered_json ring = {{"hosts", n}, {"latency_us", tidy(worst_latency * 1e6)}};

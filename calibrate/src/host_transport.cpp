@@ -139,7 +139,6 @@ static double routed_time(const TransportParts& p, double g, double extra, doubl
                           double steps, double skew_us) {
   double lat = p.lat + extra;
   if (extra < 0) lat = std::max(lat, p.lat * lat_ratio);
-  if (g == 1.0 || !(p.bw > 0)) return lat + p.bw;
   return lat + p.bw + (g - 1.0) * std::max(0.0, p.bw - std::max(steps, 0.0) * skew_us);
 }
 // The routes between two host counts (nullopt: the profile lacks one of them); chain: the eager
@@ -264,7 +263,8 @@ static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_t
   if (c.share_skew_us) {
     r.skew = *c.share_skew_us;
   } else if (hops.size() == std::size_t(c.hosts) && !hops.empty()) {
-    r.skew = *std::max_element(hops.begin(), hops.end()) - *std::min_element(hops.begin(), hops.end());
+    const auto [lo, hi] = std::minmax_element(hops.begin(), hops.end());
+    r.skew = *hi - *lo;
     r.skew_source = SkewSource::HopSpread;
   } else {
     r.skew = c.latency_us;
@@ -804,6 +804,18 @@ double transported_time(const HostTransport& t, bool eq, const TransportAt& at, 
 }
 
 }  // namespace
+
+std::string_view route_latency_name(RouteLatency m) {
+  switch (m) {
+    case RouteLatency::LockStep:
+      return "lock-step";
+    case RouteLatency::Chain:
+      return "eager chain";
+    case RouteLatency::Middle:
+      return "middle";
+  }
+  return "lock-step";
+}
 
 std::string_view skew_source_name(SkewSource s) {
   switch (s) {

@@ -272,8 +272,6 @@ def _routed_time(parts, g: float, extra: float, lat_ratio: float, steps: float, 
     lat = parts[0] + extra
     if extra < 0:
         lat = max(lat, parts[0] * lat_ratio)
-    if g == 1.0 or not parts[1] > 0:
-        return lat + parts[1]
     return lat + parts[1] + (g - 1.0) * max(0.0, parts[1] - max(steps, 0.0) * skew)
 
 

@@ -211,6 +211,7 @@ bool route_latency_overlapped(const HostTransport& t);
 // the routes list no hops the geometric middle of the prices without and with the lock step's
 // extra. The interval reaches both of those either way.
 enum class RouteLatency { LockStep, Chain, Middle };
+std::string_view route_latency_name(RouteLatency m);  // "lock-step", "eager chain", "middle"
 RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
