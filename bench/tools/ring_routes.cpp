@@ -310,7 +310,8 @@ int main(int argc, char** argv) {
       "its ring in file order on a SimGrid platform (Host::route_to): the longest route's latency\n"
       "(latency_us), each step's route latency (hop_latency_us, host i -> i+1) and the smallest\n"
       "bandwidth share of a ring flow when all its routes flow at once (share_GBps; FATPIPE links\n"
-      "give every flow the full bandwidth); and the longest loopback route (loopback_latency_us,\n"
+      "give every flow the full bandwidth), how far apart in route latency the flows on that link\n"
+      "are (share_skew_us); and the longest loopback route (loopback_latency_us,\n"
       "two ranks on one host). JSON, format\n"
       "shardcal-ring-routes/1. Example: ring-routes --platform platform.xml --hostfile hostfile"};
   Args a;
