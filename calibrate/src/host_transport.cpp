@@ -114,6 +114,32 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
   const double share = tb > 0 ? std::min(1.0, latency_us / tb) : 1.0;
   return {tb * share * latency_ratio, tb * (1.0 - share) * bus_ratio};
 }
+// The latency part of the measured count's price tb (m on n_m ranks at `bytes`) where the ring
+// routes split it (latency x the steps' ratio + the extra route latency; the bandwidth term x the
+// link share) for a ring carried at equal per-step messages. Its steps run the protocol the
+// measured size ran, so the bandwidth term is that protocol segment's own (its time less its
+// time at 0 B) and the rest of tb is latency: past SMPI's eager limit each step adds a
+// rendezvous handshake (4 us a step vs 2 eager on the scattered fat tree) that the link share
+// does not slow. Split at t(1 B) (`fallback`, the eager floor), that handshake was priced as
+// bandwidth and multiplied by the share: reduce_scatter 2+4 -> 16 hosts +12 .. +38 % there, a
+// constant +349 us at 4-16 MiB. The bandwidth term is held at its largest below `bytes` (a
+// protocol switch whose bandwidth term is smaller, or a measured curve's switch gap, never
+// lowers it) and within [0, tb]: so the routed price, tb R + what the share adds to the bandwidth
+// term, never falls with size where the share does not fall (g >= 1; else `fallback`).
+static double protocol_latency_us(const Model& m, int n_m, int concurrent_groups, double bytes,
+                                  double tb, double fallback) {
+  const auto bw_of = [&](std::size_t k, double s) {
+    return segment_time_us(m, k, n_m, s, concurrent_groups) -
+           segment_time_us(m, k, n_m, 0.0, concurrent_groups);
+  };
+  const std::size_t seg = segment_of(m, bytes);
+  double bw = bw_of(seg, bytes);
+  for (std::size_t k = 0; k < seg; ++k)
+    if (const std::optional<double>& edge = m.segments[k].s_hi)
+      bw = std::max(bw, bw_of(k, std::nextafter(*edge, 0.0)));
+  if (!std::isfinite(bw) || !(tb > 0)) return fallback;
+  return tb - std::clamp(bw, 0.0, tb);
+}
 // With the ring routes: the latency part gains `extra` (lock step: the extra route latency delta
 // on each of the ring's steps; an overlapped ring's eager steps: its dependency chain's growth),
 // the bandwidth term the link-share ratio g as far as the flows sharing the link overlap. The
@@ -128,7 +154,14 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
 // the flows on that link 0 us apart), the whole ratio priced all_gather at 0.0-2.6 % median. On
 // its two dragonflies (the flows on the halved link 1.5 and 2 us apart at 16 hosts) the whole
 // ratio was up to 33 % slow at 2-4 MiB, and phi follows the overlap the measured times show
-// (0.4-0.6 at 4 MiB, 0.7-0.95 from 8 MiB). The skew: the table's share_skew_us, else the
+// (0.4-0.6 at 4 MiB, 0.7-0.95 from 8 MiB). More than two flows (g > 2): the link does all g
+// transfers' work whatever their offsets, so the last to start still ends g T after the first
+// began and the slowest step takes at least g T - skew: the head start comes off once,
+//     max(bw, g bw - min(g - 1, 1) steps x skew)     (g >= 1; the two-flow form for g <= 2).
+// Taken off g - 1 times, SMPI's even/odd dragonfly (the share quartered, its flows 2 us apart)
+// priced 16 hosts fast: 2+4 -> 16 hosts all_gather 6.8 % median (now 2.6 %), reduce_scatter's
+// rendezvous sizes 7-31 % (the median 13.4 % with protocol_latency_us's split, now 4.4 %).
+// The skew: the table's share_skew_us, else the
 // ring's hop latency spread, else its longest route (route_step; of the contended ring, the
 // query's where g > 1, the measured count's where g < 1). Where g < 1 phi still comes from the
 // query's per-step transfer: exact for a ring carried at equal per-step messages, an overstated
@@ -139,7 +172,9 @@ static double routed_time(const TransportParts& p, double g, double extra, doubl
                           double steps, double skew_us) {
   double lat = p.lat + extra;
   if (extra < 0) lat = std::max(lat, p.lat * lat_ratio);
-  return lat + p.bw + (g - 1.0) * std::max(0.0, p.bw - std::max(steps, 0.0) * skew_us);
+  const double head = std::max(steps, 0.0) * skew_us;
+  if (g >= 1.0) return lat + std::max(p.bw, g * p.bw - std::min(g - 1.0, 1.0) * head);
+  return lat + p.bw + (g - 1.0) * std::max(0.0, p.bw - head);
 }
 // The routes between two host counts (nullopt: the profile lacks one of them); chain: the eager
 // dependency chain's extra and ratio (eager_chain_us), where both rings list their hops.
@@ -617,15 +652,19 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
           TransportParts q_lo = transport_parts(la, rk, fk * slo, ta);
           TransportParts q_hi = transport_parts(la, rk, fk * shi, ta);
           const bool eqm = equal_message(t, law, bw, slo != shi, na, nb, k);
-          if (eqm) {
-            const double te = price_time_us(a, na, c, k * double(na) / double(nb));
-            const double steps = double(nb - 1) / double(na - 1);
-            q_lo = transport_parts(la, steps, steps, te);
-            q_hi = q_lo;
-          }
           // A neighbour ring at both counts pays the routes' extra latency per step.
           const bool ring = ring_family(op) && (eqm || (t.selector ? ring_at_both(t.op, na, nb, k)
                                                                     : law == LatencyLaw::RingSteps));
+          if (eqm) {
+            const double ke = k * double(na) / double(nb);
+            const double te = price_time_us(a, na, c, ke);
+            const double steps = double(nb - 1) / double(na - 1);
+            // As priced (split_latency_us): where the routes split it, at the protocol's bandwidth term.
+            const double lat =
+                rab && ring && rab->g >= 1.0 ? protocol_latency_us(a, na, c, ke, te, la) : la;
+            q_lo = transport_parts(lat, steps, steps, te);
+            q_hi = q_lo;
+          }
           double p_lo = q_lo.lat + q_lo.bw, p_hi = q_hi.lat + q_hi.bw;
           if (rab && ring) {
             // As priced: an overlapped ring's eager steps by their chain (or the middle).
@@ -775,6 +814,14 @@ double measured_bytes_at(const HostTransport& t, double s_eff) {
 
 namespace {
 
+// The latency split of the measured count's price tb (protocol_latency_us where the routes
+// split a ring carried at equal per-step messages; elsewhere L = t(1 B), t.latency_us).
+double split_latency_us(const Model& m, const HostTransport& t, bool eq, int concurrent_groups,
+                        double measured_bytes, double tb) {
+  if (!eq || !t.routes || t.route_bw_ratio < 1.0) return t.latency_us;
+  return protocol_latency_us(m, t.n_model, concurrent_groups, measured_bytes, tb, t.latency_us);
+}
+
 // The factor on the measured count's price tb: a ring's steps at equal per-step messages, else
 // the structure's share R + (1 - share) F.
 double transported_factor(const HostTransport& t, bool eq, const TransportAt& at, double tb) {
@@ -791,10 +838,11 @@ enum class Routed { Price, Without, With };
 // (which: the price, by mode, or the price without / with the lock step's extra).
 // skew_us: the flows' skew on the shared link (negative: the transport's own).
 double transported_time(const HostTransport& t, bool eq, const TransportAt& at, double tb,
-                        bool ring, Routed which, RouteLatency mode, double skew_us = -1.0) {
+                        bool ring, Routed which, RouteLatency mode, double lat_us,
+                        double skew_us = -1.0) {
   if (!t.routes || !ring) return tb * transported_factor(t, eq, at, tb);
   const double steps = double(t.n_query - 1) / double(t.n_model - 1);
-  const TransportParts q = eq ? transport_parts(t.latency_us, steps, steps, tb)
+  const TransportParts q = eq ? transport_parts(lat_us, steps, steps, tb)
                               : transport_parts(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
   const RouteStep r{t.route_step_us,        t.route_lat_ratio,      t.route_bw_ratio, t.route_chain,
                     t.route_chain_extra_us, t.route_chain_lat_ratio, skew_us >= 0 ? skew_us : t.route_skew_us};
@@ -849,7 +897,8 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const TransportAt at = transport_at(t, s_eff);
   const bool ring = t.routes && route_ring(t, s_eff);
   const RouteLatency mode = route_latency(m, t, s_eff);
-  const double tq = transported_time(t, eq, at, b.time_us, ring, Routed::Price, mode);
+  const double lat = split_latency_us(m, t, eq, concurrent_groups, measured_bytes_at(t, s_eff), b.time_us);
+  const double tq = transported_time(t, eq, at, b.time_us, ring, Routed::Price, mode, lat);
   // The factor on b (its interval scales with it).
   const double f = ring && b.time_us > 0 ? tq / b.time_us : transported_factor(t, eq, at, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
@@ -875,15 +924,15 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
     // Whether every step pays the whole extra route latency depends on how the library overlaps
     // its steps (route_latency_overlapped): the interval reaches the bounds of both prices, with
     // and without it (once each side, wherever the price lies).
-    const double r0 = transported_time(t, eq, at, b.time_us, true, Routed::Without, mode) / tq;
-    const double r1 = transported_time(t, eq, at, b.time_us, true, Routed::With, mode) / tq;
+    const double r0 = transported_time(t, eq, at, b.time_us, true, Routed::Without, mode, lat) / tq;
+    const double r1 = transported_time(t, eq, at, b.time_us, true, Routed::With, mode, lat) / tq;
     out.lo_us *= std::min({1.0, r0, r1});
     out.hi_us *= std::max({1.0, r0, r1});
   }
   if (ring && tq > 0 && t.route_bw_ratio != 1.0 && t.route_skew_source != SkewSource::Table) {
     // A skew the table did not give (its hop spread or longest route bound the shared link's
     // from above): the interval reaches the price with the flows overlapping whole.
-    const double rw = transported_time(t, eq, at, b.time_us, true, Routed::Price, mode, 0.0) / tq;
+    const double rw = transported_time(t, eq, at, b.time_us, true, Routed::Price, mode, lat, 0.0) / tq;
     out.lo_us *= std::min(1.0, rw);
     out.hi_us *= std::max(1.0, rw);
   }
@@ -895,9 +944,12 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff) {
   const bool eq = carried_at_equal_messages(t, s_eff);
-  const double tb = price_time_us(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff));
-  const double tq = transported_time(t, eq, transport_at(t, s_eff), tb, t.routes && route_ring(t, s_eff),
-                                     Routed::Price, route_latency(m, t, s_eff));
+  const double mb = measured_bytes_at(t, s_eff);
+  const double tb = price_time_us(m, t.n_model, concurrent_groups, mb);
+  const bool ring = t.routes && route_ring(t, s_eff);
+  const double tq = transported_time(t, eq, transport_at(t, s_eff), tb, ring, Routed::Price,
+                                     route_latency(m, t, s_eff),
+                                     split_latency_us(m, t, eq, concurrent_groups, mb, tb));
   return std::max(tq, link_floor_time_us(m, t.n_query, s_eff));
 }
 

@@ -306,7 +306,7 @@ def parity(tool, repo):
     rrng = random.Random(20261201)  # the ring routes' own draws (add_ring_routes)
     from oracle import host_transport as oht  # (load_oracle put it on sys.path)
     routes = {"profiles": 0, "queries": 0, "ring": 0, "longer": 0, "shorter": 0, "share": 0, "equal share": 0,
-              "equal latency": 0, "clamped": 0, "lowered": 0, "skipped": 0,
+              "equal latency": 0, "share > 2": 0, "protocol split": 0, "clamped": 0, "lowered": 0, "skipped": 0,
               "moved": 0, "overlapped": 0, "chain": 0, "middle": 0, "rendezvous": 0, "tree": 0, "selector": 0, "not ring": 0, "tested": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
@@ -430,6 +430,12 @@ def parity(tool, repo):
                         routes["clamped"] += oht.ROUTE_CLAMPS[0] > clamps
                         routes["lowered"] += tr.route_step_us < 0 and not over and oht.ROUTE_CLAMPS[0] == clamps
                         routes["share"] += tr.route_bw_ratio != 1.0
+                        routes["share > 2"] += tr.route_bw_ratio > 2.0  # (the head start taken off once)
+                        if oht.carried_at_equal_messages(tr, o.s_eff) and tr.route_bw_ratio >= 1.0:
+                            # split at the protocol segment's bandwidth term, not at t(1 B)
+                            mb = o.s_eff * tr.n_model / tr.n_query
+                            tb = oht.price_time_us(o.model, tr.n_model, cg, mb)
+                            routes["protocol split"] += oht._split_latency_us(o.model, tr, True, cg, mb, tb) != tr.latency_us
                         if tr.route_bw_ratio != 1.0:  # the skew's source, each way (routed_time)
                             way = "up" if tr.route_bw_ratio > 1.0 else "down"
                             routes[f"skew {tr.route_skew_source} {way}"] = routes.get(
@@ -484,7 +490,7 @@ def parity(tool, repo):
                      ("free", 200)):
         assert floor[k] >= least, f"link ceiling: only {floor[k]} queries of kind {k!r} (want >= {least}): {floor}"
     # The ring routes apply, are kept out, overlap and reach the second count's test: each kind compared.
-    for k, least in (("ring", 40), ("longer", 20), ("shorter", 20), ("lowered", 5), ("clamped", 10), ("share", 30),
+    for k, least in (("ring", 40), ("longer", 20), ("shorter", 20), ("lowered", 5), ("clamped", 10), ("share", 30), ("share > 2", 10), ("protocol split", 10),
                      ("equal share", 3), ("moved", 40), ("overlapped", 10), ("chain", 4), ("middle", 2), ("rendezvous", 4), ("tree", 10), ("selector", 20),
                      ("not ring", 8), ("tested", 20), ("skipped", 50), ("skew table up", 5), ("skew table down", 3),
                      ("skew hop spread up", 3), ("skew hop spread down", 2), ("skew longest route up", 2),

@@ -1014,6 +1014,14 @@ TEST(Profile, FuzzReader) {
 // ring over more hosts whose routes are longer pays the extra latency on every step, and its
 // bandwidth term the smaller link share; Open MPI's double-buffered reduce_scatter ring keeps the
 // measured per-step latency and the interval reaches the extra.
+// The measured count's latency share as the routes split its price t at sb bytes on 4 ranks
+// (host_transport.cpp protocol_latency_us): t less its protocol segment's bandwidth term.
+static double split_share(const Model& m, double sb, double t) {
+  const std::size_t k = segment_of(m, sb);
+  const double bw = segment_time_us(m, k, 4, sb) - segment_time_us(m, k, 4, 0.0);
+  return (t - std::clamp(bw, 0.0, t)) / t;
+}
+
 TEST(Profile, RingRoutesTransport) {
   Profile p = sample();  // MPI; all_gather measured at hosts=2, 2 ranks per host
   p.ring_routes = Profile::RingRoutes{"test", {}, {{2, 1.5, 25.0}, {4, 3.0, 12.5}}};
@@ -1030,8 +1038,9 @@ TEST(Profile, RingRoutesTransport) {
   // its latency part (share L / t) plus 7 x 1.5 us, its bandwidth part x (1 + (2 - 1) phi),
   // phi = 1 - 7 x skew / bw the share of the transfers that overlap (no skew nor hop lists in the
   // table: the skew is at most the longest route, 3 us, and the interval reaches whole overlap).
-  const double tb = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
-  const double share = std::min(1.0, r.transport.latency_us / tb);
+  const Prediction pb = predict(p, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8);
+  const double tb = pb.time_us;
+  const double share = split_share(*pb.model, s * 4 / 8, tb);
   const double lat_routed = tb * share * 7.0 / 3.0 + 7 * 1.5, bw_eq = tb * (1 - share) * 7.0 / 3.0;
   const double phi = 1.0 - 7 * 3.0 / bw_eq;
   ASSERT_GT(phi, 0.05);
@@ -1083,6 +1092,37 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_DOUBLE_EQ(rsk.transport.route_skew_us, 0.5);
   EXPECT_NEAR(rsk.time_us, lat_routed + bw_eq * (2.0 - 7 * 0.5 / bw_eq), 1e-9 * rsk.time_us);
   EXPECT_EQ(rsk.transport.route_skew_source, SkewSource::Table);
+  // More than two flows on the link (g = 4): the link does all g transfers' work, so the last
+  // flow to start still finishes g T after the first began: the head start is taken off once,
+  // not (g - 1) times (SMPI's even/odd dragonfly: 2+4 -> 16 hosts all_gather 6.8 -> 2.6 %).
+  Profile quarter = even;
+  quarter.ring_routes->rings[1].share_GBps = 6.25;
+  const Prediction rq4 = predict(quarter, Collective::AllGather, four, s);
+  EXPECT_DOUBLE_EQ(rq4.transport.route_bw_ratio, 4.0);
+  EXPECT_NEAR(rq4.time_us, lat_routed + std::max(bw_eq, 4.0 * bw_eq - 7 * 0.5), 1e-9 * rq4.time_us);
+  // Past a protocol switch whose steps add latency (SMPI's rendezvous handshake: the second
+  // segment's intercept 30 us higher), that latency is the steps', not the link share's: the
+  // measured count's price splits at its protocol segment's bandwidth term.
+  Profile hs = even;
+  for (Model& m : hs.models)
+    if (m.hosts == 2) m.segments = {{0, s / 8, 30.0, 3.0, 0.5}, {s / 8, std::nullopt, 60.0, 3.0, 0.5}};
+  const Prediction hb = predict(hs, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8);
+  const double bw_h = segment_time_us(*hb.model, 1, 4, s / 2) - segment_time_us(*hb.model, 1, 4, 0.0);
+  const Prediction rhs = predict(hs, Collective::AllGather, four, s);
+  EXPECT_NEAR(rhs.time_us, (hb.time_us - bw_h) * 7.0 / 3.0 + 7 * 1.5 + 2.0 * bw_h * 7.0 / 3.0 - 7 * 0.5,
+              1e-9 * rhs.time_us);  // (the table's skew, 0.5 us, as above)
+  // (split at t(1 B) the handshake's 30 us were bandwidth, x2 on each of 7/3 the steps)
+  const double l1 = rhs.transport.latency_us;
+  EXPECT_LT(rhs.time_us, l1 * 7.0 / 3.0 + 7 * 1.5 + 2.0 * (hb.time_us - l1) * 7.0 / 3.0 - 60.0);
+  for (double g : {2.0, 4.0}) {  // and never falls with size, across the switch too
+    hs.ring_routes->rings[1].share_GBps = 25.0 / g;
+    double last = 0;
+    for (double b = 1 << 10; b <= double(1 << 26); b *= 1.19) {
+      const double t = predict(hs, Collective::AllGather, four, b).time_us;
+      EXPECT_GE(t, last * (1 - 1e-12)) << g << " " << b;
+      last = t;
+    }
+  }
   // Prices never fall with size under the overlap (at g = 1/8 too, the measured count contended).
   for (double g : {2.0, 0.125}) {
     Profile mono = even;
@@ -1104,7 +1144,10 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_DOUBLE_EQ(rdn.transport.route_bw_ratio, 0.5);
   EXPECT_DOUBLE_EQ(rdn.transport.route_skew_us, 1.0);
   EXPECT_EQ(rdn.transport.route_skew_source, SkewSource::HopSpread);
-  EXPECT_NEAR(rdn.time_us, lat_routed + bw_eq - 0.5 * std::max(0.0, bw_eq - 7 * 1.0), 1e-9 * rdn.time_us);
+  // (g < 1: split at t(1 B), protocol_latency_us's split could fall with size there)
+  const double share1 = std::min(1.0, r.transport.latency_us / tb);
+  const double lat1 = tb * share1 * 7.0 / 3.0 + 7 * 1.5, bw1 = tb * (1 - share1) * 7.0 / 3.0;
+  EXPECT_NEAR(rdn.time_us, lat1 + bw1 - 0.5 * std::max(0.0, bw1 - 7 * 1.0), 1e-9 * rdn.time_us);
   // A fallback skew widens the interval's lower side (g < 1) to whole overlap; the table's not.
   Profile down_given = down;
   down_given.ring_routes->rings[0].share_skew_us = 1.0;
@@ -1161,8 +1204,9 @@ TEST(Profile, RingRoutesTransport) {
     if (m.collective == Collective::AllGather) m.collective = Collective::ReduceScatter;
   r = predict(rs, Collective::ReduceScatter, four, s);
   ASSERT_TRUE(r.transport.routes);
-  const double tbr = predict(rs, Collective::ReduceScatter, LinkClass{4, 2, 2, 1}, s * 4 / 8).time_us;
-  const double sr = std::min(1.0, r.transport.latency_us / tbr);
+  const Prediction pbr = predict(rs, Collective::ReduceScatter, LinkClass{4, 2, 2, 1}, s * 4 / 8);
+  const double tbr = pbr.time_us;
+  const double sr = split_share(*pbr.model, s * 4 / 8, tbr);
   // The bandwidth part x (1 + phi) (as above; skew 3 us without hop lists).
   const auto routed = [](double lat, double bw, double skew = 3.0) {
     return lat + bw + std::max(0.0, bw - 7 * skew);

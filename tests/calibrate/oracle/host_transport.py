@@ -17,7 +17,7 @@ from typing import Optional
 
 from shardcal.collectives import busbw_factor, ring_steps
 from .cost_model import (INTERVAL_Z, Priced, curve_for, link_floor_time_us, price, price_time_us,
-                         segment_of, time_pricer)
+                         segment_of, segment_time_us, time_pricer)
 
 HOST_TRANSPORT_LOG_SIGMA = 0.15  # per doubling of hosts (host_transport.hpp kHostTransportLogSigma)
 HOST_TRANSPORT_TESTED_LOG_SIGMA = 0.10  # ... after a second count tested the structure
@@ -266,13 +266,16 @@ def _transport_parts(latency_us: float, latency_ratio: float, bus_ratio: float, 
 
 def _routed_time(parts, g: float, extra: float, lat_ratio: float, steps: float, skew: float) -> float:
     """host_transport.cpp routed_time: the latency part gains `extra` (lock step: steps x delta;
-    the eager chain's growth), the bandwidth part bw the share ratio g as far as the flows overlap,
-    bw + (g - 1) max(0, bw - steps x skew); a shorter route (extra < 0) lowers the latency part at
-    most to its lat_ratio share."""
+    the eager chain's growth), the bandwidth part bw the share ratio g less the flows' head start,
+    g >= 1: max(bw, g bw - min(g - 1, 1) steps x skew), g < 1: bw + (g - 1) max(0, bw - steps x
+    skew); a shorter route (extra < 0) lowers the latency part at most to its lat_ratio share."""
     lat = parts[0] + extra
     if extra < 0:
         lat = max(lat, parts[0] * lat_ratio)
-    return lat + parts[1] + (g - 1.0) * max(0.0, parts[1] - max(steps, 0.0) * skew)
+    head = max(steps, 0.0) * skew
+    if g >= 1.0:
+        return lat + max(parts[1], g * parts[1] - min(g - 1.0, 1.0) * head)
+    return lat + parts[1] + (g - 1.0) * max(0.0, parts[1] - head)
 
 
 @dataclass
@@ -463,15 +466,43 @@ def _transported_factor(t: HostTransport, eq: bool, at_r: float, at_f: float, tb
     return float(t.n_query - 1) / float(t.n_model - 1) if eq else transport_factor(t.latency_us, at_r, at_f, tb)
 
 
+def _protocol_latency_us(model, n_m: int, concurrent_groups: int, nbytes: float, tb: float,
+                         fallback: float) -> float:
+    """host_transport.cpp protocol_latency_us: tb less the bandwidth term of the protocol segment
+    the measured size falls in (its time less its time at 0 B), that term held at its largest
+    below nbytes and within [0, tb]; fallback (t(1 B)) where it is not finite."""
+    def bw_of(k, s):
+        return (segment_time_us(model, k, n_m, s, concurrent_groups)
+                - segment_time_us(model, k, n_m, 0.0, concurrent_groups))
+    seg = segment_of(model, nbytes)
+    bw = bw_of(seg, nbytes)
+    for k in range(seg):
+        edge = model.segments[k].s_hi
+        if edge is not None:
+            bw = max(bw, bw_of(k, math.nextafter(edge, 0.0)))
+    if not math.isfinite(bw) or not tb > 0:
+        return fallback
+    return tb - min(max(bw, 0.0), tb)
+
+
+def _split_latency_us(model, t: HostTransport, eq: bool, concurrent_groups: int, measured: float,
+                      tb: float) -> float:
+    """host_transport.cpp split_latency_us: the protocol's intercept where the routes split a ring
+    carried at equal per-step messages, else t(1 B)."""
+    if not eq or not t.routes or t.route_bw_ratio < 1.0:
+        return t.latency_us
+    return _protocol_latency_us(model, t.n_model, concurrent_groups, measured, tb, t.latency_us)
+
+
 def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: float, ring: bool,
-                      which: str, mode: str, skew: float = -1.0) -> float:
+                      which: str, mode: str, lat_us: float, skew: float = -1.0) -> float:
     """host_transport.cpp transported_time: tb x the factor, or where the ring routes apply its
     latency and bandwidth parts with the routes' share ratio and extra latency; which: "price" (by
     mode, route_latency), "without" or "with" the lock step's extra."""
     if not t.routes or not ring:
         return tb * _transported_factor(t, eq, at_r, at_f, tb)
     steps = float(t.n_query - 1) / float(t.n_model - 1)
-    q = (_transport_parts(t.latency_us, steps, steps, tb) if eq
+    q = (_transport_parts(lat_us, steps, steps, tb) if eq
          else _transport_parts(t.latency_us, at_r, at_f, tb))
     r = RouteStep(t.route_step_us, t.route_lat_ratio, t.route_bw_ratio, t.route_chain,
                   t.route_chain_extra_us, t.route_chain_lat_ratio, skew if skew >= 0 else t.route_skew_us)
@@ -505,11 +536,13 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
                       class_log_sigma: float = 0.0) -> Priced:
     """host_transport.cpp price_transported."""
     eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
-    b = price(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
+    mb = s_eff * t.n_model / t.n_query if eq else s_eff
+    b = price(model, t.n_model, concurrent_groups, mb)
     at_r, at_f, at_sw = _transport_at(t, s_eff)
     ring = t.routes and route_ring(t, s_eff)
     mode = route_latency(model, t, s_eff)
-    tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, "price", mode)
+    lat = _split_latency_us(model, t, eq, concurrent_groups, mb, b.time_us)
+    tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, "price", mode, lat)
     # The factor on b (its interval scales with it).
     f = tq / b.time_us if ring and b.time_us > 0 else _transported_factor(t, eq, at_r, at_f, b.time_us)
     step = t.step_log_sigma * t.doublings
@@ -528,13 +561,13 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     if ring and tq > 0 and (t.route_step_us != 0 or (mode == "chain" and t.route_chain_extra_us != 0)):
         # The interval reaches the bounds of both prices, with and without the extra route latency
         # (once each side, wherever the price lies).
-        r0 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "without", mode) / tq
-        r1 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "with", mode) / tq
+        r0 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "without", mode, lat) / tq
+        r1 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "with", mode, lat) / tq
         lo_us *= min(1.0, r0, r1)
         hi_us *= max(1.0, r0, r1)
     if ring and tq > 0 and t.route_bw_ratio != 1.0 and t.route_skew_source != "table":
         # A skew the table did not give: the interval reaches the price with whole overlap.
-        rw = _transported_time(t, eq, at_r, at_f, b.time_us, True, "price", mode, 0.0) / tq
+        rw = _transported_time(t, eq, at_r, at_f, b.time_us, True, "price", mode, lat, 0.0) / tq
         lo_us *= min(1.0, rw)
         hi_us *= max(1.0, rw)
     return Priced(max(tq, floor_us), max(lo_us, floor_us), max(hi_us, floor_us),
@@ -544,10 +577,12 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
     """host_transport.cpp price_transported_time_us."""
     eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
-    tb = price_time_us(model, t.n_model, concurrent_groups, s_eff * t.n_model / t.n_query if eq else s_eff)
+    mb = s_eff * t.n_model / t.n_query if eq else s_eff
+    tb = price_time_us(model, t.n_model, concurrent_groups, mb)
     at_r, at_f, _ = _transport_at(t, s_eff)
     tq = _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
-                           route_latency(model, t, s_eff))
+                           route_latency(model, t, s_eff),
+                           _split_latency_us(model, t, eq, concurrent_groups, mb, tb))
     return max(tq, link_floor_time_us(model, t.n_query, s_eff))
 
 
@@ -574,11 +609,13 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
     def transported(s_eff):
         floor_us = link_floor_time_us(model, t.n_query, s_eff)  # the query's floor, after the factor
         eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
-        tb = fb(s_eff * t.n_model / t.n_query if eq else s_eff)
+        mb = s_eff * t.n_model / t.n_query if eq else s_eff
+        tb = fb(mb)
         at_r, at_f, _ = _transport_at(t, s_eff)
         # (price_transported_time_us: with the ring routes where they apply)
         return max(_transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
-                                     route_latency(model, t, s_eff)), floor_us)
+                                     route_latency(model, t, s_eff),
+                                     _split_latency_us(model, t, eq, concurrent_groups, mb, tb)), floor_us)
     return transported
 
 
@@ -683,13 +720,15 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                     q_lo = _transport_parts(la, rk, fk * slo, ta)
                     q_hi = _transport_parts(la, rk, fk * shi, ta)
                     eqm = _equal_message(t, law, bw, slo != shi, na, nb, k)
-                    if eqm:
-                        te = price_time_us(a, na, c, k * float(na) / float(nb))
-                        steps = float(nb - 1) / float(na - 1)
-                        q_lo = q_hi = _transport_parts(la, steps, steps, te)
                     # A neighbour ring at both counts pays the routes' extra latency per step.
                     ring = _ring_family(op) and (eqm or (_ring_at_both(op, na, nb, k) if t.selector
                                                           else law == "ring-steps"))
+                    if eqm:
+                        ke = k * float(na) / float(nb)
+                        te = price_time_us(a, na, c, ke)
+                        steps = float(nb - 1) / float(na - 1)
+                        lat = _protocol_latency_us(a, na, c, ke, te, la) if rab is not None and ring and rab.g >= 1.0 else la
+                        q_lo = q_hi = _transport_parts(lat, steps, steps, te)
                     p_lo, p_hi = q_lo[0] + q_lo[1], q_hi[0] + q_hi[1]
                     if rab is not None and ring:
                         # As priced: an overlapped ring's eager steps by their chain (or the middle).
