@@ -256,6 +256,11 @@ int run(const PredictArgs& a) {
                                   {"skew_us", t.route_skew_us},
                                   {"skew_source", std::string(calib::skew_source_name(t.route_skew_source))},
                                   {"extra_us_per_step", t.route_step_us},
+                                  // The measured count's latency part as the routes split its
+                                  // price (latency_floor_us unless an MPI ring moves onto a
+                                  // smaller share: then its protocol's, host_transport.hpp).
+                                  {"latency_split_us", calib::transported_latency_split_us(
+                                                           m, t, lc.concurrent_groups, s_eff)},
                                   {"steps", t.route_steps},
                                   {"source", t.route_source}};
     }

@@ -125,18 +125,23 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
 // constant +349 us at 4-16 MiB. The bandwidth term is held at its largest below `bytes` (a
 // protocol switch whose bandwidth term is smaller, or a measured curve's switch gap, never
 // lowers it) and within [0, tb]: so the routed price, tb R + what the share adds to the bandwidth
-// term, never falls with size where the share does not fall (g >= 1; else `fallback`).
+// term, never falls with size where the share grows (g > 1; else `fallback`, as where the share
+// is the same: there the split only moves the shorter route's clamp).
 static double protocol_latency_us(const Model& m, int n_m, int concurrent_groups, double bytes,
                                   double tb, double fallback) {
   const auto bw_of = [&](std::size_t k, double s) {
     return segment_time_us(m, k, n_m, s, concurrent_groups) -
            segment_time_us(m, k, n_m, 0.0, concurrent_groups);
   };
-  const std::size_t seg = segment_of(m, bytes);
+  // The protocol by the per-step message at the group size of the curve that prices n_m (its
+  // switch is that curve's; route_latency_for looks it up the same way): `bytes` x gs / n_m.
+  const MeasuredCurve* cv = curve_for(m, n_m, 1);
+  const double to_seg = double(cv ? cv->group_size : n_m) / double(n_m);
+  const std::size_t seg = segment_of(m, bytes * to_seg);
   double bw = bw_of(seg, bytes);
   for (std::size_t k = 0; k < seg; ++k)
     if (const std::optional<double>& edge = m.segments[k].s_hi)
-      bw = std::max(bw, bw_of(k, std::nextafter(*edge, 0.0)));
+      bw = std::max(bw, bw_of(k, std::nextafter(*edge / to_seg, 0.0)));
   if (!std::isfinite(bw) || !(tb > 0)) return fallback;
   return tb - std::clamp(bw, 0.0, tb);
 }
@@ -154,13 +159,9 @@ static double protocol_latency_us(const Model& m, int n_m, int concurrent_groups
 // the flows on that link 0 us apart), the whole ratio priced all_gather at 0.0-2.6 % median. On
 // its two dragonflies (the flows on the halved link 1.5 and 2 us apart at 16 hosts) the whole
 // ratio was up to 33 % slow at 2-4 MiB, and phi follows the overlap the measured times show
-// (0.4-0.6 at 4 MiB, 0.7-0.95 from 8 MiB). More than two flows (g > 2): the link does all g
-// transfers' work whatever their offsets, so the last to start still ends g T after the first
-// began and the slowest step takes at least g T - skew: the head start comes off once,
-//     max(bw, g bw - min(g - 1, 1) steps x skew)     (g >= 1; the two-flow form for g <= 2).
-// Taken off g - 1 times, SMPI's even/odd dragonfly (the share quartered, its flows 2 us apart)
-// priced 16 hosts fast: 2+4 -> 16 hosts all_gather 6.8 % median (now 2.6 %), reduce_scatter's
-// rendezvous sizes 7-31 % (the median 13.4 % with protocol_latency_us's split, now 4.4 %).
+// (0.4-0.6 at 4 MiB, 0.7-0.95 from 8 MiB). (Taking the head start off once for g > 2 flows,
+// a work-conserving link's bound, fitted the even/odd dragonfly but made a held-out stride-3
+// one worse, all_gather 2+4 -> 16 hosts 2.2 -> 4.5 %: not kept; docs/CALIBRATION.md.)
 // The skew: the table's share_skew_us, else the
 // ring's hop latency spread, else its longest route (route_step; of the contended ring, the
 // query's where g > 1, the measured count's where g < 1). Where g < 1 phi still comes from the
@@ -172,9 +173,7 @@ static double routed_time(const TransportParts& p, double g, double extra, doubl
                           double steps, double skew_us) {
   double lat = p.lat + extra;
   if (extra < 0) lat = std::max(lat, p.lat * lat_ratio);
-  const double head = std::max(steps, 0.0) * skew_us;
-  if (g >= 1.0) return lat + std::max(p.bw, g * p.bw - std::min(g - 1.0, 1.0) * head);
-  return lat + p.bw + (g - 1.0) * std::max(0.0, p.bw - head);
+  return lat + p.bw + (g - 1.0) * std::max(0.0, p.bw - std::max(steps, 0.0) * skew_us);
 }
 // The routes between two host counts (nullopt: the profile lacks one of them); chain: the eager
 // dependency chain's extra and ratio (eager_chain_us), where both rings list their hops.
@@ -661,7 +660,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
             const double steps = double(nb - 1) / double(na - 1);
             // As priced (split_latency_us): where the routes split it, at the protocol's bandwidth term.
             const double lat =
-                rab && ring && rab->g >= 1.0 ? protocol_latency_us(a, na, c, ke, te, la) : la;
+                rab && ring && rab->g > 1.0 ? protocol_latency_us(a, na, c, ke, te, la) : la;
             q_lo = transport_parts(lat, steps, steps, te);
             q_hi = q_lo;
           }
@@ -818,7 +817,7 @@ namespace {
 // split a ring carried at equal per-step messages; elsewhere L = t(1 B), t.latency_us).
 double split_latency_us(const Model& m, const HostTransport& t, bool eq, int concurrent_groups,
                         double measured_bytes, double tb) {
-  if (!eq || !t.routes || t.route_bw_ratio < 1.0) return t.latency_us;
+  if (!eq || !t.routes || !(t.route_bw_ratio > 1.0)) return t.latency_us;
   return protocol_latency_us(m, t.n_model, concurrent_groups, measured_bytes, tb, t.latency_us);
 }
 
@@ -910,7 +909,7 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   // hop's latency: the latency's part of the price, share q, up to 2x on the side away from h_b.
   // Kept with ring routes too: a table is only as good as its description of the job's placement
   // (a mesh dim whose groups stride across hosts is priced as consecutive hosts).
-  const double q = tq > 0 ? std::min(1.0, t.latency_us * at.latency_ratio / tq) : 1.0;
+  const double q = tq > 0 ? std::min(1.0, lat * at.latency_ratio / tq) : 1.0;  // (the split's)
   const double level = std::log1p(q) / kIntervalZ;
   const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
   const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
@@ -939,6 +938,16 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   out.lo_us = std::max(out.lo_us, floor_us);
   out.hi_us = std::max(out.hi_us, floor_us);
   return out;
+}
+
+double transported_latency_split_us(const Model& m, const HostTransport& t, int concurrent_groups,
+                                    double s_eff) {
+  const bool eq = carried_at_equal_messages(t, s_eff);
+  const double mb = measured_bytes_at(t, s_eff);
+  const bool ring = t.routes && route_ring(t, s_eff);
+  return ring ? split_latency_us(m, t, eq, concurrent_groups, mb,
+                                 price_time_us(m, t.n_model, concurrent_groups, mb))
+              : t.latency_us;
 }
 
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,

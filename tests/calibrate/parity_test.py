@@ -430,8 +430,8 @@ def parity(tool, repo):
                         routes["clamped"] += oht.ROUTE_CLAMPS[0] > clamps
                         routes["lowered"] += tr.route_step_us < 0 and not over and oht.ROUTE_CLAMPS[0] == clamps
                         routes["share"] += tr.route_bw_ratio != 1.0
-                        routes["share > 2"] += tr.route_bw_ratio > 2.0  # (the head start taken off once)
-                        if oht.carried_at_equal_messages(tr, o.s_eff) and tr.route_bw_ratio >= 1.0:
+                        routes["share > 2"] += tr.route_bw_ratio > 2.0
+                        if oht.carried_at_equal_messages(tr, o.s_eff) and tr.route_bw_ratio > 1.0:
                             # split at the protocol segment's bandwidth term, not at t(1 B)
                             mb = o.s_eff * tr.n_model / tr.n_query
                             tb = oht.price_time_us(o.model, tr.n_model, cg, mb)

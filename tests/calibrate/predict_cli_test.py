@@ -289,6 +289,8 @@ def ring_routes(sb, repo):
         routes = p8["transport"]["routes"]
         assert routes["applied"] is True and routes["extra_us_per_step"] == 1.5 and routes["steps"] == 31, routes
         assert routes["share_ratio"] == 1.0 and routes["skew_us"] == 0.0, routes  # the table's share_skew_us
+        # (one share: the price splits at its time at 1 B, as without routes)
+        assert routes["latency_split_us"] == p8["transport"]["latency_floor_us"], routes
         assert "+1.5 us on each of 31 steps" in p8["note"], p8["note"]
         assert abs(p8["time_us"] - 133.652) < 0.01, p8  # the SMPI series' measured 133.65 us
         p32 = q(32)  # past the table (2..16): not applied, and said so

@@ -1092,14 +1092,13 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_DOUBLE_EQ(rsk.transport.route_skew_us, 0.5);
   EXPECT_NEAR(rsk.time_us, lat_routed + bw_eq * (2.0 - 7 * 0.5 / bw_eq), 1e-9 * rsk.time_us);
   EXPECT_EQ(rsk.transport.route_skew_source, SkewSource::Table);
-  // More than two flows on the link (g = 4): the link does all g transfers' work, so the last
-  // flow to start still finishes g T after the first began: the head start is taken off once,
-  // not (g - 1) times (SMPI's even/odd dragonfly: 2+4 -> 16 hosts all_gather 6.8 -> 2.6 %).
+  // More flows on the link (g = 4): the same form, the head start off each of the g - 1 (taking
+  // it off once, as a work-conserving link bounds it, made a held-out dragonfly worse).
   Profile quarter = even;
   quarter.ring_routes->rings[1].share_GBps = 6.25;
   const Prediction rq4 = predict(quarter, Collective::AllGather, four, s);
   EXPECT_DOUBLE_EQ(rq4.transport.route_bw_ratio, 4.0);
-  EXPECT_NEAR(rq4.time_us, lat_routed + std::max(bw_eq, 4.0 * bw_eq - 7 * 0.5), 1e-9 * rq4.time_us);
+  EXPECT_NEAR(rq4.time_us, lat_routed + bw_eq + 3.0 * std::max(0.0, bw_eq - 7 * 0.5), 1e-9 * rq4.time_us);
   // Past a protocol switch whose steps add latency (SMPI's rendezvous handshake: the second
   // segment's intercept 30 us higher), that latency is the steps', not the link share's: the
   // measured count's price splits at its protocol segment's bandwidth term.
@@ -1114,15 +1113,29 @@ TEST(Profile, RingRoutesTransport) {
   // (split at t(1 B) the handshake's 30 us were bandwidth, x2 on each of 7/3 the steps)
   const double l1 = rhs.transport.latency_us;
   EXPECT_LT(rhs.time_us, l1 * 7.0 / 3.0 + 7 * 1.5 + 2.0 * (hb.time_us - l1) * 7.0 / 3.0 - 60.0);
-  for (double g : {2.0, 4.0}) {  // and never falls with size, across the switch too
-    hs.ring_routes->rings[1].share_GBps = 25.0 / g;
-    double last = 0;
-    for (double b = 1 << 10; b <= double(1 << 26); b *= 1.19) {
-      const double t = predict(hs, Collective::AllGather, four, b).time_us;
-      EXPECT_GE(t, last * (1 - 1e-12)) << g << " " << b;
-      last = t;
+  // A faster protocol past the switch (its bandwidth term smaller at the edge, its intercept
+  // larger, the backbone still rising): the bandwidth term is held at the edge's (262 us at
+  // 0.5 GB/s) until the faster one's passes it, so the price does not fall there.
+  Profile fast = hs;
+  for (Model& m : fast.models)
+    if (m.hosts == 2) m.segments = {{0, s / 8, 30.0, 3.0, 0.5}, {s / 8, std::nullopt, 300.0, 3.0, 5.0}};
+  const Prediction fb = predict(fast, Collective::AllGather, LinkClass{4, 2, 2, 1}, s * 4 / 8);
+  const double held = segment_time_us(*fb.model, 0, 4, s / 8) - segment_time_us(*fb.model, 0, 4, 0.0);
+  ASSERT_GT(held, segment_time_us(*fb.model, 1, 4, s / 2) - segment_time_us(*fb.model, 1, 4, 0.0));
+  const Prediction rf = predict(fast, Collective::AllGather, four, s);
+  const double bw_f = held * 7.0 / 3.0;
+  EXPECT_NEAR(rf.time_us, (fb.time_us - held) * 7.0 / 3.0 + 7 * 1.5 + bw_f + std::max(0.0, bw_f - 7 * 0.5),
+              1e-9 * rf.time_us);
+  for (Profile* q : {&hs, &fast})
+    for (double g : {2.0, 4.0, 1.0}) {  // and never falls with size, across the switch too
+      q->ring_routes->rings[1].share_GBps = 25.0 / g;
+      double last = 0;
+      for (double b = 1 << 10; b <= double(1 << 26); b *= 1.19) {
+        const double t = predict(*q, Collective::AllGather, four, b).time_us;
+        EXPECT_GE(t, last * (1 - 1e-12)) << g << " " << b;
+        last = t;
+      }
     }
-  }
   // Prices never fall with size under the overlap (at g = 1/8 too, the measured count contended).
   for (double g : {2.0, 0.125}) {
     Profile mono = even;

@@ -266,16 +266,13 @@ def _transport_parts(latency_us: float, latency_ratio: float, bus_ratio: float, 
 
 def _routed_time(parts, g: float, extra: float, lat_ratio: float, steps: float, skew: float) -> float:
     """host_transport.cpp routed_time: the latency part gains `extra` (lock step: steps x delta;
-    the eager chain's growth), the bandwidth part bw the share ratio g less the flows' head start,
-    g >= 1: max(bw, g bw - min(g - 1, 1) steps x skew), g < 1: bw + (g - 1) max(0, bw - steps x
-    skew); a shorter route (extra < 0) lowers the latency part at most to its lat_ratio share."""
+    the eager chain's growth), the bandwidth part bw the share ratio g as far as the flows overlap,
+    bw + (g - 1) max(0, bw - steps x skew); a shorter route (extra < 0) lowers the latency part at
+    most to its lat_ratio share."""
     lat = parts[0] + extra
     if extra < 0:
         lat = max(lat, parts[0] * lat_ratio)
-    head = max(steps, 0.0) * skew
-    if g >= 1.0:
-        return lat + max(parts[1], g * parts[1] - min(g - 1.0, 1.0) * head)
-    return lat + parts[1] + (g - 1.0) * max(0.0, parts[1] - head)
+    return lat + parts[1] + (g - 1.0) * max(0.0, parts[1] - max(steps, 0.0) * skew)
 
 
 @dataclass
@@ -468,18 +465,21 @@ def _transported_factor(t: HostTransport, eq: bool, at_r: float, at_f: float, tb
 
 def _protocol_latency_us(model, n_m: int, concurrent_groups: int, nbytes: float, tb: float,
                          fallback: float) -> float:
-    """host_transport.cpp protocol_latency_us: tb less the bandwidth term of the protocol segment
-    the measured size falls in (its time less its time at 0 B), that term held at its largest
-    below nbytes and within [0, tb]; fallback (t(1 B)) where it is not finite."""
+    """host_transport.cpp protocol_latency_us: tb less the bandwidth term (its time less its time
+    at 0 B) of the protocol segment the measured size's per-step message falls in (looked up at
+    the group size of the curve that prices n_m), that term held at its largest below nbytes and
+    within [0, tb]; fallback (t(1 B)) where it is not finite."""
     def bw_of(k, s):
         return (segment_time_us(model, k, n_m, s, concurrent_groups)
                 - segment_time_us(model, k, n_m, 0.0, concurrent_groups))
-    seg = segment_of(model, nbytes)
+    cv, _ = curve_for(model, n_m, 1)
+    to_seg = float(cv.group_size if cv is not None else n_m) / float(n_m)
+    seg = segment_of(model, nbytes * to_seg)
     bw = bw_of(seg, nbytes)
     for k in range(seg):
         edge = model.segments[k].s_hi
         if edge is not None:
-            bw = max(bw, bw_of(k, math.nextafter(edge, 0.0)))
+            bw = max(bw, bw_of(k, math.nextafter(edge / to_seg, 0.0)))
     if not math.isfinite(bw) or not tb > 0:
         return fallback
     return tb - min(max(bw, 0.0), tb)
@@ -487,9 +487,9 @@ def _protocol_latency_us(model, n_m: int, concurrent_groups: int, nbytes: float,
 
 def _split_latency_us(model, t: HostTransport, eq: bool, concurrent_groups: int, measured: float,
                       tb: float) -> float:
-    """host_transport.cpp split_latency_us: the protocol's intercept where the routes split a ring
+    """host_transport.cpp split_latency_us: at the protocol segment's bandwidth term where the routes split a ring
     carried at equal per-step messages, else t(1 B)."""
-    if not eq or not t.routes or t.route_bw_ratio < 1.0:
+    if not eq or not t.routes or not t.route_bw_ratio > 1.0:
         return t.latency_us
     return _protocol_latency_us(model, t.n_model, concurrent_groups, measured, tb, t.latency_us)
 
@@ -550,7 +550,7 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     common = step * step + miss * miss + class_log_sigma * class_log_sigma + at_sw * at_sw
     # The switch-level term, latency share q; none where the ring routes price the steps' latency
     # (an overlapped ring keeps it).
-    q = min(1.0, t.latency_us * at_r / tq) if tq > 0 else 1.0
+    q = min(1.0, lat * at_r / tq) if tq > 0 else 1.0  # (the split's)
     level = math.log1p(q) / INTERVAL_Z
     lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
     hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
@@ -727,7 +727,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                         ke = k * float(na) / float(nb)
                         te = price_time_us(a, na, c, ke)
                         steps = float(nb - 1) / float(na - 1)
-                        lat = _protocol_latency_us(a, na, c, ke, te, la) if rab is not None and ring and rab.g >= 1.0 else la
+                        lat = _protocol_latency_us(a, na, c, ke, te, la) if rab is not None and ring and rab.g > 1.0 else la
                         q_lo = q_hi = _transport_parts(lat, steps, steps, te)
                     p_lo, p_hi = q_lo[0] + q_lo[1], q_hi[0] + q_hi[1]
                     if rab is not None and ring:

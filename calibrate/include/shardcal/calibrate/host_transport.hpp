@@ -96,7 +96,9 @@ struct HostTransport {
   bool law_discriminated = false;  // the test's pair beat the defaults (else they held or tied)
   bool test_switch = false;        // the test crossed a known switch: defaults kept, miss widens
   // t = t_b (share R + (1 - share) F), share = min(1, L / t_b).
-  double latency_us = 0;     // L: the chosen model's time at 1 byte (its latency floor)
+  double latency_us = 0;     // L: the chosen model's time at 1 byte (its latency floor; where the
+                             // routes price an MPI ring onto a smaller share, the split is
+                             // transported_latency_split_us's)
   double latency_ratio = 1;  // R: latency growth from h_b to h by `law`
   double bus_ratio = 1;      // F: the bandwidth term's growth by bw_law (x a switch's middle)
   // The range the bandwidth term may move in between h_b and h, as log sigmas below and above
@@ -213,6 +215,12 @@ bool route_latency_overlapped(const HostTransport& t);
 enum class RouteLatency { LockStep, Chain, Middle };
 std::string_view route_latency_name(RouteLatency m);  // "lock-step", "eager chain", "middle"
 RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff);
+// The latency part of the measured count's price at s_eff as the routes split it (the rest is
+// the bandwidth term the link share multiplies): for an MPI ring carried at equal per-step
+// messages onto a smaller share (g > 1), the price less its protocol segment's bandwidth term
+// (host_transport.cpp protocol_latency_us); elsewhere t.latency_us, the price at 1 B.
+double transported_latency_split_us(const Model& m, const HostTransport& t, int concurrent_groups,
+                                    double s_eff);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma = 0.0);
