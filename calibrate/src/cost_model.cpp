@@ -186,38 +186,29 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     const double line = std::max(up ? ye + slope * d : ye - slope * d, log_link_floor(m, n, s_eff));
     out.beyond = true;
     out.beyond_octaves = up ? d : -d;
-    const double misfit = curve_misfit(cv);
-    // The end's own uncertainty for the bounds: the noise, the misfit and the curve's size-to-size
-    // scatter (its leave-one-out error at one octave, kappa / 2): single measurements near the
-    // end scatter by that much around the end knot.
-    out.end_sigma = std::sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0);
-    // A flat top -- the last gap's rise within the end's scatter: the sweep ended where latency
-    // hides the bandwidth term (nccl-tests' all_gather on 8 H100s is flat at 35-41 us up to
-    // 4 MiB, then 21 ms at 8 GiB).
-    const bool flat_top = up && ye - yn <= kIntervalZ * out.end_sigma;
-    // Upwards their geometric middle -- or the line alone where the backend speeds up with size
-    // past any sweep (NCCL: protocols and channels) and the sweep ended past the knee (the last
-    // octave's slope >= 1/2: the bandwidth term at least the latency, so the slope is a trend of
-    // the bandwidth, not latency noise). All_reduce on 2x8 H100 fitted to 4 MiB (slope 0.52) ran
-    // at 0.64 over the next 11 octaves; the backbone carried was 9.5x too slow at 8 GiB. Before
-    // the knee both extrapolations can be wild (the backbone's bandwidth barely measured), so
-    // the middle hedges. Downwards the backbone carried: a latency floor is in every backbone,
-    // and the line's fall is what the floor stops (on the SMPI host series, transported prices
-    // below the measured sizes missed by 20 % with the middle); the line bounds the interval.
-    const bool line_alone = m.log_line_upwards && slope >= kKneeSlope * kLn2;
-    out.log_t = !up ? carried : line_alone ? line : 0.5 * (carried + line);
+    // Upwards their geometric middle. Downwards the backbone carried: a latency floor is in every
+    // backbone, and the line's fall is what the floor stops (on the SMPI host series, transported
+    // prices below the measured sizes missed by 20 % with the middle); the line bounds the interval.
+    out.log_t = up ? 0.5 * (carried + line) : carried;
     if (!want_sigma) return out;
     // The interval holds both extrapolations, each widened by the curve's noise and misfit and by
     // a growth per octave (the curve's own interpolation error scale, at least
     // kBeyondLogSigmaPerOctave: a protocol switch out there is not in the data), and stays within
     // the physical bounds (widened by the end's noise in price_on()).
     const double grow = std::max(cv.kappa_scale / 2.0, kBeyondLogSigmaPerOctave) * d;
+    const double misfit = curve_misfit(cv);
     out.sigma = std::sqrt(cv.noise * cv.noise + grow * grow + misfit * misfit);
+    // The end's own uncertainty for the bounds: the noise, the misfit and the curve's size-to-size
+    // scatter (its leave-one-out error at one octave, kappa / 2): single measurements near the
+    // end scatter by that much around the end knot.
+    out.end_sigma = std::sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0);
     out.env_lo = std::min(carried, line);
     out.env_hi = std::max(carried, line);
-    // At a flat top the data bound nothing above the end but k t(S): the interval's upper side
-    // is the physical bound.
-    if (flat_top) out.env_hi = far;
+    // A flat top -- the last gap's rise within the end's scatter: the sweep ended where latency
+    // hides the bandwidth term (nccl-tests' all_gather on 8 H100s is flat at 35-41 us up to
+    // 4 MiB, then 21 ms at 8 GiB), so the data bound nothing above the end but k t(S): the
+    // interval's upper side is the physical bound.
+    if (up && ye - yn <= kIntervalZ * out.end_sigma) out.env_hi = far;
     out.bound_lo = std::min(ye, far);
     out.bound_hi = std::max(ye, far);
     return out;

@@ -186,7 +186,6 @@ std::variant<Model, UnfittedModel> fit_family(const std::vector<Obs>& obs, const
   m.concurrent_groups = cs.empty() ? key.conc : cs.front();
   m.dtype = dt;
   m.group_sizes = ns;
-  m.log_line_upwards = opt.log_line_upwards;
   m.segments = to_segments(fit->p);
   if (cs.size() >= 2) {
     // Pooled across concurrencies: the measured range is stated, so a query inside it is not

@@ -19,11 +19,7 @@ namespace shardcal::calib {
 
 using fit_text::key_name;
 
-Calibration calibrate(const ResultSet& rs, const FitOptions& user_opt) {
-  FitOptions opt = user_opt;
-  // NCCL speeds up with size past any sweep's end (docs/CALIBRATION.md "Past the measured
-  // sizes"); the leave-one-size-out figures price the end sizes the way predict() will.
-  opt.log_line_upwards = rs.backend == "nccl";
+Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
   Calibration cal;
   cal.options = opt;
   // Even points -> fit observations per family; uneven points kept for the S_eff comparison.

@@ -28,7 +28,6 @@ OTHER_SIDE_LOG_SIGMA = 1.0
 CURVE_SWITCH_LOG = 0.6931471805599453  # ln 2 (cost_model.hpp kCurveSwitchLog)
 LN2 = 0.6931471805599453  # cost_model.hpp kLn2
 BEYOND_LOG_SIGMA_PER_OCTAVE = 0.12  # cost_model.hpp kBeyondLogSigmaPerOctave
-KNEE_SLOPE = 0.5  # cost_model.hpp kKneeSlope: NCCL past the knee prices the line alone upwards
 CURVE_MAX_NOISE = 5.0
 CURVE_MAX_KAPPA = 100.0
 
@@ -211,7 +210,7 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     x0, xk = _lg2(cv.bytes[0]), _lg2(cv.bytes[-1])
     if x < x0 or x > xk:
         # Beyond the measured sizes: the geometric middle of the backbone carried and the end's
-        # log-log line carried (upwards for NCCL the line), inside t(S) <= t(kS) <= k t(S) (as C++ curve_part).
+        # log-log line carried, inside t(S) <= t(kS) <= k t(S) (as C++ curve_part).
         up = x > xk
         d = x - xk if up else x0 - x
         ye = ymono(k - 1) if up else yk(0)
@@ -223,10 +222,7 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
         # The line stops at the link ceiling's floor (C++ applies it in both directions; downwards
         # it only moves the interval's envelope, the price there is `carried`).
         line = max(ye + slope * d if up else ye - slope * d, _log_link_floor(model, n, s_eff))
-        # Upwards the middle, or the line alone for NCCL past the knee (Model::log_line_upwards,
-        # the end's slope >= 1/2: as C++).
-        line_alone = model.log_line_upwards and slope >= KNEE_SLOPE * LN2
-        log_t = (line if line_alone else 0.5 * (carried + line)) if up else carried
+        log_t = 0.5 * (carried + line) if up else carried
         grow = max(cv.kappa_scale / 2.0, BEYOND_LOG_SIGMA_PER_OCTAVE) * d
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
         end_sig = math.sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0)
@@ -379,7 +375,6 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
     knot_bytes = cv.bytes
     seg_at = [segment_of(model, b) for b in cv.bytes]
     shrink1 = 1 - cv.shrink
-    line_up = model.log_line_upwards
     exp, log, bisect_right = math.exp, math.log, bisect.bisect_right
 
     def with_curve(s_eff):
@@ -397,8 +392,7 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
                 far = ye + LN2 * d
                 carried = min(max(log_bb + wgt * lr[k - 1], min(ye, far)), max(ye, far))
                 f = floor_us(s_eff)  # the line stops at the floor (_log_link_floor)
-                line = max(ye + slope * d, math.log(f) if f > 0 else -math.inf)
-                return exp(line if line_up and slope >= KNEE_SLOPE * LN2 else 0.5 * (carried + line))
+                return exp(0.5 * (carried + max(ye + slope * d, math.log(f) if f > 0 else -math.inf)))
             d = x0 - x
             ye = yk[0]
             far = ye - LN2 * d
@@ -420,5 +414,5 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
 
     with_curve.link_floor = (lff, gbps)
     with_curve.spec = spec + (("curve", [float(b) for b in knot_bytes], xs, kb, yk, ym, list(lr), seg_at, wgt,
-                               shrink1, CURVE_SWITCH_LOG, line_up),)
+                               shrink1, CURVE_SWITCH_LOG),)
     return with_curve

@@ -61,9 +61,6 @@ class Model:
     # The profile's link ceiling (extra.link_ceiling.GBps), 0 = none: Model::link_ceiling_GBps,
     # which the C++ reader copies into every model; prices never fall below its floor.
     link_ceiling_GBps: float = 0.0
-    # Past the largest measured size the end's log-log line prices, not the middle (NCCL speeds up
-    # with size): Model::log_line_upwards, which the C++ reader sets from the backend.
-    log_line_upwards: bool = False
 
 def _fail(origin: str, ptr: str, what: str, fix: str):
     raise ProfileError(f"{origin}: {ptr or '/'}: {what}; {fix}")
@@ -515,7 +512,6 @@ class ProfileData:
         self.models = [_parse_model(origin, m, f"/models/{i}", i) for i, m in enumerate(doc["models"])]
         for m in self.models:  # (profile_read.cpp: every model prices with the profile's ceiling)
             m.link_ceiling_GBps = self.link_ceiling["GBps"] if self.link_ceiling else 0.0
-            m.log_line_upwards = self.backend == "nccl"
         seen = set()
         for m in self.models:
             key = (m.collective, m.hosts, m.concurrent_groups, m.dtype)

@@ -274,11 +274,6 @@ inline constexpr double kLn2 = 0.6931471805599453;
 // nccl-tests development logs needed for 90 % coverage extrapolating up from 40-75 % of their
 // sizes (docs/CALIBRATION.md "Past the measured sizes").
 inline constexpr double kBeyondLogSigmaPerOctave = 0.12;
-// Past the largest measured size an NCCL curve is priced by the end's log-log line alone where
-// the last octave's slope is at least this (past the knee of alpha + beta S, where the bandwidth
-// term reaches the latency), else by the line's geometric middle with the backbone carried
-// (cost_model.cpp curve_part; docs/CALIBRATION.md "Past the measured sizes").
-inline constexpr double kKneeSlope = 0.5;
 
 // Bounds the profile readers put on a curve's noise and kappa_scale (log scale): beyond them an
 // interval would be meaningless (e^(1.96 x 5) ~ 18000x) and exp() could overflow.

@@ -37,8 +37,6 @@ struct FitOptions {
                                   // pooled fit exceeds this and 3 standard errors
   double class_bias_min = 0.05;   // link classes (group size, concurrency) split likewise; also
                                   // the least contention effect (at the largest concurrency) kept
-  bool log_line_upwards = false;  // Model::log_line_upwards of every model (calibrate() sets it
-                                  // from the results' backend); not a user option
 };
 
 // Pooling of the link classes of one collective and hosts pattern (docs/CALIBRATION.md "Pooling

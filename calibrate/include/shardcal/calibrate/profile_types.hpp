@@ -139,12 +139,6 @@ struct Model {
   // The profile's link ceiling (Profile::link_ceiling), 0 = not known: prices never fall below
   // S_eff x link_floor_factor(n) / ceiling. Not written per model.
   double link_ceiling_GBps = 0;
-  // Past the largest measured size of a sweep that ended past the knee, price the end's log-log
-  // line (not its geometric middle with the backbone carried): the backend keeps speeding up
-  // with size beyond the sweep (NCCL: LL, LL128, Simple and more channels; docs/CALIBRATION.md
-  // "Past the measured sizes"). Set from the results' or the profile's backend ("nccl"); not
-  // written per model.
-  bool log_line_upwards = false;
 };
 
 // The domain a model is used on without the prediction being marked extrapolated.
