@@ -888,6 +888,36 @@ bool route_ring(const HostTransport& t, double s_eff) {
   return t.selector ? ring_at_both(t.op, t.n_model, t.n_query, s_eff) : t.law == LatencyLaw::RingSteps;
 }
 
+// Past the measured protocol switch an overlapped ring is priced in lock step, below it by its
+// eager chain (route_latency_for). Where the chain's extra at the query is larger than the lock
+// step's (shorter routes than the measured count's, or equal ones with a longer chain), the price
+// could fall across the switch (SMPI dragonfly, hosts in stride-3 order, reduce_scatter on 3
+// hosts x 2 ranks transported from 4 hosts: 23.82 -> 21.27 us from 376832 to 393216 B), which
+// the measured counts do not show (the measured price barely moves there). The largest query size
+// priced below the switch, whose price the lock step's is held at or above (a running maximum
+// across the switch, as the measured curves' knots are kept non-decreasing: flat until the lock
+// step's price passes it, at most 0.44 octave on the SMPI series); 0 where the price is not a
+// lock step's past the same ring's switch.
+static double eager_edge_size(const Model& m, const HostTransport& t, double s_eff) {
+  if (!t.routes || !route_latency_overlapped(t) || m.segments.size() < 2 || !m.segments[0].s_hi)
+    return 0.0;
+  if (route_latency(m, t, s_eff) != RouteLatency::LockStep) return 0.0;
+  // per_step_size_at is linear in the query's size: the switch at the measured count's per-step
+  // size s_hi maps to s_hi / per_step_size_at(1 B).
+  // (A few steps down where the division rounded up onto the switch.)
+  double edge = *m.segments[0].s_hi / per_step_size_at(m, t.n_model, 1.0, t.n_query);
+  for (int i = 0; i < 8 && edge > 0 && route_latency(m, t, edge) == RouteLatency::LockStep; ++i)
+    edge = std::nextafter(edge, 0.0);
+  if (!(edge > 0 && edge < s_eff) || route_latency(m, t, edge) == RouteLatency::LockStep) return 0.0;
+  // Only across the ring's own protocol switch: the same ring carried the same way on both sides
+  // (where the selector runs another algorithm below, or the transport changes, its fall is real:
+  // Open MPI's fixed rules switch to a faster algorithm).
+  if (!route_ring(t, s_eff) || !route_ring(t, edge) ||
+      carried_at_equal_messages(t, edge) != carried_at_equal_messages(t, s_eff))
+    return 0.0;
+  return edge;
+}
+
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma) {
   const bool eq = carried_at_equal_messages(t, s_eff);
@@ -897,8 +927,10 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const bool ring = t.routes && route_ring(t, s_eff);
   const RouteLatency mode = route_latency(m, t, s_eff);
   const double lat = split_latency_us(m, t, eq, concurrent_groups, measured_bytes_at(t, s_eff), b.time_us);
-  const double tq = transported_time(t, eq, at, b.time_us, ring, Routed::Price, mode, lat);
-  // The factor on b (its interval scales with it).
+  double tq = transported_time(t, eq, at, b.time_us, ring, Routed::Price, mode, lat);
+  if (const double edge = eager_edge_size(m, t, s_eff); edge > 0)
+    tq = std::max(tq, price_transported_time_us(m, t, concurrent_groups, edge));
+  // The factor on b (its interval scales with it; the hold only where the routes price a ring).
   const double f = ring && b.time_us > 0 ? tq / b.time_us : transported_factor(t, eq, at, b.time_us);
   const double step = t.step_log_sigma * t.doublings;
   const double miss =
@@ -950,16 +982,34 @@ double transported_latency_split_us(const Model& m, const HostTransport& t, int 
               : t.latency_us;
 }
 
-double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
-                                 double s_eff) {
+namespace {
+// price_transported_time_us without the hold across the switch (eager_edge_size) or the floor.
+double unheld_time_us(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff) {
   const bool eq = carried_at_equal_messages(t, s_eff);
   const double mb = measured_bytes_at(t, s_eff);
   const double tb = price_time_us(m, t.n_model, concurrent_groups, mb);
   const bool ring = t.routes && route_ring(t, s_eff);
-  const double tq = transported_time(t, eq, transport_at(t, s_eff), tb, ring, Routed::Price,
-                                     route_latency(m, t, s_eff),
-                                     split_latency_us(m, t, eq, concurrent_groups, mb, tb));
+  return transported_time(t, eq, transport_at(t, s_eff), tb, ring, Routed::Price, route_latency(m, t, s_eff),
+                          split_latency_us(m, t, eq, concurrent_groups, mb, tb));
+}
+}  // namespace
+
+double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
+                                 double s_eff) {
+  double tq = unheld_time_us(m, t, concurrent_groups, s_eff);
+  if (const double edge = eager_edge_size(m, t, s_eff); edge > 0)
+    tq = std::max(tq, price_transported_time_us(m, t, concurrent_groups, edge));
   return std::max(tq, link_floor_time_us(m, t.n_query, s_eff));
+}
+
+double transported_eager_hold_bytes(const Model& m, const HostTransport& t, int concurrent_groups,
+                                    double s_eff) {
+  const double edge = eager_edge_size(m, t, s_eff);
+  if (!(edge > 0)) return 0.0;
+  const double held = price_transported_time_us(m, t, concurrent_groups, edge);
+  return held > std::max(unheld_time_us(m, t, concurrent_groups, s_eff), link_floor_time_us(m, t.n_query, s_eff))
+             ? edge
+             : 0.0;
 }
 
 }  // namespace shardcal::calib

@@ -249,6 +249,9 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
         << tr.route_step_us << " us on each of " << tr.route_steps << " steps"
         << route_latency_note(route_latency(*best, tr, s_eff), tr);
+      if (const double edge = transported_eager_hold_bytes(*best, tr, lc.concurrent_groups, s_eff); edge > 0)
+        o << "; held at the eager steps' price at the switch (" << edge
+          << " B): a larger message is never priced faster";
       if (tr.route_bw_ratio != 1.0) {
         o << "; the bandwidth term x" << tr.route_bw_ratio
           << " as far as the flows sharing the link overlap (their routes' latencies differ by "

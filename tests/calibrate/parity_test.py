@@ -307,7 +307,7 @@ def parity(tool, repo):
     from oracle import host_transport as oht  # (load_oracle put it on sys.path)
     routes = {"profiles": 0, "queries": 0, "ring": 0, "longer": 0, "shorter": 0, "share": 0, "equal share": 0,
               "equal latency": 0, "share > 2": 0, "protocol split": 0, "clamped": 0, "lowered": 0, "skipped": 0,
-              "moved": 0, "overlapped": 0, "chain": 0, "middle": 0, "rendezvous": 0, "tree": 0, "selector": 0, "not ring": 0, "tested": 0}
+              "moved": 0, "overlapped": 0, "chain": 0, "middle": 0, "rendezvous": 0, "held": 0, "tree": 0, "selector": 0, "not ring": 0, "tested": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json")]
         for i in range(12):
@@ -423,6 +423,9 @@ def parity(tool, repo):
                         if over:  # past the measured protocol switch: lock step; else the chain or the middle
                             routes[{"lock-step": "rendezvous", "chain": "chain", "middle": "middle"}[
                                 oht.route_latency(o.model, tr, o.s_eff)]] += 1
+                            # in lock step, held at the eager price at the switch's edge (never
+                            # falls): the hold binds (the notes, compared word for word, say so)
+                            routes["held"] += oht.transported_eager_hold_bytes(o.model, tr, cg, o.s_eff) > 0
                         routes["longer"] += tr.route_step_us > 0
                         routes["shorter"] += tr.route_step_us < 0
                         # a shorter route: its latency part lowered by delta per step, or at most to
@@ -478,7 +481,7 @@ def parity(tool, repo):
           f"ratio, {routes['equal share']} equal shares (counting overlapped rings too); {routes['moved']} moved "
           f"from the price without routes), {routes['overlapped']} overlapped rings (MPI reduce_scatter: {routes['chain']} eager by "
           f"their chain, {routes['middle']} eager at the middle, {routes['rendezvous']} past the measured switch in "
-          f"lock step), "
+          f"lock step, {routes['held']} of them held at the eager price at the switch), "
           f"not applied: {routes['tree']} tree-depth, {routes['selector']} ompi selector's other algorithms, "
           f"{routes['not ring']} other laws; {routes['tested']} tested by a second count with routes; "
           f"{routes['skipped']} not applied for a count missing from the table or concurrent groups")

@@ -910,6 +910,28 @@ TEST(CostModel, PastTheLargestSizeThePriceIsTheMiddleOfLineAndBackbone) {
   }
 }
 
+// A size an ulp below a knot that sits on a segment boundary is in the gap (w rounds to 1 there):
+// priced by the gap's switch rule, continuous with the knot, not by the previous segment's
+// backbone times the knot's ratio (4x off here; host transport's measured sizes, s_eff n_b / n,
+// land there).
+TEST(CostModel, JustBelowAKnotOnASegmentBoundaryIsPricedAsTheGap) {
+  Model m = curved_model();
+  m.segments = {{0, 524288.0, 2.0, 0.5, 1.0}, {524288.0, std::nullopt, 20.0, 1.0, 5.0}};
+  MeasuredCurve& c = m.curves[0];
+  c.bytes = {65536, 262144, 524288, 1048576};
+  c.log_ratio = {0.0, 0.05, 1.5, 1.45};  // the knot on the boundary runs 4.5x its backbone
+  c.kappa = {0, 0.02, 0.02, 0};
+  const double below = std::nextafter(524288.0, 0.0);
+  ASSERT_EQ(std::log2(below), std::log2(524288.0));  // (w = 1 in floating point)
+  const double at = price(m, 4, 1, 524288.0).time_us;
+  const Priced p = price(m, 4, 1, below);
+  EXPECT_NEAR(p.time_us, at, 1e-9 * at);
+  EXPECT_DOUBLE_EQ(price_time_us(m, 4, 1, below), p.time_us);
+  EXPECT_LE(price(m, 4, 1, 262144.0).time_us, p.time_us);
+  EXPECT_LE(p.lo_us, p.time_us);
+  EXPECT_GE(p.hi_us, p.time_us);
+}
+
 TEST(CostModel, ASwitchInTheGapIsPricedBetweenItsMeasuredNeighbours) {
   const Model m = curved_model();
   const double t1 = backbone_time_us(m, 4, 16384) * std::exp(0.2);

@@ -241,7 +241,9 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
     yi = ymono(i)
     yj = yk(i + 1) if log_bb_at(i + 1) < log_bb_at(i) else max(yk(i + 1), yi)
     ruler = (1 - w) * yi + w * yj
-    switch = 0 < w < 1 and (segment_of(model, cv.bytes[i]) != segment_of(model, cv.bytes[i + 1])
+    # (at a measured size by the size, not by w: as C++)
+    switch = max(s_eff, 1.0) not in (cv.bytes[i], cv.bytes[i + 1]) and (
+        segment_of(model, cv.bytes[i]) != segment_of(model, cv.bytes[i + 1])
                             or cv.weight * abs(cv.log_ratio[i + 1] - cv.log_ratio[i]) > CURVE_SWITCH_LOG)
     env_lo = env_hi = 0.0
     if switch:
@@ -406,7 +408,8 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
         w = (x - xi) / g if g > 0 else 0.0
         yi = ym[i]
         yj = yk[i + 1] if kb[i + 1] < kb[i] else max(yk[i + 1], yi)
-        if 0 < w < 1 and (seg_at[i] != seg_at[i + 1] or wgt * abs(lr[i + 1] - lr[i]) > CURVE_SWITCH_LOG):
+        if max(s_eff, 1.0) not in (knot_bytes[i], knot_bytes[i + 1]) and (
+                seg_at[i] != seg_at[i + 1] or wgt * abs(lr[i + 1] - lr[i]) > CURVE_SWITCH_LOG):
             return exp((1 - w) * yi + w * yj)
         shape = log_bb - ((1 - w) * kb[i] + w * kb[i + 1])
         r = (1 - w) * lr[i] + w * lr[i + 1] - shrink1 * shape

@@ -532,6 +532,29 @@ def route_ring(t: HostTransport, s_eff: float) -> bool:
     return _ring_at_both(t.op, t.n_model, t.n_query, s_eff) if t.selector else t.law == "ring-steps"
 
 
+def _eager_edge_size(model, t: HostTransport, s_eff: float) -> float:
+    """host_transport.cpp eager_edge_size: past an overlapped ring's protocol switch (lock step)
+    the largest query size priced below it, whose price the lock step's is held at or above; 0
+    elsewhere."""
+    if not t.routes or not _route_latency_overlapped(t) or len(model.segments) < 2 or \
+            model.segments[0].s_hi is None:
+        return 0.0
+    if route_latency(model, t, s_eff) != "lock-step":
+        return 0.0
+    edge = model.segments[0].s_hi / _per_step_size_at(model, t.n_model, 1.0, t.n_query)
+    for _ in range(8):  # (a few steps down where the division rounded up onto the switch)
+        if not (edge > 0 and route_latency(model, t, edge) == "lock-step"):
+            break
+        edge = math.nextafter(edge, 0.0)
+    if not (0 < edge < s_eff) or route_latency(model, t, edge) == "lock-step":
+        return 0.0
+    # only across the ring's own switch: the same ring carried the same way on both sides
+    if not route_ring(t, s_eff) or not route_ring(t, edge) or \
+            carried_at_equal_messages(t, edge) != carried_at_equal_messages(t, s_eff):
+        return 0.0
+    return edge
+
+
 def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: float,
                       class_log_sigma: float = 0.0) -> Priced:
     """host_transport.cpp price_transported."""
@@ -543,6 +566,9 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     mode = route_latency(model, t, s_eff)
     lat = _split_latency_us(model, t, eq, concurrent_groups, mb, b.time_us)
     tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, "price", mode, lat)
+    edge = _eager_edge_size(model, t, s_eff)
+    if edge > 0:  # held at or above the eager price at the switch's edge
+        tq = max(tq, price_transported_time_us(model, t, concurrent_groups, edge))
     # The factor on b (its interval scales with it).
     f = tq / b.time_us if ring and b.time_us > 0 else _transported_factor(t, eq, at_r, at_f, b.time_us)
     step = t.step_log_sigma * t.doublings
@@ -574,16 +600,34 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
                   b.segment, b.curve, b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
 
-def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
-    """host_transport.cpp price_transported_time_us."""
+def _unheld_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
+    """host_transport.cpp unheld_time_us: price_transported_time_us without the hold or the floor."""
     eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
     mb = s_eff * t.n_model / t.n_query if eq else s_eff
     tb = price_time_us(model, t.n_model, concurrent_groups, mb)
     at_r, at_f, _ = _transport_at(t, s_eff)
-    tq = _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
-                           route_latency(model, t, s_eff),
-                           _split_latency_us(model, t, eq, concurrent_groups, mb, tb))
+    return _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
+                             route_latency(model, t, s_eff),
+                             _split_latency_us(model, t, eq, concurrent_groups, mb, tb))
+
+
+def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
+    """host_transport.cpp price_transported_time_us."""
+    tq = _unheld_time_us(model, t, concurrent_groups, s_eff)
+    edge = _eager_edge_size(model, t, s_eff)
+    if edge > 0:  # held at or above the eager price at the switch's edge
+        tq = max(tq, price_transported_time_us(model, t, concurrent_groups, edge))
     return max(tq, link_floor_time_us(model, t.n_query, s_eff))
+
+
+def transported_eager_hold_bytes(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
+    """host_transport.cpp transported_eager_hold_bytes: the switch's edge where the hold binds, else 0."""
+    edge = _eager_edge_size(model, t, s_eff)
+    if not edge > 0:
+        return 0.0
+    held = price_transported_time_us(model, t, concurrent_groups, edge)
+    return edge if held > max(_unheld_time_us(model, t, concurrent_groups, s_eff),
+                              link_floor_time_us(model, t.n_query, s_eff)) else 0.0
 
 
 def bandwidth_growth(law: str, collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
@@ -613,9 +657,13 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
         tb = fb(mb)
         at_r, at_f, _ = _transport_at(t, s_eff)
         # (price_transported_time_us: with the ring routes where they apply)
-        return max(_transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
-                                     route_latency(model, t, s_eff),
-                                     _split_latency_us(model, t, eq, concurrent_groups, mb, tb)), floor_us)
+        tq = _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
+                               route_latency(model, t, s_eff),
+                               _split_latency_us(model, t, eq, concurrent_groups, mb, tb))
+        edge = _eager_edge_size(model, t, s_eff)
+        if edge > 0:  # held at or above the eager price at the switch's edge
+            tq = max(tq, transported(edge))
+        return max(tq, floor_us)
     return transported
 
 

@@ -230,6 +230,9 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
                          f"{'+' if tr.route_step_us >= 0 else ''}{tr.route_step_us:.4g} us on each of "
                          f"{tr.route_steps} steps"
                          + _route_latency_note(_ht.route_latency(m, tr, s_eff), tr)
+                         + (f"; held at the eager steps' price at the switch ({hold:.4g} B): a larger message is "
+                            "never priced faster"
+                            if (hold := _ht.transported_eager_hold_bytes(m, tr, concurrent_groups, s_eff)) > 0 else "")
                          + (f"; the bandwidth term x{tr.route_bw_ratio:.4g} as far as the flows sharing the link "
                             f"overlap (their routes' latencies differ by {tr.route_skew_us:.4g} us"
                             + (f" at most, the {tr.route_skew_source}'s: the interval reaches whole overlap; "

@@ -226,5 +226,10 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
                          double s_eff, double class_log_sigma = 0.0);
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff);
+// Where the price past an overlapped ring's protocol switch is held at the eager price at the
+// switch's edge (the lock step's would fall below it; host_transport.cpp eager_edge_size): that
+// edge's size in the query's bytes, else 0.
+double transported_eager_hold_bytes(const Model& m, const HostTransport& t, int concurrent_groups,
+                                    double s_eff);
 
 }  // namespace shardcal::calib
