@@ -896,8 +896,8 @@ bool route_ring(const HostTransport& t, double s_eff) {
 // the measured counts do not show (the measured price barely moves there). The largest query size
 // priced below the switch, whose price the lock step's is held at or above (a running maximum
 // across the switch, as the measured curves' knots are kept non-decreasing: flat until the lock
-// step's price passes it, at most 0.44 octave on the SMPI series); 0 where the price is not a
-// lock step's past the same ring's switch.
+// step's price passes it, 0.16 octave there); 0 where the price is not a lock step's past the
+// same ring's switch.
 static double eager_edge_size(const Model& m, const HostTransport& t, double s_eff) {
   if (!t.routes || !route_latency_overlapped(t) || m.segments.size() < 2 || !m.segments[0].s_hi)
     return 0.0;
@@ -911,7 +911,9 @@ static double eager_edge_size(const Model& m, const HostTransport& t, double s_e
   if (!(edge > 0 && edge < s_eff) || route_latency(m, t, edge) == RouteLatency::LockStep) return 0.0;
   // Only across the ring's own protocol switch: the same ring carried the same way on both sides
   // (where the selector runs another algorithm below, or the transport changes, its fall is real:
-  // Open MPI's fixed rules switch to a faster algorithm).
+  // Open MPI's fixed rules switch to a faster algorithm). Checked at the two ends only: Open MPI's
+  // reduce_scatter rules leave the ring and come back only below 128 KiB for n <= 4 (butterfly at
+  // 64-128 KiB), under SMPI's 64 KiB per-step switch times n, so not between them.
   if (!route_ring(t, s_eff) || !route_ring(t, edge) ||
       carried_at_equal_messages(t, edge) != carried_at_equal_messages(t, s_eff))
     return 0.0;

@@ -6,8 +6,9 @@ a price past an overlapped ring's protocol switch is held at the eager price at 
 note says so; host_transport.cpp eager_edge_size), the test oracle (tests/calibrate/oracle) prices
 it too: the same time, interval and note.
 Collectives left to Open MPI's selector (not forced to one algorithm in the profile's
-extra.mpi_selector) are left out: their measured times fall at the selector's algorithm switches
-(all_reduce on 16 hosts x 4: 103.6 -> 54.3 us from 128 to 256 KiB).
+extra.mpi_selector) are not checked for falls: their measured times fall at the selector's algorithm
+switches (all_reduce on 16 hosts x 4: 103.6 -> 54.3 us from 128 to 256 KiB); their held prices are
+compared with the oracle's too.
 
 usage: hosts_monotone_test.py SHARDBENCH REPO"""
 import glob
@@ -40,10 +41,9 @@ def main(sb, repo):
             with open(out) as f:
                 sel = json.load(f).get("extra", {}).get("mpi_selector")
             for coll in ("all_gather", "all_reduce", "reduce_scatter"):
-                if sel and sel.get("selector") == "ompi" and coll not in sel.get("forced", {}):
-                    skipped += 1
-                    continue
-                checked += 1
+                falls_real = bool(sel and sel.get("selector") == "ompi" and coll not in sel.get("forced", {}))
+                skipped += falls_real
+                checked += not falls_real
                 for hosts in range(2, 17):
                     for rph in (1, 2, 4):
                         prev = None
@@ -58,13 +58,14 @@ def main(sb, repo):
                                 assert (o.time_us, o.note) == (t, p.note), (name, coll, hosts, rph, b, o, p)
                                 for a, c in ((o.lo_us, p.lo_us), (o.hi_us, p.hi_us)):
                                     assert abs(a - c) <= 1e-12 * c, (name, coll, hosts, rph, b, o, p)
-                            assert prev is None or t >= prev[1], (
+                            assert falls_real or prev is None or t >= prev[1], (
                                 f"{name}: {coll} on {hosts} hosts x {rph}: {prev[1]!r} us at {prev[0]!r} B, "
                                 f"{t!r} us at {b!r} B")
                             prev = (b, t)
-    assert checked >= 30 and priced >= 30 * 45 * 280 and held >= 15, (checked, priced, held)
-    print(f"hosts monotone: {checked} series x collective ({skipped} left to Open MPI's selector left out), "
-          f"{priced} prices, none falls with size; {held} held at the eager price at the switch, as the oracle")
+    assert checked >= 30 and priced >= 39 * 45 * 280 and held >= 15, (checked, priced, held)
+    print(f"hosts monotone: {checked} series x collective ({skipped} left to Open MPI's selector: not checked "
+          f"for falls), {priced} prices, none falls with size; {held} held at the eager price at the switch, "
+          "as the oracle")
 
 
 if __name__ == "__main__":
