@@ -114,6 +114,12 @@ static TransportParts transport_parts(double latency_us, double latency_ratio, d
   const double share = tb > 0 ? std::min(1.0, latency_us / tb) : 1.0;
   return {tb * share * latency_ratio, tb * (1.0 - share) * bus_ratio};
 }
+// The size at the measured model m whose per-step messages are the query's (s_eff / n bytes): at
+// the group size of the curve that prices m's group size n_m (its protocol switch is that curve's).
+static double per_step_size_at(const Model& m, int n_m, double s_eff, int n) {
+  const MeasuredCurve* cv = curve_for(m, n_m, 1);
+  return s_eff * double(cv ? cv->group_size : n_m) / double(n);
+}
 // The latency part of the measured count's price tb (m on n_m ranks at `bytes`) where the ring
 // routes split it (latency x the steps' ratio + the extra route latency; the bandwidth term x the
 // link share) for a ring carried at equal per-step messages. Its steps run the protocol the
@@ -135,8 +141,7 @@ static double protocol_latency_us(const Model& m, int n_m, int concurrent_groups
   };
   // The protocol by the per-step message at the group size of the curve that prices n_m (its
   // switch is that curve's; route_latency_for looks it up the same way): `bytes` x gs / n_m.
-  const MeasuredCurve* cv = curve_for(m, n_m, 1);
-  const double to_seg = double(cv ? cv->group_size : n_m) / double(n_m);
+  const double to_seg = per_step_size_at(m, n_m, 1.0, n_m);
   const std::size_t seg = segment_of(m, bytes * to_seg);
   double bw = bw_of(seg, bytes);
   for (std::size_t k = 0; k < seg; ++k)
@@ -205,12 +210,6 @@ static bool ring_family(Collective op) {
   return op == Collective::AllGather || op == Collective::ReduceScatter || op == Collective::AllReduce;
 }
 bool route_latency_overlapped(const HostTransport& t) { return t.ompi_ring_reduce_scatter; }
-// The size at the measured model m whose per-step messages are the query's (s_eff / n bytes): at
-// the group size of the curve that prices m's group size n_m (its protocol switch is that curve's).
-static double per_step_size_at(const Model& m, int n_m, double s_eff, int n) {
-  const MeasuredCurve* cv = curve_for(m, n_m, 1);
-  return s_eff * double(cv ? cv->group_size : n_m) / double(n);
-}
 // route_latency for m priced at n_m ranks, the query s_eff on n ranks (the size looked up only
 // for an overlapped ring: the planner's hot path prices every other ring in lock step).
 static RouteLatency route_latency_for(bool overlapped, bool chain, const Model& m, int n_m,
