@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The simulated-cluster tests (label `simulate`, docs/SIMULATION.md).
 
-Usage: simulate_test.py determinism|ground_truth|bad_input|direct_run SHARDBENCH_SMPI SOURCE_DIR WORK_DIR
+Usage: simulate_test.py determinism|ground_truth|bad_input|direct_run|eager_ring SHARDBENCH_SMPI SOURCE_DIR WORK_DIR
 
 On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2x2: groups of 2 only):
   determinism   the same sweep twice gives identical timing samples, and the results' context
@@ -13,6 +13,13 @@ On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2
                 and one error line; a run failing inside smpirun leaves no temp files
   direct_run    the SMPI build run by itself (not under smpirun) says to use smpirun.sh or a
                 native build, in one error line, and exits 2 (not SIGSEGV); no platform needed
+  eager_ring    (its own flat platforms: 8 and 16 hosts x 4 ranks, 25 GB/s 3 us, loopback 150 GB/s
+                1 us) scripts/simulate/eager_ring_probe.c, Open MPI's reduce_scatter ring's eager
+                message pattern, built with smpicc and run by smpirun.sh: an event simulation of the
+                ring replaying each rank's entry time (when it left the barrier) gives SMPI's time
+                within 0.5 %; on 16 hosts the ranks enter 4 us apart and every rank entering at once
+                is >= 10 % low, on 8 hosts they enter together (calibrate/scripts/eager_ring.py,
+                docs/CALIBRATION.md "Other host counts")
 calibrate runs natively when SHARDCAL_NATIVE_SHARDBENCH names a shardbench, else the SMPI
 build runs it as one simulated rank (calibrate does no communication).
 """
@@ -172,9 +179,36 @@ def direct_run():
     print(f"direct run: exit 2 and one line: {lines[0][:100]}...")
 
 
+def eager_ring():
+    probe = os.path.join(WORK, "eager_ring_probe")
+    run(["smpicc", "-O1", "-o", probe, os.path.join(SIM, "eager_ring_probe.c")])
+    msg = 16384
+    for hosts, skewed in ((8, False), (16, True)):
+        plat = os.path.join(WORK, f"flat-{hosts}")
+        run([os.path.join(SIM, "make-platform"), "--hosts", str(hosts), "--ranks-per-host", "4",
+             "--intra-bw", "150", "--intra-lat", "1", "--inter-bw", "25", "--inter-lat", "3",
+             "--out", plat])
+        p = run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(plat, "platform.xml"),
+                 "--hostfile", os.path.join(plat, "hostfile"), "--np", str(4 * hosts),
+                 "--shardbench", probe, "--", str(msg)])
+        out = os.path.join(WORK, f"probe-{hosts}.txt")
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(p.stdout)
+        q = run(["/usr/bin/python3", os.path.join(SRC, "calibrate", "scripts", "eager_ring.py"), "probe",
+                 out, "--hosts", str(hosts), "--ranks-per-host", "4", "--message", str(msg), "--check"])
+        print(q.stdout.strip())
+        line = q.stdout.splitlines()[0]
+        spread = float(line.split("spread ")[1].split(" us")[0])
+        at_once = float(line.rsplit("(", 1)[1].split(" %")[0])
+        if skewed:
+            assert spread > 1.0 and at_once <= -10.0, f"{hosts} hosts: expected the entry skew to matter: {line}"
+        else:
+            assert spread == 0.0 and abs(at_once) <= 0.5, f"{hosts} hosts: expected no entry skew: {line}"
+
+
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
-if MODE != "direct_run":
+if MODE not in ("direct_run", "eager_ring"):
     make_platform()
 {"determinism": determinism, "ground_truth": ground_truth, "bad_input": bad_input,
- "direct_run": direct_run}[MODE]()
+ "direct_run": direct_run, "eager_ring": eager_ring}[MODE]()

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Open MPI's eager reduce_scatter ring on SMPI: its dependency chain, and what else sets its time.
+
+docs/CALIBRATION.md "Other host counts" prices the eager steps of Open MPI's reduce_scatter ring
+(coll_base_reduce_scatter_intra_ring, SMPI's ompi_ring) by their dependency chain: message k
+reaches rank r once rank r-1 holds message k-1 and rank r holds message k-2 (its receive for k
+is posted then), one hop later,
+
+    A(r, k) = max(A(r-1, k-1), A(r, k-2)) + hop(r-1 -> r),   A(., 0) = A(., -1) = 0,
+
+done at the largest A(., n-1). Here a hop costs its route latency plus the per-step message's
+transfer time at the ring flow's link share (m / share_GBps between hosts, m / loopback bandwidth
+inside one).
+
+  series DIR   every measured eager point of an SMPI host series (per-step message below SMPI's
+               eager limit) beside the chain. On tests/data/smpi-hosts (4 ranks per host) the
+               chain gives 2, 4 and 8 hosts to within 5 % where the ring flows keep a whole
+               link; at 16 hosts it is up to 23 % low (and more where links are shared).
+  probe FILE   the output of scripts/simulate/eager_ring_probe.c (the ring's message pattern
+               under SMPI, timed as shardbench times an operation) beside an event simulation
+               of the same ring: transfers start when send and receive are both posted (SMPI's
+               eager sends with smpi/async-small-thresh:0), pay the route latency, then share
+               the sending host's NIC equally with that host's other flows. Simulated twice:
+               every rank entering at once, and each rank entering when the probe says it left
+               the barrier before the operation.
+
+What the probe shows (docs/CALIBRATION.md): the 16-host miss is how the ranks enter the ring.
+Open MPI's barrier (SMPI's ompi selector) releases 64 ranks on 16 hosts x 4 over 4 us (14, 16,
+16, 18 us by a rank's place on its host), but 8, 16 and 32 ranks at once. Replayed with those
+entry times the simulation gives SMPI's time to 0.05 %; entering at once, the chain's (15 % low
+at 16 KiB messages): the skew is in every rank's own elapsed time, and it shifts the ring's two
+interleaved receive chains so that one host's consecutive messages share its NIC.
+
+  /usr/bin/python3 calibrate/scripts/eager_ring.py series tests/data/smpi-hosts/flat
+  /usr/bin/python3 calibrate/scripts/eager_ring.py series --check-through 8 DIR
+  /usr/bin/python3 calibrate/scripts/eager_ring.py probe OUT --hosts 16 --ranks-per-host 4 \\
+      --message 16384 [--check]
+
+Exit status: 0; 1 when a --check fails; 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+EAGER_LIMIT_BYTES = 65536  # SMPI's smpi/send-is-detached-thresh default (host-series.sh keeps it)
+
+
+def die(msg: str) -> None:
+    print(f"eager_ring: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def chain_us(hops_us: list[float], ranks_per_host: int, loop_us: float, t_inter: float,
+             t_loop: float) -> float:
+    """The dependency chain's end over a ring of len(hops_us) hosts x ranks_per_host ranks."""
+    c = ranks_per_host
+    n = len(hops_us) * c
+    prev2 = [0.0] * n
+    prev1 = [0.0] * n
+    for _ in range(1, n):
+        cur = [0.0] * n
+        for r in range(n):
+            frm = (r - 1) % n
+            hop = loop_us + t_loop if frm // c == r // c else hops_us[frm // c] + t_inter
+            cur[r] = max(prev1[frm], prev2[r]) + hop
+        prev2, prev1 = prev1, cur
+    return max(prev1)
+
+
+def simulate_us(hosts: int, c: int, m: float, inter_lat: float, inter_Bpus: float, loop_lat: float,
+                loop_Bpus: float, entry: list[float] | None = None) -> float:
+    """Event simulation of the ring's eager steps; the largest per-rank elapsed time (us).
+
+    Rank r posts send 1 and receives 1 and 2 when it enters; once message k has arrived it posts
+    send k+1 and receive k+2. A message moves once both ends are posted: the route latency, then
+    its bytes at the link's bandwidth shared equally by the flows leaving that host (loopback
+    transfers unshared: SimGrid's cluster loopback)."""
+    n = hosts * c
+    t0 = entry or [0.0] * n
+    sent: dict[tuple[int, int], float] = {}  # (sender, k) -> posted
+    recv: dict[tuple[int, int], float] = {}  # (receiver, k) -> posted
+    done: dict[tuple[int, int], float] = {}
+    started: set[tuple[int, int]] = set()
+    flows: list[dict] = []
+
+    def match(r: int, k: int, now: float) -> None:
+        if not 1 <= k <= n - 1 or (r, k) in started:
+            return
+        frm = (r - 1) % n
+        if (frm, k) not in sent or (r, k) not in recv:
+            return
+        started.add((r, k))
+        inter = frm // c != r // c
+        flows.append({"r": r, "k": k, "lat_end": now + (inter_lat if inter else loop_lat),
+                      "rem": float(m), "link": ("nic", frm // c) if inter else ("loop", r, k),
+                      "bw": inter_Bpus if inter else loop_Bpus, "rate": 0.0})
+
+    starts = sorted((t0[r], r) for r in range(n))
+    si = 0
+    t = 0.0
+    eps = 1e-12
+    while True:
+        active = [f for f in flows if f["lat_end"] <= t + eps]
+        load: dict = {}
+        for f in active:
+            load[f["link"]] = load.get(f["link"], 0) + 1
+        for f in active:
+            f["rate"] = f["bw"] / load[f["link"]]
+        nxt = [f["lat_end"] if f["lat_end"] > t + eps else t + f["rem"] / f["rate"] for f in flows]
+        if si < len(starts):
+            nxt.append(starts[si][0])
+        if not nxt:
+            break
+        nt = max(t, min(nxt))
+        for f in active:
+            f["rem"] -= f["rate"] * (nt - t)
+        t = nt
+        while si < len(starts) and starts[si][0] <= t + eps:
+            r = starts[si][1]
+            si += 1
+            sent[(r, 1)] = recv[(r, 1)] = recv[(r, 2)] = t
+            match(r, 1, t)
+            match(r, 2, t)
+            match((r + 1) % n, 1, t)
+        finished = [f for f in active if f["rem"] <= 1e-9 * m]
+        for f in finished:
+            flows.remove(f)
+            r, k = f["r"], f["k"]
+            done[(r, k)] = t
+            sent[(r, k + 1)] = recv[(r, k + 2)] = t
+        for f in finished:
+            match((f["r"] + 1) % n, f["k"] + 1, t)
+            match(f["r"], f["k"] + 2, t)
+    if len(done) != n * (n - 1):
+        die(f"the simulation stalled after {len(done)} of {n * (n - 1)} messages (a bug)")
+    return max(done[(r, n - 1)] - t0[r] for r in range(n))
+
+
+def load_series(d: Path) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for f in sorted(d.glob("hosts*.jsonl")):
+        mt = re.fullmatch(r"hosts(\d+)\.jsonl", f.name)
+        if not mt:
+            continue
+        pts = []
+        with f.open() as fh:
+            for line_no, line in enumerate(fh, 1):
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as e:
+                    die(f"{f}:{line_no}: not JSON ({e}); give a results file written by shardbench sweep")
+                if rec.get("type") == "point" and rec.get("collective") == "reduce_scatter":
+                    pts.append(rec)
+        out[int(mt.group(1))] = pts
+    return out
+
+
+def cmd_series(a: argparse.Namespace) -> int:
+    routes_path = a.series / "routes.json"
+    if not routes_path.is_file():
+        die(f"{routes_path}: missing; host-series.sh writes it beside the series "
+            "(or scripts/simulate/host-series.sh --routes-only)")
+    try:
+        routes = json.loads(routes_path.read_text())
+    except json.JSONDecodeError as e:
+        die(f"{routes_path}: not JSON ({e})")
+    rings = {r["hosts"]: r for r in routes.get("rings", [])}
+    loop_lat = routes.get("loopback_latency_us")
+    series = load_series(a.series)
+    if not series:
+        die(f"{a.series}: no hostsH.jsonl results; give a directory host-series.sh wrote")
+    worst, checked = 0.0, 0
+    print(f"{a.series}: eager reduce_scatter (per-step message < {EAGER_LIMIT_BYTES} B) beside "
+          "its dependency chain")
+    print(f"{'hosts':>5} {'ranks':>5} {'message B':>10} {'measured us':>12} {'chain us':>10} {'err':>8}")
+    for h in sorted(series):
+        ring = rings.get(h)
+        if ring is None or "hop_latency_us" not in ring:
+            print(f"{h:>5}: skipped (routes.json has no hop list for {h} hosts)")
+            continue
+        for p in sorted(series[h], key=lambda q: q["bytes"]):
+            n = p["group_size"]
+            c = p.get("max_ranks_per_host") or n // h
+            if n != c * h:
+                die(f"{a.series}/hosts{h}.jsonl: {n} ranks on {h} hosts is not {c} per host")
+            if c > 1 and loop_lat is None:
+                die(f"{routes_path}: no loopback_latency_us for {c} ranks per host; re-run ring-routes")
+            msg = p["bytes"] / n
+            if msg >= EAGER_LIMIT_BYTES:
+                continue
+            t_meas = p["stats"]["p50"] * 1e6
+            t_in = msg / (ring["share_GBps"] * 1e3)
+            t_lo = msg / (a.loopback_GBps * 1e3)
+            ch = chain_us(ring["hop_latency_us"], c, loop_lat or 0.0, t_in, t_lo)
+            err = ch / t_meas - 1
+            print(f"{h:>5} {n:>5} {msg:>10.0f} {t_meas:>12.1f} {ch:>10.1f} {100 * err:>+7.1f}%")
+            if a.check_through is not None and h <= a.check_through:
+                checked += 1
+                worst = max(worst, abs(err))
+    if a.check_through is None:
+        return 0
+    if checked == 0:
+        die(f"--check-through {a.check_through}: no eager point at or below {a.check_through} hosts")
+    ok = worst <= a.tolerance
+    print(f"check: the chain within {100 * worst:.1f} % of {checked} eager points up to "
+          f"{a.check_through} hosts (limit {100 * a.tolerance:.1f} %): {'ok' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
+def cmd_probe(a: argparse.Namespace) -> int:
+    n = a.hosts * a.ranks_per_host
+    entry: dict[int, float] = {}
+    measured = None
+    try:
+        lines = a.output.read_text().splitlines()
+    except OSError as e:
+        die(f"{a.output}: cannot read ({e.strerror})")
+    for line_no, line in enumerate(lines, 1):
+        w = line.split()
+        try:
+            if w and w[0] == "entry" and len(w) == 4:
+                entry[int(w[1])] = float(w[2])
+            elif w and w[0] == "max_elapsed_us" and len(w) == 2:
+                measured = float(w[1])
+        except ValueError:
+            die(f"{a.output}:{line_no}: '{line}' is not the probe's output")
+    if measured is None or sorted(entry) != list(range(n)):
+        die(f"{a.output}: expected 'entry RANK ENTRY ELAPSED' for ranks 0..{n - 1} and "
+            f"'max_elapsed_us X' (scripts/simulate/eager_ring_probe.c on {n} ranks); "
+            f"found {len(entry)} entries{'' if measured is not None else ', no max_elapsed_us'}")
+    args = (a.hosts, a.ranks_per_host, float(a.message), a.inter_lat, a.inter_GBps * 1e3,
+            a.loopback_lat, a.loopback_GBps * 1e3)
+    skewed = simulate_us(*args, entry=[entry[r] for r in range(n)])
+    at_once = simulate_us(*args)
+    spread = max(entry.values()) - min(entry.values())
+    print(f"{a.hosts} hosts x {a.ranks_per_host} ranks, {a.message} B per step: SMPI {measured:.3f} us; "
+          f"simulated with the probe's entry times (spread {spread:.2f} us) {skewed:.3f} us "
+          f"({100 * (skewed / measured - 1):+.2f} %), every rank entering at once {at_once:.3f} us "
+          f"({100 * (at_once / measured - 1):+.2f} %)")
+    if not a.check:
+        return 0
+    ok = abs(skewed / measured - 1) <= a.tolerance
+    print(f"check: the simulation with entry times within {100 * a.tolerance:.2f} % of SMPI: "
+          f"{'ok' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
+def main() -> int:
+    doc = __doc__ or ""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n\n".join(doc.split("\n\n")[1:]))
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("series", help="a host series' eager points beside the chain")
+    s.add_argument("series", type=Path, help="a host series directory (hostsH.jsonl + routes.json)")
+    s.add_argument("--loopback-GBps", type=float, default=150.0,
+                   help="bandwidth between two ranks of one host (default 150: host-series.sh's)")
+    s.add_argument("--check-through", type=int, metavar="H",
+                   help="exit 1 unless the chain is within --tolerance of every eager point up to H hosts")
+    s.add_argument("--tolerance", type=float, default=0.05, help="relative (default 0.05)")
+    p = sub.add_parser("probe", help="eager_ring_probe.c's output beside the event simulation")
+    p.add_argument("output", type=Path, help="the probe's stdout")
+    p.add_argument("--hosts", type=int, required=True)
+    p.add_argument("--ranks-per-host", type=int, required=True)
+    p.add_argument("--message", type=int, required=True, help="bytes per step (the probe's argument)")
+    p.add_argument("--inter-lat", type=float, default=3.0, help="us host to host (make-platform flat: 3)")
+    p.add_argument("--inter-GBps", type=float, default=25.0, help="per NIC and direction (default 25)")
+    p.add_argument("--loopback-lat", type=float, default=1.0, help="us (default 1)")
+    p.add_argument("--loopback-GBps", type=float, default=150.0, help="(default 150)")
+    p.add_argument("--check", action="store_true", help="exit 1 unless the skewed simulation is within --tolerance")
+    p.add_argument("--tolerance", type=float, default=0.005, help="relative (default 0.005)")
+    a = ap.parse_args()
+    if a.cmd == "probe" and (a.hosts < 1 or a.ranks_per_host < 1 or a.hosts * a.ranks_per_host < 2
+                             or a.message < 1):
+        die("--hosts and --ranks-per-host >= 1 (at least 2 ranks in all), --message >= 1")
+    return cmd_series(a) if a.cmd == "series" else cmd_probe(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

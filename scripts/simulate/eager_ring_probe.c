@@ -1,0 +1,55 @@
+/* SMPI probe: the message pattern of Open MPI's reduce_scatter ring (coll_base_reduce_scatter_
+ * intra_ring: post the receive for block k, wait for block k-1, send block k with a blocking send),
+ * timed as shardbench times one operation: a world barrier, untimed, then each rank's own elapsed
+ * time, the maximum over ranks reported. It also prints every rank's entry time (its clock when
+ * it left the barrier), which calibrate/scripts/eager_ring.py's event simulation replays.
+ *
+ * Build and run (SimGrid SMPI, Debian libsimgrid-dev):
+ *   smpicc -O1 scripts/simulate/eager_ring_probe.c -o probe
+ *   scripts/simulate/smpirun.sh --platform P --hostfile H --np N --shardbench ./probe -- BYTES
+ * Output: "entry RANK ENTRY_US ELAPSED_US" per rank, then "max_elapsed_us X" (rank 0).
+ * Reductions are not computed (SMPI's smpi/simulate-computation:no makes them free anyway). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const long m = argc > 1 ? atol(argv[1]) : 0;
+  if (m <= 0 || m > (1L << 30) || n < 2) {
+    if (rank == 0) fprintf(stderr, "eager_ring_probe: usage: eager_ring_probe BYTES (1..2^30) on >= 2 ranks\n");
+    MPI_Finalize();
+    return 2;
+  }
+  char* in[2] = {malloc((size_t)m), malloc((size_t)m)};
+  char* out = malloc((size_t)m);
+  const int to = (rank + 1) % n, from = (rank + n - 1) % n;
+  MPI_Request req[2];
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  int inbi = 0;
+  MPI_Irecv(in[inbi], (int)m, MPI_BYTE, from, 7, MPI_COMM_WORLD, &req[inbi]);
+  MPI_Send(out, (int)m, MPI_BYTE, to, 7, MPI_COMM_WORLD);
+  for (int k = 2; k < n; ++k) {
+    inbi ^= 1;
+    MPI_Irecv(in[inbi], (int)m, MPI_BYTE, from, 7, MPI_COMM_WORLD, &req[inbi]);
+    MPI_Wait(&req[inbi ^ 1], MPI_STATUS_IGNORE);
+    MPI_Send(out, (int)m, MPI_BYTE, to, 7, MPI_COMM_WORLD);
+  }
+  MPI_Wait(&req[inbi], MPI_STATUS_IGNORE);
+  const double mine = MPI_Wtime() - t0;
+  double mx = 0;
+  MPI_Reduce(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  printf("entry %d %.6f %.6f\n", rank, t0 * 1e6, mine * 1e6);
+  fflush(stdout);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) printf("max_elapsed_us %.6f\n", mx * 1e6);
+  free(in[0]);
+  free(in[1]);
+  free(out);
+  MPI_Finalize();
+  return 0;
+}
