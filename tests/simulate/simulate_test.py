@@ -17,8 +17,8 @@ On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2
                 1 us) scripts/simulate/eager_ring_probe.c, Open MPI's reduce_scatter ring's eager
                 message pattern, built with smpicc and run by smpirun.sh: an event simulation of the
                 ring replaying each rank's entry time (when it left the barrier) gives SMPI's time
-                within 0.5 %; on 16 hosts the ranks enter 4 us apart and every rank entering at once
-                is >= 10 % low, on 8 hosts they enter together (calibrate/scripts/eager_ring.py,
+                within 0.5 %; on 16 hosts the ranks enter over more than 1 us (4 us seen) and every
+                rank entering at once is >= 10 % low, on 8 hosts they enter together (calibrate/scripts/eager_ring.py,
                 docs/CALIBRATION.md "Other host counts")
 calibrate runs natively when SHARDCAL_NATIVE_SHARDBENCH names a shardbench, else the SMPI
 build runs it as one simulated rank (calibrate does no communication).
@@ -197,13 +197,14 @@ def eager_ring():
         q = run(["/usr/bin/python3", os.path.join(SRC, "calibrate", "scripts", "eager_ring.py"), "probe",
                  out, "--hosts", str(hosts), "--ranks-per-host", "4", "--message", str(msg), "--check"])
         print(q.stdout.strip())
-        line = q.stdout.splitlines()[0]
-        spread = float(line.split("spread ")[1].split(" us")[0])
-        at_once = float(line.rsplit("(", 1)[1].split(" %")[0])
+        res = [l for l in q.stdout.splitlines() if l.startswith("result ")]
+        assert len(res) == 1, f"{hosts} hosts: no 'result k=v ...' line in\n{q.stdout}"
+        kv = dict(item.split("=", 1) for item in res[0].split()[1:])
+        spread, at_once = float(kv["spread_us"]), float(kv["at_once_err_pct"])
         if skewed:
-            assert spread > 1.0 and at_once <= -10.0, f"{hosts} hosts: expected the entry skew to matter: {line}"
+            assert spread > 1.0 and at_once <= -10.0, f"{hosts} hosts: expected the entry stagger to matter: {res[0]}"
         else:
-            assert spread == 0.0 and abs(at_once) <= 0.5, f"{hosts} hosts: expected no entry skew: {line}"
+            assert spread < 1e-3 and abs(at_once) <= 0.5, f"{hosts} hosts: expected no entry stagger: {res[0]}"
 
 
 shutil.rmtree(WORK, ignore_errors=True)
