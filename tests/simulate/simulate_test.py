@@ -48,18 +48,23 @@ def run(cmd, expect=0, cwd=None):
     return p
 
 
-def make_platform():
-    run([os.path.join(SIM, "make-platform"), "--hosts", "2", "--ranks-per-host", "4",
-         "--intra-bw", "100", "--intra-lat", "0.5", "--inter-bw", "10", "--inter-lat", "2",
-         "--out", PLAT])
+def make_platform(out=PLAT, hosts=2, intra=("100", "0.5"), inter=("10", "2")):
+    """A make-platform flat cluster of `hosts` x 4 ranks; intra/inter: (GB/s, us)."""
+    run([os.path.join(SIM, "make-platform"), "--hosts", str(hosts), "--ranks-per-host", "4",
+         "--intra-bw", intra[0], "--intra-lat", intra[1], "--inter-bw", inter[0], "--inter-lat", inter[1],
+         "--out", out])
+
+
+def smpirun(np, exe=SB, plat=PLAT):
+    """smpirun.sh's command line up to `--` on the platform in `plat`."""
+    return [os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(plat, "platform.xml"),
+            "--hostfile", os.path.join(plat, "hostfile"), "--np", str(np), "--shardbench", exe, "--"]
 
 
 def sweep(out):
     if os.path.exists(out):
         os.remove(out)
-    run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
-         "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "8", "--shardbench", SB, "--",
-         "sweep", "--backend", "mpi", "--config", CONFIG, "--out", out])
+    run(smpirun(8) + ["sweep", "--backend", "mpi", "--config", CONFIG, "--out", out])
     with open(out, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
@@ -90,8 +95,7 @@ def ground_truth():
     if native:
         run([native] + cal)
     else:
-        run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
-             "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "1", "--shardbench", SB, "--"] + cal)
+        run(smpirun(1) + cal)
     p = run([sys.executable, os.path.join(SIM, "check_ground_truth.py"), "--profile", prof,
              "--platform-json", os.path.join(PLAT, "platform.json"), "--tolerance", "0.05"])
     print(p.stdout)
@@ -108,8 +112,7 @@ def validate_says_simulated():
                    "sizes": [262144], "dtypes": ["f32"], "warmup": 1,
                    "iterations": {"min": 2, "max": 2}, "time_budget_s": 0.001,
                    "buffer_rotation": {"bytes": 0, "max_slots": 1}}, f)
-    run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
-         "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "8", "--shardbench", SB, "--",
+    run(smpirun(8) + [
          "validate", "--backend", "mpi", "--profile",
          os.path.join(SRC, "configs", "profiles", "dtensor-default.json"), "--config", cfg, "--out", out])
     with open(out, encoding="utf-8") as f:
@@ -155,8 +158,7 @@ def bad_input():
     # a run that fails inside the simulation leaves no smpirun temp files and nothing on stdout
     cwd = os.path.join(WORK, "cwd")
     os.makedirs(cwd)
-    p = run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(PLAT, "platform.xml"),
-             "--hostfile", os.path.join(PLAT, "hostfile"), "--np", "2", "--shardbench", SB, "--",
+    p = run(smpirun(2) + [
              "sweep", "--backend", "mpi", "--config", "/nonexistent.json", "--out", "r.jsonl"],
             expect=None, cwd=cwd)
     assert os.listdir(cwd) == [], os.listdir(cwd)
@@ -185,12 +187,8 @@ def eager_ring():
     msg = 16384
     for hosts, skewed in ((8, False), (16, True)):
         plat = os.path.join(WORK, f"flat-{hosts}")
-        run([os.path.join(SIM, "make-platform"), "--hosts", str(hosts), "--ranks-per-host", "4",
-             "--intra-bw", "150", "--intra-lat", "1", "--inter-bw", "25", "--inter-lat", "3",
-             "--out", plat])
-        p = run([os.path.join(SIM, "smpirun.sh"), "--platform", os.path.join(plat, "platform.xml"),
-                 "--hostfile", os.path.join(plat, "hostfile"), "--np", str(4 * hosts),
-                 "--shardbench", probe, "--", str(msg)])
+        make_platform(plat, hosts, intra=("150", "1"), inter=("25", "3"))
+        p = run(smpirun(4 * hosts, probe, plat) + [str(msg)])
         out = os.path.join(WORK, f"probe-{hosts}.txt")
         with open(out, "w", encoding="utf-8") as f:
             f.write(p.stdout)
