@@ -298,7 +298,19 @@ nlohmann::ordered_json ring_routes(const Args& a) {
   doc["source"] = "SimGrid " + simgrid_version() + " Host::route_to on " + real + " (sha256 " + sha + ")";
   doc["hosts_order"] = names;
   doc["rings"] = std::move(routed["rings"]);
-  if (routed.contains("loopback_latency_us")) doc["loopback_latency_us"] = routed["loopback_latency_us"];
+  if (routed.contains("loopback_latency_us")) {
+    doc["loopback_latency_us"] = routed["loopback_latency_us"];
+  } else {
+    // Not an error (one rank per host needs none), but with several ranks per host their steps
+    // run over a link this table cannot describe, and the transport drops the eager chain.
+    std::cerr << "ring-routes: warning: " << a.platform
+              << ": no host has a loopback route (a cluster's loopback_bw/loopback_lat, or a "
+                 "<route src=\"H\" dst=\"H\">): two ranks on one host then talk over SimGrid's "
+                 "network-model loopback (network/loopback-bw, network/loopback-lat), which the "
+                 "table leaves out (no loopback_latency_us); give the hosts a loopback link if "
+                 "ranks share a host\n"
+              << std::flush;
+  }
   return doc;
 }
 

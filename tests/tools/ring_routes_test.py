@@ -118,6 +118,27 @@ def main():
     for h, (lat, share) in got.items():
         check(lat == 3.0 and share == 25.0, f"flat {h} hosts: {lat} us, {share} GB/s")
 
+    # A platform without loopback routes (a Full zone of hosts and links): the table, without
+    # loopback_latency_us, and one warning line saying what it leaves out.
+    no_loop = os.path.join(work, "noloop.xml")
+    open(no_loop, "w").write(
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">"
+        "<host id=\"a\" speed=\"1Gf\"/><host id=\"b\" speed=\"1Gf\"/><host id=\"c\" speed=\"1Gf\"/>"
+        "<link id=\"l\" bandwidth=\"1GBps\" latency=\"1us\"/>"
+        "<route src=\"a\" dst=\"b\"><link_ctn id=\"l\"/></route><route src=\"b\" dst=\"c\"><link_ctn id=\"l\"/></route>"
+        "<route src=\"a\" dst=\"c\"><link_ctn id=\"l\"/></route></zone></platform>\n")
+    abc_loop = os.path.join(work, "abc-noloop.hosts")
+    open(abc_loop, "w").write("a\nb\nc\n")
+    out_loop = os.path.join(work, "noloop.json")
+    r = run(tool, "--platform", no_loop, "--hostfile", abc_loop, "--out", out_loop)
+    lines = r.stderr.splitlines()
+    doc = json.load(open(out_loop)) if r.returncode == 0 and os.path.exists(out_loop) else {}
+    check(r.returncode == 0 and len(lines) == 1 and lines[0].startswith("ring-routes: warning: ")
+          and "no host has a loopback route" in lines[0] and "loopback_latency_us" not in doc
+          and [g.get("hosts") for g in doc.get("rings", [])] == [2, 3],
+          f"no loopback: exit {r.returncode}, stderr {r.stderr!r}, {doc}")
+
     # Bad input: one line "ring-routes: error: ...", exit 2, nothing written.
     bad_hosts = os.path.join(work, "bad.hosts")
     open(bad_hosts, "w").write("node-0\nnode-99:4\n")
