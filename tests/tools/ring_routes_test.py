@@ -35,6 +35,20 @@ def make_platform(src, work, name, *topo):
     return out
 
 
+def abc_zone(work, name, routes):
+    """A Full zone of hosts a, b, c and one link, routing the given (src, dst) pairs (symmetric);
+    no loopback routes."""
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">"
+                "<host id=\"a\" speed=\"1Gf\"/><host id=\"b\" speed=\"1Gf\"/><host id=\"c\" speed=\"1Gf\"/>"
+                "<link id=\"l\" bandwidth=\"1GBps\" latency=\"1us\"/>"
+                + "".join(f"<route src=\"{a}\" dst=\"{b}\"><link_ctn id=\"l\"/></route>" for a, b in routes)
+                + "</zone></platform>\n")
+    return path
+
+
 def rings(tool, platform, hostfile, label, order):
     out = os.path.join(os.path.dirname(hostfile), f"{label}.json")
     r = run(tool, "--platform", platform, "--hostfile", hostfile, "--out", out)
@@ -120,14 +134,7 @@ def main():
 
     # A platform without loopback routes (a Full zone of hosts and links): the table, without
     # loopback_latency_us, and one warning line saying what it leaves out.
-    no_loop = os.path.join(work, "noloop.xml")
-    open(no_loop, "w").write(
-        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-        "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">"
-        "<host id=\"a\" speed=\"1Gf\"/><host id=\"b\" speed=\"1Gf\"/><host id=\"c\" speed=\"1Gf\"/>"
-        "<link id=\"l\" bandwidth=\"1GBps\" latency=\"1us\"/>"
-        "<route src=\"a\" dst=\"b\"><link_ctn id=\"l\"/></route><route src=\"b\" dst=\"c\"><link_ctn id=\"l\"/></route>"
-        "<route src=\"a\" dst=\"c\"><link_ctn id=\"l\"/></route></zone></platform>\n")
+    no_loop = abc_zone(work, "noloop.xml", [("a", "b"), ("b", "c"), ("a", "c")])
     abc_loop = os.path.join(work, "abc-noloop.hosts")
     open(abc_loop, "w").write("a\nb\nc\n")
     out_loop = os.path.join(work, "noloop.json")
@@ -152,13 +159,7 @@ def main():
         "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\"><cluster id=\"c\" prefix=\"node-\" "
         "suffix=\"\" radical=\"0-3\" speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\" topology=\"TORUS\" "
         "topo_parameters=\"3,3\"/></zone></platform>\n")
-    no_route = os.path.join(work, "noroute.xml")  # a Full zone routing a -> b only
-    open(no_route, "w").write(
-        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-        "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">"
-        "<host id=\"a\" speed=\"1Gf\"/><host id=\"b\" speed=\"1Gf\"/><host id=\"c\" speed=\"1Gf\"/>"
-        "<link id=\"l\" bandwidth=\"1GBps\" latency=\"1us\"/>"
-        "<route src=\"a\" dst=\"b\"><link_ctn id=\"l\"/></route></zone></platform>\n")
+    no_route = abc_zone(work, "noroute.xml", [("a", "b")])  # routing a -> b only
     abc = os.path.join(work, "abc.hosts")
     open(abc, "w").write("a\nb\nc\n")
     ft_xml, ft_hosts = os.path.join(ft, "platform.xml"), os.path.join(ft, "hostfile")
