@@ -195,14 +195,19 @@ std::string one_line(std::string text) {
     // else twice the host's private link): the longest over the hosts.
     nlohmann::ordered_json out = {{"rings", std::move(rings)}};
     double loopback = 0;
+    int loop_routes = 0;
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       write_all(fd, "R " + std::to_string(i) + " " + std::to_string(i) + "\n");
       std::vector<sg4::Link*> route;
       double latency = 0;
       hosts[i]->route_to(hosts[i], route, &latency);
-      if (!route.empty()) loopback = std::max(loopback, latency);
+      if (!route.empty()) {
+        ++loop_routes;
+        loopback = std::max(loopback, latency);
+      }
     }
     if (loopback > 0) out["loopback_latency_us"] = tidy(loopback * 1e6);
+    out["loopback_routes"] = loop_routes;  // for the parent's warning; not in the table
     write_all(fd, "J" + out.dump());
   } catch (const std::exception& e) {
     write_all(fd, "E " + one_line(e.what()) + "\n");
@@ -298,11 +303,13 @@ nlohmann::ordered_json ring_routes(const Args& a) {
   doc["source"] = "SimGrid " + simgrid_version() + " Host::route_to on " + real + " (sha256 " + sha + ")";
   doc["hosts_order"] = names;
   doc["rings"] = std::move(routed["rings"]);
+  // Not an error (one rank per host needs no loopback), but with several ranks per host their
+  // steps then run over a link this table does not describe, and the transport drops the eager
+  // chain (it needs a positive loopback latency).
+  const int loop_routes = routed.value("loopback_routes", 0);
   if (routed.contains("loopback_latency_us")) {
     doc["loopback_latency_us"] = routed["loopback_latency_us"];
-  } else {
-    // Not an error (one rank per host needs none), but with several ranks per host their steps
-    // run over a link this table cannot describe, and the transport drops the eager chain.
+  } else if (loop_routes == 0) {
     std::cerr << "ring-routes: warning: " << a.platform
               << ": no host has a loopback route (a cluster's loopback_bw/loopback_lat, or a "
                  "<route src=\"H\" dst=\"H\">): two ranks on one host then talk over SimGrid's "
@@ -310,7 +317,17 @@ nlohmann::ordered_json ring_routes(const Args& a) {
                  "table leaves out (no loopback_latency_us); give the hosts a loopback link if "
                  "ranks share a host\n"
               << std::flush;
+  } else {
+    std::cerr << "ring-routes: warning: " << a.platform << ": the hosts' loopback routes have 0 "
+              << "latency: the table leaves loopback_latency_us out (a profile needs it positive), "
+                 "so MPI eager rings of several ranks per host are priced without their chain\n"
+              << std::flush;
   }
+  if (loop_routes > 0 && std::size_t(loop_routes) < names.size())
+    std::cerr << "ring-routes: warning: " << a.platform << ": " << loop_routes << " of "
+              << names.size() << " hosts have a loopback route; loopback_latency_us is the "
+              << "longest of theirs\n"
+              << std::flush;
   return doc;
 }
 

@@ -230,8 +230,8 @@ def cmd_series(a: argparse.Namespace) -> int:
                 die(f"{a.series}/hosts{h}.jsonl: {n} ranks on {h} hosts is not {c} per host")
             if c > 1 and loop_lat is None:
                 die(f"{routes_path}: no loopback_latency_us for {c} ranks per host (the platform "
-                    "gives its hosts no loopback route, or the table predates it): give the hosts a "
-                    "loopback link and re-run ring-routes")
+                    "gives its hosts no loopback route or only 0-latency ones, or the table predates "
+                    "it): give the hosts a loopback link and re-run ring-routes")
             ll = positive(f"{routes_path}: loopback_latency_us", loop_lat) if c > 1 else 1.0
             msg = p["bytes"] / n
             if msg >= EAGER_LIMIT_BYTES:

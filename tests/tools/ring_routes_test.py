@@ -146,6 +146,26 @@ def main():
           and [g.get("hosts") for g in doc.get("rings", [])] == [2, 3],
           f"no loopback: exit {r.returncode}, stderr {r.stderr!r}, {doc}")
 
+    # Loopback routes of 0 latency (a cluster's loopback_lat="0us"), the table on stdout: pure
+    # JSON there, without loopback_latency_us (a profile needs it positive), the warning on stderr.
+    loop0 = os.path.join(work, "loop0.xml")
+    open(loop0, "w").write(
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\"><cluster id=\"c\" prefix=\"node-\" "
+        "suffix=\"\" radical=\"0-3\" speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\" loopback_bw=\"10GBps\" "
+        "loopback_lat=\"0us\"/></zone></platform>\n")
+    loop0_hosts = os.path.join(work, "loop0.hosts")
+    open(loop0_hosts, "w").write("node-0\nnode-1\nnode-2\n")
+    r = run(tool, "--platform", loop0, "--hostfile", loop0_hosts)
+    lines = r.stderr.splitlines()
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = {}
+    check(r.returncode == 0 and len(lines) == 1 and "loopback routes have 0 latency" in lines[0]
+          and "loopback_latency_us" not in doc and len(doc.get("rings", [])) == 2,
+          f"0-latency loopback: exit {r.returncode}, stderr {r.stderr!r}, stdout {r.stdout[:200]!r}")
+
     # Bad input: one line "ring-routes: error: ...", exit 2, nothing written.
     bad_hosts = os.path.join(work, "bad.hosts")
     open(bad_hosts, "w").write("node-0\nnode-99:4\n")
