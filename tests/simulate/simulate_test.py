@@ -18,7 +18,8 @@ On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2
                 message pattern, built with smpicc and run by smpirun.sh: an event simulation of the
                 ring replaying each rank's entry time (when it left the barrier) gives SMPI's time
                 within 0.5 %; on 16 hosts the ranks enter over more than 1 us (4 us seen) and every
-                rank entering at once is >= 10 % low, on 8 hosts they enter together (calibrate/scripts/eager_ring.py,
+                rank entering at once is >= 10 % low (so on 4 hosts x 1 rank), on 8 hosts x 4 they enter
+                together (calibrate/scripts/eager_ring.py,
                 docs/CALIBRATION.md "Other host counts")
 calibrate runs natively when SHARDCAL_NATIVE_SHARDBENCH names a shardbench, else the SMPI
 build runs it as one simulated rank (calibrate does no communication).
@@ -48,9 +49,9 @@ def run(cmd, expect=0, cwd=None):
     return p
 
 
-def make_platform(out=PLAT, hosts=2, intra=("100", "0.5"), inter=("10", "2")):
-    """A make-platform flat cluster of `hosts` x 4 ranks; intra/inter: (GB/s, us)."""
-    run([os.path.join(SIM, "make-platform"), "--hosts", str(hosts), "--ranks-per-host", "4",
+def make_platform(out=PLAT, hosts=2, intra=("100", "0.5"), inter=("10", "2"), rph=4):
+    """A make-platform flat cluster of `hosts` x `rph` ranks; intra/inter: (GB/s, us)."""
+    run([os.path.join(SIM, "make-platform"), "--hosts", str(hosts), "--ranks-per-host", str(rph),
          "--intra-bw", intra[0], "--intra-lat", intra[1], "--inter-bw", inter[0], "--inter-lat", inter[1],
          "--out", out])
 
@@ -185,15 +186,17 @@ def eager_ring():
     probe = os.path.join(WORK, "eager_ring_probe")
     run(["smpicc", "-O1", "-o", probe, os.path.join(SIM, "eager_ring_probe.c")])
     msg = 16384
-    for hosts, skewed in ((8, False), (16, True)):
-        plat = os.path.join(WORK, f"flat-{hosts}")
-        make_platform(plat, hosts, intra=("150", "1"), inter=("25", "3"))
-        p = run(smpirun(4 * hosts, probe, plat) + [str(msg)])
-        out = os.path.join(WORK, f"probe-{hosts}.txt")
+    # (hosts, ranks per host, staggered): 4 x 1 is the barrier skew that the 1-rank-per-host host
+    # series' 4-host latency carries (rank 0 leaves 3 us early; docs/CALIBRATION.md "Barrier skew").
+    for hosts, rph, skewed in ((8, 4, False), (16, 4, True), (4, 1, True)):
+        plat = os.path.join(WORK, f"flat-{hosts}x{rph}")
+        make_platform(plat, hosts, intra=("150", "1"), inter=("25", "3"), rph=rph)
+        p = run(smpirun(rph * hosts, probe, plat) + [str(msg)])
+        out = os.path.join(WORK, f"probe-{hosts}x{rph}.txt")
         with open(out, "w", encoding="utf-8") as f:
             f.write(p.stdout)
         q = run(["/usr/bin/python3", os.path.join(SRC, "calibrate", "scripts", "eager_ring.py"), "probe",
-                 out, "--hosts", str(hosts), "--ranks-per-host", "4", "--message", str(msg), "--check"])
+                 out, "--hosts", str(hosts), "--ranks-per-host", str(rph), "--message", str(msg), "--check"])
         print(q.stdout.strip())
         res = [l for l in q.stdout.splitlines() if l.startswith("result ")]
         assert len(res) == 1, f"{hosts} hosts: no 'result k=v ...' line in\n{q.stdout}"
