@@ -3,15 +3,21 @@
  * timed as shardbench times one operation: a world barrier, untimed, then each rank's own elapsed
  * time, the maximum over ranks reported. It also prints every rank's entry time (its clock when
  * it left the barrier), which calibrate/scripts/eager_ring.py's event simulation replays.
+ * With a second argument `window`, every rank starts at one agreed time instead of at its barrier
+ * exit: rank 0 broadcasts a start 50 us ahead and every rank sleeps until it (nanosleep is
+ * simulated time under SMPI; SMPI's clock is global), the common start that removes the
+ * barrier's skew (docs/CALIBRATION.md "Barrier skew in the measured counts").
  *
  * Build and run (SimGrid SMPI, Debian libsimgrid-dev):
  *   smpicc -O1 scripts/simulate/eager_ring_probe.c -o probe
- *   scripts/simulate/smpirun.sh --platform P --hostfile H --np N --shardbench ./probe -- BYTES
+ *   scripts/simulate/smpirun.sh --platform P --hostfile H --np N --shardbench ./probe -- BYTES [window]
  * Output: "entry RANK ENTRY_US ELAPSED_US" per rank, then "max_elapsed_us X" (rank 0).
  * Reductions are not computed (SMPI's smpi/simulate-computation:no makes them free anyway). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -19,8 +25,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const long m = argc > 1 ? atol(argv[1]) : 0;
-  if (m <= 0 || m > (1L << 30) || n < 2) {
-    if (rank == 0) fprintf(stderr, "eager_ring_probe: usage: eager_ring_probe BYTES (1..2^30) on >= 2 ranks\n");
+  const int window = argc > 2 && strcmp(argv[2], "window") == 0;
+  if (m <= 0 || m > (1L << 30) || n < 2 || (argc > 2 && !window) || argc > 3) {
+    if (rank == 0)
+      fprintf(stderr, "eager_ring_probe: usage: eager_ring_probe BYTES (1..2^30) [window] on >= 2 ranks\n");
     MPI_Finalize();
     return 2;
   }
@@ -29,6 +37,15 @@ int main(int argc, char** argv) {
   const int to = (rank + 1) % n, from = (rank + n - 1) % n;
   MPI_Request req[2];
   MPI_Barrier(MPI_COMM_WORLD);
+  if (window) {
+    double start = MPI_Wtime() + 50e-6;  // well past the barrier's and the broadcast's skew
+    MPI_Bcast(&start, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    const double dt = start - MPI_Wtime();
+    if (dt > 0) {
+      const struct timespec ts = {(time_t)dt, (long)((dt - (double)(time_t)dt) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
+  }
   const double t0 = MPI_Wtime();
   int inbi = 0;
   MPI_Irecv(in[inbi], (int)m, MPI_BYTE, from, 7, MPI_COMM_WORLD, &req[inbi]);
