@@ -231,8 +231,9 @@ std::string critical_message(int err_fd) {
   return one_line(found);
 }
 
-// Runs route_rings in a child process; returns {rings, loopback_latency_us (if any)}, or throws
-// Error with one line.
+// Runs route_rings in a child process; returns {rings, loopback_latency_us (if any),
+// loopback_routes (hosts with a loopback route; not part of the table)}, or throws Error with one
+// line.
 nlohmann::ordered_json rings_from_child(const Args& a, const std::vector<std::string>& names) {
   std::FILE* err = std::tmpfile();
   if (err == nullptr) throw Error(std::string("cannot create a temporary file: ") + std::strerror(errno));
@@ -305,11 +306,11 @@ nlohmann::ordered_json ring_routes(const Args& a) {
   doc["rings"] = std::move(routed["rings"]);
   // Not an error (one rank per host needs no loopback), but with several ranks per host their
   // steps then run over a link this table does not describe, and the transport drops the eager
-  // chain (it needs a positive loopback latency).
+  // chain (it needs a positive loopback latency). Hosts whose loopbacks differ: the longest kept.
   const int loop_routes = routed.value("loopback_routes", 0);
-  if (routed.contains("loopback_latency_us")) {
-    doc["loopback_latency_us"] = routed["loopback_latency_us"];
-  } else if (loop_routes == 0) {
+  const bool kept = routed.contains("loopback_latency_us");
+  if (kept) doc["loopback_latency_us"] = routed["loopback_latency_us"];
+  if (loop_routes == 0) {
     std::cerr << "ring-routes: warning: " << a.platform
               << ": no host has a loopback route (a cluster's loopback_bw/loopback_lat, or a "
                  "<route src=\"H\" dst=\"H\">): two ranks on one host then talk over SimGrid's "
@@ -317,16 +318,16 @@ nlohmann::ordered_json ring_routes(const Args& a) {
                  "table leaves out (no loopback_latency_us); give the hosts a loopback link if "
                  "ranks share a host\n"
               << std::flush;
-  } else {
-    std::cerr << "ring-routes: warning: " << a.platform << ": the hosts' loopback routes have 0 "
+  } else if (!kept) {
+    std::cerr << "ring-routes: warning: " << a.platform << ": every loopback route has 0 "
               << "latency: the table leaves loopback_latency_us out (a profile needs it positive), "
                  "so MPI eager rings of several ranks per host are priced without their chain\n"
               << std::flush;
   }
   if (loop_routes > 0 && std::size_t(loop_routes) < names.size())
     std::cerr << "ring-routes: warning: " << a.platform << ": " << loop_routes << " of "
-              << names.size() << " hosts have a loopback route; loopback_latency_us is the "
-              << "longest of theirs\n"
+              << names.size() << " hosts have a loopback route"
+              << (kept ? "; loopback_latency_us is the longest of theirs" : "") << "\n"
               << std::flush;
   return doc;
 }

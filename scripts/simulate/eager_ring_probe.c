@@ -10,8 +10,11 @@
  *
  * Build and run (SimGrid SMPI, Debian libsimgrid-dev):
  *   smpicc -O1 scripts/simulate/eager_ring_probe.c -o probe
- *   scripts/simulate/smpirun.sh --platform P --hostfile H --np N --shardbench ./probe -- BYTES [window]
- * Output: "entry RANK ENTRY_US ELAPSED_US" per rank, then "max_elapsed_us X" (rank 0).
+ *   scripts/simulate/smpirun.sh --platform P --hostfile H --np N --shardbench ./probe -- \
+ *       BYTES [window]
+ * Output: "entry RANK ENTRY_US ELAPSED_US" per rank, then "max_elapsed_us X" (rank 0); with
+ * `window`, "late_ranks K" first: ranks that got the start time after it (they started late: a
+ * margin too short for this platform; exit 1).
  * Reductions are not computed (SMPI's smpi/simulate-computation:no makes them free anyway). */
 #include <mpi.h>
 #include <stdio.h>
@@ -28,7 +31,8 @@ int main(int argc, char** argv) {
   const int window = argc > 2 && strcmp(argv[2], "window") == 0;
   if (m <= 0 || m > (1L << 30) || n < 2 || (argc > 2 && !window) || argc > 3) {
     if (rank == 0)
-      fprintf(stderr, "eager_ring_probe: usage: eager_ring_probe BYTES (1..2^30) [window] on >= 2 ranks\n");
+      fprintf(stderr,
+              "eager_ring_probe: usage: eager_ring_probe BYTES (1..2^30) [window] on >= 2 ranks\n");
     MPI_Finalize();
     return 2;
   }
@@ -37,12 +41,15 @@ int main(int argc, char** argv) {
   const int to = (rank + 1) % n, from = (rank + n - 1) % n;
   MPI_Request req[2];
   MPI_Barrier(MPI_COMM_WORLD);
+  int late = 0;
   if (window) {
     double start = MPI_Wtime() + 50e-6;  // well past the barrier's and the broadcast's skew
     MPI_Bcast(&start, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     const double dt = start - MPI_Wtime();
-    if (dt > 0) {
-      const struct timespec ts = {(time_t)dt, (long)((dt - (double)(time_t)dt) * 1e9)};
+    late = dt < 0;
+    if (dt > 0) {  // one ns more than the truncation: never before the start
+      const long long ns = (long long)(dt * 1e9) + 1;
+      const struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
       nanosleep(&ts, NULL);
     }
   }
@@ -60,6 +67,9 @@ int main(int argc, char** argv) {
   const double mine = MPI_Wtime() - t0;
   double mx = 0;
   MPI_Reduce(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  int late_ranks = 0;
+  MPI_Allreduce(&late, &late_ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (window && rank == 0) printf("late_ranks %d\n", late_ranks);
   printf("entry %d %.6f %.6f\n", rank, t0 * 1e6, mine * 1e6);
   fflush(stdout);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -68,5 +78,5 @@ int main(int argc, char** argv) {
   free(in[1]);
   free(out);
   MPI_Finalize();
-  return 0;
+  return late_ranks > 0 ? 1 : 0;
 }

@@ -13,15 +13,15 @@ On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2
                 and one error line; a run failing inside smpirun leaves no temp files
   direct_run    the SMPI build run by itself (not under smpirun) says to use smpirun.sh or a
                 native build, in one error line, and exits 2 (not SIGSEGV); no platform needed
-  eager_ring    (its own flat platforms: 8 and 16 hosts x 4 ranks, 25 GB/s 3 us, loopback 150 GB/s
-                1 us) scripts/simulate/eager_ring_probe.c, Open MPI's reduce_scatter ring's eager
-                message pattern, built with smpicc and run by smpirun.sh: an event simulation of the
-                ring replaying each rank's entry time (when it left the barrier) gives SMPI's time
-                within 0.5 %; on 16 hosts the ranks enter over more than 1 us (4 us seen) and every
-                rank entering at once is >= 10 % low (so on 4 hosts x 1 rank), on 8 hosts x 4 they enter
-                together, and started at one agreed time (the probe's `window`) 16 x 4 and 4 x 1
-                enter together too (calibrate/scripts/eager_ring.py,
-                docs/CALIBRATION.md "Other host counts")
+  eager_ring    (its own flat platforms: 8 and 16 hosts x 4 ranks and 4 hosts x 1, 25 GB/s 3 us,
+                loopback 150 GB/s 1 us) scripts/simulate/eager_ring_probe.c, Open MPI's
+                reduce_scatter ring's eager message pattern, built with smpicc and run by
+                smpirun.sh: an event simulation of the ring replaying each rank's entry time (when
+                it left the barrier) gives SMPI's time within 0.5 %; on 16 x 4 the ranks enter over
+                more than 1 us (4 us seen) and every rank entering at once is >= 10 % low, likewise
+                on 4 x 1 (3 us seen), on 8 x 4 they enter together; started at one agreed time (the
+                probe's `window`) all three enter together (calibrate/scripts/eager_ring.py,
+                docs/CALIBRATION.md "Other host counts", "Barrier skew")
 calibrate runs natively when SHARDCAL_NATIVE_SHARDBENCH names a shardbench, else the SMPI
 build runs it as one simulated rank (calibrate does no communication).
 """
@@ -187,12 +187,14 @@ def eager_ring():
     probe = os.path.join(WORK, "eager_ring_probe")
     run(["smpicc", "-O1", "-o", probe, os.path.join(SIM, "eager_ring_probe.c")])
     msg = 16384
-    # (hosts, ranks per host, staggered): 4 x 1 is the barrier skew that the 1-rank-per-host host
-    # series' 4-host latency carries (rank 0 leaves 3 us early; docs/CALIBRATION.md "Barrier skew").
-    # A common start (the probe's `window`) removes the skew: every rank enters together and the
-    # at-once simulation is SMPI's time.
+    # (hosts, ranks per host, staggered, the probe's start argument): 4 x 1 is the barrier skew
+    # that the 1-rank-per-host host series' 4-host latency carries (rank 0 leaves 3 us early;
+    # docs/CALIBRATION.md "Barrier skew"). A common start (`window`) removes the skew: every rank
+    # enters together and the at-once simulation is SMPI's time (the probe exits 1 if a rank
+    # started late).
     for hosts, rph, skewed, start in ((8, 4, False, []), (16, 4, True, []), (4, 1, True, []),
-                                      (16, 4, False, ["window"]), (4, 1, False, ["window"])):
+                                      (8, 4, False, ["window"]), (16, 4, False, ["window"]),
+                                      (4, 1, False, ["window"])):
         plat = os.path.join(WORK, f"flat-{hosts}x{rph}")
         if not os.path.isdir(plat):
             make_platform(plat, hosts, intra=("150", "1"), inter=("25", "3"), rph=rph)
@@ -200,17 +202,19 @@ def eager_ring():
         out = os.path.join(WORK, f"probe-{hosts}x{rph}{''.join('-' + a for a in start)}.txt")
         with open(out, "w", encoding="utf-8") as f:
             f.write(p.stdout)
-        q = run(["/usr/bin/python3", os.path.join(SRC, "calibrate", "scripts", "eager_ring.py"), "probe",
-                 out, "--hosts", str(hosts), "--ranks-per-host", str(rph), "--message", str(msg), "--check"])
+        q = run(["/usr/bin/python3", os.path.join(SRC, "calibrate", "scripts", "eager_ring.py"),
+                 "probe", out, "--hosts", str(hosts), "--ranks-per-host", str(rph),
+                 "--message", str(msg), "--check"])
         print(q.stdout.strip())
+        what = f"{hosts} hosts x {rph}, {' '.join(start) or 'barrier'} start"
         res = [l for l in q.stdout.splitlines() if l.startswith("result ")]
-        assert len(res) == 1, f"{hosts} hosts: no 'result k=v ...' line in\n{q.stdout}"
+        assert len(res) == 1, f"{what}: no 'result k=v ...' line in\n{q.stdout}"
         kv = dict(item.split("=", 1) for item in res[0].split()[1:])
         spread, at_once = float(kv["spread_us"]), float(kv["at_once_err_pct"])
         if skewed:
-            assert spread > 1.0 and at_once <= -10.0, f"{hosts} hosts: expected the entry stagger to matter: {res[0]}"
+            assert spread > 1.0 and at_once <= -10.0, f"{what}: expected the entry stagger to matter: {res[0]}"
         else:
-            assert spread < 1e-3 and abs(at_once) <= 0.5, f"{hosts} hosts: expected no entry stagger: {res[0]}"
+            assert spread < 1e-3 and abs(at_once) <= 0.5, f"{what}: expected no entry stagger: {res[0]}"
 
 
 shutil.rmtree(WORK, ignore_errors=True)

@@ -36,17 +36,30 @@ def make_platform(src, work, name, *topo):
 
 
 def abc_zone(work, name, routes):
-    """A Full zone of hosts a, b, c and one link, routing the given (src, dst) pairs (symmetric);
-    no loopback routes."""
+    """A Full zone of hosts a, b, c and one 1 us link, routing the given (src, dst) pairs
+    (symmetric; ("a", "a"): a loopback route for a)."""
+    hosts = "".join(f"<host id=\"{h}\" speed=\"1Gf\"/>" for h in "abc")
+    routed = "".join(f"<route src=\"{a}\" dst=\"{b}\"><link_ctn id=\"l\"/></route>" for a, b in routes)
     path = os.path.join(work, name)
     with open(path, "w") as f:
-        f.write("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">"
-                "<host id=\"a\" speed=\"1Gf\"/><host id=\"b\" speed=\"1Gf\"/><host id=\"c\" speed=\"1Gf\"/>"
-                "<link id=\"l\" bandwidth=\"1GBps\" latency=\"1us\"/>"
-                + "".join(f"<route src=\"{a}\" dst=\"{b}\"><link_ctn id=\"l\"/></route>" for a, b in routes)
-                + "</zone></platform>\n")
+        f.write("<?xml version='1.0'?>\n"
+                "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                f"<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">{hosts}"
+                f"<link id=\"l\" bandwidth=\"1GBps\" latency=\"1us\"/>{routed}</zone></platform>\n")
     return path
+
+
+TABLE_KEYS = {"format", "source", "hosts_order", "rings", "loopback_latency_us"}
+
+
+def table_on_stdout(tool, platform, hostfile):
+    """ring-routes without --out: (the run, its stderr lines, the table parsed from stdout or {})."""
+    r = run(tool, "--platform", platform, "--hostfile", hostfile)
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = {}
+    return r, r.stderr.splitlines(), doc
 
 
 def rings(tool, platform, hostfile, label, order):
@@ -56,6 +69,7 @@ def rings(tool, platform, hostfile, label, order):
     if r.returncode != 0:
         return {}
     doc = json.load(open(out))
+    check(set(doc) <= TABLE_KEYS, f"{label}: keys {sorted(doc)}")
     check(doc["format"] == "shardcal-ring-routes/1", f"{label}: format {doc['format']!r}")
     sha = hashlib.sha256(open(platform, "rb").read()).hexdigest()
     check(doc["source"].startswith("SimGrid 3.") and doc["source"].endswith(
@@ -137,14 +151,19 @@ def main():
     no_loop = abc_zone(work, "noloop.xml", [("a", "b"), ("b", "c"), ("a", "c")])
     abc_loop = os.path.join(work, "abc-noloop.hosts")
     open(abc_loop, "w").write("a\nb\nc\n")
-    out_loop = os.path.join(work, "noloop.json")
-    r = run(tool, "--platform", no_loop, "--hostfile", abc_loop, "--out", out_loop)
-    lines = r.stderr.splitlines()
-    doc = json.load(open(out_loop)) if r.returncode == 0 and os.path.exists(out_loop) else {}
+    r, lines, doc = table_on_stdout(tool, no_loop, abc_loop)
     check(r.returncode == 0 and len(lines) == 1 and lines[0].startswith("ring-routes: warning: ")
-          and "no host has a loopback route" in lines[0] and "loopback_latency_us" not in doc
+          and "no host has a loopback route" in lines[0]
+          and set(doc) == TABLE_KEYS - {"loopback_latency_us"}
           and [g.get("hosts") for g in doc.get("rings", [])] == [2, 3],
-          f"no loopback: exit {r.returncode}, stderr {r.stderr!r}, {doc}")
+          f"no loopback: exit {r.returncode}, stderr {r.stderr!r}, stdout {r.stdout[:200]!r}")
+    # One host of three with a loopback route (1 us): kept, and a warning that it is one of three.
+    some = abc_zone(work, "someloop.xml", [("a", "b"), ("b", "c"), ("a", "c"), ("a", "a")])
+    r, lines, doc = table_on_stdout(tool, some, abc_loop)
+    check(r.returncode == 0 and len(lines) == 1 and "1 of 3 hosts have a loopback route" in lines[0]
+          and "the longest of theirs" in lines[0] and doc.get("loopback_latency_us") == 1.0
+          and set(doc) == TABLE_KEYS,
+          f"some loopbacks: exit {r.returncode}, stderr {r.stderr!r}, stdout {r.stdout[:200]!r}")
 
     # Loopback routes of 0 latency (a cluster's loopback_lat="0us"), the table on stdout: pure
     # JSON there, without loopback_latency_us (a profile needs it positive), the warning on stderr.
@@ -156,14 +175,9 @@ def main():
         "loopback_lat=\"0us\"/></zone></platform>\n")
     loop0_hosts = os.path.join(work, "loop0.hosts")
     open(loop0_hosts, "w").write("node-0\nnode-1\nnode-2\n")
-    r = run(tool, "--platform", loop0, "--hostfile", loop0_hosts)
-    lines = r.stderr.splitlines()
-    try:
-        doc = json.loads(r.stdout)
-    except ValueError:
-        doc = {}
-    check(r.returncode == 0 and len(lines) == 1 and "loopback routes have 0 latency" in lines[0]
-          and "loopback_latency_us" not in doc and len(doc.get("rings", [])) == 2,
+    r, lines, doc = table_on_stdout(tool, loop0, loop0_hosts)
+    check(r.returncode == 0 and len(lines) == 1 and "every loopback route has 0 latency" in lines[0]
+          and set(doc) == TABLE_KEYS - {"loopback_latency_us"} and len(doc.get("rings", [])) == 2,
           f"0-latency loopback: exit {r.returncode}, stderr {r.stderr!r}, stdout {r.stdout[:200]!r}")
 
     # Bad input: one line "ring-routes: error: ...", exit 2, nothing written.
