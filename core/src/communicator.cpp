@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 #include "shardcal/error.hpp"
 
@@ -200,6 +201,20 @@ std::size_t blocks_extent(Counts counts, Counts displs) {
 
 double Communicator::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double Communicator::start_clock_now() const { return Communicator::now(); }
+
+void Communicator::start_clock_wait_until(double t) {
+  constexpr double kPoll = 100e-6;  // sleep until this close, then poll (yielding the core)
+  while (true) {
+    const double left = t - start_clock_now();
+    if (left <= 0) return;
+    if (left > 2 * kPoll)
+      std::this_thread::sleep_for(std::chrono::duration<double>(left - kPoll));
+    else
+      std::this_thread::yield();
+  }
 }
 
 namespace {

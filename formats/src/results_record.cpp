@@ -78,7 +78,7 @@ json transition_json(const TransitionRecord& t) {
 }
 
 json timing_json(const PointTiming& t) {
-  return {{"mode", t.mode},
+  json j = {{"mode", t.mode},
           {"ops_per_sample", t.ops_per_sample},
           {"warmup", or_null(t.warmup)},
           {"buffer_slots", t.buffer_slots},
@@ -87,6 +87,10 @@ json timing_json(const PointTiming& t) {
           {"reduction", t.reduction},
           {"stop_reason", t.stop_reason},
           {"elapsed_s", or_null(t.elapsed_s)}};
+  if (t.start_window_us)
+    j["start"] = {{"kind", "window"}, {"window_us", *t.start_window_us},
+                  {"late_samples", t.late_samples.value_or(0)}};
+  return j;
 }
 
 }  // namespace

@@ -14,6 +14,10 @@
   resumecheck  malformed --resume files are input errors (exit 2, file and line named, on every
             rank); a file from another build/hosts is refused unless --resume-anyway, which
             appends a second context record
+  window    "start": "window" (docs/RESULTS_FORMAT.md "Starting a sample"): every point records the
+            window start in its key and timing block; under MPI, ranks on two emulated hosts
+            (SHARDCAL_HOSTNAME; no global clock) are refused: exit 2, the message on every rank,
+            no output file
   schema    validate configs against the sweep schema and a results file against the results
             schema (skipped with code 77 when the jsonschema module is missing)
 
@@ -568,6 +572,51 @@ BAD_CONFIGS = [
 ]
 
 
+WINDOW_CONFIG = {"meshes": ["4"], "collectives": ["all_reduce", "all_gather"], "sizes": [1024, 65536],
+                 "dtypes": ["f32"], "distributions": ["even"], "warmup": 1,
+                 "iterations": {"min": 5, "max": 10}, "time_budget_s": 0.2,
+                 "start": "window", "start_window_us": 200}
+
+
+def cmd_window(args):
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "w.json")
+        with open(cfg, "w") as f:
+            json.dump({**WINDOW_CONFIG, "meshes": [str(args.world)]}, f)
+        out = os.path.join(d, "r.jsonl")
+        r, elapsed = run_bounded(sweep_cmd(args, cfg, ["--out", out]), "window start")
+        if r.returncode != 0:
+            fail(f"window start: exit {r.returncode}: {r.stderr[-3000:]}")
+        ctx, pts = check_results(out, 4)
+        if "window start" not in ctx["timing_method"]:
+            fail(f"context timing_method does not say window start: {ctx['timing_method']!r}")
+        for p in pts:
+            start = p["timing"].get("start")
+            key_start = p["point"]["protocol"].get("start")
+            if key_start != {"kind": "window", "window_us": 200.0}:
+                fail(f"point {p['index']}: protocol.start {key_start!r}")
+            if (not start or start["kind"] != "window" or start["window_us"] < 200
+                    or not isinstance(start["late_samples"], int)
+                    or not 0 <= start["late_samples"] <= p["stats"]["n"]):
+                fail(f"point {p['index']}: timing.start {start!r}")
+            if not p["timing"]["barrier"].startswith("none: window start"):
+                fail(f"point {p['index']}: timing.barrier {p['timing']['barrier']!r}")
+        print(f"ok: window start: {len(pts)} points in {elapsed:.1f}s, late samples "
+              f"{[p['timing']['start']['late_samples'] for p in pts]}")
+        if not args.mpiexec:
+            return
+        # Two emulated hosts: Open MPI's MPI_Wtime is not global, so no clock spans them.
+        out = os.path.join(d, "two.jsonl")
+        solo = argparse.Namespace(**{**vars(args), "mpiexec": ""})
+        cmd = (args.mpiexec.split(";") + ["-np", "1", "env", "SHARDCAL_HOSTNAME=node-a"]
+               + sweep_cmd(solo, cfg, ["--out", out]) + [":", "-np", str(args.world - 1), "env",
+               "SHARDCAL_HOSTNAME=node-b"] + sweep_cmd(solo, cfg, ["--out", out]))
+        r, elapsed = run_bounded(cmd, "window start on two hosts")
+        expect_input_error(r, elapsed, "window start on two hosts",
+                           "needs a clock every rank shares, but the ranks span 2 hosts",
+                           args.world, out)
+
+
 def cmd_badconfig(args):
     ranks = args.world if args.mpiexec else 1
     with tempfile.TemporaryDirectory() as d:
@@ -637,7 +686,8 @@ def cmd_schema(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["e2e", "resume", "badconfig", "schema", "mismatch", "resumecheck"])
+    ap.add_argument("command", choices=["e2e", "resume", "badconfig", "schema", "mismatch", "resumecheck",
+                                        "window"])
     ap.add_argument("--shardbench", required=True)
     ap.add_argument("--config")
     ap.add_argument("--backend", default="sim")
@@ -652,7 +702,7 @@ def main():
     global _ARGS
     _ARGS = args
     {"e2e": cmd_e2e, "resume": cmd_resume, "badconfig": cmd_badconfig, "schema": cmd_schema,
-     "mismatch": cmd_mismatch, "resumecheck": cmd_resumecheck}[args.command](args)
+     "mismatch": cmd_mismatch, "resumecheck": cmd_resumecheck, "window": cmd_window}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -312,3 +312,43 @@ TEST(PointKey, TheTimingProtocolIsPartOfTheKey) {
   piped["pipeline_depth"] = 4;
   EXPECT_NE(first(piped).key(), q.key());
 }
+
+// A window start (docs/RESULTS_FORMAT.md "Starting a sample") is part of the key; a barrier start adds
+// nothing, so keys of files swept before the option existed still match.
+TEST(PointKey, AWindowStartIsPartOfTheKeyABarrierStartIsNot) {
+  auto first = [](const nlohmann::json& j) { return expand_points(parse_config(j, "x.json"), 4).at(0); };
+  auto j = base();
+  j["meshes"] = {"4"};
+  j["sizes"] = {64};
+  const Point plain = first(j);
+  EXPECT_FALSE(plain.params().at("protocol").contains("start"));
+  auto b = j;
+  b["start"] = "barrier";
+  EXPECT_EQ(first(b).key(), plain.key());
+  auto w = j;
+  w["start"] = "window";
+  const Point win = first(w);
+  EXPECT_NE(win.key(), plain.key());
+  EXPECT_EQ(win.params().at("protocol").at("start").at("kind"), "window");
+  EXPECT_EQ(win.params().at("protocol").at("start").at("window_us"), 100.0);
+  w["start_window_us"] = 250;
+  EXPECT_EQ(first(w).params().at("protocol").at("start").at("window_us"), 250.0);
+  EXPECT_NE(first(w).key(), win.key());
+}
+
+TEST(Config, StartIsBarrierOrWindowAndItsWindowNeedsWindow) {
+  auto j = base();
+  j["start"] = "now";
+  const std::string bad = config_error(j.dump());
+  EXPECT_NE(bad.find("/start"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("\"window\""), std::string::npos) << bad;
+  auto k = base();
+  k["start_window_us"] = 50;
+  const std::string lone = config_error(k.dump());
+  EXPECT_NE(lone.find("/start_window_us"), std::string::npos) << lone;
+  EXPECT_NE(lone.find("only with"), std::string::npos) << lone;
+  auto z = base();
+  z["start"] = "window";
+  z["start_window_us"] = 0;
+  EXPECT_NE(config_error(z.dump()).find("/start_window_us"), std::string::npos);
+}

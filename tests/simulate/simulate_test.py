@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The simulated-cluster tests (label `simulate`, docs/SIMULATION.md).
 
-Usage: simulate_test.py determinism|ground_truth|bad_input|direct_run|eager_ring SHARDBENCH_SMPI SOURCE_DIR WORK_DIR
+Usage: simulate_test.py determinism|ground_truth|bad_input|direct_run|eager_ring|window_start SHARDBENCH_SMPI SOURCE_DIR WORK_DIR
 
 On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2x2: groups of 2 only):
   determinism   the same sweep twice gives identical timing samples, and the results' context
@@ -22,6 +22,11 @@ On a make-platform cluster of 2 hosts x 4 ranks (8 ranks, flat network; mesh 2x2
                 on 4 x 1 (3 us seen), on 8 x 4 they enter together; started at one agreed time (the
                 probe's `window`) all three enter together (calibrate/scripts/eager_ring.py,
                 docs/CALIBRATION.md "Other host counts", "Barrier skew")
+  window_start  (its own flat platform: 4 hosts x 1 rank, 25 GB/s 3 us) shardbench's sweep of
+                a 64 KiB ring all_gather/reduce_scatter (16 KiB blocks): with "start": "window"
+                every rank starts together and the time is the ring's 3 x (3 us + 16 KiB / 25 GB/s)
+                within 0.5 %, no sample late; with the barrier start rank 0 leaves the barrier
+                early and the time is > 1 us more (docs/RESULTS_FORMAT.md "Starting a sample")
 calibrate runs natively when SHARDCAL_NATIVE_SHARDBENCH names a shardbench, else the SMPI
 build runs it as one simulated rank (calibrate does no communication).
 """
@@ -217,9 +222,41 @@ def eager_ring():
             assert spread < 1e-3 and abs(at_once) <= 0.5, f"{what}: expected no entry stagger: {res[0]}"
 
 
+def window_start():
+    plat = os.path.join(WORK, "flat-4x1")
+    make_platform(plat, 4, intra=("150", "1"), inter=("25", "3"), rph=1)
+    ring = ["--cfg", "smpi/allgather:NTSLR", "--cfg", "smpi/reduce_scatter:ompi_ring"]
+    expect_us = 3 * (3.0 + 16384 / 25e3)  # 3 steps of a 16 KiB block over 25 GB/s, 3 us
+    times = {}
+    for start in ("barrier", "window"):
+        cfg = {"meshes": ["4"], "collectives": ["all_gather", "reduce_scatter"], "sizes": [65536],
+               "dtypes": ["f32"], "distributions": ["even"], "warmup": 1,
+               "iterations": {"min": 1, "max": 1}, "time_budget_s": 0.001,
+               "buffer_rotation": {"bytes": 0, "max_slots": 1}, "start": start}
+        path = os.path.join(WORK, f"{start}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        out = os.path.join(WORK, f"{start}.jsonl")
+        cmd = smpirun(4, plat=plat)
+        cmd[-1:-1] = ring  # smpirun.sh's options go before `--`
+        run(cmd + ["sweep", "--backend", "mpi", "-q", "--config", path, "--out", out])
+        with open(out, encoding="utf-8") as f:
+            pts = [r for r in map(json.loads, f) if r.get("type") == "point"]
+        assert len(pts) == 2, f"{start}: {len(pts)} points"
+        for p in pts:
+            times[(start, p["collective"])] = t = p["stats"]["p50"] * 1e6
+            print(f"{start:8s} {p['collective']:15s} {t:8.3f} us (ring at once {expect_us:.3f})")
+            if start == "window":
+                assert p["timing"]["start"]["late_samples"] == 0, p["timing"]
+    for op in ("all_gather", "reduce_scatter"):
+        w, b = times[("window", op)], times[("barrier", op)]
+        assert abs(w / expect_us - 1) <= 0.005, f"{op}: window start {w:.3f} us, expected {expect_us:.3f}"
+        assert b - w > 1.0, f"{op}: barrier start {b:.3f} us is not > 1 us above the window's {w:.3f}"
+
+
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
-if MODE not in ("direct_run", "eager_ring"):
+if MODE not in ("direct_run", "eager_ring", "window_start"):
     make_platform()
 {"determinism": determinism, "ground_truth": ground_truth, "bad_input": bad_input,
- "direct_run": direct_run, "eager_ring": eager_ring}[MODE]()
+ "direct_run": direct_run, "eager_ring": eager_ring, "window_start": window_start}[MODE]()

@@ -324,6 +324,19 @@ void parse_protocol(const JsonSource& c, const json& j, SweepConfig& cfg) {
   if (j.contains("mode")) parse_modes(c, j["mode"], cfg);
   if (j.contains("pipeline_depth"))
     cfg.pipeline_depth = int(JsonCursor(c, j["pipeline_depth"], "/pipeline_depth").whole_number(1, 100000));
+  if (j.contains("start")) {
+    const std::string k = JsonCursor(c, j["start"], "/start").string();
+    if (k != "barrier" && k != "window")
+      c.fail("/start", "expected \"barrier\" (an untimed world barrier before every sample) or "
+                       "\"window\" (every rank starts at a time rank 0 sets on a shared clock), got \"" +
+                           k + "\"");
+    cfg.window_start = k == "window";
+  }
+  if (j.contains("start_window_us")) {
+    if (!cfg.window_start)
+      c.fail("/start_window_us", "only with \"start\": \"window\"; add it or drop this key");
+    cfg.start_window_us = JsonCursor(c, j["start_window_us"], "/start_window_us").number(1.0, 1e6, false);
+  }
   if (j.contains("buffer_rotation")) {
     const json& r = j["buffer_rotation"];
     if (!r.is_object()) c.fail("/buffer_rotation", "expected {\"bytes\": 33554432, \"max_slots\": 1024}");
@@ -344,7 +357,8 @@ SweepConfig parse_config_doc(const json& j, const std::string& source, std::stri
   expect_keys(c, j, "",
               {"name", "meshes", "collectives", "transitions", "transition_distributions", "sizes",
                "dtypes", "distributions", "warmup", "iterations", "time_budget_s", "adaptive",
-               "check", "mode", "pipeline_depth", "buffer_rotation", "profile"});
+               "check", "mode", "pipeline_depth", "start", "start_window_us", "buffer_rotation",
+               "profile"});
   if (j.contains("name")) JsonCursor(c, j["name"], "/name").string();
   if (j.contains("profile")) {
     cfg.profile = JsonCursor(c, j["profile"], "/profile").string();
@@ -425,6 +439,7 @@ json Protocol::to_json() const {
   // on one hot set and recorded null here: those keys no longer match, see sweep.cpp's resume.)
   p["buffer_rotation"] = json{{"bytes", rotation_bytes}, {"max_slots", rotation_max_slots}};
   p["timing_loop"] = timing_loop;
+  if (window_start) p["start"] = json{{"kind", "window"}, {"window_us", start_window_us}};
   return p;
 }
 
@@ -701,6 +716,8 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
     pr.warmup = cfg.warmup;
     pr.rotation_bytes = cfg.rotation_bytes;
     pr.rotation_max_slots = cfg.rotation_max_slots;
+    pr.window_start = cfg.window_start;
+    pr.start_window_us = cfg.start_window_us;
     if (!seen.insert(pts[i].key()).second)
       c.fail("", "the config selects the point " + pts[i].key() + " twice; remove the duplicate entry");
   }

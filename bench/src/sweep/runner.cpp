@@ -69,6 +69,64 @@ double max_of(const std::vector<std::uint64_t>& bits) {
   return m;
 }
 
+// How every rank starts a sample (SweepConfig::window_start; docs/RESULTS_FORMAT.md
+// "Starting a sample"). Barrier: an untimed world barrier, after which each rank times from its own exit.
+// A barrier's algorithm releases ranks a few us apart (SimGrid's linear barrier at 4-7 ranks
+// lets rank 0 go one message early), and a small message's time then holds that skew. Window
+// (ReproMPI's scheme: Hunold and Carpen-Amarie, "Reproducible MPI benchmarking is still not as
+// easy as you think", IEEE TPDS 2016): rank 0 broadcasts a start time `window` ahead on the
+// clock every rank shares, each rank waits until it, and a rank's sample runs from that common
+// start to its own end, so a rank that arrives late (the broadcast took longer than the window)
+// counts its lateness. Late samples are counted, and the window doubles at the next checkpoint.
+class StartGate {
+ public:
+  StartGate(Communicator& world, const SweepConfig& cfg, Measurement& m)
+      : world_(world), window_(cfg.window_start), m_(m) {
+    if (window_) m_.start_window_us = cfg.start_window_us;
+  }
+  // Untimed; returns when this rank starts its timer.
+  void open() {
+    if (!window_) {
+      world_.barrier();
+      return;
+    }
+    double t = 0;
+    if (world_.rank() == 0) t = world_.start_clock_now() + m_.start_window_us * 1e-6;
+    world_.broadcast(&t, 1, DType::F64, 0);
+    if (world_.start_clock_now() > t) short_since_check_ = 1;  // the window was too short
+    world_.start_clock_wait_until(t);
+    late_s_ = std::max(0.0, world_.start_clock_now() - t);
+    if (late_s_ > kLateS) ++late_since_check_;
+  }
+  // Seconds this rank started after the common start (0 with a barrier): added to its sample.
+  double late_s() const { return window_ ? late_s_ : 0.0; }
+  // Collective, at every checkpoint: counts the late samples (the most any rank had: a lower
+  // bound of the samples some rank was late in) and doubles the window when the start time
+  // reached some rank after it had passed. Late wake-ups alone (a core shared by several ranks)
+  // leave it: a longer window would not help them. A no-op with a barrier.
+  void checkpoint() {
+    if (!window_) return;
+    std::uint64_t late = 0, short_window = 0;
+    // One word per rank: late samples in the low 32 bits, "too short" in bit 32.
+    for (auto x : world_.all_gather_u64(late_since_check_ | (short_since_check_ << 32U))) {
+      late = std::max(late, x & 0xffffffffU);
+      short_window |= x >> 32U;
+    }
+    late_since_check_ = short_since_check_ = 0;
+    m_.late_samples += int(late);
+    if (short_window != 0) m_.start_window_us = std::min(m_.start_window_us * 2, 1e6);
+  }
+
+ private:
+  static constexpr double kLateS = 1e-6;
+  Communicator& world_;
+  bool window_;
+  Measurement& m_;
+  double late_s_ = 0;
+  std::uint64_t late_since_check_ = 0;
+  std::uint64_t short_since_check_ = 0;
+};
+
 // Runs samples until the stop rule holds; see runner.hpp for why decisions are gathered.
 // sample(may_be_last) is told whether a checkpoint (a stop decision) follows it: the loop only
 // ever ends right after such a sample (or on a stop request, when the point is dropped anyway).
@@ -77,7 +135,8 @@ double max_of(const std::vector<std::uint64_t>& bits) {
 // rank computes the same schedule): a stop signal is noticed within about kStopPollS, or one
 // sample when a single sample is longer (docs/SLURM.md, "Signals").
 template <class F>
-void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, F&& sample) {
+void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, StartGate& gate,
+                 F&& sample) {
   std::vector<double> local;
   const double start = world.now();
   const auto min_n = std::size_t(std::max(1, cfg.iterations_min));
@@ -88,6 +147,7 @@ void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, F&
     if (local.size() < next_check) continue;
     for (std::size_t k = m.samples.size(); k < local.size(); ++k)
       m.samples.push_back(max_of(world.all_gather_u64(std::bit_cast<std::uint64_t>(local[k]))));
+    gate.checkpoint();
     for (auto s : world.all_gather_u64(std::uint64_t(pending_signal())))
       if (s != 0 && !m.abandoned) m.abandoned = true, m.signal = int(s);
     if (m.abandoned) return;
@@ -241,12 +301,13 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   // The group's own timer (on NCCL: events on the stream its operations run on).
   const std::unique_ptr<shardcal::OpTimer> timer = g.make_op_timer();
   m.timer = timer->method();
-  sample_loop(world, cfg, m, [&](bool) {
-    world.barrier();  // untimed: every group starts together
+  StartGate gate(world, cfg, m);
+  sample_loop(world, cfg, m, gate, [&](bool) {
+    gate.open();  // untimed: every group starts together
     timer->start();
     for (int k = 0; k < m.depth; ++k) run_op();
     timer->stop();
-    return timer->elapsed_s() / m.depth;
+    return (gate.late_s() + timer->elapsed_s()) / m.depth;
   });
   if (m.abandoned) return m;
   if (cfg.check) {  // every slot used by the timed loop must hold the right result too
@@ -372,17 +433,18 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const shardcal::P
   const std::unique_ptr<shardcal::OpTimer> timer = world.make_op_timer();
   m.timer = timer->method();
   bool last_armed = false;
-  sample_loop(world, cfg, m, [&](bool may_be_last) {
+  StartGate gate(world, cfg, m);
+  sample_loop(world, cfg, m, gate, [&](bool may_be_last) {
     // Before every sample that may be the last one (a stop decision follows it), and outside the
     // timed region, the output this sample writes is reset to the sentinel, so the check below
     // sees what the last timed run wrote and nothing earlier runs left there.
     last_armed = cfg.check && may_be_last;
     if (last_armed) arm(slot);
-    world.barrier();
+    gate.open();
     timer->start();
     run();
     timer->stop();
-    return timer->elapsed_s();
+    return gate.late_s() + timer->elapsed_s();
   });
   if (m.abandoned) return m;
   if (cfg.check && last_armed) {  // every slot the runs used, as for a collective point

@@ -34,6 +34,10 @@ struct Measurement {
   int depth = 1;                 // ops per timed sample (pipelined mode)
   double elapsed_s = 0;          // wall time of the point on the slowest rank
   std::string timer;             // OpTimer::method() of the samples: "host_clock" | "cuda_event"
+  // Window start only (SweepConfig::window_start): the window at the end (it doubles after a
+  // checkpoint that saw a late rank) and the samples some rank started over 1 us late.
+  double start_window_us = 0;
+  int late_samples = 0;
   // Each rank's mean over its own samples, then the largest / mean / smallest across ranks: the
   // OSU and IMB latency statistic (samples above are per sample the slowest rank instead).
   double rank_mean_max_s = 0, rank_mean_avg_s = 0, rank_mean_min_s = 0;

@@ -67,7 +67,14 @@ shardcal::formats::PointTiming point_timing(const SweepConfig& cfg, const Point&
   t.ops_per_sample = m.depth;
   t.warmup = cfg.warmup;
   t.buffer_slots = m.slots;
-  t.barrier = "world, untimed, before every sample";
+  if (cfg.window_start) {
+    t.barrier = "none: window start (rank 0 broadcasts a start time on a clock every rank shares, "
+                "each rank waits until it; a sample runs from that start)";
+    t.start_window_us = m.start_window_us;
+    t.late_samples = m.late_samples;
+  } else {
+    t.barrier = "world, untimed, before every sample";
+  }
   t.timer = m.timer;
   t.reduction = "max over ranks per sample";
   t.stop_reason = m.stop_reason;
@@ -119,8 +126,14 @@ shardcal::formats::ContextRecord make_context(const SweepJob& job, Communicator&
   ctx.points_total = points_total;
   ctx.planner = job.planner->describe(job.planner->resolve_ranks_per_host(topo));
   ctx.timing_method =
-      "per sample: untimed world barrier, timer start, op (x ops_per_sample), timer stop; "
-      "sample = elapsed/ops_per_sample per rank; reduced by max over ranks; stats over samples; "
+      std::string(cfg.window_start
+                      ? "per sample: window start (rank 0 broadcasts a start time on a clock every "
+                        "rank shares, each rank waits until it, untimed), timer start, op (x "
+                        "ops_per_sample), timer stop; sample = (lateness + elapsed)/ops_per_sample "
+                        "per rank; "
+                      : "per sample: untimed world barrier, timer start, op (x ops_per_sample), "
+                        "timer stop; sample = elapsed/ops_per_sample per rank; ") +
+      "reduced by max over ranks; stats over samples; "
       "stats.rank_means: each rank's mean over its samples, then max/mean/min over ranks (OSU); "
       "timer per point in timing.timer (host_clock: steady clock, stop after "
       "memory().synchronize(); cuda_event: CUDA events on the communicator's stream)";
@@ -538,6 +551,22 @@ RunOutcome run_points(Communicator& world, const SweepJob& job, const std::vecto
   return out;
 }
 
+// "start": "window" needs a clock every rank reads alike; every rank reaches the same verdict
+// (the scope and the topology are the same everywhere), so every rank throws the same error.
+void check_start_clock(Communicator& world, const SweepConfig& cfg, const shardcal::Topology& topo) {
+  if (!cfg.window_start) return;
+  using Scope = Communicator::ClockScope;
+  const Scope scope = world.start_clock_scope();
+  if (scope == Scope::Global || (scope == Scope::Host && topo.num_hosts <= 1)) return;
+  const std::string why =
+      scope == Scope::None
+          ? "the " + world.backend() + " backend has no clock its ranks share (NCCL times on the device)"
+          : "the ranks span " + std::to_string(topo.num_hosts) +
+                " hosts, and MPI_WTIME_IS_GLOBAL is false (each host has its own clock)";
+  throw shardcal::Error(cfg.source + ": /start: \"window\" needs a clock every rank shares, but " +
+                        why + "; use \"start\": \"barrier\" (the default)");
+}
+
 }  // namespace
 
 int run_sweep_rank(Communicator& world, const SweepJob& job) {
@@ -547,6 +576,7 @@ int run_sweep_rank(Communicator& world, const SweepJob& job) {
   // Hostnames (or SHARDCAL_HOSTNAME, to emulate hosts) tell which groups cross hosts, and go
   // into the context record.
   const shardcal::Topology topo = shardcal::discover_topology(world);
+  check_start_clock(world, job.config, topo);
   const int rph = job.planner->resolve_ranks_per_host(topo);
   const std::map<std::size_t, PlannedTransition> plans =
       plan_transitions(world, job, owned.points, rph);

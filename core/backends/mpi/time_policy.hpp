@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <memory>
 #include <thread>
 
@@ -25,6 +26,34 @@ namespace shardcal::mpi::detail {
 
 struct HostTime {
   static constexpr bool kWatchdog = true;
+  // The clock ranks start samples on (Communicator::start_clock_*): MPI_Wtime where the MPI
+  // library says it is global (MPI_WTIME_IS_GLOBAL; Open MPI's is not: it counts from each
+  // process's own start), else the host's steady clock (CLOCK_MONOTONIC, one per host on Linux).
+  static bool wtime_is_global() {
+    int* flag = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &flag, &found);
+    return found != 0 && flag != nullptr && *flag != 0;
+  }
+  static Communicator::ClockScope clock_scope(bool wtime_global) {
+    return wtime_global ? Communicator::ClockScope::Global : Communicator::ClockScope::Host;
+  }
+  static double clock_now(bool wtime_global) {
+    if (wtime_global) return MPI_Wtime();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  // Sleeps, then polls the last stretch (a sleep overshoots by tens of us).
+  static void wait_until(double t, bool wtime_global) {
+    constexpr double kPoll = 100e-6;
+    while (true) {
+      const double left = t - clock_now(wtime_global);
+      if (left <= 0) return;
+      if (left > 2 * kPoll)
+        std::this_thread::sleep_for(std::chrono::duration<double>(left - kPoll));
+      else
+        std::this_thread::yield();
+    }
+  }
   // nullptr: the communicator's default (host clock).
   static std::unique_ptr<OpTimer> op_timer() { return nullptr; }
   static int start_allgather(const int* mine, int* all, MPI_Comm comm, MPI_Request* req) {
@@ -76,6 +105,25 @@ class WtimeTimer final : public OpTimer {
 
 struct SimulatedTime {
   static constexpr bool kWatchdog = false;
+  // The simulated clock is one clock for every rank; a simulated sleep ends exactly on time.
+  static bool wtime_is_global() { return true; }
+  static Communicator::ClockScope clock_scope(bool) { return Communicator::ClockScope::Global; }
+  static double clock_now(bool) { return MPI_Wtime(); }
+  static void wait_until(double t, bool) {
+    while (true) {
+      const double left = t - MPI_Wtime();
+      if (left <= 0) return;
+      const auto ns = static_cast<long long>(left * 1e9) + 1;  // NOLINT(google-runtime-int)
+      timespec ts{};
+      ts.tv_sec = static_cast<time_t>(ns / 1000000000LL);
+      ts.tv_nsec = static_cast<long>(ns % 1000000000LL);  // NOLINT(google-runtime-int)
+#ifdef SHARDCAL_SIMULATED_TIME
+      smpi_nanosleep(&ts, nullptr);  // smpi_seam.hpp undefines SMPI's nanosleep macro
+#else
+      nanosleep(&ts, nullptr);  // compiled, never chosen, outside SMPI
+#endif
+    }
+  }
   static std::unique_ptr<OpTimer> op_timer() { return std::make_unique<WtimeTimer>(); }
   static int start_allgather(const int* mine, int* all, MPI_Comm comm, MPI_Request* req) {
     *req = MPI_REQUEST_NULL;  // completed here: wait() has nothing left to do

@@ -352,6 +352,8 @@ class SimComm final : public Communicator {
   std::string backend() const override { return "sim"; }
   std::string describe() const override { return *g_->desc; }
   MemorySpace& memory() override { return host_memory(); }
+  // Every rank is a thread of this process: one steady clock.
+  ClockScope start_clock_scope() const override { return ClockScope::Global; }
 
   void barrier() override {
     next_slot(Op::Barrier);

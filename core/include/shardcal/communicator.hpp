@@ -106,6 +106,19 @@ class Communicator {
   // Wall-clock seconds, comparable within one rank (MPI_Wtime-like).
   virtual double now() const;
 
+  // Starting ranks together at one instant (shardbench's window start, docs/RESULTS_FORMAT.md
+  // "Starting a sample"): a clock the ranks read alike, and a wait until a time on it. The scope
+  // says which ranks agree on start_clock_now(): Global (every rank: one process, a simulated clock,
+  // or MPI_WTIME_IS_GLOBAL), Host (ranks on one host: the host's steady clock), None (no such
+  // clock; the default, and NCCL's, whose timer runs on the device).
+  enum class ClockScope { None, Host, Global };
+  virtual ClockScope start_clock_scope() const { return ClockScope::None; }
+  // Seconds on that clock (the host steady clock by default). Local, not collective.
+  virtual double start_clock_now() const;
+  // Returns once start_clock_now() >= t, at once when it already is: sleeps, then polls the
+  // last ~100 us (a sleep overshoots by tens of us). Local, not collective.
+  virtual void start_clock_wait_until(double t);
+
   // A timer for this communicator's operations (see OpTimer). The default measures the host
   // steady clock, and stop() first waits for memory().synchronize(), so device work issued
   // between start() and stop() is included; method "host_clock".

@@ -72,6 +72,9 @@ struct PointTiming {
   int buffer_slots = 1;
   std::string barrier, timer, reduction, stop_reason;
   std::optional<double> elapsed_s;  // null: not measured here (import)
+  // Window start only ("start" in the record): the window at the end and the late samples.
+  std::optional<double> start_window_us;
+  std::optional<int> late_samples;
 };
 
 // One step of a transition's plan ("transition.plan[i]"): where it runs, what it moves.
