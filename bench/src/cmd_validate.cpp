@@ -168,6 +168,7 @@ ValidatePoints plan_validate_points(shardcal::Communicator& world, const Validat
                          "transitions (\"transitions\": [{\"mesh\": \"2x2\", \"from\": \"S(0),R\", "
                          "\"to\": \"R,S(0)\"}])");
   const shardcal::Topology topo = shardcal::discover_topology(world);
+  sw::check_start_clock(world, cfg, topo);  // a window start's clock, before anything runs
   v.rph = planner.resolve_ranks_per_host(topo);
   // Agreed on below: a rank that failed alone must not leave the others waiting.
   std::string plan_error;

@@ -206,12 +206,13 @@ double Communicator::now() const {
 double Communicator::start_clock_now() const { return Communicator::now(); }
 
 void Communicator::start_clock_wait_until(double t) {
-  constexpr double kPoll = 100e-6;  // sleep until this close, then poll (yielding the core)
+  // Sleeps until 100 us before (a sleep overshoots by tens of us), then polls, yielding the core
+  // (the sim backend's ranks are threads that may share one).
   while (true) {
     const double left = t - start_clock_now();
     if (left <= 0) return;
-    if (left > 2 * kPoll)
-      std::this_thread::sleep_for(std::chrono::duration<double>(left - kPoll));
+    if (left > 200e-6)
+      std::this_thread::sleep_for(std::chrono::duration<double>(left - 100e-6));
     else
       std::this_thread::yield();
   }

@@ -593,7 +593,7 @@ def cmd_window(args):
         for p in pts:
             start = p["timing"].get("start")
             key_start = p["point"]["protocol"].get("start")
-            if key_start != {"kind": "window", "window_us": 200.0}:
+            if key_start != {"kind": "window"}:
                 fail(f"point {p['index']}: protocol.start {key_start!r}")
             if (not start or start["kind"] != "window" or start["window_us"] < 200
                     or not isinstance(start["late_samples"], int)
@@ -604,6 +604,20 @@ def cmd_window(args):
         print(f"ok: window start: {len(pts)} points in {elapsed:.1f}s, late samples "
               f"{[p['timing']['start']['late_samples'] for p in pts]}")
         if not args.mpiexec:
+            # A 1 us window: the start time cannot reach a thread woken through the simulator
+            # in time, so the window must widen and the samples count as late.
+            with open(cfg, "w") as f:
+                json.dump({**WINDOW_CONFIG, "meshes": [str(args.world)], "start_window_us": 1}, f)
+            r, elapsed = run_bounded(sweep_cmd(args, cfg, ["--out", out]), "1 us window")
+            if r.returncode != 0:
+                fail(f"1 us window: exit {r.returncode}: {r.stderr[-3000:]}")
+            _, pts = check_results(out, 4)
+            for p in pts:
+                st = p["timing"]["start"]
+                if st["window_us"] <= 1 or st["late_samples"] < 1:
+                    fail(f"1 us window: point {p['index']}: the window did not widen or no late "
+                         f"sample was counted: {st!r}")
+            print(f"ok: 1 us window widened to {[p['timing']['start']['window_us'] for p in pts]} us")
             return
         # Two emulated hosts: Open MPI's MPI_Wtime is not global, so no clock spans them.
         out = os.path.join(d, "two.jsonl")
@@ -615,6 +629,11 @@ def cmd_window(args):
         expect_input_error(r, elapsed, "window start on two hosts",
                            "needs a clock every rank shares, but the ranks span 2 hosts",
                            args.world, out)
+        # --validate-only refuses it too (the real run would, after the job has queued).
+        check_only = [("--validate-only" if a == out else a) for a in cmd if a != "--out"]
+        r, elapsed = run_bounded(check_only, "--validate-only on two hosts")
+        expect_input_error(r, elapsed, "--validate-only on two hosts",
+                           "needs a clock every rank shares, but the ranks span 2 hosts", args.world)
 
 
 def cmd_badconfig(args):

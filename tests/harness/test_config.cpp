@@ -329,11 +329,10 @@ TEST(PointKey, AWindowStartIsPartOfTheKeyABarrierStartIsNot) {
   w["start"] = "window";
   const Point win = first(w);
   EXPECT_NE(win.key(), plain.key());
-  EXPECT_EQ(win.params().at("protocol").at("start").at("kind"), "window");
-  EXPECT_EQ(win.params().at("protocol").at("start").at("window_us"), 100.0);
+  EXPECT_EQ(win.params().at("protocol").at("start"), nlohmann::json({{"kind", "window"}}));
+  // The window is a tuning, recorded in timing.start: a wider one still resumes the file.
   w["start_window_us"] = 250;
-  EXPECT_EQ(first(w).params().at("protocol").at("start").at("window_us"), 250.0);
-  EXPECT_NE(first(w).key(), win.key());
+  EXPECT_EQ(first(w).key(), win.key());
 }
 
 TEST(Config, StartIsBarrierOrWindowAndItsWindowNeedsWindow) {

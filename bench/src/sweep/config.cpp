@@ -439,7 +439,9 @@ json Protocol::to_json() const {
   // on one hot set and recorded null here: those keys no longer match, see sweep.cpp's resume.)
   p["buffer_rotation"] = json{{"bytes", rotation_bytes}, {"max_slots", rotation_max_slots}};
   p["timing_loop"] = timing_loop;
-  if (window_start) p["start"] = json{{"kind", "window"}, {"window_us", start_window_us}};
+  // The kind only: the window is a tuning (it adapts, timing.start records it), and a larger
+  // start_window_us after late samples must still --resume the file.
+  if (window_start) p["start"] = json{{"kind", "window"}};
   return p;
 }
 
@@ -717,7 +719,6 @@ std::vector<Point> expand_points(const SweepConfig& cfg, int world) {
     pr.rotation_bytes = cfg.rotation_bytes;
     pr.rotation_max_slots = cfg.rotation_max_slots;
     pr.window_start = cfg.window_start;
-    pr.start_window_us = cfg.start_window_us;
     if (!seen.insert(pts[i].key()).second)
       c.fail("", "the config selects the point " + pts[i].key() + " twice; remove the duplicate entry");
   }

@@ -69,7 +69,7 @@ struct SweepConfig {
   int pipeline_depth = 8;
   // How the ranks start each sample (docs/RESULTS_FORMAT.md "Starting a sample"): after an untimed world
   // barrier (the default), or at a time rank 0 sets start_window_us ahead on a clock every rank
-  // shares (the window doubles whenever a rank arrives late).
+  // shares (the window adapts: runner.cpp StartGate).
   bool window_start = false;
   double start_window_us = 100;
   std::int64_t rotation_bytes = 32 << 20;  // rotate buffer slots until this much is covered
@@ -120,7 +120,6 @@ struct Protocol {
   int rotation_max_slots = 1;
   int timing_loop = kTimingLoopVersion;
   bool window_start = false;     // "start" in the key only when set: barrier keys are unchanged
-  double start_window_us = 0;
   nlohmann::json to_json() const;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -70,61 +71,63 @@ double max_of(const std::vector<std::uint64_t>& bits) {
 }
 
 // How every rank starts a sample (SweepConfig::window_start; docs/RESULTS_FORMAT.md
-// "Starting a sample"). Barrier: an untimed world barrier, after which each rank times from its own exit.
-// A barrier's algorithm releases ranks a few us apart (SimGrid's linear barrier at 4-7 ranks
-// lets rank 0 go one message early), and a small message's time then holds that skew. Window
-// (ReproMPI's scheme: Hunold and Carpen-Amarie, "Reproducible MPI benchmarking is still not as
-// easy as you think", IEEE TPDS 2016): rank 0 broadcasts a start time `window` ahead on the
-// clock every rank shares, each rank waits until it, and a rank's sample runs from that common
-// start to its own end, so a rank that arrives late (the broadcast took longer than the window)
-// counts its lateness. Late samples are counted, and the window doubles at the next checkpoint.
+// "Starting a sample"). Barrier: an untimed world barrier, after which each rank times from its
+// own exit. A barrier's algorithm releases ranks a few us apart (SimGrid's linear barrier at 4-7
+// ranks lets rank 0 go one message early), and a small message's time then holds that skew.
+// Window (ReproMPI's scheme: Hunold and Carpen-Amarie, "Reproducible MPI benchmarking is still
+// not as easy as you think", IEEE TPDS 2016): rank 0 sends a start time `window` ahead on the
+// clock every rank shares (sweep.cpp check_start_clock made sure there is one), each rank waits
+// until it, and a rank's sample runs from that common start to its own end, so a rank that
+// starts late has its lateness in the sample. sample_loop marks a sample late when some rank
+// started over kLateS after the start (sign bit of the gathered sample: an exact count).
 class StartGate {
  public:
+  static constexpr double kLateS = 1e-6;
+
   StartGate(Communicator& world, const SweepConfig& cfg, Measurement& m)
-      : world_(world), window_(cfg.window_start), m_(m) {
-    if (window_) m_.start_window_us = cfg.start_window_us;
+      : world_(world), window_(cfg.window_start), base_us_(cfg.start_window_us), now_us_(base_us_) {
+    if (window_) m.start_window_us = base_us_;
   }
+  bool window() const { return window_; }
   // Untimed; returns when this rank starts its timer.
-  void open() {
+  void open(Measurement& m) {
     if (!window_) {
       world_.barrier();
       return;
     }
-    double t = 0;
-    if (world_.rank() == 0) t = world_.start_clock_now() + m_.start_window_us * 1e-6;
-    world_.broadcast(&t, 1, DType::F64, 0);
-    if (world_.start_clock_now() > t) short_since_check_ = 1;  // the window was too short
-    world_.start_clock_wait_until(t);
-    late_s_ = std::max(0.0, world_.start_clock_now() - t);
-    if (late_s_ > kLateS) ++late_since_check_;
+    m.start_window_us = std::max(m.start_window_us, now_us_);  // the largest window used
+    // On the control plane (host memory on every backend), not the data path.
+    const double mine = world_.rank() == 0 ? world_.start_clock_now() + now_us_ * 1e-6 : 0.0;
+    t_ = std::bit_cast<double>(world_.all_gather_u64(std::bit_cast<std::uint64_t>(mine))[0]);
+    if (world_.start_clock_now() > t_) ++short_since_check_;  // the window was too short
+    ++samples_since_check_;
+    world_.start_clock_wait_until(t_);
+    late_s_ = std::max(0.0, world_.start_clock_now() - t_);
   }
   // Seconds this rank started after the common start (0 with a barrier): added to its sample.
   double late_s() const { return window_ ? late_s_ : 0.0; }
-  // Collective, at every checkpoint: counts the late samples (the most any rank had: a lower
-  // bound of the samples some rank was late in) and doubles the window when the start time
-  // reached some rank after it had passed. Late wake-ups alone (a core shared by several ranks)
-  // leave it: a longer window would not help them. A no-op with a barrier.
+  bool late() const { return window_ && late_s_ > kLateS; }
+  // Collective, at every checkpoint (a no-op with a barrier): doubles the window when the start
+  // time reached some rank after it had passed in more than a tenth of the samples since the
+  // last checkpoint (a rank's count; the largest), halves it back towards the configured one
+  // after a checkpoint where it never did. Late wake-ups alone (a core shared by several ranks)
+  // leave it: a longer window would not help them.
   void checkpoint() {
     if (!window_) return;
-    std::uint64_t late = 0, short_window = 0;
-    // One word per rank: late samples in the low 32 bits, "too short" in bit 32.
-    for (auto x : world_.all_gather_u64(late_since_check_ | (short_since_check_ << 32U))) {
-      late = std::max(late, x & 0xffffffffU);
-      short_window |= x >> 32U;
-    }
-    late_since_check_ = short_since_check_ = 0;
-    m_.late_samples += int(late);
-    if (short_window != 0) m_.start_window_us = std::min(m_.start_window_us * 2, 1e6);
+    std::uint64_t short_most = 0;
+    for (auto x : world_.all_gather_u64(short_since_check_)) short_most = std::max(short_most, x);
+    if (short_most * 10 > samples_since_check_) now_us_ = std::min(now_us_ * 2, kMaxWindowUs);
+    else if (short_most == 0) now_us_ = std::max(now_us_ / 2, base_us_);
+    short_since_check_ = samples_since_check_ = 0;
   }
 
  private:
-  static constexpr double kLateS = 1e-6;
+  static constexpr double kMaxWindowUs = 100e3;
   Communicator& world_;
   bool window_;
-  Measurement& m_;
-  double late_s_ = 0;
-  std::uint64_t late_since_check_ = 0;
-  std::uint64_t short_since_check_ = 0;
+  double base_us_, now_us_;
+  double t_ = 0, late_s_ = 0;
+  std::uint64_t short_since_check_ = 0, samples_since_check_ = 0;
 };
 
 // Runs samples until the stop rule holds; see runner.hpp for why decisions are gathered.
@@ -138,15 +141,29 @@ template <class F>
 void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, StartGate& gate,
                  F&& sample) {
   std::vector<double> local;
+  std::vector<bool> late;
   const double start = world.now();
   const auto min_n = std::size_t(std::max(1, cfg.iterations_min));
   const auto max_n = std::size_t(std::max(cfg.iterations_max, cfg.iterations_min));
   std::size_t next_check = 1;
   while (true) {
     local.push_back(sample(local.size() + 1 >= next_check));
+    late.push_back(gate.late());
     if (local.size() < next_check) continue;
-    for (std::size_t k = m.samples.size(); k < local.size(); ++k)
-      m.samples.push_back(max_of(world.all_gather_u64(std::bit_cast<std::uint64_t>(local[k]))));
+    // A window start's late samples travel as negative values (exactly counted, then their
+    // magnitude used: the lateness is part of the sample).
+    for (std::size_t k = m.samples.size(); k < local.size(); ++k) {
+      const double x = late[k] ? -local[k] : local[k];
+      bool any_late = false;
+      double most = 0;
+      for (auto u : world.all_gather_u64(std::bit_cast<std::uint64_t>(x))) {
+        const double v = std::bit_cast<double>(u);
+        any_late = any_late || std::signbit(v);
+        most = std::max(most, std::fabs(v));
+      }
+      m.samples.push_back(most);
+      m.late_samples += any_late ? 1 : 0;
+    }
     gate.checkpoint();
     for (auto s : world.all_gather_u64(std::uint64_t(pending_signal())))
       if (s != 0 && !m.abandoned) m.abandoned = true, m.signal = int(s);
@@ -303,7 +320,7 @@ Measurement measure_collective(shardcal::MeshCommunicator& mc, const Point& p, c
   m.timer = timer->method();
   StartGate gate(world, cfg, m);
   sample_loop(world, cfg, m, gate, [&](bool) {
-    gate.open();  // untimed: every group starts together
+    gate.open(m);  // untimed: every group starts together
     timer->start();
     for (int k = 0; k < m.depth; ++k) run_op();
     timer->stop();
@@ -440,7 +457,7 @@ Measurement measure_transition(shardcal::MeshCommunicator& mc, const shardcal::P
     // sees what the last timed run wrote and nothing earlier runs left there.
     last_armed = cfg.check && may_be_last;
     if (last_armed) arm(slot);
-    gate.open();
+    gate.open(m);
     timer->start();
     run();
     timer->stop();

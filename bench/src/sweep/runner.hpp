@@ -34,8 +34,9 @@ struct Measurement {
   int depth = 1;                 // ops per timed sample (pipelined mode)
   double elapsed_s = 0;          // wall time of the point on the slowest rank
   std::string timer;             // OpTimer::method() of the samples: "host_clock" | "cuda_event"
-  // Window start only (SweepConfig::window_start): the window at the end (it doubles after a
-  // checkpoint that saw a late rank) and the samples some rank started over 1 us late.
+  // Window start only (SweepConfig::window_start): the largest window used (it doubles while the
+  // start reaches ranks after it passed) and the samples in which some rank started over 1 us
+  // after the common start (exact; that lateness is inside the sample).
   double start_window_us = 0;
   int late_samples = 0;
   // Each rank's mean over its own samples, then the largest / mean / smallest across ranks: the

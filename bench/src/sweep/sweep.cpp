@@ -1,6 +1,7 @@
 #include "sweep/sweep.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -551,23 +552,40 @@ RunOutcome run_points(Communicator& world, const SweepJob& job, const std::vecto
   return out;
 }
 
-// "start": "window" needs a clock every rank reads alike; every rank reaches the same verdict
-// (the scope and the topology are the same everywhere), so every rank throws the same error.
+}  // namespace
+
 void check_start_clock(Communicator& world, const SweepConfig& cfg, const shardcal::Topology& topo) {
   if (!cfg.window_start) return;
+  // Every rank reaches the same verdict (the scope, the topology and the gathered readings are
+  // the same everywhere), so every rank throws the same error.
   using Scope = Communicator::ClockScope;
   const Scope scope = world.start_clock_scope();
-  if (scope == Scope::Global || (scope == Scope::Host && topo.num_hosts <= 1)) return;
-  const std::string why =
-      scope == Scope::None
-          ? "the " + world.backend() + " backend has no clock its ranks share (NCCL times on the device)"
-          : "the ranks span " + std::to_string(topo.num_hosts) +
-                " hosts, and MPI_WTIME_IS_GLOBAL is false (each host has its own clock)";
-  throw shardcal::Error(cfg.source + ": /start: \"window\" needs a clock every rank shares, but " +
-                        why + "; use \"start\": \"barrier\" (the default)");
+  const std::string fix = "; use \"start\": \"barrier\" (the default)";
+  if (scope == Scope::None)
+    throw InputError(cfg.source + ": /start: \"window\" needs a clock every rank shares, but the " +
+                     world.backend() + " backend has none" +
+                     (world.backend() == "nccl" ? " (it times on the device)" : "") + fix);
+  if (scope == Scope::Host && topo.num_hosts > 1)
+    throw InputError(cfg.source + ": /start: \"window\" needs a clock every rank shares, but the ranks span " +
+                     std::to_string(topo.num_hosts) +
+                     " hosts, each with its own clock (shardbench does not estimate clock offsets)" + fix);
+  world.barrier();
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (auto u : world.all_gather_u64(std::bit_cast<std::uint64_t>(world.start_clock_now()))) {
+    const double x = std::bit_cast<double>(u);
+    lo = first ? x : std::min(lo, x);
+    hi = first ? x : std::max(hi, x);
+    first = false;
+  }
+  if (hi - lo > 0.05) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g s", hi - lo);
+    throw InputError(cfg.source + ": /start: \"window\" needs a clock every rank shares, but the ranks' clocks "
+                     "disagree by " + std::string(buf) +
+                     " right after a barrier (is SHARDCAL_HOSTNAME naming one host for ranks on several?)" + fix);
+  }
 }
-
-}  // namespace
 
 int run_sweep_rank(Communicator& world, const SweepJob& job) {
   OwnedPoints owned = plan_points(job, world.size());

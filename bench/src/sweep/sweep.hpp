@@ -15,6 +15,7 @@
 
 #include "shardcal/communicator.hpp"
 #include "shardcal/error.hpp"
+#include "shardcal/topology.hpp"
 #include "sweep/config.hpp"
 #include "sweep/transition_planner.hpp"
 
@@ -58,6 +59,14 @@ void agree_on_input(shardcal::Communicator& world, const std::string& local_erro
 // (shardcal::check_same_spec: which ranks hold which description).
 void check_same_job(shardcal::Communicator& world, const std::string& config_hash,
                     const std::string& mode, const std::string& description);
+
+// Collective over world, a no-op unless cfg.window_start: a window start needs a clock every
+// rank shares (Communicator::start_clock_scope(): Global, or Host with every rank on one host)
+// whose readings agree (a barrier, then every rank's reading within 50 ms: SHARDCAL_HOSTNAME
+// naming one host for ranks on several would not). Throws the same InputError on every rank
+// otherwise. Called before a sweep, a --validate-only check and `validate` run anything.
+void check_start_clock(shardcal::Communicator& world, const SweepConfig& cfg,
+                       const shardcal::Topology& topo);
 
 // Collective over world: every rank must execute the same plans. `plans_text` is this rank's
 // plans (Plan::to_string of each, in order), hashed; `summary` a short description for the

@@ -35,7 +35,6 @@ class MpiCommunicator final : public Communicator {
     int found = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
     if (found != 0 && tag_ub != nullptr) max_tag_ = *tag_ub;
-    wtime_global_ = detail::TimePolicy::wtime_is_global();
   }
   ~MpiCommunicator() override {
     int fin = 0;
@@ -51,13 +50,9 @@ class MpiCommunicator final : public Communicator {
   std::string describe() const override { return desc_.str(); }
   MemorySpace& memory() override { return host_memory(); }
   double now() const override { return MPI_Wtime(); }
-  ClockScope start_clock_scope() const override {
-    return detail::TimePolicy::clock_scope(wtime_global_);
-  }
-  double start_clock_now() const override { return detail::TimePolicy::clock_now(wtime_global_); }
-  void start_clock_wait_until(double t) override {
-    detail::TimePolicy::wait_until(t, wtime_global_);
-  }
+  ClockScope start_clock_scope() const override { return detail::TimePolicy::clock_scope(); }
+  double start_clock_now() const override { return detail::TimePolicy::clock_now(); }
+  void start_clock_wait_until(double t) override { detail::TimePolicy::wait_until(t); }
   std::unique_ptr<OpTimer> make_op_timer() override {
     // Under SMPI only MPI_Wtime runs on the simulated clock; real MPI keeps the host clock.
     if (auto t = detail::TimePolicy::op_timer()) return t;
@@ -376,7 +371,6 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   int max_tag_ = 32767;
-  bool wtime_global_ = false;  // MPI_WTIME_IS_GLOBAL (always under SMPI): the start clock's scope
   // detail::max_count() is fixed once MPI is initialised (before any communicator exists);
   // cached so the per-call paths do not look it up.
   std::size_t max_count_ = detail::max_count();

@@ -7,9 +7,10 @@
 // 1. smpi_helpers.h defines function-like macros named exit, malloc, calloc, realloc, free,
 //    sleep, usleep, nanosleep, gettimeofday, clock_gettime, getopt*, and getpid, meant for C
 //    programs. In C++ they rewrite member functions and qualified names (CLI11's App::exit(e),
-//    std::free, std::exit) into calls that do not compile. shardcal neither sleeps nor reads the
-//    clock to time anything under SMPI (the MPI backend times with MPI_Wtime, below), and its
-//    buffers need no SMPI shared-malloc folding, so the macros go.
+//    std::free, std::exit) into calls that do not compile. shardcal reads no host clock to time
+//    anything under SMPI (the MPI backend times with MPI_Wtime, below), its one simulated sleep
+//    (a window start's wait, time_policy.hpp) calls smpi_nanosleep by name, and its buffers need
+//    no SMPI shared-malloc folding, so the macros go.
 // 2. All simulated ranks live in one process on one real machine, so gethostname() would put
 //    them on one host. Here it answers the simulated host the rank runs on (the platform's
 //    host names, the hostfile's placement), so topology discovery sees the simulated cluster as

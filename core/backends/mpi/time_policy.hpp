@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <memory>
 #include <thread>
@@ -26,35 +27,27 @@ namespace shardcal::mpi::detail {
 
 struct HostTime {
   static constexpr bool kWatchdog = true;
-  // The clock ranks start samples on (Communicator::start_clock_*): MPI_Wtime where the MPI
-  // library says it is global (MPI_WTIME_IS_GLOBAL; Open MPI's is not: it counts from each
-  // process's own start), else the host's steady clock (CLOCK_MONOTONIC, one per host on Linux).
-  static bool wtime_is_global() {
-    int* flag = nullptr;
-    int found = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &flag, &found);
-    return found != 0 && flag != nullptr && *flag != 0;
-  }
-  static Communicator::ClockScope clock_scope(bool wtime_global) {
-    return wtime_global ? Communicator::ClockScope::Global : Communicator::ClockScope::Host;
-  }
-  static double clock_now(bool wtime_global) {
-    if (wtime_global) return MPI_Wtime();
+  // The clock ranks start samples on (Communicator::start_clock_*): the host's steady clock
+  // (CLOCK_MONOTONIC, one per host on Linux), which only ranks on one host share. MPI_Wtime is
+  // not used even where MPI_WTIME_IS_GLOBAL says it is global: Open MPI's counts from each
+  // process's start, MPICH's from a per-process epoch, and old MPICH ch4 set the attribute
+  // unconditionally.
+  static Communicator::ClockScope clock_scope() { return Communicator::ClockScope::Host; }
+  static double clock_now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
-  // Sleeps, then polls the last stretch (a sleep overshoots by tens of us).
-  static void wait_until(double t, bool wtime_global) {
-    constexpr double kPoll = 100e-6;
+  // Sleeps until 100 us before, yields until 5 us before, then spins (a sleep overshoots by tens
+  // of us, a yield is a system call).
+  static void wait_until(double t) {
     while (true) {
-      const double left = t - clock_now(wtime_global);
+      const double left = t - clock_now();
       if (left <= 0) return;
-      if (left > 2 * kPoll)
-        std::this_thread::sleep_for(std::chrono::duration<double>(left - kPoll));
-      else
+      if (left > 200e-6)
+        std::this_thread::sleep_for(std::chrono::duration<double>(left - 100e-6));
+      else if (left > 5e-6)
         std::this_thread::yield();
     }
   }
-  // nullptr: the communicator's default (host clock).
   static std::unique_ptr<OpTimer> op_timer() { return nullptr; }
   static int start_allgather(const int* mine, int* all, MPI_Comm comm, MPI_Request* req) {
     return MPI_Iallgather(mine, 1, MPI_INT, all, 1, MPI_INT, comm, req);
@@ -106,14 +99,14 @@ class WtimeTimer final : public OpTimer {
 struct SimulatedTime {
   static constexpr bool kWatchdog = false;
   // The simulated clock is one clock for every rank; a simulated sleep ends exactly on time.
-  static bool wtime_is_global() { return true; }
-  static Communicator::ClockScope clock_scope(bool) { return Communicator::ClockScope::Global; }
-  static double clock_now(bool) { return MPI_Wtime(); }
-  static void wait_until(double t, bool) {
+  static Communicator::ClockScope clock_scope() { return Communicator::ClockScope::Global; }
+  static double clock_now() { return MPI_Wtime(); }
+  static void wait_until(double t) {
     while (true) {
       const double left = t - MPI_Wtime();
       if (left <= 0) return;
-      const auto ns = static_cast<long long>(left * 1e9) + 1;  // NOLINT(google-runtime-int)
+      // Whole nanoseconds, at least one (a 0 ns sleep would not advance the simulated clock).
+      const auto ns = std::max(1LL, static_cast<long long>(std::ceil(left * 1e9)));  // NOLINT(google-runtime-int)
       timespec ts{};
       ts.tv_sec = static_cast<time_t>(ns / 1000000000LL);
       ts.tv_nsec = static_cast<long>(ns % 1000000000LL);  // NOLINT(google-runtime-int)

@@ -108,9 +108,9 @@ class Communicator {
 
   // Starting ranks together at one instant (shardbench's window start, docs/RESULTS_FORMAT.md
   // "Starting a sample"): a clock the ranks read alike, and a wait until a time on it. The scope
-  // says which ranks agree on start_clock_now(): Global (every rank: one process, a simulated clock,
-  // or MPI_WTIME_IS_GLOBAL), Host (ranks on one host: the host's steady clock), None (no such
-  // clock; the default, and NCCL's, whose timer runs on the device).
+  // says which ranks agree on start_clock_now(): Global (every rank: the sim backend's one
+  // process, SMPI's simulated clock), Host (ranks on one host: the host's steady clock; real
+  // MPI), None (no such clock; the default, and NCCL's, whose timer runs on the device).
   enum class ClockScope { None, Host, Global };
   virtual ClockScope start_clock_scope() const { return ClockScope::None; }
   // Seconds on that clock (the host steady clock by default). Local, not collective.
