@@ -6,7 +6,9 @@
 # 25 GB/s per NIC and direction, 3 us end to end; fat-tree: 4 hosts per leaf switch (all H when
 # H < 4), 2 top switches, so 8 and 16 hosts cross leaves over 2:1 oversubscribed uplinks. Then
 # the sweep configs/simulate/host-series.json: the 1-D mesh of all 4H ranks (one group spanning
-# every host), all_reduce/all_gather/reduce_scatter, f32, 64 KiB - 64 MiB, exact simulated time;
+# every host), all_reduce/all_gather/reduce_scatter, f32, 64 KiB - 64 MiB, exact simulated time,
+# every sample started from a window start (every rank at one simulated instant, not at the
+# barrier's uneven release; docs/RESULTS_FORMAT.md "Starting a sample");
 # sizes S with ranks x S > 1 GiB are dropped (SMPI holds all ranks' buffers in one process: 32
 # ranks stop at 32 MiB, 64 at 16 MiB; peak ~5 GiB).
 # Algorithms (--algorithms): `ring` (default) runs every collective as a neighbour ring at every
