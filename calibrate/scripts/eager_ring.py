@@ -20,16 +20,18 @@ host's NIC; loopback transfers unshared, SimGrid's cluster loopback).
                eager limit) beside the chain and the simulation with every rank entering at
                once. On tests/data/smpi-hosts (4 ranks per host) the simulation gives 2, 4 and 8
                hosts to within 0.1 % on 8 of the 11 series, the chain to within 5 % on those
-               whose ring flows keep a whole link; at 16 hosts the chain is up to 23 % (flat)
-               and 28 % (torus) low, the simulation 21 and 26 %.
+               whose ring flows keep a whole link; at 16 hosts, on the series swept from a
+               window start (every rank at one instant), the simulation within 0.2 % on flat,
+               torus, torus3d, ft-cyclic, eth and bb-shared (swept from a barrier it was 21 and
+               26 % low on flat and torus: the barrier's stagger, below).
   probe FILE   the output of scripts/simulate/eager_ring_probe.c (the ring's message pattern
                under SMPI, timed as shardbench times an operation) beside the simulation, run
                twice: every rank entering at once, and each rank entering when the probe says it
                left the barrier before the operation. Its last line is machine-readable:
                "result spread_us=S skewed_err_pct=E1 at_once_err_pct=E2".
 
-What the probe shows (docs/CALIBRATION.md "What the chain leaves out"): the 16-host miss is NIC
-sharing that the ranks' staggered entry sets off. Open MPI's barrier (SMPI's ompi selector)
+What the probe shows (docs/CALIBRATION.md "What the chain leaves out"): the 16-host miss of the
+barrier-started series was NIC sharing that the ranks' staggered entry sets off. Open MPI's barrier (SMPI's ompi selector)
 releases 8, 16 and 32 ranks at once, but on 16 hosts x 4 the first rank of each host (the one
 that receives from the previous host) leaves it 2 us after the middle two and 4 us after the
 last (18, 16, 16, 14 us). Its receives are then posted late, the previous host's messages to it

@@ -619,7 +619,7 @@ def cmd_window(args):
                          f"sample was counted: {st!r}")
             print(f"ok: 1 us window widened to {[p['timing']['start']['window_us'] for p in pts]} us")
             return
-        # Two emulated hosts: Open MPI's MPI_Wtime is not global, so no clock spans them.
+        # Two emulated hosts: MPI ranks start on their host's steady clock, which no two hosts share.
         out = os.path.join(d, "two.jsonl")
         solo = argparse.Namespace(**{**vars(args), "mpiexec": ""})
         cmd = (args.mpiexec.split(";") + ["-np", "1", "env", "SHARDCAL_HOSTNAME=node-a"]

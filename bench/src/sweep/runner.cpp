@@ -116,7 +116,8 @@ class StartGate {
     if (!window_) return;
     std::uint64_t short_most = 0;
     for (auto x : world_.all_gather_u64(short_since_check_)) short_most = std::max(short_most, x);
-    if (short_most * 10 > samples_since_check_) now_us_ = std::min(now_us_ * 2, kMaxWindowUs);
+    if (short_most * 10 > samples_since_check_)
+      now_us_ = std::min(now_us_ * 2, std::max(kMaxWindowUs, base_us_));
     else if (short_most == 0) now_us_ = std::max(now_us_ / 2, base_us_);
     short_since_check_ = samples_since_check_ = 0;
   }

@@ -61,9 +61,9 @@ void check_same_job(shardcal::Communicator& world, const std::string& config_has
                     const std::string& mode, const std::string& description);
 
 // Collective over world, a no-op unless cfg.window_start: a window start needs a clock every
-// rank shares (Communicator::start_clock_scope(): Global, or Host with every rank on one host)
-// whose readings agree (a barrier, then every rank's reading within 50 ms: SHARDCAL_HOSTNAME
-// naming one host for ranks on several would not). Throws the same InputError on every rank
+// rank shares (Communicator::start_clock_scope(): Global, or Host with every rank on one host
+// and every reading taken before a barrier earlier than every one taken after it: SHARDCAL_HOSTNAME
+// naming one host for ranks on several would not pass). Throws the same InputError on every rank
 // otherwise. Called before a sweep, a --validate-only check and `validate` run anything.
 void check_start_clock(shardcal::Communicator& world, const SweepConfig& cfg,
                        const shardcal::Topology& topo);

@@ -72,7 +72,7 @@ struct PointTiming {
   int buffer_slots = 1;
   std::string barrier, timer, reduction, stop_reason;
   std::optional<double> elapsed_s;  // null: not measured here (import)
-  // Window start only ("start" in the record): the window at the end and the late samples.
+  // Window start only ("start" in the record): the largest window used and the late samples.
   std::optional<double> start_window_us;
   std::optional<int> late_samples;
 };
