@@ -88,7 +88,6 @@ class StartGate {
       : world_(world), window_(cfg.window_start), base_us_(cfg.start_window_us), now_us_(base_us_) {
     if (window_) m.start_window_us = base_us_;
   }
-  bool window() const { return window_; }
   // Untimed; returns when this rank starts its timer.
   void open(Measurement& m) {
     if (!window_) {
