@@ -89,7 +89,8 @@ json timing_json(const PointTiming& t) {
           {"elapsed_s", or_null(t.elapsed_s)}};
   if (t.start_window_us)
     j["start"] = {{"kind", "window"}, {"window_us", *t.start_window_us},
-                  {"late_samples", t.late_samples.value_or(0)}};
+                  {"late_samples", t.late_samples.value_or(0)},
+                  {"retried_samples", t.retried_samples.value_or(0)}};
   return j;
 }
 

@@ -79,7 +79,8 @@ double max_of(const std::vector<std::uint64_t>& bits) {
 // clock every rank shares (sweep.cpp check_start_clock made sure there is one), each rank waits
 // until it, and a rank's sample runs from that common start to its own end, so a rank that
 // starts late has its lateness in the sample. sample_loop marks a sample late when some rank
-// started over kLateS after the start (sign bit of the gathered sample: an exact count).
+// started over kLateS after the start, and runs it again when the start time reached some rank
+// after it had passed (flags gathered at each checkpoint: exact counts).
 class StartGate {
  public:
   static constexpr double kLateS = 1e-6;
@@ -98,14 +99,21 @@ class StartGate {
     // On the control plane (host memory on every backend), not the data path.
     const double mine = world_.rank() == 0 ? world_.start_clock_now() + now_us_ * 1e-6 : 0.0;
     t_ = std::bit_cast<double>(world_.all_gather_u64(std::bit_cast<std::uint64_t>(mine))[0]);
-    if (world_.start_clock_now() > t_) ++short_since_check_;  // the window was too short
+    short_ = world_.start_clock_now() > t_;  // the window was too short for the start time
+    if (short_) ++short_since_check_;
     ++samples_since_check_;
     world_.start_clock_wait_until(t_);
     late_s_ = std::max(0.0, world_.start_clock_now() - t_);
   }
+  bool window() const { return window_; }
   // Seconds this rank started after the common start (0 with a barrier): added to its sample.
   double late_s() const { return window_ ? late_s_ : 0.0; }
   bool late() const { return window_ && late_s_ > kLateS; }
+  // The start time reached this rank only after it had passed: the sample timed the control
+  // plane's delivery, not only the operation (ReproMPI counts such a run invalid).
+  bool short_start() const { return window_ && short_; }
+  // Whether the window may still double: short samples are run again until it can't.
+  bool can_widen() const { return window_ && now_us_ < cap_us(); }
   // Collective, at every checkpoint (a no-op with a barrier): doubles the window when the start
   // time reached some rank after it had passed in more than a tenth of the samples since the
   // last checkpoint (a rank's count; the largest), halves it back towards the configured one
@@ -116,17 +124,20 @@ class StartGate {
     std::uint64_t short_most = 0;
     for (auto x : world_.all_gather_u64(short_since_check_)) short_most = std::max(short_most, x);
     if (short_most * 10 > samples_since_check_)
-      now_us_ = std::min(now_us_ * 2, std::max(kMaxWindowUs, base_us_));
+      now_us_ = std::min(now_us_ * 2, cap_us());
     else if (short_most == 0) now_us_ = std::max(now_us_ / 2, base_us_);
     short_since_check_ = samples_since_check_ = 0;
   }
 
  private:
-  static constexpr double kMaxWindowUs = 100e3;
+  // 1 s: SMPI's start all_gather over 128 ranks of 1 ms hops (a forced ring) takes ~130 ms.
+  static constexpr double kMaxWindowUs = 1e6;
+  double cap_us() const { return std::max(kMaxWindowUs, base_us_); }
   Communicator& world_;
   bool window_;
   double base_us_, now_us_;
   double t_ = 0, late_s_ = 0;
+  bool short_ = false;
   std::uint64_t short_since_check_ = 0, samples_since_check_ = 0;
 };
 
@@ -140,30 +151,48 @@ class StartGate {
 template <class F>
 void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, StartGate& gate,
                  F&& sample) {
-  std::vector<double> local;
-  std::vector<bool> late;
+  std::vector<double> local;  // this rank's kept samples (their slowest rank's are m.samples)
+  std::vector<double> batch;  // since the last checkpoint
+  std::vector<std::uint64_t> flags;  // per batch sample: 1 late, 2 short (window start only)
   const double start = world.now();
   const auto min_n = std::size_t(std::max(1, cfg.iterations_min));
   const auto max_n = std::size_t(std::max(cfg.iterations_max, cfg.iterations_min));
   std::size_t next_check = 1;
   while (true) {
-    local.push_back(sample(local.size() + 1 >= next_check));
-    late.push_back(gate.late());
-    if (local.size() < next_check) continue;
-    // A window start's late samples travel as negative values (exactly counted, then their
-    // magnitude used: the lateness is part of the sample).
-    for (std::size_t k = m.samples.size(); k < local.size(); ++k) {
-      const double x = late[k] ? -local[k] : local[k];
-      bool any_late = false;
+    batch.push_back(sample(m.samples.size() + batch.size() + 1 >= next_check));
+    flags.push_back((gate.late() ? 1u : 0u) | (gate.short_start() ? 2u : 0u));
+    if (m.samples.size() + batch.size() < next_check) continue;
+    // Window start: each sample's flags over every rank, 32 samples a word. A sample in which the
+    // start time reached some rank after it had passed is run again (after the checkpoint below
+    // has doubled the window) while the window can still grow: it timed the start's delivery
+    // (on SimGrid's example fat tree, 50 us links, the start's all_gather over 64 ranks took
+    // 12.6 ms, 2.6 ms past a 10 ms window, all of it in every 16-host sample). Late samples
+    // (some rank woke over 1 us after the start) are kept, their lateness inside them.
+    std::vector<std::uint64_t> any(batch.size(), 0);
+    if (gate.window()) {
+      for (std::size_t w = 0; w * 32 < batch.size(); ++w) {
+        const std::size_t end = std::min(batch.size(), (w + 1) * 32);
+        std::uint64_t word = 0;
+        for (std::size_t k = w * 32; k < end; ++k) word |= flags[k] << (2 * (k - w * 32));
+        for (auto x : world.all_gather_u64(word))
+          for (std::size_t k = w * 32; k < end; ++k) any[k] |= (x >> (2 * (k - w * 32))) & 3u;
+      }
+    }
+    const bool may_retry = gate.can_widen();
+    for (std::size_t k = 0; k < batch.size(); ++k) {
       double most = 0;
-      for (auto u : world.all_gather_u64(std::bit_cast<std::uint64_t>(x))) {
-        const double v = std::bit_cast<double>(u);
-        any_late = any_late || std::signbit(v);
-        most = std::max(most, std::fabs(v));
+      for (auto u : world.all_gather_u64(std::bit_cast<std::uint64_t>(batch[k])))
+        most = std::max(most, std::bit_cast<double>(u));
+      if ((any[k] & 2u) && may_retry) {
+        ++m.retried_samples;
+        continue;
       }
       m.samples.push_back(most);
-      m.late_samples += any_late ? 1 : 0;
+      local.push_back(batch[k]);
+      m.late_samples += any[k] != 0 ? 1 : 0;
     }
+    batch.clear();
+    flags.clear();
     gate.checkpoint();
     for (auto s : world.all_gather_u64(std::uint64_t(pending_signal())))
       if (s != 0 && !m.abandoned) m.abandoned = true, m.signal = int(s);

@@ -35,10 +35,12 @@ struct Measurement {
   double elapsed_s = 0;          // wall time of the point on the slowest rank
   std::string timer;             // OpTimer::method() of the samples: "host_clock" | "cuda_event"
   // Window start only (SweepConfig::window_start): the largest window used (it doubles while the
-  // start reaches ranks after it passed) and the samples in which some rank started over 1 us
-  // after the common start (exact; that lateness is inside the sample).
+  // start reaches ranks after it passed), the samples in which some rank started over 1 us
+  // after the common start (exact; that lateness is inside the sample), and the samples run
+  // again because the start time reached some rank after it had passed (not in `samples`).
   double start_window_us = 0;
   int late_samples = 0;
+  int retried_samples = 0;
   // Each rank's mean over its own samples, then the largest / mean / smallest across ranks: the
   // OSU and IMB latency statistic (samples above are per sample the slowest rank instead).
   double rank_mean_max_s = 0, rank_mean_avg_s = 0, rank_mean_min_s = 0;

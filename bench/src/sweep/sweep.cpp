@@ -75,6 +75,7 @@ shardcal::formats::PointTiming point_timing(const SweepConfig& cfg, const Point&
                 "each rank waits until it; a sample runs from that start)";
     t.start_window_us = m.start_window_us;
     t.late_samples = m.late_samples;
+    t.retried_samples = m.retried_samples;
   } else {
     t.barrier = "world, untimed, before every sample";
   }

@@ -72,9 +72,11 @@ struct PointTiming {
   int buffer_slots = 1;
   std::string barrier, timer, reduction, stop_reason;
   std::optional<double> elapsed_s;  // null: not measured here (import)
-  // Window start only ("start" in the record): the largest window used and the late samples.
+  // Window start only ("start" in the record): the largest window used, the late samples and
+  // the samples run again (the start time reached a rank after it had passed).
   std::optional<double> start_window_us;
   std::optional<int> late_samples;
+  std::optional<int> retried_samples;
 };
 
 // One step of a transition's plan ("transition.plan[i]"): where it runs, what it moves.
