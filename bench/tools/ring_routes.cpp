@@ -206,7 +206,9 @@ std::string one_line(std::string text) {
         loopback = std::max(loopback, latency);
       }
     }
-    if (loopback > 0) out["loopback_latency_us"] = tidy(loopback * 1e6);
+    // 0 is a real value (SimGrid's example clusters set loopback_lat="0"): the chain's intra-host
+    // hops then cost no latency.
+    if (loop_routes > 0) out["loopback_latency_us"] = tidy(loopback * 1e6);
     out["loopback_routes"] = loop_routes;  // for the parent's warning; not in the table
     write_all(fd, "J" + out.dump());
   } catch (const std::exception& e) {
@@ -306,7 +308,7 @@ nlohmann::ordered_json ring_routes(const Args& a) {
   doc["rings"] = std::move(routed["rings"]);
   // Not an error (one rank per host needs no loopback), but with several ranks per host their
   // steps then run over a link this table does not describe, and the transport drops the eager
-  // chain (it needs a positive loopback latency). Hosts whose loopbacks differ: the longest kept.
+  // chain (it needs the loopback's latency). Hosts whose loopbacks differ: the longest kept.
   const int loop_routes = routed.value("loopback_routes", 0);
   const bool kept = routed.contains("loopback_latency_us");
   if (kept) doc["loopback_latency_us"] = routed["loopback_latency_us"];
@@ -317,11 +319,6 @@ nlohmann::ordered_json ring_routes(const Args& a) {
                  "network-model loopback (network/loopback-bw, network/loopback-lat), which the "
                  "table leaves out (no loopback_latency_us); give the hosts a loopback link if "
                  "ranks share a host\n"
-              << std::flush;
-  } else if (!kept) {
-    std::cerr << "ring-routes: warning: " << a.platform << ": every loopback route has 0 "
-              << "latency: the table leaves loopback_latency_us out (a profile needs it positive), "
-                 "so MPI eager rings of several ranks per host are priced without their chain\n"
               << std::flush;
   }
   if (loop_routes > 0 && std::size_t(loop_routes) < names.size())

@@ -155,6 +155,12 @@ def simulate_us(hops_us: list[float], c: int, m: float, share_Bpus: float, loop_
     return max(done[(r, n - 1)] - t0[r] for r in range(n))
 
 
+def non_negative(name: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        die(f"{name} = {v!r}: expected a finite number >= 0")
+    return float(v)
+
+
 def positive(name: str, v) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         die(f"{name} = {v!r}: expected a finite number > 0")
@@ -232,9 +238,9 @@ def cmd_series(a: argparse.Namespace) -> int:
                 die(f"{a.series}/hosts{h}.jsonl: {n} ranks on {h} hosts is not {c} per host")
             if c > 1 and loop_lat is None:
                 die(f"{routes_path}: no loopback_latency_us for {c} ranks per host (the platform "
-                    "gives its hosts no loopback route or only 0-latency ones, or the table predates "
-                    "it): give the hosts a loopback link and re-run ring-routes")
-            ll = positive(f"{routes_path}: loopback_latency_us", loop_lat) if c > 1 else 1.0
+                    "gives its hosts no loopback route, or the table predates it): give the hosts a "
+                    "loopback link and re-run ring-routes")
+            ll = non_negative(f"{routes_path}: loopback_latency_us", loop_lat) if c > 1 else 1.0
             msg = p["bytes"] / n
             if msg >= EAGER_LIMIT_BYTES:
                 continue

@@ -147,7 +147,7 @@ struct Reader {
     v.expect_keys({"source", "hosts_order", "rings", "loopback_latency_us"}, kUnknownKeyFix);
     Profile::RingRoutes r;
     if (auto s = v.optional("source")) r.source = s->string();
-    if (auto l = v.optional("loopback_latency_us")) r.loopback_latency_us = l->number(1e-6, 1e6);
+    if (auto l = v.optional("loopback_latency_us")) r.loopback_latency_us = l->number(0.0, 1e6);
     if (auto h = v.optional("hosts_order")) {
       h->array();
       for (std::size_t i = 0; i < h->size(); ++i) r.hosts_order.push_back((*h)[i].string());

@@ -241,7 +241,9 @@ def add_ring_routes(rrng, doc, share):
             if "share_skew_us" in e:  # (the reader: at most the hops' spread)
                 e["share_skew_us"] = min(e["share_skew_us"], max(hops) - min(hops))
         if hrng.random() < 0.9:
-            rr["loopback_latency_us"] = round(hrng.uniform(0.05, 3.0), hrng.choice([1, 3, 17]))
+            # (0 too: SimGrid's example clusters' loopback_lat="0")
+            rr["loopback_latency_us"] = (0.0 if hrng.random() < 0.15 else
+                                         round(hrng.uniform(0.05, 3.0), hrng.choice([1, 3, 17])))
     # In tables without skews, some rings without hops too (the oldest ring-routes): the longest
     # route stands in.
     if "share_skew_us" not in rings[0]:
@@ -712,7 +714,7 @@ def edge_parity(tool, *readers):
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5])]}, {"rings": [ring(2, 1.5, hop_latency_us=[1.0, 0.75])]},
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 0])]}, {"rings": [ring(2, 1.5, hop_latency_us=1.5)]},
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, "1"])]}, {"rings": [ring(2)], "loopback_latency_us": 0},
-               {"rings": [ring(2)], "loopback_latency_us": "1"}, {"rings": [ring(2)], "loopback_latency_us": 1e7},
+               {"rings": [ring(2)], "loopback_latency_us": -0.5}, {"rings": [ring(2)], "loopback_latency_us": "1"}, {"rings": [ring(2)], "loopback_latency_us": 1e7},
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 1.5000001])]},
                {"rings": [ring(2, 1.5, share_skew_us=0)]}, {"rings": [ring(2, 1.5, share_skew_us=1.5)]},
                {"rings": [ring(2, 1.5, share_skew_us=1.6)]}, {"rings": [ring(2, 1.5, share_skew_us=-0.1)]},

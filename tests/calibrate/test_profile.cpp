@@ -1425,7 +1425,10 @@ TEST(Profile, RingRoutesTransport) {
   Profile ph = p;
   ph.ring_routes = rh;
   EXPECT_EQ(profile_to_json(parse_profile(profile_to_json(ph), "mem")), profile_to_json(ph));
+  // A loopback of 0 latency (SimGrid's example clusters) is a value; a negative one is refused.
   std::ofstream(f) << R"({"format":"shardcal-ring-routes/1","rings":[{"hosts":2,"latency_us":0.5,"share_GBps":3}],"loopback_latency_us":0})";
+  EXPECT_EQ(read_ring_routes(f).loopback_latency_us, 0.0);
+  std::ofstream(f) << R"({"format":"shardcal-ring-routes/1","rings":[{"hosts":2,"latency_us":0.5,"share_GBps":3}],"loopback_latency_us":-0.5})";
   EXPECT_THROW(read_ring_routes(f), Error);
   std::remove(f.c_str());
 }

@@ -410,7 +410,7 @@ class ProfileData:
         # H >= 2, "latency_us": 1e-6..1e6, "share_GBps": 1e-3..1e6, "share_skew_us": 0..latency_us,
         # "hop_latency_us": [H numbers
         # 1e-6..1e6, the largest latency_us] (optional)}, ...]} (at least one), ascending hosts, each
-        # once, "loopback_latency_us": 1e-6..1e6 (optional), no other keys.
+        # once, "loopback_latency_us": 0..1e6 (optional), no other keys.
         # Held as {"source": str, "rings": [(hosts, latency_us, share_GBps, hops or ()), ...],
         # "loopback": float or None} (Profile::RingRoutes).
         self.ring_routes = None
@@ -428,7 +428,7 @@ class ProfileData:
                 _fail(origin, f"{ptr}/rings", "required field is missing", "add it or regenerate the profile")
             loopback = None
             if "loopback_latency_us" in rr:
-                loopback = _num(origin, rr, ptr, "loopback_latency_us", 1e-6)
+                loopback = _num(origin, rr, ptr, "loopback_latency_us", 0.0)
                 if loopback > 1e6:
                     _fail(origin, f"{ptr}/loopback_latency_us", f"must be <= 1e6, got {rr['loopback_latency_us']}",
                           "fix the value")
