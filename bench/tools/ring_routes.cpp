@@ -310,8 +310,7 @@ nlohmann::ordered_json ring_routes(const Args& a) {
   // steps then run over a link this table does not describe, and the transport drops the eager
   // chain (it needs the loopback's latency). Hosts whose loopbacks differ: the longest kept.
   const int loop_routes = routed.value("loopback_routes", 0);
-  const bool kept = routed.contains("loopback_latency_us");
-  if (kept) doc["loopback_latency_us"] = routed["loopback_latency_us"];
+  if (routed.contains("loopback_latency_us")) doc["loopback_latency_us"] = routed["loopback_latency_us"];
   if (loop_routes == 0) {
     std::cerr << "ring-routes: warning: " << a.platform
               << ": no host has a loopback route (a cluster's loopback_bw/loopback_lat, or a "
@@ -323,8 +322,8 @@ nlohmann::ordered_json ring_routes(const Args& a) {
   }
   if (loop_routes > 0 && std::size_t(loop_routes) < names.size())
     std::cerr << "ring-routes: warning: " << a.platform << ": " << loop_routes << " of "
-              << names.size() << " hosts have a loopback route"
-              << (kept ? "; loopback_latency_us is the longest of theirs" : "") << "\n"
+              << names.size() << " hosts have a loopback route; loopback_latency_us is the "
+              << "longest of theirs\n"
               << std::flush;
   return doc;
 }

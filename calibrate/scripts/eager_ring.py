@@ -293,7 +293,7 @@ def cmd_probe(a: argparse.Namespace) -> int:
     if not all(math.isfinite(v) for v in entry.values()):
         die(f"{a.output}: an entry time is not finite")
     args = ([positive("--inter-lat", a.inter_lat)] * a.hosts, a.ranks_per_host, float(a.message),
-            positive("--inter-GBps", a.inter_GBps) * 1e3, positive("--loopback-lat", a.loopback_lat),
+            positive("--inter-GBps", a.inter_GBps) * 1e3, non_negative("--loopback-lat", a.loopback_lat),
             positive("--loopback-GBps", a.loopback_GBps) * 1e3)
     skewed = simulate_us(*args, entry=[entry[r] for r in range(n)])
     at_once = simulate_us(*args)

@@ -235,7 +235,7 @@ PY
     # Simulated time is exact: a late sample only happens where the start time could not reach
     # every rank within the window even at its largest; its time then holds that lateness.
     late=$(grep -c '"late_samples":[1-9]' "$res" || true)
-    [ "$late" = 0 ] || echo "host-series.sh: warning: $t, $h hosts: $late points hold a sample some rank started late (timing.start.late_samples): their times include the lateness; raise start_window_us in $cfg" >&2
+    [ "$late" = 0 ] || echo "host-series.sh: warning: $t, $h hosts: $late points hold a sample some rank started late (timing.start.late_samples): their times include the lateness (the start time did not reach every rank within the largest window, 1 s, or a rank woke late)" >&2
   done
 done
 echo "host-series.sh: done in $(awk -v a="$t_all" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s; results in $out/<topology>/hosts<H>.jsonl" >&2

@@ -448,6 +448,10 @@ TEST(Runner, CheckpointsAreAtMostAPollIntervalOfSamplesApart) {
   EXPECT_EQ(next_checkpoint(1, 100000, 1000000, 0.1), 11u);
   // A sample longer than the poll interval: check after every sample.
   EXPECT_EQ(next_checkpoint(5, 100, 1000, 50.0), 6u);
+  // Samples run but not kept (a window start's late ones) set the time per sample too: none kept
+  // after one 0.5 s sample, 2 more before the next check, not iterations_min (10).
+  EXPECT_EQ(next_checkpoint(0, 10, 1000, 0.5, 1), 2u);
+  EXPECT_EQ(next_checkpoint(0, 10, 1000, 0.5), 10u);
 }
 
 TEST(Runner, APendingStopEndsAPointAfterItsFirstSample) {

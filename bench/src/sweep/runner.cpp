@@ -25,10 +25,12 @@ int rotation_slots(std::int64_t footprint, std::int64_t rotation_bytes, int max_
   return int(std::clamp<std::int64_t>((rotation_bytes + f - 1) / f, 1, max_slots));
 }
 
-std::size_t next_checkpoint(std::size_t n, std::size_t min_n, std::size_t max_n, double elapsed_s) {
+std::size_t next_checkpoint(std::size_t n, std::size_t min_n, std::size_t max_n, double elapsed_s,
+                            std::size_t runs) {
   // ~25% more samples (few gathers, bounded overshoot of the budget), straight to iterations_min
   // before it was reached, but no more than kStopPollS of samples later.
-  const double per_sample = n > 0 ? elapsed_s / double(n) : 0.0;
+  const std::size_t ran = std::max(n, runs);
+  const double per_sample = ran > 0 ? elapsed_s / double(ran) : 0.0;
   std::size_t step = n < min_n ? min_n - n : std::max<std::size_t>(1, n / 4);
   if (per_sample > 0 && kStopPollS / per_sample < double(step))
     step = std::max<std::size_t>(1, std::size_t(kStopPollS / per_sample));
@@ -100,8 +102,6 @@ class StartGate {
     const double mine = world_.rank() == 0 ? world_.start_clock_now() + now_us_ * 1e-6 : 0.0;
     t_ = std::bit_cast<double>(world_.all_gather_u64(std::bit_cast<std::uint64_t>(mine))[0]);
     short_ = world_.start_clock_now() > t_;  // the window was too short for the start time
-    if (short_) ++short_since_check_;
-    ++samples_since_check_;
     world_.start_clock_wait_until(t_);
     late_s_ = std::max(0.0, world_.start_clock_now() - t_);
   }
@@ -114,19 +114,21 @@ class StartGate {
   bool short_start() const { return window_ && short_; }
   // Whether the window may still double: short samples are run again until it can't.
   bool can_widen() const { return window_ && now_us_ < cap_us(); }
-  // Collective, at every checkpoint (a no-op with a barrier): doubles the window when the start
-  // time reached some rank after it had passed in more than a tenth of the samples since the
-  // last checkpoint (a rank's count; the largest), halves it back towards the configured one
-  // after a checkpoint where it never did. Late wake-ups alone (a core shared by several ranks)
-  // leave it: a longer window would not help them.
-  void checkpoint() {
+  // At every checkpoint (a no-op with a barrier), from counts every rank holds alike (gathered
+  // flags): doubles the window when the start time reached some rank after it had passed in more
+  // than a tenth of the `run` samples since the last checkpoint, so that a checkpoint either keeps
+  // 9 in 10 of its samples or doubles (up to the cap, where they are kept: the loop always ends);
+  // halves it back towards the configured one after a checkpoint where it never did, but not
+  // below a window that was too short in this point. Late wake-ups alone (a core shared by
+  // several ranks) leave it: a longer window would not help them.
+  void checkpoint(std::size_t short_samples, std::size_t run) {
     if (!window_) return;
-    std::uint64_t short_most = 0;
-    for (auto x : world_.all_gather_u64(short_since_check_)) short_most = std::max(short_most, x);
-    if (short_most * 10 > samples_since_check_)
+    if (short_samples * 10 > run) {
+      floor_us_ = std::max(floor_us_, std::min(now_us_ * 2, cap_us()));
       now_us_ = std::min(now_us_ * 2, cap_us());
-    else if (short_most == 0) now_us_ = std::max(now_us_ / 2, base_us_);
-    short_since_check_ = samples_since_check_ = 0;
+    } else if (short_samples == 0) {
+      now_us_ = std::max({now_us_ / 2, base_us_, floor_us_});
+    }
   }
 
  private:
@@ -136,9 +138,9 @@ class StartGate {
   Communicator& world_;
   bool window_;
   double base_us_, now_us_;
+  double floor_us_ = 0;  // the window after one that was too short in this point
   double t_ = 0, late_s_ = 0;
   bool short_ = false;
-  std::uint64_t short_since_check_ = 0, samples_since_check_ = 0;
 };
 
 // Runs samples until the stop rule holds; see runner.hpp for why decisions are gathered.
@@ -179,21 +181,23 @@ void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, St
       }
     }
     const bool may_retry = gate.can_widen();
+    std::size_t short_samples = 0;
     for (std::size_t k = 0; k < batch.size(); ++k) {
       double most = 0;
       for (auto u : world.all_gather_u64(std::bit_cast<std::uint64_t>(batch[k])))
         most = std::max(most, std::bit_cast<double>(u));
+      short_samples += (any[k] & 2u) ? 1 : 0;
       if ((any[k] & 2u) && may_retry) {
         ++m.retried_samples;
         continue;
       }
       m.samples.push_back(most);
       local.push_back(batch[k]);
-      m.late_samples += any[k] != 0 ? 1 : 0;
+      m.late_samples += (any[k] & 1u) ? 1 : 0;
     }
+    gate.checkpoint(short_samples, batch.size());
     batch.clear();
     flags.clear();
-    gate.checkpoint();
     for (auto s : world.all_gather_u64(std::uint64_t(pending_signal())))
       if (s != 0 && !m.abandoned) m.abandoned = true, m.signal = int(s);
     if (m.abandoned) return;
@@ -214,7 +218,7 @@ void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, St
         break;
       }
     }
-    next_check = next_checkpoint(n, min_n, max_n, m.elapsed_s);
+    next_check = next_checkpoint(n, min_n, max_n, m.elapsed_s, n + std::size_t(m.retried_samples));
   }
   // OSU's and IMB's statistic, from the same samples after the timed loop: each rank's mean over
   // its own samples, then across ranks (OSU prints the mean by default, max and min with -f).

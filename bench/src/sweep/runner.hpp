@@ -84,8 +84,11 @@ using shardcal::reduce_pattern_value;
 
 // The sample count of the next checkpoint (gather + stop decision) after one at n samples taken
 // in elapsed_s (slowest rank): n + ~25%, or iterations_min (min_n) while below it, capped at
-// max_n and at kStopPollS worth of samples (at least one more sample).
-std::size_t next_checkpoint(std::size_t n, std::size_t min_n, std::size_t max_n, double elapsed_s);
+// max_n and at kStopPollS worth of samples (at least one more sample). runs: the samples run so
+// far, kept or not (a window start runs again the samples its start time reached late), which
+// set the time per sample; 0: n.
+std::size_t next_checkpoint(std::size_t n, std::size_t min_n, std::size_t max_n, double elapsed_s,
+                            std::size_t runs = 0);
 
 // Slot count for buffer rotation (IMB -off_cache style): enough slots of `footprint` bytes to
 // cover `rotation_bytes`, at most `max_slots`; 1 when one slot is already that large.
