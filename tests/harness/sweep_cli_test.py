@@ -593,7 +593,7 @@ def cmd_window(args):
         for p in pts:
             start = p["timing"].get("start")
             key_start = p["point"]["protocol"].get("start")
-            if key_start != {"kind": "window"}:
+            if key_start != {"kind": "window", "retry": 1}:
                 fail(f"point {p['index']}: protocol.start {key_start!r}")
             if (not start or start["kind"] != "window" or start["window_us"] < 200
                     or not isinstance(start["late_samples"], int)

@@ -329,7 +329,7 @@ TEST(PointKey, AWindowStartIsPartOfTheKeyABarrierStartIsNot) {
   w["start"] = "window";
   const Point win = first(w);
   EXPECT_NE(win.key(), plain.key());
-  EXPECT_EQ(win.params().at("protocol").at("start"), nlohmann::json({{"kind", "window"}}));
+  EXPECT_EQ(win.params().at("protocol").at("start"), nlohmann::json({{"kind", "window"}, {"retry", 1}}));
   // The window is a tuning, recorded in timing.start: a wider one still resumes the file.
   w["start_window_us"] = 250;
   EXPECT_EQ(first(w).key(), win.key());

@@ -448,10 +448,33 @@ TEST(Runner, CheckpointsAreAtMostAPollIntervalOfSamplesApart) {
   EXPECT_EQ(next_checkpoint(1, 100000, 1000000, 0.1), 11u);
   // A sample longer than the poll interval: check after every sample.
   EXPECT_EQ(next_checkpoint(5, 100, 1000, 50.0), 6u);
-  // Samples run but not kept (a window start's late ones) set the time per sample too: none kept
-  // after one 0.5 s sample, 2 more before the next check, not iterations_min (10).
+  // Samples run but not kept (a window start's short ones, run again) set the time per sample
+  // too: none kept after one 0.5 s sample, 2 more before the next check, not iterations_min (10);
+  // 4 kept of 8 run in 1 s: 0.125 s each, 6 more (to iterations_min), not 4.
   EXPECT_EQ(next_checkpoint(0, 10, 1000, 0.5, 1), 2u);
   EXPECT_EQ(next_checkpoint(0, 10, 1000, 0.5), 10u);
+  EXPECT_EQ(next_checkpoint(4, 10, 1000, 1.0, 8), 10u);
+  EXPECT_EQ(next_checkpoint(4, 10, 1000, 1.0), 8u);
+  // A window that just doubled to 0.4 s: every sample takes at least that, 2 more, however fast
+  // the 4000 samples before it were.
+  EXPECT_EQ(next_checkpoint(4000, 10, 100000, 4.0, 4000, 0.4), 4002u);
+}
+
+// A window start's window (docs/RESULTS_FORMAT.md "Starting a sample"): doubles where more than a
+// tenth of the samples run since the last checkpoint got the start time late, up to the cap, and
+// never narrows within a point; so a checkpoint keeps 9 in 10 of its samples or doubles, and a
+// point ends within its sample count plus log2(cap / base) checkpoints.
+TEST(Runner, StartWindowDoublesWhereMoreThanATenthWereShort) {
+  EXPECT_EQ(next_start_window_us(100, 1e6, 1, 1), 200);   // the single first sample was short
+  EXPECT_EQ(next_start_window_us(100, 1e6, 1, 10), 100);  // a tenth: run again, same window
+  EXPECT_EQ(next_start_window_us(100, 1e6, 2, 11), 200);
+  EXPECT_EQ(next_start_window_us(100, 1e6, 0, 40), 100);  // clean: not narrower
+  EXPECT_EQ(next_start_window_us(800e3, 1e6, 5, 5), 1e6);  // capped
+  EXPECT_EQ(next_start_window_us(1e6, 1e6, 5, 5), 1e6);
+  double w = 1;
+  int doublings = 0;
+  while (w < 1e6) w = next_start_window_us(w, 1e6, 3, 3), ++doublings;
+  EXPECT_EQ(doublings, 20);  // ceil(log2(1e6 / 1))
 }
 
 TEST(Runner, APendingStopEndsAPointAfterItsFirstSample) {

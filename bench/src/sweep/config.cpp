@@ -439,9 +439,11 @@ json Protocol::to_json() const {
   // on one hot set and recorded null here: those keys no longer match, see sweep.cpp's resume.)
   p["buffer_rotation"] = json{{"bytes", rotation_bytes}, {"max_slots", rotation_max_slots}};
   p["timing_loop"] = timing_loop;
-  // The kind only: the window is a tuning (it adapts, timing.start records it), and a larger
-  // start_window_us after late samples must still --resume the file.
-  if (window_start) p["start"] = json{{"kind", "window"}};
+  // The kind and its loop's version, not the window: the window is a tuning (it adapts,
+  // timing.start records it), and a larger start_window_us must still --resume the file.
+  // retry 1: a sample whose start time reached a rank after it had passed is run again
+  // (before, kept with its lateness: such keys no longer match, a barrier start's are unchanged).
+  if (window_start) p["start"] = json{{"kind", "window"}, {"retry", 1}};
   return p;
 }
 

@@ -25,12 +25,21 @@ int rotation_slots(std::int64_t footprint, std::int64_t rotation_bytes, int max_
   return int(std::clamp<std::int64_t>((rotation_bytes + f - 1) / f, 1, max_slots));
 }
 
+double next_start_window_us(double now_us, double cap_us, std::size_t short_samples,
+                            std::size_t run) {
+  // More than a tenth of the samples run since the last checkpoint were short: double (a
+  // checkpoint then keeps 9 in 10 of its samples or doubles; at the cap every sample is kept, so
+  // the loop ends). Never narrower within a point: a window that was too short once would be
+  // again, and each retry costs a sample (a point starts again from start_window_us).
+  return short_samples * 10 > run ? std::min(now_us * 2, cap_us) : now_us;
+}
+
 std::size_t next_checkpoint(std::size_t n, std::size_t min_n, std::size_t max_n, double elapsed_s,
-                            std::size_t runs) {
+                            std::size_t runs, double min_sample_s) {
   // ~25% more samples (few gathers, bounded overshoot of the budget), straight to iterations_min
   // before it was reached, but no more than kStopPollS of samples later.
   const std::size_t ran = std::max(n, runs);
-  const double per_sample = ran > 0 ? elapsed_s / double(ran) : 0.0;
+  const double per_sample = std::max(ran > 0 ? elapsed_s / double(ran) : 0.0, min_sample_s);
   std::size_t step = n < min_n ? min_n - n : std::max<std::size_t>(1, n / 4);
   if (per_sample > 0 && kStopPollS / per_sample < double(step))
     step = std::max<std::size_t>(1, std::size_t(kStopPollS / per_sample));
@@ -88,7 +97,10 @@ class StartGate {
   static constexpr double kLateS = 1e-6;
 
   StartGate(Communicator& world, const SweepConfig& cfg, Measurement& m)
-      : world_(world), window_(cfg.window_start), base_us_(cfg.start_window_us), now_us_(base_us_) {
+      : world_(world),
+        window_(cfg.window_start),
+        base_us_(std::max(1.0, cfg.start_window_us)),  // (> 0: doubling must reach the cap)
+        now_us_(base_us_) {
     if (window_) m.start_window_us = base_us_;
   }
   // Untimed; returns when this rank starts its timer.
@@ -115,21 +127,11 @@ class StartGate {
   // Whether the window may still double: short samples are run again until it can't.
   bool can_widen() const { return window_ && now_us_ < cap_us(); }
   // At every checkpoint (a no-op with a barrier), from counts every rank holds alike (gathered
-  // flags): doubles the window when the start time reached some rank after it had passed in more
-  // than a tenth of the `run` samples since the last checkpoint, so that a checkpoint either keeps
-  // 9 in 10 of its samples or doubles (up to the cap, where they are kept: the loop always ends);
-  // halves it back towards the configured one after a checkpoint where it never did, but not
-  // below a window that was too short in this point. Late wake-ups alone (a core shared by
-  // several ranks) leave it: a longer window would not help them.
+  // flags): next_start_window_us.
   void checkpoint(std::size_t short_samples, std::size_t run) {
-    if (!window_) return;
-    if (short_samples * 10 > run) {
-      floor_us_ = std::max(floor_us_, std::min(now_us_ * 2, cap_us()));
-      now_us_ = std::min(now_us_ * 2, cap_us());
-    } else if (short_samples == 0) {
-      now_us_ = std::max({now_us_ / 2, base_us_, floor_us_});
-    }
+    if (window_) now_us_ = next_start_window_us(now_us_, cap_us(), short_samples, run);
   }
+  double window_s() const { return window_ ? now_us_ * 1e-6 : 0.0; }
 
  private:
   // 1 s: SMPI's start all_gather over 128 ranks of 1 ms hops (a forced ring) takes ~130 ms.
@@ -138,7 +140,6 @@ class StartGate {
   Communicator& world_;
   bool window_;
   double base_us_, now_us_;
-  double floor_us_ = 0;  // the window after one that was too short in this point
   double t_ = 0, late_s_ = 0;
   bool short_ = false;
 };
@@ -165,8 +166,8 @@ void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, St
     flags.push_back((gate.late() ? 1u : 0u) | (gate.short_start() ? 2u : 0u));
     if (m.samples.size() + batch.size() < next_check) continue;
     // Window start: each sample's flags over every rank, 32 samples a word. A sample in which the
-    // start time reached some rank after it had passed is run again (after the checkpoint below
-    // has doubled the window) while the window can still grow: it timed the start's delivery
+    // start time reached some rank after it had passed is run again (with the window the
+    // checkpoint below sets) while the window can still grow: it timed the start's delivery
     // (on SimGrid's example fat tree, 50 us links, the start's all_gather over 64 ranks took
     // 12.6 ms, 2.6 ms past a 10 ms window, all of it in every 16-host sample). Late samples
     // (some rank woke over 1 us after the start) are kept, their lateness inside them.
@@ -218,7 +219,9 @@ void sample_loop(Communicator& world, const SweepConfig& cfg, Measurement& m, St
         break;
       }
     }
-    next_check = next_checkpoint(n, min_n, max_n, m.elapsed_s, n + std::size_t(m.retried_samples));
+    // (Every sample from now on costs at least the window: the mean so far may lag a doubling.)
+    next_check = next_checkpoint(n, min_n, max_n, m.elapsed_s, n + std::size_t(m.retried_samples),
+                                 gate.window_s());
   }
   // OSU's and IMB's statistic, from the same samples after the timed loop: each rank's mean over
   // its own samples, then across ranks (OSU prints the mean by default, max and min with -f).

@@ -86,9 +86,15 @@ using shardcal::reduce_pattern_value;
 // in elapsed_s (slowest rank): n + ~25%, or iterations_min (min_n) while below it, capped at
 // max_n and at kStopPollS worth of samples (at least one more sample). runs: the samples run so
 // far, kept or not (a window start runs again the samples its start time reached late), which
-// set the time per sample; 0: n.
+// set the time per sample; 0: n. min_sample_s: a floor on the time per sample (a window start's
+// window: every sample waits at least that long).
 std::size_t next_checkpoint(std::size_t n, std::size_t min_n, std::size_t max_n, double elapsed_s,
-                            std::size_t runs = 0);
+                            std::size_t runs = 0, double min_sample_s = 0.0);
+
+// A window start's window after a checkpoint at which `short_samples` of the `run` samples since
+// the last one got the start time after it had passed (docs/RESULTS_FORMAT.md "Starting a
+// sample"): doubled, up to cap_us, where more than a tenth did; else unchanged.
+double next_start_window_us(double now_us, double cap_us, std::size_t short_samples, std::size_t run);
 
 // Slot count for buffer rotation (IMB -off_cache style): enough slots of `footprint` bytes to
 // cover `rotation_bytes`, at most `max_slots`; 1 when one slot is already that large.
