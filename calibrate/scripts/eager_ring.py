@@ -155,15 +155,11 @@ def simulate_us(hops_us: list[float], c: int, m: float, share_Bpus: float, loop_
     return max(done[(r, n - 1)] - t0[r] for r in range(n))
 
 
-def non_negative(name: str, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        die(f"{name} = {v!r}: expected a finite number >= 0")
-    return float(v)
-
-
-def positive(name: str, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-        die(f"{name} = {v!r}: expected a finite number > 0")
+def positive(name: str, v, zero_ok: bool = False) -> float:
+    """v as a finite number > 0 (>= 0 with zero_ok), else one error line and exit 2."""
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+            or v < 0 or (v == 0 and not zero_ok)):
+        die(f"{name} = {v!r}: expected a finite number {'>=' if zero_ok else '>'} 0")
     return float(v)
 
 
@@ -240,7 +236,7 @@ def cmd_series(a: argparse.Namespace) -> int:
                 die(f"{routes_path}: no loopback_latency_us for {c} ranks per host (the platform "
                     "gives its hosts no loopback route, or the table predates it): give the hosts a "
                     "loopback link and re-run ring-routes")
-            ll = non_negative(f"{routes_path}: loopback_latency_us", loop_lat) if c > 1 else 1.0
+            ll = positive(f"{routes_path}: loopback_latency_us", loop_lat, zero_ok=True) if c > 1 else 1.0
             msg = p["bytes"] / n
             if msg >= EAGER_LIMIT_BYTES:
                 continue
@@ -293,7 +289,7 @@ def cmd_probe(a: argparse.Namespace) -> int:
     if not all(math.isfinite(v) for v in entry.values()):
         die(f"{a.output}: an entry time is not finite")
     args = ([positive("--inter-lat", a.inter_lat)] * a.hosts, a.ranks_per_host, float(a.message),
-            positive("--inter-GBps", a.inter_GBps) * 1e3, non_negative("--loopback-lat", a.loopback_lat),
+            positive("--inter-GBps", a.inter_GBps) * 1e3, positive("--loopback-lat", a.loopback_lat, zero_ok=True),
             positive("--loopback-GBps", a.loopback_GBps) * 1e3)
     skewed = simulate_us(*args, entry=[entry[r] for r in range(n)])
     at_once = simulate_us(*args)

@@ -99,7 +99,7 @@ class StartGate {
   StartGate(Communicator& world, const SweepConfig& cfg, Measurement& m)
       : world_(world),
         window_(cfg.window_start),
-        base_us_(std::max(1.0, cfg.start_window_us)),  // (> 0: doubling must reach the cap)
+        base_us_(std::clamp(cfg.start_window_us, 1.0, kMaxWindowUs)),  // (> 0: doubling ends)
         now_us_(base_us_) {
     if (window_) m.start_window_us = base_us_;
   }
@@ -125,18 +125,17 @@ class StartGate {
   // plane's delivery, not only the operation (ReproMPI counts such a run invalid).
   bool short_start() const { return window_ && short_; }
   // Whether the window may still double: short samples are run again until it can't.
-  bool can_widen() const { return window_ && now_us_ < cap_us(); }
+  bool can_widen() const { return window_ && now_us_ < kMaxWindowUs; }
   // At every checkpoint (a no-op with a barrier), from counts every rank holds alike (gathered
   // flags): next_start_window_us.
   void checkpoint(std::size_t short_samples, std::size_t run) {
-    if (window_) now_us_ = next_start_window_us(now_us_, cap_us(), short_samples, run);
+    if (window_) now_us_ = next_start_window_us(now_us_, kMaxWindowUs, short_samples, run);
   }
   double window_s() const { return window_ ? now_us_ * 1e-6 : 0.0; }
 
  private:
   // 1 s: SMPI's start all_gather over 128 ranks of 1 ms hops (a forced ring) takes ~130 ms.
-  static constexpr double kMaxWindowUs = 1e6;
-  double cap_us() const { return std::max(kMaxWindowUs, base_us_); }
+  static constexpr double kMaxWindowUs = 1e6;  // (start_window_us is at most that too)
   Communicator& world_;
   bool window_;
   double base_us_, now_us_;
