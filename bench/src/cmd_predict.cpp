@@ -242,7 +242,7 @@ int run(const PredictArgs& a) {
                                   // route_latency): "lock-step", "eager chain" or "middle".
                                   {"latency", std::string(calib::route_latency_name(mode))},
                                   {"chain_extra_us", mode == calib::RouteLatency::Chain
-                                                         ? nlohmann::ordered_json(t.route_chain_extra_us)
+                                                         ? nlohmann::ordered_json(calib::transported_chain_extra(t, s_eff).extra_us)
                                                          : nlohmann::ordered_json(nullptr)},
                                   {"latency_us", {{"measured", t.route_latency_model_us},
                                                   {"query", t.route_latency_query_us}}},

@@ -6,11 +6,13 @@ docs/CALIBRATION.md "Other host counts" prices the eager steps of Open MPI's red
 reaches rank r once rank r-1 holds message k-1 and rank r holds message k-2 (its receive for k
 is posted then), one hop later,
 
-    A(r, k) = max(A(r-1, k-1), A(r, k-2)) + hop(r-1 -> r),   A(., 0) = A(., -1) = 0,
+    A(r, k) = max(max(A(r-1, k-1), A(r, k-2)) + hop(r-1 -> r), A(r, k-1) + transfer(r-1 -> r)),
+    A(., 0) = A(., -1) = 0,
 
 done at the largest A(., n-1). Here a hop costs its route latency plus the per-step message's
 transfer time at the ring flow's link share (m / share_GBps between hosts, m / loopback bandwidth
-inside one). The chain assumes a link carries one message at a time. The event simulation below
+inside one: routes.json's loopback_GBps, else --loopback-GBps), and a flow moves one message at a
+time (calibrate/src/host_transport.cpp chain_envelope prices it so). The event simulation below
 does not: a transfer starts once its send and its receive are both posted (SMPI's eager sends
 with smpi/async-small-thresh:0), pays the route latency, then moves its bytes at the link share,
 shared equally by the flows leaving the same host at that moment (SimGrid's max-min sharing of a
@@ -74,8 +76,9 @@ def chain_us(hops_us: list[float], ranks_per_host: int, loop_us: float, t_inter:
         cur = [0.0] * n
         for r in range(n):
             frm = (r - 1) % n
-            hop = loop_us + t_loop if frm // c == r // c else hops_us[frm // c] + t_inter
-            cur[r] = max(prev1[frm], prev2[r]) + hop
+            tx = t_loop if frm // c == r // c else t_inter
+            hop = (loop_us if frm // c == r // c else hops_us[frm // c]) + tx
+            cur[r] = max(max(prev1[frm], prev2[r]) + hop, prev1[r] + tx)
         prev2, prev1 = prev1, cur
     return max(prev1)
 
@@ -208,6 +211,8 @@ def cmd_series(a: argparse.Namespace) -> int:
         die(f"{routes_path}: expected an object with a 'rings' list (format shardcal-ring-routes/1)")
     rings = {r.get("hosts"): r for r in routes["rings"] if isinstance(r, dict)}
     loop_lat = routes.get("loopback_latency_us")
+    if routes.get("loopback_GBps") is not None:  # (the table's, where ring-routes wrote it)
+        loop_Bpus = positive(f"{routes_path}: loopback_GBps", routes["loopback_GBps"]) * 1e3
     series = load_series(a.series)
     if not series:
         die(f"{a.series}: no hostsH.jsonl results; give a directory host-series.sh wrote")
@@ -315,7 +320,8 @@ def main() -> int:
     s = sub.add_parser("series", help="a host series' eager points beside the chain and the simulation")
     s.add_argument("series", type=Path, help="a host series directory (hostsH.jsonl + routes.json)")
     s.add_argument("--loopback-GBps", type=float, default=150.0,
-                   help="bandwidth between two ranks of one host (default 150: host-series.sh's)")
+                   help="bandwidth between two ranks of one host where routes.json gives none "
+                        "(default 150: host-series.sh's)")
     s.add_argument("--check-through", type=int, metavar="H",
                    help="exit 1 unless the simulation is within --tolerance of every eager point up to H hosts")
     s.add_argument("--tolerance", type=float, default=0.005, help="relative (default 0.005)")

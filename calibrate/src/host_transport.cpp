@@ -10,6 +10,8 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -181,13 +183,14 @@ static double routed_time(const TransportParts& p, double g, double extra, doubl
   return lat + p.bw + (g - 1.0) * std::max(0.0, p.bw - std::max(steps, 0.0) * skew_us);
 }
 // The routes between two host counts (nullopt: the profile lacks one of them); chain: the eager
-// dependency chain's extra and ratio (eager_chain_us), where both rings list their hops.
+// dependency chain's envelopes (chain_envelope), where both rings list their hops.
 // skew: how far apart the contended ring's flows on its most shared link start (routed_time),
 // and where that came from.
 struct RouteStep {
   double delta = 0, lat_ratio = 1, g = 1;
   bool chain = false;
-  double chain_extra = 0, chain_lat_ratio = 1;
+  std::vector<ChainLine> chain_from, chain_to;  // the two rings' chains (chain_envelope)
+  double chain_carry = 1;          // chain_to's ring steps over chain_from's
   double skew = 0;
   SkewSource skew_source = SkewSource::Table;
 };
@@ -196,7 +199,7 @@ struct RouteStep {
 // message k with a blocking send once message k-1 arrived. Past the library's eager limit a send
 // waits for its receiver (rendezvous), the ring runs in lock step and every step pays the whole
 // extra route latency: on SMPI's fat tree, torus and dragonfly all of it (within 2 %). Below it
-// (eager) the steps overlap: the ring takes as long as its dependency chain (eager_chain_us),
+// (eager) the steps overlap: the ring takes as long as its dependency chain (chain_envelope),
 // which paid 0.05-0.45 of the lock step's extra on those platforms. The measured curve shows
 // where the library switches: steps whose messages lie past its first protocol switch (the
 // model's segment > 0 at the measured count) are priced in lock step; the others by the chain
@@ -219,16 +222,23 @@ static RouteLatency route_latency_for(bool overlapped, bool chain, const Model& 
   if (segment_of(m, per_step_size_at(m, n_m, s_eff, n)) > 0) return RouteLatency::LockStep;
   return chain ? RouteLatency::Chain : RouteLatency::Middle;
 }
-// The routed price by mode: lock step (steps x delta), the eager chain, or the geometric middle
-// of the prices without and with the lock step's extra.
+// The routed price by mode: lock step (steps x delta), the eager chain (its extra at this size:
+// `chain`), or the geometric middle of the prices without and with the lock step's extra. The
+// chain moves each hop's message at its count's link share, so it holds the share's change: the
+// bandwidth term is not multiplied by g again.
 static double mode_routed_time(const TransportParts& p, const RouteStep& r, double steps,
-                               RouteLatency mode) {
+                               RouteLatency mode, const ChainExtra& chain) {
   const double t1 = routed_time(p, r.g, steps * r.delta, r.lat_ratio, steps, r.skew);
   switch (mode) {
     case RouteLatency::LockStep:
       return t1;
-    case RouteLatency::Chain:
-      return routed_time(p, r.g, r.chain_extra, r.chain_lat_ratio, steps, r.skew);
+    case RouteLatency::Chain: {
+      // The chain's extra at 0 B is latency (a shorter chain lowers the latency part at most to
+      // lat_ratio of it); the rest is the transfers' difference, on the bandwidth part.
+      TransportParts q = p;
+      q.bw = std::max(0.0, p.bw + (chain.extra_us - chain.extra0_us));
+      return routed_time(q, 1.0, chain.extra0_us, chain.lat_ratio, steps, r.skew);
+    }
     case RouteLatency::Middle: {
       const double t0 = routed_time(p, r.g, 0.0, r.lat_ratio, steps, r.skew);
       return t0 > 0 && t1 > 0 ? std::sqrt(t0) * std::sqrt(t1) : t1;
@@ -238,57 +248,149 @@ static double mode_routed_time(const TransportParts& p, const RouteStep& r, doub
 }
 // An eager ring's dependency chain (Open MPI's reduce_scatter ring, above): message k reaches
 // rank r once rank r-1 holds message k-1 (it sends then) and rank r holds message k-2 (its
-// receive for k is posted then), a hop's route latency later:
-//   A(r, k) = max(A(r-1, k-1), A(r, k-2)) + L(r-1 -> r),  A(., 0) = A(., -1) = 0,
-// done when every rank holds message n-1. L: the ring's hop latency between hosts (host i to i+1
-// of the order), the loopback between two ranks of one host (c consecutive ranks per host). On
-// SMPI's flat network, fat tree, torus and dragonfly the eager reduce_scatter takes this chain
-// plus a per-step constant, to 2-5 % (docs/CALIBRATION.md "Other host counts"). O(n^2): none past
-// kChainMaxRanks ranks, nor without a hop list (or, c > 1, the loopback).
-constexpr int kChainMaxRanks = 4096;
-static std::optional<double> eager_chain_us(const Profile::RingRoutes& rr, int hosts, int c) {
+// receive for k is posted then), one hop later:
+//   A(r, k) = max(max(A(r-1, k-1), A(r, k-2)) + L(r-1 -> r) + m w(r-1 -> r),
+//                 A(r, k-1) + m w(r-1 -> r)),               A(., 0) = A(., -1) = 0,
+// done when every rank holds message n-1. L: the ring's hop latency between hosts (host i to
+// i+1 of the order), the loopback's between two ranks of one host (c consecutive ranks per
+// host); m w: the per-step message m moved at the ring flow's link share between hosts (that
+// count's share_GBps), at the loopback's bandwidth inside one (0 where the table has none); the
+// second term: a flow moves one message at a time. With latencies alone the chain left out that
+// a slow hop's transfer also waits: on SimGrid's example fat tree (125 MB/s links, a 100 MB/s
+// loopback) the eager reduce_scatter 2+4 -> 8 and 16 hosts was priced 13-27 % high at 8-32 KiB
+// per step; this chain gives every measured eager point there to 0.1 %, and without the second
+// term SimGrid's example dragonfly's to 41 % (with it 9.9 %; calibrate/scripts/eager_ring.py
+// series). Every path's end is a line a + b m, so the chain is their upper envelope, built once
+// per ring (O(n^2) cells of a few lines each): none past kChainMaxRanks ranks, nor without a hop
+// list (or, c > 1, the loopback latency).
+constexpr int kChainMaxRanks = 1024;
+// The upper envelope on m >= 0 of lines sorted by slope (ties: higher first): slopes ascending,
+// each line the largest on an interval. Linear: the inputs are envelopes merged (chain_envelope).
+static void upper_envelope_sorted(const std::vector<ChainLine>& v, std::vector<ChainLine>& h) {
+  h.clear();
+  for (const ChainLine& l : v) {
+    if (!h.empty() && h.back().b == l.b) continue;  // (the same slope, no higher)
+    // A smaller slope no higher at m = 0 is below l on all of m >= 0.
+    while (!h.empty() && h.back().a <= l.a) h.pop_back();
+    // The last line is below the others where l overtakes the one before it no later than it does.
+    while (h.size() >= 2) {
+      const ChainLine &p = h[h.size() - 2], &q = h.back();
+      if ((p.a - l.a) * (q.b - p.b) <= (p.a - q.a) * (l.b - p.b))
+        h.pop_back();
+      else
+        break;
+    }
+    h.push_back(l);
+  }
+}
+static bool by_slope(const ChainLine& x, const ChainLine& y) { return x.b < y.b || (x.b == y.b && x.a > y.a); }
+static double envelope_at(const std::vector<ChainLine>& e, double m) {
+  double v = -std::numeric_limits<double>::infinity();
+  for (const ChainLine& l : e) v = std::max(v, l.a + l.b * m);
+  return e.empty() ? 0.0 : v;
+}
+// The per-step messages where the envelope's line changes (> 0; two nearly equal lines can give
+// two breaks a rounding apart, out of order).
+static std::vector<double> envelope_breaks(const std::vector<ChainLine>& e) {
+  std::vector<double> x;
+  for (std::size_t i = 0; i + 1 < e.size(); ++i) x.push_back((e[i].a - e[i + 1].a) / (e[i + 1].b - e[i].b));
+  return x;
+}
+// The chain of the ring over the first `hosts` hosts at c ranks per host, its transfers between
+// hosts at that ring's share; nullopt where it cannot be priced (above).
+static std::optional<std::vector<ChainLine>> chain_envelope(const Profile::RingRoutes& rr, int hosts, int c) {
   const Profile::RingRoute* ring = rr.at(hosts);
   if (!ring || ring->hop_latency_us.size() != std::size_t(hosts) || c < 1) return std::nullopt;
   if (c > 1 && !rr.loopback_latency_us) return std::nullopt;
   if (c > kChainMaxRanks / hosts) return std::nullopt;  // (before multiplying: no overflow)
-  const int n = hosts * c;
-  // into[r]: the latency of the hop into rank r (from r - 1).
-  const auto un = static_cast<std::size_t>(n);
-  std::vector<double> into(un);
-  for (int r = 0; r < n; ++r) {
-    const int from = (r + n - 1) % n;
-    into[std::size_t(r)] =
-        from / c == r / c ? *rr.loopback_latency_us : ring->hop_latency_us[std::size_t(from / c)];
+  const std::size_t n = std::size_t(hosts) * std::size_t(c);
+  // (the reader keeps share_GBps and loopback_GBps >= 1e-3: finite per-byte times)
+  const double inter_w = 1.0 / (ring->share_GBps * 1e3);
+  const double loop_w = rr.loopback_GBps ? 1.0 / (*rr.loopback_GBps * 1e3) : 0.0;
+  // Every price transported across these counts builds it again (a 64-rank ring: ~0.1 ms): kept
+  // by its inputs, for all threads.
+  std::vector<double> key = ring->hop_latency_us;
+  key.insert(key.end(), {inter_w, rr.loopback_latency_us.value_or(0.0), loop_w, double(c)});
+  static std::mutex cache_mutex;
+  static std::map<std::vector<double>, std::vector<ChainLine>> cache;
+  {
+    const std::lock_guard<std::mutex> lock(cache_mutex);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  std::vector<double> k2(un, 0.0), k1(un, 0.0), k0(un, 0.0);
-  for (int k = 1; k < n; ++k) {
-    for (int r = 0; r < n; ++r)
-      k0[std::size_t(r)] =
-          std::max(k1[std::size_t((r + n - 1) % n)], k2[std::size_t(r)]) + into[std::size_t(r)];
+  std::vector<ChainLine> into(n);  // the hop into rank r: its latency and transfer per byte
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::size_t from = (r + n - 1) % n, uc = std::size_t(c);
+    into[r] = from / uc != r / uc ? ChainLine{ring->hop_latency_us[from / uc], inter_w}
+                                  : ChainLine{*rr.loopback_latency_us, loop_w};
+  }
+  // Each cell's envelope from three earlier ones, each shifted by one line: still sorted by
+  // slope, so merged and swept in linear time (buffers reused across steps).
+  const std::vector<ChainLine> zero{ChainLine{}};
+  std::vector<std::vector<ChainLine>> k2(n, zero), k1(n, zero), k0(n);
+  std::vector<ChainLine> x, y, z, xy, xyz;
+  const auto shifted = [](const std::vector<ChainLine>& e, double a, double b, std::vector<ChainLine>& out) {
+    out.clear();
+    for (const ChainLine& l : e) out.push_back({l.a + a, l.b + b});
+  };
+  for (std::size_t k = 1; k < n; ++k) {
+    for (std::size_t r = 0; r < n; ++r) {
+      const ChainLine h = into[r];
+      shifted(k1[(r + n - 1) % n], h.a, h.b, x);
+      shifted(k2[r], h.a, h.b, y);
+      shifted(k1[r], 0.0, h.b, z);  // (one message at a time)
+      xy.resize(x.size() + y.size());
+      std::merge(x.begin(), x.end(), y.begin(), y.end(), xy.begin(), by_slope);
+      xyz.resize(xy.size() + z.size());
+      std::merge(xy.begin(), xy.end(), z.begin(), z.end(), xyz.begin(), by_slope);
+      upper_envelope_sorted(xyz, k0[r]);
+    }
     std::swap(k2, k1);
     std::swap(k1, k0);
   }
-  return *std::max_element(k1.begin(), k1.end());
+  xyz.clear();
+  for (const std::vector<ChainLine>& e : k1) xyz.insert(xyz.end(), e.begin(), e.end());
+  std::sort(xyz.begin(), xyz.end(), by_slope);
+  std::vector<ChainLine> out;
+  upper_envelope_sorted(xyz, out);
+  const std::lock_guard<std::mutex> lock(cache_mutex);
+  if (cache.size() >= 256) cache.clear();  // (bounded: a planner prices a few tables' rings)
+  cache.emplace(std::move(key), out);
+  return out;
+}
+// The chain at the query's count minus the measured one's carried by the steps' ratio, at a
+// per-step message of m bytes; lat_ratio the two chains' ratio at 0 B (their latencies: how far
+// a shorter chain can lower the latency part, routed_time). Each ring moves its messages between
+// hosts at its own count's share, so the chain holds the share's change. (Tried, not kept: the
+// query's transfers at the measured share times the share ratio as far as the flows overlap, by
+// their skew or by how busy a flow is; a dragonfly's eager steps 1-2 points better, but the
+// chain is then no envelope of lines and its prices' monotonicity could not be kept exactly.)
+static ChainExtra chain_extra(const std::vector<ChainLine>& from, const std::vector<ChainLine>& to,
+                              double carry, double m) {
+  const double carried0 = envelope_at(from, 0.0) * carry;
+  return {envelope_at(to, m) - envelope_at(from, m) * carry, envelope_at(to, 0.0) - carried0,
+          carried0 > 0 ? envelope_at(to, 0.0) / carried0 : 1.0};
 }
 // The eager chain from h_from to h_to hosts at c ranks per host, where both rings list their hops:
 // the chain at h_to minus the one at h_from carried by the ring's steps (as the latency part is).
 static void add_chain(RouteStep& r, const Profile& p, Collective op, int h_from, int h_to, int c) {
-  const std::optional<double> a = eager_chain_us(*p.ring_routes, h_from, c);
-  const std::optional<double> b = eager_chain_us(*p.ring_routes, h_to, c);
+  std::optional<std::vector<ChainLine>> a = chain_envelope(*p.ring_routes, h_from, c);
+  std::optional<std::vector<ChainLine>> b = chain_envelope(*p.ring_routes, h_to, c);
   if (!a || !b) return;
-  const double carried = *a * double(collective_info(op).ring_steps(h_to * c)) /
-                         double(collective_info(op).ring_steps(h_from * c));
   r.chain = true;
-  r.chain_extra = *b - carried;
-  r.chain_lat_ratio = carried > 0 ? *b / carried : 1.0;
+  r.chain_from = std::move(*a);
+  r.chain_to = std::move(*b);
+  r.chain_carry = double(collective_info(op).ring_steps(h_to * c)) /
+                  double(collective_info(op).ring_steps(h_from * c));
 }
 static std::optional<RouteStep> route_step(const Profile& p, int h_from, int h_to) {
   if (!p.ring_routes) return std::nullopt;
   const auto* a = p.ring_routes->at(h_from);
   const auto* b = p.ring_routes->at(h_to);
   if (!a || !b) return std::nullopt;
-  RouteStep r{b->latency_us - a->latency_us, a->latency_us > 0 ? b->latency_us / a->latency_us : 1.0,
-              a->share_GBps / b->share_GBps};
+  RouteStep r;
+  r.delta = b->latency_us - a->latency_us;
+  r.lat_ratio = a->latency_us > 0 ? b->latency_us / a->latency_us : 1.0;
+  r.g = a->share_GBps / b->share_GBps;
   // The skew of the ring whose flows share more: the query's (g > 1), else the measured one's
   // (its time held g^-1 of a contention the query lacks only as far as its flows overlapped).
   const Profile::RingRoute& c = r.g >= 1.0 ? *b : *a;
@@ -625,6 +727,12 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     const LatencyLaw lat_laws[] = {t.law, LatencyLaw::RingSteps, LatencyLaw::TreeDepth,
                                    LatencyLaw::LogRanks, LatencyLaw::Flat};
     const BandwidthLaw bw_laws[] = {t.bw_law, BandwidthLaw::BusFactor, BandwidthLaw::HostShare};
+    // The eager chain's extra at each size (its hops move the per-step message k / nb), the
+    // same for every pair of laws.
+    std::vector<ChainExtra> chain_at_size(sizes.size());
+    if (rab && rab->chain)
+      for (std::size_t i = 0; i < sizes.size(); ++i)
+        chain_at_size[i] = chain_extra(rab->chain_from, rab->chain_to, rab->chain_carry, sizes[i] / double(nb));
     double best_score = 0, default_score = 0;
     bool first = true;
     for (int ib = 0; ib < n_bw; ++ib) {
@@ -635,7 +743,8 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
         const double r = latency_growth(law, na, a.hosts, nb, best.hosts);
         std::vector<double> miss;
         double score = 0;
-        for (double k : sizes) {
+        for (std::size_t ik = 0; ik < sizes.size(); ++ik) {
+          const double k = sizes[ik];
           const double ta = price_time_us(a, na, c, k), tb = price_time_us(best, nb, c, k);
           if (!(ta > 0) || !(tb > 0)) {
             miss.push_back(0.0);
@@ -667,9 +776,9 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
           if (rab && ring) {
             // As priced: an overlapped ring's eager steps by their chain (or the middle).
             const RouteLatency mode =
-                route_latency_for(route_latency_overlapped(t), rab->chain, a, na, k, nb);
-            p_lo = mode_routed_time(q_lo, *rab, steps_b, mode);
-            p_hi = mode_routed_time(q_hi, *rab, steps_b, mode);
+                route_latency_for(route_latency_overlapped(t), rab->chain && eqm, a, na, k, nb);
+            p_lo = mode_routed_time(q_lo, *rab, steps_b, mode, chain_at_size[ik]);
+            p_hi = mode_routed_time(q_hi, *rab, steps_b, mode, chain_at_size[ik]);
           }
           const double d = tb < p_lo ? std::log(tb / p_lo) : tb > p_hi ? std::log(tb / p_hi) : 0.0;
           miss.push_back(d);
@@ -717,8 +826,9 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
     if (route_latency_overlapped(t)) add_chain(*r, p, op, best.hosts, lc.hosts, rph);
     t.routes = true;
     t.route_chain = r->chain;
-    t.route_chain_extra_us = r->chain_extra;
-    t.route_chain_lat_ratio = r->chain_lat_ratio;
+    t.route_chain_model = std::move(r->chain_from);
+    t.route_chain_query = std::move(r->chain_to);
+    t.route_chain_carry = r->chain_carry;
     t.route_step_us = r->delta;
     t.route_lat_ratio = r->lat_ratio;
     t.route_bw_ratio = r->g;
@@ -827,6 +937,12 @@ double transported_factor(const HostTransport& t, bool eq, const TransportAt& at
             : transport_factor(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
 }
 
+// The eager chain's extra at the query's size s_eff (its hops move the per-step message s_eff / n).
+ChainExtra chain_extra_at(const HostTransport& t, double s_eff) {
+  if (!t.route_chain || t.n_query < 1) return {};
+  return chain_extra(t.route_chain_model, t.route_chain_query, t.route_chain_carry, s_eff / double(t.n_query));
+}
+
 // Which of the routed prices transported_time gives: the price (by mode, route_latency), or one
 // end of the range the interval reaches (without / with the lock step's extra route latency).
 enum class Routed { Price, Without, With };
@@ -834,19 +950,25 @@ enum class Routed { Price, Without, With };
 // The measured count's price tb carried to the query: tb x the factor, or where the ring routes
 // apply (`ring`) its latency and bandwidth parts with the routes' link share and extra latency
 // (which: the price, by mode, or the price without / with the lock step's extra).
+// s_eff: the query's size (the eager chain's hops move its per-step message).
 // skew_us: the flows' skew on the shared link (negative: the transport's own).
 double transported_time(const HostTransport& t, bool eq, const TransportAt& at, double tb,
-                        bool ring, Routed which, RouteLatency mode, double lat_us,
+                        bool ring, Routed which, RouteLatency mode, double lat_us, double s_eff,
                         double skew_us = -1.0) {
   if (!t.routes || !ring) return tb * transported_factor(t, eq, at, tb);
   const double steps = double(t.n_query - 1) / double(t.n_model - 1);
   const TransportParts q = eq ? transport_parts(lat_us, steps, steps, tb)
                               : transport_parts(t.latency_us, at.latency_ratio, at.bus_ratio, tb);
-  const RouteStep r{t.route_step_us,        t.route_lat_ratio,      t.route_bw_ratio, t.route_chain,
-                    t.route_chain_extra_us, t.route_chain_lat_ratio, skew_us >= 0 ? skew_us : t.route_skew_us};
+  RouteStep r;  // (the chain's hops stay in t: its extra at s_eff is passed instead)
+  r.delta = t.route_step_us;
+  r.lat_ratio = t.route_lat_ratio;
+  r.g = t.route_bw_ratio;
+  r.skew = skew_us >= 0 ? skew_us : t.route_skew_us;
   const double n_steps = double(t.route_steps);
   if (which == Routed::Without) return routed_time(q, r.g, 0.0, r.lat_ratio, n_steps, r.skew);
-  return mode_routed_time(q, r, n_steps, which == Routed::With ? RouteLatency::LockStep : mode);
+  const RouteLatency m = which == Routed::With ? RouteLatency::LockStep : mode;
+  return mode_routed_time(q, r, n_steps, m,
+                          m == RouteLatency::Chain ? chain_extra_at(t, s_eff) : ChainExtra{});
 }
 
 }  // namespace
@@ -876,7 +998,10 @@ std::string_view skew_source_name(SkewSource s) {
 }
 
 RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff) {
-  return route_latency_for(route_latency_overlapped(t), t.route_chain, m, t.n_model, s_eff,
+  // (the chain compares the two rings at one per-step message: only where the ring is carried
+  // at equal per-step messages)
+  return route_latency_for(route_latency_overlapped(t), t.route_chain && carried_at_equal_messages(t, s_eff), m,
+                           t.n_model, s_eff,
                            t.n_query);
 }
 
@@ -886,6 +1011,67 @@ bool route_ring(const HostTransport& t, double s_eff) {
   if (carried_at_equal_messages(t, s_eff)) return true;
   return t.selector ? ring_at_both(t.op, t.n_model, t.n_query, s_eff) : t.law == LatencyLaw::RingSteps;
 }
+
+namespace {
+// The transported price at s_eff as priced, before any hold or floor.
+double raw_time_us(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff) {
+  const bool eq = carried_at_equal_messages(t, s_eff);
+  const double mb = measured_bytes_at(t, s_eff);
+  const double tb = price_time_us(m, t.n_model, concurrent_groups, mb);
+  const bool ring = t.routes && route_ring(t, s_eff);
+  return transported_time(t, eq, transport_at(t, s_eff), tb, ring, Routed::Price, route_latency(m, t, s_eff),
+                          split_latency_us(m, t, eq, concurrent_groups, mb, tb), s_eff);
+}
+// Whether s_eff is priced by the eager chain (the ring carried at equal per-step messages).
+bool chain_priced(const Model& m, const HostTransport& t, double s_eff) {
+  return t.routes && t.route_chain && route_latency(m, t, s_eff) == RouteLatency::Chain && route_ring(t, s_eff) &&
+         carried_at_equal_messages(t, s_eff);
+}
+// An eager-chain price is the measured count's carried price plus the chain's extra, which can
+// fall with size where the measured ring's chain grows faster than the query's (its steps go
+// transfer-bound first) and faster than the measured curve does: 0.4 % over a third of an
+// octave on a fat tree priced at 4 ranks per host from 8. So the price is held at its largest at
+// the sizes below where it can turn: 1 B, the measured ring's chain's envelope breaks, the
+// measured curve's knots and the backbone's and protocol switches. Between two of them the
+// measured chain is a straight line, the query's convex, and the measured curve one smooth piece:
+// the price peaks at an end where that piece is convex. Where it is concave (a log-log slope
+// below 1) a peak inside is possible and not held: this hold is no proof; hosts_monotone checks
+// every series' prices on a 1/16-octave grid (none falls). (Holding the extra instead, a running
+// maximum from 0 B, is exact but keeps the latencies' chain wherever the transfers lower it:
+// SimGrid's example fat tree's 13-27 % back.)
+// held_at: where the held price came from (0: s_eff's own).
+double chain_held_us(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff, double price,
+                     double* held_at = nullptr) {
+  if (held_at) *held_at = 0.0;
+  if (!chain_priced(m, t, s_eff)) return price;
+  const double n = double(t.n_query);
+  std::vector<double> at{1.0};  // (from 1 B: below the first break the chain extra is one line)
+  // (the measured ring's chain: where its slope rises the extra's falls; the query's chain only
+  // makes the extra's slope rise, which is no peak)
+  for (double x : envelope_breaks(t.route_chain_model)) at.push_back(x * n);
+  // The measured curve's knots and the backbone's segment switches where price() reads them (the
+  // measured size s n_model / n), and the protocol switch where route_latency does (per_step_size_at).
+  const double to_measured = double(t.n_model) / n, to_curve = per_step_size_at(m, t.n_model, 1.0, t.n_query);
+  if (const MeasuredCurve* cv = curve_for(m, t.n_model, concurrent_groups))
+    for (double k : cv->bytes) at.push_back(k / to_measured);
+  for (const auto& seg : m.segments)
+    if (seg.s_hi) {
+      at.push_back(*seg.s_hi / to_measured);
+      if (to_curve > 0) at.push_back(*seg.s_hi / to_curve);
+    }
+  for (double c : at)
+    if (c > 0 && c < s_eff && chain_priced(m, t, c))
+      if (const double p = raw_time_us(m, t, concurrent_groups, c); p > price) {
+        price = p;
+        if (held_at) *held_at = c;
+      }
+  return price;
+}
+// price_transported_time_us without the hold across the switch (eager_edge_size) or the floor.
+double unheld_time_us(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff) {
+  return chain_held_us(m, t, concurrent_groups, s_eff, raw_time_us(m, t, concurrent_groups, s_eff));
+}
+}  // namespace
 
 // Past the measured protocol switch an overlapped ring is priced in lock step, below it by its
 // eager chain (route_latency_for). Where the chain's extra at the query is larger than the lock
@@ -928,7 +1114,8 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const bool ring = t.routes && route_ring(t, s_eff);
   const RouteLatency mode = route_latency(m, t, s_eff);
   const double lat = split_latency_us(m, t, eq, concurrent_groups, measured_bytes_at(t, s_eff), b.time_us);
-  double tq = transported_time(t, eq, at, b.time_us, ring, Routed::Price, mode, lat);
+  double tq = chain_held_us(m, t, concurrent_groups, s_eff,
+                            transported_time(t, eq, at, b.time_us, ring, Routed::Price, mode, lat, s_eff));
   if (const double edge = eager_edge_size(m, t, s_eff); edge > 0)
     tq = std::max(tq, price_transported_time_us(m, t, concurrent_groups, edge));
   // The factor on b (its interval scales with it; the hold only where the routes price a ring).
@@ -952,19 +1139,20 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
   out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
   if (ring && tq > 0 &&
-      (t.route_step_us != 0 || (mode == RouteLatency::Chain && t.route_chain_extra_us != 0))) {
+      (t.route_step_us != 0 ||
+       (mode == RouteLatency::Chain && transported_chain_extra(t, s_eff).extra_us != 0))) {
     // Whether every step pays the whole extra route latency depends on how the library overlaps
     // its steps (route_latency_overlapped): the interval reaches the bounds of both prices, with
     // and without it (once each side, wherever the price lies).
-    const double r0 = transported_time(t, eq, at, b.time_us, true, Routed::Without, mode, lat) / tq;
-    const double r1 = transported_time(t, eq, at, b.time_us, true, Routed::With, mode, lat) / tq;
+    const double r0 = transported_time(t, eq, at, b.time_us, true, Routed::Without, mode, lat, s_eff) / tq;
+    const double r1 = transported_time(t, eq, at, b.time_us, true, Routed::With, mode, lat, s_eff) / tq;
     out.lo_us *= std::min({1.0, r0, r1});
     out.hi_us *= std::max({1.0, r0, r1});
   }
   if (ring && tq > 0 && t.route_bw_ratio != 1.0 && t.route_skew_source != SkewSource::Table) {
     // A skew the table did not give (its hop spread or longest route bound the shared link's
     // from above): the interval reaches the price with the flows overlapping whole.
-    const double rw = transported_time(t, eq, at, b.time_us, true, Routed::Price, mode, lat, 0.0) / tq;
+    const double rw = transported_time(t, eq, at, b.time_us, true, Routed::Price, mode, lat, s_eff, 0.0) / tq;
     out.lo_us *= std::min(1.0, rw);
     out.hi_us *= std::max(1.0, rw);
   }
@@ -983,17 +1171,7 @@ double transported_latency_split_us(const Model& m, const HostTransport& t, int 
               : t.latency_us;
 }
 
-namespace {
-// price_transported_time_us without the hold across the switch (eager_edge_size) or the floor.
-double unheld_time_us(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff) {
-  const bool eq = carried_at_equal_messages(t, s_eff);
-  const double mb = measured_bytes_at(t, s_eff);
-  const double tb = price_time_us(m, t.n_model, concurrent_groups, mb);
-  const bool ring = t.routes && route_ring(t, s_eff);
-  return transported_time(t, eq, transport_at(t, s_eff), tb, ring, Routed::Price, route_latency(m, t, s_eff),
-                          split_latency_us(m, t, eq, concurrent_groups, mb, tb));
-}
-}  // namespace
+ChainExtra transported_chain_extra(const HostTransport& t, double s_eff) { return chain_extra_at(t, s_eff); }
 
 double price_transported_time_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                  double s_eff) {
@@ -1001,6 +1179,13 @@ double price_transported_time_us(const Model& m, const HostTransport& t, int con
   if (const double edge = eager_edge_size(m, t, s_eff); edge > 0)
     tq = std::max(tq, price_transported_time_us(m, t, concurrent_groups, edge));
   return std::max(tq, link_floor_time_us(m, t.n_query, s_eff));
+}
+
+double transported_chain_hold_bytes(const Model& m, const HostTransport& t, int concurrent_groups,
+                                    double s_eff) {
+  double at = 0.0;
+  const double held = chain_held_us(m, t, concurrent_groups, s_eff, raw_time_us(m, t, concurrent_groups, s_eff), &at);
+  return at > 0 && held > link_floor_time_us(m, t.n_query, s_eff) ? at : 0.0;
 }
 
 double transported_eager_hold_bytes(const Model& m, const HostTransport& t, int concurrent_groups,

@@ -100,7 +100,7 @@ double effective_bytes(Collective c, EffectiveSize rule, double bytes,
 
 // What the ring routes' latency note adds for Open MPI's overlapped reduce_scatter ring
 // (host_transport.hpp route_latency); nothing for the other rings.
-static std::string route_latency_note(RouteLatency mode, const HostTransport& tr) {
+static std::string route_latency_note(RouteLatency mode, const HostTransport& tr, double s_eff) {
   if (!route_latency_overlapped(tr)) return "";
   std::ostringstream o;
   o << std::setprecision(4);
@@ -110,18 +110,22 @@ static std::string route_latency_note(RouteLatency mode, const HostTransport& tr
         o << " (Open MPI's reduce_scatter ring: its steps' messages are past the measured protocol "
              "switch, so its steps wait for each other)";
       break;
-    case RouteLatency::Chain:
+    case RouteLatency::Chain: {
+      const double extra = transported_chain_extra(tr, s_eff).extra_us;
       o << "; Open MPI's reduce_scatter ring overlaps its eager steps: priced by their dependency "
-           "chain over the routes' hop latencies, "
-        << (tr.route_chain_extra_us >= 0 ? "+" : "") << tr.route_chain_extra_us << " us in all"
+           "chain over the routes' hops (latency and the per-step message at each count's link share), "
+        << (extra >= 0 ? "+" : "") << extra << " us in all"
         << (tr.route_step_us != 0 ? " (the interval reaches the prices without and with the extra on "
                                     "every step)"
                                   : "");
       break;
+    }
     case RouteLatency::Middle:
       if (tr.route_step_us != 0)
         o << ", priced at the geometric middle of with and without it (Open MPI's reduce_scatter "
-             "ring overlaps some of its eager steps' latency; the routes list no hop latencies): "
+             "ring overlaps some of its eager steps' latency; no chain: the routes list no hop latencies, or "
+             "no loopback latency for several ranks per host, or the ring has over 1024 ranks, or no "
+             "protocol switch was measured, or the ring is not carried at equal per-step messages): "
              "the interval reaches both";
       break;
   }
@@ -248,11 +252,14 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         << tr.hosts_model << "'s " << tr.route_latency_model_us << " us at "
         << tr.route_share_model_GBps << " GB/s: " << (tr.route_step_us >= 0 ? "+" : "")
         << tr.route_step_us << " us on each of " << tr.route_steps << " steps"
-        << route_latency_note(route_latency(*best, tr, s_eff), tr);
+        << route_latency_note(route_latency(*best, tr, s_eff), tr, s_eff);
+      if (const double at = transported_chain_hold_bytes(*best, tr, lc.concurrent_groups, s_eff); at > 0)
+        o << "; held at the chain's price at " << at << " B: a larger message is never priced faster";
       if (const double edge = transported_eager_hold_bytes(*best, tr, lc.concurrent_groups, s_eff); edge > 0)
         o << "; held at the eager steps' price at the switch (" << edge
           << " B): a larger message is never priced faster";
-      if (tr.route_bw_ratio != 1.0) {
+      // (an eager chain holds the shares' change itself: no factor on the bandwidth term)
+      if (tr.route_bw_ratio != 1.0 && route_latency(*best, tr, s_eff) != RouteLatency::Chain) {
         o << "; the bandwidth term x" << tr.route_bw_ratio
           << " as far as the flows sharing the link overlap (their routes' latencies differ by "
           << tr.route_skew_us << " us";

@@ -144,10 +144,12 @@ struct Reader {
   // "share_GBps": y}, ...]}, ascending hosts >= 2, each once.
   static Profile::RingRoutes ring_routes(const JsonCursor& v) {
     v.object();
-    v.expect_keys({"source", "hosts_order", "rings", "loopback_latency_us"}, kUnknownKeyFix);
+    v.expect_keys({"source", "hosts_order", "rings", "loopback_latency_us", "loopback_GBps"}, kUnknownKeyFix);
     Profile::RingRoutes r;
     if (auto s = v.optional("source")) r.source = s->string();
     if (auto l = v.optional("loopback_latency_us")) r.loopback_latency_us = l->number(0.0, 1e6);
+    // (as share_GBps: below 1 MB/s is a unit mistake)
+    if (auto b = v.optional("loopback_GBps")) r.loopback_GBps = b->number(1e-3, 1e6);
     if (auto h = v.optional("hosts_order")) {
       h->array();
       for (std::size_t i = 0; i < h->size(); ++i) r.hosts_order.push_back((*h)[i].string());
@@ -539,9 +541,9 @@ Profile::RingRoutes read_ring_routes(const std::string& path) {
       "a routes file holds finite numbers only: regenerate it with ring-routes");
   const JsonCursor v(src, doc, {}, kValueFix);
   v.object();
-  v.expect_keys({"format", "source", "hosts_order", "rings", "loopback_latency_us"},
-                "remove the key (a routes file holds format, source, hosts_order, rings and "
-                "loopback_latency_us)");
+  v.expect_keys({"format", "source", "hosts_order", "rings", "loopback_latency_us", "loopback_GBps"},
+                "remove the key (a routes file holds format, source, hosts_order, rings, "
+                "loopback_latency_us and loopback_GBps)");
   const JsonCursor f = v.required("format", "add \"format\": \"shardcal-ring-routes/1\"");
   if (f.string() != "shardcal-ring-routes/1")
     Reader::fail(f, "format " + json_quote(f.json()) + " is not shardcal-ring-routes/1",
@@ -551,6 +553,7 @@ Profile::RingRoutes read_ring_routes(const std::string& path) {
   if (auto h = v.optional("hosts_order")) inner["hosts_order"] = h->json();
   inner["rings"] = v.required("rings", kMissingFix).json();
   if (auto l = v.optional("loopback_latency_us")) inner["loopback_latency_us"] = l->json();
+  if (auto b = v.optional("loopback_GBps")) inner["loopback_GBps"] = b->json();
   return Reader::ring_routes(JsonCursor(src, inner, {},
                                         "fix the value or regenerate the file with ring-routes "
                                         "(docs/PROFILE_FORMAT.md \"ring_routes\")"));

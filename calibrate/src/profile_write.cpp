@@ -127,6 +127,7 @@ std::string profile_to_json(const Profile& p) {
     }
     r["rings"] = rings;
     if (p.ring_routes->loopback_latency_us) r["loopback_latency_us"] = *p.ring_routes->loopback_latency_us;
+    if (p.ring_routes->loopback_GBps) r["loopback_GBps"] = *p.ring_routes->loopback_GBps;
     if (!j.contains("extra")) j["extra"] = ojson::object();
     j["extra"]["ring_routes"] = r;
   }

@@ -219,7 +219,7 @@ def add_ring_routes(rrng, doc, share):
     rr = {"source": "parity_test.py: random routes", "rings": rings}
     # Most tables also list every step's route latency (the longest being latency_us) and the
     # loopback's, so that an overlapped ring's eager steps are priced by their dependency chain
-    # (host_transport.cpp eager_chain_us); some lack one or the other (the middle instead).
+    # (host_transport.cpp chain_envelope); some lack one or the other (the middle instead).
     # (Their own RNG, seeded from the table's draws: the routes above stay as they were.)
     hrng = random.Random(repr(rings))
     # Most also give the skew on the most shared link (ring-routes writes it): 0 (one latency,
@@ -244,6 +244,12 @@ def add_ring_routes(rrng, doc, share):
             # (0 too: SimGrid's example clusters' loopback_lat="0")
             rr["loopback_latency_us"] = (0.0 if hrng.random() < 0.15 else
                                          round(hrng.uniform(0.05, 3.0), hrng.choice([1, 3, 17])))
+    # Most give the loopback's bandwidth too (its own RNG: the draws above stay as they were),
+    # from slower than the links (SimGrid's example clusters) to far faster.
+    lrng = random.Random("loopback_GBps" + repr(rings))
+    if "loopback_latency_us" in rr and lrng.random() < 0.8:
+        rr["loopback_GBps"] = max(1e-3, round(lrng.choice([0.1, 1.0, 25.0, 150.0]) * lrng.uniform(0.5, 2.0),
+                                              lrng.choice([1, 3, 17])))
     # In tables without skews, some rings without hops too (the oldest ring-routes): the longest
     # route stands in.
     if "share_skew_us" not in rings[0]:
@@ -715,6 +721,9 @@ def edge_parity(tool, *readers):
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 0])]}, {"rings": [ring(2, 1.5, hop_latency_us=1.5)]},
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, "1"])]}, {"rings": [ring(2)], "loopback_latency_us": 0},
                {"rings": [ring(2)], "loopback_latency_us": -0.5}, {"rings": [ring(2)], "loopback_latency_us": "1"}, {"rings": [ring(2)], "loopback_latency_us": 1e7},
+               {"rings": [ring(2)], "loopback_GBps": 0.1}, {"rings": [ring(2)], "loopback_GBps": 1e-3},
+               {"rings": [ring(2)], "loopback_GBps": 0.000999}, {"rings": [ring(2)], "loopback_GBps": 0},
+               {"rings": [ring(2)], "loopback_GBps": 1000001}, {"rings": [ring(2)], "loopback_GBps": "150"},
                {"rings": [ring(2, 1.5, hop_latency_us=[1.5, 1.5000001])]},
                {"rings": [ring(2, 1.5, share_skew_us=0)]}, {"rings": [ring(2, 1.5, share_skew_us=1.5)]},
                {"rings": [ring(2, 1.5, share_skew_us=1.6)]}, {"rings": [ring(2, 1.5, share_skew_us=-0.1)]},

@@ -1325,13 +1325,24 @@ TEST(Profile, RingRoutesTransport) {
   EXPECT_EQ(route_latency(*rch.model, rch.transport, s), RouteLatency::Chain);
   // By hand: into-latencies at 2 hosts [1.5, 1, 1.5, 1] (rank 0 from rank 3 across hosts): A after
   // 3 steps: max over ranks = 4.0; at 4 hosts [3, 1, 1.5, 1, 3, 1, 1.5, 1]: 12.5 after 7 steps.
-  const double chain_extra = 12.5 - 4.0 * 7.0 / 3.0;
-  EXPECT_NEAR(rch.transport.route_chain_extra_us, chain_extra, 1e-12);
-  // (Its hops 1.5 and 3 us: skew 1.5 us.)
-  EXPECT_NEAR(rch.time_us, routed(lat_r + chain_extra, bw_r, 1.5), 1e-9 * with_d);
+  // Each hop between hosts also moves the per-step message s / 8 at its ring's share (w2 = 5.2 us at
+  // 2 hosts' 25 GB/s, w4 = 10.5 us at 4 hosts' 12.5; the table gives no loopback bandwidth: 0
+  // inside a host), one message at a time per flow. At s those transfers outweigh the latencies:
+  // each chain ends with the n - 1 messages of one flow between hosts back to back after its hop's
+  // latency (1.5 + 3 w2 at 2 hosts; 3 + 7 w4 at 4, the 3 us hop).
+  const double w2 = s / 8 / 25e3, w4 = s / 8 / 12.5e3;
+  const double chain_extra = (3.0 + 7 * w4) - (1.5 + 3 * w2) * 7.0 / 3.0;
+  EXPECT_NEAR(transported_chain_extra(rch.transport, s).extra_us, chain_extra, 1e-9);
+  // Latencies alone below 1 B per step.
+  EXPECT_NEAR(transported_chain_extra(rch.transport, 1e-9).extra_us, 12.5 - 4.0 * 7.0 / 3.0, 1e-9);
+  // The chain holds the share's change (its transfers between hosts at 4 hosts are slowed by it):
+  // the bandwidth term is not multiplied by the share ratio again.
+  EXPECT_NEAR(rch.time_us, lat_r + chain_extra + bw_r, 1e-9 * with_d);
   EXPECT_LE(rch.lo_us, no_d);
   EXPECT_GE(rch.hi_us, with_d);
-  EXPECT_NE(rch.note.find("priced by their dependency chain over the routes' hop latencies"),
+  EXPECT_EQ(rch.note.find("the bandwidth term x"), std::string::npos) << rch.note;  // (in the chain)
+  EXPECT_NE(rch.note.find("priced by their dependency chain over the routes' hops (latency and the "
+                          "per-step message at each count's link share)"),
             std::string::npos)
       << rch.note;
 

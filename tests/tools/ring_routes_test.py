@@ -49,7 +49,7 @@ def abc_zone(work, name, routes):
     return path
 
 
-TABLE_KEYS = {"format", "source", "hosts_order", "rings", "loopback_latency_us"}
+TABLE_KEYS = {"format", "source", "hosts_order", "rings", "loopback_latency_us", "loopback_GBps"}
 
 
 def table_on_stdout(tool, platform, hostfile):
@@ -86,6 +86,8 @@ def rings(tool, platform, hostfile, label, order):
         check(len(hops) == x["hosts"] and max(hops, default=0) == x["latency_us"],
               f"{label}: {x['hosts']} hosts: hops {hops} for latency {x['latency_us']}")
     check(doc.get("loopback_latency_us") == 1.0, f"{label}: loopback {doc.get('loopback_latency_us')}")
+    # and its bandwidth (make-platform's 150 GB/s): the eager chain's hops inside a host move at it.
+    check(doc.get("loopback_GBps") == 150.0, f"{label}: loopback {doc.get('loopback_GBps')} GB/s")
     HOPS[label] = {x["hosts"]: x["hop_latency_us"] for x in doc["rings"]}
     # How far apart in route latency the flows on the most shared link are: 0 .. the longest route.
     for x in doc["rings"]:
@@ -154,7 +156,7 @@ def main():
     r, lines, doc = table_on_stdout(tool, no_loop, abc_loop)
     check(r.returncode == 0 and len(lines) == 1 and lines[0].startswith("ring-routes: warning: ")
           and "no host has a loopback route" in lines[0]
-          and set(doc) == TABLE_KEYS - {"loopback_latency_us"}
+          and set(doc) == TABLE_KEYS - {"loopback_latency_us", "loopback_GBps"}
           and [g.get("hosts") for g in doc.get("rings", [])] == [2, 3],
           f"no loopback: exit {r.returncode}, stderr {r.stderr!r}, stdout {r.stdout[:200]!r}")
     # One host of three with a loopback route (1 us): kept, and a warning that it is one of three.
@@ -162,7 +164,7 @@ def main():
     r, lines, doc = table_on_stdout(tool, some, abc_loop)
     check(r.returncode == 0 and len(lines) == 1 and "1 of 3 hosts have a loopback route" in lines[0]
           and "the longest of theirs" in lines[0] and doc.get("loopback_latency_us") == 1.0
-          and set(doc) == TABLE_KEYS,
+          and doc.get("loopback_GBps") == 1.0 and set(doc) == TABLE_KEYS,
           f"some loopbacks: exit {r.returncode}, stderr {r.stderr!r}, stdout {r.stdout[:200]!r}")
 
     # Loopback routes of 0 latency (a cluster's loopback_lat="0us", as SimGrid's example
@@ -177,7 +179,8 @@ def main():
     open(loop0_hosts, "w").write("node-0\nnode-1\nnode-2\n")
     r, lines, doc = table_on_stdout(tool, loop0, loop0_hosts)
     check(r.returncode == 0 and not lines and set(doc) == TABLE_KEYS
-          and doc.get("loopback_latency_us") == 0 and len(doc.get("rings", [])) == 2,
+          and doc.get("loopback_latency_us") == 0 and doc.get("loopback_GBps") == 10.0
+          and len(doc.get("rings", [])) == 2,
           f"0-latency loopback: exit {r.returncode}, stderr {r.stderr!r}, stdout {r.stdout[:200]!r}")
 
     # Bad input: one line "ring-routes: error: ...", exit 2, nothing written.

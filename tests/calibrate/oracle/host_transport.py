@@ -64,8 +64,9 @@ class HostTransport:
     forced_ring: bool = False  # forced_ring(): the test keeps the ring's laws, its miss widens
     ompi_ring_reduce_scatter: bool = False  # Open MPI's ring reduce_scatter (its eager steps overlap)
     route_chain: bool = False  # an overlapped ring's eager chain (both rings list their hops)
-    route_chain_extra_us: float = 0.0
-    route_chain_lat_ratio: float = 1.0
+    route_chain_model: object = None  # _chain_envelope of the measured count's ring, the query's
+    route_chain_query: object = None
+    route_chain_carry: float = 1.0  # the query's ring steps over the measured one's
     route_lat_ratio: float = 1.0  # latency(h) / latency(h_b)
     route_bw_ratio: float = 1.0  # share(h_b) / share(h)
     route_skew_us: float = 0.0  # the contended ring's skew on its most shared link
@@ -283,8 +284,9 @@ class RouteStep:
     lat_ratio: float
     g: float
     chain: bool = False
-    chain_extra: float = 0.0
-    chain_lat_ratio: float = 1.0
+    chain_from: object = None  # _chain_envelope of the two rings
+    chain_to: object = None
+    chain_carry: float = 1.0
     skew: float = 0.0  # the contended ring's skew on its most shared link (routed_time)
     skew_source: str = "table"  # "table", "hop spread" or "longest route"
 
@@ -333,29 +335,67 @@ def _route_latency_for(overlapped: bool, chain: bool, model, s_m: float) -> str:
 
 def route_latency(model, t: HostTransport, s_eff: float) -> str:
     """host_transport.cpp route_latency."""
-    return _route_latency_for(_route_latency_overlapped(t), t.route_chain, model,
+    return _route_latency_for(_route_latency_overlapped(t), t.route_chain and carried_at_equal_messages(t, s_eff), model,
                               _per_step_size_at(model, t.n_model, s_eff, t.n_query))
 
 
-def _mode_routed_time(parts, r: RouteStep, steps: float, mode: str) -> float:
-    """host_transport.cpp mode_routed_time: lock step, the eager chain, or the geometric middle of
-    the prices without and with the lock step's extra."""
+def _mode_routed_time(parts, r: RouteStep, steps: float, mode: str, chain=(0.0, 0.0, 1.0)) -> float:
+    """host_transport.cpp mode_routed_time: lock step, the eager chain (its (extra, extra at 0 B,
+    lat_ratio) at this size: `chain`; the share ratio is in the chain, not on the bandwidth part), or the
+    geometric middle of the prices without and with the lock step's extra."""
     t1 = _routed_time(parts, r.g, steps * r.delta, r.lat_ratio, steps, r.skew)
-    if mode == "chain":
-        return _routed_time(parts, r.g, r.chain_extra, r.chain_lat_ratio, steps, r.skew)
+    if mode == "chain":  # (the extra at 0 B on the latency part, the rest on the bandwidth part)
+        return _routed_time((parts[0], max(0.0, parts[1] + (chain[0] - chain[1]))), 1.0, chain[1], chain[2],
+                            steps, r.skew)
     if mode == "middle":
         t0 = _routed_time(parts, r.g, 0.0, r.lat_ratio, steps, r.skew)
         return math.sqrt(t0) * math.sqrt(t1) if t0 > 0 and t1 > 0 else t1
     return t1
 
 
-CHAIN_MAX_RANKS = 4096  # host_transport.cpp kChainMaxRanks
+CHAIN_MAX_RANKS = 1024  # host_transport.cpp kChainMaxRanks
 
 
-def _eager_chain_us(rr, hosts: int, c: int):
-    """host_transport.cpp eager_chain_us: A(r, k) = max(A(r-1, k-1), A(r, k-2)) + L(into r), the
-    ring done at the largest A(., n-1); None without the ring's hops (or, c > 1, the loopback) or
-    past CHAIN_MAX_RANKS ranks."""
+def _upper_envelope(v):
+    """host_transport.cpp upper_envelope: the upper envelope of lines (a, b) on m >= 0, slopes
+    ascending."""
+    v = sorted(v, key=lambda l: (l[1], -l[0]))
+    h = []
+    for ln in v:
+        if h and h[-1][1] == ln[1]:
+            continue
+        while h and h[-1][0] <= ln[0]:
+            h.pop()
+        while len(h) >= 2:
+            p, q = h[-2], h[-1]
+            if (p[0] - ln[0]) * (q[1] - p[1]) <= (p[0] - q[0]) * (ln[1] - p[1]):
+                h.pop()
+            else:
+                break
+        h.append(ln)
+    return h
+
+
+def _envelope_at(e, m: float) -> float:
+    """host_transport.cpp envelope_at."""
+    if not e:
+        return 0.0
+    v = -math.inf
+    for a, b in e:
+        v = max(v, a + b * m)
+    return v
+
+
+def _envelope_breaks(e):
+    """host_transport.cpp envelope_breaks."""
+    return [(e[i][0] - e[i + 1][0]) / (e[i + 1][1] - e[i][1]) for i in range(len(e) - 1)]
+
+
+def _chain_envelope(rr, hosts: int, c: int):
+    """host_transport.cpp chain_envelope: the eager chain A(r, k) = max(max(A(r-1, k-1), A(r, k-2)) +
+    L + m w, A(r, k-1) + m w) as the upper envelope of its paths' lines (a, b), the ring's
+    transfers between hosts at its share; None without the ring's hops (or, c > 1, the loopback
+    latency) or past CHAIN_MAX_RANKS ranks."""
     ring = next((x for x in rr["rings"] if x[0] == hosts), None)
     if ring is None or len(ring[3]) != hosts or c < 1:
         return None
@@ -364,27 +404,63 @@ def _eager_chain_us(rr, hosts: int, c: int):
     if c > CHAIN_MAX_RANKS // hosts:
         return None
     n = hosts * c
+    inter_w = 1.0 / (ring[2] * 1e3)
+    loop_gbps = rr.get("loopback_GBps")
+    loop_w = 1.0 / (loop_gbps * 1e3) if loop_gbps is not None else 0.0
+    key = (tuple(ring[3]), inter_w, rr["loopback"] if rr.get("loopback") is not None else 0.0, loop_w, c)
+    if key in _CHAIN_CACHE:  # (as host_transport.cpp keeps them: by their inputs)
+        return _CHAIN_CACHE[key]
     into = []
     for r in range(n):
         frm = (r + n - 1) % n
-        into.append(rr["loopback"] if frm // c == r // c else ring[3][frm // c])
-    k2, k1 = [0.0] * n, [0.0] * n
+        into.append((ring[3][frm // c], inter_w) if frm // c != r // c else (rr["loopback"], loop_w))
+    zero = [(0.0, 0.0)]
+    k2, k1 = [zero] * n, [zero] * n
     for _ in range(1, n):
-        k0 = [max(k1[(r + n - 1) % n], k2[r]) + into[r] for r in range(n)]
+        k0 = []
+        for r in range(n):
+            ha, hb = into[r]
+            v = [(a + ha, b + hb) for a, b in k1[(r + n - 1) % n]]
+            v += [(a + ha, b + hb) for a, b in k2[r]]
+            v += [(a, b + hb) for a, b in k1[r]]
+            k0.append(_upper_envelope(v))
         k2, k1 = k1, k0
-    return max(k1)
+    _CHAIN_CACHE[key] = _upper_envelope([ln for e in k1 for ln in e])
+    return _CHAIN_CACHE[key]
+
+
+_CHAIN_CACHE = {}
+
+
+def _chain_extra(frm, to, carry: float, m: float):
+    """host_transport.cpp chain_extra: (the query's chain minus the measured one's carried by the
+    steps' ratio at a per-step message of m bytes, the two chains' ratio at 0 B)."""
+    carried0 = _envelope_at(frm, 0.0) * carry
+    return (_envelope_at(to, m) - _envelope_at(frm, m) * carry, _envelope_at(to, 0.0) - carried0,
+            _envelope_at(to, 0.0) / carried0 if carried0 > 0 else 1.0)
 
 
 def _add_chain(r: RouteStep, prof, op: str, h_from: int, h_to: int, c: int) -> None:
     """host_transport.cpp add_chain."""
-    a = _eager_chain_us(prof.ring_routes, h_from, c)
-    b = _eager_chain_us(prof.ring_routes, h_to, c)
+    a = _chain_envelope(prof.ring_routes, h_from, c)
+    b = _chain_envelope(prof.ring_routes, h_to, c)
     if a is None or b is None:
         return
-    carried = a * float(ring_steps(op, h_to * c)) / float(ring_steps(op, h_from * c))
     r.chain = True
-    r.chain_extra = b - carried
-    r.chain_lat_ratio = b / carried if carried > 0 else 1.0
+    r.chain_from, r.chain_to = a, b
+    r.chain_carry = float(ring_steps(op, h_to * c)) / float(ring_steps(op, h_from * c))
+
+
+def chain_extra_at(t: HostTransport, s_eff: float):
+    """host_transport.cpp chain_extra_at: the eager chain's (extra, lat_ratio) at s_eff."""
+    if not t.route_chain or t.n_query < 1:
+        return 0.0, 0.0, 1.0
+    return _chain_extra(t.route_chain_model, t.route_chain_query, t.route_chain_carry, s_eff / float(t.n_query))
+
+
+def transported_chain_extra(t: HostTransport, s_eff: float):
+    """host_transport.cpp transported_chain_extra."""
+    return chain_extra_at(t, s_eff)
 
 
 def _route_step(prof, h_from: int, h_to: int):
@@ -495,7 +571,7 @@ def _split_latency_us(model, t: HostTransport, eq: bool, concurrent_groups: int,
 
 
 def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: float, ring: bool,
-                      which: str, mode: str, lat_us: float, skew: float = -1.0) -> float:
+                      which: str, mode: str, lat_us: float, s_eff: float, skew: float = -1.0) -> float:
     """host_transport.cpp transported_time: tb x the factor, or where the ring routes apply its
     latency and bandwidth parts with the routes' share ratio and extra latency; which: "price" (by
     mode, route_latency), "without" or "with" the lock step's extra."""
@@ -504,16 +580,17 @@ def _transported_time(t: HostTransport, eq: bool, at_r: float, at_f: float, tb: 
     steps = float(t.n_query - 1) / float(t.n_model - 1)
     q = (_transport_parts(lat_us, steps, steps, tb) if eq
          else _transport_parts(t.latency_us, at_r, at_f, tb))
-    r = RouteStep(t.route_step_us, t.route_lat_ratio, t.route_bw_ratio, t.route_chain,
-                  t.route_chain_extra_us, t.route_chain_lat_ratio, skew if skew >= 0 else t.route_skew_us)
+    r = RouteStep(t.route_step_us, t.route_lat_ratio, t.route_bw_ratio,
+                  skew=skew if skew >= 0 else t.route_skew_us)
     n_steps = float(t.route_steps)
     if which == "without":
         return _routed_time(q, r.g, 0.0, r.lat_ratio, n_steps, r.skew)
     m = "lock-step" if which == "with" else mode
-    extra = n_steps * r.delta if m == "lock-step" else r.chain_extra if m == "chain" else 0.0
-    if extra < 0 and q[0] + extra < q[0] * (r.chain_lat_ratio if m == "chain" else r.lat_ratio):
+    chain = chain_extra_at(t, s_eff) if m == "chain" else (0.0, 0.0, 1.0)
+    extra = n_steps * r.delta if m == "lock-step" else chain[1] if m == "chain" else 0.0
+    if extra < 0 and q[0] + extra < q[0] * (chain[2] if m == "chain" else r.lat_ratio):
         ROUTE_CLAMPS[0] += 1  # (the oracle's own count, for parity_test.py)
-    return _mode_routed_time(q, r, n_steps, m)
+    return _mode_routed_time(q, r, n_steps, m, chain)
 
 
 def carried_at_equal_messages(t: HostTransport, s_eff: float) -> bool:
@@ -565,7 +642,8 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     ring = t.routes and route_ring(t, s_eff)
     mode = route_latency(model, t, s_eff)
     lat = _split_latency_us(model, t, eq, concurrent_groups, mb, b.time_us)
-    tq = _transported_time(t, eq, at_r, at_f, b.time_us, ring, "price", mode, lat)
+    tq = _chain_held_us(model, t, concurrent_groups, s_eff,
+                        _transported_time(t, eq, at_r, at_f, b.time_us, ring, "price", mode, lat, s_eff))
     edge = _eager_edge_size(model, t, s_eff)
     if edge > 0:  # held at or above the eager price at the switch's edge
         tq = max(tq, price_transported_time_us(model, t, concurrent_groups, edge))
@@ -584,31 +662,83 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     floor_us = link_floor_time_us(model, t.n_query, s_eff)
     lo_us = _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo))
     hi_us = _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi))
-    if ring and tq > 0 and (t.route_step_us != 0 or (mode == "chain" and t.route_chain_extra_us != 0)):
+    if ring and tq > 0 and (t.route_step_us != 0 or (mode == "chain" and transported_chain_extra(t, s_eff)[0] != 0)):
         # The interval reaches the bounds of both prices, with and without the extra route latency
         # (once each side, wherever the price lies).
-        r0 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "without", mode, lat) / tq
-        r1 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "with", mode, lat) / tq
+        r0 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "without", mode, lat, s_eff) / tq
+        r1 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "with", mode, lat, s_eff) / tq
         lo_us *= min(1.0, r0, r1)
         hi_us *= max(1.0, r0, r1)
     if ring and tq > 0 and t.route_bw_ratio != 1.0 and t.route_skew_source != "table":
         # A skew the table did not give: the interval reaches the price with whole overlap.
-        rw = _transported_time(t, eq, at_r, at_f, b.time_us, True, "price", mode, lat, 0.0) / tq
+        rw = _transported_time(t, eq, at_r, at_f, b.time_us, True, "price", mode, lat, s_eff, 0.0) / tq
         lo_us *= min(1.0, rw)
         hi_us *= max(1.0, rw)
     return Priced(max(tq, floor_us), max(lo_us, floor_us), max(hi_us, floor_us),
                   b.segment, b.curve, b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
 
+def _chain_priced(model, t: HostTransport, s_eff: float) -> bool:
+    """host_transport.cpp chain_priced."""
+    return (t.routes and t.route_chain and route_latency(model, t, s_eff) == "chain" and route_ring(t, s_eff)
+            and carried_at_equal_messages(t, s_eff))
+
+
+def _chain_held_us(model, t: HostTransport, concurrent_groups: int, s_eff: float, price_us: float,
+                   held_at=None) -> float:
+    """host_transport.cpp chain_held_us: an eager-chain price held at its largest at the sizes below
+    where it can peak (1 B, the measured ring's chain's envelope breaks, the measured curve's knots
+    and switches);
+    held_at (a one-element list): where the held price came from (0: s_eff's own)."""
+    if held_at is not None:
+        held_at[0] = 0.0
+    if not _chain_priced(model, t, s_eff):
+        return price_us
+    n = float(t.n_query)
+    at = [1.0]
+    at.extend(x * n for x in _envelope_breaks(t.route_chain_model))
+    to_measured = float(t.n_model) / n
+    to_curve = _per_step_size_at(model, t.n_model, 1.0, t.n_query)
+    cv, _ = curve_for(model, t.n_model, concurrent_groups)
+    if cv is not None:
+        at.extend(k / to_measured for k in cv.bytes)
+    for sg in model.segments:
+        if sg.s_hi is not None:
+            at.append(sg.s_hi / to_measured)
+            if to_curve > 0:
+                at.append(sg.s_hi / to_curve)
+    for c in at:
+        if 0 < c < s_eff and _chain_priced(model, t, c):
+            p = _raw_time_us(model, t, concurrent_groups, c)
+            if p > price_us:
+                price_us = p
+                if held_at is not None:
+                    held_at[0] = c
+    return price_us
+
+
+def transported_chain_hold_bytes(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
+    """host_transport.cpp transported_chain_hold_bytes."""
+    at = [0.0]
+    held = _chain_held_us(model, t, concurrent_groups, s_eff, _raw_time_us(model, t, concurrent_groups, s_eff), at)
+    return at[0] if at[0] > 0 and held > link_floor_time_us(model, t.n_query, s_eff) else 0.0
+
+
 def _unheld_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
-    """host_transport.cpp unheld_time_us: price_transported_time_us without the hold or the floor."""
+    """host_transport.cpp unheld_time_us: price_transported_time_us without the hold across the
+    switch or the floor."""
+    return _chain_held_us(model, t, concurrent_groups, s_eff, _raw_time_us(model, t, concurrent_groups, s_eff))
+
+
+def _raw_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
+    """host_transport.cpp raw_time_us: the transported price before any hold or floor."""
     eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
     mb = s_eff * t.n_model / t.n_query if eq else s_eff
     tb = price_time_us(model, t.n_model, concurrent_groups, mb)
     at_r, at_f, _ = _transport_at(t, s_eff)
     return _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
                              route_latency(model, t, s_eff),
-                             _split_latency_us(model, t, eq, concurrent_groups, mb, tb))
+                             _split_latency_us(model, t, eq, concurrent_groups, mb, tb), s_eff)
 
 
 def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
@@ -657,9 +787,10 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
         tb = fb(mb)
         at_r, at_f, _ = _transport_at(t, s_eff)
         # (price_transported_time_us: with the ring routes where they apply)
-        tq = _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
-                               route_latency(model, t, s_eff),
-                               _split_latency_us(model, t, eq, concurrent_groups, mb, tb))
+        tq = _chain_held_us(model, t, concurrent_groups, s_eff,
+                            _transported_time(t, eq, at_r, at_f, tb, t.routes and route_ring(t, s_eff), "price",
+                                              route_latency(model, t, s_eff),
+                                              _split_latency_us(model, t, eq, concurrent_groups, mb, tb), s_eff))
         edge = _eager_edge_size(model, t, s_eff)
         if edge > 0:  # held at or above the eager price at the switch's edge
             tq = max(tq, transported(edge))
@@ -750,13 +881,17 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         bw_laws = ((t.bw_law,) + BANDWIDTH_LAWS)[:1 if (t.selector or t.test_switch or t.forced_ring
                                                         or prof.backend == "nccl")
                                                  else 3]
+        # The eager chain's extra at each size (its hops move the per-step message k / nb).
+        chain_at_size = [(0.0, 0.0, 1.0)] * len(sizes)
+        if rab is not None and rab.chain:
+            chain_at_size = [_chain_extra(rab.chain_from, rab.chain_to, rab.chain_carry, k / float(nb)) for k in sizes]
         best_score, default_score, first = 0.0, 0.0, True
         for bw in bw_laws:
             f = bandwidth_growth(bw, op, na, a.hosts, nb, best.hosts)
             for law in lat_laws:
                 r = latency_growth(law, na, a.hosts, nb, best.hosts)
                 miss, score = [], 0.0
-                for k in sizes:
+                for ik, k in enumerate(sizes):
                     ta = price_time_us(a, na, c, k)
                     tb = price_time_us(best, nb, c, k)
                     if not (ta > 0) or not (tb > 0):
@@ -780,10 +915,10 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
                     p_lo, p_hi = q_lo[0] + q_lo[1], q_hi[0] + q_hi[1]
                     if rab is not None and ring:
                         # As priced: an overlapped ring's eager steps by their chain (or the middle).
-                        mode = _route_latency_for(_route_latency_overlapped(t), rab.chain, a,
+                        mode = _route_latency_for(_route_latency_overlapped(t), rab.chain and eqm, a,
                                                   _per_step_size_at(a, na, k, nb))
-                        p_lo = _mode_routed_time(q_lo, rab, steps_b, mode)
-                        p_hi = _mode_routed_time(q_hi, rab, steps_b, mode)
+                        p_lo = _mode_routed_time(q_lo, rab, steps_b, mode, chain_at_size[ik])
+                        p_hi = _mode_routed_time(q_hi, rab, steps_b, mode, chain_at_size[ik])
                         t.test_routes += 1
                     # (A shorter route can carry the test's price to 0 (routed_time's floor at a route
                     # latency of 0): C++'s log(tb / 0) is +inf, Python's division raises.)
@@ -821,7 +956,8 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
             _add_chain(r, prof, op, best.hosts, hosts, rph)
         rings = {x[0]: x for x in prof.ring_routes["rings"]}
         t.routes = True
-        t.route_chain, t.route_chain_extra_us, t.route_chain_lat_ratio = r.chain, r.chain_extra, r.chain_lat_ratio
+        t.route_chain, t.route_chain_model, t.route_chain_query = r.chain, r.chain_from, r.chain_to
+        t.route_chain_carry = r.chain_carry
         t.route_step_us, t.route_lat_ratio, t.route_bw_ratio = r.delta, r.lat_ratio, r.g
         t.route_skew_us = r.skew
         t.route_skew_source = r.skew_source

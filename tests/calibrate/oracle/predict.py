@@ -41,7 +41,7 @@ class Prediction:
     transport: Optional[_ht.HostTransport] = None  # Prediction::transport (None: not transported)
 
 
-def _route_latency_note(mode: str, tr) -> str:
+def _route_latency_note(mode: str, tr, s_eff: float) -> str:
     """predict.cpp route_latency_note: what the routes' note adds for Open MPI's overlapped
     reduce_scatter ring."""
     if not _ht._route_latency_overlapped(tr):
@@ -50,13 +50,16 @@ def _route_latency_note(mode: str, tr) -> str:
         return (" (Open MPI's reduce_scatter ring: its steps' messages are past the measured protocol "
                 "switch, so its steps wait for each other)" if tr.route_step_us != 0 else "")
     if mode == "chain":
+        extra = _ht.transported_chain_extra(tr, s_eff)[0]
         return ("; Open MPI's reduce_scatter ring overlaps its eager steps: priced by their dependency "
-                "chain over the routes' hop latencies, "
-                f"{'+' if tr.route_chain_extra_us >= 0 else ''}{tr.route_chain_extra_us:.4g} us in all"
+                "chain over the routes' hops (latency and the per-step message at each count's link share), "
+                f"{'+' if extra >= 0 else ''}{extra:.4g} us in all"
                 + (" (the interval reaches the prices without and with the extra on every step)"
                    if tr.route_step_us != 0 else ""))
     return (", priced at the geometric middle of with and without it (Open MPI's reduce_scatter "
-            "ring overlaps some of its eager steps' latency; the routes list no hop latencies): "
+            "ring overlaps some of its eager steps' latency; no chain: the routes list no hop latencies, or "
+            "no loopback latency for several ranks per host, or the ring has over 1024 ranks, or no "
+            "protocol switch was measured, or the ring is not carried at equal per-step messages): "
             "the interval reaches both" if tr.route_step_us != 0 else "")
 
 def _factor_distance(x: int, r) -> float:
@@ -229,7 +232,9 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
                          f"{tr.route_latency_model_us:.4g} us at {tr.route_share_model_GBps:.4g} GB/s: "
                          f"{'+' if tr.route_step_us >= 0 else ''}{tr.route_step_us:.4g} us on each of "
                          f"{tr.route_steps} steps"
-                         + _route_latency_note(_ht.route_latency(m, tr, s_eff), tr)
+                         + _route_latency_note(_ht.route_latency(m, tr, s_eff), tr, s_eff)
+                         + (f"; held at the chain's price at {at:.4g} B: a larger message is never priced faster"
+                            if (at := _ht.transported_chain_hold_bytes(m, tr, concurrent_groups, s_eff)) > 0 else "")
                          + (f"; held at the eager steps' price at the switch ({hold:.4g} B): a larger message is "
                             "never priced faster"
                             if (hold := _ht.transported_eager_hold_bytes(m, tr, concurrent_groups, s_eff)) > 0 else "")
@@ -237,7 +242,8 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
                             f"overlap (their routes' latencies differ by {tr.route_skew_us:.4g} us"
                             + (f" at most, the {tr.route_skew_source}'s: the interval reaches whole overlap; "
                                "ring-routes writes share_skew_us" if tr.route_skew_source != "table" else "")
-                            + ")" if tr.route_bw_ratio != 1.0 else ""))
+                            + ")" if tr.route_bw_ratio != 1.0 and _ht.route_latency(m, tr, s_eff) != "chain"
+                            else ""))
         else:
             notes.append("ring routes not applied (the algorithm priced here is not a neighbour ring)")
     s_priced = s_eff * tr.n_model / tr.n_query if per_step else s_eff

@@ -410,9 +410,10 @@ class ProfileData:
         # H >= 2, "latency_us": 1e-6..1e6, "share_GBps": 1e-3..1e6, "share_skew_us": 0..latency_us,
         # "hop_latency_us": [H numbers
         # 1e-6..1e6, the largest latency_us] (optional)}, ...]} (at least one), ascending hosts, each
-        # once, "loopback_latency_us": 0..1e6 (optional), no other keys.
+        # once, "loopback_latency_us": 0..1e6 (optional), "loopback_GBps": 1e-3..1e6 (optional), no
+        # other keys.
         # Held as {"source": str, "rings": [(hosts, latency_us, share_GBps, hops or ()), ...],
-        # "loopback": float or None} (Profile::RingRoutes).
+        # "loopback": float or None, "loopback_GBps": float or None} (Profile::RingRoutes).
         self.ring_routes = None
         if isinstance(ex, dict) and "ring_routes" in ex:
             rr = ex["ring_routes"]
@@ -420,7 +421,7 @@ class ProfileData:
             if not isinstance(rr, dict):
                 _fail(origin, ptr, "expected an object", "fix the value")
             for k in rr:
-                if k not in ("source", "hosts_order", "rings", "loopback_latency_us"):
+                if k not in ("source", "hosts_order", "rings", "loopback_latency_us", "loopback_GBps"):
                     _fail(origin, f"{ptr}/{k}", f"unknown key '{k}'", "remove it")
             if not isinstance(rr.get("source", ""), str):
                 _fail(origin, f"{ptr}/source", "expected a string", "fix the value")
@@ -431,6 +432,12 @@ class ProfileData:
                 loopback = _num(origin, rr, ptr, "loopback_latency_us", 0.0)
                 if loopback > 1e6:
                     _fail(origin, f"{ptr}/loopback_latency_us", f"must be <= 1e6, got {rr['loopback_latency_us']}",
+                          "fix the value")
+            loopback_gbps = None
+            if "loopback_GBps" in rr:  # (as share_GBps: below 1 MB/s is a unit mistake)
+                loopback_gbps = _num(origin, rr, ptr, "loopback_GBps", 1e-3)
+                if loopback_gbps > 1e6:
+                    _fail(origin, f"{ptr}/loopback_GBps", f"must be <= 1e6, got {rr['loopback_GBps']}",
                           "fix the value")
             if "hosts_order" in rr and (not isinstance(rr["hosts_order"], list)
                                         or not all(isinstance(x, str) for x in rr["hosts_order"])):
@@ -489,7 +496,8 @@ class ProfileData:
                     _fail(origin, p, f"hosts {h} after {rings[-1][0]}",
                           "list each host count once, ascending (ring-routes writes them so)")
                 rings.append((h, lat, share, hops, skew))
-            self.ring_routes = {"source": rr.get("source", ""), "rings": rings, "loopback": loopback}
+            self.ring_routes = {"source": rr.get("source", ""), "rings": rings, "loopback": loopback,
+                                "loopback_GBps": loopback_gbps}
         self.fit_method = doc.get("fit_method")
         # The copy cost calibrate fitted and adopted (ns per byte, 0 = free); None: the memory
         # space's built-in bandwidth (docs/PROFILE_FORMAT.md "local_copy").

@@ -79,6 +79,13 @@ inline constexpr double kSelectorSwitchLogSigma = 0.20;
 enum class SkewSource { Table, HopSpread, LongestRoute };
 std::string_view skew_source_name(SkewSource s);
 
+// A line a + b m of an eager ring's dependency chain as a function of its per-step message m
+// (bytes): one path's latencies (us) and its transfer time per byte (host_transport.cpp
+// chain_envelope). A chain is the upper envelope of its paths' lines.
+struct ChainLine {
+  double a = 0, b = 0;
+};
+
 // A price transported from the nearest measured host count to another along the collective's
 // algorithm ("Host-count transport" below); a second measured count, when the profile
 // has one, tests that structure first (chooses the latency law, widens where it misses).
@@ -128,10 +135,12 @@ struct HostTransport {
   // neighbour ring over the hosts (route_ring below); elsewhere the routes are not used.
   bool routes = false;
   double route_step_us = 0;    // latency(h) - latency(h_b), per ring step (may be < 0)
-  // An overlapped ring's eager steps (route_latency): its dependency chain over the rings' hop
-  // latencies at h minus the one at h_b carried by the steps' ratio, where both list their hops.
+  // An overlapped ring's eager steps (route_latency): its dependency chain over the rings' hops
+  // at h minus the one at h_b carried by the steps' ratio, where both list their hops; computed
+  // per query size (each hop moves the per-step message: transported_chain_extra).
   bool route_chain = false;
-  double route_chain_extra_us = 0, route_chain_lat_ratio = 1;
+  std::vector<ChainLine> route_chain_model, route_chain_query;  // the measured count's ring, the query's
+  double route_chain_carry = 1;  // the query's ring steps over the measured one's
   double route_lat_ratio = 1;  // latency(h) / latency(h_b): how far a shorter route can lower
   double route_bw_ratio = 1;   // share(h_b) / share(h): > 1 where the query's ring shares links
   double route_skew_us = 0;    // how far apart the flows on the contended ring's most shared link start
@@ -221,6 +230,14 @@ RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff)
 // (host_transport.cpp protocol_latency_us); elsewhere t.latency_us, the price at 1 B.
 double transported_latency_split_us(const Model& m, const HostTransport& t, int concurrent_groups,
                                     double s_eff);
+// An overlapped ring's eager chain at the query's size s_eff (route_latency Chain; the hops
+// move the per-step message s_eff / n): the chain at h minus the measured count's carried by
+// the steps' ratio (extra_us), the same at 0 B (extra0_us: the latencies' part), and the chain
+// over that carried one at 0 B (lat_ratio).
+struct ChainExtra {
+  double extra_us = 0, extra0_us = 0, lat_ratio = 1;
+};
+ChainExtra transported_chain_extra(const HostTransport& t, double s_eff);
 // The chosen model m transported to another host count by t.
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma = 0.0);
@@ -230,6 +247,11 @@ double price_transported_time_us(const Model& m, const HostTransport& t, int con
 // switch's edge (the lock step's would fall below it; host_transport.cpp eager_edge_size): that
 // edge's size in the query's bytes, else 0.
 double transported_eager_hold_bytes(const Model& m, const HostTransport& t, int concurrent_groups,
+                                    double s_eff);
+// Where an eager-chain price is held at its price at a smaller size (the chain's extra fell
+// faster than the measured curve rose; host_transport.cpp chain_held_us): that size in the
+// query's bytes, else 0.
+double transported_chain_hold_bytes(const Model& m, const HostTransport& t, int concurrent_groups,
                                     double s_eff);
 
 }  // namespace shardcal::calib

@@ -207,6 +207,9 @@ struct Profile {
     std::vector<RingRoute> rings;          // ascending hosts, each once
     // Optional: the route latency between two ranks on one host (the largest over the hosts).
     std::optional<double> loopback_latency_us = std::nullopt;
+    // Optional: the bandwidth between two ranks on one host (the slowest loopback route's
+    // narrowest link): the eager chain's intra-host hops move their message at it.
+    std::optional<double> loopback_GBps = std::nullopt;
     const RingRoute* at(int hosts) const {
       for (const RingRoute& r : rings)
         if (r.hosts == hosts) return &r;
