@@ -250,7 +250,8 @@ int run(const PredictArgs& a) {
                                                   {"query", t.route_share_query_GBps}}},
                                   // measured / query share: the bandwidth term gains this
                                   // ratio as far as the flows on the shared link overlap
-                                  // (routed_time); skew: how far apart they start, and from
+                                  // (routed_time; an eager chain moves each count's messages
+                                  // at its own share instead); skew: how far apart they start, and from
                                   // where ("table", "hop spread", "longest route").
                                   {"share_ratio", t.route_bw_ratio},
                                   {"skew_us", t.route_skew_us},

@@ -203,7 +203,8 @@ struct RouteStep {
 // which paid 0.05-0.45 of the lock step's extra on those platforms. The measured curve shows
 // where the library switches: steps whose messages lie past its first protocol switch (the
 // model's segment > 0 at the measured count) are priced in lock step; the others by the chain
-// where the routes list every hop's latency (and the loopback's), else at the geometric middle of
+// where the routes list every hop's latency (and the loopback's) and the ring is carried at equal
+// per-step messages (the two chains compared at one message), else at the geometric middle of
 // the prices without and with the lock step's extra (weight 1/2 in log space, as a known switch's
 // range is priced); a model with one segment (no switch measured) at the middle too. The
 // interval reaches both of those prices either way.
@@ -1149,9 +1150,11 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
     out.lo_us *= std::min({1.0, r0, r1});
     out.hi_us *= std::max({1.0, r0, r1});
   }
-  if (ring && tq > 0 && t.route_bw_ratio != 1.0 && t.route_skew_source != SkewSource::Table) {
+  if (ring && tq > 0 && t.route_bw_ratio != 1.0 && t.route_skew_source != SkewSource::Table &&
+      mode != RouteLatency::Chain) {
     // A skew the table did not give (its hop spread or longest route bound the shared link's
-    // from above): the interval reaches the price with the flows overlapping whole.
+    // from above): the interval reaches the price with the flows overlapping whole. (Not for the
+    // eager chain, which takes no skew: its transfers run at each count's share.)
     const double rw = transported_time(t, eq, at, b.time_us, true, Routed::Price, mode, lat, s_eff, 0.0) / tq;
     out.lo_us *= std::min(1.0, rw);
     out.hi_us *= std::max(1.0, rw);

@@ -434,7 +434,7 @@ _CHAIN_CACHE = {}
 
 def _chain_extra(frm, to, carry: float, m: float):
     """host_transport.cpp chain_extra: (the query's chain minus the measured one's carried by the
-    steps' ratio at a per-step message of m bytes, the two chains' ratio at 0 B)."""
+    steps' ratio at a per-step message of m bytes, the same at 0 B, the two chains' ratio at 0 B)."""
     carried0 = _envelope_at(frm, 0.0) * carry
     return (_envelope_at(to, m) - _envelope_at(frm, m) * carry, _envelope_at(to, 0.0) - carried0,
             _envelope_at(to, 0.0) / carried0 if carried0 > 0 else 1.0)
@@ -452,7 +452,7 @@ def _add_chain(r: RouteStep, prof, op: str, h_from: int, h_to: int, c: int) -> N
 
 
 def chain_extra_at(t: HostTransport, s_eff: float):
-    """host_transport.cpp chain_extra_at: the eager chain's (extra, lat_ratio) at s_eff."""
+    """host_transport.cpp chain_extra_at: the eager chain's (extra, extra at 0 B, lat_ratio) at s_eff."""
     if not t.route_chain or t.n_query < 1:
         return 0.0, 0.0, 1.0
     return _chain_extra(t.route_chain_model, t.route_chain_query, t.route_chain_carry, s_eff / float(t.n_query))
@@ -669,7 +669,7 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
         r1 = _transported_time(t, eq, at_r, at_f, b.time_us, True, "with", mode, lat, s_eff) / tq
         lo_us *= min(1.0, r0, r1)
         hi_us *= max(1.0, r0, r1)
-    if ring and tq > 0 and t.route_bw_ratio != 1.0 and t.route_skew_source != "table":
+    if ring and tq > 0 and t.route_bw_ratio != 1.0 and t.route_skew_source != "table" and mode != "chain":
         # A skew the table did not give: the interval reaches the price with whole overlap.
         rw = _transported_time(t, eq, at_r, at_f, b.time_us, True, "price", mode, lat, s_eff, 0.0) / tq
         lo_us *= min(1.0, rw)
@@ -707,9 +707,11 @@ def _chain_held_us(model, t: HostTransport, concurrent_groups: int, s_eff: float
             at.append(sg.s_hi / to_measured)
             if to_curve > 0:
                 at.append(sg.s_hi / to_curve)
+    clamps = ROUTE_CLAMPS[0]  # (the candidates' prices are not the query's: not counted)
     for c in at:
         if 0 < c < s_eff and _chain_priced(model, t, c):
             p = _raw_time_us(model, t, concurrent_groups, c)
+            ROUTE_CLAMPS[0] = clamps
             if p > price_us:
                 price_us = p
                 if held_at is not None:

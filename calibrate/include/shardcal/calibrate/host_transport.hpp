@@ -218,14 +218,15 @@ bool route_ring(const HostTransport& t, double s_eff);
 bool route_latency_overlapped(const HostTransport& t);
 // How a ring's route latency enters its price at s_eff: every step pays the extra (lock step);
 // for Open MPI's overlapped reduce_scatter ring below the first protocol switch of m (the model at
-// the measured count: eager steps) its dependency chain over the routes' hop latencies, or where
-// the routes list no hops the geometric middle of the prices without and with the lock step's
-// extra. The interval reaches both of those either way.
+// the measured count: eager steps) its dependency chain over the routes' hops (each moving the
+// per-step message at its count's link share), where the routes list every hop and the ring is
+// carried at equal per-step messages, else the geometric middle of the prices without and with
+// the lock step's extra. The interval reaches both of those either way.
 enum class RouteLatency { LockStep, Chain, Middle };
 std::string_view route_latency_name(RouteLatency m);  // "lock-step", "eager chain", "middle"
 RouteLatency route_latency(const Model& m, const HostTransport& t, double s_eff);
 // The latency part of the measured count's price at s_eff as the routes split it (the rest is
-// the bandwidth term the link share multiplies): for an MPI ring carried at equal per-step
+// the bandwidth term the link share multiplies; an eager chain's transfers instead): for an MPI ring carried at equal per-step
 // messages onto a smaller share (g > 1), the price less its protocol segment's bandwidth term
 // (host_transport.cpp protocol_latency_us); elsewhere t.latency_us, the price at 1 B.
 double transported_latency_split_us(const Model& m, const HostTransport& t, int concurrent_groups,
