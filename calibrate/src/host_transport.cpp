@@ -1023,10 +1023,10 @@ double raw_time_us(const Model& m, const HostTransport& t, int concurrent_groups
   return transported_time(t, eq, transport_at(t, s_eff), tb, ring, Routed::Price, route_latency(m, t, s_eff),
                           split_latency_us(m, t, eq, concurrent_groups, mb, tb), s_eff);
 }
-// Whether s_eff is priced by the eager chain (the ring carried at equal per-step messages).
+// Whether s_eff is priced by the eager chain (route_latency says Chain only where the transport
+// has one and the ring is carried at equal per-step messages).
 bool chain_priced(const Model& m, const HostTransport& t, double s_eff) {
-  return t.routes && t.route_chain && route_latency(m, t, s_eff) == RouteLatency::Chain && route_ring(t, s_eff) &&
-         carried_at_equal_messages(t, s_eff);
+  return t.routes && route_ring(t, s_eff) && route_latency(m, t, s_eff) == RouteLatency::Chain;
 }
 // An eager-chain price is the measured count's carried price plus the chain's extra, which can
 // fall with size where the measured ring's chain grows faster than the query's (its steps go

@@ -680,8 +680,7 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
 
 def _chain_priced(model, t: HostTransport, s_eff: float) -> bool:
     """host_transport.cpp chain_priced."""
-    return (t.routes and t.route_chain and route_latency(model, t, s_eff) == "chain" and route_ring(t, s_eff)
-            and carried_at_equal_messages(t, s_eff))
+    return t.routes and route_ring(t, s_eff) and route_latency(model, t, s_eff) == "chain"
 
 
 def _chain_held_us(model, t: HostTransport, concurrent_groups: int, s_eff: float, price_us: float,
