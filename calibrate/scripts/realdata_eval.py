@@ -38,8 +38,11 @@ record, e.g. a `shardbench sweep` on a simulated cluster): those go to `shardben
 they are, without `shardbench import`.
 
 Host-count table: --hosts-series DIR (the paths are then optional) reads DIR's results files
-hosts<H>.jsonl, or benchmark logs with the host count in the name (hosts<H>, <H>x<G>, <H>nodes;
-several logs of one count are imported together), and runs the standard cases: fit {2,4}
+hosts<H>.jsonl, or benchmark logs: each log's host count is the hosts its rank lines name, else
+(no host lines, e.g. OSU) the count in its name (hosts<H>, <H>x<G>, <H>nodes); a name that
+disagrees with the rank lines is warned about (the rank lines win; a name of H > 1 hosts whose
+ranks all name one host is an error that says how to import it). Several logs of one count are
+imported together. It runs the standard cases: fit {2,4}
 predict 8, fit {2,4} predict 16, fit {2} predict 4, fit {4,8} predict 16, fit {4} predict 8 (a
 case whose counts DIR lacks is skipped). One row per case and collective: median and largest
 relative error, how many points the 95 % intervals cover, their median half-width; then a pooled
@@ -277,30 +280,49 @@ HOSTS_IN_NAME = [re.compile(r"hosts[-_]?(\d+)", re.I), re.compile(r"(\d+)[-_]?no
                  re.compile(r"(?<![0-9])(\d+)x\d+", re.I)]
 
 
-def series_files(directory):
-    """{host count: [files]} of a --hosts-series directory: results files hosts<H>.jsonl (or any
-    results file: the most hosts its points span), logs with the count in the name."""
+def series_files(sb, directory, work, extra):
+    """{host count: [files]} of a --hosts-series directory. Results files: the count in the name
+    (hosts<H>.jsonl), else the most hosts their points span. Benchmark logs: the hosts their rank
+    lines name (`shardbench import`), else (no host lines, e.g. OSU) the count in the name; where
+    both are there and differ, the rank lines, with a warning (a name like 8x2 can mean either)."""
     if not os.path.isdir(directory):
         fail(f"--hosts-series {directory}: not a directory")
     by_hosts, ignored = {}, []
-    for name in sorted(os.listdir(directory)):
+    for i, name in enumerate(sorted(os.listdir(directory))):
         path = os.path.join(directory, name)
         # routes.json: the ring's routes (bench/tools/ring_routes.cpp), not a results file.
         if not os.path.isfile(path) or name.lower().startswith("readme") or name == "routes.json":
             continue
         h = next((int(m.group(1)) for rx in HOSTS_IN_NAME for m in [rx.search(name)] if m), None)
-        if h is None and is_results(path):
-            _, pts = load_points(path)
-            h = max((p["hosts_spanned"] for p in pts), default=None)
+        if is_results(path):
+            if h is None:
+                _, pts = load_points(path)
+                h = max((p["hosts_spanned"] for p in pts), default=None)
+        else:
+            probe = os.path.join(work, f"series-probe-{i}.jsonl")
+            r = run([sb, "import", path, "--out", probe] + extra)
+            spanned = max((p["hosts_spanned"] for p in load_points(probe)[1]), default=None) \
+                if r.returncode == 0 and os.path.exists(probe) else None
+            if spanned is not None and h is not None and spanned != h:
+                if spanned == 1:
+                    fail(f"--hosts-series: {path}: the name says {h} hosts, but its rank lines name one "
+                         f"host: import it with `shardbench import {path} --hosts {h} --ranks-per-host "
+                         f"R --out {os.path.join(directory, f'hosts{h}.jsonl')}` and move the log out")
+                print(f"realdata_eval: --hosts-series: {path}: the name says {h} hosts, its rank lines "
+                      f"{spanned}: taken as {spanned} (rename the file, or fix the log's host names)",
+                      file=sys.stderr)
+            if spanned is not None:
+                h = spanned
         if h is None or h < 1:
             ignored.append(name)
             continue
         by_hosts.setdefault(h, []).append(path)
     if ignored:
-        print(f"realdata_eval: --hosts-series {directory}: ignored (no host count in the name): "
-              f"{', '.join(ignored)}", file=sys.stderr)
+        print(f"realdata_eval: --hosts-series {directory}: ignored (neither a host count in the name "
+              f"nor host names in the log): {', '.join(ignored)}", file=sys.stderr)
     if not by_hosts:
-        fail(f"--hosts-series {directory}: no hosts<H>.jsonl results file nor log with a host count in its name")
+        fail(f"--hosts-series {directory}: no hosts<H>.jsonl results file nor a log whose rank lines "
+             "or name give its host count")
     return by_hosts
 
 
@@ -330,7 +352,7 @@ def falls_of(sb, prof, p0, lo, hi, per_octave=4):
 
 def hosts_series(sb, directory, work, extra):
     """The standard host-count cases on one series: rows per case and collective, pooled figures."""
-    by_hosts = series_files(directory)
+    by_hosts = series_files(sb, directory, work, extra)
     targets = {}
     for h, files in by_hosts.items():
         tj = as_results(sb, files, os.path.join(work, f"target-{h}.jsonl"), extra, f"the {h}-host logs")

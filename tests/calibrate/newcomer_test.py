@@ -10,11 +10,14 @@ usage: newcomer_test.py CHECK SHARDBENCH SOURCE_DIR [PYTHON]
   profile_module  trap 8: python -m shardcal.profile: no traceback for a user's mistake (PYTHON: the venv's)
   readme          trap 9: the README's report command is the one that works
   plan_text       trap 7 (its CLI half): `plan` on a profile without all_gather prints its detour readably
+  series_names    realdata_eval.py --hosts-series takes a log's host count from its rank lines, not
+                  only from its name; a name that says more hosts than one named host is an error
 Each check exits 0 after printing what it compared, non-zero with the reason otherwise.
 """
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -311,6 +314,33 @@ def check_plan_text(tmp):
     assert "P(sum)local" not in p.stdout, p.stdout
     print("plan_text: the all_gather-less profile's detour S(0) -> P(sum) local_embed_partial, all_reduce "
           "prints with its columns apart")
+
+
+def check_series_names(tmp):
+    ev = os.path.join(SRC, "calibrate", "scripts", "realdata_eval.py")
+    series = os.path.join(tmp, "series")
+    os.mkdir(series)
+    # The synthetic 2- and 4-node all_reduce logs under names without a usable count: one none,
+    # one whose "8x2" reads as 8 hosts (its rank lines name 4), and a note that is no log.
+    shutil.copy(data("scaling", "synth-all_reduce-2x8.txt"), os.path.join(series, "ar-run-a.txt"))
+    shutil.copy(data("scaling", "synth-all_reduce-4x8.txt"), os.path.join(series, "ar-8x2.txt"))
+    open(os.path.join(series, "notes.txt"), "w").write("runs of 2026-11-29\n")
+    p = run([ev, "--shardbench", SB, "--hosts-series", series, "--json", os.path.join(tmp, "r.json")], 0,
+            exe=[sys.executable])
+    r = json.load(open(os.path.join(tmp, "r.json")))
+    assert sorted(r["hosts"]) == ["2", "4"], r["hosts"]
+    assert [(x["fit"], x["target"]) for x in r["rows"]] == [([2], 4)], r["rows"]
+    assert "the name says 8 hosts, its rank lines 4: taken as 4" in p.stderr, p.stderr
+    assert "ignored" in p.stderr and "notes.txt" in p.stderr, p.stderr
+    # A 2-node log whose ranks all name one host (containers with one hostname): an error that
+    # says how to import it, not a 1-host series.
+    text = open(data("scaling", "synth-all_reduce-2x8.txt")).read()
+    os.remove(os.path.join(series, "ar-run-a.txt"))
+    open(os.path.join(series, "ar-2nodes.txt"), "w").write(re.sub(r" on node\d+ ", " on node ", text))
+    p = run([ev, "--shardbench", SB, "--hosts-series", series], 2, exe=[sys.executable])
+    one_line(p, "realdata_eval: --hosts-series:", "ar-2nodes.txt", "one host", "--hosts 2")
+    print("series_names: host counts from rank lines (2, 4), the misleading name warned, the note "
+          "ignored, a one-hostname 2-node log refused with the import to run")
 
 
 def main():
