@@ -189,7 +189,17 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     // Upwards their geometric middle. Downwards the backbone carried: a latency floor is in every
     // backbone, and the line's fall is what the floor stops (on the SMPI host series, transported
     // prices below the measured sizes missed by 20 % with the middle); the line bounds the interval.
-    out.log_t = up ? 0.5 * (carried + line) : carried;
+    // NCCL (channel_ramp): its bandwidth grows with size -- fewer channels for smaller messages,
+    // about 2 MiB per channel to reach full bandwidth (src/include/enqueue.h
+    // NCCL_AGG_CHANNEL_SIZE) -- so a backbone fitted on large sizes carries an alpha above the
+    // floor (all_reduce on 8 H100s fitted from 32 MiB: 57 us at 1 MiB, 42 measured). There the
+    // floor counts as far as the end measured it: the price moves from the backbone carried
+    // towards the middle by 1 - a, a the latency's share of the backbone's time at the smallest
+    // measured size (the backbone's time at 1 B over its time there).
+    double w_line = up ? 0.5 : 0.0;
+    if (!up && m.channel_ramp)
+      w_line = 0.5 * (1.0 - std::clamp(backbone_time_us(m, n, 1.0, c) / std::exp(log_bb_at(0)), 0.0, 1.0));
+    out.log_t = carried + w_line * (line - carried);
     if (!want_sigma) return out;
     // The interval holds both extrapolations, each widened by the curve's noise and misfit and by
     // a growth per octave (the curve's own interpolation error scale, at least

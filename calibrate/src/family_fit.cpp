@@ -226,6 +226,7 @@ std::variant<Model, UnfittedModel> fit_family(const std::vector<Obs>& obs, const
   co.reserve(obs.size());
   for (const Obs& o : obs) co.push_back({o.s, o.n, o.c, o.y});
   m.curves = fit_curves(m, co);
+  m.channel_ramp = opt.channel_ramp;
   m.quality.leave_size_out_mape = leave_size_out(obs, m, fit->K, key.op, opt, contention);
   m.json_extra = fallback_notes(fit->p);
   return m;

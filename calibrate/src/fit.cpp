@@ -19,7 +19,9 @@ namespace shardcal::calib {
 
 using fit_text::key_name;
 
-Calibration calibrate(const ResultSet& rs, const FitOptions& opt) {
+Calibration calibrate(const ResultSet& rs, const FitOptions& options) {
+  FitOptions opt = options;
+  opt.channel_ramp = rs.backend == "nccl";  // (FitOptions::channel_ramp: not the caller's to set)
   Calibration cal;
   cal.options = opt;
   // Even points -> fit observations per family; uneven points kept for the S_eff comparison.

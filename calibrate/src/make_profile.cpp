@@ -122,6 +122,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
       if (c.contains("shardcal_version") && c["shardcal_version"].is_string())
         p.shardcal_version = c["shardcal_version"].get<std::string>();
   p.models = cal.models;
+  for (Model& m : p.models) m.channel_ramp = p.backend == "nccl";
   p.mpi_selector = mpi_selector_of(rs);
   std::string ceiling_refuted;
   p.link_ceiling = link_ceiling_of(rs, ceiling_refuted);

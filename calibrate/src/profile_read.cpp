@@ -485,6 +485,7 @@ struct Reader {
              "a second model for the same collective, hosts, concurrent_groups and dtype",
              "keep one model per class (merge or delete the duplicate)");
       if (p.link_ceiling) m.link_ceiling_GBps = p.link_ceiling->GBps;
+      m.channel_ramp = p.backend == "nccl";
       p.models.push_back(std::move(m));
     }
     return p;

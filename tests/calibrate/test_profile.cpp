@@ -910,6 +910,49 @@ TEST(CostModel, PastTheLargestSizeThePriceIsTheMiddleOfLineAndBackbone) {
   }
 }
 
+// Below the smallest measured size the price is the backbone carried (its latency floor); for
+// NCCL (channel_ramp: bandwidth grows with size, so a large-size backbone's alpha overstates the
+// floor) it leans towards the end's log-log line by (1 - a) / 2, a the backbone's latency share
+// at the smallest knot. The interval holds both either way.
+TEST(CostModel, BelowTheSmallestSizeNcclLeansFromTheBackboneTowardsTheLine) {
+  Model m = curved_model();
+  // One segment (a fitted backbone's first segment holds the smallest measured size): 20 us +
+  // S / 5 GB/s, the smallest knot at 256 KiB mostly bandwidth.
+  m.segments = {{0, std::nullopt, 20.0, 1.0, 5.0}};
+  MeasuredCurve& c = m.curves[0];
+  c.bytes = {262144, 524288, 1048576, 4194304};
+  c.log_ratio = {0.0, 0.0, 0.0, 0.0};
+  c.kappa = {0, 0.01, 0.01, 0};
+  const double s = 16384;  // 4 octaves below the smallest knot
+  const double t0 = backbone_time_us(m, 4, c.bytes[0]), t1 = backbone_time_us(m, 4, c.bytes[1]);
+  const double slope = std::log(t1 / t0);  // per octave (the knots are one octave apart)
+  const double line = std::log(t0) - 4 * slope;
+  const double carried = std::log(backbone_time_us(m, 4, s));
+  ASSERT_GT(carried, line + 0.5);  // the two extrapolations differ here
+  const Priced mpi = price(m, 4, 1, s);
+  EXPECT_NEAR(std::log(mpi.time_us), carried, 1e-9);
+  EXPECT_TRUE(mpi.beyond_measured);
+  m.channel_ramp = true;
+  const double a = backbone_time_us(m, 4, 1.0) / t0;
+  ASSERT_GT(a, 0.05);
+  ASSERT_LT(a, 0.95);
+  const Priced nccl = price(m, 4, 1, s);
+  EXPECT_NEAR(std::log(nccl.time_us), carried + 0.5 * (1 - a) * (line - carried), 1e-9);
+  EXPECT_DOUBLE_EQ(price_time_us(m, 4, 1, s), nccl.time_us);  // the planner's path too
+  for (const Priced& p : {mpi, nccl}) {
+    EXPECT_LE(p.lo_us, std::exp(line));
+    EXPECT_GE(p.hi_us, std::exp(carried));
+  }
+  // Non-decreasing in size up to the smallest knot, and continuous there.
+  double prev = 0;
+  for (double x = 1; x <= c.bytes[0]; x *= 1.25) {
+    const double t = price_time_us(m, 4, 1, x);
+    EXPECT_GE(t, prev * (1 - 1e-12)) << x;
+    prev = t;
+  }
+  EXPECT_NEAR(price_time_us(m, 4, 1, std::nextafter(c.bytes[0], 0.0)), t0, 1e-6 * t0);
+}
+
 // A size an ulp below a knot that sits on a segment boundary is in the gap (w rounds to 1 there):
 // priced by the gap's switch rule, continuous with the knot, not by the previous segment's
 // backbone times the knot's ratio (4x off here; host transport's measured sizes, s_eff n_b / n,

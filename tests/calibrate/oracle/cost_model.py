@@ -219,10 +219,15 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
         slope = min(max(slope, 0.0), LN2)
         far = ye + LN2 * d if up else ye - LN2 * d
         carried = min(max(log_bb + cv.weight * cv.log_ratio[k - 1 if up else 0], min(ye, far)), max(ye, far))
-        # The line stops at the link ceiling's floor (C++ applies it in both directions; downwards
-        # it only moves the interval's envelope, the price there is `carried`).
+        # The line stops at the link ceiling's floor (C++ applies it in both directions).
         line = max(ye + slope * d if up else ye - slope * d, _log_link_floor(model, n, s_eff))
-        log_t = 0.5 * (carried + line) if up else carried
+        # Upwards the middle; downwards the backbone carried, or for NCCL (channel_ramp) moved
+        # towards the middle by 1 - a, a the backbone's latency share at the smallest knot.
+        w_line = 0.5 if up else 0.0
+        if not up and model.channel_ramp:
+            a = min(max(backbone_time_us(model, n, 1.0, c) / math.exp(log_bb_at(0)), 0.0), 1.0)
+            w_line = 0.5 * (1.0 - a)
+        log_t = carried + w_line * (line - carried)
         grow = max(cv.kappa_scale / 2.0, BEYOND_LOG_SIGMA_PER_OCTAVE) * d
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
         end_sig = math.sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0)
@@ -378,6 +383,8 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
     seg_at = [segment_of(model, b) for b in cv.bytes]
     shrink1 = 1 - cv.shrink
     exp, log, bisect_right = math.exp, math.log, bisect.bisect_right
+    # Below the smallest knot, NCCL's price leans towards the line by this much (_curve_part).
+    ramp_w = 0.5 * (1.0 - min(max(backbone(1.0) / exp(kb[0]), 0.0), 1.0)) if model.channel_ramp else 0.0
 
     def with_curve(s_eff):
         return max(curve_time(s_eff), floor_us(s_eff))
@@ -398,7 +405,13 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
             d = x0 - x
             ye = yk[0]
             far = ye - LN2 * d
-            return exp(min(max(log_bb + wgt * lr[0], min(ye, far)), max(ye, far)))
+            carried = min(max(log_bb + wgt * lr[0], min(ye, far)), max(ye, far))
+            if not ramp_w:
+                return exp(carried)
+            slope = min(max((ym[1] - ye) / (xs[1] - x0), 0.0), LN2)
+            f = floor_us(s_eff)
+            line = max(ye - slope * d, math.log(f) if f > 0 else -math.inf)
+            return exp(carried + ramp_w * (line - carried))
         i = bisect_right(knot_bytes, max(s_eff, 1.0))
         i = 0 if i == 0 else i - 1
         if i + 1 >= k:

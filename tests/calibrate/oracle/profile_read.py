@@ -61,6 +61,9 @@ class Model:
     # The profile's link ceiling (extra.link_ceiling.GBps), 0 = none: Model::link_ceiling_GBps,
     # which the C++ reader copies into every model; prices never fall below its floor.
     link_ceiling_GBps: float = 0.0
+    # The profile's backend is NCCL (Model::channel_ramp, set on read): below the measured sizes
+    # the price leans from the backbone carried towards the log-log line.
+    channel_ramp: bool = False
 
 def _fail(origin: str, ptr: str, what: str, fix: str):
     raise ProfileError(f"{origin}: {ptr or '/'}: {what}; {fix}")
@@ -520,6 +523,7 @@ class ProfileData:
         self.models = [_parse_model(origin, m, f"/models/{i}", i) for i, m in enumerate(doc["models"])]
         for m in self.models:  # (profile_read.cpp: every model prices with the profile's ceiling)
             m.link_ceiling_GBps = self.link_ceiling["GBps"] if self.link_ceiling else 0.0
+            m.channel_ramp = self.backend == "nccl"
         seen = set()
         for m in self.models:
             key = (m.collective, m.hosts, m.concurrent_groups, m.dtype)

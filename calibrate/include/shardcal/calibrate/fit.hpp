@@ -37,6 +37,9 @@ struct FitOptions {
                                   // pooled fit exceeds this and 3 standard errors
   double class_bias_min = 0.05;   // link classes (group size, concurrency) split likewise; also
                                   // the least contention effect (at the largest concurrency) kept
+  // Set by calibrate() from the results' backend ("nccl"), not by users: the models' channel_ramp
+  // (profile_types.hpp), so the leave-one-size-out holdout prices the smallest size as predict does.
+  bool channel_ramp = false;
 };
 
 // Pooling of the link classes of one collective and hosts pattern (docs/CALIBRATION.md "Pooling

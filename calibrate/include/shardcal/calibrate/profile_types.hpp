@@ -139,6 +139,11 @@ struct Model {
   // The profile's link ceiling (Profile::link_ceiling), 0 = not known: prices never fall below
   // S_eff x link_floor_factor(n) / ceiling. Not written per model.
   double link_ceiling_GBps = 0;
+  // The profile's backend is NCCL, whose bandwidth grows with size (fewer channels for smaller
+  // messages): below the measured sizes the price leans from the backbone carried towards the
+  // log-log line (cost_model.cpp curve_part). Not written per model: set from Profile::backend on
+  // read and by the fitter (FitOptions::channel_ramp).
+  bool channel_ramp = false;
 };
 
 // The domain a model is used on without the prediction being marked extrapolated.
