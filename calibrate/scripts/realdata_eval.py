@@ -38,11 +38,12 @@ record, e.g. a `shardbench sweep` on a simulated cluster): those go to `shardben
 they are, without `shardbench import`.
 
 Host-count table: --hosts-series DIR (the paths are then optional) reads DIR's results files
-hosts<H>.jsonl, or benchmark logs: each log's host count is the hosts its rank lines name, else
-(no host lines, e.g. OSU) the count in its name (hosts<H>, <H>x<G>, <H>nodes); a name that
-disagrees with the rank lines is warned about (the rank lines win; a name of H > 1 hosts whose
-ranks all name one host is an error that says how to import it). Several logs of one count are
-imported together. It runs the standard cases: fit {2,4}
+hosts<H>.jsonl, or benchmark logs: each log's host count is the hosts it names (rank lines or
+the launch command); a name that says otherwise (hosts<H>, <H>nodes, <H>x<G>) is warned about,
+and a hosts<H>/<H>nodes name whose ranks all name one host is an error that says how to import
+it; a file shardbench cannot import (an OSU log without host lines: import it with --hosts into
+hosts<H>.jsonl) is ignored, with why. Several logs of one count are imported together. It runs
+the standard cases: fit {2,4}
 predict 8, fit {2,4} predict 16, fit {2} predict 4, fit {4,8} predict 16, fit {4} predict 8 (a
 case whose counts DIR lacks is skipped). One row per case and collective: median and largest
 relative error, how many points the 95 % intervals cover, their median half-width; then a pooled
@@ -282,9 +283,11 @@ HOSTS_IN_NAME = [re.compile(r"hosts[-_]?(\d+)", re.I), re.compile(r"(\d+)[-_]?no
 
 def series_files(sb, directory, work, extra):
     """{host count: [files]} of a --hosts-series directory. Results files: the count in the name
-    (hosts<H>.jsonl), else the most hosts their points span. Benchmark logs: the hosts their rank
-    lines name (`shardbench import`), else (no host lines, e.g. OSU) the count in the name; where
-    both are there and differ, the rank lines, with a warning (a name like 8x2 can mean either)."""
+    (hosts<H>.jsonl), else the most hosts their points span. Benchmark logs: the hosts their own
+    lines name (`shardbench import`: rank lines or the launch command); where the name says
+    otherwise (hosts<H>, <H>nodes, <H>x<G>), a warning (a name like 8x2 can mean either), and a
+    name of H > 1 hosts whose ranks all name one host (containers sharing a hostname) is an
+    error that says how to import it. A file shardbench cannot import is ignored, with why."""
     if not os.path.isdir(directory):
         fail(f"--hosts-series {directory}: not a directory")
     by_hosts, ignored = {}, []
@@ -293,7 +296,8 @@ def series_files(sb, directory, work, extra):
         # routes.json: the ring's routes (bench/tools/ring_routes.cpp), not a results file.
         if not os.path.isfile(path) or name.lower().startswith("readme") or name == "routes.json":
             continue
-        h = next((int(m.group(1)) for rx in HOSTS_IN_NAME for m in [rx.search(name)] if m), None)
+        named = [(int(m.group(1)), k) for k, rx in enumerate(HOSTS_IN_NAME) for m in [rx.search(name)] if m]
+        h, explicit = (named[0][0], named[0][1] < 2) if named else (None, False)  # (<H>x<G>: not explicit)
         if is_results(path):
             if h is None:
                 _, pts = load_points(path)
@@ -301,28 +305,28 @@ def series_files(sb, directory, work, extra):
         else:
             probe = os.path.join(work, f"series-probe-{i}.jsonl")
             r = run([sb, "import", path, "--out", probe] + extra)
-            spanned = max((p["hosts_spanned"] for p in load_points(probe)[1]), default=None) \
-                if r.returncode == 0 and os.path.exists(probe) else None
+            if r.returncode != 0 or not os.path.exists(probe):
+                why = (r.stderr.strip() or r.stdout.strip()).splitlines()
+                ignored.append(f"{name} ({why[-1] if why else 'shardbench import failed'})")
+                continue
+            spanned = max((p["hosts_spanned"] for p in load_points(probe)[1]), default=None)
             if spanned is not None and h is not None and spanned != h:
-                if spanned == 1:
-                    fail(f"--hosts-series: {path}: the name says {h} hosts, but its rank lines name one "
+                if spanned == 1 and explicit:
+                    fail(f"--hosts-series: {path}: the name says {h} hosts, but every rank names one "
                          f"host: import it with `shardbench import {path} --hosts {h} --ranks-per-host "
                          f"R --out {os.path.join(directory, f'hosts{h}.jsonl')}` and move the log out")
-                print(f"realdata_eval: --hosts-series: {path}: the name says {h} hosts, its rank lines "
-                      f"{spanned}: taken as {spanned} (rename the file, or fix the log's host names)",
+                print(f"realdata_eval: --hosts-series: {path}: the name says {h} hosts, the log's host "
+                      f"names {spanned}: taken as {spanned} (rename the file, or fix the log's host names)",
                       file=sys.stderr)
-            if spanned is not None:
-                h = spanned
+            h = spanned
         if h is None or h < 1:
-            ignored.append(name)
+            ignored.append(f"{name} (no host count)")
             continue
         by_hosts.setdefault(h, []).append(path)
     if ignored:
-        print(f"realdata_eval: --hosts-series {directory}: ignored (neither a host count in the name "
-              f"nor host names in the log): {', '.join(ignored)}", file=sys.stderr)
+        print(f"realdata_eval: --hosts-series {directory}: ignored: {'; '.join(ignored)}", file=sys.stderr)
     if not by_hosts:
-        fail(f"--hosts-series {directory}: no hosts<H>.jsonl results file nor a log whose rank lines "
-             "or name give its host count")
+        fail(f"--hosts-series {directory}: no hosts<H>.jsonl results file nor a log shardbench can import")
     return by_hosts
 
 
@@ -507,6 +511,9 @@ def main():
         fail("--median-limit goes with --hosts-series, without --coverage-only")
     if a.hosts_series and (a.paths or a.scale_to):
         fail("--hosts-series DIR takes no other logs nor --scale-to")
+    if a.hosts_series and (a.hosts or a.ranks_per_host):
+        fail("--hosts-series DIR takes each log's host count from the log: without --hosts/--ranks-per-host "
+             "(a log that names no hosts: import it with them into DIR/hosts<H>.jsonl)")
     if not a.hosts_series and not a.paths:
         fail("no log given (pass log files or directories, or --hosts-series DIR)")
     if not 0 < a.fit_share < 1:

@@ -189,17 +189,29 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     // Upwards their geometric middle. Downwards the backbone carried: a latency floor is in every
     // backbone, and the line's fall is what the floor stops (on the SMPI host series, transported
     // prices below the measured sizes missed by 20 % with the middle); the line bounds the interval.
-    // NCCL (channel_ramp): its bandwidth grows with size -- fewer channels for smaller messages,
-    // about 2 MiB per channel to reach full bandwidth (src/include/enqueue.h
-    // NCCL_AGG_CHANNEL_SIZE) -- so a backbone fitted on large sizes carries an alpha above the
-    // floor (all_reduce on 8 H100s fitted from 32 MiB: 57 us at 1 MiB, 42 measured). There the
-    // floor counts as far as the end measured it: the price moves from the backbone carried
-    // towards the middle by 1 - a, a the latency's share of the backbone's time at the smallest
-    // measured size (the backbone's time at 1 B over its time there).
+    // NCCL (channel_ramp) lowers its channel count, then its threads, as the size falls
+    // (src/enqueue.cc, "Ring/Tree channel tuning": while nBytes < nc * nt * threadThreshold), so
+    // its bandwidth grows with size and a backbone fitted on large sizes carries an alpha above
+    // the floor (all_reduce on 8 H100s fitted from 32 MiB: 57 us at 1 MiB, 42 measured). There the
+    // floor counts as far as the end measured it: the price leans from the backbone carried
+    // towards the line by (1 - a) / 2 (the middle at most), a the latency's share of the
+    // backbone's time at the smallest measured size -- for kChannelRampOctaves below it; further
+    // down the lean's offset is held (the backbone's shape, lowered by that much), since the line
+    // carried on would reach any price (a scalar all_reduce priced 30x fast).
     double w_line = up ? 0.5 : 0.0;
-    if (!up && m.channel_ramp)
-      w_line = 0.5 * (1.0 - std::clamp(backbone_time_us(m, n, 1.0, c) / std::exp(log_bb_at(0)), 0.0, 1.0));
-    out.log_t = carried + w_line * (line - carried);
+    double lean_line = line, lean_from = carried;  // the lean: w_line (lean_line - lean_from)
+    if (!up && m.channel_ramp) {
+      const std::size_t s0 = segment_of(m, cv.bytes.front());
+      w_line = 0.5 * (1.0 - std::clamp(segment_time_us(m, s0, n, 1.0, c) / std::exp(log_bb_at(0)), 0.0, 1.0));
+      if (d > kChannelRampOctaves) {
+        const double sk = cv.bytes.front() * std::exp2(-kChannelRampOctaves);
+        const double fk = ye - kLn2 * kChannelRampOctaves;
+        lean_from = std::clamp(log_time(backbone_time_us(m, n, sk, c)) + cv.weight * cv.log_ratio[0],
+                               std::min(ye, fk), std::max(ye, fk));
+        lean_line = std::max(ye - slope * kChannelRampOctaves, log_link_floor(m, n, sk));
+      }
+    }
+    out.log_t = carried + w_line * (lean_line - lean_from);
     if (!want_sigma) return out;
     // The interval holds both extrapolations, each widened by the curve's noise and misfit and by
     // a growth per octave (the curve's own interpolation error scale, at least

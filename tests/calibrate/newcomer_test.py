@@ -10,8 +10,8 @@ usage: newcomer_test.py CHECK SHARDBENCH SOURCE_DIR [PYTHON]
   profile_module  trap 8: python -m shardcal.profile: no traceback for a user's mistake (PYTHON: the venv's)
   readme          trap 9: the README's report command is the one that works
   plan_text       trap 7 (its CLI half): `plan` on a profile without all_gather prints its detour readably
-  series_names    realdata_eval.py --hosts-series takes a log's host count from its rank lines, not
-                  only from its name; a name that says more hosts than one named host is an error
+  series_names    realdata_eval.py --hosts-series takes a log's host count from the log, not its
+                  name; a hosts<H>/<H>nodes name over ranks that all name one host is an error
 Each check exits 0 after printing what it compared, non-zero with the reason otherwise.
 """
 import json
@@ -325,13 +325,19 @@ def check_series_names(tmp):
     shutil.copy(data("scaling", "synth-all_reduce-2x8.txt"), os.path.join(series, "ar-run-a.txt"))
     shutil.copy(data("scaling", "synth-all_reduce-4x8.txt"), os.path.join(series, "ar-8x2.txt"))
     open(os.path.join(series, "notes.txt"), "w").write("runs of 2026-11-29\n")
+    # A one-node log named GPUs x nodes: "8x1" reads as 8 hosts, its ranks name one: warned, not refused.
+    shutil.copy(data("realdata", "ncclt-all_reduce-H100-1x8-1.txt"), os.path.join(series, "ar-h100-8x1.txt"))
     p = run([ev, "--shardbench", SB, "--hosts-series", series, "--json", os.path.join(tmp, "r.json")], 0,
             exe=[sys.executable])
     r = json.load(open(os.path.join(tmp, "r.json")))
-    assert sorted(r["hosts"]) == ["2", "4"], r["hosts"]
+    assert sorted(r["hosts"]) == ["1", "2", "4"], r["hosts"]
     assert [(x["fit"], x["target"]) for x in r["rows"]] == [([2], 4)], r["rows"]
-    assert "the name says 8 hosts, its rank lines 4: taken as 4" in p.stderr, p.stderr
-    assert "ignored" in p.stderr and "notes.txt" in p.stderr, p.stderr
+    assert "ar-8x2.txt: the name says 8 hosts, the log's host names 4: taken as 4" in p.stderr, p.stderr
+    assert "ar-h100-8x1.txt: the name says 8 hosts, the log's host names 1: taken as 1" in p.stderr, p.stderr
+    assert "ignored: notes.txt (" in p.stderr, p.stderr
+    # --hosts would give every log one count: refused with the series.
+    p = run([ev, "--shardbench", SB, "--hosts-series", series, "--hosts", "2"], 2, exe=[sys.executable])
+    one_line(p, "realdata_eval: --hosts-series DIR takes each log's host count from the log")
     # A 2-node log whose ranks all name one host (containers with one hostname): an error that
     # says how to import it, not a 1-host series.
     text = open(data("scaling", "synth-all_reduce-2x8.txt")).read()
@@ -339,8 +345,8 @@ def check_series_names(tmp):
     open(os.path.join(series, "ar-2nodes.txt"), "w").write(re.sub(r" on node\d+ ", " on node ", text))
     p = run([ev, "--shardbench", SB, "--hosts-series", series], 2, exe=[sys.executable])
     one_line(p, "realdata_eval: --hosts-series:", "ar-2nodes.txt", "one host", "--hosts 2")
-    print("series_names: host counts from rank lines (2, 4), the misleading name warned, the note "
-          "ignored, a one-hostname 2-node log refused with the import to run")
+    print("series_names: host counts from the logs (1, 2, 4), the misleading names warned, the note "
+          "ignored, --hosts refused, a one-hostname 2-node log refused with the import to run")
 
 
 def main():

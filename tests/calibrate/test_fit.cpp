@@ -991,6 +991,34 @@ TEST(CalibrateFit, BadInputsThrowClearErrors) {
   }
 }
 
+// An NCCL sweep's models lean below the measured sizes (Model::channel_ramp, cost_model.cpp),
+// set by the fitter (so the leave-one-size-out holdout prices its smallest size as predict will)
+// and by the profile's reader; other backends' do not. The same data under both backends: the
+// holdouts differ only through that smallest size, and predict's price below the sweep with them.
+TEST(CalibrateFit, NcclModelsLeanBelowTheMeasuredSizes) {
+  std::vector<json> recs;
+  for (const json& r : synthetic(71))
+    if (r.value("type", "") != "point" || r["bytes"].get<double>() >= 65536) recs.push_back(r);
+  double hold[2] = {0, 0}, below[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    recs[0]["backend"] = k ? "nccl" : "sim";
+    TempFile f(k ? "nccl.jsonl" : "sim.jsonl");
+    f.write(recs);
+    const ResultSet rs = read_results({f.path});
+    const Calibration cal = calibrate(rs);
+    const Model& m = only_model(cal);
+    EXPECT_EQ(m.channel_ramp, k == 1);
+    ASSERT_TRUE(m.quality.leave_size_out_mape.has_value());
+    hold[k] = *m.quality.leave_size_out_mape;
+    const Profile prof = parse_profile(profile_to_json(make_profile(rs, cal, "synthetic")), "test");
+    ASSERT_EQ(prof.models.size(), 1u);
+    EXPECT_EQ(prof.models[0].channel_ramp, k == 1);
+    below[k] = predict(prof, Collective::AllGather, LinkClass{8, 1, 8, 1}, 1024.0).time_us;
+  }
+  EXPECT_NE(hold[0], hold[1]);
+  EXPECT_LT(below[1], below[0]);  // leaning from the backbone's floor towards the line
+}
+
 }  // namespace
 
 // Real GPU curves bend where alpha + S/B lines cannot (a soft protocol knee: the bandwidth

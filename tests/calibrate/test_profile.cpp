@@ -913,7 +913,8 @@ TEST(CostModel, PastTheLargestSizeThePriceIsTheMiddleOfLineAndBackbone) {
 // Below the smallest measured size the price is the backbone carried (its latency floor); for
 // NCCL (channel_ramp: bandwidth grows with size, so a large-size backbone's alpha overstates the
 // floor) it leans towards the end's log-log line by (1 - a) / 2, a the backbone's latency share
-// at the smallest knot. The interval holds both either way.
+// at the smallest knot, for kChannelRampOctaves; further down the lean is held. The interval
+// holds both either way.
 TEST(CostModel, BelowTheSmallestSizeNcclLeansFromTheBackboneTowardsTheLine) {
   Model m = curved_model();
   // One segment (a fitted backbone's first segment holds the smallest measured size): 20 us +
@@ -943,6 +944,14 @@ TEST(CostModel, BelowTheSmallestSizeNcclLeansFromTheBackboneTowardsTheLine) {
     EXPECT_LE(p.lo_us, std::exp(line));
     EXPECT_GE(p.hi_us, std::exp(carried));
   }
+  // Past kChannelRampOctaves below the smallest knot the lean's offset is held: the backbone's
+  // shape lowered by a bounded factor, not the line carried on to any price.
+  const double far_s = c.bytes[0] * std::exp2(-12.0);
+  const double k_s = c.bytes[0] * std::exp2(-kChannelRampOctaves);
+  const double held = 0.5 * (1 - a) *
+                      ((std::log(t0) - kChannelRampOctaves * slope) - std::log(backbone_time_us(m, 4, k_s)));
+  EXPECT_NEAR(std::log(price_time_us(m, 4, 1, far_s)), std::log(backbone_time_us(m, 4, far_s)) + held, 1e-9);
+  EXPECT_GT(price_time_us(m, 4, 1, 1.0), 0.5 * backbone_time_us(m, 4, 1.0));
   // Non-decreasing in size up to the smallest knot, and continuous there.
   double prev = 0;
   for (double x = 1; x <= c.bytes[0]; x *= 1.25) {

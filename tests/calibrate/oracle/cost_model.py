@@ -28,6 +28,7 @@ OTHER_SIDE_LOG_SIGMA = 1.0
 CURVE_SWITCH_LOG = 0.6931471805599453  # ln 2 (cost_model.hpp kCurveSwitchLog)
 LN2 = 0.6931471805599453  # cost_model.hpp kLn2
 BEYOND_LOG_SIGMA_PER_OCTAVE = 0.12  # cost_model.hpp kBeyondLogSigmaPerOctave
+CHANNEL_RAMP_OCTAVES = 5.0  # cost_model.hpp kChannelRampOctaves
 CURVE_MAX_NOISE = 5.0
 CURVE_MAX_KAPPA = 100.0
 
@@ -221,13 +222,21 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
         carried = min(max(log_bb + cv.weight * cv.log_ratio[k - 1 if up else 0], min(ye, far)), max(ye, far))
         # The line stops at the link ceiling's floor (C++ applies it in both directions).
         line = max(ye + slope * d if up else ye - slope * d, _log_link_floor(model, n, s_eff))
-        # Upwards the middle; downwards the backbone carried, or for NCCL (channel_ramp) moved
-        # towards the middle by 1 - a, a the backbone's latency share at the smallest knot.
-        w_line = 0.5 if up else 0.0
+        # Upwards the middle; downwards the backbone carried, or for NCCL (channel_ramp) leaning
+        # towards the line by (1 - a) / 2, a the backbone's latency share at the smallest knot,
+        # the lean held past CHANNEL_RAMP_OCTAVES below it.
+        w_line, lean_line, lean_from = (0.5 if up else 0.0), line, carried
         if not up and model.channel_ramp:
-            a = min(max(backbone_time_us(model, n, 1.0, c) / math.exp(log_bb_at(0)), 0.0), 1.0)
+            s0 = segment_of(model, cv.bytes[0])
+            a = min(max(segment_time_us(model, s0, n, 1.0, c) / math.exp(log_bb_at(0)), 0.0), 1.0)
             w_line = 0.5 * (1.0 - a)
-        log_t = carried + w_line * (line - carried)
+            if d > CHANNEL_RAMP_OCTAVES:
+                sk = cv.bytes[0] * 2.0 ** -CHANNEL_RAMP_OCTAVES
+                fk = ye - LN2 * CHANNEL_RAMP_OCTAVES
+                lean_from = min(max(_log_time(backbone_time_us(model, n, sk, c)) + cv.weight * cv.log_ratio[0],
+                                    min(ye, fk)), max(ye, fk))
+                lean_line = max(ye - slope * CHANNEL_RAMP_OCTAVES, _log_link_floor(model, n, sk))
+        log_t = carried + w_line * (lean_line - lean_from)
         grow = max(cv.kappa_scale / 2.0, BEYOND_LOG_SIGMA_PER_OCTAVE) * d
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
         end_sig = math.sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0)
@@ -383,8 +392,19 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
     seg_at = [segment_of(model, b) for b in cv.bytes]
     shrink1 = 1 - cv.shrink
     exp, log, bisect_right = math.exp, math.log, bisect.bisect_right
-    # Below the smallest knot, NCCL's price leans towards the line by this much (_curve_part).
-    ramp_w = 0.5 * (1.0 - min(max(backbone(1.0) / exp(kb[0]), 0.0), 1.0)) if model.channel_ramp else 0.0
+    # Below the smallest knot, NCCL's price leans towards the line by ramp_w, its offset held at
+    # ramp_held past CHANNEL_RAMP_OCTAVES (_curve_part).
+    ramp_w = ramp_held = 0.0
+    if model.channel_ramp:
+        a = segment_time_us(model, segment_of(model, cv.bytes[0]), n, 1.0, c) / exp(kb[0])
+        ramp_w = 0.5 * (1.0 - min(max(a, 0.0), 1.0))
+        sk = cv.bytes[0] * 2.0 ** -CHANNEL_RAMP_OCTAVES
+        fk = yk[0] - LN2 * CHANNEL_RAMP_OCTAVES
+        ck = min(max(log(max(backbone(sk), 1e-6)) + wgt * lr[0], min(yk[0], fk)), max(yk[0], fk))
+        f = floor_us(sk)
+        lk = max(yk[0] - min(max((ym[1] - yk[0]) / (xs[1] - x0), 0.0), LN2) * CHANNEL_RAMP_OCTAVES,
+                 math.log(f) if f > 0 else -math.inf)
+        ramp_held = ramp_w * (lk - ck)
 
     def with_curve(s_eff):
         return max(curve_time(s_eff), floor_us(s_eff))
@@ -408,6 +428,8 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
             carried = min(max(log_bb + wgt * lr[0], min(ye, far)), max(ye, far))
             if not ramp_w:
                 return exp(carried)
+            if d > CHANNEL_RAMP_OCTAVES:
+                return exp(carried + ramp_held)
             slope = min(max((ym[1] - ye) / (xs[1] - x0), 0.0), LN2)
             f = floor_us(s_eff)
             line = max(ye - slope * d, math.log(f) if f > 0 else -math.inf)

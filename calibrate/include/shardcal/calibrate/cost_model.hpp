@@ -275,6 +275,12 @@ inline constexpr double kLn2 = 0.6931471805599453;
 // sizes (docs/CALIBRATION.md "Past the measured sizes").
 inline constexpr double kBeyondLogSigmaPerOctave = 0.12;
 
+// Below the measured sizes an NCCL profile's price leans from the backbone carried towards the
+// log-log line for this many octaves at most (then the lean is held): log2 of NCCL's 32 channels
+// per communicator on current GPUs, the octaves its channel count can halve through. Chosen from
+// 3, 5 and 8 on the development logs (docs/CALIBRATION.md "Past the measured sizes").
+inline constexpr double kChannelRampOctaves = 5.0;
+
 // Bounds the profile readers put on a curve's noise and kappa_scale (log scale): beyond them an
 // interval would be meaningless (e^(1.96 x 5) ~ 18000x) and exp() could overflow.
 inline constexpr double kCurveMaxNoise = 5.0;
