@@ -296,8 +296,12 @@ def series_files(sb, directory, work, extra):
         # routes.json: the ring's routes (bench/tools/ring_routes.cpp), not a results file.
         if not os.path.isfile(path) or name.lower().startswith("readme") or name == "routes.json":
             continue
-        named = [(int(m.group(1)), k) for k, rx in enumerate(HOSTS_IN_NAME) for m in [rx.search(name)] if m]
-        h, explicit = (named[0][0], named[0][1] < 2) if named else (None, False)  # (<H>x<G>: not explicit)
+        named = [(m, k) for k, rx in enumerate(HOSTS_IN_NAME) for m in [rx.search(name)] if m]
+        h = int(named[0][0].group(1)) if named else None
+        # Several hosts for sure: hosts<H>, <H>nodes with H > 1, or <A>x<B> with A, B > 1 (either
+        # reading, hosts x GPUs or GPUs x hosts, is two hosts or more; 8x1 may be one node).
+        several = bool(named) and h > 1 and (named[0][1] < 2 or int(re.search(
+            r"(?<![0-9])\d+x(\d+)", name, re.I).group(1)) > 1)
         if is_results(path):
             if h is None:
                 _, pts = load_points(path)
@@ -310,11 +314,16 @@ def series_files(sb, directory, work, extra):
                 ignored.append(f"{name} ({why[-1] if why else 'shardbench import failed'})")
                 continue
             spanned = max((p["hosts_spanned"] for p in load_points(probe)[1]), default=None)
+            if spanned is None:
+                ignored.append(f"{name} (no usable point: every row failed its check, or none was timed)")
+                continue
             if spanned is not None and h is not None and spanned != h:
-                if spanned == 1 and explicit:
-                    fail(f"--hosts-series: {path}: the name says {h} hosts, but every rank names one "
-                         f"host: import it with `shardbench import {path} --hosts {h} --ranks-per-host "
-                         f"R --out {os.path.join(directory, f'hosts{h}.jsonl')}` and move the log out")
+                if spanned == 1 and several:
+                    hh = str(h) if named[0][1] < 2 else "H"  # (<A>x<B>: which one is the nodes?)
+                    fail(f"--hosts-series: {path}: the name says {named[0][0].group(0)}, but every rank "
+                         f"names one host: import it with `shardbench import {path} --hosts {hh} "
+                         f"--ranks-per-host R --out {os.path.join(directory, f'hosts{hh}.jsonl')}` (H its "
+                         "node count, R its GPUs per node) and move the log out")
                 print(f"realdata_eval: --hosts-series: {path}: the name says {h} hosts, the log's host "
                       f"names {spanned}: taken as {spanned} (rename the file, or fix the log's host names)",
                       file=sys.stderr)

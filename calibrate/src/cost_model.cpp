@@ -196,8 +196,9 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
     // floor counts as far as the end measured it: the price leans from the backbone carried
     // towards the line by (1 - a) / 2 (the middle at most), a the latency's share of the
     // backbone's time at the smallest measured size -- for kChannelRampOctaves below it; further
-    // down the lean's offset is held (the backbone's shape, lowered by that much), since the line
-    // carried on would reach any price (a scalar all_reduce priced 30x fast).
+    // down the lean's offset is held (the backbone's shape, moved by that much), since the line
+    // carried on would reach any price (a scalar all_reduce priced 30x fast). Every NCCL
+    // collective (all_to_all's point-to-point too: on the RTX 2080 Ti log the lean helped).
     double w_line = up ? 0.5 : 0.0;
     double lean_line = line, lean_from = carried;  // the lean: w_line (lean_line - lean_from)
     if (!up && m.channel_ramp) {
@@ -211,7 +212,9 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
         lean_line = std::max(ye - slope * kChannelRampOctaves, log_link_floor(m, n, sk));
       }
     }
-    out.log_t = carried + w_line * (lean_line - lean_from);
+    // (Held, the lean can carry the price past t(S_0) / 2^d where the backbone below the smallest
+    // size falls faster than that: back inside the physical bounds.)
+    out.log_t = std::clamp(carried + w_line * (lean_line - lean_from), std::min(ye, far), std::max(ye, far));
     if (!want_sigma) return out;
     // The interval holds both extrapolations, each widened by the curve's noise and misfit and by
     // a growth per octave (the curve's own interpolation error scale, at least
@@ -342,7 +345,7 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   out.hi_us = std::exp(std::clamp(hi, -700.0, 700.0));
   // No price below the link ceiling's floor (docs/CALIBRATION.md "Link ceilings").
   const double floor_us = link_floor_time_us(m, n, s_eff);
-  out.lo_us = std::max(out.lo_us, floor_us);
+  out.lo_us = std::min(std::max(out.lo_us, floor_us), out.time_us);
   out.hi_us = std::max(out.hi_us, out.time_us);
   return out;
 }

@@ -345,6 +345,10 @@ def check_series_names(tmp):
     open(os.path.join(series, "ar-2nodes.txt"), "w").write(re.sub(r" on node\d+ ", " on node ", text))
     p = run([ev, "--shardbench", SB, "--hosts-series", series], 2, exe=[sys.executable])
     one_line(p, "realdata_eval: --hosts-series:", "ar-2nodes.txt", "one host", "--hosts 2")
+    # The same as 2x8 (hosts x GPUs, or GPUs x hosts: two hosts or more either way): refused too.
+    os.rename(os.path.join(series, "ar-2nodes.txt"), os.path.join(series, "ar-2x8-h100.txt"))
+    p = run([ev, "--shardbench", SB, "--hosts-series", series], 2, exe=[sys.executable])
+    one_line(p, "realdata_eval: --hosts-series:", "ar-2x8-h100.txt", "one host", "--hosts H")
     print("series_names: host counts from the logs (1, 2, 4), the misleading names warned, the note "
           "ignored, --hosts refused, a one-hostname 2-node log refused with the import to run")
 

@@ -576,6 +576,27 @@ TEST(Profile, HostCountTransport) {
   EXPECT_EQ(r.transport.law, LatencyLaw::RingSteps);
   EXPECT_FALSE(r.transport.algorithm_unknown);
   EXPECT_NEAR(r.time_us, t2 * (share * 7.0 / 3.0 + (1 - share) * bus), 1e-9 * r.time_us);
+  {
+    // A sweep that started at 64 KiB (a curve there): NCCL's lean (Model::channel_ramp) prices the
+    // measured count below it, but the transport's latency floor L is priced without it, so the
+    // transported price at a measured size does not depend on the lean.
+    Profile ramp = nccl;
+    for (Model& m : ramp.models)
+      if (m.collective == Collective::AllGather && m.hosts == 2) {
+        MeasuredCurve c;
+        c.group_size = 4;
+        c.bytes = {65536, 262144, 1048576, 4194304};
+        c.log_ratio = {0.0, 0.0, 0.0, 0.0};
+        c.kappa = {0, 0.01, 0.01, 0};
+        c.shrink = c.weight = 1.0;
+        m.curves = {c};
+      }
+    const double flat = predict(ramp, Collective::AllGather, LinkClass{8, 4, 2, 1}, s).time_us;
+    const double floor_flat = predict(ramp, Collective::AllGather, LinkClass{4, 2, 2, 1}, 1.0).time_us;
+    for (Model& m : ramp.models) m.channel_ramp = true;
+    EXPECT_LT(predict(ramp, Collective::AllGather, LinkClass{4, 2, 2, 1}, 1.0).time_us, floor_flat);
+    EXPECT_DOUBLE_EQ(predict(ramp, Collective::AllGather, LinkClass{8, 4, 2, 1}, s).time_us, flat);
+  }
 
   // A second count (hosts=4) made as hosts=2 carried along ring steps: alpha 30 + 3 x 3 steps at
   // 4 ranks grows to 39 x 7/3 = 91 = alpha 70 + 3 x 7 steps at 8 ranks, same B. The test picks

@@ -236,7 +236,7 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
                 lean_from = min(max(_log_time(backbone_time_us(model, n, sk, c)) + cv.weight * cv.log_ratio[0],
                                     min(ye, fk)), max(ye, fk))
                 lean_line = max(ye - slope * CHANNEL_RAMP_OCTAVES, _log_link_floor(model, n, sk))
-        log_t = carried + w_line * (lean_line - lean_from)
+        log_t = min(max(carried + w_line * (lean_line - lean_from), min(ye, far)), max(ye, far))
         grow = max(cv.kappa_scale / 2.0, BEYOND_LOG_SIGMA_PER_OCTAVE) * d
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
         end_sig = math.sqrt(cv.noise * cv.noise + misfit * misfit + cv.kappa_scale * cv.kappa_scale / 4.0)
@@ -314,7 +314,7 @@ def price_on(model, cv, exact: bool, n: int, concurrent_groups: int, s_eff: floa
     # The floor in linear time (a price on it is the floor exactly); the interval's lower end not
     # below it and its upper end not below the price (price_on's last lines).
     time_us = max(math.exp(log_t), floor_us)
-    return Priced(time_us, max(math.exp(min(max(lo, -700.0), 700.0)), floor_us),
+    return Priced(time_us, min(max(math.exp(min(max(lo, -700.0), 700.0)), floor_us), time_us),
                   max(math.exp(min(max(hi, -700.0), 700.0)), time_us), seg, cv, exact, switch, beyond, octaves)
 
 
@@ -429,11 +429,11 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
             if not ramp_w:
                 return exp(carried)
             if d > CHANNEL_RAMP_OCTAVES:
-                return exp(carried + ramp_held)
+                return exp(min(max(carried + ramp_held, min(ye, far)), max(ye, far)))
             slope = min(max((ym[1] - ye) / (xs[1] - x0), 0.0), LN2)
             f = floor_us(s_eff)
             line = max(ye - slope * d, math.log(f) if f > 0 else -math.inf)
-            return exp(carried + ramp_w * (line - carried))
+            return exp(min(max(carried + ramp_w * (line - carried), min(ye, far)), max(ye, far)))
         i = bisect_right(knot_bytes, max(s_eff, 1.0))
         i = 0 if i == 0 else i - 1
         if i + 1 >= k:

@@ -11,6 +11,7 @@ one way: predict -> host_transport -> cost_model.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -132,6 +133,13 @@ _OMPI_REDUCE_SCATTER = (
     (_ALL, 1024, _RB), (_ALL, 8192, _RH), (_ALL, _INF, _BF),
 )
 
+
+
+def _latency_floor_us(m, n: int, c: int) -> float:
+    """host_transport.cpp latency_floor_us: the price at 1 B without NCCL's downward lean."""
+    if not m.channel_ramp:
+        return price_time_us(m, n, c, 1.0)
+    return price_time_us(dataclasses.replace(m, channel_ramp=False), n, c, 1.0)
 
 def _select_row(rows, n: int, nbytes: float) -> str:
     for ranks_below, bytes_below, alg in rows:
@@ -873,7 +881,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
             sizes = [math.ldexp(1.0, i) for i in range(31)]
         sizes = sorted(set(sizes))
         slo, shi = known_switch(op, prof.backend, a.hosts, best.hosts)
-        la = price_time_us(a, na, c, 1.0)
+        la = _latency_floor_us(a, na, c)
         # The ring routes from the other count to the chosen one (where they apply at all).
         rab = route_ab
         steps_b = float(ring_steps(op, nb))
@@ -938,7 +946,7 @@ def host_transport(prof, best, hosts: int, ranks_per_host: int, concurrent_group
         t.law_discriminated = t.law_tested and best_score < default_score - 1e-9 * max(1.0, default_score)
         if t.law_tested:
             t.step_log_sigma = HOST_TRANSPORT_TESTED_LOG_SIGMA
-    t.latency_us = price_time_us(best, t.n_model, c, 1.0)
+    t.latency_us = _latency_floor_us(best, t.n_model, c)
     t.latency_ratio = latency_growth(t.law, t.n_model, best.hosts, group_size, hosts)
     f = bandwidth_growth(t.bw_law, op, t.n_model, best.hosts, group_size, hosts)
     klo, khi = known_switch(op, prof.backend, best.hosts, hosts)

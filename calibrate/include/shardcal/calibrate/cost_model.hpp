@@ -276,9 +276,10 @@ inline constexpr double kLn2 = 0.6931471805599453;
 inline constexpr double kBeyondLogSigmaPerOctave = 0.12;
 
 // Below the measured sizes an NCCL profile's price leans from the backbone carried towards the
-// log-log line for this many octaves at most (then the lean is held): log2 of NCCL's 32 channels
-// per communicator on current GPUs, the octaves its channel count can halve through. Chosen from
-// 3, 5 and 8 on the development logs (docs/CALIBRATION.md "Past the measured sizes").
+// log-log line for this many octaves at most (then the lean is held). Chosen from 3, 5 and 8 on
+// the development logs (docs/CALIBRATION.md "Past the measured sizes"); NCCL's own channel and
+// thread reduction spans up to ~8 octaves (one channel off at a time from 32-64, then threads
+// halved 512 -> 64), at sizes that need not start at the sweep's smallest.
 inline constexpr double kChannelRampOctaves = 5.0;
 
 // Bounds the profile readers put on a curve's noise and kappa_scale (log scale): beyond them an
