@@ -278,16 +278,17 @@ def scaling(sb, fit_logs, target, work, extra):
 
 
 HOSTS_IN_NAME = [re.compile(r"hosts[-_]?(\d+)", re.I), re.compile(r"(\d+)[-_]?nodes?(?![a-z])", re.I),
-                 re.compile(r"(?<![0-9])(\d+)x\d+", re.I)]
+                 re.compile(r"(?<![0-9])(\d+)x(\d+)", re.I)]
 
 
-def series_files(sb, directory, work, extra):
+def series_files(sb, directory, work, extra, probes):
     """{host count: [files]} of a --hosts-series directory. Results files: the count in the name
     (hosts<H>.jsonl), else the most hosts their points span. Benchmark logs: the hosts their own
     lines name (`shardbench import`: rank lines or the launch command); where the name says
     otherwise (hosts<H>, <H>nodes, <H>x<G>), a warning (a name like 8x2 can mean either), and a
     name of H > 1 hosts whose ranks all name one host (containers sharing a hostname) is an
-    error that says how to import it. A file shardbench cannot import is ignored, with why."""
+    error that says how to import it. A file shardbench cannot import is ignored, with why.
+    probes: filled with {log: its imported results file}, for the cases to read (not import again)."""
     if not os.path.isdir(directory):
         fail(f"--hosts-series {directory}: not a directory")
     by_hosts, ignored = {}, []
@@ -300,8 +301,7 @@ def series_files(sb, directory, work, extra):
         h = int(named[0][0].group(1)) if named else None
         # Several hosts for sure: hosts<H>, <H>nodes with H > 1, or <A>x<B> with A, B > 1 (either
         # reading, hosts x GPUs or GPUs x hosts, is two hosts or more; 8x1 may be one node).
-        several = bool(named) and h > 1 and (named[0][1] < 2 or int(re.search(
-            r"(?<![0-9])\d+x(\d+)", name, re.I).group(1)) > 1)
+        several = bool(named) and h > 1 and (named[0][1] < 2 or int(named[0][0].group(2)) > 1)
         if is_results(path):
             if h is None:
                 _, pts = load_points(path)
@@ -317,7 +317,8 @@ def series_files(sb, directory, work, extra):
             if spanned is None:
                 ignored.append(f"{name} (no usable point: every row failed its check, or none was timed)")
                 continue
-            if spanned is not None and h is not None and spanned != h:
+            probes[path] = probe
+            if h is not None and spanned != h:
                 if spanned == 1 and several:
                     hh = str(h) if named[0][1] < 2 else "H"  # (<A>x<B>: which one is the nodes?)
                     fail(f"--hosts-series: {path}: the name says {named[0][0].group(0)}, but every rank "
@@ -365,9 +366,11 @@ def falls_of(sb, prof, p0, lo, hi, per_octave=4):
 
 def hosts_series(sb, directory, work, extra):
     """The standard host-count cases on one series: rows per case and collective, pooled figures."""
-    by_hosts = series_files(sb, directory, work, extra)
+    probes = {}
+    by_hosts = series_files(sb, directory, work, extra, probes)
+    imported = {h: [probes.get(f, f) for f in files] for h, files in by_hosts.items()}
     targets = {}
-    for h, files in by_hosts.items():
+    for h, files in imported.items():
         tj = as_results(sb, files, os.path.join(work, f"target-{h}.jsonl"), extra, f"the {h}-host logs")
         targets[h] = [p for f in tj for p in load_points(f)[1]]
     rows, skipped, profiles, pooled = [], [], {}, []
@@ -388,7 +391,7 @@ def hosts_series(sb, directory, work, extra):
                             "why": f"no {', '.join(map(str, missing))}-host data in {directory}"})
             continue
         if fit not in profiles:
-            profiles[fit] = fit_profile(sb, [f for h in fit for f in by_hosts[h]], work, extra,
+            profiles[fit] = fit_profile(sb, [f for h in fit for f in imported[h]], work, extra,
                                         "fit-" + "-".join(map(str, fit)), routes)
         pred = predict_points(sb, profiles[fit], targets[target], f"{target} hosts")
         if not pred:

@@ -121,8 +121,7 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
     for (const auto& c : f.contexts)
       if (c.contains("shardcal_version") && c["shardcal_version"].is_string())
         p.shardcal_version = c["shardcal_version"].get<std::string>();
-  p.models = cal.models;
-  for (Model& m : p.models) m.channel_ramp = p.backend == "nccl";
+  p.models = cal.models;  // (channel_ramp set by the fitter from the same backend)
   p.mpi_selector = mpi_selector_of(rs);
   std::string ceiling_refuted;
   p.link_ceiling = link_ceiling_of(rs, ceiling_refuted);

@@ -134,7 +134,6 @@ _OMPI_REDUCE_SCATTER = (
 )
 
 
-
 def _latency_floor_us(m, n: int, c: int) -> float:
     """host_transport.cpp latency_floor_us: the price at 1 B without NCCL's downward lean."""
     if not m.channel_ramp:
