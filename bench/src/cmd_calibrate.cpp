@@ -303,11 +303,16 @@ int run(const CalibrateArgs& a) {
   profile.json_extra = extra.dump();
   std::cout << cb::quality_report(rs, cal);
   // The link ceiling bounds prices past the measured sizes (docs/CALIBRATION.md "Link ceilings").
-  if (profile.link_ceiling)
+  if (profile.link_ceiling) {
     std::cout << "link ceiling: " << profile.link_ceiling->GBps << " GB/s per GPU and direction ("
               << profile.link_ceiling->source << "): no price below S x the collective's link "
-              << "bytes / ceiling\n";
-  else if (extra["extra"].contains("link_ceiling_dropped"))
+              << "bytes / ceiling";
+    if (profile.link_ceiling->host_GBps > 0)
+      std::cout << "; across hosts none below S x the bytes each host link must carry / "
+                << profile.link_ceiling->host_GBps << " GB/s";
+    std::cout << "\n";
+  }
+  if (extra["extra"].contains("link_ceiling_dropped"))
     std::cout << "calibrate: " << extra["extra"]["link_ceiling_dropped"].get<std::string>() << "\n";
   if (routes) {
     profile.ring_routes = *routes;

@@ -42,7 +42,8 @@ void print_collectives(bool as_json) {
                       {"busbw_share", c.busbw_share},
                       {"busbw_flat", c.busbw_flat},
                       {"ring_rounds", c.ring_rounds},
-                      {"link_share", c.link_share}});
+                      {"link_share", c.link_share},
+                      {"host_bytes_per_rank", c.host_bytes_per_rank}});
     nlohmann::ordered_json doc = {{"schema", "shardcal.collectives"},
                                   {"version", 1},
                                   {"generated_by", "shardbench info --collectives --json"},

@@ -193,8 +193,12 @@ int run(const PredictArgs& a) {
     if (profile.link_ceiling)
       j["link_ceiling"] = {{"GBps", profile.link_ceiling->GBps},
                            {"source", profile.link_ceiling->source},
+                           {"host_GBps", profile.link_ceiling->host_GBps > 0
+                                             ? nlohmann::ordered_json(profile.link_ceiling->host_GBps)
+                                             : nlohmann::ordered_json(nullptr)},
                            {"floor_us", p.link_floor_us},
-                           {"binds", p.at_link_floor}};
+                           {"binds", p.at_link_floor},
+                           {"host_link_binds", p.at_host_link_floor}};
     else
       j["link_ceiling"] = nullptr;
     // Where a host-count transport priced it (docs/CALIBRATION.md "Other host counts").

@@ -80,8 +80,8 @@ double log_time(double t) { return std::log(std::max(t, 1e-6)); }
 
 // ln of the link ceiling's floor at s_eff (docs/CALIBRATION.md "Link ceilings"); -inf when the
 // profile knows no ceiling.
-double log_link_floor(const Model& m, int n, double s_eff) {
-  const double f = link_floor_us(collective_info(m.collective).link_floor_factor(n), s_eff, m.link_ceiling_GBps);
+double log_link_floor(const Model& m, int n, int hosts, double s_eff) {
+  const double f = link_floor_time_us(m, n, hosts, s_eff);
   return f > 0 ? std::log(f) : -std::numeric_limits<double>::infinity();
 }
 
@@ -135,7 +135,7 @@ double curve_misfit(const MeasuredCurve& cv) {
 }
 
 // want_sigma false: the time only (the planner's path), sigma left 0.
-CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, double s_eff,
+CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int hosts, int c, double s_eff,
                      double log_bb, bool want_sigma) {
   CurvePart out;
   const std::size_t k = cv.bytes.size();
@@ -183,7 +183,7 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
                                       std::max(ye, far));
     // Upwards the line stops at the link ceiling's floor: a slope below 1 carried on would
     // eventually move bytes faster than the GPU's links can (1x8 H100 logs fitted to a flat top).
-    const double line = std::max(up ? ye + slope * d : ye - slope * d, log_link_floor(m, n, s_eff));
+    const double line = std::max(up ? ye + slope * d : ye - slope * d, log_link_floor(m, n, hosts, s_eff));
     out.beyond = true;
     out.beyond_octaves = up ? d : -d;
     // Upwards their geometric middle. Downwards the backbone carried: a latency floor is in every
@@ -209,7 +209,7 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
         const double fk = ye - kLn2 * kChannelRampOctaves;
         lean_from = std::clamp(log_time(backbone_time_us(m, n, sk, c)) + cv.weight * cv.log_ratio[0],
                                std::min(ye, fk), std::max(ye, fk));
-        lean_line = std::max(ye - slope * kChannelRampOctaves, log_link_floor(m, n, sk));
+        lean_line = std::max(ye - slope * kChannelRampOctaves, log_link_floor(m, n, hosts, sk));
       }
     }
     // (Held, the lean can carry the price past t(S_0) / 2^d where the backbone below the smallest
@@ -294,29 +294,32 @@ CurvePart curve_part(const Model& m, const MeasuredCurve& cv, int n, int c, doub
 
 // price() on a given curve (cv: the class's or the nearest class's from curve_for(), or a
 // transported class's built by host_transport(); exact: it is the query's own class).
-Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int c, double s_eff,
+Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int hosts, int c, double s_eff,
                 double class_sigma, bool want_interval) {
   Priced out;
   out.segment = segment_of(m, s_eff);
   const double bb = segment_time_us(m, out.segment, n, s_eff, c);
   if (!cv || cv->bytes.size() < 2) {
-    const double floor_us = link_floor_time_us(m, n, s_eff);  // 0 without a ceiling
+    const double floor_us = link_floor_time_us(m, n, hosts, s_eff);  // 0 without a ceiling
     out.time_us = std::max(bb, floor_us);
     if (want_interval) {
       double sig = backbone_sigma(m, out.segment, n, s_eff, c);
       sig = std::hypot(sig, class_sigma);
       out.lo_us = std::max(bb * std::exp(-kIntervalZ * sig), floor_us);
-      out.hi_us = std::max(bb * std::exp(kIntervalZ * sig), floor_us);
+      // A price the floor lifts keeps its upper side's width above it (the floor is a bound, not
+      // an estimate: an interval collapsed onto it would claim the time exactly).
+      const double lift = bb > 0 ? std::max(1.0, floor_us / bb) : 1.0;
+      out.hi_us = std::max(bb * std::exp(kIntervalZ * sig) * lift, floor_us);
     }
     return out;
   }
   out.curve = cv;
   out.curve_exact = exact;
-  const CurvePart cp = curve_part(m, *cv, n, c, s_eff, log_time(bb), want_interval);
+  const CurvePart cp = curve_part(m, *cv, n, hosts, c, s_eff, log_time(bb), want_interval);
   out.switch_gap = cp.switch_gap;
   out.beyond_measured = cp.beyond;
   // The floor in linear time, so a price on it equals link_floor_time_us() exactly.
-  out.time_us = std::max(std::exp(cp.log_t), link_floor_time_us(m, n, s_eff));
+  out.time_us = std::max(std::exp(cp.log_t), link_floor_time_us(m, n, hosts, s_eff));
   if (!want_interval) return out;
   out.beyond_octaves = cp.beyond_octaves;
   double sig = cp.sigma, end_sig = cp.end_sigma;
@@ -344,31 +347,37 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   out.lo_us = std::exp(std::clamp(lo, -700.0, 700.0));
   out.hi_us = std::exp(std::clamp(hi, -700.0, 700.0));
   // No price below the link ceiling's floor (docs/CALIBRATION.md "Link ceilings").
-  const double floor_us = link_floor_time_us(m, n, s_eff);
+  const double floor_us = link_floor_time_us(m, n, hosts, s_eff);
   out.lo_us = std::min(std::max(out.lo_us, floor_us), out.time_us);
-  out.hi_us = std::max(out.hi_us, out.time_us);
+  // (Lifted by the floor: the upper side keeps its width above it, as in the backbone branch.)
+  out.hi_us = std::max(out.hi_us * std::max(1.0, floor_us / std::exp(cp.log_t)), out.time_us);
   return out;
 }
 
-Priced price_impl(const Model& m, int n, int c, double s_eff, double class_sigma,
+Priced price_impl(const Model& m, int n, int hosts, int c, double s_eff, double class_sigma,
                   bool want_interval) {
   bool exact = false;
   const MeasuredCurve* cv = n > 1 ? curve_for(m, n, c, &exact) : nullptr;
-  return price_on(m, cv, exact, n, c, s_eff, class_sigma, want_interval);
+  return price_on(m, cv, exact, n, hosts > 0 ? hosts : m.hosts, c, s_eff, class_sigma, want_interval);
 }
 
 }  // namespace
 
-Priced price(const Model& m, int n, int concurrent_groups, double s_eff, double class_log_sigma) {
-  return price_impl(m, n, concurrent_groups, s_eff, class_log_sigma, true);
+Priced price(const Model& m, int n, int concurrent_groups, double s_eff, double class_log_sigma,
+             int hosts) {
+  return price_impl(m, n, hosts, concurrent_groups, s_eff, class_log_sigma, true);
 }
 
-double link_floor_time_us(const Model& m, int n, double s_eff) {
-  return link_floor_us(collective_info(m.collective).link_floor_factor(n), s_eff, m.link_ceiling_GBps);
+double link_floor_time_us(const Model& m, int n, int hosts, double s_eff) {
+  const CollectiveInfo& ci = collective_info(m.collective);
+  const double all_links = link_floor_us(ci.link_floor_factor(n), s_eff, m.link_ceiling_GBps);
+  // Across hosts: the least-populated host's ranks (n / hosts at the most) carry its share.
+  if (hosts <= 1 || m.host_link_GBps <= 0) return all_links;
+  return std::max(all_links, link_floor_us(ci.host_floor_factor(n, n / hosts), s_eff, m.host_link_GBps));
 }
 
-double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff) {
-  return price_impl(m, n, concurrent_groups, s_eff, 0.0, false).time_us;
+double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff, int hosts) {
+  return price_impl(m, n, hosts, concurrent_groups, s_eff, 0.0, false).time_us;
 }
 
 }  // namespace shardcal::calib

@@ -58,6 +58,10 @@ constexpr auto kTable = std::to_array<Entry>({
     {"T4", 0, kPcie3, "T4: PCIe 3.0 x16 15.75 GB/s"},
 });
 
+// Grace-based parts come in rack-scale NVLink domains (GB200 NVL72, GH200 NVL32): there a group
+// across trays ("hosts") talks over NVLink, not its C2C link, so no host-link floor.
+bool nvlink_spans_hosts(std::string_view token) { return token == "GB200" || token == "GH200"; }
+
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
 }  // namespace
@@ -71,7 +75,8 @@ std::optional<LinkCeiling> gpu_link_ceiling(std::string_view gpu_name) {
          at = up.find(e.token, at + 1)) {
       const std::size_t end = at + e.token.size();
       if ((at == 0 || !word_char(up[at - 1])) && (end == up.size() || !word_char(up[end])))
-        return LinkCeiling{e.nvlink + e.host, std::string(e.what)};
+        return LinkCeiling{e.nvlink + e.host, nvlink_spans_hosts(e.token) ? 0.0 : e.host,
+                           std::string(e.what)};
     }
   }
   return std::nullopt;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -87,11 +88,14 @@ static std::optional<Profile::LinkCeilingInfo> link_ceiling_of(const ResultSet& 
     }
   if (names.empty()) return std::nullopt;
   std::optional<Profile::LinkCeilingInfo> out;
+  double host = std::numeric_limits<double>::infinity();  // the slowest host link; 0: none bounds
   for (const auto& name : names) {
     const auto c = gpu_link_ceiling(name);
     if (!c) return std::nullopt;
     if (!out || c->GBps < out->GBps) out = Profile::LinkCeilingInfo{c->GBps, {}, c->source};
+    host = std::min(host, c->host_GBps);
   }
+  out->host_GBps = host;
   out->gpus.assign(names.begin(), names.end());
   for (const auto& p : rs.collectives) {
     if (p.samples_s.empty()) continue;
@@ -105,6 +109,22 @@ static std::optional<Profile::LinkCeilingInfo> link_ceiling_of(const ResultSet& 
             " ran in " + fmt("%.4g", fastest_us) + " us, below the " + fmt("%.4g", floor_us) + " us it allows (" +
             p.where + ")";
       return std::nullopt;
+    }
+  }
+  // The host link's floor, for points whose group spans hosts (r ranks on its least-populated
+  // host, n / hosts at the most): refuted alone, the rest of the ceiling stands.
+  for (const auto& p : rs.collectives) {
+    if (p.samples_s.empty() || out->host_GBps <= 0 || p.hosts_spanned <= 1) continue;
+    const double fastest_us = *std::min_element(p.samples_s.begin(), p.samples_s.end()) * 1e6;
+    const double floor_us = link_floor_us(
+        collective_info(p.op).host_floor_factor(p.group_size, p.group_size / p.hosts_spanned), p.bytes_eff,
+        out->host_GBps);
+    if (fastest_us < floor_us) {
+      why = "host-link floor " + fmt("%.4g", out->host_GBps) + " GB/s dropped (the rest of the ceiling kept): " +
+            p.label + " ran in " + fmt("%.4g", fastest_us) + " us, below the " + fmt("%.4g", floor_us) +
+            " us it allows across hosts (" + p.where + "; GPUs whose NVLink spans hosts?)";
+      out->host_GBps = 0;
+      break;
     }
   }
   return out;
@@ -126,7 +146,10 @@ Profile make_profile(const ResultSet& rs, const Calibration& cal, const std::str
   std::string ceiling_refuted;
   p.link_ceiling = link_ceiling_of(rs, ceiling_refuted);
   if (p.link_ceiling)
-    for (Model& m : p.models) m.link_ceiling_GBps = p.link_ceiling->GBps;
+    for (Model& m : p.models) {
+      m.link_ceiling_GBps = p.link_ceiling->GBps;
+      m.host_link_GBps = p.link_ceiling->host_GBps;
+    }
   if (cal.local_copy.used)
     p.local_copy = Profile::LocalCopy{cal.local_copy.ns_per_byte, cal.local_copy.se_ns_per_byte,
                                       cal.local_copy.transitions};

@@ -125,13 +125,16 @@ struct Reader {
     return c;
   }
 
-  // docs/PROFILE_FORMAT.md "link_ceiling": {"GBps": x, "gpus": [NAME, ...], "source": TEXT}.
+  // docs/PROFILE_FORMAT.md "link_ceiling": {"GBps": x, "host_GBps": y (optional), "gpus": [NAME,
+  // ...], "source": TEXT}.
   static Profile::LinkCeilingInfo link_ceiling(const JsonCursor& v) {
     v.object();
-    v.expect_keys({"GBps", "gpus", "source"}, kUnknownKeyFix);
+    v.expect_keys({"GBps", "host_GBps", "gpus", "source"}, kUnknownKeyFix);
     Profile::LinkCeilingInfo c;
     // Below 1 MB/s no GPU link exists (and the floor would overflow); above 1e6 GB/s neither.
     c.GBps = v.required("GBps", kMissingFix).number(1e-3, 1e6);
+    // The host link is one of the GPU's links: at most the whole ceiling.
+    if (auto h = v.optional("host_GBps")) c.host_GBps = h->number(1e-3, c.GBps);
     if (auto n = v.optional("gpus")) {
       n->array();
       for (std::size_t i = 0; i < n->size(); ++i) c.gpus.push_back((*n)[i].string());
@@ -484,7 +487,10 @@ struct Reader {
         fail(models[i],
              "a second model for the same collective, hosts, concurrent_groups and dtype",
              "keep one model per class (merge or delete the duplicate)");
-      if (p.link_ceiling) m.link_ceiling_GBps = p.link_ceiling->GBps;
+      if (p.link_ceiling) {
+        m.link_ceiling_GBps = p.link_ceiling->GBps;
+        m.host_link_GBps = p.link_ceiling->host_GBps;
+      }
       m.channel_ramp = p.backend == "nccl";
       p.models.push_back(std::move(m));
     }

@@ -101,6 +101,7 @@ std::string profile_to_json(const Profile& p) {
   if (p.link_ceiling) {
     ojson c;
     c["GBps"] = p.link_ceiling->GBps;
+    if (p.link_ceiling->host_GBps > 0) c["host_GBps"] = p.link_ceiling->host_GBps;
     c["gpus"] = p.link_ceiling->gpus;
     c["source"] = p.link_ceiling->source;
     if (!j.contains("extra")) j["extra"] = ojson::object();

@@ -177,7 +177,7 @@ class TrafficPricer {
     double time_us =
         sl.transport.active
             ? price_transported_time_us(m, sl.transport, sl.lc.concurrent_groups, s_eff)
-            : price_time_us(m, sl.lc.group_size, sl.lc.concurrent_groups, s_eff);
+            : price_time_us(m, sl.lc.group_size, sl.lc.concurrent_groups, s_eff, sl.lc.hosts);
     if (copies_ && t.max_copy_bytes > 0) time_us += double(t.max_copy_bytes) / (bw_ * 1e3);
     return time_us;
   }

@@ -39,6 +39,7 @@ constexpr auto kTable = std::to_array<CollectiveInfo>({
     {Collective::AllGather, "all_gather", "whole output (n x per-rank)",
      /*reduces=*/false, /*has_root=*/false, /*has_v_form=*/true, /*input_in_recv=*/false,
      /*one_way=*/false, /*busbw_share=*/1, /*busbw_flat=*/0, /*ring_rounds=*/1, /*link_share=*/1,
+     /*host_bytes_per_rank=*/false,
      [](const C& c, int q) { return BufferElems{at(c, q), sum_of(c)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.all_gather(s, r, c.counts[0], c.dtype)
@@ -47,7 +48,7 @@ constexpr auto kTable = std::to_array<CollectiveInfo>({
      gathered},
     {Collective::ReduceScatter, "reduce_scatter", "whole input of one rank",
      true, false, true, false,
-     false, 1, 0, 1, 1,
+     false, 1, 0, 1, 1, false,
      [](const C& c, int q) { return BufferElems{sum_of(c), at(c, q)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.reduce_scatter(s, r, c.counts[0], c.dtype, ReduceOp::Sum)
@@ -58,7 +59,7 @@ constexpr auto kTable = std::to_array<CollectiveInfo>({
      }},
     {Collective::AllReduce, "all_reduce", "one rank's buffer",
      true, false, false, false,
-     false, 2, 0, 2, 1,
+     false, 2, 0, 2, 1, false,
      [](const C& c, int q) { return BufferElems{at(c, q), at(c, q)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        g.all_reduce(s, r, c.counts[0], c.dtype, ReduceOp::Sum);
@@ -66,7 +67,7 @@ constexpr auto kTable = std::to_array<CollectiveInfo>({
      sum_over_sources},
     {Collective::AllToAll, "all_to_all", "one rank's send buffer",
      false, false, true, false,
-     false, 1, 0, 1, 1,
+     false, 1, 0, 1, 1, true,
      [](const C& c, int q) { return BufferElems{sum_of(c), std::size_t(c.n) * at(c, q)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.all_to_all(s, r, c.counts[0], c.dtype)
@@ -78,13 +79,13 @@ constexpr auto kTable = std::to_array<CollectiveInfo>({
      }},
     {Collective::Broadcast, "broadcast", "the buffer",
      false, true, false, /*input_in_recv=*/true,
-     true, 0, 1, 1, 0,
+     true, 0, 1, 1, 0, false,
      [](const C& c, int q) { return BufferElems{0, at(c, q)}; },
      [](Communicator& g, const C& c, const void*, void* r) { g.broadcast(r, c.counts[0], c.dtype, 0); },
      [](const C&, std::int64_t k) { return pattern_value(0, k); }},
     {Collective::Scatter, "scatter", "whole buffer at root",
      false, true, true, false,
-     true, 1, 0, 1, 1,
+     true, 1, 0, 1, 1, false,
      [](const C& c, int q) { return BufferElems{q == 0 ? sum_of(c) : 0, at(c, q)}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.scatter(s, r, c.counts[0], c.dtype, 0)
@@ -95,7 +96,7 @@ constexpr auto kTable = std::to_array<CollectiveInfo>({
      }},
     {Collective::Gather, "gather", "whole buffer at root",
      false, true, true, false,
-     true, 1, 0, 1, 1,
+     true, 1, 0, 1, 1, false,
      [](const C& c, int q) { return BufferElems{at(c, q), q == 0 ? sum_of(c) : 0}; },
      [](Communicator& g, const C& c, const void* s, void* r) {
        c.uniform ? g.gather(s, r, c.counts[0], c.dtype, 0)

@@ -181,6 +181,11 @@ def add_link_ceiling(crng, doc, share):
         gbps = max(1e-3, round(slowest * crng.uniform(0.5, 3.0), crng.choice([1, 3, 17])))  # reader: >= 1e-3
         doc.setdefault("extra", {})["link_ceiling"] = {"GBps": gbps, "gpus": ["NVIDIA H100 80GB HBM3"],
                                                        "source": "parity_test.py: slowest segment x 0.5-3"}
+        # Half of them with a host link (its own draws, so the other profiles' stay as they were):
+        # 2-50 % of the ceiling, so that groups across hosts meet the host links' floor.
+        hrng = random.Random("host_GBps" + repr(gbps))
+        if hrng.random() < 0.5:
+            doc["extra"]["link_ceiling"]["host_GBps"] = max(1e-3, min(gbps, round(gbps * hrng.uniform(0.02, 0.5), 3)))
     return doc
 
 
@@ -410,7 +415,10 @@ def parity(tool, repo):
                     floor["time"] += on
                     floor["transported"] += on and "transported" in p.basis
                     floor["lo"] += o.link_floor_us > 0 and p.lo_us == o.link_floor_us and not on
-                    floor["hi"] += o.link_floor_us > 0 and p.hi_us == o.link_floor_us
+                    # On the floor the upper side keeps its width above it (price_on: lifted with the
+                    # price; a random ceiling above the physical upper bound k t(S) past the sweep
+                    # can still meet it there).
+                    floor["hi"] += on and p.hi_us > p.time_us
                     # moved, not onto the floor: a curve's upward line past the sweep stopped at it
                     # (curve_part; the price is the line's geometric middle with the backbone
                     # carried), or a transported price's measured count sat on its own floor
@@ -479,7 +487,7 @@ def parity(tool, repo):
           f"{grown} transported untested")
     print(f"parity: link ceiling on {floor['profiles']} profiles, {floor['queries']} of their predictions: "
           f"{floor['time']} priced on the floor ({floor['transported']} of them transported), "
-          f"{floor['lo']} more with the interval's lower end on it, {floor['hi']} with its upper end on it, "
+          f"{floor['lo']} more with the interval's lower end on it, {floor['hi']} of those with the upper end lifted above it, "
           f"{floor['line']} moved above it by the floor of a curve's upward line, {floor['carried']} transported "
           f"from a measured count's floored price; {floor['free']} untouched")
     print(f"parity: ring routes on {routes['profiles']} profiles, {routes['queries']} transported predictions "
@@ -528,7 +536,7 @@ def timefn(repo):
     crng = random.Random(20261131)  # the link ceilings' own draws (add_link_ceiling)
     rrng = random.Random(20261202)  # the ring routes' own draws (add_ring_routes)
     counts = {"compared": 0, "curve": 0, "two counts": 0, "prior": 0, "rejected": 0, "oracle": 0,
-              "oracle curve": 0, "oracle sweep": 0, "on floor": 0, "sweep on floor": 0, "routed": 0, "not routed": 0}
+              "oracle curve": 0, "oracle sweep": 0, "on floor": 0, "on host floor": 0, "sweep on floor": 0, "routed": 0, "not routed": 0}
     with tempfile.TemporaryDirectory() as tmp:
         profiles = [os.path.join(repo, "configs", "profiles", "dtensor-default.json"),
                     os.path.join(repo, "tests", "data", "emulate", "two-hosts-400mbit.profile.json")]
@@ -579,7 +587,8 @@ def timefn(repo):
                 assert got == want.time_us, f"{path}: {args} {nbytes!r}: predict {want.time_us!r} oracle {got!r}"
                 counts["oracle"] += 1
                 om = oprof.models[want.model.index]  # the link ceiling's floor (0 without one)
-                counts["on floor"] += want.time_us == link_floor_time_us(om, n, want.s_eff) > 0
+                counts["on floor"] += want.time_us == link_floor_time_us(om, n, want.s_eff, hosts) > 0
+                counts["on host floor"] += "priced at the host links' floor" in want.note
                 counts["routed"] += "ring routes: " in want.note  # (priced with the ring routes, or not)
                 counts["not routed"] += "ring routes not applied" in want.note
                 if ofn.spec is not None and len(ofn.spec) == 7:  # a curve: also a sweep across its knots
@@ -591,7 +600,7 @@ def timefn(repo):
                         got = ofn(b)
                         assert got == fn(b), f"{path}: {args} {b!r}: time_fn {fn(b)!r} oracle {got!r}"
                         counts["oracle sweep"] += 1
-                        counts["sweep on floor"] += got == link_floor_time_us(om, n, b) > 0
+                        counts["sweep on floor"] += got == link_floor_time_us(om, n, b, hosts) > 0
                 counts["compared"] += 1
                 counts["curve"] += "curve" in want.basis
                 counts["two counts"] += "tested by" in want.basis
@@ -617,11 +626,12 @@ def timefn(repo):
           f"({counts['curve']} on a measured curve, {counts['two counts']} transported and tested by a second count, "
           f"{counts['prior']} transported untested; {counts['oracle']} also equal to the oracle's, "
           f"{counts['oracle curve']} of them with a curve, swept at {counts['oracle sweep']} more sizes); "
-          f"{counts['rejected']} rejected alike; on a link ceiling's floor: {counts['on floor']} queries, "
+          f"{counts['rejected']} rejected alike; on a link ceiling's floor: {counts['on floor']} queries "
+          f"({counts['on host floor']} on the host links' floor), "
           f"{counts['sweep on floor']} swept sizes; ring routes applied on {counts['routed']} transported queries, "
           f"not applied on {counts['not routed']}")
     for k in ("compared", "curve", "two counts", "prior", "rejected", "oracle", "oracle curve", "on floor",
-              "sweep on floor", "routed", "not routed"):
+              "on host floor", "sweep on floor", "routed", "not routed"):
         assert counts[k] >= 20, f"too few queries of kind {k!r}: {counts}"
 
 

@@ -131,7 +131,7 @@ TEST(LinkCeiling, RoundTripsAndFloorsPrices) {
   // all_reduce on 4 ranks: (n - 1)/n bytes each way per byte of S at least (in-network
   // reduction), so 1 TB at 1000 GB/s takes >= 0.75 s however fast the fitted bandwidth.
   const Model& ar = back.models[2];
-  const double floor_us = link_floor_time_us(ar, 4, 1e12);
+  const double floor_us = link_floor_time_us(ar, 4, 1, 1e12);
   EXPECT_NEAR(floor_us, 1e12 * 0.75 / 1000.0 * 1e-3, 1e-6);
   Model fast = ar;
   fast.segments[0].bandwidth_GBps = 1e5;  // a fit faster than the links
@@ -147,6 +147,60 @@ TEST(LinkCeiling, RoundTripsAndFloorsPrices) {
                      R"("shardcal_version":"x","backend":"mpi","memory":"host","models":[],)"
                      R"("extra":{"link_ceiling":{"GBps":0}}})")
                 .find("GBps"),
+            std::string::npos);
+}
+
+// Across hosts a group's bytes leave each host through its ranks' host links (PCIe): the table's
+// host link bounds those prices from below (host_floor_factor), round-trips, and is no bound for
+// GPUs whose NVLink spans hosts; inside a host it changes nothing.
+TEST(LinkCeiling, HostLinksFloorGroupsAcrossHosts) {
+  auto host = [](const char* name) { return gpu_link_ceiling(name)->host_GBps; };
+  EXPECT_DOUBLE_EQ(host("NVIDIA H100 80GB HBM3"), 63);
+  EXPECT_DOUBLE_EQ(host("NVIDIA A100-SXM4-80GB"), 31.5);
+  EXPECT_EQ(host("NVIDIA GH200 480GB"), 0.0);  // NVL32: NVLink across trays
+  EXPECT_EQ(host("NVIDIA GB200"), 0.0);        // NVL72
+  const CollectiveInfo& ag = collective_info(Collective::AllGather);
+  EXPECT_DOUBLE_EQ(ag.host_floor_factor(2, 1), 0.5);          // the other half, over one link
+  EXPECT_DOUBLE_EQ(ag.host_floor_factor(16, 8), 0.5 / 8);     // ... over 8 links
+  EXPECT_EQ(ag.host_floor_factor(8, 8), 0.0);                 // one host
+  EXPECT_DOUBLE_EQ(collective_info(Collective::AllToAll).host_floor_factor(16, 8), 0.5);  // own bytes
+  EXPECT_DOUBLE_EQ(collective_info(Collective::Broadcast).host_floor_factor(4, 2), 0.5);  // S over 2
+  Profile p = sample();
+  p.link_ceiling = Profile::LinkCeilingInfo{1000.0, {"NVIDIA H100 80GB HBM3"}, "test", 10.0};
+  const std::string text = profile_to_json(p);
+  EXPECT_EQ(json::parse(text)["extra"]["link_ceiling"]["host_GBps"], 10.0);
+  Profile back = parse_profile(text, "t.json");
+  EXPECT_EQ(profile_to_json(back), text);
+  for (const Model& m : back.models) EXPECT_EQ(m.host_link_GBps, 10.0);
+  for (Model& m : back.models) m.segments.back().bandwidth_GBps = 1e5;  // fits faster than any link
+  const Model& ag2 = back.models[1];  // all_gather, hosts = 2
+  ASSERT_EQ(ag2.hosts, 2);
+  const double s = 1e9;
+  // One rank per host: half of S crosses that rank's 10 GB/s host link.
+  EXPECT_DOUBLE_EQ(link_floor_time_us(ag2, 2, 2, s), s * 0.5 / 10.0 * 1e-3);
+  EXPECT_DOUBLE_EQ(price(ag2, 2, 1, s).time_us, s * 0.5 / 10.0 * 1e-3);
+  EXPECT_DOUBLE_EQ(price_time_us(ag2, 2, 1, s), s * 0.5 / 10.0 * 1e-3);
+  EXPECT_DOUBLE_EQ(price(ag2, 8, 1, s).time_us, s * 0.5 / 4 / 10.0 * 1e-3);  // 4 links per host
+  EXPECT_GE(price(ag2, 2, 1, s).lo_us, s * 0.5 / 10.0 * 1e-3);
+  // predict() says which floor; the query's hosts, not the model's, decide.
+  const Prediction pr = predict(back, Collective::AllGather, LinkClass{2, 2, 1, 1}, s);
+  EXPECT_DOUBLE_EQ(pr.time_us, s * 0.5 / 10.0 * 1e-3);
+  EXPECT_TRUE(pr.at_link_floor);
+  EXPECT_TRUE(pr.at_host_link_floor);
+  EXPECT_NE(pr.note.find("host links' floor (10 GB/s"), std::string::npos) << pr.note;
+  // Inside one host only the whole ceiling's floor: 1000 GB/s.
+  const Prediction in = predict(back, Collective::AllGather, LinkClass{2, 1, 2, 1}, s);
+  EXPECT_DOUBLE_EQ(in.time_us, std::max(s * 0.5 / 1000.0 * 1e-3, price(back.models[0], 2, 1, s).time_us));
+  EXPECT_FALSE(in.at_host_link_floor);
+  // Without the host link (a profile written before it, or NVLink across hosts): no such floor.
+  Model open = ag2;
+  open.host_link_GBps = 0;
+  EXPECT_LT(price(open, 2, 1, s).time_us, s * 0.5 / 10.0 * 1e-3);
+  // The reader: the host link is one of the GPU's links, at most the whole ceiling.
+  EXPECT_NE(error_of(R"({"schema":"shardcal.profile","version":1,"cluster":"c","created":"2026-11-23T16:00:00Z",)"
+                     R"("shardcal_version":"x","backend":"mpi","memory":"host","models":[],)"
+                     R"("extra":{"link_ceiling":{"GBps":10,"host_GBps":20}}})")
+                .find("host_GBps"),
             std::string::npos);
 }
 
@@ -920,12 +974,12 @@ TEST(CostModel, PastTheLargestSizeThePriceIsTheMiddleOfLineAndBackbone) {
     EXPECT_GE(p.hi_us, carried);
     // A link ceiling whose floor lies between the line and the backbone carried lifts the line to
     // the floor: the price is the middle of the floor and the backbone carried.
-    const double floor_at_1 = link_floor_time_us(Model{m}, 4, s);
+    const double floor_at_1 = link_floor_time_us(Model{m}, 4, m.hosts, s);
     ASSERT_EQ(floor_at_1, 0.0);  // no ceiling yet
     m.link_ceiling_GBps = 1.0;
     const double want_floor = std::sqrt(line * carried);  // put the floor at the old price
-    m.link_ceiling_GBps *= link_floor_time_us(m, 4, s) / want_floor;
-    ASSERT_NEAR(link_floor_time_us(m, 4, s), want_floor, 1e-9 * want_floor);
+    m.link_ceiling_GBps *= link_floor_time_us(m, 4, m.hosts, s) / want_floor;
+    ASSERT_NEAR(link_floor_time_us(m, 4, m.hosts, s), want_floor, 1e-9 * want_floor);
     EXPECT_NEAR(price(m, 4, 1, s).time_us, std::sqrt(want_floor * carried), 1e-6 * line) << end_slope;
     EXPECT_GE(price(m, 4, 1, s).lo_us, want_floor * (1 - 1e-12));
   }

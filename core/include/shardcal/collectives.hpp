@@ -88,6 +88,10 @@ struct CollectiveInfo {
   // With a link's peak bandwidth it bounds the time from below (docs/CALIBRATION.md "Link
   // ceilings").
   double link_share;
+  // Across hosts: the bytes a host's links must carry are each rank's own (all_to_all: a host
+  // sends r x its ranks' remote blocks), not the group's data once (gathered, reduced or
+  // replicated bytes a host's ranks can share over the host's own fabric). See host_floor_factor.
+  bool host_bytes_per_rank;
   // Send/receive buffer sizes (elements) of group position q.
   BufferElems (*buffers)(const CollectiveCall& c, int q);
   // Issues the call on g (plain form when c.uniform, else the v-form). Sum for reductions.
@@ -105,6 +109,17 @@ struct CollectiveInfo {
   // Bytes through one rank's links (one direction) per byte of S at the least (n <= 1: 0).
   double link_floor_factor(int n) const {
     return n <= 1 ? 0.0 : link_share * (double(n) - 1.0) / double(n) + busbw_flat;
+  }
+  // Bytes through each host link (a GPU's PCIe or C2C: the only way off its host) one direction
+  // per byte of S at the least, for a group of n across hosts with r ranks on its least-populated
+  // host (0 inside one host: r >= n). That host must receive (or send) the other hosts' part of S,
+  // (n - r)/n of it by link_share (all of it by busbw_flat: broadcast), over its r ranks' host
+  // links; all_to_all's remote blocks are r ranks' own, so r times as many over r links
+  // (docs/CALIBRATION.md "Link ceilings").
+  double host_floor_factor(int n, int r) const {
+    if (n <= 1 || r < 1 || r >= n) return 0.0;
+    const double f = link_share * double(n - r) / double(n) + busbw_flat;
+    return host_bytes_per_rank ? f : f / double(r);
   }
 };
 

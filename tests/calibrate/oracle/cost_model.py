@@ -35,7 +35,7 @@ CURVE_MAX_KAPPA = 100.0
 # The collective table's link floor terms (core/src/collectives.cpp kTable: link_share, busbw_flat),
 # written out here rather than read from the package: the bytes one rank's links must carry in
 # one direction per byte of S, by any algorithm (docs/CALIBRATION.md "Link ceilings").
-LINK_FLOOR_TERMS = {
+LINK_FLOOR_TERMS = {  # (link_share, busbw_flat)
     "all_gather": (1.0, 0.0),
     "reduce_scatter": (1.0, 0.0),
     "all_reduce": (1.0, 0.0),  # not the busbw factor's 2: in-network reduction moves each byte once
@@ -46,6 +46,21 @@ LINK_FLOOR_TERMS = {
 }
 
 
+# host_bytes_per_rank (kTable): across hosts a host's links carry its ranks' own bytes (all_to_all),
+# not the group's data once.
+HOST_BYTES_PER_RANK = {"all_to_all"}
+
+
+def host_floor_factor(collective: str, n: int, r: int) -> float:
+    """CollectiveInfo::host_floor_factor: bytes through each host link per byte of S, for a
+    group of n with r ranks on its least-populated host (0 inside one host)."""
+    if n <= 1 or r < 1 or r >= n:
+        return 0.0
+    share, flat = LINK_FLOOR_TERMS[collective]
+    f = share * float(n - r) / float(n) + flat
+    return f if collective in HOST_BYTES_PER_RANK else f / float(r)
+
+
 def link_floor_factor(collective: str, n: int) -> float:
     """CollectiveInfo::link_floor_factor (core/include/shardcal/collectives.hpp); 0 for n <= 1."""
     if n <= 1:
@@ -54,16 +69,22 @@ def link_floor_factor(collective: str, n: int) -> float:
     return share * (float(n) - 1.0) / float(n) + flat
 
 
-def link_floor_time_us(model, n: int, s_eff: float) -> float:
+def link_floor_time_us(model, n: int, s_eff: float, hosts: int = 0) -> float:
     """cost_model.cpp link_floor_time_us via link_ceiling.hpp link_floor_us: the least time (us)
-    the profile's link ceiling allows at s_eff (GB/s = bytes per ns); 0 without a ceiling."""
+    the profile's link ceiling allows at s_eff (GB/s = bytes per ns) for a group of n across
+    `hosts` hosts (0: the model's), with the host links' floor across hosts; 0 without a ceiling."""
+    hosts = hosts if hosts > 0 else model.hosts
     g = model.link_ceiling_GBps
-    return s_eff * link_floor_factor(model.collective, n) / g * 1e-3 if g > 0 else 0.0
+    all_links = s_eff * link_floor_factor(model.collective, n) / g * 1e-3 if g > 0 else 0.0
+    gh = model.host_link_GBps
+    if hosts <= 1 or gh <= 0:
+        return all_links
+    return max(all_links, s_eff * host_floor_factor(model.collective, n, n // hosts) / gh * 1e-3)
 
 
-def _log_link_floor(model, n: int, s_eff: float) -> float:
+def _log_link_floor(model, n: int, s_eff: float, hosts: int) -> float:
     """cost_model.cpp log_link_floor: ln of the floor, -inf without one."""
-    f = link_floor_time_us(model, n, s_eff)
+    f = link_floor_time_us(model, n, s_eff, hosts)
     return math.log(f) if f > 0 else -math.inf
 
 
@@ -182,7 +203,7 @@ def _backbone_sigma(model, seg: int, n: int, s_eff: float, c: int) -> float:
     return math.sqrt(var)
 
 
-def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: float):
+def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: float, hosts: int = 0):
     """(log_t, sigma, env_lo, env_hi, switch_gap, beyond, beyond_octaves, bound_lo, bound_hi,
     end_sigma), as curve_part() in C++."""
     k = len(cv.bytes)
@@ -221,7 +242,7 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
         far = ye + LN2 * d if up else ye - LN2 * d
         carried = min(max(log_bb + cv.weight * cv.log_ratio[k - 1 if up else 0], min(ye, far)), max(ye, far))
         # The line stops at the link ceiling's floor (C++ applies it in both directions).
-        line = max(ye + slope * d if up else ye - slope * d, _log_link_floor(model, n, s_eff))
+        line = max(ye + slope * d if up else ye - slope * d, _log_link_floor(model, n, s_eff, hosts))
         # Upwards the middle; downwards the backbone carried, or for NCCL (channel_ramp) leaning
         # towards the line by (1 - a) / 2, a the backbone's latency share at the smallest knot,
         # the lean held past CHANNEL_RAMP_OCTAVES below it.
@@ -235,7 +256,7 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
                 fk = ye - LN2 * CHANNEL_RAMP_OCTAVES
                 lean_from = min(max(_log_time(backbone_time_us(model, n, sk, c)) + cv.weight * cv.log_ratio[0],
                                     min(ye, fk)), max(ye, fk))
-                lean_line = max(ye - slope * CHANNEL_RAMP_OCTAVES, _log_link_floor(model, n, sk))
+                lean_line = max(ye - slope * CHANNEL_RAMP_OCTAVES, _log_link_floor(model, n, sk, hosts))
         log_t = min(max(carried + w_line * (lean_line - lean_from), min(ye, far)), max(ye, far))
         grow = max(cv.kappa_scale / 2.0, BEYOND_LOG_SIGMA_PER_OCTAVE) * d
         misfit = (1 - cv.weight) * _rms(cv.log_ratio)
@@ -275,26 +296,30 @@ def _curve_part(model, cv: MeasuredCurve, n: int, c: int, s_eff: float, log_bb: 
             env_lo, env_hi, switch, False, 0.0, 0.0, 0.0, 0.0)
 
 
-def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: float = 0.0) -> Priced:
+def price(model, n: int, concurrent_groups: int, s_eff: float, class_log_sigma: float = 0.0,
+          hosts: int = 0) -> Priced:
+    """cost_model.cpp price(); hosts: the queried group's (0: the model's), for the host links'
+    floor."""
     cv, exact = curve_for(model, n, concurrent_groups) if n > 1 else (None, False)
-    return price_on(model, cv, exact, n, concurrent_groups, s_eff, class_log_sigma)
+    return price_on(model, cv, exact, n, concurrent_groups, s_eff, class_log_sigma, hosts)
 
 
 def price_on(model, cv, exact: bool, n: int, concurrent_groups: int, s_eff: float,
-             class_log_sigma: float = 0.0) -> Priced:
+             class_log_sigma: float = 0.0, hosts: int = 0) -> Priced:
     """price() on a given curve (cost_model.cpp price_on)."""
     c = concurrent_groups
     seg = segment_of(model, s_eff)
     bb = segment_time_us(model, seg, n, s_eff, c)
-    floor_us = link_floor_time_us(model, n, s_eff)  # 0 without a ceiling
+    floor_us = link_floor_time_us(model, n, s_eff, hosts)  # 0 without a ceiling
     if cv is None or len(cv.bytes) < 2:
         sig = _backbone_sigma(model, seg, n, s_eff, c)
         sig = _hypot(sig, class_log_sigma)
         # No price and no bound below the floor (price_on's backbone branch).
+        lift = max(1.0, floor_us / bb) if bb > 0 else 1.0  # the upper side's width kept above the floor
         return Priced(max(bb, floor_us), max(bb * math.exp(-INTERVAL_Z * sig), floor_us),
-                      max(bb * math.exp(INTERVAL_Z * sig), floor_us), seg, None, False, False, False)
+                      max(bb * math.exp(INTERVAL_Z * sig) * lift, floor_us), seg, None, False, False, False)
     log_t, sig, env_lo, env_hi, switch, beyond, octaves, bound_lo, bound_hi, end_sig = _curve_part(
-        model, cv, n, c, s_eff, _log_time(bb))
+        model, cv, n, c, s_eff, _log_time(bb), hosts)
     if beyond:
         sig = _hypot(sig, _backbone_sigma(model, seg, n, s_eff, c))
     if not exact:
@@ -315,14 +340,16 @@ def price_on(model, cv, exact: bool, n: int, concurrent_groups: int, s_eff: floa
     # below it and its upper end not below the price (price_on's last lines).
     time_us = max(math.exp(log_t), floor_us)
     return Priced(time_us, min(max(math.exp(min(max(lo, -700.0), 700.0)), floor_us), time_us),
-                  max(math.exp(min(max(hi, -700.0), 700.0)), time_us), seg, cv, exact, switch, beyond, octaves)
+                  max(math.exp(min(max(hi, -700.0), 700.0)) * max(1.0, floor_us / math.exp(log_t)), time_us), seg, cv,
+                  exact, switch, beyond, octaves)
 
 
-def price_time_us(model, n: int, concurrent_groups: int, s_eff: float) -> float:
-    return price(model, n, concurrent_groups, s_eff).time_us
+def price_time_us(model, n: int, concurrent_groups: int, s_eff: float, hosts: int = 0) -> float:
+    return price(model, n, concurrent_groups, s_eff, 0.0, hosts).time_us
 
 
-def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredCurve] = None):
+def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredCurve] = None,
+                hosts: int = 0):
     """price(model, n, concurrent_groups, s_eff).time_us as a function of s_eff alone, bit-identical
     (the same operations in the same order) but without the interval: the segment coefficients,
     collective-table factors, curve and its monotone knot values are resolved once for the class,
@@ -331,12 +358,13 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
 
     The link ceiling's floor (link_floor_time_us) is applied as price_on applies it: in the
     curve's upward line and as max(time, floor) on the result. The returned function's `spec`
-    describes the price before that last max; `link_floor` is (link_floor_factor(n), GBps)."""
+    describes the price before that last max; `link_floor` is (link_floor_factor(n), GBps); hosts
+    (0: the model's) the queried group's, for the host links' floor."""
     segs = model.segments
     lff, gbps = link_floor_factor(model.collective, n), model.link_ceiling_GBps
 
     def floor_us(s_eff):  # link_floor_time_us, the same operations
-        return s_eff * lff / gbps * 1e-3 if gbps > 0 else 0.0
+        return link_floor_time_us(model, n, s_eff, hosts)
     if n <= 1:  # segment_time_us: a group of one rank moves nothing
         a = segs[0].alpha_us
 

@@ -666,7 +666,7 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
     lo = math.hypot(t.switch_lo_log_sigma, level if t.n_query < t.n_model else 0.0)
     hi = math.hypot(t.switch_hi_log_sigma, level if t.n_query > t.n_model else 0.0)
     # Never below the link ceiling's floor at the query's group size (0 without a ceiling).
-    floor_us = link_floor_time_us(model, t.n_query, s_eff)
+    floor_us = link_floor_time_us(model, t.n_query, s_eff, t.hosts_query)
     lo_us = _widened_bound(f, b.time_us, b.lo_us, -1.0, math.sqrt(common + lo * lo))
     hi_us = _widened_bound(f, b.time_us, b.hi_us, 1.0, math.sqrt(common + hi * hi))
     if ring and tq > 0 and (t.route_step_us != 0 or (mode == "chain" and transported_chain_extra(t, s_eff)[0] != 0)):
@@ -681,7 +681,8 @@ def price_transported(model, t: HostTransport, concurrent_groups: int, s_eff: fl
         rw = _transported_time(t, eq, at_r, at_f, b.time_us, True, "price", mode, lat, s_eff, 0.0) / tq
         lo_us *= min(1.0, rw)
         hi_us *= max(1.0, rw)
-    return Priced(max(tq, floor_us), max(lo_us, floor_us), max(hi_us, floor_us),
+    lift = max(1.0, floor_us / tq) if tq > 0 else 1.0  # the upper side's width kept above the floor
+    return Priced(max(tq, floor_us), max(lo_us, floor_us), max(hi_us * lift, floor_us),
                   b.segment, b.curve, b.curve_exact, b.switch_gap, b.beyond_measured, b.beyond_octaves)
 
 
@@ -729,7 +730,7 @@ def transported_chain_hold_bytes(model, t: HostTransport, concurrent_groups: int
     """host_transport.cpp transported_chain_hold_bytes."""
     at = [0.0]
     held = _chain_held_us(model, t, concurrent_groups, s_eff, _raw_time_us(model, t, concurrent_groups, s_eff), at)
-    return at[0] if at[0] > 0 and held > link_floor_time_us(model, t.n_query, s_eff) else 0.0
+    return at[0] if at[0] > 0 and held > link_floor_time_us(model, t.n_query, s_eff, t.hosts_query) else 0.0
 
 
 def _unheld_time_us(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
@@ -755,7 +756,7 @@ def price_transported_time_us(model, t: HostTransport, concurrent_groups: int, s
     edge = _eager_edge_size(model, t, s_eff)
     if edge > 0:  # held at or above the eager price at the switch's edge
         tq = max(tq, price_transported_time_us(model, t, concurrent_groups, edge))
-    return max(tq, link_floor_time_us(model, t.n_query, s_eff))
+    return max(tq, link_floor_time_us(model, t.n_query, s_eff, t.hosts_query))
 
 
 def transported_eager_hold_bytes(model, t: HostTransport, concurrent_groups: int, s_eff: float) -> float:
@@ -765,7 +766,7 @@ def transported_eager_hold_bytes(model, t: HostTransport, concurrent_groups: int
         return 0.0
     held = price_transported_time_us(model, t, concurrent_groups, edge)
     return edge if held > max(_unheld_time_us(model, t, concurrent_groups, s_eff),
-                              link_floor_time_us(model, t.n_query, s_eff)) else 0.0
+                              link_floor_time_us(model, t.n_query, s_eff, t.hosts_query)) else 0.0
 
 
 def bandwidth_growth(law: str, collective: str, n_b: int, h_b: int, n: int, h: int) -> float:
@@ -789,7 +790,7 @@ def transported_time_pricer(model, t: "HostTransport", concurrent_groups: int):
     fb = time_pricer(model, t.n_model, concurrent_groups)
 
     def transported(s_eff):
-        floor_us = link_floor_time_us(model, t.n_query, s_eff)  # the query's floor, after the factor
+        floor_us = link_floor_time_us(model, t.n_query, s_eff, t.hosts_query)  # the query's floor, after the factor
         eq = _equal_message(t, t.law, t.bw_law, t.two_node_switch, t.n_model, t.n_query, s_eff)
         mb = s_eff * t.n_model / t.n_query if eq else s_eff
         tb = fb(mb)

@@ -216,7 +216,7 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
                       f"an intra-host group priced from inter-host measurements (hosts={m.hosts})") +
                      ": links never measured, 95 % interval x7 either way")
     pr = (_ht.price_transported(m, tr, concurrent_groups, s_eff, class_sigma) if tr is not None
-          else _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma))
+          else _cm.price(m, group_size, concurrent_groups, s_eff, class_sigma, hosts))
     # The size: past the measured curve's sizes (what priced it), else outside the domain.
     # An MPI ring carried at equal per-step messages priced the measured count at s_eff n_b / n
     # (host_transport.cpp carried_at_equal_messages, measured_bytes_at): the note names that size.
@@ -258,11 +258,16 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
         notes.append(f"size {s_eff} B outside the measured range")
     # The link ceiling's floor at the query's group size (predict.cpp): a price on it says so,
     # and the note makes the prediction extrapolated as any note does.
-    floor_us = _cm.link_floor_time_us(m, group_size, s_eff)
+    floor_us = _cm.link_floor_time_us(m, group_size, s_eff, hosts)
     at_floor = floor_us > 0 and pr.time_us <= floor_us
+    # predict.cpp at_host_link_floor: the host links' floor binds (above every link's)
+    at_host = at_floor and hosts > 1 and floor_us > _cm.link_floor_time_us(m, group_size, s_eff, 1)
     if at_floor:
         even = all(c == counts[0] for c in counts)
-        notes.append(f"priced at the GPUs' link ceiling ({m.link_ceiling_GBps:.4g} GB/s per GPU and direction): "
+        what = (f"priced at the host links' floor ({m.host_link_GBps:.4g} GB/s per GPU and direction, the bytes "
+                f"leaving each of {hosts} hosts through its {max(1, group_size // hosts)} ranks' PCIe)" if at_host
+                else f"priced at the GPUs' link ceiling ({m.link_ceiling_GBps:.4g} GB/s per GPU and direction)")
+        notes.append(what + ": "
                      + ("no collective of this size can run faster" if even
                         else "the floor at S_eff, the model's size for these uneven counts"))
     basis = "backbone" if pr.curve is None else ("measured curve" if pr.curve_exact else "nearest class's curve")
@@ -301,7 +306,7 @@ def time_fn(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     m, _ = choose_model(prof, collective, group_size, hosts, concurrent_groups, dtype)
     tr = _ht.host_transport(prof, m, hosts, rph, concurrent_groups, group_size)
     price = (_ht.transported_time_pricer(m, tr, concurrent_groups) if tr is not None
-             else _cm.time_pricer(m, group_size, concurrent_groups))
+             else _cm.time_pricer(m, group_size, concurrent_groups, hosts=hosts))
     inf = math.inf
 
     def time_us(nbytes: float) -> float:

@@ -61,6 +61,8 @@ class Model:
     # The profile's link ceiling (extra.link_ceiling.GBps), 0 = none: Model::link_ceiling_GBps,
     # which the C++ reader copies into every model; prices never fall below its floor.
     link_ceiling_GBps: float = 0.0
+    # Its host-link part (extra.link_ceiling.host_GBps), 0 = none: Model::host_link_GBps.
+    host_link_GBps: float = 0.0
     # The profile's backend is NCCL (Model::channel_ramp, set on read): below the measured sizes
     # the price leans from the backbone carried towards the log-log line.
     channel_ramp: bool = False
@@ -397,7 +399,7 @@ class ProfileData:
             if not isinstance(lc, dict):
                 _fail(origin, "/extra/link_ceiling", "expected an object", "fix the value")
             for k in lc:
-                if k not in ("GBps", "gpus", "source"):
+                if k not in ("GBps", "host_GBps", "gpus", "source"):
                     _fail(origin, f"/extra/link_ceiling/{k}", f"unknown key '{k}'", "remove it")
             gbps = _num(origin, lc, "/extra/link_ceiling", "GBps", 1e-3)
             if gbps > 1e6:
@@ -407,7 +409,14 @@ class ProfileData:
                 _fail(origin, "/extra/link_ceiling/gpus", "expected an array of GPU names", "fix the value")
             if not isinstance(lc.get("source", ""), str):
                 _fail(origin, "/extra/link_ceiling/source", "expected a string", "fix the value")
-            self.link_ceiling = {"GBps": gbps, "gpus": list(gpus), "source": lc.get("source", "")}
+            host = 0.0
+            if "host_GBps" in lc:  # profile_read.cpp: 1e-3 .. the whole ceiling
+                host = _num(origin, lc, "/extra/link_ceiling", "host_GBps", 1e-3)
+                if host > gbps:
+                    _fail(origin, "/extra/link_ceiling/host_GBps", f"must be <= {gbps}, got {lc['host_GBps']}",
+                          "fix the value")
+            self.link_ceiling = {"GBps": gbps, "host_GBps": host, "gpus": list(gpus),
+                                 "source": lc.get("source", "")}
         # The network's ring routes (docs/PROFILE_FORMAT.md "ring_routes"), checked as
         # profile_read.cpp ring_routes(): {"source": TEXT, "hosts_order": [TEXT], "rings": [{"hosts":
         # H >= 2, "latency_us": 1e-6..1e6, "share_GBps": 1e-3..1e6, "share_skew_us": 0..latency_us,
@@ -523,6 +532,7 @@ class ProfileData:
         self.models = [_parse_model(origin, m, f"/models/{i}", i) for i, m in enumerate(doc["models"])]
         for m in self.models:  # (profile_read.cpp: every model prices with the profile's ceiling)
             m.link_ceiling_GBps = self.link_ceiling["GBps"] if self.link_ceiling else 0.0
+            m.host_link_GBps = self.link_ceiling["host_GBps"] if self.link_ceiling else 0.0
             m.channel_ramp = self.backend == "nccl"
         seen = set()
         for m in self.models:

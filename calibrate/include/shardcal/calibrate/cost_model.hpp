@@ -304,16 +304,19 @@ struct Priced {
 // The time of m for link class (n, c) at s_eff: backbone x measured curve (the curve of the
 // class (n, c) if measured, else the nearest measured class's). class_log_sigma: the query
 // is outside the model's measured classes (predict()'s extrapolation flag for the class), which
-// widens the interval by class_log_sigma (in quadrature; see kOtherSideLogSigma).
+// widens the interval by class_log_sigma (in quadrature; see kOtherSideLogSigma). hosts: the
+// hosts the queried group spans, for the host links' floor (0: the model's own, m.hosts).
 Priced price(const Model& m, int n, int concurrent_groups, double s_eff,
-             double class_log_sigma = 0.0);
+             double class_log_sigma = 0.0, int hosts = 0);
 // Only the time (the planner's hot path; same arithmetic as price().time_us).
-double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff);
+double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff, int hosts = 0);
 
 // The least time the model's link ceiling (Model::link_ceiling_GBps; docs/CALIBRATION.md "Link
-// ceilings") allows a group of n at s_eff: S_eff x link_floor_factor(n) / ceiling; 0 when the
-// profile knows no ceiling. price() and the host transport never price below it.
-double link_floor_time_us(const Model& m, int n, double s_eff);
+// ceilings") allows a group of n across `hosts` hosts at s_eff: S_eff x link_floor_factor(n) /
+// ceiling, and across hosts at least S_eff x host_floor_factor(n, n / hosts) / host link
+// (Model::host_link_GBps); 0 when the profile knows no ceiling. price() and the host transport
+// never price below it.
+double link_floor_time_us(const Model& m, int n, int hosts, double s_eff);
 
 // The curve price() uses for (n, c): exact match, else the nearest by |ln n/n_i| + |ln c/c_i|
 // (ties: the one measured at concurrency c, then the first); null when the model has none.

@@ -12,6 +12,10 @@ namespace shardcal::calib {
 
 struct LinkCeiling {
   double GBps = 0;     // 1e9 bytes/s, one direction, every link of the GPU together
+  // The host link alone (PCIe x16): every byte a GPU sends to or receives from another host
+  // crosses it (its NIC sits behind it; NCCL's PXN relays through ranks of the same
+  // communicator only). 0 = not a bound: GPUs whose NVLink domain can span hosts (GB200, GH200).
+  double host_GBps = 0;
   std::string source;  // which GPU and links: "H100 SXM: NVLink 4 450 GB/s + PCIe 5.0 x16 63 GB/s"
 };
 

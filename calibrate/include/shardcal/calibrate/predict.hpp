@@ -35,6 +35,7 @@ struct Prediction {
   // price sits on it (docs/CALIBRATION.md "Link ceilings").
   double link_floor_us = 0;
   bool at_link_floor = false;
+  bool at_host_link_floor = false;  // ... and it is the host links' floor (a group across hosts)
   // Set (transport.active) when the price was transported from other host counts
   // (host_transport.hpp); the planner's hot path repeats it from here.
   HostTransport transport;

@@ -139,6 +139,9 @@ struct Model {
   // The profile's link ceiling (Profile::link_ceiling), 0 = not known: prices never fall below
   // S_eff x link_floor_factor(n) / ceiling. Not written per model.
   double link_ceiling_GBps = 0;
+  // Its host-link part (Profile::LinkCeilingInfo::host_GBps), 0 = none: a group across hosts
+  // never falls below S_eff x host_floor_factor(n, r) / host link. Not written per model.
+  double host_link_GBps = 0;
   // The profile's backend is NCCL, whose bandwidth grows with size (fewer channels for smaller
   // messages): below the measured sizes the price leans from the backbone carried towards the
   // log-log line (cost_model.cpp curve_part). Not written per model: set from Profile::backend on
@@ -186,6 +189,7 @@ struct Profile {
     double GBps = 0;
     std::vector<std::string> gpus;
     std::string source;
+    double host_GBps = 0;  // the host link alone (0: not a bound; link_ceiling.hpp)
   };
   std::optional<LinkCeilingInfo> link_ceiling;
   // The network's routes for a ring over the first H hosts of the job's host order (extra.
