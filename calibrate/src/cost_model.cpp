@@ -350,7 +350,9 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   const double floor_us = link_floor_time_us(m, n, hosts, s_eff);
   out.lo_us = std::min(std::max(out.lo_us, floor_us), out.time_us);
   // (Lifted by the floor: the upper side keeps its width above it, as in the backbone branch.)
-  out.hi_us = std::max(out.hi_us * std::max(1.0, floor_us / std::exp(cp.log_t)), out.time_us);
+  // (Capped as the clamp above: a wild profile's lift must not overflow to inf.)
+  out.hi_us = std::max(std::min(out.hi_us * std::max(1.0, floor_us / std::exp(cp.log_t)), std::exp(700.0)),
+                       out.time_us);
   return out;
 }
 

@@ -680,6 +680,7 @@ HostTransport host_transport(const Profile& p, const Model& best, const LinkClas
   t.op = op;
   t.hosts_model = best.hosts;
   t.hosts_query = lc.hosts;
+  t.floor_hosts = floor_hosts(lc);
   t.selector = selector_known(p, op);
   t.mpi = p.backend == "mpi";
   t.forced_ring = forced_ring(p, op);
@@ -1145,7 +1146,7 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
   const double lo = std::hypot(t.switch_lo_log_sigma, t.n_query < t.n_model ? level : 0.0);
   const double hi = std::hypot(t.switch_hi_log_sigma, t.n_query > t.n_model ? level : 0.0);
   // Never below the link ceiling's floor at the query's group size (0 without a ceiling).
-  const double floor_us = link_floor_time_us(m, t.n_query, t.hosts_query, s_eff);
+  const double floor_us = link_floor_time_us(m, t.n_query, t.floor_hosts, s_eff);
   out.time_us = std::max(tq, floor_us);
   out.lo_us = widened_bound(f, b.time_us, b.lo_us, -1.0, std::sqrt(common + lo * lo));
   out.hi_us = widened_bound(f, b.time_us, b.hi_us, 1.0, std::sqrt(common + hi * hi));
@@ -1192,14 +1193,14 @@ double price_transported_time_us(const Model& m, const HostTransport& t, int con
   double tq = unheld_time_us(m, t, concurrent_groups, s_eff);
   if (const double edge = eager_edge_size(m, t, s_eff); edge > 0)
     tq = std::max(tq, price_transported_time_us(m, t, concurrent_groups, edge));
-  return std::max(tq, link_floor_time_us(m, t.n_query, t.hosts_query, s_eff));
+  return std::max(tq, link_floor_time_us(m, t.n_query, t.floor_hosts, s_eff));
 }
 
 double transported_chain_hold_bytes(const Model& m, const HostTransport& t, int concurrent_groups,
                                     double s_eff) {
   double at = 0.0;
   const double held = chain_held_us(m, t, concurrent_groups, s_eff, raw_time_us(m, t, concurrent_groups, s_eff), &at);
-  return at > 0 && held > link_floor_time_us(m, t.n_query, t.hosts_query, s_eff) ? at : 0.0;
+  return at > 0 && held > link_floor_time_us(m, t.n_query, t.floor_hosts, s_eff) ? at : 0.0;
 }
 
 double transported_eager_hold_bytes(const Model& m, const HostTransport& t, int concurrent_groups,
@@ -1207,7 +1208,7 @@ double transported_eager_hold_bytes(const Model& m, const HostTransport& t, int 
   const double edge = eager_edge_size(m, t, s_eff);
   if (!(edge > 0)) return 0.0;
   const double held = price_transported_time_us(m, t, concurrent_groups, edge);
-  return held > std::max(unheld_time_us(m, t, concurrent_groups, s_eff), link_floor_time_us(m, t.n_query, t.hosts_query, s_eff))
+  return held > std::max(unheld_time_us(m, t, concurrent_groups, s_eff), link_floor_time_us(m, t.n_query, t.floor_hosts, s_eff))
              ? edge
              : 0.0;
 }

@@ -238,7 +238,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
         std::to_string(int(std::round(std::exp(kIntervalZ * kOtherSideLogSigma)))) + " either way");
   const Priced pr = tr.active
                         ? price_transported(*best, tr, lc.concurrent_groups, s_eff, class_sigma)
-                        : price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma, lc.hosts);
+                        : price(*best, lc.group_size, lc.concurrent_groups, s_eff, class_sigma, floor_hosts(lc));
   // The size: past the measured curve's sizes (what priced it), else outside the model's domain.
   // An MPI ring carried at equal per-step messages priced the measured count at s_eff n_b / n.
   const bool per_step = carried_at_equal_messages(tr, s_eff);
@@ -293,12 +293,13 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
   } else if (!d.bytes.contains(s_eff)) {
     add("size " + fmt(s_eff) + " B outside the measured range");
   }
-  out.link_floor_us = link_floor_time_us(*best, lc.group_size, lc.hosts, s_eff);
+  const int fh = floor_hosts(lc);
+  out.link_floor_us = link_floor_time_us(*best, lc.group_size, fh, s_eff);
   out.at_link_floor = out.link_floor_us > 0 && pr.time_us <= out.link_floor_us;
   // Which floor: the host links' (a group across hosts whose bytes must leave through its ranks'
   // PCIe) where it is above every link's.
   out.at_host_link_floor =
-      out.at_link_floor && lc.hosts > 1 &&
+      out.at_link_floor && fh > 1 &&
       out.link_floor_us > link_floor_time_us(*best, lc.group_size, 1, s_eff);
   // (For uneven counts S_eff is the model's effective size, above the bytes that must move: the
   // floor there is the model's premise, not a physical bound; docs/CALIBRATION.md.)
@@ -306,9 +307,9 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
     add((out.at_host_link_floor
              ? "priced at the host links' floor (" +
                    (std::ostringstream() << std::setprecision(4) << best->host_link_GBps).str() +
-                   " GB/s per GPU and direction, the bytes leaving each of " +
-                   std::to_string(lc.hosts) + " hosts through its " +
-                   std::to_string(std::max(1, lc.group_size / lc.hosts)) + " ranks' PCIe)"
+                   " GB/s per GPU and direction: the bytes leaving each of " + std::to_string(fh) +
+                   " hosts through the PCIe links of its ranks, " +
+                   std::to_string(std::max(1, lc.group_size / fh)) + " on the least-populated)"
              : "priced at the GPUs' link ceiling (" +
                    (std::ostringstream() << std::setprecision(4) << best->link_ceiling_GBps).str() +
                    " GB/s per GPU and direction)") +

@@ -23,7 +23,7 @@ double ClassPricer::operator()(double bytes) const {
   const double s_eff = effective_bytes(c_, model_->effective_size, bytes, {}, 1, lc_.group_size);
   return transport_.active
              ? price_transported_time_us(*model_, transport_, lc_.concurrent_groups, s_eff)
-             : price_time_us(*model_, lc_.group_size, lc_.concurrent_groups, s_eff, lc_.hosts);
+             : price_time_us(*model_, lc_.group_size, lc_.concurrent_groups, s_eff, floor_hosts(lc_));
 }
 
 MeshDimNumbers mesh_dim_numbers(const Profile& p, Collective c, const LinkClass& lc,

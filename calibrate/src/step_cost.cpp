@@ -27,6 +27,7 @@ LinkClass group_link_class(int group_size, int hosts_spanned, int concurrent_gro
   lc.hosts = group_size % hosts_spanned == 0 ? hosts_spanned : group_size;
   lc.ranks_per_host = group_size / lc.hosts;
   lc.concurrent_groups = concurrent_groups;
+  lc.spanned_hosts = hosts_spanned;
   return lc;
 }
 
@@ -177,7 +178,7 @@ class TrafficPricer {
     double time_us =
         sl.transport.active
             ? price_transported_time_us(m, sl.transport, sl.lc.concurrent_groups, s_eff)
-            : price_time_us(m, sl.lc.group_size, sl.lc.concurrent_groups, s_eff, sl.lc.hosts);
+            : price_time_us(m, sl.lc.group_size, sl.lc.concurrent_groups, s_eff, floor_hosts(sl.lc));
     if (copies_ && t.max_copy_bytes > 0) time_us += double(t.max_copy_bytes) / (bw_ * 1e3);
     return time_us;
   }

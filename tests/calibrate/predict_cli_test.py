@@ -370,7 +370,31 @@ def past_the_sweep(sb, repo, sp):
         assert r.returncode == 0, r.stderr
         assert "the choice rests on extrapolated prices" in r.stdout and "link class never measured" in r.stdout, \
             r.stdout
-    print("predict CLI: sizes past the sweep and other link classes named in JSON, text and plan")
+        # The host links' floor (docs/CALIBRATION.md "Link ceilings"): 2 ranks on 2 hosts move half
+        # of 1 GiB off each host through one H100's PCIe 5.0 (63 GB/s): >= 8.52 ms; the bus factor
+        # alone priced it at 4.0 ms. The measured class (8 ranks per host) stays above it.
+        assert json.load(open(prof))["extra"]["link_ceiling"]["host_GBps"] == 63.0
+        one = json.loads(run(sb, "--profile", prof, "--collective", "all_reduce", "--group-size", "2", "--hosts", "2",
+                             "--ranks-per-host", "1", "--bytes", "1GiB", "--json").stdout)
+        floor = 2.0 ** 29 / 63e9 * 1e6
+        assert one["link_ceiling"]["host_link_binds"] is True and abs(one["time_us"] - floor) <= 1e-9 * floor, one
+        assert one["interval_us"][1] > 1.2 * one["time_us"], one  # lifted, not collapsed onto the floor
+        assert "priced at the host links' floor (63 GB/s" in one["note"], one["note"]
+        assert py.predict("all_reduce", 2, 2, 1, nbytes=2.0 ** 30).time_us == one["time_us"]
+        assert q(1 << 30)["link_ceiling"]["host_link_binds"] is False
+        # A log whose points beat the floor (the 2x8 log filed as 16 hosts x 1 rank: 8 GiB in 47.5 ms
+        # against 127 ms) drops the host link alone: the whole ceiling stays.
+        res16, prof16 = os.path.join(tmp, "r16.jsonl"), os.path.join(tmp, "p16.json")
+        for cmd in (["import", log, "--hosts", "16", "--ranks-per-host", "1", "--out", res16],
+                    ["calibrate", "--results", res16, "--out", prof16]):
+            r = subprocess.run([sb, *cmd], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+        assert "host-link floor 63 GB/s dropped (the rest of the ceiling kept)" in r.stdout, r.stdout
+        extra = json.load(open(prof16))["extra"]
+        assert "host_GBps" not in extra["link_ceiling"] and extra["link_ceiling"]["GBps"] == 513.0, extra
+        assert "host-link floor" in extra["link_ceiling_dropped"], extra
+    print("predict CLI: sizes past the sweep and other link classes named in JSON, text and plan; the host "
+          "links' floor binds where the bus factor ran faster than PCIe, dropped where a log beat it")
 
 
 if __name__ == "__main__":

@@ -164,7 +164,9 @@ TEST(LinkCeiling, HostLinksFloorGroupsAcrossHosts) {
   EXPECT_DOUBLE_EQ(ag.host_floor_factor(16, 8), 0.5 / 8);     // ... over 8 links
   EXPECT_EQ(ag.host_floor_factor(8, 8), 0.0);                 // one host
   EXPECT_DOUBLE_EQ(collective_info(Collective::AllToAll).host_floor_factor(16, 8), 0.5);  // own bytes
-  EXPECT_DOUBLE_EQ(collective_info(Collective::Broadcast).host_floor_factor(4, 2), 0.5);  // S over 2
+  // Rooted: which host binds depends on the root's host, which a class does not say.
+  EXPECT_EQ(collective_info(Collective::Broadcast).host_floor_factor(4, 2), 0.0);
+  EXPECT_EQ(collective_info(Collective::Gather).host_floor_factor(4, 2), 0.0);
   Profile p = sample();
   p.link_ceiling = Profile::LinkCeilingInfo{1000.0, {"NVIDIA H100 80GB HBM3"}, "test", 10.0};
   const std::string text = profile_to_json(p);
@@ -188,6 +190,19 @@ TEST(LinkCeiling, HostLinksFloorGroupsAcrossHosts) {
   EXPECT_TRUE(pr.at_link_floor);
   EXPECT_TRUE(pr.at_host_link_floor);
   EXPECT_NE(pr.note.find("host links' floor (10 GB/s"), std::string::npos) << pr.note;
+  // A group split unevenly over its hosts is priced as one rank per host (group_link_class), but
+  // its floor counts the hosts it spans: 20 ranks on 3 hosts (8 + 8 + 4) has at least
+  // 20 / 3 -> 6 ranks' links on a host to count on, not 1 (a floor 5x too high).
+  const LinkClass uneven = group_link_class(20, 3, 1);
+  ASSERT_EQ(uneven.hosts, 20);
+  EXPECT_EQ(floor_hosts(uneven), 3);
+  Model ag20 = ag2;
+  ag20.group_sizes = {2, 4, 8, 20};
+  EXPECT_DOUBLE_EQ(link_floor_time_us(ag20, 20, floor_hosts(uneven), s), s * (14.0 / 20 / 6) / 10.0 * 1e-3);
+  // (Its price is the stand-in's: 2 hosts x 1 rank, itself on its floor, transported to 20.)
+  const Prediction p20 = predict(back, Collective::AllGather, uneven, s);
+  EXPECT_DOUBLE_EQ(p20.link_floor_us, s * (14.0 / 20 / 6) / 10.0 * 1e-3);
+  EXPECT_FALSE(p20.at_host_link_floor);
   // Inside one host only the whole ceiling's floor: 1000 GB/s.
   const Prediction in = predict(back, Collective::AllGather, LinkClass{2, 1, 2, 1}, s);
   EXPECT_DOUBLE_EQ(in.time_us, std::max(s * 0.5 / 1000.0 * 1e-3, price(back.models[0], 2, 1, s).time_us));

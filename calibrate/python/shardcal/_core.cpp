@@ -74,15 +74,17 @@ struct Profile {
     return out;
   }
 
-  calib::LinkClass link(int n, int hosts, int rph, int c) const { return {n, hosts, rph, c}; }
+  calib::LinkClass link(int n, int hosts, int rph, int c, int spanned = 0) const {
+    return {n, hosts, rph, c, spanned};
+  }
 
   // predict() and the query's S_eff, as a tuple shardcal.predict.Prediction is made from.
   py::tuple predict(const std::string& coll, int n, int hosts, int rph, double nbytes,
                     const std::vector<std::int64_t>& counts, int elem_size,
-                    const std::optional<std::string>& dt, int c, bool check_class) const {
+                    const std::optional<std::string>& dt, int c, bool check_class, int spanned) const {
     const Collective op = collective(coll);
-    const calib::Prediction pr =
-        calib::predict(*p, op, link(n, hosts, rph, c), nbytes, counts, elem_size, dtype(dt), check_class);
+    const calib::Prediction pr = calib::predict(*p, op, link(n, hosts, rph, c, spanned), nbytes, counts, elem_size,
+                                                dtype(dt), check_class);
     const double s_eff = calib::effective_bytes(op, pr.model->effective_size, nbytes, counts, elem_size, n);
     return py::make_tuple(pr.time_us, index_of(pr.model), pr.segment, pr.extrapolated, pr.note, s_eff,
                           pr.lo_us, pr.hi_us, pr.basis, pr.class_note, pr.size_octaves,
@@ -90,8 +92,8 @@ struct Profile {
   }
 
   shardcal_py::TimeFn time_fn(const std::string& coll, int n, int hosts, int rph,
-                              const std::optional<std::string>& dt, int c) const {
-    return {calib::ClassPricer(p, collective(coll), link(n, hosts, rph, c), dtype(dt))};
+                              const std::optional<std::string>& dt, int c, int spanned) const {
+    return {calib::ClassPricer(p, collective(coll), link(n, hosts, rph, c, spanned), dtype(dt))};
   }
 
   // host_transport() for the model at `best` and the query's class: its fields, None when inactive.
@@ -157,9 +159,9 @@ PYBIND11_MODULE(_core, m) {
       .def("domains", &Profile::domains)
       .def("predict", &Profile::predict, py::arg("collective"), py::arg("group_size"), py::arg("hosts"),
            py::arg("ranks_per_host"), py::arg("nbytes"), py::arg("counts"), py::arg("elem_size"), py::arg("dtype"),
-           py::arg("concurrent_groups"), py::arg("check_class"))
+           py::arg("concurrent_groups"), py::arg("check_class"), py::arg("spanned_hosts") = 0)
       .def("time_fn", &Profile::time_fn, py::arg("collective"), py::arg("group_size"), py::arg("hosts"),
-           py::arg("ranks_per_host"), py::arg("dtype"), py::arg("concurrent_groups"))
+           py::arg("ranks_per_host"), py::arg("dtype"), py::arg("concurrent_groups"), py::arg("spanned_hosts") = 0)
       .def("host_transport", &Profile::host_transport, py::arg("best"), py::arg("group_size"), py::arg("hosts"),
            py::arg("ranks_per_host"), py::arg("concurrent_groups"))
       .def("mesh_dim", &Profile::mesh_dim, py::arg("collective"), py::arg("group_size"), py::arg("hosts"),

@@ -451,7 +451,7 @@ class _MeshContext:
         lc = self.links[d]
         try:
             return self.profile.time_fn(coll, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
-                                        lc["concurrent_groups"])
+                                        lc["concurrent_groups"], lc.get("spanned_hosts", 0))
         except ProfileError:
             return False
 

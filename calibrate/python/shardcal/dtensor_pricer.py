@@ -196,14 +196,16 @@ class Pricer:
         mesh dim d's link class: a related collective's curve from the profile (_STANDINS), else
         DTensor's own cost model; None when neither can."""
         lc = self.link(mesh, d)
-        key = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], collective, dtype)
+        key = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], collective, dtype,
+               lc.get("spanned_hosts", 0))
         if key in self.standins:
             return self.standins[key]
         found = None
         for label, parts in _STANDINS.get(collective, ()):
             try:
                 fns = [(self.profile.time_fn(c, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
-                                             lc["concurrent_groups"]), w) for c, w in parts]
+                                             lc["concurrent_groups"], lc.get("spanned_hosts", 0)), w)
+                       for c, w in parts]
             except _profile.ProfileError:
                 continue
             found = ((lambda nbytes, fns=fns: sum(w * f(nbytes) for f, w in fns)), label)
@@ -223,14 +225,14 @@ class Pricer:
         argument or the pricer's)."""
         lc = self.link(mesh, d)
         key = (lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], collective, nbytes,
-               dtype)
+               dtype, lc.get("spanned_hosts", 0))
         t = self._times.get(key)
         if t is None:
             try:
                 # predict(...).time_us, bit-identical, with the model choice and host transport of
                 # this class resolved once (Profile.time_fn): a first plan prices 2-10 edges
                 t = self.profile.time_fn(collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"], dtype,
-                                         lc["concurrent_groups"])(float(nbytes))
+                                         lc["concurrent_groups"], lc.get("spanned_hosts", 0))(float(nbytes))
             except _profile.ProfileError as e:
                 msg = (f"mesh {list(mesh.shape)}, mesh dim {d}: the profile cannot price {collective} of {nbytes} B: "
                        f"{e}")

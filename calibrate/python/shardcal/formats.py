@@ -49,10 +49,11 @@ def concurrent_groups(groups: int, hosts_spanned: int, n_hosts: int) -> int:
 
 def group_link_class(group_size: int, hosts_spanned: int, concurrent: int) -> dict:
     """A group's link class: a group whose ranks do not split evenly over the hosts it spans
-    counts as one rank per host (the C++ group_link_class)."""
+    counts as one rank per host (the C++ group_link_class); "spanned_hosts" keeps the hosts it
+    spans, for the host links' floor (LinkClass::spanned_hosts)."""
     hosts = hosts_spanned if group_size % hosts_spanned == 0 else group_size
     return {"group_size": group_size, "hosts": hosts, "ranks_per_host": group_size // hosts,
-            "concurrent_groups": concurrent}
+            "concurrent_groups": concurrent, "spanned_hosts": hosts_spanned}
 
 
 def groups_link_class(groups: Sequence[Sequence[int]], ranks_per_host: int) -> dict:

@@ -206,7 +206,7 @@ class RuntimeEstimator:
             return None
         collective, lc, nbytes, counts, elem_size, dtype = q
         key = (collective, lc["group_size"], lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"], nbytes,
-               counts, elem_size if counts else 0, dtype)
+               counts, elem_size if counts else 0, dtype, lc.get("spanned_hosts", 0))
         ms = self._prices.get(key, False)
         if ms is False:
             try:
@@ -214,7 +214,8 @@ class RuntimeEstimator:
                                           nbytes=0.0 if counts else float(nbytes), counts=counts,
                                           elem_size=elem_size, dtype=dtype,
                                           concurrent_groups=lc["concurrent_groups"],
-                                          _check_class=False).time_us / 1e3
+                                          _check_class=False,
+                                          spanned_hosts=lc.get("spanned_hosts", 0)).time_us / 1e3
             except _profile.ProfileError as e:
                 cls = key[:5]
                 if cls not in self.unpriceable:

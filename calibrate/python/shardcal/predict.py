@@ -78,12 +78,15 @@ def known_switch(collective: str, backend: str, h_b: int, h: int):
 
 def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
             nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
-            dtype: Optional[str] = None, concurrent_groups: int = 1, _check_class: bool = True) -> Prediction:
+            dtype: Optional[str] = None, concurrent_groups: int = 1, _check_class: bool = True,
+            spanned_hosts: int = 0) -> Prediction:
     """calib::predict: the price with its interval, the chosen model and segment, the notes.
-    _check_class False prices a class whose hosts x ranks per host is not its group size as given."""
+    _check_class False prices a class whose hosts x ranks per host is not its group size as given.
+    spanned_hosts: the hosts the group really spans where the class stands in for an uneven split
+    (formats.group_link_class's "spanned_hosts"), for the host links' floor; 0: hosts."""
     r = prof._core.predict(_collective(collective), group_size, hosts,
                            _ranks_per_host(group_size, hosts, ranks_per_host), nbytes, list(counts), elem_size,
-                           dtype, concurrent_groups, _check_class)
+                           dtype, concurrent_groups, _check_class, spanned_hosts)
     return Prediction(r[0], prof.models[r[1]], *r[2:])
 
 
@@ -107,7 +110,7 @@ def host_transport(prof, best: Model, hosts: int, ranks_per_host: int, concurren
 
 
 def time_fn(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
-            dtype: Optional[str] = None, concurrent_groups: int = 1):
+            dtype: Optional[str] = None, concurrent_groups: int = 1, spanned_hosts: int = 0):
     """predict(...).time_us for one link class, collective and dtype as a function of nbytes
     alone, bit-identical to predict(..., _check_class=False): a C++ calib::ClassPricer
     (pricing_api.hpp) with the class's model and host transport resolved once (and kept on the
@@ -115,12 +118,12 @@ def time_fn(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     For planners that price many sizes and need no interval or notes. ProfileError as predict
     raises it."""
     fns = prof.__dict__.setdefault("_time_fns", {})
-    key = (collective, group_size, hosts, ranks_per_host, dtype, concurrent_groups)
+    key = (collective, group_size, hosts, ranks_per_host, dtype, concurrent_groups, spanned_hosts)
     fn = fns.get(key)
     if fn is None:
         fn = fns[key] = prof._core.time_fn(_collective(collective), group_size, hosts,
                                            _ranks_per_host(group_size, hosts, ranks_per_host), dtype,
-                                           concurrent_groups)
+                                           concurrent_groups, spanned_hosts)
     return fn
 
 

@@ -52,16 +52,18 @@ class Profile(ProfileData):
 
     def predict(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
                 nbytes: float = 0.0, counts: Sequence[int] = (), elem_size: int = 1,
-                dtype: Optional[str] = None, concurrent_groups: int = 1, _check_class: bool = True) -> Prediction:
+                dtype: Optional[str] = None, concurrent_groups: int = 1, _check_class: bool = True,
+                spanned_hosts: int = 0) -> Prediction:
         """The price of one collective call with its 95 % interval and notes (predict.predict)."""
         return _predict.predict(self, collective, group_size, hosts, ranks_per_host, nbytes, counts, elem_size,
-                                dtype, concurrent_groups, _check_class)
+                                dtype, concurrent_groups, _check_class, spanned_hosts)
 
     def time_fn(self, collective: str, group_size: int, hosts: int = 1, ranks_per_host: Optional[int] = None,
-                dtype: Optional[str] = None, concurrent_groups: int = 1):
+                dtype: Optional[str] = None, concurrent_groups: int = 1, spanned_hosts: int = 0):
         """predict(...).time_us for one link class, collective and dtype as a function of nbytes
         alone, bit-identical to predict(..., _check_class=False) (predict.time_fn, which says how)."""
-        return _predict.time_fn(self, collective, group_size, hosts, ranks_per_host, dtype, concurrent_groups)
+        return _predict.time_fn(self, collective, group_size, hosts, ranks_per_host, dtype, concurrent_groups,
+                                spanned_hosts)
 
     # -- DTensor / autoparallel bridge -----------------------------------------------------
     def mesh_topo(self, mesh_shape: Sequence[int], ranks_per_host: int, collective: str = "all_gather",

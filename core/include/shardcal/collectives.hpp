@@ -111,13 +111,15 @@ struct CollectiveInfo {
     return n <= 1 ? 0.0 : link_share * (double(n) - 1.0) / double(n) + busbw_flat;
   }
   // Bytes through each host link (a GPU's PCIe or C2C: the only way off its host) one direction
-  // per byte of S at the least, for a group of n across hosts with r ranks on its least-populated
-  // host (0 inside one host: r >= n). That host must receive (or send) the other hosts' part of S,
-  // (n - r)/n of it by link_share (all of it by busbw_flat: broadcast), over its r ranks' host
-  // links; all_to_all's remote blocks are r ranks' own, so r times as many over r links
-  // (docs/CALIBRATION.md "Link ceilings").
+  // per byte of S at the least, for a group of n across hosts with at least r ranks on its
+  // least-populated host (0 inside one host: r >= n; r = n / hosts is safe for any split, as the
+  // bound falls with r). That host must receive (or send) the other hosts' part of S, (n - r)/n
+  // of it by link_share, over its r ranks' host links; all_to_all's remote blocks are its r ranks'
+  // own, so r times as many over r links (docs/CALIBRATION.md "Link ceilings").
+  // Not for broadcast, scatter and gather: which host binds depends on where the root sits and
+  // how many ranks share its host, which a link class does not say.
   double host_floor_factor(int n, int r) const {
-    if (n <= 1 || r < 1 || r >= n) return 0.0;
+    if (has_root || n <= 1 || r < 1 || r >= n) return 0.0;
     const double f = link_share * double(n - r) / double(n) + busbw_flat;
     return host_bytes_per_rank ? f : f / double(r);
   }

@@ -49,12 +49,13 @@ LINK_FLOOR_TERMS = {  # (link_share, busbw_flat)
 # host_bytes_per_rank (kTable): across hosts a host's links carry its ranks' own bytes (all_to_all),
 # not the group's data once.
 HOST_BYTES_PER_RANK = {"all_to_all"}
+ROOTED = {"broadcast", "scatter", "gather"}  # has_root: no host floor (where the root sits decides)
 
 
 def host_floor_factor(collective: str, n: int, r: int) -> float:
     """CollectiveInfo::host_floor_factor: bytes through each host link per byte of S, for a
     group of n with r ranks on its least-populated host (0 inside one host)."""
-    if n <= 1 or r < 1 or r >= n:
+    if collective in ROOTED or n <= 1 or r < 1 or r >= n:
         return 0.0
     share, flat = LINK_FLOOR_TERMS[collective]
     f = share * float(n - r) / float(n) + flat
@@ -340,7 +341,8 @@ def price_on(model, cv, exact: bool, n: int, concurrent_groups: int, s_eff: floa
     # below it and its upper end not below the price (price_on's last lines).
     time_us = max(math.exp(log_t), floor_us)
     return Priced(time_us, min(max(math.exp(min(max(lo, -700.0), 700.0)), floor_us), time_us),
-                  max(math.exp(min(max(hi, -700.0), 700.0)) * max(1.0, floor_us / math.exp(log_t)), time_us), seg, cv,
+                  max(min(math.exp(min(max(hi, -700.0), 700.0)) * max(1.0, floor_us / math.exp(log_t)),
+                          math.exp(700.0)), time_us), seg, cv,
                   exact, switch, beyond, octaves)
 
 

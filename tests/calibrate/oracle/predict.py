@@ -264,8 +264,9 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     at_host = at_floor and hosts > 1 and floor_us > _cm.link_floor_time_us(m, group_size, s_eff, 1)
     if at_floor:
         even = all(c == counts[0] for c in counts)
-        what = (f"priced at the host links' floor ({m.host_link_GBps:.4g} GB/s per GPU and direction, the bytes "
-                f"leaving each of {hosts} hosts through its {max(1, group_size // hosts)} ranks' PCIe)" if at_host
+        what = (f"priced at the host links' floor ({m.host_link_GBps:.4g} GB/s per GPU and direction: the bytes "
+                f"leaving each of {hosts} hosts through the PCIe links of its ranks, {max(1, group_size // hosts)} "
+                f"on the least-populated)" if at_host
                 else f"priced at the GPUs' link ceiling ({m.link_ceiling_GBps:.4g} GB/s per GPU and direction)")
         notes.append(what + ": "
                      + ("no collective of this size can run faster" if even

@@ -126,6 +126,7 @@ struct HostTransport {
   bool ompi_ring_reduce_scatter = false;
   Collective op = Collective::AllReduce;
   int hosts_model = 0, hosts_query = 0;
+  int floor_hosts = 0;  // the hosts the query's group really spans (floor_hosts(lc)): its host links' floor
   // Where the tested structure missed the second count: log(measured / structure's price) per
   // size (0 inside a switch's range), interpolated in log size; widens, never moves, the price.
   std::vector<double> miss_bytes, miss_log;

@@ -35,7 +35,14 @@ struct LinkClass {
   int hosts = 1;              // hosts one group spans
   int ranks_per_host = 1;     // ranks of one group on each of its hosts (n / hosts)
   int concurrent_groups = 1;  // groups of this mesh dim running at once on one host
+  // The hosts the group really spans, where that is not `hosts`: group_link_class prices a group
+  // whose ranks do not split evenly over its hosts as one rank per host (hosts = n), but the
+  // host links' floor (docs/CALIBRATION.md "Link ceilings") needs the real count. 0: hosts.
+  int spanned_hosts = 0;
 };
+
+// The hosts the host links' floor counts for a class (LinkClass::spanned_hosts, else hosts).
+inline int floor_hosts(const LinkClass& lc) { return lc.spanned_hosts > 0 ? lc.spanned_hosts : lc.hosts; }
 
 // How uneven per-position counts turn into the S_eff of the model (bytes).
 enum class EffectiveSize : unsigned char {
