@@ -1025,11 +1025,19 @@ bool route_ring(const HostTransport& t, double s_eff) {
 }
 
 namespace {
+// The hosts the measured count's price counts for its host links' floor: its own (0), except for
+// a stand-in for an uneven split (priced as one rank per host, LinkClass::spanned_hosts): there
+// one rank per host would set the floor too high, so the measured count is priced without it (1)
+// and the query's own floor, at the hosts it spans, applies after the transport.
+int measured_floor_hosts(const HostTransport& t) {
+  return t.floor_hosts > 0 && t.floor_hosts != t.hosts_query ? 1 : 0;
+}
+
 // The transported price at s_eff as priced, before any hold or floor.
 double raw_time_us(const Model& m, const HostTransport& t, int concurrent_groups, double s_eff) {
   const bool eq = carried_at_equal_messages(t, s_eff);
   const double mb = measured_bytes_at(t, s_eff);
-  const double tb = price_time_us(m, t.n_model, concurrent_groups, mb);
+  const double tb = price_time_us(m, t.n_model, concurrent_groups, mb, measured_floor_hosts(t));
   const bool ring = t.routes && route_ring(t, s_eff);
   return transported_time(t, eq, transport_at(t, s_eff), tb, ring, Routed::Price, route_latency(m, t, s_eff),
                           split_latency_us(m, t, eq, concurrent_groups, mb, tb), s_eff);
@@ -1120,7 +1128,7 @@ static double eager_edge_size(const Model& m, const HostTransport& t, double s_e
 Priced price_transported(const Model& m, const HostTransport& t, int concurrent_groups,
                          double s_eff, double class_log_sigma) {
   const bool eq = carried_at_equal_messages(t, s_eff);
-  const Priced b = price(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff));
+  const Priced b = price(m, t.n_model, concurrent_groups, measured_bytes_at(t, s_eff), 0.0, measured_floor_hosts(t));
   Priced out = b;
   const TransportAt at = transport_at(t, s_eff);
   const bool ring = t.routes && route_ring(t, s_eff);
@@ -1182,7 +1190,7 @@ double transported_latency_split_us(const Model& m, const HostTransport& t, int 
   const double mb = measured_bytes_at(t, s_eff);
   const bool ring = t.routes && route_ring(t, s_eff);
   return ring ? split_latency_us(m, t, eq, concurrent_groups, mb,
-                                 price_time_us(m, t.n_model, concurrent_groups, mb))
+                                 price_time_us(m, t.n_model, concurrent_groups, mb, measured_floor_hosts(t)))
               : t.latency_us;
 }
 

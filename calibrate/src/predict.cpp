@@ -308,7 +308,7 @@ Prediction predict(const Profile& p, Collective c, const LinkClass& lc, double b
              ? "priced at the host links' floor (" +
                    (std::ostringstream() << std::setprecision(4) << best->host_link_GBps).str() +
                    " GB/s per GPU and direction: the bytes leaving each of " + std::to_string(fh) +
-                   " hosts through the PCIe links of its ranks, " +
+                   " hosts through the PCIe links of its ranks, at most " +
                    std::to_string(std::max(1, lc.group_size / fh)) + " on the least-populated)"
              : "priced at the GPUs' link ceiling (" +
                    (std::ostringstream() << std::setprecision(4) << best->link_ceiling_GBps).str() +

@@ -17,6 +17,7 @@
 #include "shardcal/calibrate/link_ceiling.hpp"
 #include "shardcal/calibrate/loaded_profile.hpp"
 #include "shardcal/calibrate/profile.hpp"
+#include "shardcal/calibrate/pricing_api.hpp"
 #include "shardcal/calibrate/step_cost.hpp"
 #include "shardcal/error.hpp"
 #include "shardcal/formats/sha256.hpp"
@@ -191,18 +192,24 @@ TEST(LinkCeiling, HostLinksFloorGroupsAcrossHosts) {
   EXPECT_TRUE(pr.at_host_link_floor);
   EXPECT_NE(pr.note.find("host links' floor (10 GB/s"), std::string::npos) << pr.note;
   // A group split unevenly over its hosts is priced as one rank per host (group_link_class), but
-  // its floor counts the hosts it spans: 20 ranks on 3 hosts (8 + 8 + 4) has at least
-  // 20 / 3 -> 6 ranks' links on a host to count on, not 1 (a floor 5x too high).
+  // its floor counts the hosts it spans: 20 ranks on 3 hosts (8 + 8 + 4) has at most 20 / 3 -> 6
+  // ranks on its least-populated host, a safe r (the bound falls with r), not 1 (5x too high).
   const LinkClass uneven = group_link_class(20, 3, 1);
   ASSERT_EQ(uneven.hosts, 20);
   EXPECT_EQ(floor_hosts(uneven), 3);
   Model ag20 = ag2;
   ag20.group_sizes = {2, 4, 8, 20};
   EXPECT_DOUBLE_EQ(link_floor_time_us(ag20, 20, floor_hosts(uneven), s), s * (14.0 / 20 / 6) / 10.0 * 1e-3);
-  // (Its price is the stand-in's: 2 hosts x 1 rank, itself on its floor, transported to 20.)
+  // Its price, transported from the measured 2 hosts x 1 rank, does not carry that count's
+  // one-rank floor either: it sits on its own floor (the fitted bandwidth is beyond any link).
   const Prediction p20 = predict(back, Collective::AllGather, uneven, s);
   EXPECT_DOUBLE_EQ(p20.link_floor_us, s * (14.0 / 20 / 6) / 10.0 * 1e-3);
-  EXPECT_FALSE(p20.at_host_link_floor);
+  EXPECT_DOUBLE_EQ(p20.time_us, p20.link_floor_us);
+  EXPECT_TRUE(p20.at_host_link_floor);
+  EXPECT_LT(p20.time_us, link_floor_time_us(ag20, 20, 20, s));  // not the one-rank-per-host floor
+  // The planner's and the Python package's pricer agree with predict() on it.
+  const ClassPricer pricer(std::make_shared<const Profile>(back), Collective::AllGather, uneven, std::nullopt);
+  EXPECT_DOUBLE_EQ(pricer(s), p20.time_us);
   // Inside one host only the whole ceiling's floor: 1000 GB/s.
   const Prediction in = predict(back, Collective::AllGather, LinkClass{2, 1, 2, 1}, s);
   EXPECT_DOUBLE_EQ(in.time_us, std::max(s * 0.5 / 1000.0 * 1e-3, price(back.models[0], 2, 1, s).time_us));

@@ -127,8 +127,9 @@ struct Profile {
   }
 
   py::tuple mesh_dim(const std::string& coll, int n, int hosts, int rph, int c, std::optional<double> probe,
-                     const std::optional<std::string>& dt) const {
-    const calib::MeshDimNumbers d = calib::mesh_dim_numbers(*p, collective(coll), link(n, hosts, rph, c), probe, dtype(dt));
+                     const std::optional<std::string>& dt, int spanned) const {
+    const calib::MeshDimNumbers d =
+        calib::mesh_dim_numbers(*p, collective(coll), link(n, hosts, rph, c, spanned), probe, dtype(dt));
     return py::make_tuple(d.bandwidth_GBps, d.step_latency_us, d.base_latency_us, d.extrapolated, d.note);
   }
 };
@@ -165,7 +166,8 @@ PYBIND11_MODULE(_core, m) {
       .def("host_transport", &Profile::host_transport, py::arg("best"), py::arg("group_size"), py::arg("hosts"),
            py::arg("ranks_per_host"), py::arg("concurrent_groups"))
       .def("mesh_dim", &Profile::mesh_dim, py::arg("collective"), py::arg("group_size"), py::arg("hosts"),
-           py::arg("ranks_per_host"), py::arg("concurrent_groups"), py::arg("probe"), py::arg("dtype"));
+           py::arg("ranks_per_host"), py::arg("concurrent_groups"), py::arg("probe"), py::arg("dtype"),
+           py::arg("spanned_hosts") = 0);
   py::class_<shardcal_py::TimeFn>(m, "TimeFn")
       .def("__call__", &shardcal_py::TimeFn::operator(), py::arg("nbytes"));
   m.def("effective_bytes",

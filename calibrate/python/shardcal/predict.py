@@ -151,7 +151,8 @@ def mesh_topo(prof, mesh_shape: Sequence[int], ranks_per_host: int, collective: 
         lc = _formats.mesh_dim_link_class(shape, i, ranks_per_host)
         hosts, group_rph, concurrent = lc["hosts"], lc["ranks_per_host"], lc["concurrent_groups"]
         bw, step_us, base_us, extrapolated, note = prof._core.mesh_dim(
-            _collective(collective), n, hosts, group_rph, concurrent, None if nbytes is None else float(nbytes), dtype)
+            _collective(collective), n, hosts, group_rph, concurrent, None if nbytes is None else float(nbytes), dtype,
+            lc["spanned_hosts"])
         out["mesh_dim_devices"].append(n)
         out["mesh_dim_bandwidth"].append(bw)
         out["mesh_dim_latency"].append(step_us)

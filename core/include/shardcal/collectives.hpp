@@ -111,7 +111,7 @@ struct CollectiveInfo {
     return n <= 1 ? 0.0 : link_share * (double(n) - 1.0) / double(n) + busbw_flat;
   }
   // Bytes through each host link (a GPU's PCIe or C2C: the only way off its host) one direction
-  // per byte of S at the least, for a group of n across hosts with at least r ranks on its
+  // per byte of S at the least, for a group of n across hosts with at most r ranks on its
   // least-populated host (0 inside one host: r >= n; r = n / hosts is safe for any split, as the
   // bound falls with r). That host must receive (or send) the other hosts' part of S, (n - r)/n
   // of it by link_share, over its r ranks' host links; all_to_all's remote blocks are its r ranks'

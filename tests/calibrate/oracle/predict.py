@@ -265,7 +265,7 @@ def predict(prof, collective: str, group_size: int, hosts: int = 1, ranks_per_ho
     if at_floor:
         even = all(c == counts[0] for c in counts)
         what = (f"priced at the host links' floor ({m.host_link_GBps:.4g} GB/s per GPU and direction: the bytes "
-                f"leaving each of {hosts} hosts through the PCIe links of its ranks, {max(1, group_size // hosts)} "
+                f"leaving each of {hosts} hosts through the PCIe links of its ranks, at most {max(1, group_size // hosts)} "
                 f"on the least-populated)" if at_host
                 else f"priced at the GPUs' link ceiling ({m.link_ceiling_GBps:.4g} GB/s per GPU and direction)")
         notes.append(what + ": "
