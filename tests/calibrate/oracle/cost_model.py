@@ -360,10 +360,9 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
 
     The link ceiling's floor (link_floor_time_us) is applied as price_on applies it: in the
     curve's upward line and as max(time, floor) on the result. The returned function's `spec`
-    describes the price before that last max; `link_floor` is (link_floor_factor(n), GBps); hosts
-    (0: the model's) the queried group's, for the host links' floor."""
+    describes the price before that last max; hosts (0: the model's) the queried group's, for the
+    host links' floor."""
     segs = model.segments
-    lff, gbps = link_floor_factor(model.collective, n), model.link_ceiling_GBps
 
     def floor_us(s_eff):  # link_floor_time_us, the same operations
         return link_floor_time_us(model, n, s_eff, hosts)
@@ -373,7 +372,6 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
         def constant(s_eff):
             return max(a, floor_us(s_eff))  # (the floor is 0 at n <= 1)
         constant.spec = ("constant", a)  # price_spec: the same function as data
-        constant.link_floor = (lff, gbps)
         return constant
     c = concurrent_groups
     rs = float(ring_steps(model.collective, n))
@@ -404,7 +402,6 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
         def floored(s_eff):
             return max(backbone(s_eff), floor_us(s_eff))
         floored.spec = spec
-        floored.link_floor = (lff, gbps)
         return floored
     k = len(cv.bytes)
     kb = [_log_time(backbone_time_us(model, n, b, c)) for b in cv.bytes]  # as _curve_part's knots
@@ -480,7 +477,6 @@ def time_pricer(model, n: int, concurrent_groups: int, curve: Optional[MeasuredC
         r = (1 - w) * lr[i] + w * lr[i + 1] - shrink1 * shape
         return exp(max(log_bb + wgt * r, yi))
 
-    with_curve.link_floor = (lff, gbps)
     with_curve.spec = spec + (("curve", [float(b) for b in knot_bytes], xs, kb, yk, ym, list(lr), seg_at, wgt,
                                shrink1, CURVE_SWITCH_LOG),)
     return with_curve
