@@ -182,7 +182,9 @@ def evaluate(sb, log, work, extra_import_args, every=2, offset=0, extrapolate=No
                 ruler_err.append(abs(ruler_us / t_us - 1))
                 covered += lo <= t_us <= hi
                 points.append({"bytes": s, "measured_us": t_us, "time_us": pr["time_us"], "interval_us": [lo, hi],
-                               "ruler_us": ruler_us, "basis": pr.get("basis", "")})
+                               "ruler_us": ruler_us, "basis": pr.get("basis", ""),
+                               # the link ceiling's floor (0: none), to tell a bound from an estimate
+                               "floor_us": (pr.get("link_ceiling") or {}).get("floor_us", 0.0)})
         results.append({
             "log": log, "collective": op, "group_size": n, "hosts": hosts, "train_sizes": len(tsizes),
             "held_points": len(fit_err),
