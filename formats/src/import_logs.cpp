@@ -205,6 +205,7 @@ void infer_from_table(ParsedLog& log, int world) {
     return;
   }
   log.candidates = fits;
+  log.sendrecv_lookalike = sendrecv_like;
   std::string what;
   if (sig.world < 2)
     what = "the rank count is unknown (no `#  Rank` lines), so the busbw/algbw ratio cannot be "
@@ -277,7 +278,11 @@ ParsedLog parse_log(std::string_view text, const std::string& name, LogFormat fo
                            "all_to_all, broadcast, scatter, gather; nccl-tests' and OSU's names "
                            "work too)")
              : "pass " + options_of(log.candidates)) +
-        " to import it";
+        " to import it" +
+        (log.sendrecv_lookalike
+             ? " if it is all_reduce_perf's; a sendrecv_perf log is point-to-point and cannot be "
+               "imported (shardcal's collective table has no send/recv entry)"
+             : "");
   }
   return log;
 }

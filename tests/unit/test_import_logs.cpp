@@ -98,6 +98,11 @@ TEST(ImportLogs, SkippedBenchmarks) {
       parse_log(read("realdata/ncclt-sendrecv-H100-2x1-1.txt"), "t", LogFormat::Auto);
   EXPECT_FALSE(amb.collective);
   EXPECT_NE(amb.skip_reason.find("--collective"), std::string::npos);
+  // ... but only if it is all_reduce_perf's: the advice must not import a sendrecv log as all_reduce.
+  EXPECT_TRUE(amb.sendrecv_lookalike);
+  EXPECT_NE(amb.skip_reason.find("if it is all_reduce_perf's; a sendrecv_perf log is point-to-point"),
+            std::string::npos)
+      << amb.skip_reason;
   EXPECT_EQ(amb.rows.size(), 26u);
   const ParsedLog lat =
       parse_log(read("realdata/osu-latency-GH200-2x1-1.txt"), "u", LogFormat::Auto);

@@ -107,6 +107,9 @@ struct ParsedLog {
   // (not a collective outside shardcal's table). `candidates`: those the table fits.
   bool undetermined = false;
   std::vector<Collective> candidates;
+  // The table also fits sendrecv_perf (all_reduce on 2 ranks: sum, count = size, factor 1), which
+  // shardcal cannot import: the advice must not send a point-to-point log in as all_reduce.
+  bool sendrecv_lookalike = false;
   std::string evidence;  // the table's signature: redop, count rule, busbw/algbw on n ranks, line
   // The launch line that runs the benchmark, when the log shows one. Launch lines of other
   // programs are not used; several benchmark launch lines with different shapes: none is, and
