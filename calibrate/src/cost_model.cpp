@@ -306,10 +306,7 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
       double sig = backbone_sigma(m, out.segment, n, s_eff, c);
       sig = std::hypot(sig, class_sigma);
       out.lo_us = std::max(bb * std::exp(-kIntervalZ * sig), floor_us);
-      // A price the floor lifts keeps its upper side's width above it (the floor is a bound, not
-      // an estimate: an interval collapsed onto it would claim the time exactly).
-      const double lift = bb > 0 ? std::max(1.0, floor_us / bb) : 1.0;
-      out.hi_us = std::max(bb * std::exp(kIntervalZ * sig) * lift, floor_us);
+      out.hi_us = std::max(floor_lifted_hi_us(bb * std::exp(kIntervalZ * sig), bb, floor_us), floor_us);
     }
     return out;
   }
@@ -319,7 +316,8 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   out.switch_gap = cp.switch_gap;
   out.beyond_measured = cp.beyond;
   // The floor in linear time, so a price on it equals link_floor_time_us() exactly.
-  out.time_us = std::max(std::exp(cp.log_t), link_floor_time_us(m, n, hosts, s_eff));
+  const double floor_us = link_floor_time_us(m, n, hosts, s_eff);
+  out.time_us = std::max(std::exp(cp.log_t), floor_us);
   if (!want_interval) return out;
   out.beyond_octaves = cp.beyond_octaves;
   double sig = cp.sigma, end_sig = cp.end_sigma;
@@ -347,12 +345,8 @@ Priced price_on(const Model& m, const MeasuredCurve* cv, bool exact, int n, int 
   out.lo_us = std::exp(std::clamp(lo, -700.0, 700.0));
   out.hi_us = std::exp(std::clamp(hi, -700.0, 700.0));
   // No price below the link ceiling's floor (docs/CALIBRATION.md "Link ceilings").
-  const double floor_us = link_floor_time_us(m, n, hosts, s_eff);
   out.lo_us = std::min(std::max(out.lo_us, floor_us), out.time_us);
-  // (Lifted by the floor: the upper side keeps its width above it, as in the backbone branch.)
-  // (Capped as the clamp above: a wild profile's lift must not overflow to inf.)
-  out.hi_us = std::max(std::min(out.hi_us * std::max(1.0, floor_us / std::exp(cp.log_t)), std::exp(700.0)),
-                       out.time_us);
+  out.hi_us = std::max(floor_lifted_hi_us(out.hi_us, std::exp(cp.log_t), floor_us), out.time_us);
   return out;
 }
 

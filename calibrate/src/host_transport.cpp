@@ -1179,8 +1179,7 @@ Priced price_transported(const Model& m, const HostTransport& t, int concurrent_
     out.hi_us *= std::max(1.0, rw);
   }
   out.lo_us = std::max(out.lo_us, floor_us);
-  // Lifted by the floor, the upper side keeps its width above it (cost_model.cpp price_on).
-  out.hi_us = std::max(out.hi_us * (tq > 0 ? std::max(1.0, floor_us / tq) : 1.0), floor_us);
+  out.hi_us = std::max(floor_lifted_hi_us(out.hi_us, tq, floor_us), floor_us);
   return out;
 }
 

@@ -22,6 +22,7 @@
 // row here, the Segment field in profile_types.hpp, the fitter's Coef member).
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -317,6 +318,13 @@ double price_time_us(const Model& m, int n, int concurrent_groups, double s_eff,
 // (Model::host_link_GBps); 0 when the profile knows no ceiling. price() and the host transport
 // never price below it.
 double link_floor_time_us(const Model& m, int n, int hosts, double s_eff);
+// An interval's upper side when a floor lifts the price t_us (before the floor) to floor_us: it
+// keeps its width above the floor (a bound, not an estimate: an interval collapsed onto it would
+// claim the time exactly), capped at e^700 so a wild profile's lift cannot overflow to inf.
+inline double floor_lifted_hi_us(double hi_us, double t_us, double floor_us) {
+  const double lift = t_us > 0 ? std::max(1.0, floor_us / t_us) : 1.0;
+  return std::min(hi_us * lift, std::exp(700.0));
+}
 
 // The curve price() uses for (n, c): exact match, else the nearest by |ln n/n_i| + |ln c/c_i|
 // (ties: the one measured at concurrency c, then the first); null when the model has none.
